@@ -1,0 +1,516 @@
+"""The value space: a score in [0, 1] or an abstention that carries its cause.
+
+Seed 002, first section: ``V = [0, 1] U {abstain}``. The abstention is one value
+for arithmetic (every abstention is excluded alike) and it carries exactly one
+of four causes beside it:
+
+``not_applicable``
+    the question did not arise (no consequential action, so no safety test);
+``missing_evidence``
+    it arose and the record cannot answer it;
+``not_implemented``
+    no scorer exists yet, or no answers were supplied for the measure;
+``abstained``
+    a scorer (or judge) ran and declined ("cannot tell", a tie).
+
+Columnar storage (what every table in evaltk uses): a float ``value`` column
+that is missing exactly where a ``cause`` column is set.  :func:`check_value_cause`
+enforces that invariant; :func:`summarize` is the only aggregate, and it always
+reports ``n``, the count excluded per cause and the coverage beside the mean.
+
+Value is not verdict: a :class:`Threshold` turns a value into a :class:`Verdict`
+(pass / fail / abstain with a reason).  Without a validated threshold the value is
+still published and the verdict abstains with the reason ``"no validated
+threshold"``.  Only an explicit gate policy (:func:`resolve_fail_closed`) may
+resolve an abstained verdict toward failure; scoring never does.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+__all__ = [
+    "CAUSES",
+    "Cause",
+    "Abstention",
+    "EvaltkWarning",
+    "UndefinedWarning",
+    "is_abstention",
+    "make_score",
+    "check_value_cause",
+    "MeanSummary",
+    "summarize",
+    "summarize_frame",
+    "Threshold",
+    "Verdict",
+    "VerdictOutcome",
+    "verdict",
+    "verdicts",
+    "resolve_fail_closed",
+    "NO_VALIDATED_THRESHOLD",
+]
+
+
+class Cause(str, Enum):
+    """Why a measure has no value.  A ``str`` subclass so it stores as text."""
+
+    NOT_APPLICABLE = "not_applicable"
+    MISSING_EVIDENCE = "missing_evidence"
+    NOT_IMPLEMENTED = "not_implemented"
+    ABSTAINED = "abstained"
+
+    def __str__(self) -> str:  # pragma: no cover - trivial
+        return self.value
+
+
+#: The four causes, in the seed's order.  Tables use these strings.
+CAUSES: tuple[str, ...] = tuple(c.value for c in Cause)
+
+
+class EvaltkWarning(UserWarning):
+    """Base class of every warning evaltk emits."""
+
+
+class UndefinedWarning(EvaltkWarning):
+    """A statistic is undefined on this input and was returned as an abstention."""
+
+
+def _as_cause(cause: Cause | str) -> Cause:
+    try:
+        return Cause(cause)
+    except ValueError:
+        raise ValueError(
+            f"`cause` must be one of {', '.join(CAUSES)}; got {cause!r}."
+        ) from None
+
+
+@dataclass(frozen=True, slots=True)
+class Abstention:
+    """The non-value.  Never 0, never 1, never NaN without a cause.
+
+    Parameters
+    ----------
+    cause : Cause or str
+        One of :data:`CAUSES`.
+    reason : str, optional
+        Human-readable detail ("no gradable step answered", "tie 1-1").
+
+    Examples
+    --------
+    >>> a = Abstention("not_applicable", "no consequential step")
+    >>> a.cause.value
+    'not_applicable'
+    >>> float(a)
+    Traceback (most recent call last):
+    ...
+    TypeError: an abstention (not_applicable: no consequential step) has no numeric value
+    """
+
+    cause: Cause
+    reason: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "cause", _as_cause(self.cause))
+        if not isinstance(self.reason, str):
+            raise TypeError(f"`reason` must be a str; got {type(self.reason).__name__}.")
+
+    def _refuse(self, *_: Any) -> Any:
+        raise TypeError(f"an abstention ({self}) has no numeric value")
+
+    # An abstention must never silently become a number.
+    __float__ = _refuse
+    __int__ = _refuse
+    __index__ = _refuse
+    __bool__ = _refuse
+    __add__ = __radd__ = __sub__ = __rsub__ = _refuse
+    __mul__ = __rmul__ = __truediv__ = __rtruediv__ = _refuse
+    __lt__ = __le__ = __gt__ = __ge__ = _refuse
+
+    def __str__(self) -> str:
+        return f"{self.cause.value}: {self.reason}" if self.reason else self.cause.value
+
+
+def is_abstention(x: Any) -> bool:
+    """True when ``x`` is an :class:`Abstention`."""
+    return isinstance(x, Abstention)
+
+
+def make_score(value: Any, *, name: str = "value") -> float | Abstention:
+    """Validate one score: a float in [0, 1] or an :class:`Abstention`.
+
+    NaN, None, booleans and values outside [0, 1] are refused: a missing value must
+    say why (pass an :class:`Abstention`).
+
+    Examples
+    --------
+    >>> make_score(0.5)
+    0.5
+    >>> make_score(float("nan"))
+    Traceback (most recent call last):
+    ...
+    ValueError: `value` is NaN without a cause; pass an Abstention with one of not_applicable, missing_evidence, not_implemented, abstained.
+    """
+    if isinstance(value, Abstention):
+        return value
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(
+            f"`{name}` must be a float in [0, 1] or an Abstention; got {type(value).__name__} {value!r}."
+        )
+    v = float(value)
+    if math.isnan(v):
+        raise ValueError(
+            f"`{name}` is NaN without a cause; pass an Abstention with one of {', '.join(CAUSES)}."
+        )
+    if not 0.0 <= v <= 1.0:
+        raise ValueError(f"`{name}` must be in [0, 1]; got {v!r}.")
+    return v
+
+
+def check_value_cause(
+    frame: pd.DataFrame, *, value: str = "value", cause: str = "cause", where: str = "table"
+) -> None:
+    """Raise ``ValueError`` unless ``value`` is missing exactly where ``cause`` is set.
+
+    Also checks that values lie in [0, 1] and causes are among :data:`CAUSES`.
+    Names the first offending row so the error can be acted on.
+    """
+    for col in (value, cause):
+        if col not in frame.columns:
+            raise ValueError(f"{where}: column `{col}` is missing.")
+    vals = pd.to_numeric(frame[value], errors="coerce").to_numpy(dtype=float)
+    causes = frame[cause]
+    has_cause = causes.notna().to_numpy()
+    missing = np.isnan(vals)
+    bad = missing != has_cause
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        idx = frame.index[i]
+        if missing[i]:
+            raise ValueError(f"{where}: row {idx!r} has a missing `{value}` without a `{cause}`.")
+        raise ValueError(
+            f"{where}: row {idx!r} has both `{value}`={vals[i]!r} and `{cause}`={causes.iloc[i]!r}."
+        )
+    finite = vals[~missing]
+    if finite.size and ((finite < 0.0) | (finite > 1.0)).any():
+        i = int(np.flatnonzero(~missing & ((vals < 0.0) | (vals > 1.0)))[0])
+        raise ValueError(f"{where}: row {frame.index[i]!r} has `{value}`={vals[i]!r} outside [0, 1].")
+    unknown = set(causes.dropna().unique()) - set(CAUSES)
+    if unknown:
+        raise ValueError(
+            f"{where}: unknown `{cause}` {sorted(map(str, unknown))}; allowed: {', '.join(CAUSES)}."
+        )
+
+
+# --------------------------------------------------------------------------- aggregates
+
+
+@dataclass(frozen=True)
+class MeanSummary:
+    """A mergeable summary of a column of scores (values and abstentions).
+
+    ``combine`` adds two summaries of disjoint partitions, so the same numbers come
+    out whether a column is summarised whole or in pieces.
+
+    Attributes
+    ----------
+    n : int
+        Every record, valued or abstained.
+    n_valued : int
+        Records with a value; the denominator of :attr:`mean`.
+    total : float
+        Sum of the values.
+    total_sq : float
+        Sum of squared values (for the standard error).
+    excluded : Mapping[str, int]
+        Abstentions per cause, every cause present (zero where none).
+    """
+
+    n: int = 0
+    n_valued: int = 0
+    total: float = 0.0
+    total_sq: float = 0.0
+    excluded: Mapping[str, int] = field(default_factory=lambda: dict.fromkeys(CAUSES, 0))
+
+    def __post_init__(self) -> None:
+        ex = {c: int(self.excluded.get(c, 0)) for c in CAUSES}
+        extra = set(self.excluded) - set(CAUSES)
+        if extra:
+            raise ValueError(f"`excluded` has unknown causes {sorted(extra)}.")
+        object.__setattr__(self, "excluded", ex)
+        if self.n != self.n_valued + sum(ex.values()):
+            raise ValueError(
+                f"`n` ({self.n}) must equal `n_valued` ({self.n_valued}) plus the abstentions "
+                f"({sum(ex.values())}): no record may vanish from a denominator."
+            )
+
+    @property
+    def n_abstained(self) -> int:
+        return self.n - self.n_valued
+
+    @property
+    def coverage(self) -> float | Abstention:
+        """Share of records that carry a value."""
+        if self.n == 0:
+            return Abstention(Cause.MISSING_EVIDENCE, "no records")
+        return self.n_valued / self.n
+
+    @property
+    def mean(self) -> float | Abstention:
+        """Mean over valued records; an abstention (cause kept) when there are none."""
+        if self.n_valued == 0:
+            if self.n == 0:
+                return Abstention(Cause.MISSING_EVIDENCE, "no records")
+            top = max(CAUSES, key=lambda c: self.excluded[c])
+            return Abstention(top, f"all {self.n} records abstained")
+        return self.total / self.n_valued
+
+    @property
+    def std_error(self) -> float | Abstention:
+        """Standard error of the mean over valued records (sample variance)."""
+        if self.n_valued < 2:
+            return Abstention(Cause.MISSING_EVIDENCE, "fewer than two valued records")
+        m = self.total / self.n_valued
+        var = max(self.total_sq - self.n_valued * m * m, 0.0) / (self.n_valued - 1)
+        return math.sqrt(var / self.n_valued)
+
+    def combine(self, other: MeanSummary) -> MeanSummary:
+        """Summary of the union of two disjoint partitions."""
+        return MeanSummary(
+            n=self.n + other.n,
+            n_valued=self.n_valued + other.n_valued,
+            total=self.total + other.total,
+            total_sq=self.total_sq + other.total_sq,
+            excluded={c: self.excluded[c] + other.excluded[c] for c in CAUSES},
+        )
+
+    __add__ = combine
+
+    def to_dict(self) -> dict[str, Any]:
+        """Flat record: mean (None when abstained) and mean_cause, n, per-cause counts, coverage."""
+        mean, cov = self.mean, self.coverage
+        out: dict[str, Any] = {
+            "mean": None if isinstance(mean, Abstention) else mean,
+            "mean_cause": mean.cause.value if isinstance(mean, Abstention) else None,
+            "n": self.n,
+            "n_valued": self.n_valued,
+            "n_abstained": self.n_abstained,
+        }
+        out.update({f"n_{c}": self.excluded[c] for c in CAUSES})
+        out["coverage"] = None if isinstance(cov, Abstention) else cov
+        return out
+
+
+def summarize(values: Iterable[Any], causes: Iterable[Any] | None = None) -> MeanSummary:
+    """Summarise scores: mean over values, abstentions counted per cause, coverage.
+
+    Parameters
+    ----------
+    values : iterable
+        Either scores (floats in [0, 1] and :class:`Abstention` objects), or, with
+        ``causes``, a float column that is missing exactly where ``causes`` is set.
+    causes : iterable, optional
+        The cause column.
+
+    Examples
+    --------
+    >>> s = summarize([1.0, 0.0, Abstention("not_applicable")])
+    >>> s.mean, s.n, s.excluded["not_applicable"], round(s.coverage, 3)
+    (0.5, 3, 1, 0.667)
+    """
+    if causes is None:
+        items = list(values)
+        vals = np.full(len(items), np.nan)
+        cs: list[Any] = [None] * len(items)
+        for i, x in enumerate(items):
+            x = make_score(x)
+            if isinstance(x, Abstention):
+                cs[i] = x.cause.value
+            else:
+                vals[i] = x
+        frame = pd.DataFrame({"value": vals, "cause": pd.Series(cs, dtype=object)})
+    else:
+        frame = pd.DataFrame(
+            {
+                "value": pd.to_numeric(pd.Series(list(values)), errors="raise"),
+                "cause": pd.Series(list(causes), dtype=object),
+            }
+        )
+    check_value_cause(frame)
+    return _summary_from_checked(frame["value"].to_numpy(dtype=float), frame["cause"])
+
+
+def _summary_from_checked(vals: np.ndarray, causes: pd.Series) -> MeanSummary:
+    valued = vals[~np.isnan(vals)]
+    counts = causes.value_counts()
+    return MeanSummary(
+        n=int(vals.size),
+        n_valued=int(valued.size),
+        total=float(valued.sum()),
+        total_sq=float(np.dot(valued, valued)),
+        excluded={c: int(counts.get(c, 0)) for c in CAUSES},
+    )
+
+
+def summarize_frame(
+    frame: pd.DataFrame,
+    by: str | list[str] | None = None,
+    *,
+    value: str = "value",
+    cause: str = "cause",
+) -> pd.DataFrame:
+    """Tidy per-group summary: ``mean, mean_cause, n, n_valued, n_abstained, n_<cause>..., coverage``.
+
+    Vectorised (a groupby, no per-group Python loop over rows).
+    """
+    check_value_cause(frame, value=value, cause=cause)
+    if by is None:
+        return pd.DataFrame([_summary_from_checked(frame[value].to_numpy(float), frame[cause]).to_dict()])
+    keys = [by] if isinstance(by, str) else list(by)
+    v = frame[value].astype(float)
+    work = frame[keys].copy()
+    work["_v"] = v
+    work["_v2"] = v * v
+    work["_valued"] = v.notna()
+    g = work.groupby(keys, sort=True, observed=True)
+    out = pd.DataFrame(
+        {
+            "n": g.size(),
+            "n_valued": g["_valued"].sum().astype(int),
+            "_total": g["_v"].sum(),
+        }
+    )
+    cause_counts = (
+        pd.crosstab([frame[k] for k in keys], frame[cause]) if frame[cause].notna().any() else None
+    )
+    for c in CAUSES:
+        if cause_counts is not None and c in cause_counts.columns:
+            out[f"n_{c}"] = cause_counts[c].reindex(out.index, fill_value=0).astype(int)
+        else:
+            out[f"n_{c}"] = 0
+    out["n_abstained"] = out["n"] - out["n_valued"]
+    valued = out["n_valued"] > 0
+    out["mean"] = np.where(valued, out["_total"] / out["n_valued"].where(valued, 1), np.nan)
+    top_cause = out[[f"n_{c}" for c in CAUSES]].idxmax(axis=1).str.slice(2)
+    out["mean_cause"] = np.where(valued, None, top_cause)
+    out["coverage"] = out["n_valued"] / out["n"]
+    cols = ["mean", "mean_cause", "n", "n_valued", "n_abstained", *[f"n_{c}" for c in CAUSES], "coverage"]
+    return out[cols].reset_index()
+
+
+# --------------------------------------------------------------------------- verdicts
+
+NO_VALIDATED_THRESHOLD = "no validated threshold"
+
+
+class VerdictOutcome(str, Enum):
+    PASS = "pass"
+    FAIL = "fail"
+    ABSTAIN = "abstain"
+
+
+@dataclass(frozen=True)
+class Threshold:
+    """A bar a value must clear, with where it came from and whether it is validated.
+
+    Parameters
+    ----------
+    value : float
+        The cut point in [0, 1].
+    validated : bool
+        True only when the threshold was set by decision cost on held-out evidence
+        (seed 002's promotion rule).  An unvalidated threshold yields abstained verdicts.
+    source : str
+        Where it comes from ("calibration record 2026-W40", "product policy").
+    higher_is_better : bool
+        ``value >= threshold`` passes when True, ``value <= threshold`` when False.
+    """
+
+    value: float
+    validated: bool = False
+    source: str = ""
+    higher_is_better: bool = True
+
+    def __post_init__(self) -> None:
+        make_score(self.value, name="Threshold.value")
+        if not isinstance(self.validated, bool):
+            raise TypeError("`validated` must be a bool.")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What a value means for a gate: pass, fail, or abstain with a reason."""
+
+    outcome: VerdictOutcome
+    reason: str = ""
+    value: float | None = None
+
+    @property
+    def passed(self) -> bool:
+        return self.outcome is VerdictOutcome.PASS
+
+
+def verdict(score: float | Abstention, threshold: Threshold | None) -> Verdict:
+    """Turn a value into a verdict.  The value itself is never altered.
+
+    Examples
+    --------
+    >>> verdict(0.8, None).reason
+    'no validated threshold'
+    >>> verdict(0.8, Threshold(0.7, validated=True, source="policy")).outcome.value
+    'pass'
+    """
+    score = make_score(score)
+    if isinstance(score, Abstention):
+        return Verdict(VerdictOutcome.ABSTAIN, f"value abstained ({score})", None)
+    if threshold is None or not threshold.validated:
+        return Verdict(VerdictOutcome.ABSTAIN, NO_VALIDATED_THRESHOLD, score)
+    ok = score >= threshold.value if threshold.higher_is_better else score <= threshold.value
+    rel = ">=" if threshold.higher_is_better else "<="
+    reason = f"{score:g} {rel if ok else 'not ' + rel} {threshold.value:g} ({threshold.source})"
+    return Verdict(VerdictOutcome.PASS if ok else VerdictOutcome.FAIL, reason, score)
+
+
+def verdicts(frame: pd.DataFrame, thresholds: Mapping[str, Threshold | None], *,
+             measure: str = "measure", value: str = "value", cause: str = "cause") -> pd.DataFrame:
+    """Vectorised :func:`verdict` over a long score table; adds ``verdict`` and ``verdict_reason``.
+
+    Measures with no entry in ``thresholds`` abstain with ``"no validated threshold"``.
+    """
+    check_value_cause(frame, value=value, cause=cause)
+    out = frame.copy()
+    v = out[value].to_numpy(float)
+    outcome = np.full(len(out), VerdictOutcome.ABSTAIN.value, dtype=object)
+    reason = np.full(len(out), NO_VALIDATED_THRESHOLD, dtype=object)
+    meas = out[measure].to_numpy()
+    for m, th in thresholds.items():
+        if th is None or not th.validated:
+            continue
+        sel = (meas == m) & ~np.isnan(v)
+        ok = v[sel] >= th.value if th.higher_is_better else v[sel] <= th.value
+        outcome[sel] = np.where(ok, VerdictOutcome.PASS.value, VerdictOutcome.FAIL.value)
+        reason[sel] = f"threshold {th.value:g} ({th.source})"
+    abst = np.isnan(v)
+    outcome[abst] = VerdictOutcome.ABSTAIN.value
+    reason[abst] = "value abstained (" + out.loc[abst, cause].astype(str).to_numpy(dtype=object) + ")"
+    out["verdict"] = outcome
+    out["verdict_reason"] = reason
+    return out
+
+
+def resolve_fail_closed(v: Verdict) -> Verdict:
+    """Gate policy: an abstained verdict becomes a failure, and says so.
+
+    This is the one place an abstention may turn into a decision, and it is a
+    gate's decision, never a score ("abstain in the score, fail in the gate").
+    """
+    if v.outcome is VerdictOutcome.ABSTAIN:
+        return Verdict(VerdictOutcome.FAIL, f"fail-closed: {v.reason}", v.value)
+    return v
