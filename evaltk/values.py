@@ -252,7 +252,7 @@ class MeanSummary:
             )
 
     @property
-    def n_abstained(self) -> int:
+    def n_excluded(self) -> int:
         return self.n - self.n_valued
 
     @property
@@ -301,7 +301,7 @@ class MeanSummary:
             "mean_cause": mean.cause.value if isinstance(mean, Abstention) else None,
             "n": self.n,
             "n_valued": self.n_valued,
-            "n_abstained": self.n_abstained,
+            "n_excluded": self.n_excluded,
         }
         out.update({f"n_{c}": self.excluded[c] for c in CAUSES})
         out["coverage"] = None if isinstance(cov, Abstention) else cov
@@ -366,7 +366,7 @@ def summarize_frame(
     value: str = "value",
     cause: str = "cause",
 ) -> pd.DataFrame:
-    """Tidy per-group summary: ``mean, mean_cause, n, n_valued, n_abstained, n_<cause>..., coverage``.
+    """Tidy per-group summary: ``mean, mean_cause, n, n_valued, n_excluded, n_<cause>..., coverage``.
 
     Vectorised (a groupby, no per-group Python loop over rows).
     """
@@ -395,13 +395,13 @@ def summarize_frame(
             out[f"n_{c}"] = cause_counts[c].reindex(out.index, fill_value=0).astype(int)
         else:
             out[f"n_{c}"] = 0
-    out["n_abstained"] = out["n"] - out["n_valued"]
+    out["n_excluded"] = out["n"] - out["n_valued"]
     valued = out["n_valued"] > 0
     out["mean"] = np.where(valued, out["_total"] / out["n_valued"].where(valued, 1), np.nan)
     top_cause = out[[f"n_{c}" for c in CAUSES]].idxmax(axis=1).str.slice(2)
     out["mean_cause"] = np.where(valued, None, top_cause)
     out["coverage"] = out["n_valued"] / out["n"]
-    cols = ["mean", "mean_cause", "n", "n_valued", "n_abstained", *[f"n_{c}" for c in CAUSES], "coverage"]
+    cols = ["mean", "mean_cause", "n", "n_valued", "n_excluded", *[f"n_{c}" for c in CAUSES], "coverage"]
     return out[cols].reset_index()
 
 

@@ -1,0 +1,175 @@
+"""The value space (seed 002, first sections): values in [0, 1] or an abstention with a cause."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from evaltk.values import (
+    CAUSES,
+    NO_VALIDATED_THRESHOLD,
+    Abstention,
+    Cause,
+    MeanSummary,
+    Threshold,
+    VerdictOutcome,
+    check_value_cause,
+    make_score,
+    resolve_fail_closed,
+    summarize,
+    summarize_frame,
+    verdict,
+    verdicts,
+)
+
+
+def test_four_causes_in_seed_order():
+    assert CAUSES == ("not_applicable", "missing_evidence", "not_implemented", "abstained")
+
+
+def test_abstention_requires_a_known_cause():
+    with pytest.raises(ValueError, match="`cause` must be one of"):
+        Abstention("unknown")
+    assert Abstention(Cause.ABSTAINED).cause is Cause.ABSTAINED
+
+
+@pytest.mark.parametrize("op", [float, int, bool, lambda a: a + 0, lambda a: 0 + a, lambda a: a * 1,
+                                lambda a: a < 0.5, lambda a: sum([a])])
+def test_abstention_never_becomes_a_number(op):
+    with pytest.raises(TypeError, match="has no numeric value"):
+        op(Abstention("not_applicable", "no consequential step"))
+
+
+@pytest.mark.parametrize("bad", [float("nan"), None, True, "0.5", 1.5, -0.1, float("inf")])
+def test_make_score_refuses_values_outside_the_space(bad):
+    with pytest.raises((ValueError, TypeError)):
+        make_score(bad)
+
+
+def test_make_score_keeps_values_and_abstentions():
+    assert make_score(0) == 0.0 and isinstance(make_score(1), float)
+    a = Abstention("abstained")
+    assert make_score(a) is a
+
+
+def test_check_value_cause_names_the_row():
+    ok = pd.DataFrame({"value": [0.5, np.nan], "cause": [None, "abstained"]})
+    check_value_cause(ok)
+    with pytest.raises(ValueError, match="row 1 has a missing `value` without a `cause`"):
+        check_value_cause(pd.DataFrame({"value": [0.5, np.nan], "cause": [None, None]}))
+    with pytest.raises(ValueError, match="row 0 has both"):
+        check_value_cause(pd.DataFrame({"value": [0.5], "cause": ["abstained"]}))
+    with pytest.raises(ValueError, match="outside"):
+        check_value_cause(pd.DataFrame({"value": [1.5], "cause": [None]}))
+    with pytest.raises(ValueError, match="unknown `cause`"):
+        check_value_cause(pd.DataFrame({"value": [np.nan], "cause": ["skipped"]}))
+
+
+def test_summary_reports_n_excluded_by_cause_and_coverage():
+    s = summarize([1.0, 0.0, 1.0, Abstention("not_applicable"), Abstention("missing_evidence")])
+    assert s.n == 5 and s.n_valued == 3 and s.n_excluded == 2
+    assert s.mean == pytest.approx(2 / 3)
+    assert s.excluded == {"not_applicable": 1, "missing_evidence": 1, "not_implemented": 0, "abstained": 0}
+    assert s.coverage == pytest.approx(0.6)
+    d = s.to_dict()
+    assert d["n_not_applicable"] == 1 and d["mean_cause"] is None
+
+
+def test_all_abstained_mean_is_an_abstention_with_the_cause():
+    s = summarize([Abstention("not_applicable"), Abstention("not_applicable")])
+    assert isinstance(s.mean, Abstention) and s.mean.cause is Cause.NOT_APPLICABLE
+    assert s.coverage == 0.0
+    empty = summarize([])
+    assert isinstance(empty.mean, Abstention) and isinstance(empty.coverage, Abstention)
+
+
+def test_summary_cannot_lose_a_record():
+    with pytest.raises(ValueError, match="no record may vanish"):
+        MeanSummary(n=3, n_valued=1, total=1.0, excluded={"abstained": 1})
+
+
+def test_summarize_frame_groups():
+    df = pd.DataFrame({
+        "measure": ["a", "a", "a", "b", "b"],
+        "value": [1.0, 0.0, np.nan, np.nan, np.nan],
+        "cause": [None, None, "abstained", "not_applicable", "not_applicable"],
+    })
+    out = summarize_frame(df, "measure").set_index("measure")
+    assert out.loc["a", "mean"] == 0.5 and out.loc["a", "n_excluded"] == 1 and out.loc["a", "n_abstained"] == 1
+    assert out.loc["a", "coverage"] == pytest.approx(2 / 3)
+    assert math.isnan(out.loc["b", "mean"]) and out.loc["b", "mean_cause"] == "not_applicable"
+    assert out.loc["b", "n_not_applicable"] == 2
+    # every NaN in the output has a cause beside it
+    assert (out["mean"].isna() == out["mean_cause"].notna()).all()
+
+
+scores = st.one_of(
+    st.floats(0, 1, allow_nan=False),
+    st.sampled_from(CAUSES).map(Abstention),
+)
+
+
+@given(st.lists(scores, max_size=40), st.sampled_from(CAUSES))
+def test_property_an_abstention_never_moves_a_mean_as_zero_or_one_would(xs, cause):
+    base = summarize(xs)
+    more = summarize([*xs, Abstention(cause)])
+    if base.n_valued:
+        assert more.mean == pytest.approx(base.mean)
+    assert more.n == base.n + 1 and more.excluded[cause] == base.excluded[cause] + 1
+    assert more.n_valued == base.n_valued
+
+
+@given(st.lists(scores, max_size=40), st.randoms())
+def test_property_order_invariance_and_combine(xs, rnd):
+    ys = list(xs)
+    rnd.shuffle(ys)
+    a, b = summarize(xs), summarize(ys)
+    assert a.n == b.n and a.excluded == b.excluded
+    if a.n_valued:
+        assert a.mean == pytest.approx(b.mean)
+    cut = rnd.randint(0, len(xs))
+    c = summarize(xs[:cut]).combine(summarize(xs[cut:]))
+    assert c.n == a.n and c.excluded == a.excluded and c.n_valued == a.n_valued
+    assert c.total == pytest.approx(a.total, abs=1e-12)
+
+
+def test_verdict_without_validated_threshold_publishes_value_and_abstains():
+    v = verdict(0.82, None)
+    assert v.outcome is VerdictOutcome.ABSTAIN and v.reason == NO_VALIDATED_THRESHOLD
+    assert v.value == 0.82  # the value is still published
+    v2 = verdict(0.82, Threshold(0.9, validated=False, source="guess"))
+    assert v2.outcome is VerdictOutcome.ABSTAIN and v2.reason == NO_VALIDATED_THRESHOLD
+
+
+def test_verdict_with_validated_threshold():
+    th = Threshold(0.7, validated=True, source="decision cost, 2026-W40")
+    assert verdict(0.7, th).outcome is VerdictOutcome.PASS
+    assert verdict(0.69, th).outcome is VerdictOutcome.FAIL
+    low = Threshold(0.2, validated=True, source="policy", higher_is_better=False)
+    assert verdict(0.1, low).passed
+
+
+def test_abstained_value_gives_abstained_verdict_and_only_the_gate_fails_it():
+    v = verdict(Abstention("missing_evidence", "no screen"), Threshold(0.5, validated=True))
+    assert v.outcome is VerdictOutcome.ABSTAIN and "missing_evidence" in v.reason
+    g = resolve_fail_closed(v)
+    assert g.outcome is VerdictOutcome.FAIL and g.reason.startswith("fail-closed")
+    assert resolve_fail_closed(verdict(0.9, Threshold(0.5, validated=True))).passed
+
+
+def test_vectorised_verdicts_match_scalar():
+    df = pd.DataFrame({
+        "measure": ["x_task", "x_task", "x_ctx", "x_eff"],
+        "value": [1.0, np.nan, 0.4, 0.5],
+        "cause": [None, "abstained", None, None],
+    })
+    th = {"x_task": Threshold(0.5, validated=True, source="s"), "x_ctx": Threshold(0.5, validated=True)}
+    out = verdicts(df, th)
+    assert list(out["verdict"]) == ["pass", "abstain", "fail", "abstain"]
+    assert out["verdict_reason"].iloc[3] == NO_VALIDATED_THRESHOLD
+    assert out["value"].iloc[2] == 0.4  # value unchanged by the verdict
