@@ -31,7 +31,7 @@ import math
 import numbers
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 import numpy as np
@@ -59,7 +59,7 @@ __all__ = [
 ]
 
 
-class Cause(str, Enum):
+class Cause(StrEnum):
     """Why a measure has no value.  A ``str`` subclass so it stores as text."""
 
     NOT_APPLICABLE = "not_applicable"
@@ -410,7 +410,7 @@ def summarize_frame(
 NO_VALIDATED_THRESHOLD = "no validated threshold"
 
 
-class VerdictOutcome(str, Enum):
+class VerdictOutcome(StrEnum):
     PASS = "pass"
     FAIL = "fail"
     ABSTAIN = "abstain"
