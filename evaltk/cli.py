@@ -40,6 +40,8 @@ EXIT_SOFTWARE = 70
 
 # Modules that provide ``register_cli(subparsers)``.  One line per topic.
 _MODULES: tuple[str, ...] = (
+    "evaltk.report",
+    "evaltk.fixtures",
     "evaltk.scoring",
 )
 
