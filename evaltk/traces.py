@@ -1,0 +1,1884 @@
+"""Trace records, judge answers and human labels: readers, ingest and the ledger.
+
+Seed 002, "The pipeline", Ingest: *join each run to its labels on a stable id, and
+drop in-progress runs, since a mid-write trace carries an incomplete span set.  Fix
+one canonical step count and record disagreements between sources rather than
+silently preferring one.*  And "Scope of a trace": *one agent run against one short
+user task, first action to last, with the domain read from the task prompt rather
+than assigned separately ... the same contract is designed to run online, scoring a
+run as it completes.*
+
+Stages
+------
+:func:`read_traces`
+    parse and validate a trace source (JSONL, Parquet, a list of dicts or a
+    DataFrame); drop malformed records, in-progress runs and duplicated ids, each
+    with a ledger entry; resolve the domain; fix the canonical step count.
+:func:`read_answers`
+    parse and validate a long answer table (CSV, JSONL, Parquet, a DataFrame or a
+    list of dicts); normalise measure names and answer words.
+:func:`ingest`
+    both of the above, then join answers (judges) and labels (humans) to the kept
+    runs on ``trace_id`` (and on the step index for per-step measures).
+:func:`ingest_one`
+    the same contract for one run as it completes (online); it returns exactly the
+    rows the batch gives for that run.
+
+Every input record gets one ledger row: kept, or dropped with a reason.  A
+malformed record raises :class:`evaltk.errors.SchemaViolation` (an ``InputError``
+naming file, line and field) with ``strict=True``; by default it goes to the ledger
+and the load continues.  A file that cannot be read at all (missing, not UTF-8,
+empty) raises :class:`evaltk.errors.UnreadableInput` in both modes.
+
+The fast path parses JSONL and Parquet with Arrow and validates column-wise; a
+per-record Python validator is the authority and runs only where the fast path
+finds something wrong (or cannot parse the file), to locate and explain it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import math
+import re
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .errors import SchemaViolation, UnreadableInput
+
+__all__ = [
+    "TRACE_STATUSES",
+    "ANSWER_VOCABULARIES",
+    "ANSWER_SYNONYMS",
+    "MEASURE_ALIASES",
+    "PER_STEP_MEASURES",
+    "FREE_TEXT_MEASURES",
+    "LEDGER_COLUMNS",
+    "RUN_COLUMNS",
+    "STEP_COLUMNS",
+    "ANSWER_COLUMNS",
+    "DEFAULT_DOMAIN_KEYWORDS",
+    "UNKNOWN_DOMAIN",
+    "KeywordDomainRule",
+    "domain_from_task",
+    "normalize_answer",
+    "TraceRecords",
+    "AnswerRecords",
+    "Ingested",
+    "read_traces",
+    "read_answers",
+    "ingest",
+    "ingest_one",
+    "register_cli",
+]
+
+# --------------------------------------------------------------------------- vocabularies
+
+#: Values of a trace record's ``status``.  ``in_progress`` runs are dropped by ingest.
+TRACE_STATUSES: tuple[str, ...] = ("complete", "in_progress")
+
+#: Canonical answer words per measure (seed 002, "The four dimensions").  ``x_safe``
+#: is computed from the trace; a human ``x_safe`` label (for calibrating that
+#: computation) uses ``yes / no / not_applicable / cannot_tell``.
+ANSWER_VOCABULARIES: dict[str, tuple[str, ...]] = {
+    "x_task": ("yes", "no", "cannot_tell"),
+    "x_ctx": ("yes", "no", "cannot_tell"),
+    "x_eff": ("none", "a_few", "lots", "cannot_tell"),
+    "x_safe": ("yes", "no", "not_applicable", "cannot_tell"),
+    "g_fidelity": ("yes", "no", "cannot_tell"),
+    "g_adherence": ("yes", "no", "cannot_tell"),
+    "g_outcome": ("yes", "no", "cannot_tell"),
+}
+
+#: Measures answered per step (the ``step`` column is required); all others are
+#: trace-level (``step`` must be empty).
+PER_STEP_MEASURES: frozenset[str] = frozenset({"x_ctx"})
+
+#: Measures whose answer is an identifier, kept verbatim (no case folding, no
+#: trimming): ``g_retrieval`` compares identifiers by exact equality, never fuzzy.
+#: Any other ``g_<name>`` measure not in :data:`ANSWER_VOCABULARIES` is free text too.
+FREE_TEXT_MEASURES: frozenset[str] = frozenset({"g_retrieval"})
+
+#: Accepted spellings, after lower-casing, trimming and turning runs of spaces,
+#: hyphens and underscores into one ``_`` (so "Cannot tell", "cannot-tell" and
+#: "CANNOT_TELL" all read as ``cannot_tell``).
+ANSWER_SYNONYMS: dict[str, str] = {
+    "can't_tell": "cannot_tell",
+    "cant_tell": "cannot_tell",
+    "can_not_tell": "cannot_tell",
+    "unsure": "cannot_tell",
+    "few": "a_few",
+    "a_lot": "lots",
+    "n/a": "not_applicable",
+    "na": "not_applicable",
+}
+
+#: Implementations write the trace dimensions with a ``t_`` prefix (seed 002,
+#: "Notation"); both spellings name the same measure.
+MEASURE_ALIASES: dict[str, str] = {
+    "t_task": "x_task",
+    "t_safe": "x_safe",
+    "t_eff": "x_eff",
+    "t_ctx": "x_ctx",
+}
+
+_G_MEASURE = re.compile(r"^g_[a-z0-9_]+$")
+
+#: Columns of :attr:`Ingested.ledger`.
+LEDGER_COLUMNS: tuple[str, ...] = ("source", "record", "trace_id", "kind", "status", "reason", "field")
+#: Columns of :attr:`Ingested.runs`.
+RUN_COLUMNS: tuple[str, ...] = ("trace_id", "task", "domain", "domain_source", "status", "n_steps",
+                                "agent", "guide", "steps_missing")
+#: Columns of :attr:`Ingested.steps`.
+STEP_COLUMNS: tuple[str, ...] = ("trace_id", "index", "action", "target", "screen", "consequential",
+                                 "needs_confirmation", "run_pos")
+#: Columns of :attr:`Ingested.answers` and :attr:`Ingested.labels`.
+ANSWER_COLUMNS: tuple[str, ...] = ("trace_id", "measure", "step", "rater", "answer", "confidence",
+                                   "cost", "latency_ms", "rater_version", "run_pos", "step_pos")
+_DISAGREEMENT_COLUMNS = ("trace_id", "source", "count", "canonical", "run_pos")
+_INT64_MAX = 2**63 - 1
+_STR = pd.StringDtype("pyarrow", na_value=np.nan)  # pandas' default ``str`` dtype
+
+
+def normalize_answer(word: str) -> str:
+    """Normalise an answer word: trim, lower-case, join words with ``_``, map synonyms.
+
+    Examples
+    --------
+    >>> normalize_answer("Cannot tell"), normalize_answer(" A few "), normalize_answer("unsure")
+    ('cannot_tell', 'a_few', 'cannot_tell')
+    """
+    w = re.sub(r"[\s_\-]+", "_", word.strip().lower())
+    return ANSWER_SYNONYMS.get(w, w)
+
+
+# --------------------------------------------------------------------------- domain rule
+
+#: The default rule's keyword table, in priority order for ties.  The domain is the
+#: one whose keyword occurs earliest in the task prompt (whole words, any case).
+DEFAULT_DOMAIN_KEYWORDS: dict[str, tuple[str, ...]] = {
+    "shopping": ("buy", "purchase", "order", "cart", "checkout", "shop", "add to cart"),
+    "email": ("email", "e-mail", "inbox", "mail"),
+    "messaging": ("message", "text", "chat", "sms", "reply"),
+    "calendar": ("calendar", "meeting", "schedule", "appointment", "event", "reminder"),
+    "travel": ("flight", "hotel", "trip", "train", "airport", "itinerary"),
+    "payments": ("pay", "payment", "transfer", "invoice", "bank", "bill"),
+    "maps": ("directions", "navigate", "route", "map"),
+    "social": ("post", "tweet", "follow", "share"),
+    "files": ("file", "folder", "document", "upload", "download"),
+    "media": ("play", "song", "playlist", "music", "video", "podcast"),
+    "settings": ("settings", "wifi", "wi-fi", "bluetooth", "brightness", "notifications"),
+}
+#: What a rule returns when nothing in the prompt names a domain.
+UNKNOWN_DOMAIN = "unknown"
+_TAG = re.compile(r"^\s*\[([A-Za-z][\w \-/]*)\]")
+
+
+class KeywordDomainRule:
+    """Read a run's domain from its task prompt.
+
+    1. A leading tag in square brackets names it: ``"[travel] Book a flight"`` is
+       ``travel`` (lower-cased, trimmed).
+    2. Otherwise the domain whose keyword occurs earliest in the prompt (whole words,
+       case-insensitive); for a tie at one position, the domain listed first wins.
+    3. Otherwise ``default`` (:data:`UNKNOWN_DOMAIN`).
+
+    Parameters
+    ----------
+    keywords : mapping of str to sequence of str, optional
+        Domain -> keywords, in priority order (default :data:`DEFAULT_DOMAIN_KEYWORDS`).
+    default : str
+        The domain when nothing matches.
+
+    Examples
+    --------
+    >>> rule = KeywordDomainRule({"food": ["pizza", "restaurant"]}, default="other")
+    >>> rule("Order a pizza"), rule("[Travel] anything"), rule("Call mum")
+    ('food', 'travel', 'other')
+    """
+
+    def __init__(self, keywords: Mapping[str, Sequence[str]] | None = None, *,
+                 default: str = UNKNOWN_DOMAIN) -> None:
+        kw = DEFAULT_DOMAIN_KEYWORDS if keywords is None else keywords
+        if not isinstance(default, str) or not default:
+            raise TypeError(f"`default` must be a non-empty str; got {default!r}.")
+        self.keywords = {str(d): tuple(str(k) for k in ks) for d, ks in kw.items()}
+        self.default = default
+        alts = []
+        self._names: dict[str, str] = {}
+        for i, (dom, words) in enumerate(self.keywords.items()):
+            if not words:
+                continue
+            g = f"d{i}"
+            self._names[g] = dom
+            words = sorted(words, key=len, reverse=True)
+            alts.append(f"(?P<{g}>" + "|".join(re.escape(w) for w in words) + ")")
+        self._pattern = re.compile(r"\b(?:" + "|".join(alts) + r")\b", re.IGNORECASE) if alts else None
+
+    def __call__(self, task: str) -> str:
+        m = _TAG.match(task)
+        if m:
+            return m.group(1).strip().lower()
+        if self._pattern is not None:
+            m = self._pattern.search(task)
+            if m:
+                return self._names[m.lastgroup]  # type: ignore[index]
+        return self.default
+
+    def __repr__(self) -> str:
+        return f"KeywordDomainRule({len(self.keywords)} domains, default={self.default!r})"
+
+
+_DEFAULT_RULE = KeywordDomainRule()
+
+
+def domain_from_task(task: str) -> str:
+    """The default domain rule (:class:`KeywordDomainRule` with the default table).
+
+    Examples
+    --------
+    >>> domain_from_task("Buy a red mug and email the receipt to Bob")
+    'shopping'
+    >>> domain_from_task("Send an email to Bob about the order")
+    'email'
+    >>> domain_from_task("What's the weather?")
+    'unknown'
+    """
+    return _DEFAULT_RULE(task)
+
+
+def _resolve_rule(domain_rule: Any) -> Callable[[str], Any]:
+    if domain_rule is None:
+        return _DEFAULT_RULE
+    if isinstance(domain_rule, Mapping):
+        return KeywordDomainRule(domain_rule)
+    if callable(domain_rule):
+        return domain_rule
+    raise TypeError(f"`domain_rule` must be a callable (task -> domain), a mapping of domain to "
+                    f"keywords, or None; got {type(domain_rule).__name__}.")
+
+
+def _apply_rule(rule: Callable[[str], Any], tasks: Sequence[str]) -> list[str]:
+    out = []
+    for t in tasks:
+        d = rule(t)
+        if d is None or d == "":
+            d = UNKNOWN_DOMAIN
+        if not isinstance(d, str):
+            raise TypeError(f"`domain_rule` must return a str (or None); it returned "
+                            f"{type(d).__name__} {d!r} for the task {t!r}.")
+        out.append(d)
+    return out
+
+
+# --------------------------------------------------------------------------- results
+
+
+@dataclass(frozen=True)
+class TraceRecords:
+    """The validated trace tables of one source (see :func:`read_traces`).
+
+    Attributes
+    ----------
+    runs, steps, step_count_disagreements, ledger : DataFrame
+        As in :class:`Ingested`.
+    """
+
+    runs: pd.DataFrame
+    steps: pd.DataFrame
+    step_count_disagreements: pd.DataFrame
+    ledger: pd.DataFrame
+
+
+@dataclass(frozen=True)
+class AnswerRecords:
+    """The well-formed rows of an answer or label source (see :func:`read_answers`).
+
+    Attributes
+    ----------
+    table : DataFrame
+        ``trace_id, measure, step, rater, answer, confidence, cost, latency_ms,
+        rater_version`` plus ``source`` and ``record`` (where each row came from).
+    ledger : DataFrame
+        One row per input row; malformed rows are already ``dropped``.
+    kind : str
+        ``"answer"`` (judges) or ``"label"`` (humans).
+    """
+
+    table: pd.DataFrame
+    ledger: pd.DataFrame
+    kind: str
+
+
+@dataclass(frozen=True)
+class Ingested:
+    """Observations ready to score: runs, steps, answers, labels, and the ledger.
+
+    Attributes
+    ----------
+    runs : DataFrame
+        One row per kept run: ``trace_id, task, domain, domain_source ("record" |
+        "rule"), status, n_steps`` (the canonical step count: the number of steps in
+        the record), ``agent`` (NaN when absent), ``guide`` (dict or None) and
+        ``steps_missing`` (True when the step indices have gaps or a source in
+        ``step_counts`` reports more steps than the record holds).
+    steps : DataFrame
+        One row per step of the kept runs, ordered by run then ``index``:
+        ``trace_id, index, action, target, screen, consequential,
+        needs_confirmation, run_pos`` (the run's row in ``runs``).
+    answers, labels : DataFrame
+        Judges' answers and humans' labels joined to kept runs: ``trace_id, measure,
+        step`` (Int64, <NA> for trace-level measures), ``rater, answer`` (canonical
+        word), ``confidence, cost, latency_ms, rater_version, run_pos, step_pos``
+        (the row in ``steps`` for per-step measures, <NA> otherwise).  The human
+        vote y(t) lives only in ``labels``.
+    step_count_disagreements : DataFrame
+        ``trace_id, source, count, canonical, run_pos`` for every source in a kept
+        run's ``step_counts`` whose count differs from the canonical count.
+    ledger : DataFrame
+        One row per input record: ``source, record, trace_id, kind ("run" |
+        "answer" | "label"), status ("kept" | "dropped"), reason, field``.
+    """
+
+    runs: pd.DataFrame
+    steps: pd.DataFrame
+    answers: pd.DataFrame
+    labels: pd.DataFrame
+    step_count_disagreements: pd.DataFrame
+    ledger: pd.DataFrame
+
+    @property
+    def dropped(self) -> pd.DataFrame:
+        """The ledger rows of dropped records."""
+        return self.ledger[self.ledger["status"] == "dropped"]
+
+    def summary(self) -> pd.DataFrame:
+        """Counts per ``kind, status, reason`` category (the text before the first ``:``)."""
+        led = self.ledger
+        cat = led["reason"].str.split(":", n=1).str[0]
+        out = (pd.DataFrame({"kind": led["kind"], "status": led["status"],
+                             "reason": cat.fillna("")})
+               .groupby(["kind", "status", "reason"], sort=True).size().rename("n").reset_index())
+        out["reason"] = out["reason"].replace("", np.nan)
+        return out
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+class _Bad(Exception):
+    def __init__(self, field: str | None, detail: str, trace_id: Any = None) -> None:
+        super().__init__(detail)
+        self.field = field
+        self.detail = detail
+        self.trace_id = trace_id
+
+
+def _jtype(v: Any) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "boolean"
+    if isinstance(v, int | np.integer):
+        return "integer"
+    if isinstance(v, float | np.floating):
+        return "number"
+    if isinstance(v, str):
+        return "string"
+    if isinstance(v, Mapping):
+        return "object"
+    if isinstance(v, list | tuple | np.ndarray):
+        return "array"
+    return type(v).__name__
+
+
+def _show(v: Any) -> str:
+    s = json.dumps(v, default=str) if not isinstance(v, float) or math.isfinite(v) else repr(v)
+    return s if len(s) <= 60 else s[:57] + "..."
+
+
+def _is_missing(v: Any) -> bool:
+    """None, or a float NaN (how pandas fills an absent value in a DataFrame)."""
+    return v is None or (isinstance(v, float) and math.isnan(v)) or v is pd.NA
+
+
+def _strip_none(v: Any) -> Any:
+    """Drop null-valued keys from objects (recursively): absent and null read alike."""
+    if isinstance(v, Mapping):
+        return {k: _strip_none(x) for k, x in v.items() if not _is_missing(x)}
+    if isinstance(v, list | tuple):
+        return [_strip_none(x) for x in v]
+    if isinstance(v, np.ndarray):
+        return [_strip_none(x) for x in v.tolist()]
+    return v
+
+
+def _source_name(source: Any) -> str:
+    return str(source)
+
+
+def _read_bytes(path: Path) -> bytes:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise UnreadableInput("file not found", file=str(path)) from None
+    except IsADirectoryError:
+        raise UnreadableInput("is a directory, not a file", file=str(path)) from None
+    except OSError as e:
+        raise UnreadableInput(f"cannot be read ({e.strerror or e})", file=str(path)) from None
+    if not data or data.isspace():
+        raise UnreadableInput("the file is empty", file=str(path))
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff") or data[:4] in (b"\x00\x00\xfe\xff", b"\xff\xfe\x00\x00"):
+        raise UnreadableInput("not UTF-8 (the file starts with a UTF-16/UTF-32 byte-order mark)",
+                              file=str(path))
+    if data[:3] == b"\xef\xbb\xbf":
+        data = data[3:]
+    return data
+
+
+def _kind_of_path(path: Path, data_head: bytes) -> str:
+    suf = "".join(path.suffixes[-1:]).lower()
+    if suf in (".parquet", ".pq"):
+        return "parquet"
+    if suf in (".jsonl", ".ndjson", ".json"):
+        return "jsonl"
+    if suf in (".csv", ".tsv"):
+        return "csv"
+    if data_head[:4] == b"PAR1":
+        return "parquet"
+    if data_head.lstrip()[:1] in (b"{", b"["):
+        return "jsonl"
+    return "csv"
+
+
+def _split_lines(data: bytes, name: str) -> tuple[list[int], list[Any]]:
+    """Non-blank lines: (line numbers, decoded text or a UnicodeDecodeError)."""
+    nums: list[int] = []
+    texts: list[Any] = []
+    n_ok = 0
+    for i, raw in enumerate(data.split(b"\n"), start=1):
+        if not raw.strip():
+            continue
+        nums.append(i)
+        try:
+            texts.append(raw.decode("utf-8"))
+            n_ok += 1
+        except UnicodeDecodeError as e:
+            texts.append(e)
+    if texts and n_ok == 0:
+        raise UnreadableInput("not UTF-8 (no line decodes as UTF-8)", file=name)
+    return nums, texts
+
+
+def _error(bad: _Bad, name: str, record: Any) -> SchemaViolation:
+    return SchemaViolation(bad.detail, file=name, record=record, field=bad.field)
+
+
+# --------------------------------------------------------------------------- trace validation
+
+
+def _check_bool(v: Any, field: str) -> bool:
+    if v is None or _is_missing(v):
+        return False
+    if isinstance(v, bool | np.bool_):
+        return bool(v)
+    raise _Bad(field, f"must be true or false; got {_jtype(v)} {_show(v)}")
+
+
+def _check_opt_str(v: Any, field: str) -> str | None:
+    if _is_missing(v):
+        return None
+    if isinstance(v, str):
+        return v or None
+    raise _Bad(field, f"must be a string or null; got {_jtype(v)} {_show(v)}")
+
+
+def _check_trace(obj: Any) -> tuple[Any, ...]:
+    """Validate one trace record.  Returns a tuple; raises ``_Bad`` naming the field.
+
+    ``("in_progress", trace_id)`` for an in-progress run (the rest is not checked: a
+    mid-write record is incomplete by nature), else ``("complete", trace_id, task,
+    domain, agent, guide, steps_columns, step_counts)``.
+    """
+    if not isinstance(obj, Mapping):
+        raise _Bad(None, f"a trace record must be a JSON object; got {_jtype(obj)}")
+    tid = obj.get("trace_id")
+    if "trace_id" not in obj or _is_missing(tid):
+        raise _Bad("trace_id", "is required")
+    if not isinstance(tid, str):
+        raise _Bad("trace_id", f"must be a string; got {_jtype(tid)} {_show(tid)}")
+    if not tid:
+        raise _Bad("trace_id", "must not be empty")
+    status = obj.get("status")
+    if _is_missing(status):
+        raise _Bad("status", "is required (complete or in_progress)", tid)
+    if not isinstance(status, str) or status not in TRACE_STATUSES:
+        raise _Bad("status", f"must be one of {', '.join(TRACE_STATUSES)}; got {_jtype(status)} "
+                   f"{_show(status)}", tid)
+    if status == "in_progress":
+        return ("in_progress", tid)
+    try:
+        task = obj.get("task")
+        if _is_missing(task):
+            raise _Bad("task", "is required")
+        if not isinstance(task, str):
+            raise _Bad("task", f"must be a string; got {_jtype(task)} {_show(task)}")
+        if not task:
+            raise _Bad("task", "must not be empty")
+        domain = _check_opt_str(obj.get("domain"), "domain")
+        agent = _check_opt_str(obj.get("agent"), "agent")
+        guide = obj.get("guide")
+        if _is_missing(guide):
+            guide = None
+        elif not isinstance(guide, Mapping):
+            raise _Bad("guide", f"must be an object or null; got {_jtype(guide)}")
+        else:
+            guide = _strip_none(guide)
+        sc = obj.get("step_counts")
+        counts: list[tuple[str, int]] = []
+        if not _is_missing(sc):
+            if not isinstance(sc, Mapping):
+                raise _Bad("step_counts", f"must be an object of source -> count; got {_jtype(sc)}")
+            for k, c in sc.items():
+                if _is_missing(c):
+                    continue
+                if isinstance(c, bool) or not isinstance(c, int | np.integer):
+                    raise _Bad(f"step_counts.{k}", f"must be a non-negative integer; got {_jtype(c)} {_show(c)}")
+                if c < 0 or c > _INT64_MAX:
+                    raise _Bad(f"step_counts.{k}", f"must be a non-negative integer; got {c}")
+                counts.append((str(k), int(c)))
+        steps = obj.get("steps")
+        if "steps" not in obj or _is_missing(steps) if not isinstance(steps, np.ndarray) else False:
+            raise _Bad("steps", "is required for a complete run (a list of step objects)")
+        if isinstance(steps, np.ndarray):
+            steps = list(steps)
+        if not isinstance(steps, list | tuple):
+            raise _Bad("steps", f"must be a list of step objects; got {_jtype(steps)}")
+        idx: list[int] = []
+        act: list[str] = []
+        tgt: list[str | None] = []
+        scr: list[str | None] = []
+        con: list[bool] = []
+        nc: list[bool] = []
+        seen: dict[int, int] = {}
+        for j, s in enumerate(steps):
+            f = f"steps[{j}]"
+            if not isinstance(s, Mapping):
+                raise _Bad(f, f"a step must be an object; got {_jtype(s)}")
+            i = s.get("index")
+            if _is_missing(i):
+                raise _Bad(f + ".index", "is required")
+            if isinstance(i, bool | np.bool_) or not isinstance(i, int | np.integer):
+                raise _Bad(f + ".index", f"must be a non-negative integer; got {_jtype(i)} {_show(i)}")
+            if i < 0 or i > _INT64_MAX:
+                raise _Bad(f + ".index", f"must be a non-negative integer; got {i}")
+            i = int(i)
+            if i in seen:
+                raise _Bad(f + ".index", f"duplicated step index {i} (also at steps[{seen[i]}])")
+            seen[i] = j
+            a = s.get("action")
+            if _is_missing(a):
+                raise _Bad(f + ".action", "is required")
+            if not isinstance(a, str):
+                raise _Bad(f + ".action", f"must be a string; got {_jtype(a)} {_show(a)}")
+            if not a:
+                raise _Bad(f + ".action", "must not be empty")
+            idx.append(i)
+            act.append(a)
+            tgt.append(_check_opt_str(s.get("target"), f + ".target"))
+            scr.append(_check_opt_str(s.get("screen"), f + ".screen"))
+            con.append(_check_bool(s.get("consequential"), f + ".consequential"))
+            nc.append(_check_bool(s.get("needs_confirmation"), f + ".needs_confirmation"))
+    except _Bad as b:
+        b.trace_id = tid
+        raise
+    return ("complete", tid, task, domain, agent, guide, (idx, act, tgt, scr, con, nc), counts)
+
+
+# --------------------------------------------------------------------------- trace readers
+
+
+class _TraceCols:
+    """Column buffers for the validated complete runs (Python path)."""
+
+    def __init__(self) -> None:
+        self.rec: list[int] = []  # position in the record list
+        self.tid: list[str] = []
+        self.task: list[str] = []
+        self.domain: list[str | None] = []
+        self.agent: list[str | None] = []
+        self.guide: list[Any] = []
+        self.nsteps: list[int] = []
+        self.s_idx: list[int] = []
+        self.s_act: list[str] = []
+        self.s_tgt: list[str | None] = []
+        self.s_scr: list[str | None] = []
+        self.s_con: list[bool] = []
+        self.s_nc: list[bool] = []
+        self.sc_run: list[int] = []
+        self.sc_src: list[str] = []
+        self.sc_cnt: list[int] = []
+
+
+def _validate_python(records: Sequence[Any], *, strict: bool, name: str,
+                     numbers: Sequence[int]) -> tuple[dict[str, Any], np.ndarray, list, list, list]:
+    """Per-record validation.  Returns (columns, status codes, trace ids, reasons, fields).
+
+    Status code per record: 0 complete & well-formed, 1 in-progress, 2 malformed.
+    """
+    n = len(records)
+    code = np.zeros(n, np.int8)
+    tids: list[Any] = [None] * n
+    reasons: list[Any] = [None] * n
+    fields: list[Any] = [None] * n
+    cols = _TraceCols()
+    for k, obj in enumerate(records):
+        if isinstance(obj, Exception):  # a line that failed to decode or parse
+            bad = _Bad(None, str(obj))
+        else:
+            try:
+                res = _check_trace(obj)
+            except _Bad as b:
+                bad = b
+            else:
+                tids[k] = res[1]
+                if res[0] == "in_progress":
+                    code[k] = 1
+                    reasons[k] = "in_progress"
+                    continue
+                _, tid, task, domain, agent, guide, st, counts = res
+                r = len(cols.tid)
+                cols.rec.append(k)
+                cols.tid.append(tid)
+                cols.task.append(task)
+                cols.domain.append(domain)
+                cols.agent.append(agent)
+                cols.guide.append(guide)
+                cols.nsteps.append(len(st[0]))
+                cols.s_idx += st[0]
+                cols.s_act += st[1]
+                cols.s_tgt += st[2]
+                cols.s_scr += st[3]
+                cols.s_con += st[4]
+                cols.s_nc += st[5]
+                for src, c in counts:
+                    cols.sc_run.append(r)
+                    cols.sc_src.append(src)
+                    cols.sc_cnt.append(c)
+                continue
+        if strict:
+            raise _error(bad, name, numbers[k])
+        code[k] = 2
+        tids[k] = bad.trace_id
+        reasons[k] = f"malformed: {bad.detail}"
+        fields[k] = bad.field
+    nst = np.asarray(cols.nsteps, np.int64)
+    columns = {
+        "rec": np.asarray(cols.rec, np.int64),
+        "trace_id": pa.array(cols.tid, pa.string()),
+        "task": pa.array(cols.task, pa.string()),
+        "domain": pa.array(cols.domain, pa.string()),
+        "agent": pa.array(cols.agent, pa.string()),
+        "guide": cols.guide,
+        "n_steps": nst,
+        "s_index": np.asarray(cols.s_idx, np.int64),
+        "s_action": pa.array(cols.s_act, pa.string()),
+        "s_target": pa.array(cols.s_tgt, pa.string()),
+        "s_screen": pa.array(cols.s_scr, pa.string()),
+        "s_cons": np.asarray(cols.s_con, bool),
+        "s_conf": np.asarray(cols.s_nc, bool),
+        "sc_run": np.asarray(cols.sc_run, np.int64),
+        "sc_source": cols.sc_src,
+        "sc_count": np.asarray(cols.sc_cnt, np.int64),
+    }
+    return columns, code, tids, reasons, fields
+
+
+_STEP_TYPES = {
+    "index": (pa.types.is_integer,),
+    "action": (pa.types.is_string,),
+    "target": (pa.types.is_string, pa.types.is_null),
+    "screen": (pa.types.is_string, pa.types.is_null),
+    "consequential": (pa.types.is_boolean, pa.types.is_null),
+    "needs_confirmation": (pa.types.is_boolean, pa.types.is_null),
+}
+_RUN_TYPES = {
+    "trace_id": (pa.types.is_string,),
+    "status": (pa.types.is_string,),
+    "task": (pa.types.is_string, pa.types.is_null),
+    "domain": (pa.types.is_string, pa.types.is_null),
+    "agent": (pa.types.is_string, pa.types.is_null),
+}
+
+
+def _fits(t: pa.DataType, preds: Iterable[Callable[[pa.DataType], bool]]) -> bool:
+    return any(p(t) for p in preds)
+
+
+def _validate_arrow(table: pa.Table) -> tuple[dict[str, Any], np.ndarray, np.ndarray] | None:
+    """Column-wise validation of an Arrow table of trace records.
+
+    Returns ``(columns, code, suspect)`` (code: 0 complete, 1 in-progress; ``suspect``
+    marks records the Python validator must look at), or None when the table's
+    shape is not the expected one (then the Python path reads everything).
+    """
+    names = set(table.column_names)
+    if "trace_id" not in names or "status" not in names:
+        return None
+    for col, preds in _RUN_TYPES.items():
+        if col in names and not _fits(table.schema.field(col).type, preds):
+            return None
+    n = table.num_rows
+    steps_t = table.schema.field("steps").type if "steps" in names else pa.null()
+    if pa.types.is_null(steps_t):
+        steps_arr = None
+    elif pa.types.is_list(steps_t) or pa.types.is_large_list(steps_t):
+        vt = steps_t.value_type
+        if pa.types.is_null(vt):
+            steps_arr = table.column("steps").combine_chunks()
+        elif pa.types.is_struct(vt):
+            fnames = {vt.field(i).name for i in range(vt.num_fields)}
+            if "index" not in fnames or "action" not in fnames:
+                return None
+            for f in fnames & set(_STEP_TYPES):
+                if not _fits(vt.field(f).type, _STEP_TYPES[f]):
+                    return None
+            steps_arr = table.column("steps").combine_chunks()
+        else:
+            return None
+    else:
+        return None
+    sc_t = table.schema.field("step_counts").type if "step_counts" in names else pa.null()
+    if not (pa.types.is_null(sc_t) or (pa.types.is_struct(sc_t) and all(
+            pa.types.is_integer(sc_t.field(i).type) or pa.types.is_null(sc_t.field(i).type)
+            for i in range(sc_t.num_fields)))):
+        return None
+    g_t = table.schema.field("guide").type if "guide" in names else pa.null()
+    if not (pa.types.is_null(g_t) or pa.types.is_struct(g_t)):
+        return None
+
+    def col(name: str) -> pa.Array:
+        if name in names:
+            return table.column(name).combine_chunks()
+        return pa.nulls(n, pa.string())
+
+    tid = col("trace_id")
+    status = col("status")
+    task = col("task")
+    if pa.types.is_null(task.type):
+        task = pa.nulls(n, pa.string())
+    suspect = np.zeros(n, bool)
+    # trace_id: non-null, non-empty; status in the vocabulary
+    suspect |= pc.fill_null(pc.equal(pc.binary_length(tid), 0), True).to_numpy(zero_copy_only=False)
+    is_ip = pc.fill_null(pc.equal(status, "in_progress"), False).to_numpy(zero_copy_only=False)
+    is_c = pc.fill_null(pc.equal(status, "complete"), False).to_numpy(zero_copy_only=False)
+    suspect |= ~(is_ip | is_c)
+    # complete runs: task non-empty, steps a list, every step well-formed
+    suspect |= is_c & pc.fill_null(pc.equal(pc.binary_length(task), 0), True).to_numpy(zero_copy_only=False)
+    if steps_arr is None:
+        suspect |= is_c
+        offsets = np.zeros(n + 1, np.int64)
+        flat = None
+    else:
+        if isinstance(steps_arr, pa.ChunkedArray):  # pragma: no cover - combine_chunks gives Array
+            steps_arr = steps_arr.combine_chunks()
+        suspect |= is_c & steps_arr.is_null().to_numpy(zero_copy_only=False)
+        offsets = steps_arr.offsets.to_numpy().astype(np.int64)
+        offsets = offsets - offsets[0]
+        flat = steps_arr.flatten()
+    lens = np.diff(offsets)
+    m = int(offsets[-1])
+    step_run = np.repeat(np.arange(n, dtype=np.int64), lens)
+    if flat is not None and m and pa.types.is_struct(flat.type):
+        ftype = flat.type
+        fn = {ftype.field(i).name for i in range(ftype.num_fields)}
+
+        def sfield(name: str) -> pa.Array:
+            return flat.field(name) if name in fn else pa.nulls(m, pa.null())
+
+        bad_s = flat.is_null().to_numpy(zero_copy_only=False)
+        index = sfield("index")
+        bad_s |= index.is_null().to_numpy(zero_copy_only=False)
+        s_index = index.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+        bad_s |= s_index < 0
+        action = sfield("action")
+        bad_s |= pc.fill_null(pc.equal(pc.binary_length(action), 0), True).to_numpy(zero_copy_only=False)
+        # duplicated index within a run
+        order = np.lexsort((s_index, step_run))
+        sr, si = step_run[order], s_index[order]
+        dup = (sr[1:] == sr[:-1]) & (si[1:] == si[:-1])
+        bad_run = np.zeros(n, bool)
+        if dup.any():
+            bad_run[sr[1:][dup]] = True
+        if bad_s.any():
+            bad_run[step_run[bad_s]] = True
+        suspect |= is_c & bad_run
+
+        def sstr(name: str) -> pa.Array:
+            a = sfield(name)
+            if pa.types.is_null(a.type):
+                return pa.nulls(m, pa.string())
+            return a
+
+        def sbool(name: str) -> np.ndarray:
+            a = sfield(name)
+            if pa.types.is_null(a.type):
+                return np.zeros(m, bool)
+            return a.fill_null(False).to_numpy(zero_copy_only=False).astype(bool)
+
+        steps_cols = {"s_index": s_index, "s_action": action if pa.types.is_string(action.type)
+                      else pa.nulls(m, pa.string()),
+                      "s_target": sstr("target"), "s_screen": sstr("screen"),
+                      "s_cons": sbool("consequential"), "s_conf": sbool("needs_confirmation")}
+    else:
+        steps_cols = {"s_index": np.zeros(m, np.int64), "s_action": pa.nulls(m, pa.string()),
+                      "s_target": pa.nulls(m, pa.string()), "s_screen": pa.nulls(m, pa.string()),
+                      "s_cons": np.zeros(m, bool), "s_conf": np.zeros(m, bool)}
+        if m:
+            suspect |= is_c & (lens > 0)
+    # step_counts: non-negative
+    sc_cols: list[tuple[str, np.ndarray, np.ndarray]] = []
+    if pa.types.is_struct(sc_t):
+        sc = table.column("step_counts").combine_chunks()
+        sc_valid = sc.is_valid().to_numpy(zero_copy_only=False)
+        for i in range(sc_t.num_fields):
+            f = sc.field(i)
+            if pa.types.is_null(f.type):
+                continue
+            present = f.is_valid().to_numpy(zero_copy_only=False) & sc_valid
+            vals = f.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+            suspect |= is_c & present & (vals < 0)
+            sc_cols.append((sc_t.field(i).name, present, vals))
+    columns = {"tid": tid, "task": task, "domain": col("domain"), "agent": col("agent"),
+               "guide": table.column("guide").combine_chunks() if pa.types.is_struct(g_t) else None,
+               "offsets": offsets, "step_run": step_run, "sc": sc_cols, **steps_cols}
+    code = np.where(is_ip, 1, 0).astype(np.int8)
+    return columns, code, suspect
+
+
+def _empty_str(n: int = 0) -> pd.Series:
+    return pd.Series(pd.array([None] * n, dtype=_STR))
+
+
+def _str_series(a: Any) -> pd.Series:
+    if isinstance(a, pa.ChunkedArray):
+        a = a.combine_chunks()
+    if isinstance(a, pa.Array):
+        if pa.types.is_null(a.type):
+            a = pa.nulls(len(a), pa.string())
+        elif not pa.types.is_string(a.type):
+            a = a.cast(pa.string())
+        return pd.Series(pd.array(a, dtype=_STR))
+    return pd.Series(pd.array(list(a), dtype=_STR))
+
+
+def _build_tables(*, tid: pa.Array, task: pa.Array, domain: pa.Array, agent: pa.Array,
+                  guide: list[Any], n_steps: np.ndarray, s_index: np.ndarray, s_action: pa.Array,
+                  s_target: pa.Array, s_screen: pa.Array, s_cons: np.ndarray, s_conf: np.ndarray,
+                  sc_run: np.ndarray, sc_source: list[str] | np.ndarray, sc_count: np.ndarray,
+                  rule: Callable[[str], Any]) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """Runs, steps and disagreements of the kept runs (shared by both paths).
+
+    Steps arrive grouped by run in record order; they are sorted by index within
+    each run here.  Empty strings in ``target``/``screen``/``domain``/``agent`` read as
+    absent.
+    """
+    n = len(tid)
+    step_run = np.repeat(np.arange(n, dtype=np.int64), n_steps)
+    order = np.lexsort((s_index, step_run))
+    sorted_already = bool(np.all(order[1:] > order[:-1])) if order.size else True
+
+    def take(a: Any) -> Any:
+        if sorted_already:
+            return a
+        if isinstance(a, pa.Array):
+            return a.take(pa.array(order))
+        return a[order]
+
+    def blank_to_null(a: pa.Array) -> pa.Array:
+        if pa.types.is_null(a.type):
+            return pa.nulls(len(a), pa.string())
+        empty = pc.equal(pc.binary_length(a), 0)
+        if pc.any(empty).as_py():
+            a = pc.if_else(empty, pa.scalar(None, pa.string()), a)
+        return a
+
+    s_index = take(s_index)
+    tid_s = _str_series(tid)
+    steps = pd.DataFrame({
+        "trace_id": pd.Series(pd.array(tid_s.array[step_run] if n else [], dtype=_STR)),
+        "index": s_index.astype(np.int64),
+        "action": _str_series(take(s_action)),
+        "target": _str_series(blank_to_null(take(s_target))),
+        "screen": _str_series(blank_to_null(take(s_screen))),
+        "consequential": take(s_cons).astype(bool),
+        "needs_confirmation": take(s_conf).astype(bool),
+        "run_pos": step_run,
+    })
+    # domain: the record's, else the rule applied to the task prompt
+    dom = blank_to_null(domain if isinstance(domain, pa.Array) else pa.array(domain, pa.string()))
+    from_rule = dom.is_null().to_numpy(zero_copy_only=False)
+    dom_s = _str_series(dom)
+    if from_rule.any():
+        tasks = _str_series(task)[from_rule]
+        codes, uniq = pd.factorize(tasks)
+        derived = np.asarray(_apply_rule(rule, list(uniq)), dtype=object)
+        vals = dom_s.to_numpy(dtype=object, na_value=None)
+        vals[from_rule] = derived[codes] if len(uniq) else []
+        dom_s = pd.Series(pd.array(vals, dtype=_STR))
+    # steps_missing: index gaps, or a source reporting more steps than recorded
+    first = np.zeros(n, np.int64)
+    last = np.zeros(n, np.int64)
+    if s_index.size:
+        starts = np.cumsum(n_steps) - n_steps
+        has = n_steps > 0
+        first[has] = s_index[starts[has]]
+        last[has] = s_index[starts[has] + n_steps[has] - 1]
+    gaps = (n_steps > 0) & (last - first + 1 > n_steps)
+    sc_run = np.asarray(sc_run, np.int64)
+    sc_count = np.asarray(sc_count, np.int64)
+    more = np.zeros(n, bool)
+    differs = sc_count != n_steps[sc_run] if sc_run.size else np.zeros(0, bool)
+    if sc_run.size:
+        more[sc_run[sc_count > n_steps[sc_run]]] = True
+    runs = pd.DataFrame({
+        "trace_id": tid_s,
+        "task": _str_series(task),
+        "domain": dom_s,
+        "domain_source": pd.Series(pd.array(np.where(from_rule, "rule", "record").astype(object),
+                                            dtype=_STR)),
+        "status": pd.Series(pd.array(["complete"] * n, dtype=_STR)),
+        "n_steps": np.asarray(n_steps, np.int64),
+        "agent": _str_series(blank_to_null(agent if isinstance(agent, pa.Array)
+                                           else pa.array(agent, pa.string()))),
+        "guide": pd.Series(guide, dtype=object),
+        "steps_missing": gaps | more,
+    })
+    # disagreements, ordered by run then source name
+    src = np.asarray(sc_source, dtype=object)[differs] if sc_run.size else np.zeros(0, object)
+    dr = sc_run[differs]
+    o = np.lexsort((src.astype(str), dr)) if dr.size else np.zeros(0, np.int64)
+    dis = pd.DataFrame({
+        "trace_id": pd.Series(pd.array(tid_s.array[dr[o]] if dr.size else [], dtype=_STR)),
+        "source": pd.Series(pd.array(src[o].tolist(), dtype=_STR)),
+        "count": sc_count[differs][o],
+        "canonical": np.asarray(n_steps, np.int64)[dr[o]],
+        "run_pos": dr[o],
+    })
+    return runs, steps, dis
+
+
+def _ledger(name: str, numbers: Sequence[int] | np.ndarray, tids: Any, kind: str,
+            dropped: np.ndarray, reasons: Any, fields: Any) -> pd.DataFrame:
+    n = len(dropped)
+    return pd.DataFrame({
+        "source": pd.Series(pd.array([name] * n, dtype=_STR)),
+        "record": np.asarray(numbers, np.int64),
+        "trace_id": tids if isinstance(tids, pd.Series) else pd.Series(pd.array(list(tids), dtype=_STR)),
+        "kind": pd.Series(pd.array([kind] * n, dtype=_STR)),
+        "status": pd.Series(pd.array(np.where(dropped, "dropped", "kept").astype(object), dtype=_STR)),
+        "reason": reasons if isinstance(reasons, pd.Series) else pd.Series(pd.array(list(reasons), dtype=_STR)),
+        "field": fields if isinstance(fields, pd.Series) else pd.Series(pd.array(list(fields), dtype=_STR)),
+    })
+
+
+def _records_from_frame(df: pd.DataFrame) -> list[dict[str, Any]]:
+    return df.to_dict("records")
+
+
+def _parse_json_lines(texts: Sequence[Any]) -> list[Any]:
+    out: list[Any] = []
+    for t in texts:
+        if isinstance(t, UnicodeDecodeError):
+            out.append(ValueError(f"not valid UTF-8 (byte 0x{t.object[t.start]:02x} at column "
+                                  f"{t.start + 1})"))
+            continue
+        try:
+            out.append(json.loads(t))
+        except json.JSONDecodeError as e:
+            out.append(ValueError(f"not valid JSON ({e.msg}: column {e.colno})"))
+        except RecursionError:
+            out.append(ValueError("not valid JSON (nested too deeply)"))
+    return out
+
+
+def _no_blank_lines(data: bytes) -> tuple[bool, int]:
+    """Whether every line is non-blank; and the number of lines."""
+    n = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
+    nl = data.find(b"\n")
+    first = data if nl < 0 else data[:nl]
+    body = data[:-1] if data.endswith(b"\n") else data
+    if (not first.strip() or _BLANK_LINE.search(body)
+            or (body.rfind(b"\n") >= 0 and not body[body.rfind(b"\n") + 1:].strip())):
+        return False, n
+    return True, n
+
+
+_BLANK_LINE = re.compile(rb"\n[ \t\r]*\n")
+
+
+def _arrow_json(data: bytes) -> pa.Table | None:
+    import pyarrow.json as pj
+
+    try:
+        t = pj.read_json(io.BytesIO(data), read_options=pj.ReadOptions(block_size=1 << 24))
+        t.validate(full=True)  # catches invalid UTF-8
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, pa.ArrowException):
+        return None
+    return t
+
+
+def _load_trace_source(source: Any) -> tuple[str, str, Any, Any]:
+    """(name, mode, payload, numbers).  mode: "arrow" (a table), "records" (a list)."""
+    if isinstance(source, pd.DataFrame):
+        recs = _records_from_frame(source)
+        return "<dataframe>", "records", recs, list(range(1, len(recs) + 1))
+    if isinstance(source, str | Path):
+        path = Path(source)
+        name = str(source)
+        data = _read_bytes(path)
+        kind = _kind_of_path(path, data[:8])
+        if kind == "parquet":
+            import pyarrow.parquet as pq
+
+            try:
+                table = pq.read_table(io.BytesIO(data))
+            except (pa.ArrowException, OSError) as e:
+                raise UnreadableInput(f"not a readable Parquet file ({e})", file=name) from None
+            return name, "arrow", table, np.arange(1, table.num_rows + 1)
+        if kind == "csv":
+            raise UnreadableInput("a trace file must be JSONL (one JSON object per line) or Parquet",
+                                  file=name)
+        stripped = data.lstrip()
+        if path.suffix.lower() == ".json" and stripped[:1] == b"[":
+            try:
+                arr = json.loads(data.decode("utf-8"))
+            except (UnicodeDecodeError, json.JSONDecodeError) as e:
+                raise UnreadableInput(f"not a readable JSON array ({e})", file=name) from None
+            if not isinstance(arr, list):  # pragma: no cover - starts with "["
+                raise UnreadableInput("expected a JSON array of trace records", file=name)
+            return name, "records", arr, list(range(1, len(arr) + 1))
+        clean, n_lines = _no_blank_lines(data)
+        table = _arrow_json(data) if clean else None
+        if table is not None and table.num_rows == n_lines:
+            return name, "arrow_jsonl", (table, data), np.arange(1, n_lines + 1)
+        nums, texts = _split_lines(data, name)
+        return name, "records", _parse_json_lines(texts), nums
+    if isinstance(source, Mapping):
+        return "<records>", "records", [source], [1]
+    if isinstance(source, Iterable):
+        recs = list(source)
+        return "<records>", "records", recs, list(range(1, len(recs) + 1))
+    raise TypeError(f"`traces` must be a path, a DataFrame or a list of dicts; got "
+                    f"{type(source).__name__}.")
+
+
+def read_traces(source: Any, *, strict: bool = False, domain_rule: Any = None) -> TraceRecords:
+    """Read and validate trace records; drop in-progress runs and duplicated ids.
+
+    Parameters
+    ----------
+    source : path, DataFrame, or list of dict
+        JSONL (one run per line), a JSON array (``.json``), Parquet (same columns,
+        ``steps`` a list column), a DataFrame or a list of records.  Format rules:
+        ``docs/traces.md`` and ``evaltk/schemas/trace.schema.json``.
+    strict : bool
+        Raise :class:`~evaltk.errors.SchemaViolation` on the first malformed record
+        instead of dropping it to the ledger.
+    domain_rule : callable, mapping or None
+        ``task -> domain`` for runs whose record carries no ``domain``; a mapping of
+        domain to keywords builds a :class:`KeywordDomainRule`; None is
+        :func:`domain_from_task`.
+
+    Returns
+    -------
+    TraceRecords
+
+    Raises
+    ------
+    UnreadableInput
+        The file is missing, empty, or not UTF-8 as a whole.
+    SchemaViolation
+        With ``strict=True``, the first malformed record (file, line, field).
+
+    Examples
+    --------
+    >>> recs = read_traces([{"trace_id": "a", "task": "Buy a mug", "status": "complete",
+    ...                      "steps": [{"index": 0, "action": "tap", "target": "buy"}]},
+    ...                     {"trace_id": "b", "status": "in_progress"}])
+    >>> recs.runs[["trace_id", "domain", "domain_source", "n_steps"]].to_dict("records")
+    [{'trace_id': 'a', 'domain': 'shopping', 'domain_source': 'rule', 'n_steps': 1}]
+    >>> recs.ledger["reason"].tolist()
+    [nan, 'in_progress']
+    """
+    rule = _resolve_rule(domain_rule)
+    name, mode, payload, numbers = _load_trace_source(source)
+    numbers = np.asarray(numbers, np.int64)
+    if mode in ("arrow", "arrow_jsonl"):
+        table = payload[0] if mode == "arrow_jsonl" else payload
+        res = _validate_arrow(table)
+        if res is not None:
+            cols, code, suspect = res
+            out = _finish_arrow(name, table, cols, code, suspect, numbers, rule, strict,
+                                payload[1] if mode == "arrow_jsonl" else None)
+            if out is not None:
+                return out
+        # the shape is not the expected one: the Python validator reads everything
+        if mode == "arrow_jsonl":
+            nums, texts = _split_lines(payload[1], name)
+            records: list[Any] = _parse_json_lines(texts)
+            numbers = np.asarray(nums, np.int64)
+        else:
+            records = table.to_pylist()
+    else:
+        records = payload
+    cols, code, tids, reasons, fields = _validate_python(records, strict=strict, name=name,
+                                                         numbers=numbers)
+    runs, steps, dis = _build_tables(
+        tid=cols["trace_id"], task=cols["task"], domain=cols["domain"], agent=cols["agent"],
+        guide=cols["guide"], n_steps=cols["n_steps"], s_index=cols["s_index"],
+        s_action=cols["s_action"], s_target=cols["s_target"], s_screen=cols["s_screen"],
+        s_cons=cols["s_cons"], s_conf=cols["s_conf"], sc_run=cols["sc_run"],
+        sc_source=cols["sc_source"], sc_count=cols["sc_count"], rule=rule)
+    return _dedupe(name, numbers, code, tids, reasons, fields, runs, steps, dis, cols["rec"],
+                   lambda ks: [_canon(records[k]) for k in ks])
+
+
+def _canon(obj: Any) -> str:
+    return json.dumps(_strip_none(obj), sort_keys=True, default=str)
+
+
+def _finish_arrow(name: str, table: pa.Table, cols: dict[str, Any], code: np.ndarray,
+                  suspect: np.ndarray, numbers: np.ndarray, rule: Callable[[str], Any],
+                  strict: bool, raw: bytes | None) -> TraceRecords | None:
+    n = table.num_rows
+    tids: list[Any] = [None] * n
+    reasons = np.full(n, None, dtype=object)
+    fields = np.full(n, None, dtype=object)
+    code = code.copy()
+    lines: list[bytes] | None = None
+    if suspect.any():
+        # the Python validator (the authority) explains each suspect record
+        if raw is not None:
+            lines = [ln for ln in raw.split(b"\n") if ln.strip()]
+        pyl = table.slice(0, 0)  # placeholder for typing
+        for k in np.flatnonzero(suspect):
+            if lines is not None:
+                rec = _parse_json_lines([lines[k].decode("utf-8")])[0]
+            else:
+                pyl = table.slice(int(k), 1).to_pylist()[0]
+                rec = pyl
+            try:
+                if isinstance(rec, Exception):
+                    raise _Bad(None, str(rec))
+                res = _check_trace(rec)
+            except _Bad as b:
+                if strict:
+                    raise _error(b, name, int(numbers[k])) from None
+                code[k] = 2
+                reasons[k] = f"malformed: {b.detail}"
+                fields[k] = b.field
+                tids[k] = b.trace_id
+                continue
+            if res[0] != "in_progress":
+                return None  # the column checks and the validator disagree: use the Python path
+            code[k] = 1
+    reasons[code == 1] = "in_progress"
+    kept = np.flatnonzero(code == 0)
+    tid_all = cols["tid"]
+    tid_py = _str_series(tid_all).to_numpy(dtype=object, na_value=None)
+    for k in np.flatnonzero(code == 2):
+        tid_py[k] = tids[k]
+    offsets = cols["offsets"]
+    lens = np.diff(offsets)
+    kept_steps = np.repeat(code == 0, lens)
+    kept_idx = pa.array(kept)
+    guide: list[Any]
+    if cols["guide"] is not None:
+        g = cols["guide"].take(kept_idx)
+        valid = g.is_valid().to_numpy(zero_copy_only=False)
+        guide = [None] * len(kept)
+        if valid.any():
+            vals = g.filter(g.is_valid()).to_pylist()
+            for pos, v in zip(np.flatnonzero(valid), vals, strict=True):
+                guide[pos] = _strip_none(v)
+    else:
+        guide = [None] * len(kept)
+    sc_run, sc_src, sc_cnt = [], [], []
+    new_pos = np.full(n, -1, np.int64)
+    new_pos[kept] = np.arange(len(kept))
+    for src_name, present, vals in cols["sc"]:
+        sel = present & (code == 0)
+        r = np.flatnonzero(sel)
+        sc_run.append(new_pos[r])
+        sc_src.append(np.full(r.size, src_name, dtype=object))
+        sc_cnt.append(vals[r])
+    ks = pa.array(np.flatnonzero(kept_steps))
+    runs, steps, dis = _build_tables(
+        tid=tid_all.take(kept_idx), task=cols["task"].take(kept_idx),
+        domain=cols["domain"].take(kept_idx), agent=cols["agent"].take(kept_idx), guide=guide,
+        n_steps=lens[kept], s_index=cols["s_index"][kept_steps],
+        s_action=cols["s_action"].take(ks), s_target=cols["s_target"].take(ks),
+        s_screen=cols["s_screen"].take(ks), s_cons=cols["s_cons"][kept_steps],
+        s_conf=cols["s_conf"][kept_steps],
+        sc_run=np.concatenate(sc_run) if sc_run else np.zeros(0, np.int64),
+        sc_source=np.concatenate(sc_src) if sc_src else np.zeros(0, object),
+        sc_count=np.concatenate(sc_cnt) if sc_cnt else np.zeros(0, np.int64), rule=rule)
+
+    def canon(ks_: Sequence[int]) -> list[str]:
+        out = []
+        for k in ks_:
+            if raw is not None:
+                nonlocal lines
+                if lines is None:
+                    lines = [ln for ln in raw.split(b"\n") if ln.strip()]
+                out.append(_canon(json.loads(lines[k].decode("utf-8"))))
+            else:
+                out.append(_canon(table.slice(int(k), 1).to_pylist()[0]))
+        return out
+
+    return _dedupe(name, numbers, code, tid_py, list(reasons), list(fields), runs, steps, dis,
+                   kept, canon)
+
+
+def _dedupe(name: str, numbers: np.ndarray, code: np.ndarray, tids: Any, reasons: list[Any],
+            fields: list[Any], runs: pd.DataFrame, steps: pd.DataFrame, dis: pd.DataFrame,
+            rec_of_run: np.ndarray, canon: Callable[[Sequence[int]], list[str]]) -> TraceRecords:
+    """Duplicated trace ids among well-formed complete runs.
+
+    Identical records: the first is kept and the repeats dropped.  Conflicting records
+    (same id, different content): every copy is dropped, since preferring one would
+    be a silent choice.
+    """
+    rec_of_run = np.asarray(rec_of_run, np.int64)
+    reasons = list(reasons)
+    fields = list(fields)
+    dup_mask = runs["trace_id"].duplicated(keep=False).to_numpy()
+    drop_run = np.zeros(len(runs), bool)
+    if dup_mask.any():
+        pos = np.flatnonzero(dup_mask)
+        groups = pd.Series(pos).groupby(runs["trace_id"].to_numpy(dtype=object)[pos], sort=False)
+        for _tid, g in groups:
+            rp = g.to_numpy()
+            recs = rec_of_run[rp]
+            texts = canon(recs)
+            lines = [int(numbers[r]) for r in recs]
+            if all(t == texts[0] for t in texts):
+                for r, rr in zip(rp[1:], recs[1:], strict=True):
+                    drop_run[r] = True
+                    reasons[rr] = f"duplicate trace_id: identical to record {lines[0]}"
+                    fields[rr] = "trace_id"
+            else:
+                where = ", ".join(str(x) for x in lines)
+                for r, rr in zip(rp, recs, strict=True):
+                    drop_run[r] = True
+                    reasons[rr] = f"duplicate trace_id: conflicting records {where}; none kept"
+                    fields[rr] = "trace_id"
+    dropped = code != 0
+    if drop_run.any():
+        dropped[rec_of_run[drop_run]] = True
+        keep = ~drop_run
+        newpos = np.cumsum(keep) - 1
+        runs = runs[keep].reset_index(drop=True)
+        sk = keep[steps["run_pos"].to_numpy()]
+        steps = steps[sk].reset_index(drop=True)
+        steps["run_pos"] = newpos[steps["run_pos"].to_numpy()]
+        dk = keep[dis["run_pos"].to_numpy()]
+        dis = dis[dk].reset_index(drop=True)
+        dis["run_pos"] = newpos[dis["run_pos"].to_numpy()]
+    tid_series = pd.Series(pd.array(list(tids), dtype=_STR))
+    ledger = _ledger(name, numbers, tid_series, "run", dropped, reasons, fields)
+    return TraceRecords(runs=runs, steps=steps, step_count_disagreements=dis, ledger=ledger)
+
+
+# --------------------------------------------------------------------------- answers
+
+_ANSWER_REQUIRED = ("trace_id", "measure", "rater", "answer")
+_ANSWER_OPTIONAL = ("step", "confidence", "cost", "latency_ms", "rater_version")
+
+
+def _load_answer_source(source: Any, kind: str) -> tuple[str, pd.DataFrame, np.ndarray]:
+    """(name, raw frame, record numbers).  Raw frames keep the source's own types."""
+    if isinstance(source, pd.DataFrame):
+        return "<dataframe>", source.reset_index(drop=True), np.arange(1, len(source) + 1)
+    if isinstance(source, str | Path):
+        path = Path(source)
+        name = str(source)
+        data = _read_bytes(path)
+        fmt = _kind_of_path(path, data[:8])
+        if fmt == "parquet":
+            import pyarrow.parquet as pq
+
+            try:
+                df = pq.read_table(io.BytesIO(data)).to_pandas()
+            except (pa.ArrowException, OSError) as e:
+                raise UnreadableInput(f"not a readable Parquet file ({e})", file=name) from None
+            return name, df, np.arange(1, len(df) + 1)
+        if fmt == "jsonl":
+            clean, n_lines = _no_blank_lines(data)
+            t = _arrow_json(data) if clean else None
+            if t is not None and t.num_rows == n_lines:
+                ok = all(not pa.types.is_nested(f.type) for f in t.schema)
+                if ok:
+                    df = t.to_pandas()
+                    return name, df, np.arange(1, n_lines + 1)
+            nums, texts = _split_lines(data, name)
+            recs = _parse_json_lines(texts)
+            return name, _frame_from_records(recs), np.asarray(nums, np.int64)
+        return _read_csv(data, name)
+    if isinstance(source, Mapping):
+        return "<records>", _frame_from_records([source]), np.array([1])
+    if isinstance(source, Iterable):
+        recs = list(source)
+        return "<records>", _frame_from_records(recs), np.arange(1, len(recs) + 1)
+    raise TypeError(f"`{kind}s` must be a path, a DataFrame or a list of dicts; got "
+                    f"{type(source).__name__}.")
+
+
+def _frame_from_records(recs: Sequence[Any]) -> pd.DataFrame:
+    """Records (dicts, or exceptions for unparsable lines) to an object frame.
+
+    A non-object record becomes a row with a private ``__error__`` column.
+    """
+    rows = []
+    for r in recs:
+        if isinstance(r, Exception):
+            rows.append({"__error__": str(r)})
+        elif not isinstance(r, Mapping):
+            rows.append({"__error__": f"an answer record must be a JSON object; got {_jtype(r)}"})
+        else:
+            rows.append(dict(r))
+    df = pd.DataFrame.from_records(rows) if rows else pd.DataFrame()
+    return df.astype(object) if len(df.columns) else df
+
+
+def _read_csv(data: bytes, name: str) -> tuple[str, pd.DataFrame, np.ndarray]:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        text = None
+    if text is not None:
+        try:
+            df = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False, na_filter=False)
+            return name, df.astype(object), np.arange(2, len(df) + 2)
+        except (pd.errors.ParserError, ValueError):
+            pass
+    # a row that pandas cannot take (ragged, or bad bytes): read row by row
+    import csv
+
+    lines = data.split(b"\n")
+    header: list[str] | None = None
+    rows: list[dict[str, Any]] = []
+    nums: list[int] = []
+    for i, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            if header is None:
+                raise UnreadableInput("the CSV header is not UTF-8", file=name) from None
+            rows.append({"__error__": f"not valid UTF-8 (byte 0x{raw[e.start]:02x} at column {e.start + 1})"})
+            nums.append(i)
+            continue
+        try:
+            fields = next(csv.reader([line]))
+        except csv.Error as e:
+            rows.append({"__error__": f"not valid CSV ({e})"})
+            nums.append(i)
+            continue
+        if header is None:
+            header = fields
+            continue
+        nums.append(i)
+        if len(fields) != len(header):
+            rows.append({"__error__": f"has {len(fields)} fields; the header has {len(header)}"})
+        else:
+            rows.append(dict(zip(header, fields, strict=True)))
+    if header is None:
+        raise UnreadableInput("no CSV header", file=name)
+    df = pd.DataFrame.from_records(rows, columns=list(dict.fromkeys(header + ["__error__"])))
+    return name, df.astype(object), np.asarray(nums, np.int64)
+
+
+def _str_col(col: pd.Series, *, required: bool, from_text: bool) -> tuple[pd.Series, np.ndarray, np.ndarray]:
+    """(values as str dtype, missing mask, wrong-type mask)."""
+    if col.dtype == _STR or pd.api.types.is_string_dtype(col.dtype) and col.dtype != object:
+        s = col.astype(_STR)
+        missing = (s.isna() | (s.str.len() == 0)).to_numpy()
+        return s, missing, np.zeros(len(col), bool)
+    vals = col.to_numpy(dtype=object)
+    is_str = np.fromiter((isinstance(v, str) for v in vals), bool, len(vals))
+    miss = np.fromiter((_is_missing(v) or v == "" for v in vals), bool, len(vals)) if len(vals) else np.zeros(0, bool)
+    wrong = ~is_str & ~miss
+    clean = np.where(is_str & ~miss, vals, None)
+    return pd.Series(pd.array(clean, dtype=_STR)), miss, wrong
+
+
+def _num_col(col: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """(float values with NaN for missing, wrong-type mask).  Text must be a decimal number."""
+    if pd.api.types.is_bool_dtype(col.dtype):
+        return np.full(len(col), np.nan), col.notna().to_numpy()
+    if pd.api.types.is_numeric_dtype(col.dtype):
+        return col.to_numpy(dtype=float, na_value=np.nan), np.zeros(len(col), bool)
+    vals = col.to_numpy(dtype=object)
+    out = np.full(len(vals), np.nan)
+    wrong = np.zeros(len(vals), bool)
+    for i, v in enumerate(vals):
+        if _is_missing(v) or (isinstance(v, str) and not v.strip()):
+            continue
+        if isinstance(v, bool | np.bool_):
+            wrong[i] = True
+        elif isinstance(v, int | float | np.integer | np.floating):
+            out[i] = float(v)
+        elif isinstance(v, str):
+            try:
+                out[i] = float(v)
+            except ValueError:
+                wrong[i] = True
+        else:
+            wrong[i] = True
+    return out, wrong
+
+
+def _answer_checks(raw: pd.DataFrame, kind: str) -> tuple[pd.DataFrame, list[Any], list[Any]]:
+    """Column-wise validation.  Returns (normalised table, reason per row, field per row)."""
+    n = len(raw)
+    reason = np.full(n, None, dtype=object)
+    field = np.full(n, None, dtype=object)
+
+    def flag(mask: np.ndarray, fld: str | None, msg: Callable[[int], str]) -> None:
+        hit = np.flatnonzero(mask & (reason == None))  # noqa: E711 - elementwise on objects
+        for i in hit:
+            reason[i] = msg(int(i))
+            field[i] = fld
+
+    if "__error__" in raw.columns:
+        err = raw["__error__"].to_numpy(dtype=object)
+        has = np.fromiter((isinstance(e, str) for e in err), bool, n)
+        flag(has, None, lambda i: f"malformed: {err[i]}")
+    out: dict[str, Any] = {}
+    texts = {}
+    for c in ("trace_id", "measure", "rater", "answer", "rater_version"):
+        if c in raw.columns:
+            s, miss, wrong = _str_col(raw[c], required=c != "rater_version", from_text=False)
+        else:
+            s, miss, wrong = _empty_str(n), np.ones(n, bool), np.zeros(n, bool)
+        texts[c] = (s, miss, wrong)
+    rv = raw
+    for c in ("trace_id", "measure", "rater", "answer"):
+        s, miss, wrong = texts[c]
+        vals = rv[c].to_numpy(dtype=object) if c in rv.columns else np.full(n, None, object)
+        flag(miss, c, lambda i: "malformed: is required")
+        flag(wrong, c, lambda i, vals=vals: f"malformed: must be a string; got {_jtype(vals[i])} {_show(vals[i])}")
+    s, miss, wrong = texts["rater_version"]
+    rvv = rv["rater_version"].to_numpy(dtype=object) if "rater_version" in rv.columns else None
+    flag(wrong, "rater_version",
+         lambda i: f"malformed: must be a string or empty; got {_jtype(rvv[i])} {_show(rvv[i])}")
+    # measure names
+    meas_raw = texts["measure"][0]
+    m_codes, m_uniq = pd.factorize(meas_raw)
+    m_norm = []
+    for m in m_uniq:
+        k = str(m).strip().lower()
+        k = MEASURE_ALIASES.get(k, k)
+        m_norm.append(k if (k in ANSWER_VOCABULARIES or k in FREE_TEXT_MEASURES or _G_MEASURE.match(k))
+                      else None)
+    m_norm_arr = np.asarray(m_norm + [None], dtype=object)
+    measure = m_norm_arr[m_codes]  # code -1 (missing) -> None
+    flag(np.fromiter((m is None for m in measure), bool, n), "measure",
+         lambda i: f"unknown measure: {_show(meas_raw.iloc[i])} (known: "
+                   f"{', '.join(sorted({*ANSWER_VOCABULARIES, *FREE_TEXT_MEASURES}))}, or g_<name>)")
+    # answer words, per unique (measure, answer)
+    ans_raw = texts["answer"][0]
+    answer = np.full(n, None, dtype=object)
+    key = pd.MultiIndex.from_arrays([pd.Series(measure, dtype=object), ans_raw.astype(object)])
+    k_codes, k_uniq = pd.factorize(key)
+    resolved = []
+    for meas, word in k_uniq:
+        if meas is None or not isinstance(word, str) or not word:
+            resolved.append(None)
+        elif meas in ANSWER_VOCABULARIES:
+            w = normalize_answer(word)
+            resolved.append(w if w in ANSWER_VOCABULARIES[meas] else False)
+        else:
+            resolved.append(word)  # identifiers and free text: verbatim
+    res_arr = np.asarray(resolved + [None], dtype=object)
+    answer = res_arr[k_codes]
+    unknown = np.fromiter((a is False for a in answer), bool, n)
+    flag(unknown, "answer", lambda i: f"unknown answer word: {_show(ans_raw.iloc[i])} for "
+                                      f"{measure[i]} (allowed: {', '.join(ANSWER_VOCABULARIES[measure[i]])})")
+    # step
+    if "step" in raw.columns:
+        step_f, step_wrong = _num_col(raw["step"])
+        step_vals = raw["step"].to_numpy(dtype=object)
+    else:
+        step_f, step_wrong, step_vals = np.full(n, np.nan), np.zeros(n, bool), np.full(n, None, object)
+    flag(step_wrong, "step", lambda i: f"malformed: must be a non-negative integer or empty; got "
+                                       f"{_jtype(step_vals[i])} {_show(step_vals[i])}")
+    with np.errstate(invalid="ignore"):
+        bad_int = ~np.isnan(step_f) & ((step_f < 0) | (step_f != np.floor(step_f)) | (step_f > 2**53))
+    flag(bad_int, "step", lambda i: f"malformed: must be a non-negative integer or empty; got {_show(step_vals[i])}")
+    per_step = np.fromiter((m in PER_STEP_MEASURES for m in measure), bool, n)
+    has_step = ~np.isnan(step_f)
+    flag(per_step & ~has_step, "step", lambda i: f"malformed: is required for the per-step measure {measure[i]}")
+    known = np.fromiter((m is not None for m in measure), bool, n)
+    flag(known & ~per_step & has_step, "step",
+         lambda i: f"malformed: must be empty for the trace-level measure {measure[i]}; got {_show(step_vals[i])}")
+    # numbers
+    nums = {}
+    for c, lo, hi in (("confidence", 0.0, 1.0), ("cost", 0.0, math.inf), ("latency_ms", 0.0, math.inf)):
+        if c in raw.columns:
+            v, wrong = _num_col(raw[c])
+            vals = raw[c].to_numpy(dtype=object)
+        else:
+            v, wrong, vals = np.full(n, np.nan), np.zeros(n, bool), None
+        rng = "in [0, 1]" if hi == 1.0 else "a finite number >= 0"
+        flag(wrong, c, lambda i, vals=vals, rng=rng: f"malformed: must be {rng} or empty; got "
+                                                     f"{_jtype(vals[i])} {_show(vals[i])}")
+        with np.errstate(invalid="ignore"):
+            out_r = ~np.isnan(v) & ((v < lo) | (v > hi) | np.isinf(v))
+        flag(out_r, c, lambda i, v=v, rng=rng: f"malformed: must be {rng}; got {float(v[i])!r}")
+        nums[c] = v
+    step_i = pd.array(np.where(has_step & (reason == None), step_f, np.nan), dtype="Float64")  # noqa: E711
+    out = {
+        "trace_id": texts["trace_id"][0],
+        "measure": pd.Series(pd.array(measure, dtype=_STR)),
+        "step": pd.Series(step_i.astype("Int64")),
+        "rater": texts["rater"][0],
+        "answer": pd.Series(pd.array(np.where(reason == None, answer, None), dtype=_STR)),  # noqa: E711
+        "confidence": nums["confidence"],
+        "cost": nums["cost"],
+        "latency_ms": nums["latency_ms"],
+        "rater_version": texts["rater_version"][0],
+    }
+    return pd.DataFrame(out), list(reason), list(field)
+
+
+def read_answers(source: Any, *, strict: bool = False, kind: str = "answer") -> AnswerRecords:
+    """Read and validate a long table of judge answers (``kind="answer"``) or human labels.
+
+    Parameters
+    ----------
+    source : path, DataFrame, or list of dict
+        CSV (header row; empty cells are absent), JSONL, Parquet, a DataFrame or a
+        list of records with columns ``trace_id, measure, step, rater, answer`` and
+        optionally ``confidence, cost, latency_ms, rater_version``.
+    strict : bool
+        Raise on the first malformed row instead of dropping it to the ledger.
+    kind : {"answer", "label"}
+        Judges' answers or humans' labels (the ledger's ``kind``).
+
+    Returns
+    -------
+    AnswerRecords
+
+    Examples
+    --------
+    >>> a = read_answers([{"trace_id": "a", "measure": "x_task", "rater": "j1",
+    ...                    "answer": "Cannot tell"}])
+    >>> a.table["answer"].tolist(), a.table["step"].tolist()
+    (['cannot_tell'], [<NA>])
+    """
+    if kind not in ("answer", "label"):
+        raise ValueError(f"`kind` must be 'answer' or 'label'; got {kind!r}.")
+    name, raw, numbers = _load_answer_source(source, kind)
+    missing_cols = [c for c in ("trace_id", "measure", "rater", "answer") if c not in raw.columns]
+    if missing_cols and not (len(raw) and "__error__" in raw.columns and
+                             raw["__error__"].notna().all()):
+        if len(raw) == 0:
+            raise UnreadableInput("no rows", file=name)
+        raise SchemaViolation(f"required column(s) missing: {', '.join(missing_cols)} (the table "
+                              f"needs trace_id, measure, rater, answer; step for per-step measures)",
+                              file=name, field=missing_cols[0])
+    table, reasons, fields = _answer_checks(raw, kind)
+    bad = np.fromiter((r is not None for r in reasons), bool, len(reasons))
+    if strict and bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        msg = reasons[i].split(": ", 1)[1] if reasons[i].startswith("malformed: ") else reasons[i]
+        raise SchemaViolation(msg, file=name, record=int(numbers[i]), field=fields[i])
+    ledger = _ledger(name, numbers, table["trace_id"], kind, bad, reasons, fields)
+    table = table.assign(source=pd.Series(pd.array([name] * len(table), dtype=_STR)),
+                         record=np.asarray(numbers, np.int64))
+    table = table[~bad].reset_index(drop=True)
+    return AnswerRecords(table=table, ledger=ledger, kind=kind)
+
+
+def _join(recs: AnswerRecords, trace_ledger: pd.DataFrame, runs: pd.DataFrame,
+          steps: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Join answers to kept runs and steps; update the ledger.  Returns (table, ledger)."""
+    kind = recs.kind
+    t = recs.table
+    ledger = recs.ledger.copy()
+    n = len(t)
+    run_pos = pd.Index(runs["trace_id"]).get_indexer(t["trace_id"]) if n else np.zeros(0, np.int64)
+    reason = np.full(n, None, dtype=object)
+    field = np.full(n, None, dtype=object)
+    no_run = run_pos < 0
+    if no_run.any():
+        # why is there no run: never seen, or seen and dropped?
+        tl = trace_ledger[trace_ledger["trace_id"].notna()]
+        why = tl.drop_duplicates("trace_id", keep="last").set_index("trace_id")["reason"]
+        ids = t["trace_id"].to_numpy(dtype=object)
+        for i in np.flatnonzero(no_run):
+            r = why.get(ids[i]) if len(why) else None
+            if r is None or (isinstance(r, float) and math.isnan(r)):
+                reason[i] = f"{kind} without run"
+            else:
+                reason[i] = f"run not kept: {str(r).split(':', 1)[0]}"
+            field[i] = "trace_id"
+    # per-step: the step must exist in the run
+    step = t["step"].to_numpy(dtype=np.float64, na_value=np.nan)
+    has_step = ~np.isnan(step)
+    step_pos = np.full(n, -1, np.int64)
+    sel = has_step & ~no_run
+    if sel.any():
+        s_run = steps["run_pos"].to_numpy(np.int64)
+        s_idx = steps["index"].to_numpy(np.int64)
+        width = int(s_idx.max()) + 1 if s_idx.size else 1
+        a_idx = step[sel].astype(np.int64)
+        in_range = a_idx < width
+        skey = s_run * width + s_idx
+        akey = run_pos[sel].astype(np.int64) * width + np.minimum(a_idx, width - 1)
+        pos = np.searchsorted(skey, akey)
+        pos_c = np.minimum(pos, max(len(skey) - 1, 0))
+        found = in_range & (len(skey) > 0) & (skey[pos_c] == akey) if len(skey) else np.zeros(len(akey), bool)
+        sp = np.where(found, pos_c, -1)
+        step_pos[sel] = sp
+        for j in np.flatnonzero(sel)[~found]:
+            reason[j] = f"step not in run: the run has no step with index {int(step[j])}"
+            field[j] = "step"
+    # duplicated answers: same (trace_id, measure, step, rater)
+    ok = reason == None  # noqa: E711
+    if ok.any():
+        sub = t[ok]
+        keys = [sub["trace_id"], sub["measure"], sub["step"].fillna(-1), sub["rater"]]
+        kdf = pd.DataFrame({"a": keys[0], "b": keys[1], "c": keys[2], "d": keys[3]})
+        dup_any = kdf.duplicated(keep=False).to_numpy()
+        if dup_any.any():
+            idx_ok = np.flatnonzero(ok)
+            kd = kdf[dup_any]
+            ans = sub["answer"].to_numpy(dtype=object)[dup_any]
+            recno = sub["record"].to_numpy()[dup_any]
+            rows = idx_ok[dup_any]
+            g = pd.Series(np.arange(len(kd))).groupby([kd[c].to_numpy() for c in "abcd"], sort=False)
+            for _, members in g:
+                mi = members.to_numpy()
+                if all(ans[m] == ans[mi[0]] for m in mi):
+                    for m in mi[1:]:
+                        reason[rows[m]] = f"duplicate {kind}: identical to record {int(recno[mi[0]])}"
+                        field[rows[m]] = "rater"
+                else:
+                    where = ", ".join(str(int(recno[m])) for m in mi)
+                    for m in mi:
+                        reason[rows[m]] = (f"duplicate {kind}: conflicting answers from one rater "
+                                           f"(records {where}); none kept")
+                        field[rows[m]] = "answer"
+    drop = reason != None  # noqa: E711
+    if drop.any():
+        # map back to ledger rows (the ledger holds every input row, the table the good ones)
+        lpos = pd.Index(list(zip(ledger["source"], ledger["record"], strict=True))).get_indexer(
+            list(zip(t["source"][drop], t["record"][drop], strict=True)))
+        st = ledger["status"].to_numpy(dtype=object)
+        rs = ledger["reason"].to_numpy(dtype=object, na_value=None)
+        fs = ledger["field"].to_numpy(dtype=object, na_value=None)
+        st[lpos] = "dropped"
+        rs[lpos] = reason[drop]
+        fs[lpos] = field[drop]
+        ledger["status"] = pd.Series(pd.array(st, dtype=_STR))
+        ledger["reason"] = pd.Series(pd.array(rs, dtype=_STR))
+        ledger["field"] = pd.Series(pd.array(fs, dtype=_STR))
+    keep = ~drop
+    out = t[keep].drop(columns=["source", "record"]).reset_index(drop=True)
+    out["run_pos"] = run_pos[keep].astype(np.int64)
+    sp = step_pos[keep]
+    out["step_pos"] = pd.array(np.where(sp >= 0, sp, 0), dtype="Int64")
+    out.loc[sp < 0, "step_pos"] = pd.NA
+    return out, ledger
+
+
+def _empty_answers() -> pd.DataFrame:
+    return pd.DataFrame({
+        "trace_id": _empty_str(), "measure": _empty_str(), "step": pd.Series(pd.array([], dtype="Int64")),
+        "rater": _empty_str(), "answer": _empty_str(), "confidence": np.zeros(0), "cost": np.zeros(0),
+        "latency_ms": np.zeros(0), "rater_version": _empty_str(), "run_pos": np.zeros(0, np.int64),
+        "step_pos": pd.Series(pd.array([], dtype="Int64")),
+    })
+
+
+def _as_answer_sources(x: Any) -> list[Any]:
+    if x is None:
+        return []
+    if isinstance(x, str | Path | pd.DataFrame | AnswerRecords | Mapping):
+        return [x]
+    if isinstance(x, Sequence) and x and all(isinstance(e, str | Path | pd.DataFrame | AnswerRecords)
+                                            for e in x):
+        return list(x)
+    return [x]
+
+
+def _gather(x: Any, kind: str, strict: bool) -> AnswerRecords | None:
+    parts = []
+    for src in _as_answer_sources(x):
+        if isinstance(src, AnswerRecords):
+            parts.append(src if src.kind == kind else AnswerRecords(
+                src.table, src.ledger.assign(kind=pd.Series(pd.array([kind] * len(src.ledger), dtype=_STR))),
+                kind))
+        else:
+            parts.append(read_answers(src, strict=strict, kind=kind))
+    if not parts:
+        return None
+    if len(parts) == 1:
+        return parts[0]
+    return AnswerRecords(pd.concat([p.table for p in parts], ignore_index=True),
+                         pd.concat([p.ledger for p in parts], ignore_index=True), kind)
+
+
+def ingest(traces: Any, answers: Any = None, labels: Any = None, *, strict: bool = False,
+           domain_rule: Any = None) -> Ingested:
+    """Read traces, judge answers and human labels; join them on ``trace_id``.
+
+    Seed 002, "The pipeline", Ingest: runs join to their labels on a stable id,
+    in-progress runs are dropped, one canonical step count is fixed (the number of
+    steps in the record) and disagreements with other sources are recorded.
+
+    Parameters
+    ----------
+    traces : path, DataFrame, list of dict, or TraceRecords
+        See :func:`read_traces`.
+    answers, labels : path, DataFrame, list of dict, AnswerRecords, or a list of paths / DataFrames
+        Judges' answers and humans' labels (see :func:`read_answers`).  The human
+        vote lives only in ``labels``.
+    strict : bool
+        Raise on the first malformed record instead of dropping it to the ledger.
+        Drops that are not malformations (in-progress runs, duplicated ids, answers
+        without a run) are never errors; they are ledger entries.
+    domain_rule : callable, mapping or None
+        See :func:`read_traces`.
+
+    Returns
+    -------
+    Ingested
+
+    Examples
+    --------
+    >>> run = {"trace_id": "a", "task": "Buy a mug", "status": "complete",
+    ...        "steps": [{"index": 0, "action": "tap", "target": "buy", "screen": "s0"}]}
+    >>> ing = ingest([run], answers=[
+    ...     {"trace_id": "a", "measure": "x_ctx", "step": 0, "rater": "j1", "answer": "YES"},
+    ...     {"trace_id": "zzz", "measure": "x_task", "rater": "j1", "answer": "no"}])
+    >>> ing.answers[["trace_id", "step", "answer", "run_pos", "step_pos"]].to_dict("records")
+    [{'trace_id': 'a', 'step': 0, 'answer': 'yes', 'run_pos': 0, 'step_pos': 0}]
+    >>> ing.ledger[["kind", "status", "reason"]].to_dict("records")[-1]
+    {'kind': 'answer', 'status': 'dropped', 'reason': 'answer without run'}
+    """
+    tr = traces if isinstance(traces, TraceRecords) else read_traces(traces, strict=strict,
+                                                                      domain_rule=domain_rule)
+    ledgers = [tr.ledger]
+    out: dict[str, pd.DataFrame] = {}
+    for kind, src in (("answer", answers), ("label", labels)):
+        recs = _gather(src, kind, strict)
+        if recs is None:
+            out[kind] = _empty_answers()
+            continue
+        table, led = _join(recs, tr.ledger, tr.runs, tr.steps)
+        out[kind] = table
+        ledgers.append(led)
+    ledger = pd.concat(ledgers, ignore_index=True) if len(ledgers) > 1 else tr.ledger
+    return Ingested(runs=tr.runs, steps=tr.steps, answers=out["answer"], labels=out["label"],
+                    step_count_disagreements=tr.step_count_disagreements, ledger=ledger)
+
+
+def ingest_one(record: Mapping[str, Any], answers: Any = None, labels: Any = None, *,
+               strict: bool = True, domain_rule: Any = None) -> Ingested:
+    """Ingest one run as it completes (online).
+
+    The tables hold exactly the rows :func:`ingest` gives for this run in a batch
+    (``run_pos`` is 0: the run is the only one).  Answers and labels for other runs
+    are dropped as ``answer without run`` / ``label without run``.  Strict by default:
+    an online caller usually wants the error at once.
+
+    Examples
+    --------
+    >>> one = ingest_one({"trace_id": "a", "task": "Pay the bill", "status": "complete",
+    ...                   "steps": []})
+    >>> one.runs[["trace_id", "domain", "n_steps"]].to_dict("records")
+    [{'trace_id': 'a', 'domain': 'payments', 'n_steps': 0}]
+    """
+    if not isinstance(record, Mapping):
+        raise TypeError(f"`record` must be a dict (one trace record); got {type(record).__name__}.")
+    return ingest([record], answers, labels, strict=strict, domain_rule=domain_rule)
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def register_cli(subparsers: Any) -> None:
+    """``evaltk ingest TRACES [--answers F] [--labels F] [--out DIR] [--json] [--strict]``."""
+    p = subparsers.add_parser(
+        "ingest", help="validate traces, answers and labels; write the tables and the ledger",
+        description="Read traces (JSONL/Parquet), judge answers and human labels "
+                    "(CSV/JSONL/Parquet); drop in-progress runs, malformed records and "
+                    "duplicated ids, each with a ledger entry; join on trace_id.",
+        epilog="Example: evaltk ingest data/demo/traces.jsonl --answers data/demo/answers.csv "
+               "--out out/ --json\nExit codes: 0 nothing dropped except in-progress runs, 1 some "
+               "record dropped for another reason (see the ledger), 65 with --strict: a malformed record, 66 unreadable input.",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("traces", help="trace file (JSONL, one run per line; or Parquet)")
+    p.add_argument("--answers", action="append", help="judge answers (CSV, JSONL, Parquet); repeatable")
+    p.add_argument("--labels", action="append", help="human labels (CSV, JSONL, Parquet); repeatable")
+    p.add_argument("--out", help="write runs, steps, answers, labels, disagreements (Parquet) and "
+                                 "ledger.csv here")
+    p.add_argument("--strict", action="store_true", help="stop at the first malformed record")
+    p.add_argument("--json", action="store_true", help="print a machine-readable summary")
+    p.set_defaults(func=_cli_ingest)
+
+
+def _cli_ingest(args: argparse.Namespace) -> int:
+    ing = ingest(args.traces, args.answers, args.labels, strict=args.strict)
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        runs = ing.runs.copy()
+        runs["guide"] = [None if g is None else json.dumps(g, sort_keys=True) for g in runs["guide"]]
+        runs.to_parquet(out / "runs.parquet", index=False)
+        ing.steps.to_parquet(out / "steps.parquet", index=False)
+        ing.answers.to_parquet(out / "answers.parquet", index=False)
+        ing.labels.to_parquet(out / "labels.parquet", index=False)
+        ing.step_count_disagreements.to_parquet(out / "step_count_disagreements.parquet", index=False)
+        ing.ledger.to_csv(out / "ledger.csv", index=False)
+    led = ing.ledger
+    n_drop = int((led["status"] == "dropped").sum())
+    if args.json:
+        summ = ing.summary()
+        doc = {
+            "records": int(len(led)),
+            "kept": int(len(led) - n_drop),
+            "dropped": n_drop,
+            "runs": int(len(ing.runs)),
+            "steps": int(len(ing.steps)),
+            "answers": int(len(ing.answers)),
+            "labels": int(len(ing.labels)),
+            "step_count_disagreements": int(len(ing.step_count_disagreements)),
+            "by_reason": [{k: (None if isinstance(v, float) and math.isnan(v) else v)
+                           for k, v in r.items()} for r in summ.to_dict("records")],
+        }
+        print(json.dumps(doc, indent=2, default=int))
+    else:
+        print(f"{len(led)} records: {len(led) - n_drop} kept, {n_drop} dropped; "
+              f"{len(ing.runs)} runs, {len(ing.steps)} steps, {len(ing.answers)} answers, "
+              f"{len(ing.labels)} labels", file=sys.stdout)
+        for r in ing.dropped.head(20).itertuples(index=False):
+            print(f"  {r.source}:{r.record}: {r.kind} {r.trace_id if isinstance(r.trace_id, str) else '-'}: "
+                  f"{r.reason}" + (f" [{r.field}]" if isinstance(r.field, str) else ""), file=sys.stdout)
+    problems = led["reason"].notna() & ~led["reason"].isin(["in_progress", "run not kept: in_progress"])
+    return 1 if bool(problems.any()) else 0
