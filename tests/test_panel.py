@@ -1,0 +1,96 @@
+"""Panel fold and review queue (seed 002, 'Panel fold' and 'Weighting')."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from evaltk.panel import FoldRule, fold_pairwise_trials, fold_panel, review_queue
+
+
+def A(rows):
+    return pd.DataFrame(rows, columns=["trace_id", "measure", "rater", "answer"])
+
+
+def test_majority_tie_and_cannot_tell():
+    r = fold_panel(A([("t1", "x_task", "a", "yes"), ("t1", "x_task", "b", "yes"), ("t1", "x_task", "c", "no"),
+                      ("t2", "x_task", "a", "yes"), ("t2", "x_task", "b", "no"),
+                      ("t3", "x_task", "a", "cannot_tell"), ("t3", "x_task", "b", "cannot_tell"),
+                      ("t3", "x_task", "c", "no")])).verdicts.set_index("trace_id")
+    assert r.loc["t1", "verdict"] == "yes" and r.loc["t1", "confidence"] == pytest.approx(2 / 3)
+    assert pd.isna(r.loc["t2", "verdict"]) and r.loc["t2", "cause"] == "abstained"
+    assert r.loc["t2", "reason"] == "tie between raters"
+    assert r.loc["t3", "reason"] == "cannot-tell majority" and r.loc["t3", "n_cannot_tell"] == 2
+    assert (r["verdict"].isna() == r["cause"].notna()).all()
+
+
+def test_missing_cell_is_a_recorded_skip_not_an_agreement():
+    res = fold_panel(A([("t1", "x_task", "a", "yes"), ("t1", "x_task", "b", "yes"),
+                        ("t2", "x_task", "a", "yes")]), panel=["a", "b", "c"])
+    v = res.verdicts.set_index("trace_id")
+    assert v.loc["t2", "n_skipped"] == 2 and v.loc["t2", "n_answered"] == 1
+    assert v.loc["t2", "confidence"] == 1.0  # of those who answered; the skips are not votes
+    sk = res.skips
+    assert sorted(map(tuple, sk[["trace_id", "rater"]].values.tolist())) == [("t1", "c"), ("t2", "b"), ("t2", "c")]
+    assert res.rule.to_dict()["name"] == "majority"
+
+
+def test_weighted_and_unanimity_rules_are_declared():
+    df = A([("t1", "x_task", "good", "no"), ("t1", "x_task", "weak1", "yes"), ("t1", "x_task", "weak2", "yes")])
+    w = fold_panel(df, rule="weighted", weights={"good": 0.9, "weak1": 0.3, "weak2": 0.3}).verdicts
+    assert w["verdict"].iloc[0] == "no" and w["confidence"].iloc[0] == pytest.approx(0.9 / 1.5)
+    u = fold_panel(df, rule="unanimity").verdicts
+    assert pd.isna(u["verdict"].iloc[0]) and "unanimity" in u["reason"].iloc[0]
+    with pytest.raises(ValueError, match="needs `weights`"):
+        FoldRule("weighted")
+    with pytest.raises(ValueError, match="no weight for raters"):
+        fold_panel(df, rule="weighted", weights={"good": 1.0})
+    with pytest.raises(ValueError, match="more than once"):
+        fold_panel(pd.concat([df, df]))
+
+
+def test_panel_majority_matches_the_scoring_fold():
+    from evaltk.scoring import score_tables
+    from tests.test_scoring import S, answers, tables
+
+    rng = np.random.default_rng(3)
+    rows = [(f"t{i}", "x_task", None, f"j{k}", rng.choice(["yes", "no", "cannot_tell"]))
+            for i in range(60) for k in range(rng.integers(1, 5))]
+    a = answers(rows)
+    m = score_tables(*tables({f"t{i}": [S("x")] for i in range(60)}), a)
+    p = fold_panel(a.drop(columns="step")).verdicts.set_index("trace_id")
+    w = m.wide().set_index("trace_id")
+    for t in p.index:
+        v = p.loc[t, "verdict"]
+        exp = None if pd.isna(v) or v == "cannot_tell" else (1.0 if v == "yes" else 0.0)
+        got = w.loc[t, "x_task"]
+        assert (pd.isna(got) and exp is None) or got == exp
+
+
+def test_judgebench_fold_of_two_orderings():
+    # trial 1 is reported in the swapped frame; flip it back before comparing with the label
+    df = pd.DataFrame({
+        "pair_id": ["p1", "p1", "p2", "p2", "p3", "p3"], "judge_name": "j",
+        "label": ["A>B", "A>B", "A>B", "A>B", "B>A", "B>A"], "trial": [0, 1, 0, 1, 0, 1],
+        "decision": ["A>B", "B>A", "A>B", "A>B", "A=B", None]})
+    out = fold_pairwise_trials(df).set_index("pair_id")
+    assert out.loc["p1", "score"] == 2 and out.loc["p1", "correct"]
+    assert out.loc["p2", "score"] == 0 and not out.loc["p2", "correct"]  # consistent position bias
+    assert out.loc["p3", "score"] == 0 and out.loc["p3", "n_unparsable"] == 1
+
+
+def test_review_queue_hinge_changes_routing_not_scores():
+    df = pd.DataFrame({"trace_id": ["t1", "t1", "t2", "t2", "t3"], "measure": "x_task",
+                       "rater": ["a", "b", "a", "b", "a"], "answer": ["yes", "no", "yes", "yes", "yes"],
+                       "confidence": [0.9, 0.9, 0.95, 0.9, 0.9]})
+    res = fold_panel(df, confidence="confidence")
+    before = res.verdicts.copy()
+    human = pd.DataFrame({"trace_id": ["t3"], "measure": ["x_task"], "answer": ["no"]})
+    q = review_queue(res, human=human, confidence_floor=0.8)
+    assert q["trace_id"].tolist()[0] in {"t1", "t3"} and q["trace_id"].tolist()[-1] == "t2"
+    r = q.set_index("trace_id")
+    assert "panel disagreement" in r.loc["t1", "reasons"] and "low confidence" in r.loc["t1", "reasons"]
+    assert r.loc["t3", "reasons"] == "conflicts with human vote"
+    assert r.loc["t2", "priority"] == 0
+    pd.testing.assert_frame_equal(res.verdicts, before)

@@ -1,0 +1,110 @@
+"""Judge selection: frontier, canaries, supported orderings; JudgeBench reproduction."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from evaltk.panel import fold_pairwise_trials
+from evaltk.selection import (
+    anchor_correctness,
+    canary_hits,
+    judge_costs,
+    pareto_frontier,
+    select_judges,
+)
+
+
+def _correct(acc: dict[str, float], n: int = 400, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    rows = []
+    for j, p in acc.items():
+        ok = rng.random(n) < p
+        rows.append(pd.DataFrame({"judge": j, "item": np.arange(n), "correct": pd.array(ok, dtype="boolean")}))
+    return pd.concat(rows, ignore_index=True)
+
+
+def test_frontier_and_domination():
+    pts = pd.DataFrame({"judge": ["a", "b", "c"], "accuracy": [0.9, 0.8, 0.7],
+                        "cost_per_item": [1.0, 0.1, 0.5], "latency_p50": [10, 5, 8]})
+    f = pareto_frontier(pts).set_index("judge")
+    assert f.loc["a", "on_frontier"] and f.loc["b", "on_frontier"]
+    assert not f.loc["c", "on_frontier"] and f.loc["c", "dominated_by"] == ["b"]
+    with pytest.raises(ValueError, match="objective values missing"):
+        pareto_frontier(pts.assign(cost_per_item=[1.0, np.nan, 0.5]))
+
+
+def test_overlapping_intervals_do_not_rank():
+    c = _correct({"j1": 0.80, "j2": 0.81, "j3": 0.5}, n=300)
+    costs = pd.DataFrame({"judge": ["j1", "j2", "j3"], "cost_per_item": [1.0, 1.0, 1.0], "latency_p50": [1, 1, 1]})
+    sel = select_judges(c, costs, rng=0)
+    o = sel.orderings.set_index(["a", "b"])
+    assert not o.loc[("j1", "j2"), "supported"] and "not supported" in o.loc[("j1", "j2"), "verdict"]
+    assert o.loc[("j1", "j3"), "supported"]
+    t = sel.table.set_index("judge")
+    lower = "j1" if t.loc["j1", "accuracy"] < t.loc["j2", "accuracy"] else "j2"
+    assert "not supported" in t.loc[lower, "status"]
+
+
+def test_canary_rejects_the_most_accurate_judge():
+    c = _correct({"best": 0.95, "ok": 0.8})
+    canaries = pd.DataFrame({"judge": ["best"], "canary": ["t9/x_task"]})
+    sel = select_judges(c, canaries=canaries, rng=0)
+    t = sel.table.set_index("judge")
+    assert t.loc["best", "on_frontier"] and t.loc["best", "rejected"]
+    assert t.loc["best", "canaries_passed"] == ["t9/x_task"] and "rejected" in t.loc["best", "status"]
+    assert "best" not in sel.eligible
+
+
+def test_anchor_correctness_separates_coverage_from_accuracy():
+    ans = pd.DataFrame({"trace_id": ["t1", "t2", "t3", "t1", "t2", "t3"], "measure": "x_task", "step": pd.NA,
+                        "rater": ["j1"] * 3 + ["j2"] * 3, "answer": ["yes", "cannot_tell", "no", "no", "no", "no"],
+                        "cost": [0.01] * 3 + [0.1] * 3, "latency_ms": [100, 200, 300, 1000, 1000, 2000]})
+    lab = pd.DataFrame({"trace_id": ["t1", "t2", "t3", "t3"], "measure": "x_task", "step": pd.NA,
+                        "rater": ["h1", "h1", "h1", "h2"], "answer": ["yes", "no", "no", "yes"]})
+    c = anchor_correctness(ans, lab, measure="x_task")
+    assert c.attrs["anchor"]["items_with_anchor"] == 2  # t3's humans tie: no anchor
+    sel = select_judges(c, judge_costs(ans), rng=0).table.set_index("judge")
+    assert sel.loc["j1", "accuracy"] == 1.0 and sel.loc["j1", "coverage"] == 0.5
+    assert sel.loc["j2", "accuracy"] == 0.5 and sel.loc["j2", "coverage"] == 1.0
+    assert sel.loc["j1", "cost_per_item"] == pytest.approx(0.01)
+    hits = canary_hits(ans, pd.DataFrame({"trace_id": ["t1"], "measure": ["x_task"], "passing_answer": ["yes"]}))
+    assert hits.values.tolist() == [["j1", "t1/x_task", "yes"]]
+
+
+# Tan et al. (2024), "JudgeBench: A Benchmark for Evaluating LLM-based Judges", ICLR 2025:
+# Table 2 (Arena-Hard judge, o1-mini) and Table 3 (reward models), overall accuracy (%) on
+# the 350 GPT-4o response pairs, and per category (Knowledge = mmlu-pro, Reasoning =
+# livebench-reasoning, Math = livebench-math, Coding = livecodebench).
+JUDGEBENCH_PUBLISHED = {
+    "o1-mini-2024-09-12": (58.44, 62.24, 82.14, 78.57, 65.71),
+    "Skywork/Skywork-Reward-Gemma-2-27B": (59.74, 66.33, 83.93, 50.00, 64.29),
+    "Skywork/Skywork-Reward-Llama-3.1-8B": (59.09, 64.29, 76.79, 50.00, 62.29),
+    "internlm/internlm2-20b-reward": (62.34, 69.39, 66.07, 50.00, 63.43),
+    "internlm/internlm2-7b-reward": (56.49, 61.22, 71.43, 50.00, 59.43),
+    "Ray2333/GRM-Gemma-2B-rewardmodel-ft": (62.99, 53.06, 64.29, 54.76, 59.43),
+}
+
+
+@pytest.mark.realdata
+def test_judgebench_published_accuracy_reproduced(shared_data):
+    d = pd.read_csv(shared_data / "judgebench" / "judgments.csv")
+    f = fold_pairwise_trials(d, judge="judge_model")
+    src = d.drop_duplicates("pair_id").set_index("pair_id")["source"]
+    f["category"] = f["pair_id"].map(src).map(
+        lambda s: "Knowledge" if s.startswith("mmlu-pro") else "Reasoning" if s == "livebench-reasoning"
+        else "Math" if s == "livebench-math" else "Coding")
+    for judge, pub in JUDGEBENCH_PUBLISHED.items():
+        g = f[f["judge_model"] == judge]
+        got = [100 * g[g.category == c]["correct"].mean() for c in ("Knowledge", "Reasoning", "Math", "Coding")]
+        got.append(100 * g["correct"].mean())
+        assert np.round(got, 2).tolist() == list(pub), judge
+    # then intervals and a frontier (with an illustrative cost table)
+    c = f.rename(columns={"judge_model": "judge"})[["judge", "pair_id", "correct"]]
+    c["correct"] = c["correct"].astype("boolean")
+    sel = select_judges(c[c.judge.isin(list(JUDGEBENCH_PUBLISHED))], rng=0)
+    o = sel.orderings
+    # the reward models sit within a few points of each other: no ordering among them is supported
+    rm = o[o.a.str.contains("reward|Reward") & o.b.str.contains("reward|Reward")]
+    assert not rm["supported"].any()
