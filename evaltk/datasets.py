@@ -117,7 +117,7 @@ DOMAIN_SUCCESS_OFFSET: dict[str, float] = {
 #: (matched case-insensitively at the start of a word); :func:`domain_of_prompt`
 #: applies this table.
 DOMAIN_KEYWORDS: dict[str, tuple[str, ...]] = {
-    "shopping": ("store", "cart", "shop"),
+    "shopping": ("store", "buy", "order", "cart", "shop"),
     "email": ("email",),
     "calendar": ("calendar",),
     "files": ("file", "folder"),
@@ -325,7 +325,7 @@ _TEMPLATES: tuple[_Template, ...] = (
               "Cart: 1 item ({item}), not checked out",
               ("Cart: 1 item ({item2})", "Search: no results")),
     _Template("shopping", "cheapest",
-              "Find the cheapest {item} in the {store} store and tell me the price.",
+              "Find the cheapest {item} to buy in the {store} store and tell me the price.",
               (("open_app", "{store}", "Home screen: app grid", ""), *_shop_buy("{item}")[:2],
                ("tap", "Sort: price low to high", "Results for '{item}': 24 items", "")),
               "Results for '{item}' sorted by price: lowest ${price}",
@@ -351,7 +351,7 @@ _TEMPLATES: tuple[_Template, ...] = (
                ("tap", "Star", "{person}: Invoice for March", "")),
               "Starred: '{person}: Invoice for March'",
               ("Starred: '{person2}: Lunch?'", "Search: no results")),
-    _Template("email", "draft", "Draft a reply to {person}'s latest email, but don't send it.",
+    _Template("email", "draft", "Open the latest email from {person} and save a draft answer, but don't send it.",
               (("open_app", "Mail", "Home screen: app grid", ""),
                ("tap", "{person}: Plans for {day}", "Inbox: 12 unread", ""),
                ("tap", "Reply", "{person}: Plans for {day}", ""),
