@@ -53,8 +53,11 @@ __all__ = [
     "confusion_heatmap",
     "abstention_chart",
     "suite_gating_chart",
-    "pareto_frontier",
     "format_interval",
+    "DataSources",
+    "data_sources",
+    "demo_data",
+    "example_path",
     "check_params",
     "current_week",
     "file_digest",
@@ -210,81 +213,6 @@ def format_interval(statistic: Any, low: Any, high: Any, *, digits: int = 2) -> 
     return f"{s} [{lo}, {hi}]"
 
 
-# --------------------------------------------------------------------------- frontier
-
-
-def pareto_frontier(
-    frame: pd.DataFrame,
-    *,
-    id: str = "judge",
-    maximize: Sequence[str] = ("accuracy",),
-    minimize: Sequence[str] = ("cost",),
-) -> pd.DataFrame:
-    """Mark the Pareto frontier of candidates on point estimates.
-
-    A candidate is dominated when another is at least as good on every criterion
-    and strictly better on at least one.  Every criterion must be known for every
-    candidate (a missing cost cannot be compared).
-
-    Parameters
-    ----------
-    frame : DataFrame
-        One row per candidate.
-    id : str
-        Column naming the candidate.
-    maximize, minimize : sequence of str
-        Columns where higher (lower) is better.
-
-    Returns
-    -------
-    DataFrame
-        ``frame`` with ``on_frontier`` (bool) and ``dominated_by`` (the id of a
-        dominating candidate, the best-ranked one by the first criterion, or None).
-
-    Notes
-    -----
-    The frontier is computed on point estimates.  Where two candidates' intervals
-    overlap, their order is not supported by the data (seed 002, "What a
-    provisional score supports"); the notebooks say so beside the chart.
-
-    Examples
-    --------
-    >>> f = pd.DataFrame({"judge": ["a", "b", "c"], "accuracy": [0.9, 0.8, 0.7],
-    ...                   "cost": [2.0, 1.0, 1.5]})
-    >>> pareto_frontier(f)[["judge", "on_frontier", "dominated_by"]].to_dict("records")
-    [{'judge': 'a', 'on_frontier': True, 'dominated_by': None}, {'judge': 'b', 'on_frontier': True, 'dominated_by': None}, {'judge': 'c', 'on_frontier': False, 'dominated_by': 'b'}]
-    """
-    frame = _frame(frame, "frame")
-    crit = [*maximize, *minimize]
-    if not crit:
-        raise ValueError("`maximize` and `minimize` name no criterion.")
-    _need(frame, [id, *crit], "frame")
-    if frame[id].duplicated().any():
-        dup = frame.loc[frame[id].duplicated(), id].iloc[0]
-        raise ValueError(f"`frame` has candidate {dup!r} twice; one row per candidate.")
-    work = _numeric(frame, crit, "frame")
-    m = work[crit].to_numpy(float)
-    if np.isnan(m).any():
-        r, c = map(int, np.argwhere(np.isnan(m))[0])
-        raise ValueError(f"`frame` has no {crit[c]!r} for candidate {work[id].iloc[r]!r}; "
-                         "every candidate needs every criterion.")
-    m = m * np.array([1.0 if c in maximize else -1.0 for c in crit])  # larger is better
-    ge = (m[None, :, :] >= m[:, None, :]).all(axis=2)  # ge[i, j]: j at least as good as i
-    gt = (m[None, :, :] > m[:, None, :]).any(axis=2)
-    dom = ge & gt  # dom[i, j]: j dominates i
-    on = ~dom.any(axis=1)
-    ids = work[id].tolist()
-    rank = np.argsort(-m[:, 0], kind="stable")  # dominator reported: best on the first criterion
-    by: list[Any] = [None] * len(ids)
-    for i in np.flatnonzero(~on):
-        j = next(int(k) for k in rank if dom[i, k])
-        by[i] = ids[j]
-    out = frame.copy()
-    out["on_frontier"] = on
-    out["dominated_by"] = pd.Series(by, index=out.index, dtype=object)
-    return out
-
-
 # --------------------------------------------------------------------------- charts
 
 
@@ -313,7 +241,7 @@ def judge_frontier_chart(
     ----------
     frame : DataFrame
         One row per judge with the named columns (``on_frontier`` from
-        :func:`pareto_frontier` or ``evaltk.selection``).
+        :func:`evaltk.selection.select_judges` or :func:`evaltk.selection.pareto_frontier`).
 
     Returns
     -------
@@ -669,6 +597,121 @@ def suite_gating_chart(
     return alt.layer(*layers).properties(
         width=440, height=alt.Step(12),
         title=alt.Title(title, subtitle="red dashes: passScore; the pass decision reads the gating score (RFC 0246 §B)"))
+
+
+# --------------------------------------------------------------------------- data sources
+
+
+@dataclass(frozen=True)
+class DataSources:
+    """What a notebook found under its ``data_dir`` (every path absolute, or None).
+
+    Attributes
+    ----------
+    data_dir : str
+        The folder searched ("" when none was given: demo data only).
+    demo : Path or None
+        A folder written by :func:`evaltk.datasets.write_demo` (``data_dir`` itself
+        or ``data_dir/demo``); otherwise the demo corpus is generated in memory.
+    agentrewardbench : Path or None
+        ``agentrewardbench/annotations.csv``.
+    agentrewardbench_leaderboard : Path or None
+        ``agentrewardbench/judge-leaderboard.csv`` (the published table).
+    judgebench : Path or None
+        ``judgebench/judgments.csv``.
+    suite_run : Path or None
+        ``suite/run.json`` (or ``.yaml``) under ``data_dir``; else the example run
+        shipped with evaltk (``data/examples/suite/run.json``) when present.
+    """
+
+    data_dir: str
+    demo: Path | None
+    agentrewardbench: Path | None
+    agentrewardbench_leaderboard: Path | None
+    judgebench: Path | None
+    suite_run: Path | None
+
+    def describe(self) -> pd.DataFrame:
+        """One row per source: what it is, and the file or "generated in memory"."""
+        rows = [
+            ("demo corpus", str(self.demo) if self.demo else "generated in memory (evaltk.datasets.make_demo)"),
+            ("AgentRewardBench annotations", str(self.agentrewardbench) if self.agentrewardbench else "not found"),
+            ("JudgeBench judgments", str(self.judgebench) if self.judgebench else "not found"),
+            ("suite run", str(self.suite_run) if self.suite_run else "not found"),
+        ]
+        return pd.DataFrame(rows, columns=["source", "where"])
+
+
+_DEMO_REQUIRED = ("traces.jsonl", "answers.csv", "labels.csv")
+
+
+def _is_demo_dir(p: Path) -> bool:
+    return p.is_dir() and all((p / f).is_file() for f in _DEMO_REQUIRED)
+
+
+def example_path(*parts: str) -> Path | None:
+    """A file shipped under ``data/examples/`` (source checkout) or ``evaltk/data/examples/`` (package)."""
+    here = Path(__file__).resolve().parent
+    for root in (here / "data" / "examples", here.parent / "data" / "examples"):
+        p = root.joinpath(*parts)
+        if p.is_file():
+            return p
+    return None
+
+
+def data_sources(data_dir: str = "") -> DataSources:
+    """Find the data a report can use under ``data_dir`` ("" = the embedded demo only).
+
+    Recognised: a demo folder (``traces.jsonl``, ``answers.csv``, ``labels.csv``)
+    as ``data_dir`` or ``data_dir/demo``; ``agentrewardbench/annotations.csv``;
+    ``judgebench/judgments.csv``; ``suite/run.json`` or ``suite/run.yaml``.
+
+    Raises
+    ------
+    evaltk.errors.UnreadableInput
+        ``data_dir`` is not a folder, or holds none of the recognised files (the
+        message lists what was looked for).
+    """
+    if not data_dir:
+        return DataSources("", None, None, None, None, example_path("suite", "run.json"))
+    root = Path(data_dir).expanduser().resolve()
+    if not root.is_dir():
+        raise UnreadableInput(f"no such folder: {data_dir!r}.", field="data_dir")
+    demo = root if _is_demo_dir(root) else (root / "demo" if _is_demo_dir(root / "demo") else None)
+
+    def f(*parts: str) -> Path | None:
+        p = root.joinpath(*parts)
+        return p if p.is_file() else None
+
+    arb, lb = f("agentrewardbench", "annotations.csv"), f("agentrewardbench", "judge-leaderboard.csv")
+    jb = f("judgebench", "judgments.csv")
+    suite = f("suite", "run.json") or f("suite", "run.yaml")
+    if not any([demo, arb, jb, suite]):
+        raise UnreadableInput(
+            f"{root} holds none of the data the report reads: a demo folder ({', '.join(_DEMO_REQUIRED)}, "
+            "in it or in demo/), agentrewardbench/annotations.csv, judgebench/judgments.csv, "
+            "suite/run.json.", field="data_dir")
+    return DataSources(str(root), demo, arb, lb, jb, suite or example_path("suite", "run.json"))
+
+
+def demo_data(sources: DataSources, *, n_traces: int = 3000, seed: int = 0) -> tuple[Any, list[Path], str]:
+    """The demo corpus for a notebook: ``(DemoData, input files, a sentence saying where it came from)``.
+
+    Read from ``sources.demo`` when there is one (its files are the inputs whose
+    digests the report records); otherwise generated in memory by
+    :func:`evaltk.datasets.make_demo` with ``n_traces`` and ``seed`` (deterministic;
+    no input file).
+    """
+    from . import datasets
+
+    if sources.demo is not None:
+        d = datasets.load_demo(sources.demo)
+        files = sorted(p for p in sources.demo.iterdir() if p.is_file() and p.name in set(datasets.DEMO_FILES.values()))
+        return d, files, f"demo corpus read from {sources.demo}"
+    d = datasets.make_demo(n_traces=n_traces, seed=seed)
+    note = (f"demo corpus generated in memory: evaltk.datasets.make_demo(n_traces={n_traces}, seed={seed}), "
+            f"generator version {datasets.GENERATOR_VERSION}; synthetic data with planted judge behaviours")
+    return d, [], note
 
 
 # --------------------------------------------------------------------------- notebook parameters
