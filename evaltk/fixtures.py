@@ -59,6 +59,7 @@ __all__ = [
     "ValidationReport",
     "default_journey",
     "load_journey",
+    "load_task",
     "load_suite",
     "validate_suite",
     "read_ledger",
@@ -479,6 +480,35 @@ class _FixtureLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
+_FLAT_LINE_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(:[ \t]+)(.*?)(\r?)$")
+
+
+def _quote_flat_values(text: str) -> str:
+    """Read the seed's flat ``key: a: b | c: d`` lines as text.
+
+    Seed 004 writes ``phases``, ``gates`` and the skip fields as pipe-separated
+    ``N: Name`` entries on one ``key: value`` line.  Unquoted, such a value is
+    not valid YAML ("mapping values are not allowed here").  A top-level line whose
+    plain value contains ``": "`` (or ends with ``":"``) is therefore quoted before
+    parsing; any line YAML would accept is left alone, and line numbers are kept.
+    """
+    out = []
+    for line in text.split("\n"):
+        m = _FLAT_LINE_RE.match(line)
+        if m:
+            value = m[3]
+            comment = ""
+            cut = re.search(r"[ \t]#", value)
+            if cut:
+                value, comment = value[: cut.start()], value[cut.start():]
+            value = value.rstrip()
+            if value and value[0] not in "'\"[{|>&*!%@`#" and (": " in value or ":\t" in value
+                                                                 or value.endswith(":")):
+                line = (m[1] + m[2] + "'" + value.replace("'", "''") + "'" + comment + m[4])
+        out.append(line)
+    return "\n".join(out)
+
+
 def _parse_yaml(text: str) -> tuple[Any, yaml.Node | None, list[tuple[int | None, str]]]:
     """Parse safely.  Returns (data, root node, [(line, problem)]); never raises on bad YAML."""
     loader = _FixtureLoader(text)
@@ -640,7 +670,7 @@ def _read_fixture(fx: _Fixture) -> None:
         return
     text = text.lstrip("\ufeff")
     fx.text = text
-    data, node, problems = _parse_yaml(text)
+    data, node, problems = _parse_yaml(_quote_flat_values(text))
     for line, msg in problems:
         rule = "duplicate-key" if msg.startswith("duplicate key") else "yaml"
         fld = msg.split("`")[1] if rule == "duplicate-key" else None
@@ -1268,8 +1298,16 @@ def retire(root: str | os.PathLike[str], fixture_id: str, *, reason: str,
         raise InputError(f"fixture `{fixture_id}` is not a holdout fixture "
                          f"(visibility: {fx.meta.get('visibility')})", file=str(fx.file),
                          field="visibility")
-    text = fx.text
-    new = text[: node.start_mark.index] + "public" + text[node.end_mark.index:]
+    # Edit the original text by line and column (the parsed text may differ from it on
+    # other lines, see _quote_flat_values; the visibility line never does).
+    start, end = node.start_mark, node.end_mark
+    lines = fx.text.split("\n")
+    if start.line != end.line:
+        raise InputError("`visibility` spans several lines; edit it by hand",
+                         file=str(fx.file), record=start.line + 1, field="visibility")
+    ln = lines[start.line]
+    lines[start.line] = ln[: start.column] + "public" + ln[end.column:]
+    new = "\n".join(lines)
     tmp = fx.file.with_name(".task.yaml.evaltk-tmp")
     tmp.write_text(new, encoding="utf-8")
     os.replace(tmp, fx.file)
@@ -1384,6 +1422,40 @@ def validate_suite(root: str | os.PathLike[str], *,
     return ValidationReport(root=str(suite.root), journey=suite.journey.source,
                             n_fixtures=len(suite.fixtures), findings=tuple(_all_findings(suite)),
                             answer_kinds=_kind_counts(suite.fixtures))
+
+
+def load_task(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Read one ``task.yaml`` the way the validator does and return its fields.
+
+    Safe YAML (no objects constructed), duplicate keys refused, the seed's flat
+    ``key: 1: Name | 2: Name`` lines read as text (see :func:`_quote_flat_values`),
+    at most :data:`MAX_TASK_BYTES` bytes of UTF-8.  The fields are not validated;
+    use :func:`validate_suite` for that.
+
+    Raises
+    ------
+    UnreadableInput
+        Missing, too large, not UTF-8, or not YAML.
+    SchemaViolation
+        A duplicate key, or the top level is not a mapping.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "task.yaml"
+    >>> _ = p.write_text("id: t\\ngates: gate-1: design: pass | gate-2: plan: blocked\\n")
+    >>> load_task(p)["gates"]
+    'gate-1: design: pass | gate-2: plan: blocked'
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise UnreadableInput("task file not found", file=str(p))
+    fx = _Fixture(p, str(p), str(p.parent), 2)
+    _read_fixture(fx)
+    for f in fx.findings:
+        cls = SchemaViolation if f.rule in ("duplicate-key", "not-mapping") else UnreadableInput
+        raise cls(f.message, file=str(p), record=f.line, field=f.field)
+    return dict(fx.data or {})
 
 
 _SUITE_COLUMNS = ["id", "kind", "class", "boundary", "visibility", "path", "file",

@@ -16,7 +16,6 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -31,6 +30,7 @@ from evaltk.fixtures import (
     default_journey,
     load_journey,
     load_suite,
+    load_task,
     read_ledger,
     record_seen,
     retire,
@@ -429,6 +429,26 @@ def test_yaml_numbers_keep_their_text(tmp_path):
     assert validate_suite(d).valid
 
 
+def test_seed_flat_lines_read_as_text(tmp_path):
+    # Seed 004 writes `phases: 1: Name | 2: Name` unquoted on one line (its runner reads
+    # flat `key: value` lines); plain YAML rejects that, evaltk reads it as text.
+    p = VALID / "fixtures/trajectories/high-risk-auth-migration/task.yaml"
+    assert "phases: 1: Intake" in p.read_text()
+    data = load_task(p)
+    assert data["gates"] == "gate-1: rollback plan for key rotation: blocked"
+    assert data["phases"].startswith("1: Intake and provenance | 2: ")
+    q = tmp_path / "task.yaml"
+    q.write_text("id: t  # c\nprompt: it's: fine # note\nx: 'quoted: kept'\ny: a:\n")
+    assert load_task(q) == {"id": "t", "prompt": "it's: fine", "x": "quoted: kept", "y": "a:"}
+    # nested values keep plain YAML rules
+    q.write_text("id: t\nharness_constraints:\n  tools: a: b\n")
+    with pytest.raises(UnreadableInput, match="line 3.*not valid YAML"):
+        load_task(q)
+    q.write_text("id: t\nid: u\n")
+    with pytest.raises(SchemaViolation, match="duplicate key `id`"):
+        load_task(q)
+
+
 def test_warnings_do_not_invalidate(tmp_path):
     d = suite_copy(tmp_path)
     write_task(d, "adversarial/no-intent",
@@ -712,7 +732,7 @@ def test_cli_seen_and_retire(run, tmp_path):
 
 
 def _load(p: Path):
-    return yaml.safe_load(p.read_text(encoding="utf-8"))
+    return load_task(p)
 
 
 def test_schema_accepts_the_valid_corpus():
