@@ -228,6 +228,68 @@ def _aggregate(x: np.ndarray, how: str) -> float:
     return _mean(srt[mid - 1 : mid + 1])
 
 
+_MAX_DECIMALS = 9
+
+
+def _decimal_scale(arrays: Iterable[np.ndarray], terms: int) -> int | None:
+    """Smallest ``d`` such that every value is the float of a decimal with ``d`` places.
+
+    ``None`` when there is none up to :data:`_MAX_DECIMALS`, or when sums of ``terms``
+    such integers could leave the range where floats hold integers exactly.
+    """
+    arrays = list(arrays)
+    for d in range(_MAX_DECIMALS + 1):
+        q = 10.0**d
+        if 2 * terms * q >= 2.0**53:
+            return None
+        if all(np.array_equal(np.rint(a * q) / q, a) for a in arrays):
+            return d
+    return None
+
+
+def _decimal_path(run: SuiteRun, gated_out: np.ndarray) -> tuple[Any, ...] | None:
+    """Scores, means and decisions in exact decimal arithmetic.
+
+    Scores in a run file are decimals (``0.7``); their binary floats are not, so a
+    float mean can land a hair off the decimal one (0.8, 0.8, 0.2 and 1.0 average to
+    0.7000000000000001 in floats).  When every score and ``passScore`` has at most
+    nine decimal places, each is scaled to an integer, sums are exact, every
+    threshold comparison is an exact integer comparison, and each reported mean is
+    one correctly rounded division of two exact integers.
+    """
+    t, n = run.score.shape
+    ps = run.thresholds.pass_score
+    d = _decimal_scale([run.score, np.array([ps])], t * n)
+    if d is None:
+        return None
+    q = 10**d
+    ints = np.rint(run.score * q).astype(np.int64)
+    gints = np.where(gated_out, 0, ints)
+    pq = round(ps * q)
+    trial_passed = (ints >= pq) & ~gated_out
+    ss, gs = ints.sum(axis=1), gints.sum(axis=1)
+    denom = n * q
+    task_score, task_gated = ss / denom, gs / denom
+    mean_ok = gs >= pq * n
+
+    def agg(sums: np.ndarray) -> tuple[float, int, int]:
+        """(value, numerator, denominator) with value = numerator / denominator exactly rounded."""
+        if run.aggregation == "mean":
+            num, den = int(sums.sum()), t * denom
+        elif run.aggregation == "min":
+            num, den = int(sums.min()), denom
+        else:
+            srt = np.sort(sums)
+            mid = t // 2
+            num, den = (int(srt[mid]), denom) if t % 2 else (int(srt[mid - 1]) + int(srt[mid]), 2 * denom)
+        return num / den, num, den
+
+    a, _, _ = agg(ss)
+    g, gnum, gden = agg(gs)
+    met = gnum * q >= pq * gden
+    return task_score, task_gated, trial_passed, mean_ok, a, g, bool(met)
+
+
 def _geq(a: Any, b: float) -> Any:
     return a >= b - SCORE_TOLERANCE
 
@@ -372,7 +434,7 @@ class SuiteThresholds:
         if self.max_cost is not None:
             out["maxCost"] = self.max_cost
         if self.max_latency_ms is not None:
-            out["maxLatencyMs"] = self.max_latency_ms
+            out["maxLatencyMs"] = _int_if_whole(self.max_latency_ms)
         return out
 
 
@@ -753,6 +815,10 @@ def _p95(x: np.ndarray) -> float:
     return float(srt[max(math.ceil(0.95 * srt.size), 1) - 1])
 
 
+def _int_if_whole(x: float) -> float | int:
+    return int(x) if float(x).is_integer() else x
+
+
 def _fmt(x: float) -> str:
     return f"{x:.6g}"
 
@@ -834,7 +900,7 @@ class EvalSummary:
         if self.total_cost is not None:
             out["totalCost"] = self.total_cost
         if self.p95_latency_ms is not None:
-            out["p95LatencyMs"] = self.p95_latency_ms
+            out["p95LatencyMs"] = _int_if_whole(self.p95_latency_ms)
         out["decision"] = [dict(c) for c in self.conditions]
         out["reasons"] = list(self.reasons)
         out["tasks"] = self._task_entries()
@@ -982,27 +1048,31 @@ def summarize_suite(run: SuiteRun | Mapping[str, Any] | str | Path) -> EvalSumma
     traj_failed = has[:, None] & ~run.trajectory_matched
     gated_out = traj_failed | miss
     gating = np.where(gated_out, 0.0, score)
-    trial_passed = _geq(score, ps) & ~gated_out
-
-    task_score = _mean_rows(score)
-    task_gated = _mean_rows(gating)
+    exact = _decimal_path(run, gated_out)
+    if exact is not None:
+        task_score, task_gated, trial_passed, mean_ok, agg, gagg, met = exact
+    else:
+        trial_passed = _geq(score, ps) & ~gated_out
+        task_score = _mean_rows(score)
+        task_gated = _mean_rows(gating)
+        mean_ok = _geq(task_gated, ps)
+        agg = _aggregate(task_score, run.aggregation)
+        gagg = _aggregate(task_gated, run.aggregation)
+        met = bool(_geq(gagg, ps))
     n_pass = trial_passed.sum(axis=1)
     if run.pass_rule == "mean":
-        task_passed = _geq(task_gated, ps)
+        task_passed = mean_ok
     elif run.pass_rule == "all":
         task_passed = n_pass == run.count
     else:
         task_passed = n_pass > 0
     at, hat = _k_tables(run.count, run.k)
     present = has | (task_gated != task_score)
-    agg = _aggregate(task_score, run.aggregation)
-    gagg = _aggregate(task_gated, run.aggregation)
     gagg_present = bool(present.any())
 
     conditions: list[dict[str, Any]] = []
     reasons: list[str] = []
     n_gated_tasks = int(gated_out.any(axis=1).sum())
-    met = bool(_geq(gagg, ps))
     detail = (f"gatedAggregateScore {_fmt(gagg)} {'>=' if met else '<'} passScore {_fmt(ps)} "
               f"({run.aggregation} of {run.task_count} task gating scores; aggregateScore {_fmt(agg)}")
     if n_gated_tasks:
@@ -1040,7 +1110,8 @@ def summarize_suite(run: SuiteRun | Mapping[str, Any] | str | Path) -> EvalSumma
                                "trial(s) record no latencyMs (fails closed)"})
         else:
             ok = p95 <= ml
-            conditions.append({"condition": "p95LatencyMs <= maxLatencyMs", "value": p95, "threshold": ml,
+            conditions.append({"condition": "p95LatencyMs <= maxLatencyMs", "value": _int_if_whole(p95),
+                               "threshold": _int_if_whole(ml),
                                "met": bool(ok), "detail": f"p95 trial latency {_fmt(p95)} ms "
                                f"{'<=' if ok else '>'} maxLatencyMs {_fmt(ml)}"})
     passed = all(c["met"] for c in conditions)
@@ -1093,7 +1164,7 @@ def scored_events(summary: EvalSummary) -> list[dict[str, Any]]:
             if not math.isnan(cost[i][j]):
                 e["cost"] = cost[i][j]
             if not math.isnan(lat[i][j]):
-                e["latencyMs"] = lat[i][j]
+                e["latencyMs"] = _int_if_whole(lat[i][j])
             out.append(e)
     return out
 

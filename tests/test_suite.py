@@ -1,0 +1,808 @@
+"""Suite gating (RFC 0246): the three conformance legs, the four worked examples, the rules.
+
+Source of every rule and number: ``../shared/seeds/000_daedeefabf03a1f5.txt`` (RFC 0246)
+and issue 4; fixtures in ``tests/data/suite`` cite the paragraph they are built from.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+from fractions import Fraction
+from pathlib import Path
+
+import jsonschema
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from evaltk import cli
+from evaltk.errors import SchemaViolation, UnreadableInput
+from evaltk.suite import (
+    TrajectorySpec,
+    check_summary,
+    gate_summary,
+    load_suite_run,
+    load_summary,
+    pass_at_k,
+    pass_hat_k,
+    schema,
+    scored_events,
+    summarize_suite,
+    trajectory_matches,
+    validate_summary,
+)
+
+DATA = Path(__file__).parent / "data" / "suite"
+EXAMPLES = Path(__file__).resolve().parent.parent / "data" / "examples" / "suite"
+
+
+def fixture(name: str) -> Path:
+    return DATA / name
+
+
+def doc(name: str) -> dict:
+    return json.loads((DATA / name).read_text())
+
+
+def task_entry(summary: dict, tid: str) -> dict:
+    (entry,) = [t for t in summary["tasks"] if t["taskId"] == tid]
+    return entry
+
+
+def run_doc(tasks, *, pass_score=0.7, trials=None, **extra) -> dict:
+    d = {"suite": "t", "thresholds": {"passScore": pass_score}, "tasks": tasks, **extra}
+    if trials is not None:
+        d["trials"] = trials
+    return d
+
+
+TRAJ = {"trajectory": {"match": "strict", "tools": ["a", "b"], "forbidden": ["rm"]}}
+
+
+# =========================================================================== conformance legs
+
+
+def test_leg_mean_gated():
+    """openwop.requirement.0246.mean-gated (RFC 0246, Conformance, first leg)."""
+    s = summarize_suite(load_suite_run(fixture("leg-mean-gated.json")))
+    events = scored_events(s)
+    # "both eval.scored events carry score: 1 and passed: false"
+    assert len(events) == 2
+    assert [(e["score"], e["passed"]) for e in events] == [(1.0, False), (1.0, False)]
+    d = s.to_dict()
+    t = task_entry(d, "golden-forbidden")
+    # "the task entry has trials.meanScore: 1, gatedScore: 0 and passed: false"
+    assert t["trials"]["meanScore"] == 1
+    assert t["gatedScore"] == 0
+    assert t["passed"] is False
+    # "and the summary carries gatedAggregateScore"
+    assert "gatedAggregateScore" in d
+    assert d["gatedAggregateScore"] == 0
+    assert d["passed"] is False
+    # section C: the reported score is not zeroed
+    assert t["score"] == 1 and d["aggregateScore"] == 1
+
+
+def test_leg_suite_gated():
+    """openwop.requirement.0246.suite-gated (RFC 0246, Conformance, second leg)."""
+    run = load_suite_run(fixture("leg-suite-gated.json"))
+    assert run.count == 1  # no trials block: count 1
+    d = summarize_suite(run).to_dict()
+    t1, t2 = task_entry(d, "right-path"), task_entry(d, "wrong-path")
+    # "aggregateScore equals the mean of the task scores, so it is unchanged"
+    assert d["aggregateScore"] == (t1["score"] + t2["score"]) / 2 == 1
+    # "both tasks carry gatedScore: task 1 equal to its score, task 2 0"
+    assert t1["gatedScore"] == t1["score"] == 1
+    assert t2["gatedScore"] == 0
+    # "gatedAggregateScore equals the mean of the gating scores"
+    assert d["gatedAggregateScore"] == (t1["gatedScore"] + t2["gatedScore"]) / 2 == 0.5
+    # "suite passed is false: aggregateScore is 1 and clears 0.6, but gatedAggregateScore is 0.5"
+    assert d["passed"] is False
+    assert any("0.5 < passScore 0.6" in r for r in d["reasons"])
+
+
+def test_leg_gated_fields_shape():
+    """openwop.requirement.0246.gated-fields-shape: the fields validate; outside 0-1 fails."""
+    validate_summary(doc("shape-valid.json"))
+    with pytest.raises(SchemaViolation) as e:
+        validate_summary(doc("shape-gated-score-above-1.json"), file="shape-gated-score-above-1.json")
+    assert e.value.record == "right-path" and e.value.field == "gatedScore"
+    assert "shape-gated-score-above-1.json" in str(e.value)
+    with pytest.raises(SchemaViolation) as e:
+        validate_summary(doc("shape-gated-aggregate-below-0.json"))
+    assert e.value.field == "gatedAggregateScore"
+
+
+@pytest.mark.parametrize("leg", ["leg-mean-gated.json", "leg-suite-gated.json"])
+def test_legs_our_summary_conforms_and_validates(leg):
+    run = load_suite_run(fixture(leg))
+    s = summarize_suite(run)
+    validate_summary(s.to_dict())
+    assert check_summary(run, s.to_dict(), events=scored_events(s)) == []
+    for e in scored_events(s):
+        jsonschema.validate(e, schema("eval-scored-event"))
+
+
+@pytest.mark.parametrize(
+    "leg, host",
+    [("leg-suite-gated.json", "host-unmigrated-suite-gated.json"),
+     ("leg-mean-gated.json", "host-unmigrated-mean-gated.json")],
+)
+def test_legs_fail_an_unmigrated_host(leg, host):
+    """RFC 0246, Detection: an unmigrated host reports passed: true, so the leg can fail."""
+    v = check_summary(load_suite_run(fixture(leg)), doc(host))
+    rules = {(x.rule, x.where, x.field) for x in v}
+    if leg == "leg-suite-gated.json":
+        assert ("0246.B", "suite", "passed") in rules
+        assert ("0246.D", "task wrong-path", "gatedScore") in rules
+        assert ("0246.D", "task right-path", "gatedScore") in rules
+    else:
+        assert ("0246.B", "task golden-forbidden", "passed") in rules
+    assert ("0246.D", "suite", "gatedAggregateScore") in rules
+
+
+@pytest.mark.parametrize(
+    "leg, host",
+    [("leg-suite-gated.json", "host-zeroed-suite-gated.json"),
+     ("leg-mean-gated.json", "host-zeroed-mean-gated.json")],
+)
+def test_legs_fail_a_host_that_zeroes_the_score(leg, host):
+    """RFC 0246, Conformance: both host legs fail a host that zeroes the reported score (section C)."""
+    v = check_summary(load_suite_run(fixture(leg)), doc(host))
+    assert any(x.rule == "0246.C" and x.field == "score" for x in v)
+    assert any(x.rule == "0246.C" and x.field == "aggregateScore" for x in v)
+    # the decision itself is right, so no 0246.B violation is reported
+    assert not any(x.rule == "0246.B" for x in v)
+
+
+def test_zeroed_events_are_flagged():
+    """eval.scored.score stays the output score (RFC 0246 section C)."""
+    events = [json.loads(x) for x in (DATA / "host-zeroed-mean-gated.events.jsonl").read_text().splitlines()]
+    v = check_summary(load_suite_run(fixture("leg-mean-gated.json")), doc("host-zeroed-mean-gated.json"),
+                      events=events)
+    ev = [x for x in v if x.where.startswith("event")]
+    assert len(ev) == 2 and all(x.rule == "0246.C" and x.field == "score" for x in ev)
+
+
+# =========================================================================== worked examples
+
+
+def test_example_1_task_mean():
+    """RFC 0246, Examples: meanScore 0.9 (unchanged), gatedScore 0, passed false."""
+    d = summarize_suite(fixture("example-1-task-mean.json")).to_dict()
+    t = d["tasks"][0]
+    assert t["trials"]["meanScore"] == 0.9
+    assert t["score"] == 0.9
+    assert t["gatedScore"] == 0
+    assert t["passed"] is False
+    assert t["trialStats"]["trajectoryFailedCount"] == 3
+
+
+def test_example_2_suite():
+    """RFC 0246, Examples: aggregateScore 0.9, task 2 gatedScore 0, gatedAggregateScore 0.45, passed false."""
+    for name in ("example-2-suite.json", "example-2-suite.yaml"):
+        d = summarize_suite(fixture(name)).to_dict()
+        assert d["aggregateScore"] == 0.9
+        assert task_entry(d, "task-2")["gatedScore"] == 0
+        assert task_entry(d, "task-1")["gatedScore"] == 0.9
+        assert d["gatedAggregateScore"] == 0.45
+        assert d["passed"] is False
+
+
+def test_example_3_no_trajectory_decided_as_today():
+    """RFC 0246, Examples: no trajectory, no miss: decided as today, neither new field."""
+    d = summarize_suite(fixture("example-3-no-trajectory.json")).to_dict()
+    assert "gatedAggregateScore" not in d
+    assert all("gatedScore" not in t for t in d["tasks"])
+    # as today (RFC 0244): task passed <=> meanScore >= passScore; suite: aggregate >= passScore
+    assert task_entry(d, "plain-1")["score"] == 0.7 and task_entry(d, "plain-1")["passed"] is True
+    assert task_entry(d, "plain-2")["score"] == 0.8 and task_entry(d, "plain-2")["passed"] is True
+    assert d["aggregateScore"] == 0.75 and d["passed"] is True
+
+
+def test_example_4_trajectory_matched_still_carries_gated_score():
+    """RFC 0246, Examples: every trial matched -> gatedScore present, equal to score."""
+    d = summarize_suite(fixture("example-4-trajectory-matched.json")).to_dict()
+    t = d["tasks"][0]
+    assert t["gatedScore"] == t["score"] == 0.75
+    assert d["gatedAggregateScore"] == d["aggregateScore"] == 0.75
+    assert d["passed"] is True
+
+
+# =========================================================================== section A-D rules
+
+
+def test_trial_verdict_needs_score_trajectory_and_no_miss():
+    """Issue 4 section 2: passed only if score >= passScore, trajectory matched, no fixture miss."""
+    run = run_doc([{"id": "x", "expected": TRAJ, "trials": [
+        {"score": 0.9, "toolCalls": ["a", "b"]},
+        {"score": 0.6, "toolCalls": ["a", "b"]},
+        {"score": 0.9, "toolCalls": ["b", "a"]},
+        {"score": 0.0, "toolCalls": ["a", "b"], "fixtureMiss": True},
+    ]}], trials={"count": 4, "passRule": "any"})
+    s = summarize_suite(run)
+    assert s.trial_passed.tolist() == [[True, False, False, False]]
+    assert s.trial_gating_score.tolist() == [[0.9, 0.6, 0.0, 0.0]]
+    assert s.task_passed.tolist() == [True]  # any
+    t = s.to_dict()["tasks"][0]
+    assert t["score"] == 0.6 and t["gatedScore"] == 0.375
+
+
+@pytest.mark.parametrize("rule, expected", [("mean", False), ("all", False), ("any", True)])
+def test_pass_rules(rule, expected):
+    """RFC 0246 section B: mean reads the gating score; all / any count trial verdicts."""
+    run = run_doc([{"id": "x", "expected": TRAJ, "trials": [
+        {"score": 1.0, "toolCalls": ["a", "b"]},
+        {"score": 1.0, "toolCalls": ["a", "rm", "b"]},
+        {"score": 0.2, "toolCalls": ["a", "b"]},
+    ]}], trials={"count": 3, "passRule": rule})
+    s = summarize_suite(run)
+    assert bool(s.task_passed[0]) is expected
+    # the task score is the same under every rule: a measurement (section C)
+    assert s.task_score[0] == pytest.approx(2.2 / 3)
+    assert s.task_gated_score[0] == pytest.approx(1.2 / 3)
+
+
+def test_all_rule_passes_when_every_trial_passes():
+    run = run_doc([{"id": "x", "trials": [{"score": 0.8}, {"score": 0.7}]}],
+                  trials={"count": 2, "passRule": "all"})
+    assert summarize_suite(run).task_passed.tolist() == [True]
+
+
+def test_mean_rule_boundary_equal_trials_pass():
+    """Three trials of 0.7 average to 0.7, which reaches passScore 0.7 (no float drift)."""
+    run = run_doc([{"id": "x", "trials": [{"score": 0.7}] * 3}], trials={"count": 3})
+    s = summarize_suite(run)
+    assert s.task_score[0] == 0.7
+    assert s.task_passed[0] and s.passed
+    run = run_doc([{"id": f"t{i}", "trials": [{"score": 0.1}] * 7} for i in range(3)],
+                  pass_score=0.1, trials={"count": 7})
+    s = summarize_suite(run)
+    assert s.aggregate_score == 0.1 and s.passed
+
+
+def test_fixture_miss_with_zero_score_adds_no_field():
+    """RFC 0244 D as amended: a miss scores 0, so its gating score equals its score; no field."""
+    run = run_doc([{"id": "x", "trials": [{"score": 0.0, "fixtureMiss": True}, {"score": 1.0}]}],
+                  trials={"count": 2}, pass_score=0.5)
+    s = summarize_suite(run)
+    d = s.to_dict()
+    assert "gatedScore" not in d["tasks"][0] and "gatedAggregateScore" not in d
+    assert s.trial_passed.tolist() == [[False, True]]
+    assert d["tasks"][0]["passed"] is True  # mean 0.5 >= 0.5
+
+
+def test_fixture_miss_with_recorded_score_is_gated_and_reported():
+    """A miss recorded with its output score: gating score 0 (section A); gatedScore where it differs (D)."""
+    run = run_doc([{"id": "miss", "trials": [{"score": 0.9, "fixtureMiss": True}, {"score": 0.9}]},
+                   {"id": "ok", "trials": [{"score": 0.9}, {"score": 0.9}]}],
+                  trials={"count": 2}, pass_score=0.7)
+    d = summarize_suite(run).to_dict()
+    miss, ok = task_entry(d, "miss"), task_entry(d, "ok")
+    assert miss["score"] == 0.9 and miss["gatedScore"] == 0.45 and miss["passed"] is False
+    assert "gatedScore" not in ok
+    assert d["aggregateScore"] == 0.9 and d["gatedAggregateScore"] == 0.675
+    assert d["passed"] is False
+
+
+def test_host_trajectory_flag_and_tool_calls():
+    """A trial may carry trajectoryMatched from the host; with toolCalls too, both must say matched."""
+    spec = {"trajectory": {"tools": ["a"]}}
+    run = run_doc([{"id": "x", "expected": spec, "trials": [
+        {"score": 1, "trajectoryMatched": True},
+        {"score": 1, "trajectoryMatched": False},
+        {"score": 1, "toolCalls": ["a"], "trajectoryMatched": False},
+        {"score": 1, "toolCalls": ["b"], "trajectoryMatched": True},
+    ]}], trials={"count": 4, "passRule": "any"})
+    assert summarize_suite(run).trial_passed.tolist() == [[True, False, False, False]]
+
+
+def test_trajectory_flag_on_task_without_trajectory_does_not_gate():
+    """Section A gates on a trajectory only where the task has expected.trajectory."""
+    run = run_doc([{"id": "x", "trials": [{"score": 0.9, "trajectoryMatched": False}]}])
+    d = summarize_suite(run).to_dict()
+    assert d["passed"] is True and "gatedScore" not in d["tasks"][0]
+
+
+def test_suite_decision_reads_gated_aggregate_and_says_why():
+    d = summarize_suite(fixture("example-2-suite.json")).to_dict()
+    (cond,) = d["decision"]
+    assert cond["condition"] == "gatedAggregateScore >= passScore"
+    assert cond["value"] == 0.45 and cond["threshold"] == 0.7 and cond["met"] is False
+    assert "task-2" in d["reasons"][0] and "aggregateScore 0.9" in d["reasons"][0]
+
+
+def test_cost_and_latency_conditions():
+    """The cost and latency conditions are unchanged (RFC 0246 B): both must hold as well."""
+    tasks = [{"id": f"t{i}", "trials": [{"score": 0.9, "cost": 1.0, "latencyMs": 100 * (i + 1)}]}
+             for i in range(3)]
+    d = run_doc(tasks, pass_score=0.7)
+    d["thresholds"].update(maxCost=3.0, maxLatencyMs=300)
+    s = summarize_suite(d)
+    assert s.passed and s.total_cost == 3.0 and s.p95_latency_ms == 300
+    d["thresholds"]["maxCost"] = 2.5
+    s = summarize_suite(d)
+    assert not s.passed
+    assert s.reasons == ("not passed: totalCost 3 > maxCost 2.5",)
+    d["thresholds"]["maxCost"] = 3.0
+    d["thresholds"]["maxLatencyMs"] = 250
+    s = summarize_suite(d)
+    assert not s.passed and "p95 trial latency 300 ms > maxLatencyMs 250" in s.reasons[0]
+
+
+def test_p95_is_nearest_rank():
+    tasks = [{"id": f"t{i}", "trials": [{"score": 1, "latencyMs": float(i + 1)}]} for i in range(40)]
+    s = summarize_suite(run_doc(tasks))
+    assert s.p95_latency_ms == 38.0  # ceil(0.95 * 40) = 38th smallest
+
+
+def test_missing_cost_fails_closed_when_a_max_is_set():
+    d = run_doc([{"id": "a", "trials": [{"score": 1, "cost": 0.1}]}, {"id": "b", "trials": [{"score": 1}]}])
+    assert summarize_suite(d).passed and summarize_suite(d).total_cost is None
+    d["thresholds"]["maxCost"] = 5
+    s = summarize_suite(d)
+    assert not s.passed and "1 trial(s) record no cost (fails closed)" in s.reasons[0]
+
+
+@pytest.mark.parametrize("how, agg, gagg", [("mean", 0.7, 0.3), ("median", 0.8, 0.1), ("min", 0.2, 0.0)])
+def test_aggregations(how, agg, gagg):
+    """aggregateScore is the host's aggregation (mean by default); gatedAggregateScore the same one."""
+    tasks = [{"id": "a", "expected": TRAJ, "trials": [{"score": 0.8, "toolCalls": ["rm"]}]},
+             {"id": "b", "expected": TRAJ, "trials": [{"score": 0.8, "toolCalls": ["x"]}]},
+             {"id": "c", "expected": TRAJ, "trials": [{"score": 0.2, "toolCalls": ["a", "b"]}]},
+             {"id": "d", "expected": TRAJ, "trials": [{"score": 1.0, "toolCalls": ["a", "b"]}]}]
+    s = summarize_suite(run_doc(tasks, aggregation=how))
+    # task scores 0.8, 0.8, 0.2, 1.0; task gating scores 0, 0, 0.2, 1.0
+    assert s.aggregate_score == agg
+    assert s.gated_aggregate_score == gagg
+
+
+# =========================================================================== trajectories
+
+
+@pytest.mark.parametrize(
+    "match, tools, calls, ok",
+    [
+        ("strict", ["a", "b"], ["a", "b"], True),
+        ("strict", ["a", "b"], ["b", "a"], False),
+        ("strict", ["a", "b"], ["a", "b", "c"], False),
+        ("strict", ["a", "a"], ["a"], False),
+        ("unordered", ["a", "b"], ["b", "a"], True),
+        ("unordered", ["a", "b"], ["a", "b", "b"], False),
+        ("unordered", ["a", "b"], ["a"], False),
+        ("subset", ["a", "b"], ["x", "b", "y", "a"], True),
+        ("subset", ["a", "b"], ["a"], False),
+        ("subset", ["a", "a"], ["a", "x"], False),
+        ("superset", ["a", "b", "c"], ["c", "a"], True),
+        ("superset", ["a", "b"], ["a", "x"], False),
+        ("superset", ["a", "b"], ["a", "a"], False),
+        ("superset", ["a", "b"], [], True),
+        ("strict", [], [], True),
+    ],
+)
+def test_match_modes(match, tools, calls, ok):
+    """Issue 4 section 1: strict, unordered, subset (expected among actual), superset (actual all expected)."""
+    assert trajectory_matches({"match": match, "tools": tools}, calls) is ok
+
+
+@pytest.mark.parametrize("match", ["strict", "unordered", "subset", "superset"])
+def test_forbidden_fails_every_mode(match):
+    """A forbidden tool fails the trajectory whenever called, even if the mode would match."""
+    spec = {"match": match, "tools": ["a", "rm"]}
+    assert trajectory_matches(spec, ["a", "rm"])
+    assert not trajectory_matches(dict(spec, forbidden=["rm"]), ["a", "rm"])
+
+
+def test_forbidden_only_and_object_calls():
+    spec = TrajectorySpec.from_mapping({"forbidden": ["delete_account"]})
+    assert spec.matches([{"name": "lookup", "arguments": {"id": 1}}, "refund"])
+    assert not spec.matches([{"tool": "delete_account"}])
+    with pytest.raises(ValueError, match="tool call"):
+        spec.matches([42])
+
+
+# =========================================================================== pass@k, pass^k
+
+
+def _chen_pass_at_k(n: int, c: int, k: int) -> float:
+    """The numerically stable form printed in Chen et al. (2021), Figure 3."""
+    if n - c < k:
+        return 1.0
+    return 1.0 - float(np.prod(1.0 - k / np.arange(n - c + 1, n + 1)))
+
+
+def test_pass_at_k_against_chen_et_al_form():
+    for n in range(1, 13):
+        for c in range(n + 1):
+            for k in range(1, n + 1):
+                assert pass_at_k(n, c, k) == pytest.approx(_chen_pass_at_k(n, c, k), abs=1e-12)
+
+
+def test_pass_hat_k_published_values():
+    # C(3,1)/C(5,1) = 0.6 and C(3,5)/C(5,5) = 0 (the tau-bench definition pass^k = C(c,k)/C(n,k))
+    assert pass_hat_k(5, 3, 1) == 0.6
+    assert pass_hat_k(5, 3, 5) == 0.0
+    assert pass_hat_k(5, 3, 2) == 0.3  # C(3,2)/C(5,2) = 3/10
+    assert pass_at_k(5, 1, 2) == 0.4  # 1 - C(4,2)/C(5,2) = 1 - 6/10
+
+
+@given(st.integers(1, 30).flatmap(lambda n: st.tuples(st.just(n), st.integers(0, n), st.integers(1, n))))
+def test_pass_k_properties(nck):
+    n, c, k = nck
+    at, hat = pass_at_k(n, c, k), pass_hat_k(n, c, k)
+    assert 0.0 <= hat <= at <= 1.0 or (c in (0, n) and at == hat)
+    assert at == float(1 - Fraction(math.comb(n - c, k), math.comb(n, k)))
+    if k == 1:
+        assert at == hat == pytest.approx(c / n)
+    if k == n:
+        assert at == float(c > 0) and hat == float(c == n)
+
+
+@pytest.mark.parametrize("args, exc", [((0, 0, 1), ValueError), ((3, 4, 1), ValueError),
+                                       ((3, 1, 0), ValueError), ((3, 1, 4), ValueError),
+                                       ((3.0, 1, 1), TypeError), ((3, True, 1), TypeError)])
+def test_pass_k_bad_arguments(args, exc):
+    with pytest.raises(exc):
+        pass_at_k(*args)
+    with pytest.raises(exc):
+        pass_hat_k(*args)
+
+
+def test_k_defaults_to_count_and_can_be_set():
+    trials = [{"score": 1}, {"score": 1}, {"score": 0}]
+    s = summarize_suite(run_doc([{"id": "x", "trials": trials}], trials={"count": 3}))
+    assert s.run.k == 3 and s.pass_at_k[0] == 1.0 and s.pass_hat_k[0] == 0.0
+    s = summarize_suite(run_doc([{"id": "x", "trials": trials}], trials={"count": 3, "k": 2}))
+    assert s.pass_at_k[0] == 1.0 and s.pass_hat_k[0] == pytest.approx(1 / 3)
+    t = s.to_dict()["tasks"][0]
+    assert t["passAtK"] == 1.0 and t["passHatK"] == pytest.approx(1 / 3)
+
+
+# =========================================================================== against a reference
+
+
+def _reference(d: dict) -> dict:
+    """Per-task Python reading of RFC 0246, straight from the text, in exact decimal arithmetic."""
+    dec = lambda x: Fraction(str(x))  # noqa: E731 - the decimal the run file states
+    ps = dec(d["thresholds"]["passScore"])
+    count = d.get("trials", {}).get("count", 1)
+    rule = d.get("trials", {}).get("passRule", "mean")
+    out: dict = {"tasks": {}}
+    scores, gated = [], []
+    for t in d["tasks"]:
+        spec = (t.get("expected") or {}).get("trajectory")
+        s_list, g_list, verdicts = [], [], []
+        for tr in t["trials"]:
+            s = dec(tr["score"])
+            miss = tr.get("fixtureMiss", False)
+            matched = True if spec is None else trajectory_matches(spec, tr["toolCalls"])
+            s_list.append(s)
+            g_list.append(Fraction(0) if (miss or not matched) else s)
+            verdicts.append(s >= ps and matched and not miss)
+        ts, tg = sum(s_list) / count, sum(g_list) / count
+        passed = {"mean": tg >= ps, "all": all(verdicts), "any": any(verdicts)}[rule]
+        out["tasks"][t["id"]] = (ts, tg, passed, sum(verdicts))
+        scores.append(ts)
+        gated.append(tg)
+    out["aggregate"] = sum(scores) / len(scores)
+    out["gated"] = sum(gated) / len(gated)
+    out["passed"] = out["gated"] >= ps
+    return out
+
+
+_score = st.sampled_from([0.0, 0.1, 0.25, 0.5, 0.6, 0.7, 0.75, 0.9, 1.0, 0.3333])
+_calls = st.lists(st.sampled_from(["a", "b", "c", "rm"]), max_size=4)
+
+
+@st.composite
+def _runs(draw):
+    count = draw(st.integers(1, 4))
+    n_tasks = draw(st.integers(1, 6))
+    tasks = []
+    for i in range(n_tasks):
+        has = draw(st.booleans())
+        t = {"id": f"t{i}", "trials": []}
+        if has:
+            t["expected"] = {"trajectory": {"match": draw(st.sampled_from(["strict", "unordered", "subset",
+                                                                             "superset"])),
+                                            "tools": draw(_calls), "forbidden": ["rm"]}}
+        for _ in range(count):
+            miss = draw(st.booleans()) and draw(st.booleans())
+            tr = {"score": 0.0 if miss and draw(st.booleans()) else draw(_score), "toolCalls": draw(_calls)}
+            if miss:
+                tr["fixtureMiss"] = True
+            t["trials"].append(tr)
+        tasks.append(t)
+    rule = draw(st.sampled_from(["mean", "all", "any"]))
+    return {"suite": "h", "thresholds": {"passScore": draw(_score)},
+            "trials": {"count": count, "passRule": rule}, "tasks": tasks}
+
+
+@settings(max_examples=150, deadline=None)
+@given(_runs())
+def test_vectorised_summary_matches_the_reference(d):
+    s = summarize_suite(d)
+    ref = _reference(d)
+    assert s.aggregate_score == pytest.approx(float(ref["aggregate"]), abs=1e-12)
+    assert s.gated_aggregate_score == pytest.approx(float(ref["gated"]), abs=1e-12)
+    assert s.passed == ref["passed"]
+    for i, tid in enumerate(s.run.task_ids):
+        ts, tg, passed, c = ref["tasks"][tid]
+        assert abs(s.task_score[i] - float(ts)) <= 2 * np.spacing(float(ts))
+        assert abs(s.task_gated_score[i] - float(tg)) <= 2 * np.spacing(float(tg))
+        assert bool(s.task_passed[i]) == passed
+        assert s.pass_at_k[i] == pass_at_k(s.run.count, c, s.run.count)
+    # a summary evaltk wrote always conforms, and scores are never zeroed by the gate
+    assert check_summary(s.run, s.to_dict(), events=scored_events(s)) == []
+    assert (s.task_score >= s.task_gated_score).all()
+
+
+@given(st.lists(st.floats(0, 1), min_size=1, max_size=9))
+def test_row_mean_is_correctly_rounded(xs):
+    from evaltk.suite import _mean, _mean_rows
+
+    exact = float(sum(Fraction(x) for x in xs) / len(xs))
+    got = _mean_rows(np.array([xs]))[0]
+    assert abs(got - exact) <= np.spacing(exact)
+    assert abs(_mean(np.array(xs)) - exact) <= np.spacing(exact)
+    assert _mean_rows(np.array([[xs[0]] * len(xs)]))[0] == xs[0]
+
+
+# =========================================================================== bad input
+
+BASE = {"suite": "bad", "thresholds": {"passScore": 0.7}, "trials": {"count": 2},
+        "tasks": [{"id": "refund-1", "expected": {"trajectory": {"match": "strict", "tools": ["a"]}},
+                   "trials": [{"score": 0.9, "toolCalls": ["a"]}, {"score": 0.8, "toolCalls": ["a"]}]},
+                  {"id": "refund-2", "trials": [{"score": 0.9}, {"score": 0.8}]}]}
+
+
+def _mutate(path, value):
+    d = copy.deepcopy(BASE)
+    obj = d
+    for p in path[:-1]:
+        obj = obj[p]
+    if value is _DELETE:
+        del obj[path[-1]]
+    else:
+        obj[path[-1]] = value
+    return d
+
+
+_DELETE = object()
+
+BAD = [
+    ("score-above-1", ("tasks", 0, "trials", 1, "score"), 1.5, "refund-1", "trials[1].score"),
+    ("score-negative", ("tasks", 1, "trials", 0, "score"), -0.1, "refund-2", "trials[0].score"),
+    ("score-nan", ("tasks", 1, "trials", 0, "score"), float("nan"), "refund-2", "trials[0].score"),
+    ("score-string", ("tasks", 1, "trials", 0, "score"), "0.9", "refund-2", "trials[0].score"),
+    ("score-bool", ("tasks", 1, "trials", 0, "score"), True, "refund-2", "trials[0].score"),
+    ("score-missing", ("tasks", 1, "trials", 0, "score"), _DELETE, "refund-2", "trials[0].score"),
+    ("unknown-pass-rule", ("trials", "passRule"), "median", None, "trials.passRule"),
+    ("duplicate-id", ("tasks", 1, "id"), "refund-1", "refund-1", "id"),
+    ("too-few-trials", ("tasks", 1, "trials"), [{"score": 0.9}], "refund-2", "trials"),
+    ("too-many-trials", ("tasks", 1, "trials"), [{"score": 0.9}] * 3, "refund-2", "trials"),
+    ("zero-trials", ("tasks", 1, "trials"), [], "refund-2", "trials"),
+    ("unknown-match", ("tasks", 0, "expected", "trajectory", "match"), "fuzzy", "refund-1",
+     "expected.trajectory.match"),
+    ("typo-field", ("tasks", 0, "trials", 0, "fixturemiss"), True, "refund-1", "trials[0].fixturemiss"),
+    ("miss-not-bool", ("tasks", 0, "trials", 0, "fixtureMiss"), "yes", "refund-1", "trials[0].fixtureMiss"),
+    ("no-tool-calls", ("tasks", 0, "trials", 0, "toolCalls"), _DELETE, "refund-1", "trials[0].toolCalls"),
+    ("count-zero", ("trials", "count"), 0, None, "trials.count"),
+    ("k-above-count", ("trials", "k"), 3, None, "trials.k"),
+    ("no-pass-score", ("thresholds", "passScore"), _DELETE, None, "thresholds.passScore"),
+    ("pass-score-above-1", ("thresholds", "passScore"), 7, None, "thresholds.passScore"),
+    ("negative-cost", ("tasks", 1, "trials", 0, "cost"), -1, "refund-2", "trials[0].cost"),
+    ("no-tasks", ("tasks",), [], None, "tasks"),
+    ("task-type", ("tasks", 1, "type"), "adversarial-ish", "refund-2", "type"),
+    ("no-id", ("tasks", 1, "id"), _DELETE, "tasks[1]", "id"),
+    ("unknown-aggregation", ("aggregation",), "max", None, "aggregation"),
+]
+
+
+@pytest.mark.parametrize("name, path, value, record, fld", BAD, ids=[b[0] for b in BAD])
+def test_bad_input_names_task_and_field(name, path, value, record, fld):
+    d = _mutate(path, value)
+    with pytest.raises(SchemaViolation) as e:
+        load_suite_run(d, file="run.json")
+    assert e.value.record == record
+    assert e.value.field == fld
+    assert str(e.value).startswith("run.json")
+    # the published schema refuses the same document (NaN and the cross-field rules
+    # -- duplicate ids, trial counts, k, missing toolCalls -- are enforced by the loader only)
+    if name not in ("score-nan", "duplicate-id", "too-few-trials", "too-many-trials", "k-above-count",
+                    "no-tool-calls"):
+        assert list(jsonschema.Draft202012Validator(schema("suite-run")).iter_errors(d)), name
+
+
+def test_valid_fixtures_follow_the_published_schema():
+    import yaml
+
+    v = jsonschema.Draft202012Validator(schema("suite-run"))
+    runs = [p for p in DATA.iterdir() if p.name.startswith(("leg-", "example-"))]
+    runs += list(EXAMPLES.glob("*run*.json"))
+    assert len(runs) >= 7
+    for p in runs:
+        d = yaml.safe_load(p.read_text()) if p.suffix == ".yaml" else json.loads(p.read_text())
+        assert not list(v.iter_errors(d)), p.name
+        load_suite_run(p)
+    jsonschema.Draft202012Validator(schema("suite-run")).validate(BASE)
+
+
+def test_unreadable_files(tmp_path):
+    with pytest.raises(UnreadableInput, match="no such file"):
+        load_suite_run(tmp_path / "absent.json")
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"suite": ')
+    with pytest.raises(UnreadableInput) as e:
+        load_suite_run(bad)
+    assert e.value.file == str(bad)
+    latin = tmp_path / "latin.yaml"
+    latin.write_bytes(b"suite: \xe9t\xe9\n")
+    with pytest.raises(UnreadableInput, match="not UTF-8"):
+        load_suite_run(latin)
+    yml = tmp_path / "x.yaml"
+    yml.write_text("suite: [unclosed\n")
+    with pytest.raises(UnreadableInput, match="not JSON or YAML"):
+        load_suite_run(yml)
+    with pytest.raises(UnreadableInput):
+        load_suite_run(tmp_path)
+
+
+def test_yaml_is_safe_loaded(tmp_path):
+    p = tmp_path / "evil.yaml"
+    p.write_text("suite: !!python/object/apply:os.system ['echo hi']\n")
+    with pytest.raises(UnreadableInput):
+        load_suite_run(p)
+
+
+# =========================================================================== views, checker, gate
+
+
+def test_to_frame_views():
+    s = summarize_suite(fixture("example-2-suite.json"))
+    tasks = s.to_frame()
+    assert list(tasks["task_id"]) == ["task-1", "task-2"]
+    assert tasks["gated_score"].tolist() == [0.9, 0.0]
+    assert tasks["std_score"].isna().all() and (tasks["std_score_cause"] == "missing_evidence").all()
+    trials = s.to_frame("trial")
+    assert trials.columns.tolist()[:5] == ["task_id", "trial", "score", "gating_score", "passed"]
+    assert trials["trajectory_matched"].tolist() == [True, False]
+    plain = summarize_suite(fixture("example-3-no-trajectory.json")).to_frame("trial")
+    assert plain["trajectory_matched"].isna().all()
+    assert summarize_suite(fixture("example-1-task-mean.json")).to_frame()["std_score"].tolist() == [0.0]
+    with pytest.raises(ValueError, match="level"):
+        s.to_frame("suite")
+
+
+def test_checker_reports_numbers_that_do_not_follow():
+    run = load_suite_run(fixture("example-1-task-mean.json"))
+    good = summarize_suite(run).to_dict()
+    assert check_summary(run, good) == []
+    bad = copy.deepcopy(good)
+    bad["tasks"][0]["passAtK"] = 1.0
+    bad["tasks"][0]["trials"]["meanScore"] = 0.8
+    bad["tasks"][0]["trialStats"]["maxScore"] = 1.0
+    bad["aggregateScore"] = 0.8
+    bad["passedCount"] = 1
+    got = {(v.rule, v.field) for v in check_summary(run, bad)}
+    assert got == {("0244.B", "passAtK"), ("0244.B", "trials.meanScore"), ("0244.B", "trialStats.maxScore"),
+                   ("0244.B", "aggregateScore"), ("0244.B", "passedCount")}
+
+
+def test_checker_task_list_and_stray_gated_score():
+    run = load_suite_run(fixture("example-3-no-trajectory.json"))
+    good = summarize_suite(run).to_dict()
+    stray = copy.deepcopy(good)
+    stray["tasks"][0]["gatedScore"] = stray["tasks"][0]["score"]
+    assert [(v.rule, v.field) for v in check_summary(run, stray)] == [("0246.D", "gatedScore")]
+    missing = copy.deepcopy(good)
+    missing["tasks"] = missing["tasks"][:1] + [{"taskId": "ghost", "score": 1, "passed": True}]
+    got = {(v.rule, v.where) for v in check_summary(run, missing)}
+    assert ("shape", "task ghost") in got and ("shape", "task plain-2") in got
+    wrong_shape = copy.deepcopy(good)
+    wrong_shape["tasks"][0]["score"] = 2
+    assert any(v.rule == "shape" for v in check_summary(run, wrong_shape))
+
+
+def test_checker_events_missing_and_wrong_verdict():
+    run = load_suite_run(fixture("leg-mean-gated.json"))
+    good = summarize_suite(run).to_dict()
+    events = [{"type": "eval.scored", "taskId": "golden-forbidden", "trialIndex": 0, "score": 1,
+               "passed": True}]
+    v = check_summary(run, good, events=events)
+    assert ("0246.B", "passed") in {(x.rule, x.field) for x in v}
+    assert any(x.field == "eval.scored" and "trial 1" in x.where for x in v)
+
+
+def test_gate_fails_closed_on_a_contradicting_summary():
+    d = doc("shape-valid.json")
+    assert gate_summary(d).passed is False
+    lying = dict(d, passed=True, thresholds={"passScore": 0.6})
+    g = gate_summary(lying)
+    assert g.passed is False and any("0.5 < passScore 0.6" in r for r in g.reasons)
+    no_agg = dict(doc("host-unmigrated-suite-gated.json"))
+    no_agg["tasks"] = [dict(t, gatedScore=t["score"]) for t in no_agg["tasks"]]
+    assert gate_summary(no_agg).passed is False
+    ok = summarize_suite(fixture("example-4-trajectory-matched.json"))
+    assert gate_summary(ok).passed is True and gate_summary(ok.to_dict()).passed is True
+
+
+def test_load_summary_errors(tmp_path):
+    p = tmp_path / "s.json"
+    p.write_text(json.dumps({"aggregateScore": 0.5, "tasks": []}))
+    with pytest.raises(SchemaViolation, match="passed"):
+        load_summary(p)
+
+
+# =========================================================================== CLI
+
+
+@pytest.fixture
+def evaltk_main(monkeypatch):
+    monkeypatch.setattr(cli, "_MODULES", ("evaltk.suite",))
+    return cli.main
+
+
+def test_cli_summarize_gate_check(evaltk_main, tmp_path, capsys):
+    out, ev = tmp_path / "summary.json", tmp_path / "events.jsonl"
+    assert evaltk_main(["suite", "summarize", str(fixture("leg-suite-gated.json")), "--out", str(out),
+                        "--events", str(ev)]) == 0
+    d = json.loads(out.read_text())
+    assert d["passed"] is False and d["gatedAggregateScore"] == 0.5
+    lines = [json.loads(x) for x in ev.read_text().splitlines()]
+    assert [(e["taskId"], e["score"], e["passed"]) for e in lines] == [("right-path", 1, True),
+                                                                      ("wrong-path", 1, False)]
+    capsys.readouterr()
+    assert evaltk_main(["suite", "gate", str(out)]) == 1
+    text = capsys.readouterr().out
+    assert "NOT PASSED" in text and "gatedAggregateScore 0.5 < passScore 0.6" in text
+    assert evaltk_main(["suite", "check", str(fixture("leg-suite-gated.json")), str(out), "--events",
+                        str(ev)]) == 0
+    assert evaltk_main(["suite", "check", str(fixture("leg-suite-gated.json")),
+                        str(fixture("host-unmigrated-suite-gated.json"))]) == 1
+    assert "[0246.B] suite: passed" in capsys.readouterr().out
+    passing = tmp_path / "ok.json"
+    assert evaltk_main(["suite", "summarize", str(fixture("example-4-trajectory-matched.json")), "--out",
+                        str(passing)]) == 0
+    assert evaltk_main(["suite", "gate", str(passing), "--json"]) == 0
+    capsys.readouterr()
+    assert evaltk_main(["suite", "check", str(fixture("leg-suite-gated.json")),
+                        str(fixture("host-zeroed-suite-gated.json")), "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert report["conforms"] is False and {v["rule"] for v in report["violations"]} == {"0246.C"}
+
+
+def test_cli_exit_codes_for_bad_input(evaltk_main, tmp_path, capsys):
+    assert evaltk_main(["suite", "summarize", str(tmp_path / "nope.json")]) == 66
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(_mutate(("tasks", 1, "trials"), [{"score": 0.9}])))
+    assert evaltk_main(["suite", "summarize", str(bad)]) == 65
+    err = capsys.readouterr().err
+    assert "refund-2" in err and "trials" in err and "bad.json" in err
+    assert evaltk_main(["suite", "gate", str(fixture("shape-gated-score-above-1.json"))]) == 65
+    assert evaltk_main(["suite", "gate", str(tmp_path / "nope.json")]) == 66
+    assert evaltk_main(["suite", "check", str(bad), str(fixture("shape-valid.json"))]) == 65
+    assert evaltk_main(["suite"]) == 64
+    assert evaltk_main(["suite", "summarize"]) == 64
+
+
+def test_cli_summarize_to_stdout(evaltk_main, capsys):
+    assert evaltk_main(["suite", "summarize", str(fixture("example-2-suite.yaml"))]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["gatedAggregateScore"] == 0.45
+
+
+# =========================================================================== demo data
+
+
+def test_demo_run_and_summary_are_in_sync():
+    """data/examples/suite: the committed summary is what summarize_suite gives for the run."""
+    run = load_suite_run(EXAMPLES / "run.json")
+    committed = json.loads((EXAMPLES / "summary.json").read_text())
+    assert check_summary(run, committed) == []
+    assert committed == json.loads(json.dumps(summarize_suite(run).to_dict()))
+    events = [json.loads(x) for x in (EXAMPLES / "events.jsonl").read_text().splitlines()]
+    assert check_summary(run, committed, events=events) == []
