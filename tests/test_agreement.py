@@ -532,8 +532,13 @@ def test_to_frame_columns_and_value_cause():
 
 
 def test_classification_metrics_match_sklearn_on_answered_items():
-    from sklearn.metrics import (accuracy_score, balanced_accuracy_score, f1_score,
-                                 precision_score, recall_score)
+    from sklearn.metrics import (
+        accuracy_score,
+        balanced_accuracy_score,
+        f1_score,
+        precision_score,
+        recall_score,
+    )
     rng = np.random.default_rng(1)
     anchor = rng.integers(0, 2, 200)
     judge = np.where(rng.random(200) < 0.8, anchor, 1 - anchor).astype(object)

@@ -1,0 +1,305 @@
+"""Tests for evaltk.bootstrap: the count-table engine, the general engine, undefined replicates.
+
+Reference behaviour: Efron & Tibshirani (1993) ch. 13-14 (percentile, BCa) and
+Davison & Hinkley (1997) sec. 5.2 (basic); scipy.stats.bootstrap implements the
+same three intervals and is the peer the intervals are checked against, to Monte
+Carlo error.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from evaltk.bootstrap import (
+    BootstrapResult,
+    UndefinedReplicateError,
+    bootstrap,
+    bootstrap_table,
+    resample_counts,
+)
+from evaltk.values import Abstention, UndefinedWarning
+
+
+def prop1(W):
+    return W[:, 1] / W.sum(axis=1)
+
+
+def kappa_table(W, q=2):
+    P = W.reshape(-1, q, q)
+    P = P / P.sum(axis=(1, 2))[:, None, None]
+    po = np.trace(P, axis1=1, axis2=2)
+    pe = (P.sum(axis=2) * P.sum(axis=1)).sum(axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = (po - pe) / (1 - pe)
+    out[~(1 - pe > 1e-12)] = np.nan
+    return out
+
+
+def kappa_vec(a, b, axis=-1):
+    po = np.mean(a == b, axis=axis)
+    pa, pb = np.mean(a, axis=axis), np.mean(b, axis=axis)
+    pe = pa * pb + (1 - pa) * (1 - pb)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return (po - pe) / (1 - pe)
+
+
+@pytest.fixture(scope="module")
+def labels():
+    rng = np.random.default_rng(0)
+    a = rng.integers(0, 2, 300)
+    b = np.where(rng.random(300) < 0.8, a, 1 - a)
+    return a, b
+
+
+# --------------------------------------------------------------------------- resample_counts
+
+
+def test_multinomial_counts_have_the_item_bootstrap_moments():
+    t = np.array([0] * 30 + [1] * 50 + [2] * 20)
+    W = resample_counts(t, 20000, rng=1)
+    assert (W.sum(axis=1) == 100).all()
+    p = np.array([0.3, 0.5, 0.2])
+    # Multinomial(n, p): mean n p, variance n p (1 - p), covariance -n p_i p_j
+    assert W.mean(axis=0) == pytest.approx(100 * p, rel=0.01)
+    assert W.var(axis=0) == pytest.approx(100 * p * (1 - p), rel=0.05)
+    assert np.cov(W[:, 0], W[:, 1])[0, 1] == pytest.approx(-100 * 0.3 * 0.5, rel=0.1)
+    # the same moments as tabulating item indices drawn with replacement
+    rng = np.random.default_rng(2)
+    idx = rng.integers(0, 100, size=(20000, 100))
+    Wi = np.stack([np.bincount(r, minlength=3) for r in t[idx]])
+    assert Wi.var(axis=0) == pytest.approx(W.var(axis=0), rel=0.05)
+
+
+def test_cluster_counts_are_sums_of_whole_clusters():
+    t = np.repeat([0, 1, 2, 3], 5)          # cluster c holds 5 items of type c
+    clusters = np.repeat(["a", "b", "c", "d"], 5)
+    W = resample_counts(t, 500, unit="cluster", clusters=clusters, rng=3)
+    assert (W % 5 == 0).all()
+    assert (W.sum(axis=1) == 20).all()
+
+
+def test_stratified_counts_keep_stratum_sizes():
+    t = np.array([0, 0, 1, 1, 1, 2, 2, 3])
+    strata = np.array(["x", "x", "x", "x", "x", "y", "y", "y"])
+    W = resample_counts(t, 500, unit="stratified", strata=strata, rng=4)
+    assert (W[:, :2].sum(axis=1) == 5).all()
+    assert (W[:, 2:].sum(axis=1) == 3).all()
+
+
+def test_clusters_nested_in_strata():
+    t = np.arange(8) % 2
+    clusters = np.array([0, 0, 1, 1, 2, 2, 3, 3])
+    strata = np.array([0, 0, 0, 0, 1, 1, 1, 1])
+    W = resample_counts(t, 100, unit="cluster", clusters=clusters, strata=strata, rng=0)
+    assert (W.sum(axis=1) == 8).all()
+    with pytest.raises(ValueError, match="nest"):
+        resample_counts(t, 10, unit="cluster", clusters=clusters, strata=[0, 1] * 4)
+
+
+# --------------------------------------------------------------------------- table engine
+
+
+def test_table_engine_matches_item_bootstrap(labels):
+    a, b = labels
+    cells = a * 2 + b
+    tab = bootstrap_table(cells, kappa_table, n_types=4, rng=5, n_resamples=4000)
+    gen = bootstrap((a, b), kappa_vec, vectorized=True, rng=6, n_resamples=4000)
+    assert tab.statistic == pytest.approx(gen.statistic)
+    assert tab.standard_error == pytest.approx(gen.standard_error, rel=0.06)
+    assert tab.confidence_interval[0] == pytest.approx(gen.confidence_interval[0], abs=0.015)
+    assert tab.confidence_interval[1] == pytest.approx(gen.confidence_interval[1], abs=0.015)
+
+
+@pytest.mark.parametrize("method", ["percentile", "basic", "bca"])
+def test_intervals_match_scipy(labels, method):
+    a, b = labels
+    ours = bootstrap_table(a * 2 + b, kappa_table, n_types=4, method=method, rng=7, n_resamples=4000)
+    ref = stats.bootstrap((a, b), kappa_vec, paired=True, vectorized=True, method=method,
+                          n_resamples=4000, random_state=8)
+    lo, hi = ref.confidence_interval
+    assert ours.confidence_interval[0] == pytest.approx(lo, abs=0.015)
+    assert ours.confidence_interval[1] == pytest.approx(hi, abs=0.015)
+    assert ours.method == method
+
+
+def test_basic_interval_reflects_percentiles():
+    x = np.random.default_rng(1).exponential(size=60)
+    t = (x > 1).astype(int)
+    p = bootstrap_table(t, prop1, n_types=2, rng=0, n_resamples=1000)
+    bs = bootstrap_table(t, prop1, n_types=2, rng=0, n_resamples=1000, method="basic")
+    theta = t.mean()
+    assert bs.confidence_interval[0] == pytest.approx(2 * theta - p.confidence_interval[1])
+    assert bs.confidence_interval[1] == pytest.approx(2 * theta - p.confidence_interval[0])
+
+
+def test_bca_acceleration_from_jackknife_with_multiplicities():
+    t = np.array([0] * 7 + [1] * 3)
+    res = bootstrap_table(t, prop1, n_types=2, method="bca", rng=0, n_resamples=2000)
+    # leave-one-out values of a proportion: 3/9 (7 times) and 2/9 (3 times)
+    jk = np.array([3 / 9] * 7 + [2 / 9] * 3)
+    d = jk.mean() - jk
+    a = (d ** 3).sum() / (6 * ((d ** 2).sum()) ** 1.5)
+    assert res.acceleration == pytest.approx(a)
+    assert res.method == "bca"
+
+
+def test_reproducible_with_seed_and_generator(labels):
+    a, b = labels
+    r1 = bootstrap_table(a * 2 + b, kappa_table, n_types=4, rng=42, n_resamples=300)
+    r2 = bootstrap_table(a * 2 + b, kappa_table, n_types=4, rng=42, n_resamples=300)
+    assert np.array_equal(r1.bootstrap_distribution, r2.bootstrap_distribution)
+    r3 = bootstrap_table(a * 2 + b, kappa_table, n_types=4, rng=np.random.default_rng(42),
+                         n_resamples=300)
+    assert np.array_equal(r1.bootstrap_distribution, r3.bootstrap_distribution)
+    with pytest.raises(TypeError, match="rng"):
+        bootstrap_table(a, prop1, rng="seed")
+
+
+# --------------------------------------------------------------------------- undefined replicates
+
+
+def rare_table():
+    # 1 agreement on the rare category in 30 units: many resamples lose it, kappa undefined there
+    a = np.array([1] + [0] * 29)
+    return a * 2 + a
+
+
+def test_undefined_replicates_are_counted_and_dropped():
+    with pytest.warns(UndefinedWarning, match="undefined"):
+        res = bootstrap_table(rare_table(), kappa_table, n_types=4, rng=0, n_resamples=2000)
+    assert res.statistic == pytest.approx(1.0)
+    assert 0 < res.n_undefined < 2000
+    # P(unit never drawn) = (29/30)^30 ~ 0.362
+    assert res.n_undefined / 2000 == pytest.approx((29 / 30) ** 30, abs=0.04)
+    assert res.bootstrap_distribution.size == res.n_defined == 2000 - res.n_undefined
+    assert res.to_frame().loc[0, "n_undefined"] == res.n_undefined
+
+
+def test_undefined_replicates_raise_on_request():
+    with pytest.raises(UndefinedReplicateError, match="undefined"):
+        bootstrap_table(rare_table(), kappa_table, n_types=4, rng=0, undefined="raise")
+
+
+def test_bca_falls_back_when_jackknife_is_undefined():
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        res = bootstrap_table(rare_table(), kappa_table, n_types=4, rng=0, method="bca")
+    assert res.method == "percentile" and res.method_requested == "bca"
+    assert res.fallback_reason is not None
+    assert any("BCa" in str(x.message) for x in w)
+
+
+def test_bca_falls_back_when_jackknife_has_no_spread():
+    t = np.array([0, 1, 1, 1, 1])
+    with pytest.warns(UndefinedWarning, match="BCa"):
+        res = bootstrap_table(t, lambda W: np.full(W.shape[0], 0.5), n_types=2,
+                              method="bca", rng=0, n_resamples=200)
+    assert res.method == "percentile"
+    assert "spread" in res.fallback_reason
+
+
+def test_bca_parameters_refuse_infinite_bias_correction():
+    from evaltk.bootstrap import _bca_parameters
+    z0, a, reason = _bca_parameters(0.0, np.linspace(0.1, 1.0, 50), (np.array([0.1, 0.2]), np.ones(2)))
+    assert z0 is None and a is None and "one side" in reason
+
+
+def test_undefined_point_estimate_abstains():
+    with pytest.warns(UndefinedWarning):
+        res = bootstrap_table([0, 0, 0], kappa_table, n_types=4, rng=0)
+    assert isinstance(res.statistic, Abstention)
+    assert isinstance(res.confidence_interval, Abstention)
+
+
+def test_generic_engine_counts_abstentions():
+    x = np.array([1.0] + [0.0] * 19)
+
+    def ratio(v):
+        s = v.sum()
+        return Abstention("missing_evidence", "no positive") if s == 0 else v.max() / s
+
+    with pytest.warns(UndefinedWarning):
+        res = bootstrap(x, ratio, rng=0, n_resamples=400)
+    assert res.n_undefined == pytest.approx(400 * (19 / 20) ** 20, abs=40)
+
+
+# --------------------------------------------------------------------------- general engine
+
+
+def test_generic_loop_and_vectorized_agree():
+    x = np.random.default_rng(3).normal(size=80)
+    loop = bootstrap(x, np.mean, rng=0, n_resamples=3000)
+    vec = bootstrap(x, np.mean, rng=0, n_resamples=3000, vectorized=True)
+    se = x.std(ddof=1) / np.sqrt(80)
+    assert loop.standard_error == pytest.approx(se, rel=0.07)
+    assert vec.standard_error == pytest.approx(se, rel=0.07)
+
+
+def test_generic_bca_matches_scipy():
+    x = np.random.default_rng(4).exponential(size=50)
+    ours = bootstrap(x, np.mean, method="bca", rng=0, n_resamples=5000, vectorized=True)
+    ref = stats.bootstrap((x,), np.mean, method="BCa", n_resamples=5000, random_state=1)
+    assert ours.confidence_interval[0] == pytest.approx(ref.confidence_interval.low, rel=0.04)
+    assert ours.confidence_interval[1] == pytest.approx(ref.confidence_interval.high, rel=0.04)
+
+
+def test_paired_resampling_narrows_correlated_difference():
+    rng = np.random.default_rng(5)
+    base = rng.normal(size=200)
+    a = base + rng.normal(scale=0.1, size=200)
+    b = base + 0.05 + rng.normal(scale=0.1, size=200)
+
+    def diff(x, y, axis=-1):
+        return np.mean(x, axis=axis) - np.mean(y, axis=axis)
+
+    paired = bootstrap((a, b), diff, vectorized=True, rng=0, n_resamples=2000)
+    indep = bootstrap((a, b), diff, vectorized=True, paired=False, rng=0, n_resamples=2000)
+    assert paired.standard_error < 0.3 * indep.standard_error
+
+
+def test_cluster_and_stratified_generic():
+    rng = np.random.default_rng(6)
+    clusters = np.repeat(np.arange(30), 8)
+    effect = rng.normal(size=30)[clusters]
+    x = effect + rng.normal(scale=0.2, size=240)
+    item = bootstrap(x, np.mean, rng=0, n_resamples=800)
+    clus = bootstrap(x, np.mean, unit="cluster", clusters=clusters, rng=0, n_resamples=800)
+    assert clus.standard_error > 2 * item.standard_error
+    strat = bootstrap(x, np.mean, unit="stratified", strata=clusters % 2, rng=0, n_resamples=400,
+                      vectorized=True)
+    assert strat.unit == "stratified" and strat.n_undefined == 0
+    clus_bca = bootstrap(x, np.mean, unit="cluster", clusters=clusters, rng=0, n_resamples=400,
+                         method="bca")
+    assert clus_bca.method == "bca"
+
+
+def test_validation_messages():
+    x = [1.0, 2.0, 3.0]
+    with pytest.raises(ValueError, match="`method`"):
+        bootstrap(x, np.mean, method="studentized")
+    with pytest.raises(ValueError, match="`unit`"):
+        bootstrap(x, np.mean, unit="task")
+    with pytest.raises(ValueError, match="clusters"):
+        bootstrap(x, np.mean, unit="cluster")
+    with pytest.raises(ValueError, match="`n_resamples`"):
+        bootstrap(x, np.mean, n_resamples=0)
+    with pytest.raises(ValueError, match="`confidence_level`"):
+        bootstrap(x, np.mean, confidence_level=95)
+    with pytest.raises(ValueError, match="paired"):
+        bootstrap(([1, 2], [1, 2, 3]), lambda a, b: 0.0)
+    with pytest.raises(ValueError, match="empty"):
+        bootstrap([], np.mean)
+    with pytest.raises(ValueError, match="one value per row"):
+        bootstrap_table([0, 1], lambda W: np.zeros(3), n_types=2)
+
+
+def test_result_frame():
+    res = bootstrap(np.arange(10.0), np.mean, rng=0, n_resamples=100)
+    assert isinstance(res, BootstrapResult)
+    row = res.to_frame().iloc[0]
+    assert row["method"] == "percentile" and row["n_resamples"] == 100
+    assert row["ci_low"] < 4.5 < row["ci_high"]
