@@ -287,10 +287,33 @@ def _clean_md_line(line: str) -> str:
     return s
 
 
+def _phase_sections(lines: Sequence[str]) -> set[int]:
+    """0-based line numbers inside sections whose heading mentions "phase"."""
+    inside: set[int] = set()
+    level = 0  # heading level of the current phase section (0: not in one)
+    in_fence = False
+    for i, raw in enumerate(lines):
+        st = raw.strip()
+        if st.startswith(("```", "~~~")):
+            in_fence = not in_fence
+        m = None if in_fence else re.match(r"^(#{1,6})\s", st)
+        if m:
+            lv = len(m[1])
+            if level and lv <= level:
+                level = 0
+            if not level and re.search(r"phase", st, re.I):
+                level = lv
+            continue
+        if level:
+            inside.add(i)
+    return inside
+
+
 def _journey_from_markdown(text: str, source: str) -> Journey:
     lines = text.splitlines()
     colon: list[tuple[int, int, str]] = []
     heading: list[tuple[int, int, str]] = []
+    sections = _phase_sections(lines)
     for i, raw in enumerate(lines, start=1):
         m = _HEADING_RE.match(raw.strip())
         if m:
@@ -299,7 +322,11 @@ def _journey_from_markdown(text: str, source: str) -> Journey:
         m = _COLON_RE.match(_clean_md_line(raw))
         if m:
             colon.append((i, int(m[1]), m[2]))
-    if colon:
+    # `N: Name` lines under a heading that mentions phases win over any elsewhere
+    scoped = [c for c in colon if c[0] - 1 in sections]
+    if scoped:
+        found = scoped
+    elif colon:
         found = colon
     elif heading:
         found = heading
@@ -358,6 +385,21 @@ def _journey_from_yaml(text: str, source: str) -> Journey:
         raise SchemaViolation("a YAML journey must be a mapping with a `phases:` list",
                               file=source, field="phases")
     items = data["phases"]
+    if isinstance(items, Mapping) and items:  # {1: Name, 2: Name}
+        item_lines = {}
+        pn = _top_nodes(node).get("phases")
+        if isinstance(pn, yaml.MappingNode):
+            item_lines = {k.value: k.start_mark.line + 1 for k, _ in pn.value}
+        found_m: list[tuple[int | None, int, str]] = []
+        for key, name in items.items():
+            num = int(key) if isinstance(key, int) and not isinstance(key, bool) else (
+                int(key) if isinstance(key, str) and key.strip().isdigit() else None)
+            if num is None or not isinstance(name, str) or not name.strip():
+                raise SchemaViolation("a `phases` mapping needs number keys and text names",
+                                      file=source, record=item_lines.get(str(key)),
+                                      field=f"phases.{key}")
+            found_m.append((item_lines.get(str(key)), num, name.strip()))
+        return _journey_from_entries(found_m, source)
     if not isinstance(items, list) or not items:
         raise SchemaViolation("`phases` must be a non-empty list", file=source, field="phases")
     item_nodes = _top_nodes(node).get("phases")
@@ -368,7 +410,10 @@ def _journey_from_yaml(text: str, source: str) -> Journey:
             line = item_nodes.value[k].start_mark.line + 1
         where = f"phases[{k}]"
         if isinstance(item, Mapping):
-            num, name = item.get("number"), item.get("name")
+            num = next((item[k] for k in ("number", "phase", "id", "n") if k in item), None)
+            name = next((item[k] for k in ("name", "title") if k in item), None)
+            if isinstance(num, str) and num.strip().isdigit():
+                num = int(num)
             if isinstance(num, bool) or not isinstance(num, int) or not isinstance(name, str) \
                     or not name.strip():
                 raise SchemaViolation("a phase mapping needs an integer `number` and a text `name`",
@@ -623,20 +668,29 @@ def _locate(root: str | os.PathLike[str]) -> tuple[Path, Path, Path]:
     return r, r, suite_root
 
 
-def _discover(root: Path, fixtures_dir: Path) -> list[_Fixture]:
+def _discover(root: Path, fixtures_dir: Path) -> tuple[list[_Fixture], list[Finding]]:
     out: list[_Fixture] = []
+    bare: list[Path] = []  # fixture-level folders (fixtures/<class>/<id>/) without task.yaml
     for dirpath, dirnames, filenames in os.walk(fixtures_dir, followlinks=False):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        if "task.yaml" not in filenames:
-            continue
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d != "__pycache__")
         d = Path(dirpath)
         depth = len(d.relative_to(fixtures_dir).parts)
+        if "task.yaml" not in filenames:
+            if depth == 2:
+                bare.append(d)
+            continue
         f = d / "task.yaml"
         out.append(_Fixture(f, _rel(f, root), _rel(d, root), depth))
         if depth == 2:
             dirnames[:] = []  # below a fixture folder is the fixture's own context
     out.sort(key=lambda fx: fx.rel)
-    return out
+    findings = []
+    for d in bare:
+        rel = _rel(d, root)
+        if not any(fx.dir_rel.startswith(rel + "/") for fx in out):
+            findings.append(Finding(rel, None, None, "fixture folder has no task.yaml",
+                                    f"{rel}/task.yaml", "missing-task"))
+    return out, findings
 
 
 def _read_fixture(fx: _Fixture) -> None:
@@ -712,7 +766,6 @@ _MISSING = object()
 
 def _text(fx: _Fixture, name: str, *, required: bool) -> str | None:
     """The field as text (a YAML number or date keeps the characters written)."""
-    assert fx.data is not None
     if name not in fx.data:
         if required:
             fx.add(name, f"required field `{name}` is missing", expected="a value",
@@ -745,7 +798,6 @@ def _enum(fx: _Fixture, name: str, value: str | None, allowed: Sequence[str]) ->
 
 def _present(fx: _Fixture, name: str) -> Any:
     """A required field of any type (e.g. ``ground_truth``): present and non-empty."""
-    assert fx.data is not None
     if name not in fx.data:
         fx.add(name, f"required field `{name}` is missing", expected="a value", rule="required")
         return _MISSING
@@ -758,7 +810,6 @@ def _present(fx: _Fixture, name: str) -> Any:
 
 
 def _answer_kinds(fx: _Fixture) -> list[str]:
-    assert fx.data is not None
     name = "expected_answer_kind"
     if name not in fx.data or fx.data[name] is None:
         return []
@@ -779,7 +830,6 @@ def _answer_kinds(fx: _Fixture) -> list[str]:
 
 
 def _unknown_fields(fx: _Fixture, known: Iterable[str]) -> None:
-    assert fx.data is not None
     known = set(known)
     for k in fx.data:
         if str(k) not in known:
@@ -819,7 +869,6 @@ def _context_refs(value: Any, where: str, explicit: bool, seen: set[int]
 
 def _check_context(fx: _Fixture) -> list[str]:
     """Check every context reference; returns the references that resolve inside."""
-    assert fx.data is not None
     if fx.data.get("context") is None:
         return []
     base = fx.file.parent
@@ -853,7 +902,6 @@ def _check_context(fx: _Fixture) -> list[str]:
 
 def _entries(fx: _Fixture, name: str, *, required: bool) -> list[str] | None:
     """Pipe-separated entries (a YAML list of strings is accepted as well)."""
-    assert fx.data is not None
     v = fx.data.get(name)
     if name not in fx.data or v is None or (isinstance(v, (str, list)) and not v):
         if required:
@@ -1326,9 +1374,10 @@ def _scan(root: str | os.PathLike[str], journey: Journey | str | os.PathLike[str
           ) -> _Suite:
     j = _as_journey(journey)
     r, fixtures_dir, suite_root = _locate(root)
-    fixtures = _discover(r, fixtures_dir)
+    fixtures, layout_findings = _discover(r, fixtures_dir)
     ledger, ledger_findings = _parse_ledger(_ledger_path(suite_root), r)
-    suite = _Suite(r, fixtures_dir, suite_root, fixtures, list(ledger_findings), ledger, j)
+    suite = _Suite(r, fixtures_dir, suite_root, fixtures, layout_findings + ledger_findings,
+                   ledger, j)
     for fx in fixtures:
         _validate_fixture(fx, j)
     # ids unique across the suite

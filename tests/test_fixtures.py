@@ -193,6 +193,7 @@ CASES = {
     },
     "class-folder": {("fixtures/feature-change/wrong-folder/task.yaml", 2, "class",
                       "class `refactor` does not match its folder `feature-change/`")},
+    "missing-task": {(f"{B}/no-task-file", None, None, "fixture folder has no task.yaml")},
     "layout-depth": {("fixtures/stray/task.yaml", None, None,
                       "task.yaml is not at fixtures/<class>/<id>/task.yaml")},
     # seed: trajectory fixtures live under fixtures/trajectories/ and say kind: trajectory
@@ -479,6 +480,16 @@ def test_journey_markdown_colon_lines(tmp_path):
     assert load_journey(p).phases == (Phase(1, "Triage"), Phase(2, "Fix it"), Phase(3, "Ship"))
 
 
+def test_journey_markdown_phase_section_wins(tmp_path):
+    # `N: Name` lines under a "phases" heading are the phases; others are prose.
+    p = tmp_path / "j.md"
+    p.write_text("# Journey\n\n## Gates\n\n1: Architecture approval\n\n"
+                 "## The nine phases\n\n### Notes\n\n1: Intake and provenance\n2: Build\n\n"
+                 "## Routing\n\n1: Other thing\n")
+    assert [ph.label for ph in load_journey(p).phases] == ["1: Intake and provenance",
+                                                           "2: Build"]
+
+
 def test_journey_markdown_numbered_list(tmp_path):
     p = tmp_path / "j.md"
     p.write_text("# Notes\n\n1. read the docs first\n2. then this\n\n## Phases\n\n"
@@ -497,6 +508,10 @@ def test_journey_yaml(tmp_path):
     p = tmp_path / "j.yaml"
     p.write_text('phases:\n  - "1: Triage"\n  - {number: 2, name: Fix it}\n  - Ship\n')
     assert load_journey(p).phases == (Phase(1, "Triage"), Phase(2, "Fix it"), Phase(3, "Ship"))
+    p.write_text("phases:\n  1: Triage\n  2: Fix it\n")
+    assert load_journey(p).phases == (Phase(1, "Triage"), Phase(2, "Fix it"))
+    p.write_text("phases:\n  - {phase: '1', title: Triage}\n")
+    assert load_journey(p).phases == (Phase(1, "Triage"),)
 
 
 def test_journey_errors(tmp_path):
