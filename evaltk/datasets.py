@@ -1012,8 +1012,28 @@ def make_demo(*, n_traces: int = 3000, seed: int = 0) -> DemoData:
         "orphan_trace_ids": [ids[i] for i in orphan_idx],
         "parameters": _parameters(),
     }
-    return DemoData(traces=traces, answers=answers, labels=labels, truth=truth, step_truth=step_truth,
-                    canaries=canaries, costs=costs, raters=raters, manifest=manifest)
+    return _normalized(DemoData(traces=traces, answers=answers, labels=labels, truth=truth,
+                                step_truth=step_truth, canaries=canaries, costs=costs, raters=raters,
+                                manifest=manifest))
+
+
+def _text_columns(frame: pd.DataFrame) -> pd.DataFrame:
+    """Every text column as object dtype with None where missing, whatever the pandas version
+    (pandas 3 infers a ``str`` dtype with NaN): generated and re-read tables compare equal."""
+    out = frame.copy()
+    for c in out.columns:
+        col = out[c]
+        if pd.api.types.is_bool_dtype(col) or pd.api.types.is_numeric_dtype(col):
+            continue
+        out[c] = pd.Series(np.where(col.notna().to_numpy(), col.to_numpy(object), None),
+                           index=col.index, dtype=object)
+    return out
+
+
+def _normalized(d: DemoData) -> DemoData:
+    frames = {k: _text_columns(getattr(d, k)) for k in
+              ("answers", "labels", "truth", "step_truth", "canaries", "costs", "raters")}
+    return DemoData(traces=d.traces, manifest=d.manifest, **frames)
 
 
 def _answer_table(rng: np.random.Generator, profiles: Mapping[str, RaterProfile], ids: np.ndarray,
@@ -1402,8 +1422,9 @@ def load_demo(path: str | Path | None = None, *, n_traces: int = 3000, seed: int
     manifest = _read_json(files["manifest"])
     if not isinstance(manifest, dict):
         raise SchemaViolation("expected a JSON object", file=str(files["manifest"]))
-    return DemoData(traces=traces, answers=answers, labels=labels, truth=truth, step_truth=step_truth,
-                    canaries=canaries, costs=costs, raters=raters, manifest=manifest)
+    return _normalized(DemoData(traces=traces, answers=answers, labels=labels, truth=truth,
+                                step_truth=step_truth, canaries=canaries, costs=costs, raters=raters,
+                                manifest=manifest))
 
 
 def _read_text(path: Path) -> str:
