@@ -766,3 +766,10 @@ def test_schema_rejects_what_the_validator_rejects(case):
     v = jsonschema.Draft202012Validator(json.loads(SCHEMA.read_text()))
     (p,) = (INVALID / case).rglob("task.yaml")
     assert list(v.iter_errors(_load(p))), case
+
+
+def test_demo_suite_is_valid():
+    demo = Path(__file__).parent.parent / "data" / "examples" / "fixtures"
+    report = validate_suite(demo)
+    assert report.valid and report.findings == () and report.n_fixtures == 8
+    assert all(n >= 1 for n in report.answer_kinds.values())
