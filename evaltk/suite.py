@@ -526,6 +526,7 @@ _TASK_KEYS = {"id", "taskId", "type", "kind", "expected", "trials", "input", "de
 _TRIAL_KEYS = {"score", "toolCalls", "trajectoryMatched", "fixtureMiss", "cost", "costUsd",
                "latencyMs", "trialIndex", "metadata"}
 _TRAJ_KEYS = {"match", "tools", "forbidden"}
+_SHORT_TASK_KEYS = _TASK_KEYS | _TRIAL_KEYS
 
 
 class _Ctx:
@@ -538,6 +539,8 @@ class _Ctx:
         return SchemaViolation(message, file=self.file, record=record, field=field)
 
     def keys(self, obj: Mapping[str, Any], allowed: set[str], *, record: Any, where: str) -> None:
+        if obj.keys() <= allowed:
+            return
         extra = [k for k in obj if k not in allowed and not str(k).startswith("x-")]
         if extra:
             raise self.fail(
@@ -708,7 +711,7 @@ def load_suite_run(source: str | Path | Mapping[str, Any], *, file: str | None =
         if tid in seen:
             raise ctx.fail(f"duplicate task id (also tasks[{seen[tid]}])", record=tid, field="id")
         seen[tid] = i
-        ctx.keys(task, _TASK_KEYS | (_TRIAL_KEYS if "trials" not in task else set()), record=tid, where="")
+        ctx.keys(task, _TASK_KEYS if "trials" in task else _SHORT_TASK_KEYS, record=tid, where="")
         ttype = task.get("type", task.get("kind"))
         if ttype is not None and ttype not in _TASK_TYPES:
             raise ctx.fail(f"unknown task type {ttype!r}; allowed: {', '.join(_TASK_TYPES)}",
@@ -735,47 +738,61 @@ def load_suite_run(source: str | Path | Mapping[str, Any], *, file: str | None =
                 f"has {what} but trials.count is {count}: every (task, trial) slot must be present, "
                 "a missing or extra trial is not a smaller or larger denominator", record=tid, field="trials")
         for j, trial in enumerate(trials):
-            f = f"trials[{j}]"
-            trial = ctx.mapping(trial, record=tid, field=f)
-            ctx.keys(trial, _TRIAL_KEYS, record=tid, where=f"{f}.")
-            if "score" not in trial:
-                raise ctx.fail("is required", record=tid, field=f"{f}.score")
-            score[i, j] = ctx.unit(trial["score"], record=tid, field=f"{f}.score")
-            if "fixtureMiss" in trial:
-                miss[i, j] = ctx.boolean(trial["fixtureMiss"], record=tid, field=f"{f}.fixtureMiss")
-            c = trial.get("cost", trial.get("costUsd"))
+            # Fast path for well-formed trials; anything unusual goes through the checks
+            # that build the error message (they name the task and the field).
+            if trial.__class__ is not dict or not trial.keys() <= _TRIAL_KEYS:
+                trial = ctx.mapping(trial, record=tid, field=f"trials[{j}]")
+                ctx.keys(trial, _TRIAL_KEYS, record=tid, where=f"trials[{j}].")
+            sc = trial.get("score", _MISSING)
+            if sc.__class__ is float and 0.0 <= sc <= 1.0:
+                score[i, j] = sc
+            elif sc is _MISSING:
+                raise ctx.fail("is required", record=tid, field=f"trials[{j}].score")
+            else:
+                score[i, j] = ctx.unit(sc, record=tid, field=f"trials[{j}].score")
+            fm = trial.get("fixtureMiss")
+            if fm is True:
+                miss[i, j] = True
+            elif fm is not None and fm is not False:
+                ctx.boolean(fm, record=tid, field=f"trials[{j}].fixtureMiss")
+            c = trial.get("cost")
+            if c is None:
+                c = trial.get("costUsd")
             if c is not None:
-                cost[i, j] = ctx.nonneg(c, record=tid, field=f"{f}.cost")
+                cost[i, j] = c if (c.__class__ is float and 0.0 <= c < math.inf) else \
+                    ctx.nonneg(c, record=tid, field=f"trials[{j}].cost")
             lt = trial.get("latencyMs")
             if lt is not None:
-                lat[i, j] = ctx.nonneg(lt, record=tid, field=f"{f}.latencyMs")
+                lat[i, j] = lt if (lt.__class__ is int and lt >= 0) else \
+                    ctx.nonneg(lt, record=tid, field=f"trials[{j}].latencyMs")
             host = trial.get("trajectoryMatched")
-            if host is not None:
-                host = ctx.boolean(host, record=tid, field=f"{f}.trajectoryMatched")
+            if host is not None and host.__class__ is not bool:
+                ctx.boolean(host, record=tid, field=f"trials[{j}].trajectoryMatched")
             calls = trial.get("toolCalls")
-            if calls is not None and not isinstance(calls, list):
+            if calls is not None and calls.__class__ is not list:
                 raise ctx.fail(f"must be a list of tool calls; got {type(calls).__name__}", record=tid,
-                               field=f"{f}.toolCalls")
+                               field=f"trials[{j}].toolCalls")
             if spec is not None:
                 if calls is None and host is None:
                     raise ctx.fail(
                         "the task has expected.trajectory, so each trial needs `toolCalls` or the "
-                        "host's `trajectoryMatched`", record=tid, field=f"{f}.toolCalls")
+                        "host's `trajectoryMatched`", record=tid, field=f"trials[{j}].toolCalls")
                 ok = True
                 if calls is not None:
                     try:
-                        ok = spec.matches(calls)
+                        ok = _match_cached(spec, calls)
                     except ValueError as e:
-                        raise ctx.fail(str(e), record=tid, field=f"{f}.toolCalls") from None
+                        raise ctx.fail(str(e), record=tid, field=f"trials[{j}].toolCalls") from None
                 # Both present: the trajectory matched only if both say so (a gate fails safe).
-                matched[i, j] = ok and (host is not False)
-            else:
-                if calls is not None:
-                    for c_ in calls:
+                if not ok or host is False:
+                    matched[i, j] = False
+            elif calls:
+                for c_ in calls:
+                    if c_.__class__ is not str:
                         try:
                             _tool_name(c_, where="toolCalls")
                         except ValueError as e:
-                            raise ctx.fail(str(e), record=tid, field=f"{f}.toolCalls") from None
+                            raise ctx.fail(str(e), record=tid, field=f"trials[{j}].toolCalls") from None
         ids.append(tid)
         types.append(ttype)
         trajs.append(spec)
@@ -783,6 +800,23 @@ def load_suite_run(source: str | Path | Mapping[str, Any], *, file: str | None =
                     k=k, aggregation=aggregation, task_ids=tuple(ids), task_types=tuple(types),
                     trajectories=tuple(trajs), score=score, trajectory_matched=matched,
                     fixture_miss=miss, cost=cost, latency_ms=lat, source=file)
+
+
+_MISSING = object()
+_MATCH_CACHE: dict[tuple[TrajectorySpec, tuple[str, ...]], bool] = {}
+
+
+def _match_cached(spec: TrajectorySpec, calls: list[Any]) -> bool:
+    """:meth:`TrajectorySpec.matches`, memoised on (spec, calls) for string calls."""
+    if not all(c.__class__ is str for c in calls):
+        return spec.matches(calls)
+    key = (spec, tuple(calls))
+    hit = _MATCH_CACHE.get(key)
+    if hit is None:
+        if len(_MATCH_CACHE) > 100_000:
+            _MATCH_CACHE.clear()
+        hit = _MATCH_CACHE[key] = spec.matches(calls)
+    return hit
 
 
 def _parse_trajectory(ctx: _Ctx, traj: Any, tid: str) -> TrajectorySpec:
