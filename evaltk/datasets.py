@@ -632,7 +632,7 @@ def make_demo(*, n_traces: int = 3000, seed: int = 0) -> DemoData:
     >>> d = make_demo(n_traces=50, seed=1)
     >>> len(d.traces), sorted(d.answers["measure"].unique())
     (50, ['x_ctx', 'x_eff', 'x_task'])
-    >>> d.truth["agent"].isin(AGENTS).all()
+    >>> bool(d.truth["agent"].isin(AGENTS).all())
     True
     """
     n_traces = _validate_n(n_traces)
