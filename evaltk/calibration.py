@@ -96,7 +96,7 @@ def _domain(labels: Iterable[Any], categories: Sequence[Any] | None, level: str)
         bad = [x for x in labels if x not in known]
         if bad:
             raise ValueError(
-                f"label {bad[0]!r} is not among `categories` {cats}; declare it, or list it in `abstain`."
+                f"label {_plain(bad[0])!r} is not among `categories` {cats}; declare it, or list it in `abstain`."
             )
         seen = set(labels)
         if level == "ordinal" and seen and seen < known:
@@ -114,6 +114,11 @@ def _domain(labels: Iterable[Any], categories: Sequence[Any] | None, level: str)
         return sorted(uniq)
     except TypeError:
         return uniq
+
+
+def _plain(x: Any) -> Any:
+    """A NumPy scalar as the Python value (for readable messages)."""
+    return x.item() if isinstance(x, np.generic) else x
 
 
 def _check_level(level: str) -> str:
@@ -250,7 +255,8 @@ def _units(frame: pd.DataFrame, item: str, rater: str, rating: str, abstain: fro
     if dup.any():
         row = frame[dup].iloc[0]
         raise ValueError(
-            f"rater {row[rater]!r} rated item {row[item]!r} more than once; one rating per rater and item."
+            f"rater {_plain(row[rater])!r} rated item {_plain(row[item])!r} more than once; "
+            "one rating per rater and item."
         )
     groups: dict[Any, list[Any]] = {}
     for it, lab in zip(frame[item].tolist(), frame[rating].tolist(), strict=True):
@@ -808,6 +814,51 @@ def _annotations(x: Any, name: str) -> dict[Any, dict[Any, Any]]:
     return {k: dict(v) for k, v in x.items()}
 
 
+def _alt_matrix(hum: Mapping[Any, Mapping[Any, Any]], jd: Mapping[Any, Any], items: list[Any],
+                pos: Mapping[Any, int], metric: str) -> tuple[np.ndarray, np.ndarray]:
+    """Items x annotators values (NaN missing) and the judge's column, coded for ``metric``."""
+    n, A = len(items), len(hum)
+    if metric == "accuracy":
+        codes: dict[Any, int] = {}
+
+        def enc(v: Any) -> float:
+            try:
+                return float(codes.setdefault(v, len(codes)))
+            except TypeError:  # unhashable label
+                return float(codes.setdefault(repr(v), len(codes)))
+    else:
+        def enc(v: Any) -> float:
+            if isinstance(v, bool) or not isinstance(v, numbers.Real):
+                raise ValueError(f"`metric='neg_rmse'` needs numeric labels; got {v!r}.")
+            return float(v)
+    X = np.full((n, A), np.nan)
+    for c, d in enumerate(hum.values()):
+        for i, v in d.items():
+            t = pos.get(i)
+            if t is not None:
+                X[t, c] = enc(v)
+    J = np.array([enc(jd[i]) for i in items])
+    return X, J
+
+
+def _alt_indicators(matrix: tuple[np.ndarray, np.ndarray], col: int, rows: np.ndarray, metric: str
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    X, J = matrix
+    sub = X[rows]
+    rest = np.delete(sub, col, axis=1)
+    present = ~np.isnan(rest)
+    m = present.sum(axis=1)
+    own = sub[:, col][:, None]
+    judge = J[rows][:, None]
+    if metric == "accuracy":
+        hs = ((rest == own) & present).sum(axis=1) / m
+        js = ((rest == judge) & present).sum(axis=1) / m
+    else:
+        hs = -np.sqrt(np.where(present, (own - rest) ** 2, 0.0).sum(axis=1) / m)
+        js = -np.sqrt(np.where(present, (judge - rest) ** 2, 0.0).sum(axis=1) / m)
+    return (js >= hs).astype(float), (hs >= js).astype(float)
+
+
 def alt_test(
     humans: Mapping[Any, Mapping[Any, Any]] | pd.DataFrame,
     judge: Mapping[Any, Any] | pd.Series,
@@ -892,20 +943,28 @@ def alt_test(
     keep = {i for i, anns in by_item.items() if len(anns) >= min_humans_per_item and i in jd}
     dropped = len(by_item) - len(keep)
     rows, skipped = [], []
-    for a, d in hum.items():
+    item_list = sorted(keep, key=str)
+    pos = {i: t for t, i in enumerate(item_list)}
+    ann_list = list(hum)
+    matrix = _alt_matrix(hum, jd, item_list, pos, name) if name in ("accuracy", "neg_rmse") else None
+    for col, a in enumerate(ann_list):
+        d = hum[a]
         items = [i for i in d if i in keep]
         if len(items) < min_items:
             skipped.append({"annotator": a, "n_items": len(items),
                             "reason": f"fewer than {min_items} items"})
             continue
-        w = np.empty(len(items))
-        h = np.empty(len(items))
-        for t, i in enumerate(items):
-            rest = [hum[b][i] for b in by_item[i] if b != a]
-            hs = score(d[i], rest)
-            js = score(jd[i], rest)
-            w[t] = 1.0 if js >= hs else 0.0
-            h[t] = 1.0 if hs >= js else 0.0
+        if matrix is not None:
+            w, h = _alt_indicators(matrix, col, np.array([pos[i] for i in items]), name)
+        else:
+            w = np.empty(len(items))
+            h = np.empty(len(items))
+            for t, i in enumerate(items):
+                rest = [hum[b][i] for b in by_item[i] if b != a]
+                hs = score(d[i], rest)
+                js = score(jd[i], rest)
+                w[t] = 1.0 if js >= hs else 0.0
+                h[t] = 1.0 if hs >= js else 0.0
         diff = h - w
         if np.ptp(diff) == 0:
             tstat, p = math.nan, math.nan
