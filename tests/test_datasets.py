@@ -728,3 +728,24 @@ def test_alttest_unreadable(tmp_path: Path) -> None:
         with pytest.raises(ValueError, match="dataset"):
             D.load_alttest(root, bad)
     assert issubclass(UnreadableInput, InputError)
+
+
+def test_direction_and_canaries_recover_the_planted_judges(big: D.DemoData) -> None:
+    """The judge pipeline finds what was planted: against the human anchor the optimist
+    overstates x_task and the careful judge shows no lean; canaries catch the optimist
+    and never the careful judge or the abstainer."""
+    direction = pytest.importorskip("evaltk.direction")
+    selection = pytest.importorskip("evaltk.selection")
+    human = big.labels[big.labels["measure"] == "x_task"].drop_duplicates("trace_id")[["trace_id", "answer"]]
+    lean = {}
+    for judge in ("judge-optimist", "judge-careful"):
+        a = big.answers[(big.answers["measure"] == "x_task") & (big.answers["rater"] == judge)]
+        m = a[["trace_id", "answer"]].merge(human, on="trace_id", suffixes=("_j", "_h"))
+        r = direction.signed_bias(m["answer_j"].tolist(), m["answer_h"].tolist(), positive="yes",
+                                  negative="no", abstain=["cannot_tell"])
+        lo, hi = r.confidence_interval
+        lean[judge] = direction.lean_from_interval(lo, hi)
+    assert lean == {"judge-optimist": "overstates", "judge-careful": "no detectable lean"}
+    hits = selection.canary_hits(big.answers, big.canaries)
+    assert "judge-optimist" in set(hits["judge"])
+    assert not {"judge-careful", "judge-abstainer"} & set(hits["judge"])
