@@ -749,3 +749,20 @@ def test_direction_and_canaries_recover_the_planted_judges(big: D.DemoData) -> N
     hits = selection.canary_hits(big.answers, big.canaries)
     assert "judge-optimist" in set(hits["judge"])
     assert not {"judge-careful", "judge-abstainer"} & set(hits["judge"])
+
+
+def test_ingest_ledger_drops_exactly_what_was_planted(small: D.DemoData) -> None:
+    """Ingest drops the in-progress runs and the answers whose trace line was lost, and
+    keeps every other record of the demo."""
+    traces = pytest.importorskip("evaltk.traces")
+    ing = traces.ingest(small.traces, small.answers, small.labels)
+    led = ing.ledger
+    dropped = led[led["status"] != "kept"]
+    runs = dropped[dropped["kind"] == "run"]
+    planted = set(small.truth.loc[small.truth["status"] == "in_progress", "trace_id"])
+    assert set(runs["trace_id"]) == planted and len(runs) == len(planted)
+    others = dropped[dropped["kind"] != "run"]
+    assert set(others["trace_id"]) == set(small.manifest["orphan_trace_ids"])
+    n_orphan_rows = small.answers["trace_id"].isin(small.manifest["orphan_trace_ids"]).sum()
+    assert len(others) == n_orphan_rows
+    assert len(led) == len(small.traces) + len(small.answers) + len(small.labels)
