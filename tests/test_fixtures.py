@@ -773,3 +773,15 @@ def test_demo_suite_is_valid():
     report = validate_suite(demo)
     assert report.valid and report.findings == () and report.n_fixtures == 8
     assert all(n >= 1 for n in report.answer_kinds.values())
+
+
+@pytest.mark.parametrize("case", ["duplicate-key", "yaml-syntax", "phase-name", "not-utf8"])
+def test_same_findings_without_libyaml(tmp_path, monkeypatch, case):
+    # The fast (libyaml) and the pure-Python parsers must report the same findings.
+    import evaltk.fixtures as fxm
+    d = suite_copy(tmp_path, case)
+    fast = validate_suite(d)
+    monkeypatch.setattr(fxm, "_FastLoader", fxm._FixtureLoader)
+    assert validate_suite(d).findings == fast.findings
+    assert load_suite(d).drop(columns=["prompt"]).equals(
+        load_suite(d).drop(columns=["prompt"]))
