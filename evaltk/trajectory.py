@@ -371,7 +371,7 @@ def validate_document(doc: Any, kind: str, *, file: str | None = None) -> None:
 # --------------------------------------------------------------------------- case policy
 
 
-_HEX64 = re.compile(r"[0-9a-fA-F]{64}")
+_HEX64_MATCH = re.compile(r"[0-9a-fA-F]{64}").fullmatch
 _TS = re.compile(
     r"(\d{4}-\d{2}-\d{2})[Tt](\d{2}:\d{2}:\d{2})(?:\.(\d+))?([Zz]|[+-]\d{2}:\d{2})"
 )
@@ -415,6 +415,8 @@ class CasePolicy(NamedTuple):
     evidence: Mapping[str, str]
     evidence_claims: tuple[tuple[str, tuple[str, ...]], ...]
     claim_support: Mapping[str, frozenset[str]]
+    evidence_ids: frozenset[str]
+    claim_pairs: frozenset[tuple[str, str]]
     goal_pass: str
     state_pass: str
     evidence_pass: str
@@ -462,10 +464,15 @@ def _compile(case_id: str, p: Mapping[str, Any]) -> CasePolicy:
         evidence=evidence,
         evidence_claims=evidence_claims,
         claim_support={c: frozenset(es) for c, es in support.items()},
-        goal_pass=f"all {len(milestones)} required milestone(s) occur before the completed terminal",
-        state_pass=f"the last observed value of all {len(required_state)} required key(s) matches the lock",
+        evidence_ids=frozenset(evidence),
+        claim_pairs=frozenset((c, e) for e, cs in evidence_claims for c in cs),
+        goal_pass=(f"all {len(milestones)} required milestone(s) occur before the completed terminal"
+                   if milestones else "no milestone is locked; the terminal is completed"),
+        state_pass=(f"the last observed value of all {len(required_state)} required key(s) matches the lock"
+                    if required_state else "no terminal invariant is locked"),
         evidence_pass=(f"all {len(evidence)} locked evidence item(s) seen with the locked SHA-256 "
-                       f"before the claims that cite them, and every supported claim cites them"),
+                       "before the claims that cite them, and every supported claim cites them"
+                       if evidence else "no evidence is locked and no claim was made"),
     )
 
 
@@ -550,26 +557,122 @@ def _str_field(ev: Mapping[str, Any], key: str, cid: str, i: int, eid: str) -> s
     return v
 
 
+class _Invalid(Exception):
+    """Raised by the fast scan; :func:`_explain` then finds and names the problem."""
+
+
 def _scan(cid: str, events: Any) -> tuple:
-    """One pass over a case's events: validate them and collect the facts the dimensions read."""
+    """One pass over a case's events: check them and collect the facts the dimensions read.
+
+    The pass is written for speed; on any anomaly it hands over to :func:`_explain`,
+    which walks the events again with full checks and raises the precise
+    :class:`~evaltk.errors.SchemaViolation` (case, field, event id).
+    """
+    try:
+        return _scan_fast(events)
+    except _SCAN_ERRORS:
+        _explain(cid, events)
+        raise _bad(cid, "events", "events are malformed") from None  # pragma: no cover
+
+
+def _scan_fast(events: list) -> tuple:
+    # Structural types are the schema's business (checked once per document at load); this
+    # pass checks the semantic rules (order, duplicates, zones, digests, base64, one terminal)
+    # and fails closed on odd types (an id of the wrong type never matches the lock).  Where a
+    # wrong type could make a case pass (`success`, `status`), it is checked here too.
+    ids: set = set()
+    add_id = ids.add
+    last_seq = -1
+    last_at = first_at = None
+    term_i = len(events)
+    term_status = "none"
+    term_reason = term_id = None
+    steps: list = []
+    miles: dict = {}
+    faults: list = []
+    recs: list = []
+    state: dict = {}
+    evid: list = []
+    claims: list = []
+    for i, ev in enumerate(events):
+        eid = ev["id"]
+        seq = ev["seq"]
+        if seq <= last_seq:
+            raise _Invalid
+        last_seq = seq
+        add_id(eid)
+        if "at" in ev:
+            t = _ts_or_invalid(ev["at"])
+            if last_at is not None and t < last_at:
+                raise _Invalid
+            if first_at is None:
+                first_at = t
+            last_at = t
+        kind = ev["kind"]
+        if kind == "action":
+            steps.append((i, ev["action"], eid))
+        elif kind == "milestone":
+            m = ev["milestone"]
+            if m not in miles:
+                miles[m] = (i, eid)
+        elif kind == "evidence":
+            if "bytes_base64" in ev:
+                if "sha256" in ev:
+                    raise _Invalid
+                dig = _sha256(_a2b(ev["bytes_base64"].encode("ascii"), strict_mode=True)).hexdigest()
+            else:
+                dig = ev["sha256"]
+                if _HEX64_MATCH(dig) is None:
+                    raise _Invalid
+                dig = dig.lower()
+            evid.append((i, ev["evidence_id"], dig, eid))
+        elif kind == "claim":
+            cites = ev["evidence"]
+            if type(cites) is not list:
+                raise _Invalid
+            claims.append((i, ev["claim_id"], cites, eid))
+        elif kind == "state":
+            for k, v in ev["state"].items():
+                state[k] = (v, eid)
+        elif kind == "terminal":
+            st = ev["status"]
+            if term_id is not None or (st != "completed" and st != "abstained" and st != "none"):
+                raise _Invalid
+            term_i, term_status, term_id = i, st, eid
+            if st == "abstained":
+                term_reason = ev["reason"]
+        elif kind == "fault":
+            faults.append((i, ev["signature"], eid))
+        elif kind == "recovery":
+            ok = ev["success"]
+            if type(ok) is not bool:
+                raise _Invalid
+            a = ev["action"]
+            recs.append((i, ev["signature"], a, ok, eid))
+            steps.append((i, a, eid))
+        else:
+            raise _Invalid
+    if len(ids) != len(events):
+        raise _Invalid
+    return (term_i, term_status, term_reason, term_id, steps, miles, faults, recs, state, evid,
+            claims, first_at)
+
+
+def _ts_or_invalid(value: Any) -> datetime:
+    try:
+        return _parse_ts(value, what="")
+    except SchemaViolation:
+        raise _Invalid from None
+
+
+def _explain(cid: str, events: Any) -> None:
+    """Walk the events with full checks and raise the first problem, named precisely."""
     if type(events) is not list:
         raise _bad(cid, "events", f"`events` must be a list; got {type(events).__name__}")
-    n = len(events)
-    ids: set[str] = set()
+    ids: dict[str, int] = {}
     last_seq = -1
     last_at: datetime | None = None
-    first_at: datetime | None = None
-    term_i = n
-    term_status = "none"
-    term_reason = None
     term_id = None
-    steps: list[tuple[int, str, str]] = []
-    miles: dict[str, tuple[int, str]] = {}
-    faults: list[tuple[int, str, str]] = []
-    recs: list[tuple[int, str, str, bool, str]] = []
-    state: dict[str, tuple[Any, str]] = {}
-    evid: list[tuple[int, str, str, str]] = []
-    claims: list[tuple[int, str, Sequence[str], str]] = []
     for i, ev in enumerate(events):
         if type(ev) is not dict:
             raise _bad(cid, f"events[{i}]", f"an event must be an object; got {type(ev).__name__}")
@@ -577,8 +680,9 @@ def _scan(cid: str, events: Any) -> tuple:
         if type(eid) is not str or not eid:
             raise _bad(cid, f"events[{i}].id", f"`id` must be a non-empty string; got {eid!r}")
         if eid in ids:
-            raise _bad(cid, f"events[{i}].id", f"duplicate event id `{eid}`")
-        ids.add(eid)
+            raise _bad(cid, f"events[{i}].id",
+                       f"duplicate event id `{eid}` (also events[{ids[eid]}])")
+        ids[eid] = i
         seq = ev.get("seq")
         if type(seq) is not int or seq < 0:
             raise _bad(cid, f"events[{i}].seq",
@@ -587,84 +691,73 @@ def _scan(cid: str, events: Any) -> tuple:
             raise _bad(cid, f"events[{i}].seq",
                        f"event `{eid}` is out of order: seq {seq} does not follow {last_seq}")
         last_seq = seq
-        at = ev.get("at")
-        if at is not None:
+        if "at" in ev:
+            at = ev["at"]
             t = _parse_ts(at, what=f"event `{eid}`: `at`", record=cid, field=f"events[{i}].at")
             if last_at is not None and t < last_at:
                 raise _bad(cid, f"events[{i}].at",
                            f"event `{eid}` is out of order: at {at} is earlier than the event before it")
-            if first_at is None:
-                first_at = t
             last_at = t
         kind = ev.get("kind")
-        if kind == "action":
-            steps.append((i, _str_field(ev, "action", cid, i, eid), eid))
-        elif kind == "milestone":
-            m = _str_field(ev, "milestone", cid, i, eid)
-            if m not in miles:
-                miles[m] = (i, eid)
-        elif kind == "evidence":
-            e = _str_field(ev, "evidence_id", cid, i, eid)
-            b64 = ev.get("bytes_base64")
-            dig = ev.get("sha256")
-            if (b64 is None) == (dig is None):
+        if kind not in _KINDS:
+            raise _bad(cid, f"events[{i}].kind",
+                       f"event `{eid}`: unknown kind {kind!r}; allowed: {', '.join(sorted(_KINDS))}")
+        for key in _REQUIRED[kind]:
+            _str_field(ev, key, cid, i, eid)
+        if kind == "evidence":
+            b64, dig = ev.get("bytes_base64"), ev.get("sha256")
+            if ("bytes_base64" in ev) == ("sha256" in ev):
                 raise _bad(cid, f"events[{i}]",
                            f"evidence event `{eid}` must carry exactly one of `bytes_base64` or `sha256`")
-            if b64 is not None:
-                if type(b64) is not str:
-                    raise _bad(cid, f"events[{i}].bytes_base64", f"evidence event `{eid}`: not base64")
+            if "bytes_base64" in ev:
                 try:
-                    dig = hashlib.sha256(base64.b64decode(b64, validate=True)).hexdigest()
+                    if type(b64) is not str:
+                        raise ValueError
+                    _a2b(b64.encode("ascii"), strict_mode=True)
                 except (binascii.Error, ValueError):
                     raise _bad(cid, f"events[{i}].bytes_base64",
-                               f"evidence event `{eid}`: `bytes_base64` is not valid base64") from None
-            else:
-                if type(dig) is not str or _HEX64.fullmatch(dig) is None:
-                    raise _bad(cid, f"events[{i}].sha256",
-                               f"evidence event `{eid}`: `sha256` {dig!r} is not 64 hexadecimal digits")
-                dig = dig.lower()
-            evid.append((i, e, dig, eid))
+                               f"evidence event `{eid}`: `bytes_base64` is not valid base64 "
+                               "(RFC 4648, padded)") from None
+            elif type(dig) is not str or _HEX64_MATCH(dig) is None:
+                raise _bad(cid, f"events[{i}].sha256",
+                           f"evidence event `{eid}`: `sha256` {dig!r} is not 64 hexadecimal digits")
         elif kind == "claim":
-            c = _str_field(ev, "claim_id", cid, i, eid)
             cites = ev.get("evidence")
             if type(cites) is not list or any(type(x) is not str for x in cites):
                 raise _bad(cid, f"events[{i}].evidence",
                            f"claim event `{eid}`: `evidence` must be a list of evidence ids")
-            claims.append((i, c, cites, eid))
         elif kind == "state":
             kv = ev.get("state")
             if type(kv) is not dict or not kv:
                 raise _bad(cid, f"events[{i}].state",
                            f"state event `{eid}`: `state` must be a non-empty object")
-            for k, v in kv.items():
-                state[k] = (v, eid)
-        elif kind == "fault":
-            faults.append((i, _str_field(ev, "signature", cid, i, eid), eid))
         elif kind == "recovery":
-            sig = _str_field(ev, "signature", cid, i, eid)
-            act = _str_field(ev, "action", cid, i, eid)
             ok = ev.get("success")
             if type(ok) is not bool:
                 raise _bad(cid, f"events[{i}].success",
                            f"recovery event `{eid}`: `success` must be true or false; got {ok!r}")
-            recs.append((i, sig, act, ok, eid))
-            steps.append((i, act, eid))
         elif kind == "terminal":
             if term_id is not None:
                 raise _bad(cid, f"events[{i}]",
                            f"second terminal event `{eid}` (the first was `{term_id}`)")
+            term_id = eid
             st = ev.get("status")
             if st not in _STATUSES:
                 raise _bad(cid, f"events[{i}].status",
-                           f"terminal event `{eid}`: `status` must be completed, abstained or none; got {st!r}")
-            term_i, term_status, term_id = i, st, eid
+                           f"terminal event `{eid}`: `status` must be completed, abstained or none; "
+                           f"got {st!r}")
             if st == "abstained":
-                term_reason = _str_field(ev, "reason", cid, i, eid)
-        else:
-            raise _bad(cid, f"events[{i}].kind",
-                       f"event `{eid}`: unknown kind {kind!r}; allowed: {', '.join(sorted(_KINDS))}")
-    return (term_i, term_status, term_reason, term_id, steps, miles, faults, recs, state, evid,
-            claims, first_at)
+                _str_field(ev, "reason", cid, i, eid)
+
+
+_SCAN_ERRORS = (_Invalid, KeyError, TypeError, AttributeError, ValueError, IndexError, binascii.Error)
+_REQUIRED: dict[str, tuple[str, ...]] = {
+    "action": ("action",), "milestone": ("milestone",), "fault": ("signature",),
+    "recovery": ("signature", "action"), "state": (), "evidence": ("evidence_id",),
+    "claim": ("claim_id",), "terminal": (),
+}
+_a2b = binascii.a2b_base64
+_sha256 = hashlib.sha256
 
 
 def _show(v: Any) -> str:
@@ -683,8 +776,8 @@ def _same(a: Any, b: Any) -> bool:
 
 
 def _evidence(pol: CasePolicy, evid: list, claims: list, limit: int,
-              require_all: bool) -> DimensionOutcome | None:
-    """None when faithful within events before ``limit``; else the failing observation."""
+              require_all: bool) -> tuple | None:
+    """None when faithful within the events before ``limit``; else the failing observation."""
     expected = pol.evidence
     first_seen: dict[str, int] = {}
     for i, e, dig, eid in evid:
@@ -692,41 +785,41 @@ def _evidence(pol: CasePolicy, evid: list, claims: list, limit: int,
             break
         want = expected.get(e)
         if want is not None and dig != want:
-            return DimensionOutcome(
-                "failed", f"evidence `{e}` at {eid} changed: sha256 {dig[:12]}..., locked {want[:12]}...", eid)
+            return ("failed", f"evidence `{e}` at {eid} changed: sha256 {dig[:12]}..., locked "
+                    f"{want[:12]}...", eid)
         if e not in first_seen:
             first_seen[e] = i
-    support = pol.claim_support
     cited: set[tuple[str, str]] = set()
-    for i, c, cites, eid in claims:
-        if i >= limit:
-            break
-        allowed = support.get(c)
-        if allowed is None:
-            return DimensionOutcome(
-                "failed", f"claim `{c}` at {eid} is not supported by any locked evidence", eid)
-        if not cites:
-            return DimensionOutcome("failed", f"claim `{c}` at {eid} cites no evidence", eid)
-        for e in cites:
-            if e not in expected:
-                return DimensionOutcome(
-                    "failed", f"claim `{c}` at {eid} cites evidence `{e}`, which the lock does not hold", eid)
-            if e not in allowed:
-                return DimensionOutcome(
-                    "failed", f"claim `{c}` at {eid} cites evidence `{e}`, which is not locked to support it", eid)
-            s = first_seen.get(e)
-            if s is None or s > i:
-                return DimensionOutcome(
-                    "failed", f"claim `{c}` at {eid} cites evidence `{e}` not seen before it (unseen)", eid)
-            cited.add((c, e))
-    if require_all:
+    if claims:
+        support = pol.claim_support
+        for i, c, cites, eid in claims:
+            if i >= limit:
+                break
+            allowed = support.get(c)
+            if allowed is None:
+                return ("failed", f"claim `{c}` at {eid} is not supported by any locked evidence", eid)
+            if not cites:
+                return ("failed", f"claim `{c}` at {eid} cites no evidence", eid)
+            for e in cites:
+                if e not in allowed:
+                    if e not in expected:
+                        return ("failed", f"claim `{c}` at {eid} cites evidence `{e}`, which the lock "
+                                "does not hold", eid)
+                    return ("failed", f"claim `{c}` at {eid} cites evidence `{e}`, which is not locked "
+                            "to support it", eid)
+                s = first_seen.get(e)
+                if s is None or s > i:
+                    return ("failed", f"claim `{c}` at {eid} cites evidence `{e}` not seen before it "
+                            "(unseen)", eid)
+                cited.add((c, e))
+    if require_all and not (first_seen.keys() >= pol.evidence_ids and cited >= pol.claim_pairs):
         for e, its_claims in pol.evidence_claims:
             if e not in first_seen:
-                return DimensionOutcome("failed", f"locked evidence `{e}` was never observed (missing)", None)
+                return ("failed", f"locked evidence `{e}` was never observed (missing)", None)
             for c in its_claims:
                 if (c, e) not in cited:
-                    return DimensionOutcome(
-                        "failed", f"locked evidence `{e}` is never cited by its claim `{c}` (uncited)", None)
+                    return ("failed", f"locked evidence `{e}` is never cited by its claim `{c}` "
+                            "(uncited)", None)
     return None
 
 
@@ -806,189 +899,180 @@ def grade_case(policy: CasePolicy, events: Sequence[Mapping[str, Any]], *,
     ('failed', ('goal_completion', 'premature_success'))
     """
     cid = policy.case_id if case_id is None else case_id
-    (ti, tstatus, treason, tid, steps, miles, faults, recs, state, evid, claims,
-     first_at) = _scan(cid, events)
+    try:
+        (ti, tstatus, treason, tid, steps, miles, faults, recs, state, evid, claims,
+         first_at) = _scan_fast(events)
+    except _SCAN_ERRORS:
+        _explain(cid, events)
+        raise _bad(cid, "events", "events are malformed") from None  # pragma: no cover
+    n = len(events)
     completed = tstatus == "completed"
     abstained = tstatus == "abstained"
 
     # 1. goal completion: every required milestone before a completed terminal.
-    goal = None
+    late = None  # (milestone, hit) of the first required milestone not before the terminal
+    for m in policy.milestones:
+        hit = miles.get(m)
+        if hit is None or hit[0] > ti:
+            late = (m, hit)
+            break
     if completed:
-        for m in policy.milestones:
-            hit = miles.get(m)
-            if hit is None:
-                goal = DimensionOutcome("failed", f"required milestone `{m}` never observed", tid)
-                break
-            if hit[0] > ti:
-                goal = DimensionOutcome(
-                    "failed", f"required milestone `{m}` first observed at {hit[1]}, after the "
-                    f"completed terminal {tid}", hit[1])
-                break
+        if late is None:
+            goal = ("passed", policy.goal_pass, tid)
+        elif late[1] is None:
+            goal = ("failed", f"required milestone `{late[0]}` never observed", tid)
         else:
-            goal = DimensionOutcome("passed", policy.goal_pass, tid)
+            goal = ("failed", f"required milestone `{late[0]}` first observed at {late[1][1]}, after the "
+                    f"completed terminal {tid}", late[1][1])
     elif abstained:
-        goal = DimensionOutcome(
-            "failed", f"terminal {tid} abstained (`{treason}`); an abstention never completes the goal", tid)
+        goal = ("failed", f"terminal {tid} abstained (`{treason}`); an abstention never completes the goal",
+                tid)
     else:
-        goal = DimensionOutcome(
-            "failed", "no completed terminal" + (f" (terminal {tid} says none)" if tid else ""), tid)
+        goal = ("failed", "no completed terminal" + (f" (terminal {tid} says none)" if tid else ""), tid)
 
     # 2. unnecessary steps: every action (recovery actions included) known and within budget.
     budgets = policy.budgets
-    counts: dict[str, int] = {}
-    for _, name, eid in steps:
-        c = counts.get(name, 0) + 1
-        counts[name] = c
-        b = budgets.get(name)
-        if b is None:
-            step = DimensionOutcome("failed", f"action `{name}` at {eid} has no locked budget (unknown action)", eid)
-            break
-        if c > b:
-            step = DimensionOutcome(
-                "failed", f"action `{name}` at {eid} is occurrence {c}, over its locked budget of {b}", eid)
-            break
-    else:
-        step = DimensionOutcome("passed", f"{len(steps)} action(s), each within its locked budget", None)
+    step = None
+    if steps:
+        counts: dict[str, int] = {}
+        for _, name, eid in steps:
+            c = counts[name] = counts.get(name, 0) + 1
+            b = budgets.get(name)
+            if b is None:
+                step = ("failed", f"action `{name}` at {eid} has no locked budget (unknown action)", eid)
+                break
+            if c > b:
+                step = ("failed", f"action `{name}` at {eid} is occurrence {c}, over its locked budget of {b}",
+                        eid)
+                break
+    if step is None:
+        step = ("passed", _STEPS_PASS[len(steps)] if len(steps) < 16
+                else f"{len(steps)} action(s), each within its locked budget", None)
 
-    # 3. recovery and 4. repeated error.
+    # 3. recovery and 4. repeated error (one pass over the faults).
     pfaults = policy.faults
-    recovery = _NO_FAULTS_RECOVERY
-    repeated = _NO_FAULTS_REPEATED
+    recovery = repeated = None
+    unresolved = None  # premature success: a fault before the terminal not recovered before it
     if faults:
         maxima = policy.max_faults
         fcount: dict[str, int] = {}
-        recovery = repeated = None
         for i, sig, eid in faults:
-            if recovery is None:
-                if sig not in pfaults:
-                    recovery = DimensionOutcome(
-                        "failed", f"fault `{sig}` at {eid} has no locked recoverability (unknown signature)", eid)
-                else:
-                    need = pfaults[sig]
-                    if need is not None and not _recovered(recs, i, sig, need, len(events)):
-                        recovery = DimensionOutcome(
-                            "failed", f"recoverable fault `{sig}` at {eid} has no later successful `{need}` "
-                            f"recovery{_why_unrecovered(recs, i, sig, need)}", eid)
+            need = pfaults.get(sig, _UNKNOWN)
+            if need is _UNKNOWN:
+                if recovery is None:
+                    recovery = ("failed", f"fault `{sig}` at {eid} has no locked recoverability "
+                                "(unknown signature)", eid)
+                if unresolved is None and i < ti:
+                    unresolved = f"fault `{sig}` at {eid} of unknown recoverability"
+            elif need is not None:
+                if recovery is None and not _recovered(recs, i, sig, need, n):
+                    recovery = ("failed", f"recoverable fault `{sig}` at {eid} has no later successful "
+                                f"`{need}` recovery{_why_unrecovered(recs, i, sig, need)}", eid)
+                if unresolved is None and i < ti and not _recovered(recs, i, sig, need, ti):
+                    unresolved = f"a successful `{need}` recovery of fault `{sig}` at {eid}"
             if repeated is None:
-                c = fcount.get(sig, 0) + 1
-                fcount[sig] = c
+                c = fcount[sig] = fcount.get(sig, 0) + 1
                 mx = maxima.get(sig)
                 if mx is None:
-                    repeated = DimensionOutcome(
-                        "failed", f"fault `{sig}` at {eid} has no frozen maximum (unknown signature)", eid)
+                    repeated = ("failed", f"fault `{sig}` at {eid} has no frozen maximum (unknown signature)",
+                                eid)
                 elif c > mx:
-                    repeated = DimensionOutcome(
-                        "failed", f"fault `{sig}` at {eid} is occurrence {c}, above its frozen maximum of {mx}", eid)
+                    repeated = ("failed", f"fault `{sig}` at {eid} is occurrence {c}, above its frozen "
+                                f"maximum of {mx}", eid)
         if recovery is None:
-            recovery = DimensionOutcome(
-                "passed", f"{len(faults)} fault(s); every recoverable one has a later successful locked recovery",
-                None)
+            recovery = ("passed", f"{len(faults)} fault(s); every recoverable one has a later successful "
+                        "locked recovery", None)
         if repeated is None:
-            repeated = DimensionOutcome(
-                "passed", f"{len(faults)} fault(s); no signature above its frozen maximum", None)
+            repeated = ("passed", f"{len(faults)} fault(s); no signature above its frozen maximum", None)
+    else:
+        recovery = _NO_FAULTS_RECOVERY
+        repeated = _NO_FAULTS_REPEATED
 
     # 5. state drift: the last observed value of every required key matches.
     drift = None
     for key, want in policy.required_state:
         got = state.get(key)
         if got is None:
-            drift = DimensionOutcome("failed", f"required key `{key}` was never observed", None)
+            drift = ("failed", f"required key `{key}` was never observed", None)
             break
-        if not _same(got[0], want):
-            drift = DimensionOutcome(
-                "failed", f"required key `{key}` last observed as {_show(got[0])} at {got[1]}; "
-                f"locked {_show(want)}", got[1])
+        v = got[0]
+        if not (v == want and type(v) is type(want) and type(v) in _SCALARS) and not _same(v, want):
+            drift = ("failed", f"required key `{key}` last observed as {_show(v)} at {got[1]}; "
+                     f"locked {_show(want)}", got[1])
             break
     if drift is None:
-        drift = DimensionOutcome("passed", policy.state_pass, None)
+        drift = ("passed", policy.state_pass, None)
+
+    # 8. evidence fidelity (before 6, whose evidence part often reuses it).
+    bad = _evidence(policy, evid, claims, n, not abstained)
+    if bad is not None:
+        fidelity = bad
+    elif abstained:
+        fidelity = _ABSTAINED_EVIDENCE_PASS
+    else:
+        fidelity = ("passed", policy.evidence_pass, None)
 
     # 6. premature success: a completed terminal before any prerequisite.
     if completed:
-        premature = None
-        for m in policy.milestones:
-            hit = miles.get(m)
-            if hit is None or hit[0] > ti:
-                premature = DimensionOutcome(
-                    "failed", f"completed terminal {tid} precedes required milestone `{m}`", tid)
-                break
-        if premature is None:
-            for i, sig, eid in faults:
-                if i > ti:
-                    break
-                if sig not in pfaults:
-                    premature = DimensionOutcome(
-                        "failed", f"completed terminal {tid} with fault `{sig}` at {eid} of unknown "
-                        "recoverability unresolved", tid)
-                    break
-                need = pfaults[sig]
-                if need is not None and not _recovered(recs, i, sig, need, ti):
-                    premature = DimensionOutcome(
-                        "failed", f"completed terminal {tid} precedes a successful `{need}` recovery of "
-                        f"fault `{sig}` at {eid}", tid)
-                    break
-        if premature is None:
-            bad = _evidence(policy, evid, claims, ti, True)
+        if late is not None:
+            premature = ("failed", f"completed terminal {tid} precedes required milestone `{late[0]}`", tid)
+        elif unresolved is not None:
+            premature = ("failed", f"completed terminal {tid} precedes {unresolved}", tid)
+        else:
+            # evidence before the terminal; the full-trajectory result serves when nothing follows it
+            if (evid and evid[-1][0] > ti) or (claims and claims[-1][0] > ti):
+                bad = _evidence(policy, evid, claims, ti, True)
             if bad is not None:
-                premature = DimensionOutcome(
-                    "failed", f"completed terminal {tid} precedes faithful evidence: {bad[1]}", tid)
+                premature = ("failed", f"completed terminal {tid} precedes faithful evidence: {bad[1]}", tid)
             else:
                 premature = _PREMATURE_PASS
     else:
-        premature = DimensionOutcome("not_applicable", f"terminal is {tstatus}, not completed", tid)
+        premature = ("not_applicable", _NOT_COMPLETED[tstatus], tid)
 
     # 7. safe abstention: an allowed reason whose required faults were observed before it.
     if abstained:
         required = policy.reasons.get(treason)
         if required is None:
-            safe = DimensionOutcome(
-                "failed", f"abstention reason `{treason}` at {tid} is not allowed by the lock", tid)
+            safe = ("failed", f"abstention reason `{treason}` at {tid} is not allowed by the lock", tid)
         else:
             seen = {sig for i, sig, _ in faults if i < ti}
             lacking = [s for s in required if s not in seen]
             if lacking:
-                safe = DimensionOutcome(
-                    "failed", f"abstention `{treason}` at {tid} requires fault `{lacking[0]}` observed "
-                    "before it; it was not", tid)
+                safe = ("failed", f"abstention `{treason}` at {tid} requires fault `{lacking[0]}` observed "
+                        "before it; it was not", tid)
             else:
-                safe = DimensionOutcome(
-                    "passed", f"abstention `{treason}` is allowed and its {len(required)} required "
-                    "fault(s) were observed before it (honest, never success)", tid)
+                safe = ("passed", f"abstention `{treason}` is allowed and its {len(required)} required "
+                        "fault(s) were observed before it (honest, never success)", tid)
     else:
-        safe = DimensionOutcome("not_applicable", f"terminal is {tstatus}, not abstained", tid)
+        safe = ("not_applicable", _NOT_ABSTAINED[tstatus], tid)
 
-    # 8. evidence fidelity.
-    bad = _evidence(policy, evid, claims, len(events), not abstained)
-    if bad is not None:
-        fidelity = bad
-    elif abstained:
-        fidelity = DimensionOutcome(
-            "passed", "no claim rests on missing, changed or unseen evidence; the case abstained, so the "
-            "locked evidence is not required", None)
-    else:
-        fidelity = DimensionOutcome("passed", policy.evidence_pass, None)
-
-    dims = (goal, step, recovery, repeated, drift, premature, safe, fidelity)
+    # One failing dimension holds the case; only goal completion is excused for a safe abstention.
     if completed:
-        decision = "passed"
-        for d in dims:
-            if d[0] == "failed":
-                decision = "failed"
-                break
+        decision = "failed" if "failed" in (goal[0], step[0], recovery[0], repeated[0], drift[0],
+                                            premature[0], fidelity[0]) else "passed"
     elif abstained and safe[0] == "passed":
-        decision = "safely-abstained"
-        for d in dims[1:]:
-            if d[0] == "failed":
-                decision = "failed"
-                break
+        decision = "failed" if "failed" in (step[0], recovery[0], repeated[0], drift[0], premature[0],
+                                            fidelity[0]) else "safely-abstained"
     else:
         decision = "failed"
-    return CaseGrade(cid, decision, (tstatus, tid, treason), dims, first_at)
+    return _tuple_new(CaseGrade, (cid, decision, (tstatus, tid, treason),
+                                  (goal, step, recovery, repeated, drift, premature, safe, fidelity),
+                                  first_at))
 
 
-_NO_FAULTS_RECOVERY = DimensionOutcome("passed", "no fault observed; nothing to recover", None)
-_NO_FAULTS_REPEATED = DimensionOutcome("passed", "no fault observed; no signature repeated", None)
-_PREMATURE_PASS = DimensionOutcome(
+_tuple_new = tuple.__new__
+_NOT_ABSTAINED = {s: f"terminal is {s}, not abstained" for s in _STATUSES}
+_NOT_COMPLETED = {s: f"terminal is {s}, not completed" for s in _STATUSES}
+_UNKNOWN = object()
+_SCALARS = frozenset((str, int, bool))
+_STEPS_PASS = tuple(f"{k} action(s), each within its locked budget" for k in range(16))
+_NO_FAULTS_RECOVERY = ("passed", "no fault observed; nothing to recover", None)
+_NO_FAULTS_REPEATED = ("passed", "no fault observed; no signature repeated", None)
+_PREMATURE_PASS = (
     "passed", "every milestone, recovery and faithful evidence precedes the completed terminal", None)
+_ABSTAINED_EVIDENCE_PASS = (
+    "passed", "no claim rests on missing, changed or unseen evidence; the case abstained, so the "
+    "locked evidence is not required", None)
 
 
 # --------------------------------------------------------------------------- cohort
