@@ -58,6 +58,7 @@ __all__ = [
     "data_sources",
     "demo_data",
     "example_path",
+    "judgebench_presented",
     "check_params",
     "current_week",
     "file_digest",
@@ -101,7 +102,7 @@ def _theme_config() -> dict[str, Any]:
             "view": {"continuousWidth": 460, "continuousHeight": 260, "stroke": None},
             "title": {"anchor": "start", "fontSize": 14, "fontWeight": 600, "subtitleFontSize": 11,
                       "subtitleColor": "#555555", "offset": 8},
-            "axis": {"labelFontSize": 11, "titleFontSize": 12, "titleFontWeight": 500,
+            "axis": {"labelFontSize": 11, "titleFontSize": 12, "titleFontWeight": 500, "labelLimit": 320,
                      "gridColor": "#eeeeee", "domainColor": "#888888", "tickColor": "#888888"},
             "legend": {"labelFontSize": 11, "titleFontSize": 11, "orient": "right"},
             "header": {"labelFontSize": 12, "titleFontSize": 12},
@@ -264,31 +265,36 @@ def judge_frontier_chart(
         df.loc[df[canary_rejected].astype(bool), "status"] = "rejected by canary"
     df = df[["judge", "accuracy", "ci_low", "ci_high", "cost", "latency", "status"]]
     positive = (df["cost"] > 0).all()
-    log = bool(positive and df["cost"].max() / df["cost"].min() > 30)
-    xscale = alt.Scale(type="log") if log else alt.Scale(zero=False)
+    log = bool(positive and df["cost"].max() / df["cost"].min() > 10)
+    cmin, cmax = float(df["cost"].min()), float(df["cost"].max())
+    xscale = (alt.Scale(type="log", domain=[cmin / 1.6, cmax * 1.6], nice=False) if log
+              else alt.Scale(zero=False, padding=20))
     x = alt.X("cost:Q", title=cost_title + (" (log scale)" if log else ""), scale=xscale)
     domain = ["on the frontier", "dominated", "rejected by canary"]
     color = alt.Color("status:N", title=None, scale=alt.Scale(domain=domain, range=[_ACCENT, _MUTED, _WARN]))
     shape = alt.Shape("status:N", title=None, scale=alt.Scale(domain=domain, range=["circle", "circle", "cross"]))
     opacity = alt.condition(alt.datum.status == "dominated", alt.value(0.45), alt.value(1.0))
-    yscale = alt.Scale(domain=[max(0.0, float(df["ci_low"].min()) - 0.05), min(1.0, float(df["ci_high"].max()) + 0.05)])
+    lo_y = float(np.nanmin(df[["ci_low", "accuracy"]].to_numpy(float)))
+    hi_y = float(np.nanmax(df[["ci_high", "accuracy"]].to_numpy(float)))
+    yscale = alt.Scale(domain=[max(0.0, lo_y - 0.05), min(1.0, hi_y + 0.02)], zero=False, nice=False)
+    y = alt.Y("accuracy:Q", title=accuracy_title, scale=yscale)
     base = alt.Chart(df)
     bars = base.mark_rule(strokeWidth=2).encode(
         x=x, y=alt.Y("ci_low:Q", title=accuracy_title, scale=yscale), y2="ci_high:Q", color=color, opacity=opacity
     )
     tooltip = ["judge:N", alt.Tooltip("accuracy:Q", format=".3f"), alt.Tooltip("ci_low:Q", format=".3f"),
                alt.Tooltip("ci_high:Q", format=".3f"), alt.Tooltip("cost:Q", format=".4g"), "status:N"]
-    enc: dict[str, Any] = {"x": x, "y": "accuracy:Q", "color": color, "shape": shape, "opacity": opacity,
+    enc: dict[str, Any] = {"x": x, "y": y, "color": color, "shape": shape, "opacity": opacity,
                            "tooltip": tooltip}
     if latency:
         enc["size"] = alt.Size("latency:Q", title=latency_title, scale=alt.Scale(range=[40, 400]))
     points = base.mark_point(filled=True).encode(**enc)
     labels = base.mark_text(align="left", dx=9, dy=-7, fontSize=10).encode(
-        x=x, y="accuracy:Q", text="judge:N", opacity=opacity
+        x=x, y=y, text="judge:N", opacity=opacity
     )
     front = df[df["status"] != "dominated"].copy()
     front = front[front["status"] == "on the frontier"].sort_values("cost")
-    line = alt.Chart(front).mark_line(color=_ACCENT, strokeDash=[5, 3], strokeWidth=1.5).encode(x=x, y="accuracy:Q")
+    line = alt.Chart(front).mark_line(color=_ACCENT, strokeDash=[5, 3], strokeWidth=1.5).encode(x=x, y=y)
     return alt.layer(line, bars, points, labels).properties(
         title=alt.Title(title, subtitle="bars: confidence interval; dashed line: Pareto frontier on point estimates")
     )
@@ -347,6 +353,7 @@ def bias_forest_chart(
     lean: str = "lean",
     bias_title: str = "signed bias (judge positive rate − human positive rate)",
     title: str = "Direction of error",
+    subtitle: str = "left of zero: the judge says 'positive' less often than humans; right: more often",
 ) -> Any:
     """Forest plot of signed bias with intervals per judge and dimension, the lean in words beside it.
 
@@ -358,7 +365,10 @@ def bias_forest_chart(
     _need(frame, [judge, dimension, bias, ci_low, ci_high, lean], "frame")
     _small(frame, "frame", "judge x dimension")
     df = _numeric(frame, [bias, ci_low, ci_high], "frame")
-    df["row"] = df[dimension].astype(str) + " · " + df[judge].astype(str)
+    if df[dimension].nunique() > 1:
+        df["row"] = df[dimension].astype(str) + " · " + df[judge].astype(str)
+    else:  # one dimension: it goes in the title, the rows name the judges
+        df["row"] = df[judge].astype(str)
     df = df.rename(columns={bias: "bias", ci_low: "ci_low", ci_high: "ci_high"})
     df["lean_text"] = df[lean].astype(str)
     df["interval"] = [format_interval(b, lo, hi) for b, lo, hi in zip(df["bias"], df["ci_low"], df["ci_high"], strict=True)]
@@ -367,7 +377,7 @@ def bias_forest_chart(
     lim = float(np.nanmax(np.abs(df[["bias", "ci_low", "ci_high"]].to_numpy(float)))) if df["bias"].notna().any() else 1.0
     lim = min(1.0, max(0.05, lim * 1.15))
     xs = alt.Scale(domain=[-lim, lim])
-    y = alt.Y("row:N", sort=order, title=None)
+    y = alt.Y("row:N", sort=order, title=None, axis=alt.Axis(labelLimit=320))
     base = alt.Chart(df)
     zero = alt.Chart(pd.DataFrame({"x": [0.0]})).mark_rule(color="#444444", strokeDash=[3, 3]).encode(x=alt.X("x:Q", scale=xs))
     rules = base.mark_rule(strokeWidth=2, color=_ACCENT).encode(
@@ -381,9 +391,7 @@ def bias_forest_chart(
     nums = base.mark_text(align="left", fontSize=10, color="#555555").encode(
         y=alt.Y("row:N", sort=order, axis=None), text="interval:N", x=alt.value(0)
     ).properties(width=140, height=alt.Step(22), title="bias [interval]")
-    return alt.hconcat(forest, nums, words, spacing=8).properties(
-        title=alt.Title(title, subtitle="left of zero: the judge says 'positive' less often than humans; right: more often")
-    )
+    return alt.hconcat(forest, nums, words, spacing=8).properties(title=alt.Title(title, subtitle=subtitle))
 
 
 def agreement_chart(
@@ -495,7 +503,7 @@ def confusion_heatmap(
     df["predicted"] = df["predicted"].astype(str)
     cats = list(order) if order else sorted(set(df["truth"]) | set(df["predicted"]))
     base = alt.Chart().encode(
-        x=alt.X("predicted:N", sort=cats, title="judge said"),
+        x=alt.X("predicted:N", sort=cats, title="judge said", axis=alt.Axis(labelAngle=0)),
         y=alt.Y("truth:N", sort=cats, title="human said"),
     )
     rect = base.mark_rect().encode(
@@ -712,6 +720,48 @@ def demo_data(sources: DataSources, *, n_traces: int = 3000, seed: int = 0) -> t
     note = (f"demo corpus generated in memory: evaltk.datasets.make_demo(n_traces={n_traces}, seed={seed}), "
             f"generator version {datasets.GENERATOR_VERSION}; synthetic data with planted judge behaviours")
     return d, [], note
+
+
+def judgebench_presented(judgments: pd.DataFrame) -> pd.DataFrame:
+    """JudgeBench judgments in the frame the judge saw, for position bias.
+
+    Trial 0 shows the pair in its original order, trial 1 swapped (the data's
+    ``decision`` is already in the presented frame).  The label is flipped for
+    trial 1 so that ``label_presented`` says which *shown* position is better.
+    A judge with no position bias says ``A>B`` (first shown wins) as often as
+    ``label_presented`` does; saying it more often is a first-position bias.
+
+    Parameters
+    ----------
+    judgments : DataFrame
+        From :func:`evaltk.datasets.load_judgebench` (``judge_model, pair_id,
+        trial, label, decision``).
+
+    Returns
+    -------
+    DataFrame
+        ``judge, pair_id, trial, decision, label_presented``; ``decision`` keeps
+        ``A=B`` and None (abstentions for the bias statistics).
+
+    Examples
+    --------
+    >>> j = pd.DataFrame({"judge_model": ["m", "m"], "pair_id": ["p", "p"], "trial": [0, 1],
+    ...                   "label": ["A>B", "A>B"], "decision": ["A>B", "A>B"]})
+    >>> judgebench_presented(j)[["trial", "decision", "label_presented"]].values.tolist()
+    [[0, 'A>B', 'A>B'], [1, 'A>B', 'B>A']]
+    """
+    judgments = _frame(judgments, "judgments")
+    _need(judgments, ["judge_model", "pair_id", "trial", "label", "decision"], "judgments")
+    bad = ~judgments["trial"].isin([0, 1])
+    if bad.any():
+        raise InputError(f"trial must be 0 or 1; got {judgments.loc[bad, 'trial'].iloc[0]!r}.", field="trial")
+    flip = {"A>B": "B>A", "B>A": "A>B"}
+    label = judgments["label"].astype(str)
+    presented = np.where(judgments["trial"].to_numpy() == 1, label.map(flip), label)
+    return pd.DataFrame({"judge": judgments["judge_model"].to_numpy(), "pair_id": judgments["pair_id"].to_numpy(),
+                         "trial": judgments["trial"].to_numpy(),
+                         "decision": judgments["decision"].astype(object).to_numpy(),
+                         "label_presented": presented})
 
 
 # --------------------------------------------------------------------------- notebook parameters
@@ -957,12 +1007,12 @@ def notebooks_dir() -> Path:
     here = Path(__file__).resolve().parent
     candidates += [here / "notebooks", here.parent / "notebooks"]
     for c in candidates:
-        if c.is_dir() and (c / f"{_INDEX}.py").is_file():
+        if c.is_dir() and any((c / f"{n}.py").is_file() for n in NOTEBOOKS):
             return c
     raise UnreadableInput(
         "cannot find the report notebooks (looked in "
         + ", ".join(str(c) for c in candidates)
-        + "); set EVALTK_NOTEBOOKS to the folder holding weekly.py."
+        + "); set EVALTK_NOTEBOOKS to the folder holding weekly.py and the others."
     )
 
 

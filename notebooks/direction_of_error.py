@@ -1,0 +1,169 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Direction of error: which way each judge leans against the humans
+#
+# A provisional measure is not noise: its error usually has a direction even when its size
+# is unknown, and the direction is what tells you which conclusions survive (seed 002,
+# "What stands in for each construct, and which way the error runs").  Here the direction
+# is measured, per judge and dimension, against the human anchor on the items both
+# labelled:
+#
+# * **binary dimensions** (`x_task`, per-step `x_ctx`): signed bias = the judge's "yes" rate
+#   minus the humans' "yes" rate, with Newcombe's paired interval;
+# * **ordinal dimensions** (`x_eff`: lots 0, a few 0.5, none 1): the mean of judge minus
+#   human on that scale, with a t interval.
+#
+# The lean is read from the interval: *overstates* when it lies above zero, *understates*
+# below zero, *no detectable lean* when it covers zero, *unknown* without a human anchor.
+# "Cannot tell" on either side takes the item out, and is counted.
+#
+# What this does not support: a judge's lean against humans says how the *judge* errs; it
+# does not make the dimension calibrated, and it does not give an absolute level (a
+# provisional score says which way things moved, not where you are).
+
+# %% tags=["parameters"]
+week = ""  # ISO week like 2026-W48; empty means the current week
+data_dir = ""  # folder with real data: judgebench/judgments.csv or a demo folder; empty means demo only
+confidence_level = 0.95
+seed = 0
+n_traces = 3000  # size of the generated demo corpus when no demo folder is given
+judges = []  # judges to include; empty means all
+dimensions = ["x_task", "x_ctx", "x_eff"]  # demo dimensions to analyse
+
+# %%
+import pandas as pd
+from IPython.display import Markdown, display
+
+from evaltk import datasets, direction, report, scoring, selection
+from evaltk.errors import InputError
+
+params = report.check_params(week=week, data_dir=data_dir, confidence_level=confidence_level, seed=seed,
+                             n_traces=n_traces, judges=judges, dimensions=dimensions)
+report.use_theme()
+sources = report.data_sources(params["data_dir"])
+inputs = []
+SCALES = {"x_task": "binary", "x_ctx": "binary", "x_eff": "ordinal"}
+unknown = sorted(set(dimensions) - set(SCALES))
+if unknown:
+    raise InputError(f"no judge-vs-human comparison for {unknown}; choose among {sorted(SCALES)}.",
+                     field="dimensions")
+display(Markdown(f"**Week {params['week']}** · confidence level {confidence_level:.0%}"))
+
+# %% [markdown]
+# ## Demo corpus: every judge against the human anchor
+
+# %%
+demo, demo_files, demo_note = report.demo_data(sources, n_traces=n_traces, seed=seed)
+inputs += demo_files
+answers = demo.answers
+if judges:
+    missing = sorted(set(judges) - set(answers["rater"]))
+    if missing:
+        raise InputError(f"no answers from judge(s) {missing}; judges present: "
+                         f"{sorted(answers['rater'].unique())}.", field="judges")
+    answers = answers[answers["rater"].isin(judges)]
+frames = []
+for dim in dimensions:
+    c = selection.anchor_correctness(answers, demo.labels, measure=dim)
+    frames.append(pd.DataFrame({"dimension": dim, "judge": c["judge"], "judge_answer": c["judge_answer"],
+                                "human": c["human_answer"]}))
+pairs = pd.concat(frames, ignore_index=True)
+rows = []
+for j, g in pairs.groupby("judge", sort=True):
+    t = direction.direction_table(
+        g.rename(columns={"judge_answer": "judge_label"}), judge="judge_label", human="human",
+        scales={d: SCALES[d] for d in dimensions}, positive="yes",
+        categories={"x_eff": {"lots": 0.0, "a_few": 0.5, "none": 1.0}}, abstain=["cannot_tell"],
+        confidence_level=confidence_level)
+    t.insert(0, "judge", j)
+    rows.append(t)
+table = pd.concat(rows, ignore_index=True)
+display(Markdown(f"Source: {demo_note}."))
+report.bias_forest_chart(table.rename(columns={"statistic": "bias"}),
+                         bias_title="judge − human (binary: yes-rate difference; x_eff: mean on 0..1)",
+                         title="Direction of error per judge and dimension (demo corpus)",
+                         subtitle="right of zero: the judge is kinder than the humans (more yes, less waste); "
+                                  "left: harsher")
+
+# %% [markdown]
+# Each row is one dimension and judge.  Right of the dashed zero line the judge is kinder
+# than the humans (more "yes", less waste); left of it, harsher.
+
+# %%
+shown = table.copy()
+shown["estimate [interval]"] = [report.format_interval(s, lo, hi, digits=3) for s, lo, hi in
+                                zip(shown["statistic"], shown["ci_low"], shown["ci_high"], strict=True)]
+shown["p"] = shown["pvalue"].map(lambda p: "—" if pd.isna(p) else f"{p:.3g}")
+shown["coverage"] = shown["coverage"].map(lambda c: "—" if pd.isna(c) else f"{c:.0%}")
+shown[["judge", "dimension", "lean", "estimate [interval]", "p", "n_pairs", "n_excluded", "coverage",
+       "method"]].set_index(["judge", "dimension"])
+
+# %% [markdown]
+# ### What the standard says the proxies measure, beside what was measured here
+#
+# The seed's direction-of-error note for each dimension is about the *construct* a deployed
+# proxy measures; the lean above is about each *judge* against humans on this data.  They
+# answer different questions and both belong in a reading of the scores.
+
+# %%
+pd.DataFrame({"dimension": dimensions,
+              "seed 002 direction of error (the construct)": [scoring.DIRECTION_OF_ERROR[d] for d in dimensions],
+              "judges measured here": [", ".join(f"{r.judge}: {r.lean}" for r in table[table["dimension"] == d].itertuples())
+                                       for d in dimensions]}).set_index("dimension")
+
+# %% [markdown]
+# ## JudgeBench: position bias of real judges
+#
+# With JudgeBench in the data folder, each judge's preference for the response shown
+# **first** is measured against the label in the frame it was shown (the pair is shown
+# in both orders; "A>B" means the first-shown response wins).  *Overstates* means the judge
+# picks the first-shown response more often than the labels warrant: a first-position
+# bias.  Ties ("A=B") and unparsable verdicts are abstentions, excluded and counted.
+# The two orderings of one pair are treated as two items, so the interval is somewhat
+# narrower than one that resampled pairs would be.
+
+# %%
+if sources.judgebench is None:
+    display(Markdown("*No `judgebench/judgments.csv` under the data folder: this section is empty. "
+                     "Run with `--data ../shared/data` to include it.*"))
+else:
+    inputs.append(sources.judgebench)
+    shownjb = report.judgebench_presented(datasets.load_judgebench(sources.judgebench))
+    jb_rows = []
+    for j, g in shownjb.groupby("judge", sort=True):
+        r = direction.signed_bias(g["decision"].tolist(), g["label_presented"].tolist(), positive="A>B",
+                                  negative="B>A", abstain=["A=B"], confidence_level=confidence_level)
+        f = r.to_frame()
+        f.insert(0, "judge", j)
+        jb_rows.append(f)
+    jb_table = pd.concat(jb_rows, ignore_index=True)
+    jb_table["dimension"] = "first position wins"
+    display(Markdown(f"Source: {sources.judgebench}."))
+    display(report.bias_forest_chart(jb_table.rename(columns={"statistic": "bias"}),
+                                     bias_title="judge 'first wins' rate − label 'first wins' rate",
+                                     title="JudgeBench: position bias per judge",
+                                     subtitle="right of zero: the judge picks the first-shown response "
+                                              "more often than the labels do"))
+    jb_table["bias [interval]"] = [report.format_interval(s, lo, hi, digits=3) for s, lo, hi in
+                                   zip(jb_table["statistic"], jb_table["ci_low"], jb_table["ci_high"], strict=True)]
+    display(jb_table[["judge", "lean", "bias [interval]", "judge_rate", "human_rate", "n_pairs",
+                      "n_judge_abstained", "mcnemar_midp"]].rename(
+        columns={"human_rate": "label_rate"}).set_index("judge"))
+
+# %% [markdown]
+# ## How this report was made
+
+# %%
+report.provenance("direction_of_error", params, inputs, notes=[demo_note])

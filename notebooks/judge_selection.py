@@ -1,0 +1,165 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Judge selection: accuracy, cost and latency, the Pareto frontier, the canaries
+#
+# Which judge should score this week's runs?  Each candidate judge is swept against the
+# human anchor (the human labels of an item folded by majority) on **accuracy with an
+# interval**, **cost** and **latency**, and the **Pareto frontier** is drawn: a judge is on
+# it when no other judge is at least as accurate, as cheap and as fast, and strictly
+# better on one of them.  A **canary set** of known failures rejects any judge that passes
+# one, whatever its place on the frontier (seed 002, "Judge selection").
+#
+# What this does not support: where two judges' accuracy intervals overlap, their order is
+# not supported by the data, whatever the point estimates say (seed 002, "Ranking anything
+# whose intervals overlap: No").  The table below says which orderings are supported.
+
+# %% tags=["parameters"]
+week = ""  # ISO week like 2026-W48; empty means the current week
+data_dir = ""  # folder with real data: judgebench/judgments.csv or a demo folder; empty means demo only
+confidence_level = 0.95
+seed = 0
+n_traces = 3000  # size of the generated demo corpus (when no demo folder is given)
+measure = "x_task"  # the dimension judges are selected on
+judges = []  # judges to include; empty means all
+n_resamples = 2000  # paired bootstrap resamples for the differences between judges
+judge_costs = {}  # JudgeBench has no prices: a mapping judge_name to cost per pair draws a frontier
+
+# %%
+import pandas as pd
+from IPython.display import Markdown, display
+
+from evaltk import datasets, report, selection
+from evaltk.errors import InputError
+
+params = report.check_params(week=week, data_dir=data_dir, confidence_level=confidence_level, seed=seed,
+                             n_traces=n_traces, measure=measure, judges=judges, n_resamples=n_resamples,
+                             judge_costs=judge_costs)
+report.use_theme()
+sources = report.data_sources(params["data_dir"])
+inputs = []
+display(Markdown(f"**Week {params['week']}** · confidence level {confidence_level:.0%} · "
+                 f"selection measure `{measure}`"))
+
+# %% [markdown]
+# ## Demo corpus: four judges against the human labels
+
+# %%
+demo, demo_files, demo_note = report.demo_data(sources, n_traces=n_traces, seed=seed)
+inputs += demo_files
+answers = demo.answers[demo.answers["measure"] == measure]
+if judges:
+    unknown = sorted(set(judges) - set(answers["rater"]))
+    if unknown:
+        raise InputError(f"no answers from judge(s) {unknown} on {measure}; "
+                                f"judges present: {sorted(answers['rater'].unique())}.", field="judges")
+    answers = answers[answers["rater"].isin(judges)]
+if answers.empty:
+    raise InputError(f"the demo answers have no measure {measure!r}; "
+                            f"measures: {sorted(demo.answers['measure'].unique())}.", field="measure")
+correct = selection.anchor_correctness(answers, demo.labels, measure=measure)
+costs = selection.judge_costs(answers)
+hits = selection.canary_hits(answers, demo.canaries)
+sel = selection.select_judges(correct, costs, canaries=hits, confidence_level=confidence_level,
+                              n_resamples=n_resamples, rng=seed)
+display(Markdown(f"Source: {demo_note}. Human anchor: {correct.attrs['anchor']['items_with_anchor']} "
+                 f"labelled items on `{measure}`; canary set: {len(demo.canaries)} known failures."))
+report.judge_frontier_chart(sel.table, cost="cost_per_item", latency="latency_p50",
+                            canary_rejected="rejected", cost_title="cost per item (USD)",
+                            title=f"Judge selection on {measure}: accuracy against cost")
+
+# %% [markdown]
+# Dots are judges; the vertical bar is the accuracy interval; the dot's size is the median
+# latency.  Faded judges are dominated; red crosses passed at least one canary and are
+# rejected.  Accuracy is computed on the items the judge answered; coverage (the share it
+# answered) is in the table, never folded into accuracy.
+
+# %%
+t = sel.table.copy()
+t["accuracy [interval]"] = [report.format_interval(a, lo, hi, digits=3)
+                            for a, lo, hi in zip(t["accuracy"], t["ci_low"], t["ci_high"], strict=True)]
+t["coverage"] = t["coverage"].map("{:.0%}".format)
+t["cost per item (USD)"] = t["cost_per_item"].map("{:.4f}".format)
+t["latency p50 / p95 (ms)"] = [f"{a:.0f} / {b:.0f}" for a, b in zip(t["latency_p50"], t["latency_p95"], strict=True)]
+t["canaries passed"] = t["canaries_passed"].map(lambda x: ", ".join(x) if len(x) else "none")
+t[["judge", "accuracy [interval]", "coverage", "n_answered", "cost per item (USD)", "latency p50 / p95 (ms)",
+   "canaries passed", "status"]].set_index("judge")
+
+# %% [markdown]
+# ### Which orderings the data supports
+#
+# Every pair of judges: the point order, whether the accuracy intervals overlap, and the
+# paired bootstrap interval of the difference on the items both answered.  An ordering
+# is supported only when the intervals do not overlap.
+
+# %%
+o = sel.orderings.copy()
+o["difference [interval]"] = [report.format_interval(d, lo, hi, digits=3) for d, lo, hi in
+                              zip(o["difference"], o["difference_ci_low"], o["difference_ci_high"], strict=True)]
+o[["verdict", "difference [interval]", "n_common_items"]]
+
+# %% [markdown]
+# ## JudgeBench: published judges on real pairwise data
+#
+# When the data folder holds JudgeBench (Tan et al., 2024), each judge's accuracy is
+# recomputed from the raw judgments with JudgeBench's own fold rule (the two orderings of a
+# pair: +1 per trial that matches the label, -1 per trial that contradicts it; the pair is
+# correct when the sum is positive; a tie counts as not correct, as JudgeBench publishes it),
+# with a Wilson interval.  JudgeBench records no cost, latency or canary set, so no frontier
+# is drawn unless you pass `judge_costs`.
+#
+# Read with care: claude-3-haiku was run on a different population of pairs (responses of
+# claude-3.5-sonnet, 270 pairs) from the other judges (gpt-4o responses, 350 pairs), so its
+# accuracy is not comparable with theirs (seed 002: no comparison across populations).
+
+# %%
+if sources.judgebench is None:
+    display(Markdown("*No `judgebench/judgments.csv` under the data folder: this section is empty. "
+                     "Run with `--data ../shared/data` to include it.*"))
+    jb_table = None
+else:
+    inputs.append(sources.judgebench)
+    jb = datasets.load_judgebench(sources.judgebench)
+    outcomes = datasets.judgebench_pair_outcomes(jb)
+    # the judge is the model; judge_name is only the prompt family (arena_hard, reward_model)
+    jb_correct = outcomes.rename(columns={"judge_model": "judge"})[["judge", "pair_id", "correct"]]
+    jb_costs = None
+    if judge_costs:
+        missing = sorted(set(jb_correct["judge"]) - set(judge_costs))
+        if missing:
+            raise InputError(f"`judge_costs` has no price for {missing}.", field="judge_costs")
+        jb_costs = pd.DataFrame({"judge": list(judge_costs), "cost_per_item": list(judge_costs.values())})
+    jb_sel = selection.select_judges(jb_correct, jb_costs, confidence_level=confidence_level,
+                                     n_resamples=n_resamples, rng=seed, item=["pair_id"])
+    jb_table = jb_sel.table
+    display(Markdown(f"Source: {sources.judgebench} ({len(jb)} judgments, "
+                     f"{outcomes['pair_id'].nunique()} response pairs, {jb_table.shape[0]} judges)."))
+    if jb_costs is not None:
+        display(report.judge_frontier_chart(jb_table, cost="cost_per_item", latency=None,
+                                            cost_title="cost per pair (your prices)",
+                                            title="JudgeBench: accuracy against the cost you supplied"))
+    else:
+        display(report.judge_accuracy_chart(jb_table, accuracy_title="pair accuracy (JudgeBench fold)",
+                                            title="JudgeBench: per-judge accuracy with intervals"))
+    jt = jb_table.copy()
+    jt["accuracy [interval]"] = [report.format_interval(a, lo, hi, digits=3)
+                                 for a, lo, hi in zip(jt["accuracy"], jt["ci_low"], jt["ci_high"], strict=True)]
+    display(jt[["judge", "accuracy [interval]", "n_answered", "n_correct", "status"]].set_index("judge"))
+    display(jb_sel.orderings[["verdict"]])
+
+# %% [markdown]
+# ## How this report was made
+
+# %%
+report.provenance("judge_selection", params, inputs, notes=[demo_note])
