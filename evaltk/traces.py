@@ -307,7 +307,8 @@ class AnswerRecords:
     ----------
     table : DataFrame
         ``trace_id, measure, step, rater, answer, confidence, cost, latency_ms,
-        rater_version`` plus ``source`` and ``record`` (where each row came from).
+        rater_version`` (normalised) plus ``ledger_row`` (the row's position in
+        ``ledger``) and ``record`` (its line or row number in the source).
     ledger : DataFrame
         One row per input row; malformed rows are already ``dropped``.
     kind : str
@@ -480,7 +481,7 @@ def _split_lines(data: bytes, name: str) -> tuple[list[int], list[Any]]:
 
 
 def _error(bad: _Bad, name: str, record: Any) -> SchemaViolation:
-    return SchemaViolation(bad.detail, file=name, record=record, field=bad.field)
+    return SchemaViolation(bad.detail, file=name, record=int(record), field=bad.field)
 
 
 # --------------------------------------------------------------------------- trace validation
@@ -865,8 +866,28 @@ def _validate_arrow(table: pa.Table) -> tuple[dict[str, Any], np.ndarray, np.nda
     return columns, code, suspect
 
 
+def _s(values: Any) -> pd.Series:
+    """A pandas ``str`` Series (Arrow-backed, NaN where absent) from a list, array or Arrow array."""
+    if isinstance(values, pd.Series):
+        values = values.array
+    if hasattr(values, "__arrow_array__"):
+        values = pa.array(values)
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    if not isinstance(values, pa.Array):
+        values = pa.array(values if isinstance(values, list | np.ndarray) else list(values),
+                          type=pa.string(), from_pandas=True)
+    elif not pa.types.is_string(values.type):
+        values = values.cast(pa.string())
+    return pd.Series(pd.array(values, dtype=_STR))
+
+
+def _const(value: str, n: int) -> pd.Series:
+    return _s(pa.repeat(pa.scalar(value, pa.string()), n))
+
+
 def _empty_str(n: int = 0) -> pd.Series:
-    return pd.Series(pd.array([None] * n, dtype=_STR))
+    return _s(pa.nulls(n, pa.string()))
 
 
 def _str_series(a: Any) -> pd.Series:
@@ -877,8 +898,8 @@ def _str_series(a: Any) -> pd.Series:
             a = pa.nulls(len(a), pa.string())
         elif not pa.types.is_string(a.type):
             a = a.cast(pa.string())
-        return pd.Series(pd.array(a, dtype=_STR))
-    return pd.Series(pd.array(list(a), dtype=_STR))
+        return _s(a)
+    return _s(list(a))
 
 
 def _build_tables(*, tid: pa.Array, task: pa.Array, domain: pa.Array, agent: pa.Array,
@@ -915,7 +936,7 @@ def _build_tables(*, tid: pa.Array, task: pa.Array, domain: pa.Array, agent: pa.
     s_index = take(s_index)
     tid_s = _str_series(tid)
     steps = pd.DataFrame({
-        "trace_id": pd.Series(pd.array(tid_s.array[step_run] if n else [], dtype=_STR)),
+        "trace_id": _s(tid_s.array[step_run] if n else []),
         "index": s_index.astype(np.int64),
         "action": _str_series(take(s_action)),
         "target": _str_series(blank_to_null(take(s_target))),
@@ -934,7 +955,7 @@ def _build_tables(*, tid: pa.Array, task: pa.Array, domain: pa.Array, agent: pa.
         derived = np.asarray(_apply_rule(rule, list(uniq)), dtype=object)
         vals = dom_s.to_numpy(dtype=object, na_value=None)
         vals[from_rule] = derived[codes] if len(uniq) else []
-        dom_s = pd.Series(pd.array(vals, dtype=_STR))
+        dom_s = _s(vals)
     # steps_missing: index gaps, or a source reporting more steps than recorded
     first = np.zeros(n, np.int64)
     last = np.zeros(n, np.int64)
@@ -954,9 +975,8 @@ def _build_tables(*, tid: pa.Array, task: pa.Array, domain: pa.Array, agent: pa.
         "trace_id": tid_s,
         "task": _str_series(task),
         "domain": dom_s,
-        "domain_source": pd.Series(pd.array(np.where(from_rule, "rule", "record").astype(object),
-                                            dtype=_STR)),
-        "status": pd.Series(pd.array(["complete"] * n, dtype=_STR)),
+        "domain_source": _s(np.where(from_rule, "rule", "record").astype(object)),
+        "status": _const("complete", n),
         "n_steps": np.asarray(n_steps, np.int64),
         "agent": _str_series(blank_to_null(agent if isinstance(agent, pa.Array)
                                            else pa.array(agent, pa.string()))),
@@ -968,8 +988,8 @@ def _build_tables(*, tid: pa.Array, task: pa.Array, domain: pa.Array, agent: pa.
     dr = sc_run[differs]
     o = np.lexsort((src.astype(str), dr)) if dr.size else np.zeros(0, np.int64)
     dis = pd.DataFrame({
-        "trace_id": pd.Series(pd.array(tid_s.array[dr[o]] if dr.size else [], dtype=_STR)),
-        "source": pd.Series(pd.array(src[o].tolist(), dtype=_STR)),
+        "trace_id": _s(tid_s.array[dr[o]] if dr.size else []),
+        "source": _s(src[o].tolist()),
         "count": sc_count[differs][o],
         "canonical": np.asarray(n_steps, np.int64)[dr[o]],
         "run_pos": dr[o],
@@ -981,13 +1001,13 @@ def _ledger(name: str, numbers: Sequence[int] | np.ndarray, tids: Any, kind: str
             dropped: np.ndarray, reasons: Any, fields: Any) -> pd.DataFrame:
     n = len(dropped)
     return pd.DataFrame({
-        "source": pd.Series(pd.array([name] * n, dtype=_STR)),
+        "source": _const(name, n),
         "record": np.asarray(numbers, np.int64),
-        "trace_id": tids if isinstance(tids, pd.Series) else pd.Series(pd.array(list(tids), dtype=_STR)),
-        "kind": pd.Series(pd.array([kind] * n, dtype=_STR)),
-        "status": pd.Series(pd.array(np.where(dropped, "dropped", "kept").astype(object), dtype=_STR)),
-        "reason": reasons if isinstance(reasons, pd.Series) else pd.Series(pd.array(list(reasons), dtype=_STR)),
-        "field": fields if isinstance(fields, pd.Series) else pd.Series(pd.array(list(fields), dtype=_STR)),
+        "trace_id": tids if isinstance(tids, pd.Series) else _s(list(tids)),
+        "kind": _const(kind, n),
+        "status": _s(np.where(dropped, "dropped", "kept").astype(object)),
+        "reason": reasons if isinstance(reasons, pd.Series) else _s(list(reasons)),
+        "field": fields if isinstance(fields, pd.Series) else _s(list(fields)),
     })
 
 
@@ -1295,7 +1315,7 @@ def _dedupe(name: str, numbers: np.ndarray, code: np.ndarray, tids: Any, reasons
         dk = keep[dis["run_pos"].to_numpy()]
         dis = dis[dk].reset_index(drop=True)
         dis["run_pos"] = newpos[dis["run_pos"].to_numpy()]
-    tid_series = pd.Series(pd.array(list(tids), dtype=_STR))
+    tid_series = _s(list(tids))
     ledger = _ledger(name, numbers, tid_series, "run", dropped, reasons, fields)
     return TraceRecords(runs=runs, steps=steps, step_count_disagreements=dis, ledger=ledger)
 
@@ -1326,11 +1346,9 @@ def _load_answer_source(source: Any, kind: str) -> tuple[str, pd.DataFrame, np.n
         if fmt == "jsonl":
             clean, n_lines = _no_blank_lines(data)
             t = _arrow_json(data) if clean else None
-            if t is not None and t.num_rows == n_lines:
-                ok = all(not pa.types.is_nested(f.type) for f in t.schema)
-                if ok:
-                    df = t.to_pandas()
-                    return name, df, np.arange(1, n_lines + 1)
+            if (t is not None and t.num_rows == n_lines
+                    and all(not pa.types.is_nested(f.type) for f in t.schema)):
+                return name, t.to_pandas(), np.arange(1, n_lines + 1)
             nums, texts = _split_lines(data, name)
             recs = _parse_json_lines(texts)
             return name, _frame_from_records(recs), np.asarray(nums, np.int64)
@@ -1347,7 +1365,7 @@ def _load_answer_source(source: Any, kind: str) -> tuple[str, pd.DataFrame, np.n
 def _frame_from_records(recs: Sequence[Any]) -> pd.DataFrame:
     """Records (dicts, or exceptions for unparsable lines) to an object frame.
 
-    A non-object record becomes a row with a private ``__error__`` column.
+    A record that is not an object becomes a row with a private ``__error__`` column.
     """
     rows = []
     for r in recs:
@@ -1362,77 +1380,115 @@ def _frame_from_records(recs: Sequence[Any]) -> pd.DataFrame:
 
 
 def _read_csv(data: bytes, name: str) -> tuple[str, pd.DataFrame, np.ndarray]:
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        text = None
-    if text is not None:
-        try:
-            df = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False, na_filter=False)
-            return name, df.astype(object), np.arange(2, len(df) + 2)
-        except (pd.errors.ParserError, ValueError):
-            pass
-    # a row that pandas cannot take (ragged, or bad bytes): read row by row
+    """Every cell as text (CSV has no types); record numbers are file line numbers."""
     import csv
 
-    lines = data.split(b"\n")
-    header: list[str] | None = None
+    import pyarrow.csv as pcsv
+
+    nl = data.find(b"\n")
+    head = data if nl < 0 else data[:nl]
+    try:
+        header = next(csv.reader([head.decode("utf-8").rstrip("\r")]))
+    except (UnicodeDecodeError, csv.Error, StopIteration):
+        raise UnreadableInput("the CSV header is not readable UTF-8 text", file=name) from None
+    if len(set(header)) != len(header):
+        raise SchemaViolation(f"duplicated column names in the header: {header}", file=name,
+                              record=1)
+    clean, n_lines = _no_blank_lines(data)
+    if clean and n_lines >= 2:
+        try:
+            t = pcsv.read_csv(
+                io.BytesIO(data), read_options=pcsv.ReadOptions(block_size=1 << 24),
+                convert_options=pcsv.ConvertOptions(column_types={h: pa.string() for h in header},
+                                                    strings_can_be_null=False))
+            t.validate(full=True)
+        except (pa.ArrowException, ValueError):
+            t = None
+        if t is not None and t.num_rows == n_lines - 1:  # no quoted newline moved a row
+            return name, t.to_pandas(), np.arange(2, n_lines + 1)
+    # row by row: ragged rows, bad bytes, blank lines, quoted newlines
+    text = data.decode("utf-8", errors="surrogateescape")
+    reader = csv.reader(io.StringIO(text, newline=""))
     rows: list[dict[str, Any]] = []
     nums: list[int] = []
-    for i, raw in enumerate(lines, start=1):
-        if not raw.strip():
-            continue
-        try:
-            line = raw.decode("utf-8")
-        except UnicodeDecodeError as e:
-            if header is None:
-                raise UnreadableInput("the CSV header is not UTF-8", file=name) from None
-            rows.append({"__error__": f"not valid UTF-8 (byte 0x{raw[e.start]:02x} at column {e.start + 1})"})
-            nums.append(i)
-            continue
-        try:
-            fields = next(csv.reader([line]))
-        except csv.Error as e:
-            rows.append({"__error__": f"not valid CSV ({e})"})
-            nums.append(i)
-            continue
-        if header is None:
-            header = fields
-            continue
-        nums.append(i)
-        if len(fields) != len(header):
-            rows.append({"__error__": f"has {len(fields)} fields; the header has {len(header)}"})
-        else:
-            rows.append(dict(zip(header, fields, strict=True)))
-    if header is None:
-        raise UnreadableInput("no CSV header", file=name)
-    df = pd.DataFrame.from_records(rows, columns=list(dict.fromkeys(header + ["__error__"])))
+    line = 1
+    try:
+        next(reader)
+        while True:
+            start = reader.line_num + 1
+            try:
+                fields = next(reader)
+            except StopIteration:
+                break
+            except csv.Error as e:
+                rows.append({"__error__": f"not valid CSV ({e})"})
+                nums.append(start)
+                continue
+            line = start
+            if not fields or all(not f.strip() for f in fields) and len(fields) <= 1:
+                continue  # a blank line is not a record
+            nums.append(line)
+            if any(_has_surrogate(f) for f in fields):
+                rows.append({"__error__": "not valid UTF-8"})
+            elif len(fields) != len(header):
+                rows.append({"__error__": f"has {len(fields)} fields; the header has {len(header)}"})
+            else:
+                rows.append(dict(zip(header, fields, strict=True)))
+    except csv.Error as e:  # pragma: no cover - csv raises per row above
+        raise UnreadableInput(f"not readable as CSV ({e})", file=name) from None
+    df = pd.DataFrame.from_records(rows, columns=list(dict.fromkeys([*header, "__error__"])))
     return name, df.astype(object), np.asarray(nums, np.int64)
 
 
-def _str_col(col: pd.Series, *, required: bool, from_text: bool) -> tuple[pd.Series, np.ndarray, np.ndarray]:
-    """(values as str dtype, missing mask, wrong-type mask)."""
-    if col.dtype == _STR or pd.api.types.is_string_dtype(col.dtype) and col.dtype != object:
+def _has_surrogate(s: str) -> bool:
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _str_col(col: pd.Series) -> tuple[pd.Series, np.ndarray, np.ndarray]:
+    """(values as str dtype with NaN where absent, absent mask, wrong-type mask).
+
+    Absent: null, NaN or the empty string.
+    """
+    if isinstance(col.dtype, pd.StringDtype):
         s = col.astype(_STR)
-        missing = (s.isna() | (s.str.len() == 0)).to_numpy()
-        return s, missing, np.zeros(len(col), bool)
+        empty = (s.str.len() == 0).to_numpy(dtype=bool, na_value=True)
+        if empty.any():
+            s = s.where(~empty)
+        return s.reset_index(drop=True), empty, np.zeros(len(col), bool)
     vals = col.to_numpy(dtype=object)
-    is_str = np.fromiter((isinstance(v, str) for v in vals), bool, len(vals))
-    miss = np.fromiter((_is_missing(v) or v == "" for v in vals), bool, len(vals)) if len(vals) else np.zeros(0, bool)
+    n = len(vals)
+    is_str = np.fromiter((isinstance(v, str) for v in vals), bool, n)
+    miss = np.fromiter((_is_missing(v) or (isinstance(v, str) and v == "") for v in vals), bool, n)
     wrong = ~is_str & ~miss
     clean = np.where(is_str & ~miss, vals, None)
-    return pd.Series(pd.array(clean, dtype=_STR)), miss, wrong
+    return _s(clean), miss, wrong
 
 
 def _num_col(col: pd.Series) -> tuple[np.ndarray, np.ndarray]:
-    """(float values with NaN for missing, wrong-type mask).  Text must be a decimal number."""
+    """(float values, NaN where absent; wrong-type mask).  Text must be a decimal number."""
+    n = len(col)
     if pd.api.types.is_bool_dtype(col.dtype):
-        return np.full(len(col), np.nan), col.notna().to_numpy()
+        return np.full(n, np.nan), col.notna().to_numpy()
     if pd.api.types.is_numeric_dtype(col.dtype):
-        return col.to_numpy(dtype=float, na_value=np.nan), np.zeros(len(col), bool)
+        return col.to_numpy(dtype=float, na_value=np.nan), np.zeros(n, bool)
+    if isinstance(col.dtype, pd.StringDtype):
+        a = pa.array(col.astype(_STR).array)
+        a = pc.utf8_trim_whitespace(a)
+        a = pc.if_else(pc.equal(a, ""), pa.scalar(None, pa.string()), a)
+        try:
+            v = pc.cast(a, pa.float64())
+            return v.to_numpy(zero_copy_only=False), np.zeros(n, bool)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            present = a.is_valid().to_numpy(zero_copy_only=False)
+            v = pd.to_numeric(pd.Series(a.to_pandas()), errors="coerce").to_numpy(dtype=float)
+            return v, present & np.isnan(v)
     vals = col.to_numpy(dtype=object)
-    out = np.full(len(vals), np.nan)
-    wrong = np.zeros(len(vals), bool)
+    out = np.full(n, np.nan)
+    wrong = np.zeros(n, bool)
     for i, v in enumerate(vals):
         if _is_missing(v) or (isinstance(v, str) and not v.strip()):
             continue
@@ -1445,123 +1501,139 @@ def _num_col(col: pd.Series) -> tuple[np.ndarray, np.ndarray]:
                 out[i] = float(v)
             except ValueError:
                 wrong[i] = True
+            else:
+                wrong[i] = math.isnan(out[i])
         else:
             wrong[i] = True
     return out, wrong
 
 
-def _answer_checks(raw: pd.DataFrame, kind: str) -> tuple[pd.DataFrame, list[Any], list[Any]]:
-    """Column-wise validation.  Returns (normalised table, reason per row, field per row)."""
+def _answer_checks(raw: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
+    """Column-wise validation.  Returns (normalised table, reason per row, field per row).
+
+    Checks run in a fixed order; a row's reason is the first check it fails.
+    """
     n = len(raw)
     reason = np.full(n, None, dtype=object)
     field = np.full(n, None, dtype=object)
 
     def flag(mask: np.ndarray, fld: str | None, msg: Callable[[int], str]) -> None:
-        hit = np.flatnonzero(mask & (reason == None))  # noqa: E711 - elementwise on objects
+        hit = np.flatnonzero(mask & np.equal(reason, None))
         for i in hit:
             reason[i] = msg(int(i))
             field[i] = fld
 
+    def raw_vals(c: str) -> np.ndarray:
+        return raw[c].to_numpy(dtype=object) if c in raw.columns else np.full(n, None, object)
+
     if "__error__" in raw.columns:
         err = raw["__error__"].to_numpy(dtype=object)
-        has = np.fromiter((isinstance(e, str) for e in err), bool, n)
-        flag(has, None, lambda i: f"malformed: {err[i]}")
-    out: dict[str, Any] = {}
+        flag(np.fromiter((isinstance(e, str) for e in err), bool, n), None,
+             lambda i: f"malformed: {err[i]}")
     texts = {}
     for c in ("trace_id", "measure", "rater", "answer", "rater_version"):
-        if c in raw.columns:
-            s, miss, wrong = _str_col(raw[c], required=c != "rater_version", from_text=False)
-        else:
-            s, miss, wrong = _empty_str(n), np.ones(n, bool), np.zeros(n, bool)
-        texts[c] = (s, miss, wrong)
-    rv = raw
+        texts[c] = _str_col(raw[c]) if c in raw.columns else (_empty_str(n), np.ones(n, bool),
+                                                               np.zeros(n, bool))
     for c in ("trace_id", "measure", "rater", "answer"):
-        s, miss, wrong = texts[c]
-        vals = rv[c].to_numpy(dtype=object) if c in rv.columns else np.full(n, None, object)
+        _, miss, wrong = texts[c]
         flag(miss, c, lambda i: "malformed: is required")
-        flag(wrong, c, lambda i, vals=vals: f"malformed: must be a string; got {_jtype(vals[i])} {_show(vals[i])}")
-    s, miss, wrong = texts["rater_version"]
-    rvv = rv["rater_version"].to_numpy(dtype=object) if "rater_version" in rv.columns else None
-    flag(wrong, "rater_version",
-         lambda i: f"malformed: must be a string or empty; got {_jtype(rvv[i])} {_show(rvv[i])}")
-    # measure names
+        if wrong.any():
+            vals = raw_vals(c)
+            flag(wrong, c, lambda i, vals=vals: f"malformed: must be a string; got {_jtype(vals[i])} "
+                                                f"{_show(vals[i])}")
+    if texts["rater_version"][2].any():
+        rvv = raw_vals("rater_version")
+        flag(texts["rater_version"][2], "rater_version",
+             lambda i: f"malformed: must be a string or empty; got {_jtype(rvv[i])} {_show(rvv[i])}")
+    # measure names (per unique spelling)
     meas_raw = texts["measure"][0]
     m_codes, m_uniq = pd.factorize(meas_raw)
-    m_norm = []
+    m_norm: list[Any] = []
     for m in m_uniq:
         k = str(m).strip().lower()
         k = MEASURE_ALIASES.get(k, k)
         m_norm.append(k if (k in ANSWER_VOCABULARIES or k in FREE_TEXT_MEASURES or _G_MEASURE.match(k))
                       else None)
-    m_norm_arr = np.asarray(m_norm + [None], dtype=object)
-    measure = m_norm_arr[m_codes]  # code -1 (missing) -> None
-    flag(np.fromiter((m is None for m in measure), bool, n), "measure",
+    m_norm_arr = np.asarray([*m_norm, None], dtype=object)
+    measure = m_norm_arr[m_codes]  # code -1 (absent) -> None
+    known = np.not_equal(measure, None)
+    flag(~known & ~texts["measure"][1], "measure",
          lambda i: f"unknown measure: {_show(meas_raw.iloc[i])} (known: "
                    f"{', '.join(sorted({*ANSWER_VOCABULARIES, *FREE_TEXT_MEASURES}))}, or g_<name>)")
-    # answer words, per unique (measure, answer)
+    # answer words (per unique (measure, spelling))
     ans_raw = texts["answer"][0]
-    answer = np.full(n, None, dtype=object)
-    key = pd.MultiIndex.from_arrays([pd.Series(measure, dtype=object), ans_raw.astype(object)])
-    k_codes, k_uniq = pd.factorize(key)
-    resolved = []
-    for meas, word in k_uniq:
-        if meas is None or not isinstance(word, str) or not word:
+    a_codes, a_uniq = pd.factorize(ans_raw)
+    mc = pd.factorize(pd.Series(measure, dtype=object))[0]
+    pair = (mc.astype(np.int64) + 1) * (len(a_uniq) + 1) + (a_codes + 1)
+    p_uniq, p_inv = np.unique(pair, return_inverse=True)
+    # resolve per unique pair from a representative row
+    rep = np.full(len(p_uniq), -1, np.int64)
+    rep[p_inv[::-1]] = np.arange(n - 1, -1, -1)
+    resolved: list[Any] = []
+    for r in rep:
+        meas, word = measure[r], (a_uniq[a_codes[r]] if a_codes[r] >= 0 else None)
+        if meas is None or word is None:
             resolved.append(None)
         elif meas in ANSWER_VOCABULARIES:
             w = normalize_answer(word)
             resolved.append(w if w in ANSWER_VOCABULARIES[meas] else False)
         else:
             resolved.append(word)  # identifiers and free text: verbatim
-    res_arr = np.asarray(resolved + [None], dtype=object)
-    answer = res_arr[k_codes]
+    res_arr = np.asarray([*resolved, None], dtype=object)
+    answer = res_arr[p_inv] if n else np.zeros(0, object)
     unknown = np.fromiter((a is False for a in answer), bool, n)
     flag(unknown, "answer", lambda i: f"unknown answer word: {_show(ans_raw.iloc[i])} for "
                                       f"{measure[i]} (allowed: {', '.join(ANSWER_VOCABULARIES[measure[i]])})")
     # step
     if "step" in raw.columns:
         step_f, step_wrong = _num_col(raw["step"])
-        step_vals = raw["step"].to_numpy(dtype=object)
     else:
-        step_f, step_wrong, step_vals = np.full(n, np.nan), np.zeros(n, bool), np.full(n, None, object)
+        step_f, step_wrong = np.full(n, np.nan), np.zeros(n, bool)
+    step_vals = raw_vals("step")
     flag(step_wrong, "step", lambda i: f"malformed: must be a non-negative integer or empty; got "
                                        f"{_jtype(step_vals[i])} {_show(step_vals[i])}")
     with np.errstate(invalid="ignore"):
-        bad_int = ~np.isnan(step_f) & ((step_f < 0) | (step_f != np.floor(step_f)) | (step_f > 2**53))
-    flag(bad_int, "step", lambda i: f"malformed: must be a non-negative integer or empty; got {_show(step_vals[i])}")
-    per_step = np.fromiter((m in PER_STEP_MEASURES for m in measure), bool, n)
+        bad_int = ~np.isnan(step_f) & ((step_f < 0) | (step_f != np.floor(step_f)) | (step_f > 2**53)
+                                       | np.isinf(step_f))
+    flag(bad_int, "step", lambda i: f"malformed: must be a non-negative integer or empty; got "
+                                    f"{_show(step_vals[i])}")
+    per_step = np.isin(measure, list(PER_STEP_MEASURES))
     has_step = ~np.isnan(step_f)
-    flag(per_step & ~has_step, "step", lambda i: f"malformed: is required for the per-step measure {measure[i]}")
-    known = np.fromiter((m is not None for m in measure), bool, n)
+    flag(per_step & ~has_step, "step",
+         lambda i: f"malformed: is required for the per-step measure {measure[i]}")
     flag(known & ~per_step & has_step, "step",
-         lambda i: f"malformed: must be empty for the trace-level measure {measure[i]}; got {_show(step_vals[i])}")
+         lambda i: f"malformed: must be empty for the trace-level measure {measure[i]}; got "
+                   f"{_show(step_vals[i])}")
     # numbers
     nums = {}
-    for c, lo, hi in (("confidence", 0.0, 1.0), ("cost", 0.0, math.inf), ("latency_ms", 0.0, math.inf)):
+    for c, hi in (("confidence", 1.0), ("cost", math.inf), ("latency_ms", math.inf)):
         if c in raw.columns:
             v, wrong = _num_col(raw[c])
-            vals = raw[c].to_numpy(dtype=object)
         else:
-            v, wrong, vals = np.full(n, np.nan), np.zeros(n, bool), None
-        rng = "in [0, 1]" if hi == 1.0 else "a finite number >= 0"
-        flag(wrong, c, lambda i, vals=vals, rng=rng: f"malformed: must be {rng} or empty; got "
-                                                     f"{_jtype(vals[i])} {_show(vals[i])}")
+            v, wrong = np.full(n, np.nan), np.zeros(n, bool)
+        rng = "a number in [0, 1]" if hi == 1.0 else "a finite number >= 0"
+        if wrong.any():
+            vals = raw_vals(c)
+            flag(wrong, c, lambda i, vals=vals, rng=rng: f"malformed: must be {rng} or empty; got "
+                                                         f"{_jtype(vals[i])} {_show(vals[i])}")
         with np.errstate(invalid="ignore"):
-            out_r = ~np.isnan(v) & ((v < lo) | (v > hi) | np.isinf(v))
+            out_r = ~np.isnan(v) & ((v < 0.0) | (v > hi) | np.isinf(v))
         flag(out_r, c, lambda i, v=v, rng=rng: f"malformed: must be {rng}; got {float(v[i])!r}")
         nums[c] = v
-    step_i = pd.array(np.where(has_step & (reason == None), step_f, np.nan), dtype="Float64")  # noqa: E711
-    out = {
+    ok = np.equal(reason, None)
+    step_col = pd.array(np.where(has_step & ok, step_f, np.nan), dtype="Float64").astype("Int64")
+    out = pd.DataFrame({
         "trace_id": texts["trace_id"][0],
-        "measure": pd.Series(pd.array(measure, dtype=_STR)),
-        "step": pd.Series(step_i.astype("Int64")),
+        "measure": _s(np.where(ok, measure, None)),
+        "step": pd.Series(step_col),
         "rater": texts["rater"][0],
-        "answer": pd.Series(pd.array(np.where(reason == None, answer, None), dtype=_STR)),  # noqa: E711
+        "answer": _s(np.where(ok, answer, None)),
         "confidence": nums["confidence"],
         "cost": nums["cost"],
         "latency_ms": nums["latency_ms"],
         "rater_version": texts["rater_version"][0],
-    }
-    return pd.DataFrame(out), list(reason), list(field)
+    })
+    return out, reason, field
 
 
 def read_answers(source: Any, *, strict: bool = False, kind: str = "answer") -> AnswerRecords:
@@ -1572,15 +1644,24 @@ def read_answers(source: Any, *, strict: bool = False, kind: str = "answer") -> 
     source : path, DataFrame, or list of dict
         CSV (header row; empty cells are absent), JSONL, Parquet, a DataFrame or a
         list of records with columns ``trace_id, measure, step, rater, answer`` and
-        optionally ``confidence, cost, latency_ms, rater_version``.
+        optionally ``confidence, cost, latency_ms, rater_version``.  Other columns
+        are ignored.
     strict : bool
-        Raise on the first malformed row instead of dropping it to the ledger.
+        Raise :class:`~evaltk.errors.SchemaViolation` on the first malformed row
+        instead of dropping it to the ledger.
     kind : {"answer", "label"}
         Judges' answers or humans' labels (the ledger's ``kind``).
 
     Returns
     -------
     AnswerRecords
+
+    Raises
+    ------
+    UnreadableInput
+        The file is missing, empty or not UTF-8.
+    SchemaViolation
+        A required column is missing (always), or with ``strict=True`` a malformed row.
 
     Examples
     --------
@@ -1592,23 +1673,26 @@ def read_answers(source: Any, *, strict: bool = False, kind: str = "answer") -> 
     if kind not in ("answer", "label"):
         raise ValueError(f"`kind` must be 'answer' or 'label'; got {kind!r}.")
     name, raw, numbers = _load_answer_source(source, kind)
-    missing_cols = [c for c in ("trace_id", "measure", "rater", "answer") if c not in raw.columns]
-    if missing_cols and not (len(raw) and "__error__" in raw.columns and
-                             raw["__error__"].notna().all()):
-        if len(raw) == 0:
-            raise UnreadableInput("no rows", file=name)
-        raise SchemaViolation(f"required column(s) missing: {', '.join(missing_cols)} (the table "
-                              f"needs trace_id, measure, rater, answer; step for per-step measures)",
-                              file=name, field=missing_cols[0])
-    table, reasons, fields = _answer_checks(raw, kind)
-    bad = np.fromiter((r is not None for r in reasons), bool, len(reasons))
+    if len(raw) == 0:
+        if name.startswith("<"):
+            return AnswerRecords(_empty_table(), _ledger(name, [], [], kind, np.zeros(0, bool), [], []),
+                                 kind)
+        raise UnreadableInput("no rows", file=name)
+    all_err = "__error__" in raw.columns and bool(raw["__error__"].notna().all())
+    missing_cols = [c for c in _ANSWER_REQUIRED if c not in raw.columns]
+    if missing_cols and not all_err:
+        raise SchemaViolation(f"required column(s) missing: {', '.join(missing_cols)} (an answer "
+                              f"table needs trace_id, measure, rater, answer, and step for per-step "
+                              f"measures)", file=name, field=missing_cols[0])
+    table, reasons, fields = _answer_checks(raw)
+    bad = np.not_equal(reasons, None)
     if strict and bad.any():
         i = int(np.flatnonzero(bad)[0])
         msg = reasons[i].split(": ", 1)[1] if reasons[i].startswith("malformed: ") else reasons[i]
         raise SchemaViolation(msg, file=name, record=int(numbers[i]), field=fields[i])
     ledger = _ledger(name, numbers, table["trace_id"], kind, bad, reasons, fields)
-    table = table.assign(source=pd.Series(pd.array([name] * len(table), dtype=_STR)),
-                         record=np.asarray(numbers, np.int64))
+    table["ledger_row"] = np.arange(len(table), dtype=np.int64)
+    table["record"] = np.asarray(numbers, np.int64)
     table = table[~bad].reset_index(drop=True)
     return AnswerRecords(table=table, ledger=ledger, kind=kind)
 
@@ -1618,7 +1702,7 @@ def _join(recs: AnswerRecords, trace_ledger: pd.DataFrame, runs: pd.DataFrame,
     """Join answers to kept runs and steps; update the ledger.  Returns (table, ledger)."""
     kind = recs.kind
     t = recs.table
-    ledger = recs.ledger.copy()
+    ledger = recs.ledger
     n = len(t)
     run_pos = pd.Index(runs["trace_id"]).get_indexer(t["trace_id"]) if n else np.zeros(0, np.int64)
     reason = np.full(n, None, dtype=object)
@@ -1644,70 +1728,80 @@ def _join(recs: AnswerRecords, trace_ledger: pd.DataFrame, runs: pd.DataFrame,
     if sel.any():
         s_run = steps["run_pos"].to_numpy(np.int64)
         s_idx = steps["index"].to_numpy(np.int64)
-        width = int(s_idx.max()) + 1 if s_idx.size else 1
         a_idx = step[sel].astype(np.int64)
-        in_range = a_idx < width
-        skey = s_run * width + s_idx
-        akey = run_pos[sel].astype(np.int64) * width + np.minimum(a_idx, width - 1)
-        pos = np.searchsorted(skey, akey)
-        pos_c = np.minimum(pos, max(len(skey) - 1, 0))
-        found = in_range & (len(skey) > 0) & (skey[pos_c] == akey) if len(skey) else np.zeros(len(akey), bool)
-        sp = np.where(found, pos_c, -1)
-        step_pos[sel] = sp
+        a_run = run_pos[sel].astype(np.int64)
+        if len(s_idx) and int(s_idx.max()) < 2**31 and len(runs) < 2**31:
+            width = int(s_idx.max()) + 1
+            skey = s_run * width + s_idx
+            akey = a_run * width + np.minimum(a_idx, width - 1)
+            pos = np.minimum(np.searchsorted(skey, akey), len(skey) - 1)
+            found = (a_idx < width) & (skey[pos] == akey)
+        elif len(s_idx):
+            mi = pd.MultiIndex.from_arrays([s_run, s_idx])
+            pos = mi.get_indexer(pd.MultiIndex.from_arrays([a_run, a_idx]))
+            found = pos >= 0
+        else:
+            pos = np.zeros(len(a_idx), np.int64)
+            found = np.zeros(len(a_idx), bool)
+        step_pos[sel] = np.where(found, pos, -1)
         for j in np.flatnonzero(sel)[~found]:
             reason[j] = f"step not in run: the run has no step with index {int(step[j])}"
             field[j] = "step"
-    # duplicated answers: same (trace_id, measure, step, rater)
-    ok = reason == None  # noqa: E711
+    # duplicated answers: the same rater answering the same question twice
+    ok = np.equal(reason, None)
     if ok.any():
-        sub = t[ok]
-        keys = [sub["trace_id"], sub["measure"], sub["step"].fillna(-1), sub["rater"]]
-        kdf = pd.DataFrame({"a": keys[0], "b": keys[1], "c": keys[2], "d": keys[3]})
-        dup_any = kdf.duplicated(keep=False).to_numpy()
+        kdf = pd.DataFrame({"a": t["trace_id"], "b": t["measure"], "c": t["step"].fillna(-1),
+                            "d": t["rater"]})
+        dup_any = kdf.duplicated(keep=False).to_numpy() & ok
         if dup_any.any():
-            idx_ok = np.flatnonzero(ok)
-            kd = kdf[dup_any]
-            ans = sub["answer"].to_numpy(dtype=object)[dup_any]
-            recno = sub["record"].to_numpy()[dup_any]
-            rows = idx_ok[dup_any]
-            g = pd.Series(np.arange(len(kd))).groupby([kd[c].to_numpy() for c in "abcd"], sort=False)
+            rows = np.flatnonzero(dup_any)
+            kd = kdf.iloc[rows]
+            ans = t["answer"].to_numpy(dtype=object)
+            recno = t["record"].to_numpy()
+            g = pd.Series(rows).groupby([kd[c].to_numpy() for c in "abcd"], sort=False)
             for _, members in g:
                 mi = members.to_numpy()
                 if all(ans[m] == ans[mi[0]] for m in mi):
                     for m in mi[1:]:
-                        reason[rows[m]] = f"duplicate {kind}: identical to record {int(recno[mi[0]])}"
-                        field[rows[m]] = "rater"
+                        reason[m] = f"duplicate {kind}: identical to record {int(recno[mi[0]])}"
+                        field[m] = "rater"
                 else:
                     where = ", ".join(str(int(recno[m])) for m in mi)
                     for m in mi:
-                        reason[rows[m]] = (f"duplicate {kind}: conflicting answers from one rater "
-                                           f"(records {where}); none kept")
-                        field[rows[m]] = "answer"
-    drop = reason != None  # noqa: E711
+                        reason[m] = (f"duplicate {kind}: conflicting answers from one rater to one "
+                                     f"question (records {where}); none kept")
+                        field[m] = "answer"
+    drop = np.not_equal(reason, None)
     if drop.any():
-        # map back to ledger rows (the ledger holds every input row, the table the good ones)
-        lpos = pd.Index(list(zip(ledger["source"], ledger["record"], strict=True))).get_indexer(
-            list(zip(t["source"][drop], t["record"][drop], strict=True)))
+        lrow = t["ledger_row"].to_numpy()[drop]
         st = ledger["status"].to_numpy(dtype=object)
         rs = ledger["reason"].to_numpy(dtype=object, na_value=None)
         fs = ledger["field"].to_numpy(dtype=object, na_value=None)
-        st[lpos] = "dropped"
-        rs[lpos] = reason[drop]
-        fs[lpos] = field[drop]
-        ledger["status"] = pd.Series(pd.array(st, dtype=_STR))
-        ledger["reason"] = pd.Series(pd.array(rs, dtype=_STR))
-        ledger["field"] = pd.Series(pd.array(fs, dtype=_STR))
+        st[lrow] = "dropped"
+        rs[lrow] = reason[drop]
+        fs[lrow] = field[drop]
+        ledger = ledger.assign(status=_s(st),
+                               reason=_s(rs),
+                               field=_s(fs))
     keep = ~drop
-    out = t[keep].drop(columns=["source", "record"]).reset_index(drop=True)
+    out = t[keep].drop(columns=["ledger_row", "record"]).reset_index(drop=True)
     out["run_pos"] = run_pos[keep].astype(np.int64)
     sp = step_pos[keep]
-    out["step_pos"] = pd.array(np.where(sp >= 0, sp, 0), dtype="Int64")
-    out.loc[sp < 0, "step_pos"] = pd.NA
+    out["step_pos"] = pd.array(np.where(sp >= 0, sp, np.nan), dtype="Float64").astype("Int64")
     return out, ledger
 
 
-def _empty_answers() -> pd.DataFrame:
+def _empty_table() -> pd.DataFrame:
     return pd.DataFrame({
+        "trace_id": _empty_str(), "measure": _empty_str(), "step": pd.Series(pd.array([], dtype="Int64")),
+        "rater": _empty_str(), "answer": _empty_str(), "confidence": np.zeros(0), "cost": np.zeros(0),
+        "latency_ms": np.zeros(0), "rater_version": _empty_str(),
+        "ledger_row": np.zeros(0, np.int64), "record": np.zeros(0, np.int64),
+    })
+
+
+def _empty_answers() -> pd.DataFrame:
+    return pd.DataFrame({  # the joined shape
         "trace_id": _empty_str(), "measure": _empty_str(), "step": pd.Series(pd.array([], dtype="Int64")),
         "rater": _empty_str(), "answer": _empty_str(), "confidence": np.zeros(0), "cost": np.zeros(0),
         "latency_ms": np.zeros(0), "rater_version": _empty_str(), "run_pos": np.zeros(0, np.int64),
@@ -1731,7 +1825,7 @@ def _gather(x: Any, kind: str, strict: bool) -> AnswerRecords | None:
     for src in _as_answer_sources(x):
         if isinstance(src, AnswerRecords):
             parts.append(src if src.kind == kind else AnswerRecords(
-                src.table, src.ledger.assign(kind=pd.Series(pd.array([kind] * len(src.ledger), dtype=_STR))),
+                src.table, src.ledger.assign(kind=_const(kind, len(src.ledger))),
                 kind))
         else:
             parts.append(read_answers(src, strict=strict, kind=kind))
@@ -1739,7 +1833,9 @@ def _gather(x: Any, kind: str, strict: bool) -> AnswerRecords | None:
         return None
     if len(parts) == 1:
         return parts[0]
-    return AnswerRecords(pd.concat([p.table for p in parts], ignore_index=True),
+    offset = np.cumsum([0] + [len(p.ledger) for p in parts[:-1]])
+    tables = [p.table.assign(ledger_row=p.table["ledger_row"] + off) for p, off in zip(parts, offset, strict=True)]
+    return AnswerRecords(pd.concat(tables, ignore_index=True),
                          pd.concat([p.ledger for p in parts], ignore_index=True), kind)
 
 
