@@ -275,12 +275,14 @@ class Journey:
 
 _COLON_RE = re.compile(r"^(\d+):\s+(\S.*?)\s*$")
 _NUMBERED_RE = re.compile(r"^(\d+)\.\s+(\S.*?)\s*$")
-_HEADING_RE = re.compile(r"^#{1,6}\s*Phase\s+(\d+)\s*(?:—|–|-|:|\.)\s*(\S.*?)\s*$", re.I)
+_HEADING_RE = re.compile(
+    r"^(?:#{1,6}\s*)?(?:\*\*)?Phase\s+(\d+)\s*(?:—|–|-|:|\.)\s*(\S.*?)\s*(?:\*\*)?\s*$", re.I)
+_TABLE_RE = re.compile(r"^\|\s*(\d+)\s*\|\s*([^|]*?\S[^|]*?)\s*\|")
 
 
 def _clean_md_line(line: str) -> str:
     s = line.strip()
-    s = re.sub(r"^(?:[-*+]\s+)", "", s)  # a bullet in front of "1: Name"
+    s = re.sub(r"^(?:[-*+]\s+|#{1,6}\s+)", "", s)  # a bullet or heading mark before "1: Name"
     for mark in ("**", "__", "`"):
         if s.startswith(mark) and s.endswith(mark) and len(s) > 2 * len(mark):
             s = s[len(mark):-len(mark)].strip()
@@ -351,6 +353,9 @@ def _journey_from_markdown(text: str, source: str) -> Journey:
                     break
                 continue
             found.append((i + 1, n, m[2]))
+        if not found:  # a table whose first column is the phase number
+            found = [(i + 1, int(m[1]), m[2]) for i, raw in enumerate(lines)
+                     if (m := _TABLE_RE.match(raw.strip()))]
     if not found:
         raise SchemaViolation(
             "no phases found: expected lines `N: Phase Name` (or a numbered list `N. Phase Name`)",
@@ -409,7 +414,16 @@ def _journey_from_yaml(text: str, source: str) -> Journey:
         if isinstance(item_nodes, yaml.SequenceNode) and k < len(item_nodes.value):
             line = item_nodes.value[k].start_mark.line + 1
         where = f"phases[{k}]"
-        if isinstance(item, Mapping):
+        if isinstance(item, Mapping) and len(item) == 1 and not any(
+                k in item for k in ("number", "phase", "id", "n", "name", "title")):
+            ((key, name),) = item.items()  # `- 1: Phase Name` read by YAML as {1: name}
+            num = key if isinstance(key, int) and not isinstance(key, bool) else (
+                int(key) if isinstance(key, str) and key.strip().isdigit() else None)
+            if num is None or not isinstance(name, str) or not name.strip():
+                raise SchemaViolation("each phase must be `N: Phase Name` or {number, name}",
+                                      file=source, record=line, field=where)
+            found.append((line, num, name.strip()))
+        elif isinstance(item, Mapping):
             num = next((item[k] for k in ("number", "phase", "id", "n") if k in item), None)
             name = next((item[k] for k in ("name", "title") if k in item), None)
             if isinstance(num, str) and num.strip().isdigit():

@@ -512,6 +512,20 @@ def test_journey_yaml(tmp_path):
     assert load_journey(p).phases == (Phase(1, "Triage"), Phase(2, "Fix it"))
     p.write_text("phases:\n  - {phase: '1', title: Triage}\n")
     assert load_journey(p).phases == (Phase(1, "Triage"),)
+    # unquoted `- 1: Name` items are mappings to YAML
+    p.write_text("phases:\n  - 1: Intake and provenance\n  - 2: Current-state discovery and "
+                 "reproduction\n")
+    assert load_journey(p).phases == (Phase(1, PHASES[1]), Phase(2, PHASES[2]))
+
+
+def test_journey_markdown_other_forms(tmp_path):
+    p = tmp_path / "j.md"
+    p.write_text("# J\n\n## 1: Intake and provenance\n\ntext\n\n## 2: Build\n")
+    assert [ph.label for ph in load_journey(p).phases] == ["1: Intake and provenance", "2: Build"]
+    p.write_text("# J\n\n**Phase 1: Intake and provenance**\n\nPhase 2 - Build\n")
+    assert [ph.label for ph in load_journey(p).phases] == ["1: Intake and provenance", "2: Build"]
+    p.write_text("# J\n\n| # | Phase |\n|---|---|\n| 1 | Intake and provenance |\n| 2 | Build |\n")
+    assert [ph.label for ph in load_journey(p).phases] == ["1: Intake and provenance", "2: Build"]
 
 
 def test_journey_errors(tmp_path):
@@ -529,9 +543,11 @@ def test_journey_errors(tmp_path):
     y.write_text("phases: []\n")
     with pytest.raises(SchemaViolation, match="non-empty list"):
         load_journey(y)
-    y.write_text("phases:\n  - 1: x\n  - 1: x\n  - {number: 1, name: a}\n  - {number: 1, name: a}\n"
-                 "  - [a]\n")
-    with pytest.raises(SchemaViolation, match=r"phases\[0\]"):
+    y.write_text("phases:\n  - 1: x\n  - 1: x\n  - {number: 1, name: a}\n")
+    with pytest.raises(SchemaViolation, match=r"line 4.*phase 1 is named twice: `x`"):
+        load_journey(y)
+    y.write_text("phases:\n  - 1: x\n  - [a]\n")
+    with pytest.raises(SchemaViolation, match=r"line 3: field `phases\[1\]`"):
         load_journey(y)
     with pytest.raises(ValueError, match="unique"):
         Journey((Phase(1, "a"), Phase(1, "b")))
