@@ -1297,7 +1297,7 @@ def _read_csv(path: Path, key: str) -> pd.DataFrame:
     try:
         # keep_default_na=False: the x_eff answer "none" (and "NA"-like words) stay words
         frame = pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""],
-                            encoding="utf-8")
+                            encoding="utf-8-sig")
     except UnicodeDecodeError as e:
         raise UnreadableInput(f"not UTF-8 ({e.reason} at byte {e.start})", file=str(path)) from None
     except (pd.errors.ParserError, pd.errors.EmptyDataError) as e:
@@ -1342,8 +1342,20 @@ def _objects(s: pd.Series) -> pd.Series:
     return pd.Series(np.where(s.notna().to_numpy(), s.to_numpy(object), None), index=s.index, dtype=object)
 
 
+_VOCABULARY = {"x_task": TASK_WORDS, "x_ctx": TASK_WORDS, "x_eff": EFF_WORDS}
+
+
 def _read_answer_table(path: Path, key: str) -> pd.DataFrame:
     f = _read_csv(path, key)
+    meas = f["measure"].to_numpy(object)
+    _bad_row(~f["measure"].isin(list(_VOCABULARY)).to_numpy(), f, "measure", path,
+             f"must be one of {', '.join(_VOCABULARY)}")
+    ok = np.array([a in _VOCABULARY[m] for m, a in zip(meas, f["answer"].to_numpy(object), strict=True)],
+                  dtype=bool)
+    _bad_row(~ok, f, "answer", path, "not in the measure's vocabulary (yes/no/cannot_tell; "
+             "none/a_few/lots/cannot_tell for x_eff)")
+    _bad_row((f["step"].isna() & (f["measure"] == "x_ctx")).to_numpy(), f, "step", path,
+             "x_ctx answers need the step index")
     out = pd.DataFrame({c: _objects(f[c]) for c in ANSWER_COLUMNS})
     out["step"] = _to_number(f, "step", path, kind="Int64")
     out["confidence"] = _to_number(f, "confidence", path)
@@ -1387,6 +1399,7 @@ def load_demo(path: str | Path | None = None, *, n_traces: int = 3000, seed: int
     answers = _read_answer_table(files["answers"], "answers")
     labels = _read_answer_table(files["labels"], "labels")
     truth_raw = _read_csv(files["truth"], "truth")
+    _check_truth(truth_raw, files["truth"])
     truth = pd.DataFrame({c: _objects(truth_raw[c]) for c in truth_raw.columns})
     bool_cols = ("in_trace_file", "domain_in_record", "task_success", "canary", "step_gap", "truncated",
                  "capture_off", "terminal_screen", "passed_unconfirmed_payment", "has_guide")
@@ -1425,6 +1438,25 @@ def load_demo(path: str | Path | None = None, *, n_traces: int = 3000, seed: int
     return _normalized(DemoData(traces=traces, answers=answers, labels=labels, truth=truth,
                                 step_truth=step_truth, canaries=canaries, costs=costs, raters=raters,
                                 manifest=manifest))
+
+
+def _check_truth(raw: pd.DataFrame, path: Path) -> None:
+    """Each measure: a value in [0, 1] or a cause among the four, never both or neither."""
+    from .values import CAUSES
+
+    for c in raw.columns:
+        if not c.endswith("_cause"):
+            continue
+        m = c[: -len("_cause")]
+        if m not in raw.columns:
+            raise SchemaViolation("a cause column without its value column", file=str(path), field=m)
+        val = _to_number(raw, m, path)
+        cause = raw[c]
+        _bad_row((cause.notna() & ~cause.isin(CAUSES)).to_numpy(), raw, c, path,
+                 f"must be one of {', '.join(CAUSES)} or empty")
+        _bad_row((val.isna() == cause.isna()).to_numpy(), raw, m, path,
+                 f"needs exactly one of a value and a `{c}`")
+        _bad_row((val < 0).to_numpy() | (val > 1).to_numpy(), raw, m, path, "must be in [0, 1]")
 
 
 def _read_text(path: Path) -> str:
@@ -1519,7 +1551,7 @@ def load_judgebench(path: str | Path) -> pd.DataFrame:
     if not p.is_file():
         raise UnreadableInput("file not found", file=str(p))
     try:
-        raw = pd.read_csv(p, dtype=str, keep_default_na=False, na_values=[""], encoding="utf-8")
+        raw = pd.read_csv(p, dtype=str, keep_default_na=False, na_values=[""], encoding="utf-8-sig")
     except UnicodeDecodeError as e:
         raise UnreadableInput(f"not UTF-8 ({e.reason} at byte {e.start})", file=str(p)) from None
     except (pd.errors.ParserError, pd.errors.EmptyDataError) as e:

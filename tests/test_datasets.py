@@ -766,3 +766,28 @@ def test_ingest_ledger_drops_exactly_what_was_planted(small: D.DemoData) -> None
     n_orphan_rows = small.answers["trace_id"].isin(small.manifest["orphan_trace_ids"]).sum()
     assert len(others) == n_orphan_rows
     assert len(led) == len(small.traces) + len(small.answers) + len(small.labels)
+
+
+@pytest.mark.parametrize(
+    ("file", "row", "column", "value", "field"),
+    [
+        ("answers.csv", 0, "answer", "maybe", "answer"),
+        ("answers.csv", 0, "measure", "x_fun", "measure"),
+        ("labels.csv", 0, "step", "", "step"),
+        ("truth.csv", 0, "x_task_cause", "unknown", "x_task_cause"),
+        ("truth.csv", 0, "x_eff", "1.5", "x_eff"),
+        ("truth.csv", 0, "x_eff_cause", "abstained", "x_eff"),
+        ("step_truth.csv", 0, "gradable", "maybe", "gradable"),
+    ],
+)
+def test_load_demo_checks_cells(tmp_path: Path, small: D.DemoData, file: str, row: int, column: str,
+                                value: str, field: str) -> None:
+    D.write_demo(tmp_path, small)
+    f = pd.read_csv(tmp_path / file, dtype=str, keep_default_na=False)
+    if file == "labels.csv":
+        row = int(np.flatnonzero(f["measure"] == "x_ctx")[0])
+    f.loc[row, column] = value
+    f.to_csv(tmp_path / file, index=False)
+    with pytest.raises(SchemaViolation) as e:
+        D.load_demo(tmp_path)
+    assert e.value.file.endswith(file) and e.value.field == field and e.value.record == row + 2
