@@ -503,6 +503,17 @@ def _check_opt_str(v: Any, field: str) -> str | None:
     raise _Bad(field, f"must be a string or null; got {_jtype(v)} {_show(v)}")
 
 
+def _as_int(v: Any) -> int | None:
+    """An integer, or a float with no fractional part (JSON Schema's ``integer``); else None."""
+    if isinstance(v, bool | np.bool_):
+        return None
+    if isinstance(v, int | np.integer):
+        return int(v)
+    if isinstance(v, float | np.floating) and math.isfinite(v) and float(v).is_integer():
+        return int(v)
+    return None
+
+
 def _check_trace(obj: Any) -> tuple[Any, ...]:
     """Validate one trace record.  Returns a tuple; raises ``_Bad`` naming the field.
 
@@ -552,8 +563,9 @@ def _check_trace(obj: Any) -> tuple[Any, ...]:
             for k, c in sc.items():
                 if _is_missing(c):
                     continue
-                if isinstance(c, bool) or not isinstance(c, int | np.integer):
-                    raise _Bad(f"step_counts.{k}", f"must be a non-negative integer; got {_jtype(c)} {_show(c)}")
+                c0, c = c, _as_int(c)
+                if c is None:
+                    raise _Bad(f"step_counts.{k}", f"must be a non-negative integer; got {_jtype(c0)} {_show(c0)}")
                 if c < 0 or c > _INT64_MAX:
                     raise _Bad(f"step_counts.{k}", f"must be a non-negative integer; got {c}")
                 counts.append((str(k), int(c)))
@@ -578,8 +590,10 @@ def _check_trace(obj: Any) -> tuple[Any, ...]:
             i = s.get("index")
             if _is_missing(i):
                 raise _Bad(f + ".index", "is required")
-            if isinstance(i, bool | np.bool_) or not isinstance(i, int | np.integer):
-                raise _Bad(f + ".index", f"must be a non-negative integer; got {_jtype(i)} {_show(i)}")
+            i = _as_int(i)
+            if i is None:
+                raise _Bad(f + ".index", f"must be a non-negative integer; got {_jtype(s.get('index'))} "
+                           f"{_show(s.get('index'))}")
             if i < 0 or i > _INT64_MAX:
                 raise _Bad(f + ".index", f"must be a non-negative integer; got {i}")
             i = int(i)

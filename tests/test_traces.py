@@ -774,3 +774,51 @@ def test_cli_ingest_exit_codes_and_json(tmp_path, capsys):
     code, _, err = _cli(capsys, "ingest", DATA / "empty.jsonl")
     assert code == 66
     assert _cli(capsys, "ingest")[0] == 64
+
+
+# --------------------------------------------------------------------------- JSON Schemas
+
+
+def _schema(name):
+    import jsonschema
+
+    path = Path(__file__).resolve().parent.parent / "evaltk" / "schemas" / name
+    schema = json.loads(path.read_text(encoding="utf-8"))
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return jsonschema.Draft202012Validator(schema)
+
+
+def test_trace_schema_agrees_with_the_reader():
+    v = _schema("trace.schema.json")
+    for rec in _sample_records(30, seed=11):
+        assert not list(v.iter_errors(rec)), rec["trace_id"]
+    # every malformed line the reader refuses, the schema refuses too, except the one
+    # rule JSON Schema cannot express (unique step indices within a run)
+    not_expressible = {19}
+    lines = MALFORMED.read_text(encoding="utf-8").split("\n")
+    for line in MALFORMED_EXPECTED:
+        try:
+            obj = json.loads(lines[line - 1])
+        except json.JSONDecodeError:
+            continue
+        errors = list(v.iter_errors(obj))
+        assert bool(errors) != (line in not_expressible), (line, obj)
+    # the reader keeps what the schema accepts
+    assert not list(v.iter_errors(json.loads(lines[0])))
+    assert not list(v.iter_errors({"trace_id": "x", "status": "in_progress", "steps": "partial"}))
+
+
+def test_answers_schema_accepts_every_normalised_row():
+    v = _schema("answers.schema.json")
+    recs = _sample_records(10, seed=5)
+    ing = ingest(recs, answers=_sample_answers(recs, seed=5))
+    rows = ing.answers.drop(columns=["run_pos", "step_pos"]).astype(object)
+    rows = rows.where(rows.notna(), None).to_dict("records")
+    assert rows
+    for r in rows:
+        r = {k: (int(x) if k == "step" and x is not None else x) for k, x in r.items()}
+        assert not list(v.iter_errors(r)), r
+    bad = {"trace_id": "a", "measure": "x_task", "rater": "j", "answer": "maybe"}
+    assert list(v.iter_errors(bad))
+    assert list(v.iter_errors(dict(bad, answer="yes", step=2)))
+    assert list(v.iter_errors({"trace_id": "a", "measure": "x_ctx", "rater": "j", "answer": "yes"}))
