@@ -479,3 +479,34 @@ def test_cli_ceiling(tmp_path, capsys):
     assert rows[0]["n_ratings_abstained"] == 1
     assert main(["calibration", "ceiling", str(p), "--rating", "nope"]) == 65
     assert main(["calibration", "ceiling", str(tmp_path / "none.csv")]) == 66
+
+
+# --------------------------------------------------------------------------- docs worked example
+
+
+def _arb_markdown_rows(frame):
+    return [
+        (r["question"], r["statistic_name"], r["statistic"], r["ci_low"], r["ci_high"], r["interval_method"],
+         f"{r['n_pairable']} / {r['n_multiply_labelled']}", r["n_ratings_abstained"])
+        for _, r in frame.iterrows()
+    ]
+
+
+def test_docs_agentrewardbench_table(shared_data):
+    """docs/calibration.md's AgentRewardBench table is what the code computes."""
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "calibration.md").read_text(encoding="utf-8")
+    block = doc.split("<!-- arb-ceiling:begin -->")[1].split("<!-- arb-ceiling:end -->")[0]
+    lines = [ln for ln in block.strip().splitlines()[2:] if ln.startswith("|")]
+    frame = agentrewardbench_ceiling(shared_data / "agentrewardbench" / "annotations.csv", rng=0)
+    computed = _arb_markdown_rows(frame)
+    assert len(lines) == len(computed) == 8
+    for line, (q, name, stat, lo, hi, meth, items, unsure) in zip(lines, computed, strict=True):
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        assert cells[0] == q and cells[1] == name and cells[4] == meth
+        assert cells[5] == items and int(cells[6]) == unsure
+        assert float(cells[2]) == pytest.approx(stat, abs=5e-4)
+        dlo, dhi = (float(v) for v in cells[3].strip("[]").split(","))
+        tol = 5e-4 if meth == "wilson" else 0.03  # bootstrap limits may move if the engine's draws change
+        assert dlo == pytest.approx(lo, abs=tol) and dhi == pytest.approx(hi, abs=tol)
