@@ -1166,8 +1166,8 @@ def _validate_trajectory(fx: _Fixture, journey: Journey) -> None:
             if gmissing:
                 fx.add("gates", f"a full-path fixture does not record {', '.join(gmissing)}",
                        expected="gate-1 .. gate-5 in `gates`", rule="full-path")
-        if sha is None and "final_head_sha" not in (fx.data or {}) or (
-                sha is None and (fx.data or {}).get("final_head_sha") in (None, "")):
+        raw_sha = (fx.data or {}).get("final_head_sha")
+        if sha is None and not isinstance(raw_sha, (dict, list)):  # a wrong type is reported
             fx.add("final_head_sha", "a full-path fixture does not bind `final_head_sha`",
                    expected="a full 40-hex commit id", rule="full-path",
                    line=fx.lines.get("final_head_sha", fx.lines.get("path")))
@@ -1720,16 +1720,19 @@ def register_cli(subparsers: Any) -> None:
         description="Evaluation task fixtures (task.yaml): validation, listing, holdout hygiene.",
         epilog="Examples:\n  evaltk fixtures validate data/examples/fixtures\n"
                "  evaltk fixtures list data/examples/fixtures --json\n"
-               "  evaltk fixtures seen cache-eviction-race --by alice --root SUITE\n"
-               "  evaltk fixtures retire cache-eviction-race --reason 'shown in review' "
+               "  evaltk fixtures seen untangle-billing-module --by alice --root SUITE\n"
+               "  evaltk fixtures retire untangle-billing-module --reason 'shown in review' "
                "--root SUITE\nExit codes: 0 valid, 1 a fixture is invalid, 64 usage, "
                "66 unreadable root.",
         formatter_class=fmt)
     p.add_argument("--suite", default=None, help="seed-style alias: validate this suite")
     p.add_argument("--validate-only", action="store_true", help="with --suite: only validate")
-    p.add_argument("--journey", dest="suite_journey", default=None)
-    p.add_argument("--json", dest="suite_json", action="store_true")
-    p.add_argument("--warnings", dest="suite_warnings", action="store_true")
+    p.add_argument("--journey", dest="suite_journey", default=None, metavar="JOURNEY",
+                   help="with --suite: journey document")
+    p.add_argument("--json", dest="suite_json", action="store_true",
+                   help="with --suite: findings as a JSON list")
+    p.add_argument("--warnings", dest="suite_warnings", action="store_true",
+                   help="with --suite: also show warnings")
     p.set_defaults(func=_cmd_fixtures)
     sub = p.add_subparsers(dest="fixtures_command", metavar="SUBCOMMAND",
                            parser_class=type(p))
@@ -1758,7 +1761,7 @@ def register_cli(subparsers: Any) -> None:
 
     s = sub.add_parser("seen", help="record in the holdout ledger that someone saw a fixture",
                        formatter_class=fmt,
-                       epilog="Example: evaltk fixtures seen cache-eviction-race --by alice "
+                       epilog="Example: evaltk fixtures seen untangle-billing-module --by alice "
                               "--root SUITE")
     s.add_argument("id")
     s.add_argument("--by", required=True, help="who saw it")
@@ -1768,7 +1771,7 @@ def register_cli(subparsers: Any) -> None:
 
     r = sub.add_parser("retire", help="move a holdout fixture to public and record why",
                        formatter_class=fmt,
-                       epilog="Example: evaltk fixtures retire cache-eviction-race "
+                       epilog="Example: evaltk fixtures retire untangle-billing-module "
                               "--reason 'pasted in a PR' --root SUITE")
     r.add_argument("id")
     r.add_argument("--reason", required=True)
