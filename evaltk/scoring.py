@@ -138,27 +138,108 @@ _TIER_DTYPE = pd.CategoricalDtype(list(TIERS))
 
 @dataclass
 class _Column:
-    """One measure for every run: values (NaN where abstained), cause codes, reason per run."""
+    """One measure for every run: values (NaN where abstained), cause and reason codes."""
 
     value: np.ndarray
     cause: np.ndarray  # int8 code into CAUSES, -1 where valued
-    reason: np.ndarray  # object array of str ("" where valued)
+    reason: np.ndarray  # int16 code into ``reasons``, -1 where valued
     n_raters: np.ndarray  # int32
+    reasons: list[str] = field(default_factory=list)
 
     @classmethod
     def empty(cls, n: int) -> _Column:
-        return cls(np.full(n, np.nan), np.full(n, -1, np.int8), np.full(n, "", dtype=object),
+        return cls(np.full(n, np.nan), np.full(n, -1, np.int8), np.full(n, -1, np.int16),
                    np.zeros(n, np.int32))
 
+    def _code(self, reason: str) -> int:
+        if reason not in self.reasons:
+            self.reasons.append(reason)
+        return self.reasons.index(reason)
+
     def abstain(self, mask: np.ndarray, cause: Cause, reason: str) -> None:
+        """Abstain where ``mask`` holds and nothing was decided yet (the first cause set wins)."""
         sel = mask & (self.cause < 0) & np.isnan(self.value)
-        self.cause[sel] = CAUSES.index(cause.value)
-        self.reason[sel] = reason
+        if sel.any():
+            self.cause[sel] = CAUSES.index(cause.value)
+            self.reason[sel] = self._code(reason)
+
+    def set_abstain(self, i: int, cause: str, reason: str) -> None:
+        self.cause[i] = CAUSES.index(cause)
+        self.reason[i] = self._code(reason)
+
+    def reason_strings(self) -> np.ndarray:
+        table = np.array([*self.reasons, ""], dtype=object)
+        return table[self.reason]
 
     def check(self, measure: str) -> None:
         valued = ~np.isnan(self.value)
         if (valued == (self.cause >= 0)).any():
             raise AssertionError(f"internal: {measure} has a value and a cause, or neither")
+
+
+def _factorize(s: pd.Series) -> tuple[np.ndarray, Any]:
+    """Codes and uniques; free for a categorical column (ingest emits them)."""
+    if isinstance(s.dtype, pd.CategoricalDtype):
+        return s.cat.codes.to_numpy(np.int64), s.cat.categories
+    return pd.factorize(s)
+
+
+@dataclass
+class _Prepared:
+    """An answers table reduced once to integer arrays (no string work per measure)."""
+
+    table: pd.DataFrame
+    measure: np.ndarray  # int codes into ``measures``
+    measures: list[str]
+    run_pos: np.ndarray
+    rater: np.ndarray  # int codes
+    raters: np.ndarray  # names
+    answer: np.ndarray  # int codes into ``answers``
+    answers: np.ndarray
+    step: np.ndarray  # int64, -1 where missing
+    step_pos: np.ndarray | None
+
+    @classmethod
+    def of(cls, table: pd.DataFrame, runs: pd.DataFrame) -> _Prepared:
+        mc, mu = _factorize(table["measure"])
+        rc, ru = _factorize(table["rater"])
+        ac, au = _factorize(table["answer"])
+        step = pd.to_numeric(table["step"], errors="coerce").to_numpy(float) if "step" in table.columns \
+            else np.full(len(table), np.nan)
+        sp = None
+        if "step_pos" in table.columns:
+            spv = pd.to_numeric(table["step_pos"], errors="coerce").to_numpy(float)
+            sp = np.where(np.isnan(spv), -1, spv).astype(np.int64)
+        return cls(table=table, measure=mc, measures=[str(x) for x in mu],
+                   run_pos=_run_positions(table, runs), rater=rc, raters=np.asarray(ru, dtype=object),
+                   answer=ac, answers=np.asarray(au, dtype=object),
+                   step=np.where(np.isnan(step), -1, step).astype(np.int64), step_pos=sp)
+
+    def select(self, measure: str) -> np.ndarray:
+        if measure not in self.measures:
+            return np.zeros(0, np.int64)
+        return np.flatnonzero(self.measure == self.measures.index(measure))
+
+    def codes(self, idx: np.ndarray, words: Sequence[str], measure: str) -> np.ndarray:
+        lookup = {w: i for i, w in enumerate(words)}
+        table = np.array([lookup.get(str(u), -1) for u in self.answers], dtype=np.int64)
+        c = table[self.answer[idx]]
+        if (c < 0).any():
+            bad = self.answers[self.answer[idx][np.flatnonzero(c < 0)[0]]]
+            raise ValueError(
+                f"`answer` {bad!r} is not in the {measure} vocabulary ({', '.join(words)}); ingest "
+                "normalises answers, so this table did not come through evaltk.traces.ingest.")
+        return c
+
+    def participation(self, idx: np.ndarray, measure: str, runs: pd.DataFrame) -> pd.DataFrame:
+        nr = max(len(self.raters), 1)
+        key = self.run_pos[idx] * nr + self.rater[idx]
+        counts = np.bincount(key, minlength=len(runs) * nr)  # O(n), no sort
+        uk = np.flatnonzero(counts)
+        cnt = counts[uk]
+        tids = runs["trace_id"].to_numpy(object)
+        return pd.DataFrame({"trace_id": tids[uk // nr], "measure": measure,
+                             "rater": self.raters[uk % nr], "n_answers": cnt.astype(np.int64)})
 
 
 def _fold_counts(counts: np.ndarray, words: Sequence[str], values: Sequence[float | None]
@@ -184,19 +265,6 @@ def _fold_counts(counts: np.ndarray, words: Sequence[str], values: Sequence[floa
     return value, status, top
 
 
-def _codes(answers: pd.Series, words: Sequence[str], measure: str) -> np.ndarray:
-    lookup = {w: i for i, w in enumerate(words)}
-    s = answers.astype(str)
-    codes = s.map(lookup)
-    if codes.isna().any():
-        bad = s[codes.isna()].iloc[0]
-        raise ValueError(
-            f"`answer` {bad!r} is not in the {measure} vocabulary ({', '.join(words)}); "
-            "ingest normalises answers, so this table did not come through evaltk.traces.ingest."
-        )
-    return codes.to_numpy(np.int64)
-
-
 def _run_positions(table: pd.DataFrame, runs: pd.DataFrame) -> np.ndarray:
     if "run_pos" in table.columns:
         return table["run_pos"].to_numpy(np.int64)
@@ -209,17 +277,17 @@ def _run_positions(table: pd.DataFrame, runs: pd.DataFrame) -> np.ndarray:
     return pos.astype(np.int64)
 
 
-def _score_trace_level(measure: str, answers: pd.DataFrame | None, n_runs: int,
+def _score_trace_level(measure: str, prep: _Prepared | None, n_runs: int,
                        runs: pd.DataFrame) -> tuple[_Column, pd.DataFrame]:
     col = _Column.empty(n_runs)
-    sub = None if answers is None else answers[answers["measure"] == measure]
-    if sub is None or sub.empty:
+    idx = None if prep is None else prep.select(measure)
+    if idx is None or idx.size == 0:
         col.abstain(np.ones(n_runs, bool), Cause.NOT_IMPLEMENTED, f"no {measure} answers for this run")
         return col, _empty_participation()
     vocab = VOCABULARIES[measure]
     words = list(vocab)
-    rp = _run_positions(sub, runs)
-    codes = _codes(sub["answer"], words, measure)
+    rp = prep.run_pos[idx]
+    codes = prep.codes(idx, words, measure)
     k = len(words)
     counts = np.bincount(rp * k + codes, minlength=n_runs * k).reshape(n_runs, k)
     value, status, _ = _fold_counts(counts, words, list(vocab.values()))
@@ -228,7 +296,7 @@ def _score_trace_level(measure: str, answers: pd.DataFrame | None, n_runs: int,
     col.abstain(status == 1, Cause.NOT_IMPLEMENTED, f"no {measure} answers for this run")
     col.abstain(status == 2, Cause.ABSTAINED, "tie between raters")
     col.abstain(status == 3, Cause.ABSTAINED, "cannot-tell majority")
-    return col, _participation(sub, measure)
+    return col, prep.participation(idx, measure, runs)
 
 
 def _empty_participation() -> pd.DataFrame:
@@ -236,10 +304,10 @@ def _empty_participation() -> pd.DataFrame:
                          "rater": pd.Series(dtype=object), "n_answers": pd.Series(dtype=np.int64)})
 
 
-def _participation(sub: pd.DataFrame, measure: str) -> pd.DataFrame:
-    p = sub.groupby(["trace_id", "rater"], sort=True, observed=True).size().rename("n_answers").reset_index()
-    p.insert(1, "measure", measure)
-    return p
+def _present(s: pd.Series) -> np.ndarray:
+    """Non-missing and non-empty (a captured screen, an action target)."""
+    ok = s.notna().to_numpy()
+    return ok & (s.fillna("") != "").to_numpy(bool)
 
 
 def _step_keys(steps: pd.DataFrame, runs: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, int]:
@@ -249,37 +317,38 @@ def _step_keys(steps: pd.DataFrame, runs: pd.DataFrame) -> tuple[np.ndarray, np.
     return srp, srp * width + idx, width
 
 
-def _score_ctx(answers: pd.DataFrame | None, steps: pd.DataFrame, runs: pd.DataFrame,
+def _score_ctx(prep: _Prepared | None, steps: pd.DataFrame, runs: pd.DataFrame,
                n_runs: int) -> tuple[_Column, pd.DataFrame, pd.DataFrame]:
     """x_ctx plus its per-run diagnostics (gradable, answered, grounded, cannot-tell, ties)."""
     col = _Column.empty(n_runs)
     srp, skey, width = _step_keys(steps, runs)
-    screen = steps["screen"]
-    target = steps["target"]
-    gradable = (screen.notna() & (screen.astype(str).str.len() > 0) & target.notna()
-                & (target.astype(str).str.len() > 0)).to_numpy()
+    gradable = _present(steps["screen"]) & _present(steps["target"])
     n_steps = np.bincount(srp, minlength=n_runs)
     n_gradable = np.bincount(srp[gradable], minlength=n_runs)
-    sub = None if answers is None else answers[answers["measure"] == "x_ctx"]
+    idx = None if prep is None else prep.select("x_ctx")
     n_s = len(steps)
     step_counts = np.zeros((n_s, 3), np.int64)
     n_unmatched = 0
     participation = _empty_participation()
-    if sub is not None and not sub.empty:
-        arp = _run_positions(sub, runs)
-        astep = pd.to_numeric(sub["step"], errors="coerce")
-        if astep.isna().any():
+    if idx is not None and idx.size:
+        arp = prep.run_pos[idx]
+        astep = prep.step[idx]
+        if (astep < 0).any():
             raise ValueError("x_ctx answers need a `step`; ingest should have dropped rows without one")
-        akey = arp * width + astep.to_numpy(np.int64)
-        pos = np.searchsorted(skey, akey)
-        pos_c = np.minimum(pos, max(n_s - 1, 0))
-        matched = (n_s > 0) & (skey[pos_c] == akey) if n_s else np.zeros(len(akey), bool)
+        if prep.step_pos is not None and (prep.step_pos[idx] >= 0).all():
+            pos_c = prep.step_pos[idx]  # ingest located each step already
+            matched = np.ones(idx.size, bool)
+        else:
+            akey = arp * width + astep
+            pos = np.searchsorted(skey, akey)
+            pos_c = np.minimum(pos, max(n_s - 1, 0))
+            matched = (skey[pos_c] == akey) if n_s else np.zeros(idx.size, bool)
         n_unmatched = int((~matched).sum())
-        codes = _codes(sub["answer"], list(VOCABULARIES["x_ctx"]), "x_ctx")
+        codes = prep.codes(idx, list(VOCABULARIES["x_ctx"]), "x_ctx")
         flat = np.bincount(pos_c[matched] * 3 + codes[matched], minlength=n_s * 3)
         step_counts = flat.reshape(n_s, 3)
         col.n_raters = np.bincount(arp, minlength=n_runs).astype(np.int32)
-        participation = _participation(sub, "x_ctx")
+        participation = prep.participation(idx, "x_ctx", runs)
     value, status, _ = _fold_counts(step_counts, ["yes", "no", "cannot_tell"], [1.0, 0.0, None])
     answered = gradable & (status == 0)
     grounded = answered & (value == 1.0)
@@ -380,7 +449,10 @@ def _score_guides(runs: pd.DataFrame, steps: pd.DataFrame, n_runs: int,
     runs that carry a guide (runs without one abstain as not applicable, vectorised)."""
     cols = {m: _Column.empty(n_runs) for m in GUIDE_MEASURES}
     guides = runs["guide"].to_numpy(object) if "guide" in runs.columns else np.full(n_runs, None, object)
-    has_guide = np.array([isinstance(g, Mapping) for g in guides], bool)
+    has_guide = pd.notna(guides) if len(guides) else np.zeros(0, bool)
+    if has_guide.any():  # only the runs that carry something are inspected
+        sel = np.flatnonzero(has_guide)
+        has_guide[sel] = [isinstance(g, Mapping) for g in guides[sel]]
     actions_by_run: dict[int, list[str]] | None = None
     for i in np.flatnonzero(has_guide):
         g = guides[i]
@@ -388,19 +460,16 @@ def _score_guides(runs: pd.DataFrame, steps: pd.DataFrame, n_runs: int,
         gid, ref = _guide_field(g, "id"), _guide_field(g, "reference_id")
         c = cols["g_retrieval"]
         if gid is None or ref is None:
-            c.cause[i] = CAUSES.index("missing_evidence")
-            c.reason[i] = "guide carries no `id` or no labelled `reference_id`"
+            c.set_abstain(i, "missing_evidence", "guide carries no `id` or no labelled `reference_id`")
         else:
             c.value[i] = float(str(gid) == str(ref))
         # g_fidelity: every authored must-keep step survives into the synthesized guide
         keep, gsteps = _guide_field(g, "must_keep"), _guide_field(g, "steps")
         c = cols["g_fidelity"]
         if keep is None or gsteps is None:
-            c.cause[i] = CAUSES.index("missing_evidence")
-            c.reason[i] = "guide carries no `must_keep` list or no `steps`"
+            c.set_abstain(i, "missing_evidence", "guide carries no `must_keep` list or no `steps`")
         elif len(keep) == 0:
-            c.cause[i] = CAUSES.index("not_applicable")
-            c.reason[i] = "guide authored no must-keep step"
+            c.set_abstain(i, "not_applicable", "guide authored no must-keep step")
         else:
             ids = {str(s.get("id")) if isinstance(s, Mapping) else str(s) for s in gsteps}
             c.value[i] = float(all(str(k) in ids for k in keep))
@@ -408,8 +477,7 @@ def _score_guides(runs: pd.DataFrame, steps: pd.DataFrame, n_runs: int,
         c = cols["g_adherence"]
         wanted = [s.get("action") for s in gsteps if isinstance(s, Mapping)] if gsteps else []
         if not gsteps or any(a is None for a in wanted):
-            c.cause[i] = CAUSES.index("missing_evidence")
-            c.reason[i] = "guide `steps` carry no `action` to follow"
+            c.set_abstain(i, "missing_evidence", "guide `steps` carry no `action` to follow")
         else:
             if actions_by_run is None:
                 actions_by_run = _actions_by_run(steps, runs, has_guide)
@@ -427,16 +495,14 @@ def _score_guides(runs: pd.DataFrame, steps: pd.DataFrame, n_runs: int,
         for i in range(n_runs):
             rule = outcome_rules.get(keys[i]) or outcome_rules.get("*")
             if rule is None:
-                c.cause[i] = CAUSES.index("not_implemented")
-                c.reason[i] = f"no outcome rule registered for domain {keys[i]!r}"
+                c.set_abstain(i, "not_implemented", f"no outcome rule registered for domain {keys[i]!r}")
                 continue
             if per_run_steps is None:
                 per_run_steps = {k: v for k, v in steps.groupby("trace_id", sort=False)}
             tid = runs["trace_id"].iloc[i]
             res = rule(runs.iloc[i], per_run_steps.get(tid, steps.iloc[0:0]))
             if res is None:
-                c.cause[i] = CAUSES.index("missing_evidence")
-                c.reason[i] = "the outcome rule could not decide from the record"
+                c.set_abstain(i, "missing_evidence", "the outcome rule could not decide from the record")
             elif isinstance(res, bool | np.bool_):
                 c.value[i] = float(res)
             else:
@@ -728,36 +794,37 @@ def _to_parquet(t: pd.DataFrame, path: Path) -> None:
 
 
 def _population_digest(runs: pd.DataFrame) -> str:
-    tasks = sorted(set(runs["task"].astype(str))) if len(runs) else []
+    tasks = sorted(map(str, pd.unique(runs["task"]))) if len(runs) else []
     h = hashlib.sha256("\n".join(tasks).encode("utf-8")).hexdigest()[:16]
     return f"tasks:{h}"
 
 
 def _assemble(runs: pd.DataFrame, cols: Mapping[tuple[str, str], _Column]) -> pd.DataFrame:
+    """Stack per-measure columns into the long matrix, with categorical keys (cheap to build)."""
     n = len(runs)
-    tid_cat = pd.Categorical.from_codes(np.arange(n), categories=pd.Index(runs["trace_id"].astype(str)))
+    tid_cat = pd.Categorical.from_codes(np.arange(n), categories=pd.Index(runs["trace_id"].astype(str).to_numpy()))
+    reasons = sorted({r for c in cols.values() for r in c.reasons})
+    r_index = pd.Index(reasons)
+    scorers = sorted({SCORERS[m].name for _, m in cols})
+    versions = sorted({SCORERS[m].version for _, m in cols})
     frames = []
     for (tier, m), c in cols.items():
         c.check(m)
         sc = SCORERS[m]
-        cause = pd.Categorical.from_codes(c.cause.astype(np.int8), dtype=_CAUSE_DTYPE)
         frames.append(pd.DataFrame({
             "trace_id": tid_cat,
             "measure": pd.Categorical.from_codes(np.full(n, MEASURES.index(m), np.int8), dtype=_MEASURE_DTYPE),
             "tier": pd.Categorical.from_codes(np.full(n, TIERS.index(tier), np.int8), dtype=_TIER_DTYPE),
             "value": c.value,
-            "cause": cause,
-            "reason": pd.Categorical(c.reason),
-            "scorer": sc.name,
-            "scorer_version": sc.version,
+            "cause": pd.Categorical.from_codes(c.cause.astype(np.int8), dtype=_CAUSE_DTYPE),
+            "reason": pd.Categorical.from_codes(
+                np.append(r_index.get_indexer(c.reasons), -1)[c.reason], categories=r_index),
+            "scorer": pd.Categorical.from_codes(np.full(n, scorers.index(sc.name)), categories=scorers),
+            "scorer_version": pd.Categorical.from_codes(np.full(n, versions.index(sc.version)),
+                                                        categories=versions),
             "n_raters": c.n_raters,
         }))
-    out = pd.concat(frames, ignore_index=True)
-    out["trace_id"] = out["trace_id"].astype(str)
-    out["scorer"] = out["scorer"].astype("category")
-    out["scorer_version"] = out["scorer_version"].astype("category")
-    out["reason"] = out["reason"].astype(str).astype("category")
-    return out
+    return pd.concat(frames, ignore_index=True)
 
 
 def score_tables(runs: pd.DataFrame, steps: pd.DataFrame, answers: pd.DataFrame | None = None,
@@ -782,14 +849,15 @@ def score_tables(runs: pd.DataFrame, steps: pd.DataFrame, answers: pd.DataFrame 
     for tier, table in sources:
         if tier != "automatic" and (table is None or table.empty):
             continue
+        prep = None if table is None or table.empty else _Prepared.of(table, runs)
         for m in ("x_task", "x_eff"):
-            c, p = _score_trace_level(m, table, n, runs)
+            c, p = _score_trace_level(m, prep, n, runs)
             cols[(tier, m)] = c
             participation.append(p.assign(tier=tier))
         if tier == "automatic":
             c, unconfirmed = _score_safe(steps, runs, n)
             cols[(tier, "x_safe")] = c
-        c, d, p = _score_ctx(table, steps, runs, n)
+        c, d, p = _score_ctx(prep, steps, runs, n)
         cols[(tier, "x_ctx")] = c
         participation.append(p.assign(tier=tier))
         if tier == "automatic":
@@ -824,8 +892,8 @@ def _review_flags(runs: pd.DataFrame, steps: pd.DataFrame, n: int) -> pd.DataFra
                 guide_len[i] = len(s)
     loop = np.zeros(n, bool)
     if len(steps) >= 3:
-        a = steps["action"].astype(str).to_numpy(object)
-        t = steps["target"].astype(str).to_numpy(object)
+        a = pd.factorize(steps["action"])[0]
+        t = pd.factorize(steps["target"], use_na_sentinel=False)[0]
         same = (a[1:] == a[:-1]) & (t[1:] == t[:-1]) & (srp[1:] == srp[:-1])
         three = same[1:] & same[:-1]
         loop[np.unique(srp[2:][three])] = True
