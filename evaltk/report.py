@@ -598,12 +598,15 @@ def suite_gating_chart(
         x=alt.X("value:Q", scale=alt.Scale(domain=[0, 1]), title="score"),
         color=alt.Color("kind:N", sort=kinds, title=None, scale=alt.Scale(domain=kinds, range=[_MUTED, _ACCENT])),
         tooltip=["task:N", "kind:N", alt.Tooltip("value:Q", format=".3f")])
-    layers: list[Any] = [bars]
+    text = alt.Chart(long).mark_text(align="left", dx=3, fontSize=9, color="#333333").encode(
+        y=alt.Y("task:N", sort=order, title=None), yOffset=alt.YOffset("kind:N", sort=kinds),
+        x=alt.X("value:Q", scale=alt.Scale(domain=[0, 1])), text=alt.Text("value:Q", format=".2f"))
+    layers: list[Any] = [bars, text]
     if pass_score is not None:
         layers.append(alt.Chart(pd.DataFrame({"x": [float(pass_score)]})).mark_rule(
             color=_WARN, strokeDash=[6, 3], strokeWidth=2).encode(x="x:Q"))
     return alt.layer(*layers).properties(
-        width=440, height=alt.Step(12),
+        width=440, height=alt.Step(13),
         title=alt.Title(title, subtitle="red dashes: passScore; the pass decision reads the gating score (RFC 0246 §B)"))
 
 
@@ -818,7 +821,8 @@ def check_params(**params: Any) -> dict[str, Any]:
     literal (str, number, bool, None, or a list / dict of those).
 
     Rules: ``week`` an ISO week ``YYYY-Www`` ("" means the current week);
-    ``data_dir`` "" (embedded demo data) or an existing folder;
+    ``data_dir`` "" (embedded demo data) or an existing folder; ``suite_run``,
+    ``host_summary`` and names ending in ``_path`` / ``_file`` "" or an existing file;
     ``confidence_level`` in (0, 1); ``seed`` and ``n_resamples`` non-negative /
     positive ints; ``judges``, ``dimensions`` lists of names; ``thresholds`` and
     ``judge_costs`` mappings of name to number (thresholds in [0, 1]); names
@@ -852,6 +856,15 @@ def check_params(**params: Any) -> dict[str, Any]:
                 if not p.is_dir():
                     raise UnreadableInput(f"no such folder: {v!r}.", field=name)
                 out[name] = str(p.resolve())
+        elif _is_path_param(name) and name != "data_dir":
+            if v is None or v == "":
+                out[name] = ""
+            elif not isinstance(v, str):
+                raise InputError(f"must be a file path or ''; got {v!r}.", field=name)
+            elif not Path(v).expanduser().is_file():
+                raise UnreadableInput(f"no such file: {v!r}.", field=name)
+            else:
+                out[name] = str(Path(v).expanduser().resolve())
         elif name == "confidence_level":
             out[name] = _check_unit(name, v, open_=True)
         elif name in ("seed",):
@@ -1258,6 +1271,13 @@ def render_report(
             if not declared[name]:
                 raise InputError(f"notebook `{name}` has no cell tagged `parameters`.", file=str(src))
         per = _plan_parameters(declared, given, params_file)
+        # relative paths resolve inside the parameters file's folder (or the current folder for a
+        # mapping): the kernels run with out/<week> as their working folder
+        base = Path(params_file).resolve().parent if params_file else Path.cwd()
+        for values in per.values():
+            for k, v in values.items():
+                if _is_path_param(k) and isinstance(v, str) and v and not Path(v).expanduser().is_absolute():
+                    values[k] = str((base / v).resolve())
         for name in names:
             if "week" in declared[name]:
                 per[name].setdefault("week", week)
@@ -1328,6 +1348,10 @@ def render_report(
     if index.is_file():
         return index
     return out_dir / f"{names[0]}.html"
+
+
+def _is_path_param(name: str) -> bool:
+    return name in ("data_dir", "suite_run", "host_summary") or name.endswith(("_path", "_file"))
 
 
 def _title(name: str, week: str) -> str:
