@@ -116,8 +116,9 @@ def _timed(trajectories: list[list[dict]]) -> tuple[float, dict[str, int]]:
 
 def _peer(trajectories: list[list[dict]]) -> float:
     """jsonschema validating the same cases against the results schema (validations/s)."""
-    import jsonschema
     from importlib import resources
+
+    import jsonschema
 
     schema = json.loads(resources.files("evaltk.schemas").joinpath(
         "trajectory-results.schema.json").read_text("utf-8"))

@@ -498,8 +498,9 @@ class CaseGrade(NamedTuple):
         ``passed``, ``safely-abstained`` or ``failed``.
     terminal : tuple
         ``(status, event_id, reason)``; status is ``completed``, ``abstained`` or ``none``.
-    dimensions : tuple of DimensionOutcome
-        One per name in :data:`DIMENSIONS`, in that order.
+    dimensions : tuple of (outcome, observation, event) triples
+        One per name in :data:`DIMENSIONS`, in that order (plain tuples, kept light for
+        speed; :meth:`dimension` returns one as a :class:`DimensionOutcome`).
     first_at : datetime or None
         The earliest event timestamp (used to check the lock precedes the run).
     """
@@ -523,7 +524,7 @@ class CaseGrade(NamedTuple):
     def dimension(self, name: str) -> DimensionOutcome:
         """The outcome of dimension ``name``."""
         try:
-            return self.dimensions[DIMENSIONS.index(name)]
+            return DimensionOutcome(*self.dimensions[DIMENSIONS.index(name)])
         except ValueError:
             raise ValueError(f"`name` must be one of {', '.join(DIMENSIONS)}; got {name!r}.") from None
 
