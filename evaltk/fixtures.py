@@ -62,7 +62,7 @@ __all__ = [
     "load_task",
     "load_suite",
     "validate_suite",
-    "read_ledger",
+    "read_holdout_ledger",
     "record_seen",
     "retire",
     "register_cli",
@@ -1297,7 +1297,7 @@ def _check_holdout(suite: _Suite) -> None:
                        expected="visibility: public", rule="holdout-retired")
 
 
-def read_ledger(root: str | os.PathLike[str]) -> pd.DataFrame:
+def read_holdout_ledger(root: str | os.PathLike[str]) -> pd.DataFrame:
     """The holdout ledger of a suite as a table (``event, id, by, at, reason, line``).
 
     An absent ledger is an empty table.  A malformed line raises

@@ -15,6 +15,7 @@ import shutil
 from pathlib import Path
 
 import jsonschema
+import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -31,7 +32,7 @@ from evaltk.fixtures import (
     load_journey,
     load_suite,
     load_task,
-    read_ledger,
+    read_holdout_ledger,
     record_seen,
     retire,
     validate_suite,
@@ -627,7 +628,7 @@ def test_seen_then_retire(tmp_path):
     # only the visibility value changed
     assert after == before.replace("visibility: holdout", "visibility: public")
     assert validate_suite(d).valid
-    ledger = read_ledger(d)
+    ledger = read_holdout_ledger(d)
     assert list(ledger["event"][-2:]) == ["seen", "retired"]
     assert ledger.iloc[-1]["reason"] == "shown in a PR review"
     lines = (d / "holdout-ledger.jsonl").read_text().splitlines()
@@ -661,7 +662,7 @@ def test_ledger_api_errors(tmp_path):
         record_seen(d, "flaky-timeout", by="x", at="tuesday")
     shutil.copytree(INVALID / "ledger-malformed", d, dirs_exist_ok=True)
     with pytest.raises(SchemaViolation, match="line 2"):
-        read_ledger(d)
+        read_holdout_ledger(d)
 
 
 def test_ledger_unknown_id_is_a_warning(tmp_path):
@@ -800,3 +801,37 @@ def test_same_findings_without_libyaml(tmp_path, monkeypatch, case):
     monkeypatch.setattr(fxm, "_FastLoader", fxm._FixtureLoader)
     assert validate_suite(d).findings == fast.findings
     assert load_suite(d).to_dict(orient="records") == fast_rows.to_dict(orient="records")
+
+
+def test_unparsable_fixture_still_has_a_row(tmp_path):
+    d = suite_copy(tmp_path, "yaml-syntax")
+    row = load_suite(d).set_index("id").loc["yaml-syntax"]
+    assert pd.isna(row["kind"]) and not row["valid"] and row["n_errors"] == 1
+
+
+def test_empty_task_and_crlf_flat_lines(tmp_path):
+    d = suite_copy(tmp_path)
+    write_task(d, "bug-diagnosis/empty", "")
+    p = d / "fixtures/trajectories/crlf/task.yaml"
+    p.parent.mkdir()
+    p.write_bytes(traj_text("crlf").replace('"', "").replace("\n", "\r\n").encode())
+    assert errors(validate_suite(d)) == {
+        ("fixtures/bug-diagnosis/empty/task.yaml", 1, None, "the file is empty")}
+    assert load_task(p)["phases"] == "1: Intake and provenance"
+
+
+def test_findings_sorted_and_json_warnings(run, tmp_path):
+    d = suite_copy(tmp_path)
+    for case in ("bad-class", "gate-id", "ledger-malformed"):
+        shutil.copytree(INVALID / case, d, dirs_exist_ok=True)
+    write_task(d, "adversarial/no-intent",
+               "id: no-intent\nclass: adversarial\nprompt: p\nground_truth: g\n"
+               "expected_boundary: unit\nvisibility: public\n")
+    report = validate_suite(d)
+    keys = [(f.file, f.line if f.line is not None else -1) for f in report.findings]
+    assert keys == sorted(keys)
+    code, out, _ = run("fixtures", "validate", str(d), "--json", "--warnings")
+    found = json.loads(out)
+    assert code == 1
+    assert [f["severity"] for f in found].count("warning") == 1
+    assert len(found) == len(report.findings)
