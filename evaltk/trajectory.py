@@ -1639,6 +1639,34 @@ def _cmd_self_check(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_seal(args: argparse.Namespace) -> int:
+    from .cli import CliError
+
+    draft = read_json(args.draft)
+    if not isinstance(draft, dict) or not isinstance(draft.get("cases"), dict):
+        raise SchemaViolation("a lock draft must be an object with `cases`", file=args.draft, field="cases")
+    if args.design is not None:
+        draft["design_digest"] = design_digest(read_json(args.design))
+    lock = seal_lock(draft)
+    validate_document(lock, "lock", file=args.draft)
+    if set(lock["case_inventory"]) != set(lock["cases"]):
+        raise CliError(f"{args.draft}: `case_inventory` and `cases` differ", 65)
+    _write_json(args.output, lock)
+    print(f"sealed {len(lock['cases'])} case(s): lock_digest {lock['lock_digest']}")
+    return 0
+
+
+def _cmd_digest(args: argparse.Namespace) -> int:
+    doc = read_json(args.file)
+    if args.lock:
+        if not isinstance(doc, dict):
+            raise SchemaViolation("a lock must be an object", file=args.file)
+        print(lock_digest(doc))
+    else:
+        print(sha256_digest(doc))
+    return 0
+
+
 def register_cli(subparsers: Any) -> None:
     """Add ``evaltk trajectory grade`` and ``evaltk trajectory self-check``."""
     p = subparsers.add_parser(
@@ -1667,6 +1695,23 @@ def register_cli(subparsers: Any) -> None:
     g.set_defaults(func=_cmd_grade)
     s = sub.add_parser("self-check", help="run the fourteen negative controls and a final green run")
     s.set_defaults(func=_cmd_self_check)
+    z = sub.add_parser(
+        "seal", help="fill in a lock draft's case inventory, case-policy digest and lock digest",
+        description="Seal a lock before any result exists: fills `case_inventory` (when absent), "
+                    "`case_policy_digest`, `lock_digest` and, with --design, `design_digest`; "
+                    "validates the sealed lock against trajectory-lock.schema.json.",
+        epilog="Example: evaltk trajectory seal draft.json --design design.json --output lock.json")
+    z.add_argument("draft", help="the lock draft (JSON)")
+    z.add_argument("--output", required=True, help="where to write the sealed lock")
+    z.add_argument("--design", help="the design record whose digest the lock binds")
+    z.set_defaults(func=_cmd_seal)
+    h = sub.add_parser(
+        "digest", help="print the canonical SHA-256 of a JSON document (or of a lock, --lock)",
+        epilog="Example: evaltk trajectory digest design.json")
+    h.add_argument("file")
+    h.add_argument("--lock", action="store_true",
+                   help="digest the document without its `lock_digest` key (the lock's own digest)")
+    h.set_defaults(func=_cmd_digest)
 
     def _no_sub(args: argparse.Namespace) -> int:
         from .cli import EXIT_USAGE

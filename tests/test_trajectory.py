@@ -869,3 +869,20 @@ def test_example_lock_binds_the_design_digest():
     assert lock["design_digest"] == design_digest(design) == hashlib.sha256(
         canonical_json(design)).hexdigest()
     assert lock["lock_digest"] == lock_digest(lock)
+
+
+def test_cli_seal_and_digest(tmp_path, capsys):
+    lock = json.loads((EXAMPLES / "lock.json").read_text("utf-8"))
+    for k in ("lock_digest", "case_policy_digest", "design_digest"):
+        del lock[k]
+    (tmp_path / "draft.json").write_text(json.dumps(lock), encoding="utf-8")
+    code, stdout, err = _cli(["trajectory", "seal", str(tmp_path / "draft.json"), "--design",
+                              str(EXAMPLES / "design.json"), "--output", str(tmp_path / "lock.json")], capsys)
+    assert code == 0, err
+    # the same policies, inventory and design give the committed example's digest
+    committed = json.loads((EXAMPLES / "lock.json").read_text("utf-8"))
+    assert json.loads((tmp_path / "lock.json").read_text("utf-8")) == committed
+    code, stdout, _ = _cli(["trajectory", "digest", "--lock", str(EXAMPLES / "lock.json")], capsys)
+    assert code == 0 and stdout.strip() == committed["lock_digest"]
+    code, stdout, _ = _cli(["trajectory", "digest", str(EXAMPLES / "design.json")], capsys)
+    assert stdout.strip() == committed["design_digest"]
