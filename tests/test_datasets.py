@@ -118,16 +118,40 @@ def test_trace_records_follow_the_contract(big: D.DemoData) -> None:
         assert json.loads(json.dumps(rec)) == rec
 
 
-def test_traces_validate_against_the_published_schema(small: D.DemoData) -> None:
-    schema_path = ROOT / "evaltk" / "schemas" / "trace.schema.json"
-    if not schema_path.is_file():
-        pytest.skip("evaltk/schemas/trace.schema.json is not written yet (owned by the ingest module)")
+def _schema_validator(name: str):  # noqa: ANN202
+    path = ROOT / "evaltk" / "schemas" / name
+    if not path.is_file():
+        pytest.skip(f"evaltk/schemas/{name} is not written yet (owned by the ingest module)")
     jsonschema = pytest.importorskip("jsonschema")
-    schema = json.loads(schema_path.read_text(encoding="utf-8"))
-    validator = jsonschema.Draft202012Validator(schema)
-    for rec in small.traces:
+    return jsonschema.Draft202012Validator(json.loads(path.read_text(encoding="utf-8")))
+
+
+def _variety(d: D.DemoData) -> list[dict]:
+    """A cross-section of records (jsonschema is slow): every kind of planted oddity."""
+    t = d.truth.set_index("trace_id")
+    pick = [r for r in d.traces if r["status"] == "in_progress" or "guide" in r and "domain" not in r
+            or t.loc[r["trace_id"], "step_gap"] or t.loc[r["trace_id"], "canary"]
+            or not t.loc[r["trace_id"], "terminal_screen"]]
+    return pick + d.traces[:20]
+
+
+def test_traces_validate_against_the_published_schema(small: D.DemoData) -> None:
+    validator = _schema_validator("trace.schema.json")
+    for rec in _variety(small):
         errors = list(validator.iter_errors(rec))
         assert not errors, f"{rec['trace_id']}: {errors[0].message}"
+
+
+def test_answer_rows_validate_against_the_published_schema(small: D.DemoData) -> None:
+    validator = _schema_validator("answers.schema.json")
+    for table in (small.answers, small.labels):
+        rows = table.groupby(["measure", "rater"], sort=False).head(25)
+        for rec in rows.to_dict("records"):
+            rec = {k: (None if v is pd.NA else v) for k, v in rec.items()}
+            if rec["step"] is not None:
+                rec["step"] = int(rec["step"])
+            errors = list(validator.iter_errors(rec))
+            assert not errors, f"{rec}: {errors[0].message}"
 
 
 def test_answer_tables_follow_the_contract(big: D.DemoData) -> None:
