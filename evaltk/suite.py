@@ -529,6 +529,22 @@ _TRAJ_KEYS = {"match", "tools", "forbidden"}
 _SHORT_TASK_KEYS = _TASK_KEYS | _TRIAL_KEYS
 
 
+def _norm_key(k: str) -> str:
+    return "".join(ch for ch in k.lower() if ch.isalnum())
+
+
+def _near_miss(key: str, known: Iterable[str]) -> str | None:
+    """The known key ``key`` looks like a misspelling of, if any."""
+    import difflib
+
+    norm = {_norm_key(k): k for k in known}
+    nk = _norm_key(key)
+    if nk in norm:
+        return norm[nk]
+    close = difflib.get_close_matches(nk, list(norm), n=1, cutoff=0.8)
+    return norm[close[0]] if close else None
+
+
 class _Ctx:
     """Names the file for every error raised while reading one run."""
 
@@ -538,10 +554,24 @@ class _Ctx:
     def fail(self, message: str, *, record: Any = None, field: str | None = None) -> SchemaViolation:
         return SchemaViolation(message, file=self.file, record=record, field=field)
 
-    def keys(self, obj: Mapping[str, Any], allowed: set[str], *, record: Any, where: str) -> None:
+    def keys(self, obj: Mapping[str, Any], allowed: set[str], *, record: Any, where: str,
+             lenient: bool = False) -> None:
+        """Refuse unknown keys; ``lenient`` refuses only near-misses of known keys.
+
+        Lenient objects (the document, tasks, trials) may carry extra information
+        (``output``, ``notes``); a misspelt decision field (``fixturemiss``,
+        ``tool_calls``, ``scores``) is refused either way, since ignoring it would
+        silently change a gate.
+        """
         if obj.keys() <= allowed:
             return
         extra = [k for k in obj if k not in allowed and not str(k).startswith("x-")]
+        if lenient:
+            extra = [k for k in extra if _near_miss(str(k), allowed)]
+            if extra:
+                k = extra[0]
+                raise self.fail(f"unknown field; did you mean `{_near_miss(str(k), allowed)}`?",
+                                record=record, field=f"{where}{k}")
         if extra:
             raise self.fail(
                 f"unknown field(s) {sorted(map(str, extra))}; allowed: {', '.join(sorted(allowed))} "
@@ -646,7 +676,7 @@ def load_suite_run(source: str | Path | Mapping[str, Any], *, file: str | None =
         doc = source
     ctx = _Ctx(file)
     doc = ctx.mapping(doc, record=None, field="(document)")
-    ctx.keys(doc, _TOP_KEYS, record=None, where="")
+    ctx.keys(doc, _TOP_KEYS, record=None, where="", lenient=True)
     suite = doc.get("suite", doc.get("suiteId"))
     suite = ctx.string(suite, record=None, field="suite")
     version = doc.get("version", doc.get("suiteVersion"))
@@ -711,7 +741,13 @@ def load_suite_run(source: str | Path | Mapping[str, Any], *, file: str | None =
         if tid in seen:
             raise ctx.fail(f"duplicate task id (also tasks[{seen[tid]}])", record=tid, field="id")
         seen[tid] = i
-        ctx.keys(task, _TASK_KEYS if "trials" in task else _SHORT_TASK_KEYS, record=tid, where="")
+        if "trials" in task:
+            both = sorted(k for k in _TRIAL_KEYS if k in task and k != "metadata")
+            if both:
+                raise ctx.fail("a task carries either `trials` or its single trial's fields, not both",
+                               record=tid, field=both[0])
+        ctx.keys(task, _TASK_KEYS if "trials" in task else _SHORT_TASK_KEYS, record=tid, where="",
+                 lenient=True)
         ttype = task.get("type", task.get("kind"))
         if ttype is not None and ttype not in _TASK_TYPES:
             raise ctx.fail(f"unknown task type {ttype!r}; allowed: {', '.join(_TASK_TYPES)}",
@@ -742,7 +778,7 @@ def load_suite_run(source: str | Path | Mapping[str, Any], *, file: str | None =
             # that build the error message (they name the task and the field).
             if trial.__class__ is not dict or not trial.keys() <= _TRIAL_KEYS:
                 trial = ctx.mapping(trial, record=tid, field=f"trials[{j}]")
-                ctx.keys(trial, _TRIAL_KEYS, record=tid, where=f"trials[{j}].")
+                ctx.keys(trial, _TRIAL_KEYS, record=tid, where=f"trials[{j}].", lenient=True)
             sc = trial.get("score", _MISSING)
             if sc.__class__ is float and 0.0 <= sc <= 1.0:
                 score[i, j] = sc
@@ -956,7 +992,7 @@ class EvalSummary:
         mn, mx, sd = ts["min"].tolist(), ts["max"].tolist(), ts["std"].tolist()
         tcost = ex["task_cost"].tolist()
         for i, tid in enumerate(run.task_ids):
-            e: dict[str, Any] = {"taskId": tid}
+            e: dict[str, Any] = {"taskId": tid, "id": tid}
             if run.task_types[i] is not None:
                 e["type"] = run.task_types[i]
             e["score"] = score[i]
@@ -1237,7 +1273,7 @@ def validate_summary(doc: Any, *, file: str | None = None) -> None:
         record = None
         if len(path) >= 2 and path[0] == "tasks" and isinstance(path[1], int):
             task = doc["tasks"][path[1]]
-            tid = task.get("taskId") if isinstance(task, Mapping) else None
+            tid = task.get("taskId", task.get("id")) if isinstance(task, Mapping) else None
             record = tid if isinstance(tid, str) else f"tasks[{path[1]}]"
             path = path[2:]
         raise SchemaViolation(e.message, file=file, record=record, field=_path_str(path))
@@ -1439,6 +1475,10 @@ def check_summary(run: SuiteRun | Mapping[str, Any] | str | Path,
 
     ps = run.thresholds.pass_score
     has = run.has_trajectory
+    host_trials = host.get("trials") if isinstance(host.get("trials"), Mapping) else {}
+    host_k = host_trials.get("k")
+    if not isinstance(host_k, int) or isinstance(host_k, bool) or not 1 <= host_k <= run.count:
+        host_k = None
     for i, tid in enumerate(run.task_ids):
         where = f"task {tid}"
         t = by_id.get(tid)
@@ -1469,8 +1509,7 @@ def check_summary(run: SuiteRun | Mapping[str, Any] | str | Path,
                     else "0244.B"
                 v(rule, where, "trials.meanScore",
                   f"reports {ms!r}; the mean of the trial scores is {_fmt(exp_score)}", exp_score, ms)
-        elif run.count > 1:
-            v("0244.B", where, "trials.meanScore", "missing on a task with trials", exp_score, None)
+
         gs = t.get("gatedScore")
         if gs is None:
             if has[i]:
@@ -1498,12 +1537,20 @@ def check_summary(run: SuiteRun | Mapping[str, Any] | str | Path,
                 why = (f"passRule {run.pass_rule} counts trial verdicts: "
                        f"{int(ours.trial_passed[i].sum())} of {run.count} passed")
             v("0246.B", where, "passed", f"reports {rp}; {why}, so passed is {exp_passed}", exp_passed, rp)
-        for key, exp in (("passAtK", ours.pass_at_k[i]), ("passHatK", ours.pass_hat_k[i])):
+        c = int(ours.trial_passed[i].sum())
+        for key, fn in (("passAtK", pass_at_k), ("passHatK", pass_hat_k)):
             val = t.get(key, trials.get(key))
-            if val is not None and (_num(val) is None or not _close(float(val), float(exp))):
+            if val is None:
+                continue
+            k = host_k if host_k is not None else run.k
+            # Without a declared k, any k in 1..n that reproduces the value follows from the trials.
+            ks = [k] if host_k is not None else range(1, run.count + 1)
+            if _num(val) is None or not any(_close(float(val), fn(run.count, c, kk)) for kk in ks):
                 v("0244.B", where, key,
-                  f"reports {val!r}; with n={run.count}, c={int(ours.trial_passed[i].sum())}, "
-                  f"k={run.k} it is {_fmt(float(exp))}", float(exp), val)
+                  f"reports {val!r}; with n={run.count} trials of which c={c} passed, k={k} gives "
+                  f"{_fmt(fn(run.count, c, k))}" + ("" if host_k is not None else
+                                                   " (and no k in 1..n reproduces it)"),
+                  fn(run.count, c, k), val)
         stats = t.get("trialStats")
         if isinstance(stats, Mapping):
             _check_stats(v, where, stats, ours, i)
@@ -1565,6 +1612,8 @@ def _check_stats(v: Any, where: str, stats: Mapping[str, Any], ours: EvalSummary
     for key, exp in expected.items():
         if key in stats and stats[key] is not None:
             val = _num(stats[key])
+            if key == "stdDev" and val is not None and _close(val, exp * math.sqrt((n - 1) / n)):
+                continue  # a population standard deviation (n rather than n - 1) also follows
             if val is None or not _close(val, float(exp)):
                 v("0244.B", where, f"trialStats.{key}", f"reports {stats[key]!r}; the trials give "
                   f"{_fmt(float(exp))}", exp, stats[key])
