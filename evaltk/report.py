@@ -120,7 +120,8 @@ def use_theme(*, svg: bool = True) -> None:
     Called once at the top of every notebook.  With ``svg=True`` (the default)
     altair's ``svg`` renderer is enabled, so an executed notebook stores each
     chart as ``image/svg+xml`` (converted by vl-convert): the rendered HTML needs
-    no JavaScript and reads offline.
+    no JavaScript and reads offline.  Also sets pandas' display options so report
+    tables show whole cells (``display.max_colwidth`` None, up to 200 rows).
 
     Examples
     --------
@@ -136,6 +137,9 @@ def use_theme(*, svg: bool = True) -> None:
     alt.theme.enable(THEME_NAME)
     if svg:
         alt.renderers.enable("svg")
+    # tables in a report show whole sentences (reasons, verdicts), never "..."
+    pd.set_option("display.max_colwidth", None)
+    pd.set_option("display.max_rows", 200)
 
 
 def chart_to_svg(chart: Any) -> str:
