@@ -896,6 +896,16 @@ def _s(values: Any) -> pd.Series:
     return pd.Series(pd.array(values, dtype=_STR))
 
 
+def _from_codes(codes: np.ndarray, uniques: Sequence[Any]) -> pd.Series:
+    """A ``str`` Series from integer codes into ``uniques`` (-1 or a None unique: absent)."""
+    codes = np.asarray(codes, np.int64)
+    if not len(uniques):
+        return _s(pa.nulls(len(codes), pa.string()))
+    d = pa.array(list(uniques), type=pa.string())
+    arr = pa.DictionaryArray.from_arrays(pa.array(codes, type=pa.int64(), mask=codes < 0), d)
+    return _s(arr.dictionary_decode())
+
+
 def _const(value: str, n: int) -> pd.Series:
     return _s(pa.repeat(pa.scalar(value, pa.string()), n))
 
@@ -1531,8 +1541,11 @@ def _answer_checks(raw: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray, np.ndar
     reason = np.full(n, None, dtype=object)
     field = np.full(n, None, dtype=object)
 
+    done = np.zeros(n, bool)
+
     def flag(mask: np.ndarray, fld: str | None, msg: Callable[[int], str]) -> None:
-        hit = np.flatnonzero(mask & np.equal(reason, None))
+        hit = np.flatnonzero(mask & ~done)
+        done[hit] = True
         for i in hit:
             reason[i] = msg(int(i))
             field[i] = fld
@@ -1593,9 +1606,7 @@ def _answer_checks(raw: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray, np.ndar
             resolved.append(w if w in ANSWER_VOCABULARIES[meas] else False)
         else:
             resolved.append(word)  # identifiers and free text: verbatim
-    res_arr = np.asarray([*resolved, None], dtype=object)
-    answer = res_arr[p_inv] if n else np.zeros(0, object)
-    unknown = np.fromiter((a is False for a in answer), bool, n)
+    unknown = np.asarray([r is False for r in resolved] + [False], bool)[p_inv] if n else np.zeros(0, bool)
     flag(unknown, "answer", lambda i: f"unknown answer word: {_show(ans_raw.iloc[i])} for "
                                       f"{measure[i]} (allowed: {', '.join(ANSWER_VOCABULARIES[measure[i]])})")
     # step
@@ -1638,10 +1649,11 @@ def _answer_checks(raw: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray, np.ndar
     step_col = pd.array(np.where(has_step & ok, step_f, np.nan), dtype="Float64").astype("Int64")
     out = pd.DataFrame({
         "trace_id": texts["trace_id"][0],
-        "measure": _s(np.where(ok, measure, None)),
+        "measure": _from_codes(np.where(ok, m_codes, -1), m_norm),
         "step": pd.Series(step_col),
         "rater": texts["rater"][0],
-        "answer": _s(np.where(ok, answer, None)),
+        "answer": _from_codes(np.where(ok, p_inv, -1), [r if isinstance(r, str) else None
+                                                           for r in resolved]),
         "confidence": nums["confidence"],
         "cost": nums["cost"],
         "latency_ms": nums["latency_ms"],
@@ -1726,14 +1738,11 @@ def _join(recs: AnswerRecords, trace_ledger: pd.DataFrame, runs: pd.DataFrame,
         # why is there no run: never seen, or seen and dropped?
         tl = trace_ledger[trace_ledger["trace_id"].notna()]
         why = tl.drop_duplicates("trace_id", keep="last").set_index("trace_id")["reason"]
-        ids = t["trace_id"].to_numpy(dtype=object)
-        for i in np.flatnonzero(no_run):
-            r = why.get(ids[i]) if len(why) else None
-            if r is None or (isinstance(r, float) and math.isnan(r)):
-                reason[i] = f"{kind} without run"
-            else:
-                reason[i] = f"run not kept: {str(r).split(':', 1)[0]}"
-            field[i] = "trace_id"
+        where = np.flatnonzero(no_run)
+        r = why.reindex(t["trace_id"].iloc[where]).to_numpy(dtype=object, na_value=None)
+        reason[where] = [f"{kind} without run" if x is None else f"run not kept: {x.split(':', 1)[0]}"
+                         for x in r]
+        field[where] = "trace_id"
     # per-step: the step must exist in the run
     step = t["step"].to_numpy(dtype=np.float64, na_value=np.nan)
     has_step = ~np.isnan(step)

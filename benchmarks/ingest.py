@@ -1,0 +1,251 @@
+"""Ingest benchmark: JSONL traces to tables (issue 2 section 8).
+
+Target: at least 50,000 traces/s with about 10 steps per trace, cost linear in size.
+
+For 50k, 100k and 200k synthetic traces (about 10 steps each, 5 % in progress,
+half with a domain, a third with step counts that disagree) this prints, per size
+and per reader, the wall time, traces per second and peak resident memory.  Each
+measurement runs in a fresh process so peak memory belongs to that one reader.
+
+Readers, all measured in the same run:
+
+``evaltk``
+    :func:`evaltk.traces.ingest` on the file (Arrow parse, column-wise checks,
+    runs / steps / disagreements / ledger tables).
+``naive``
+    a per-record reference: ``json.loads`` per line, every field validated in
+    Python, rows collected in lists, then ``pandas.DataFrame`` (what one writes
+    first; it checks the same contract).
+``pandas``
+    the peer library: ``pandas.read_json(lines=True)`` then ``explode`` and
+    ``json_normalize`` of the steps.  It validates nothing, so it is a floor for
+    "just parse it with pandas", not an equivalent.
+
+A last line times ingest with judge answers (CSV, about 16 rows per trace) at the
+smallest size.
+
+Usage::
+
+    .venv/bin/python benchmarks/ingest.py            # 50k, 100k, 200k
+    .venv/bin/python benchmarks/ingest.py --sizes 20000 40000 --no-naive
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ACTIONS = ["tap", "type", "scroll", "open_app", "back", "confirm", "buy", "send"]
+TASKS = ["Buy a red mug", "Send an email to Bob about Friday", "Book a flight to Oslo",
+         "Schedule a meeting with Ana", "Pay the electricity bill", "Play my running playlist",
+         "Turn on Bluetooth", "Delete old_notes.txt from Photos"]
+
+
+def make_lines(n: int, seed: int = 0) -> list[str]:
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        k = rng.randint(6, 14)  # about 10 steps
+        steps = []
+        for j in range(k):
+            a = rng.choice(ACTIONS)
+            steps.append({"index": j, "action": a,
+                          "target": None if rng.random() < 0.1 else f"el_{rng.randint(0, 40)}",
+                          "screen": None if rng.random() < 0.1 else f"screen {j}: list of items",
+                          "consequential": a in ("buy", "send"),
+                          "needs_confirmation": a == "confirm"})
+        rec = {"trace_id": f"run-{i:07d}", "task": rng.choice(TASKS),
+               "status": "in_progress" if rng.random() < 0.05 else "complete",
+               "agent": rng.choice(["ckpt-a", "ckpt-b", "ckpt-c"]), "steps": steps}
+        if rng.random() < 0.5:
+            rec["domain"] = "shopping"
+        if rng.random() < 0.33:
+            rec["step_counts"] = {"recorder": k, "agent": k + rng.choice([0, 1, 2])}
+        out.append(json.dumps(rec))
+    return out
+
+
+def make_answers(lines: list[str], path: Path, seed: int = 1) -> int:
+    rng = random.Random(seed)
+    rows = ["trace_id,measure,step,rater,answer,confidence,cost,latency_ms,rater_version"]
+    for ln in lines:
+        rec = json.loads(ln)
+        tid = rec["trace_id"]
+        for j in ("judge-a", "judge-b", "judge-c"):
+            rows.append(f"{tid},x_task,,{j},{rng.choice(['yes', 'no', 'cannot tell'])},0.8,0.001,900,v1")
+            rows.append(f"{tid},x_eff,,{j},{rng.choice(['none', 'a few', 'lots'])},,,,v1")
+        for s in rec["steps"]:
+            rows.append(f"{tid},x_ctx,{s['index']},judge-a,{rng.choice(['yes', 'no'])},,,,v1")
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    return len(rows) - 1
+
+
+# --------------------------------------------------------------------------- readers
+
+
+def read_evaltk(path: str, answers: str | None = None) -> int:
+    from evaltk.traces import ingest
+
+    ing = ingest(path, answers=answers)
+    return len(ing.runs) + len(ing.steps) + len(ing.answers)
+
+
+def read_naive(path: str, answers: str | None = None) -> int:
+    import pandas as pd
+
+    runs, steps, ledger = [], [], []
+    with open(path, encoding="utf-8") as fh:
+        for line_no, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as e:
+                ledger.append((line_no, None, "malformed", str(e)))
+                continue
+            try:
+                if not isinstance(rec, dict):
+                    raise ValueError("not an object")
+                tid = rec.get("trace_id")
+                if not isinstance(tid, str) or not tid:
+                    raise ValueError("trace_id")
+                if rec.get("status") not in ("complete", "in_progress"):
+                    raise ValueError("status")
+                if rec["status"] == "in_progress":
+                    ledger.append((line_no, tid, "dropped", "in_progress"))
+                    continue
+                if not isinstance(rec.get("task"), str):
+                    raise ValueError("task")
+                st = rec.get("steps")
+                if not isinstance(st, list):
+                    raise ValueError("steps")
+                seen = set()
+                rows = []
+                for s in st:
+                    i = s.get("index")
+                    if not isinstance(i, int) or isinstance(i, bool) or i < 0 or i in seen:
+                        raise ValueError("index")
+                    seen.add(i)
+                    if not isinstance(s.get("action"), str):
+                        raise ValueError("action")
+                    for f in ("target", "screen"):
+                        if s.get(f) is not None and not isinstance(s[f], str):
+                            raise ValueError(f)
+                    for f in ("consequential", "needs_confirmation"):
+                        if s.get(f) is not None and not isinstance(s[f], bool):
+                            raise ValueError(f)
+                    rows.append({"trace_id": tid, "index": i, "action": s["action"],
+                                 "target": s.get("target"), "screen": s.get("screen"),
+                                 "consequential": bool(s.get("consequential")),
+                                 "needs_confirmation": bool(s.get("needs_confirmation"))})
+            except (ValueError, AttributeError) as e:
+                ledger.append((line_no, None, "malformed", str(e)))
+                continue
+            rows.sort(key=lambda r: r["index"])
+            steps.extend(rows)
+            runs.append({"trace_id": tid, "task": rec["task"], "domain": rec.get("domain"),
+                         "n_steps": len(rows), "agent": rec.get("agent")})
+            ledger.append((line_no, tid, "kept", None))
+    r = pd.DataFrame(runs)
+    s = pd.DataFrame(steps)
+    led = pd.DataFrame(ledger, columns=["record", "trace_id", "status", "reason"])
+    return len(r) + len(s) + 0 * len(led)
+
+
+def read_pandas(path: str, answers: str | None = None) -> int:
+    import pandas as pd
+
+    df = pd.read_json(path, lines=True)
+    ex = df[["trace_id", "steps"]].explode("steps", ignore_index=True).dropna(subset=["steps"])
+    steps = pd.json_normalize(ex["steps"].tolist())
+    steps.insert(0, "trace_id", ex["trace_id"].to_numpy())
+    return len(df) + len(steps)
+
+
+READERS = {"evaltk": read_evaltk, "naive": read_naive, "pandas": read_pandas}
+
+
+def worker(reader: str, path: str, answers: str | None) -> None:
+    import pandas  # noqa: F401  - import cost is not ingest cost
+    import pyarrow  # noqa: F401
+
+    import evaltk.traces  # noqa: F401
+
+    t0 = time.perf_counter()
+    n = READERS[reader](path, answers)
+    dt = time.perf_counter() - t0
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB -> MiB on Linux
+    print(json.dumps({"seconds": dt, "peak_mib": peak, "rows": n}))
+
+
+def measure(reader: str, path: Path, answers: Path | None = None) -> dict:
+    cmd = [sys.executable, __file__, "--worker", reader, str(path)]
+    if answers is not None:
+        cmd += ["--answers", str(answers)]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONHASHSEED": "0"})
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sizes", type=int, nargs="+", default=[50_000, 100_000, 200_000])
+    ap.add_argument("--no-naive", action="store_true", help="skip the per-record reference")
+    ap.add_argument("--no-pandas", action="store_true", help="skip the pandas peer")
+    ap.add_argument("--worker", nargs=2, metavar=("READER", "PATH"), help=argparse.SUPPRESS)
+    ap.add_argument("--answers", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.worker:
+        worker(args.worker[0], args.worker[1], args.answers)
+        return
+    readers = ["evaltk"] + ([] if args.no_naive else ["naive"]) + ([] if args.no_pandas else ["pandas"])
+    sizes = sorted(args.sizes)
+    print(f"generating {sizes[-1]:,} synthetic traces ...", flush=True)
+    lines = make_lines(sizes[-1])
+    with tempfile.TemporaryDirectory() as tmp:
+        files = {}
+        for n in sizes:
+            p = Path(tmp) / f"traces_{n}.jsonl"
+            p.write_text("\n".join(lines[:n]) + "\n", encoding="utf-8")
+            files[n] = p
+        n_steps = sum(ln.count('"index"') for ln in lines[:sizes[0]]) / sizes[0]
+        print(f"{n_steps:.1f} steps per trace on average; python {sys.version.split()[0]}, "
+              f"{os.cpu_count()} CPUs\n")
+        head = f"{'traces':>8}  {'reader':<7} {'seconds':>8} {'traces/s':>10} {'peak MiB':>9}  vs evaltk"
+        print(head)
+        print("-" * len(head))
+        per_trace = []
+        for n in sizes:
+            res = {r: measure(r, files[n]) for r in readers}
+            base = res["evaltk"]["seconds"]
+            per_trace.append(base / n)
+            for r in readers:
+                s = res[r]["seconds"]
+                ratio = "" if r == "evaltk" else f"{s / base:6.1f}x slower" if s >= base else \
+                    f"{base / s:6.1f}x faster"
+                print(f"{n:>8,}  {r:<7} {s:8.2f} {n / s:10,.0f} {res[r]['peak_mib']:9.0f}  {ratio}")
+        if len(sizes) > 1:
+            growth = per_trace[-1] / per_trace[0]
+            print(f"\nlinearity: time per trace at {sizes[-1]:,} / at {sizes[0]:,} = {growth:.2f} "
+                  "(1.00 is linear)")
+        ans = Path(tmp) / "answers.csv"
+        n_ans = make_answers(lines[:sizes[0]], ans)
+        with_ans = measure("evaltk", files[sizes[0]], ans)
+        only = measure("evaltk", files[sizes[0]])
+        extra = with_ans["seconds"] - only["seconds"]
+        print(f"\nwith answers: {sizes[0]:,} traces + {n_ans:,} answer rows (CSV) in "
+              f"{with_ans['seconds']:.2f} s = {sizes[0] / with_ans['seconds']:,.0f} traces/s; "
+              f"answers alone about {n_ans / max(extra, 1e-9):,.0f} rows/s; "
+              f"peak {with_ans['peak_mib']:.0f} MiB")
+
+
+if __name__ == "__main__":
+    main()
