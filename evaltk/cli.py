@@ -48,6 +48,7 @@ _MODULES: tuple[str, ...] = (
     "evaltk.report",
     "evaltk.fixtures",
     "evaltk.scoring",
+    "evaltk.regression",
 )
 
 

@@ -1,0 +1,385 @@
+"""Gates and regression: promote, review or regress a candidate checkpoint against a baseline.
+
+Seed 002, "Gates and regression": data validity, scoring consistency, interpretability,
+in order; a hard-check failure stops the run.  Then each dimension is compared with the
+test matching its type, corrected for multiple comparisons, and decided:
+
+================  ===================================================================
+dimension type    test (paired on the ``pair_by`` key, default the task)
+================  ===================================================================
+binary            McNemar exact on discordant pairs, Newcombe paired interval of the
+(x_task, x_safe,  difference; a paired cluster bootstrap when a key has several runs
+g_*)
+ordinal (x_eff)   Wilcoxon signed-rank on paired differences (zero differences dropped,
+                  Wilcoxon's convention), mean difference with a bootstrap interval
+per-step rate     cluster bootstrap over keys of the pooled rate grounded / answered
+(x_ctx)           (steps resampled with their trace, never alone)
+================  ===================================================================
+
+Holm's correction by default across the dimensions tested (``correction="fdr_bh"``
+for Benjamini-Hochberg), through pingouin.  The caller sets the minimum practical
+effect.  A significant drop at least that large is a **regress** on a calibrated
+dimension and only a **review** on an uncalibrated one: there is no validated measure to
+regress against.  In the gate, abstentions resolve toward failure (``missing_evidence``,
+``abstained`` and ``not_implemented`` count 0) while ``not_applicable`` stays out (a
+run that never took the risk is not a failure); the scores themselves are never touched.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .bootstrap import check_confidence_level, check_rng
+from .scoring import GUIDE_MEASURES, TRACE_MEASURES, ScoreMatrix
+from .values import CAUSES
+
+__all__ = ["DIMENSION_TYPES", "GateResult", "GateRefused", "gate", "data_validity", "scoring_consistency"]
+
+DIMENSION_TYPES: dict[str, str] = {"x_task": "binary", "x_safe": "binary", "x_eff": "ordinal",
+                                   "x_ctx": "per_step_rate", **dict.fromkeys(GUIDE_MEASURES, "binary")}
+
+FAIL_CLOSED_CAUSES = ("missing_evidence", "abstained", "not_implemented")
+
+
+class GateRefused(ValueError):
+    """A hard check failed: the comparison is not run.  ``gate`` names which."""
+
+    def __init__(self, gate: str, reasons: Sequence[str]) -> None:
+        self.gate = gate
+        self.reasons = list(reasons)
+        super().__init__(f"{gate} check failed: " + "; ".join(self.reasons))
+
+
+def data_validity(m: ScoreMatrix, name: str) -> list[str]:
+    """Reasons ``m`` is not valid data: NaN without a cause, an incomplete ledger, missing measures."""
+    out = []
+    f = m.frame
+    v = f["value"].to_numpy(float)
+    c = f["cause"].notna().to_numpy()
+    if (np.isnan(v) != c).any():
+        out.append(f"{name}: {(np.isnan(v) != c).sum()} score rows break the value/cause invariant")
+    bad_cause = set(f["cause"].dropna().astype(str)) - set(CAUSES)
+    if bad_cause:
+        out.append(f"{name}: unknown causes {sorted(bad_cause)}")
+    if ((v < 0) | (v > 1)).any():
+        out.append(f"{name}: values outside [0, 1]")
+    led = m.ledger
+    if led is None or led.empty:
+        out.append(f"{name}: no ingest ledger (every input record must be accounted for)")
+    else:
+        if not led["status"].isin(["kept", "dropped"]).all():
+            out.append(f"{name}: ledger has statuses other than kept/dropped")
+        dropped = led[led["status"] == "dropped"]
+        if dropped["reason"].isna().any():
+            out.append(f"{name}: {int(dropped['reason'].isna().sum())} dropped records without a reason")
+    auto = f[f["tier"] == "automatic"]
+    per = auto.groupby("trace_id", observed=True)["measure"].nunique()
+    n_meas = auto["measure"].nunique()
+    if len(per) and (per < n_meas).any():
+        out.append(f"{name}: some traces miss measures (every measure must be present, as a value or an abstention)")
+    return out
+
+
+def scoring_consistency(a: ScoreMatrix, b: ScoreMatrix, measures: Sequence[str]) -> list[str]:
+    """Reasons the two matrices are not on one scale: scorer, version or lifecycle differ."""
+    out = []
+    for meas in measures:
+        sa, sb = a.manifest.status(meas), b.manifest.status(meas)
+        if (sa.scorer, sa.scorer_version) != (sb.scorer, sb.scorer_version):
+            out.append(f"{meas}: baseline scored by {sa.scorer} {sa.scorer_version}, candidate by "
+                       f"{sb.scorer} {sb.scorer_version} (a rubric edit is a new instrument)")
+        if sa.lifecycle == "superseded" or sb.lifecycle == "superseded":
+            out.append(f"{meas}: a superseded definition is not gated")
+    return out
+
+
+@dataclass(frozen=True)
+class GateResult:
+    """Per-dimension decisions and the overall one: ``promote``, ``review`` or ``regress``."""
+
+    decision: str
+    dimensions: pd.DataFrame
+    settings: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def exit_code(self) -> int:
+        return {"promote": 0, "regress": 1, "review": 3}[self.decision]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"decision": self.decision, "settings": dict(self.settings),
+                "dimensions": json.loads(self.dimensions.to_json(orient="records"))}
+
+
+def _gate_values(m: ScoreMatrix, measure: str) -> pd.DataFrame:
+    f = m.scores("automatic")
+    f = f[f["measure"] == measure][["trace_id", "value", "cause"]].copy()
+    f["trace_id"] = f["trace_id"].astype(str)
+    cause = f["cause"].astype(object)
+    fail = cause.isin(FAIL_CLOSED_CAUSES).to_numpy()
+    gv = f["value"].to_numpy(float).copy()
+    gv[fail] = 0.0  # abstain in the score, fail in the gate
+    f["gate_value"] = gv
+    f["fail_closed"] = fail
+    f = f[cause.ne("not_applicable").to_numpy()]
+    return f
+
+
+def _pair(a: ScoreMatrix, b: ScoreMatrix, measure: str, pair_by: str) -> pd.DataFrame:
+    out = []
+    for side, m in (("baseline", a), ("candidate", b)):
+        if pair_by not in m.runs.columns:
+            raise GateRefused("data validity", [f"{side}: runs have no `{pair_by}` column to pair on"])
+        g = _gate_values(m, measure).merge(m.runs[["trace_id", pair_by]].astype({"trace_id": str}),
+                                           on="trace_id", how="left")
+        if measure == "x_ctx":
+            d = m.diagnostics[["trace_id", "x_ctx_n_grounded", "x_ctx_n_answered"]].astype({"trace_id": str})
+            g = g.merge(d, on="trace_id", how="left")
+        g["side"] = side
+        out.append(g)
+    return pd.concat(out, ignore_index=True)
+
+
+def _pvalue_boot(d: np.ndarray) -> float:
+    """Two-sided bootstrap p-value of a difference: twice the smaller tail beyond zero."""
+    d = d[~np.isnan(d)]
+    if d.size == 0:
+        return float("nan")
+    return float(min(1.0, 2 * min((d <= 0).mean(), (d >= 0).mean())))
+
+
+def _compare(p: pd.DataFrame, measure: str, pair_by: str, cl: float, B: int, rng: np.random.Generator
+             ) -> dict[str, Any]:
+    kind = DIMENSION_TYPES[measure]
+    base = p[p["side"] == "baseline"]
+    cand = p[p["side"] == "candidate"]
+    keys = sorted(set(base[pair_by]) & set(cand[pair_by]))
+    base = base[base[pair_by].isin(keys)]
+    cand = cand[cand[pair_by].isin(keys)]
+    row: dict[str, Any] = {"measure": measure, "type": kind, "n_pairs": len(keys),
+                           "n_fail_closed_baseline": int(base["fail_closed"].sum()),
+                           "n_fail_closed_candidate": int(cand["fail_closed"].sum())}
+    if not keys:
+        return {**row, "baseline": np.nan, "candidate": np.nan, "effect": np.nan, "ci_low": np.nan,
+                "ci_high": np.nan, "pvalue": np.nan, "test": "none"}
+    alpha = 1 - cl
+    k_index = {k: i for i, k in enumerate(keys)}
+    kb = base[pair_by].map(k_index).to_numpy(int)
+    kc = cand[pair_by].map(k_index).to_numpy(int)
+    K = len(keys)
+    W = rng.multinomial(K, np.full(K, 1.0 / K), size=B).astype(float)  # cluster resampling of keys
+
+    def per_key(df: pd.DataFrame, idx: np.ndarray, col: str) -> tuple[np.ndarray, np.ndarray]:
+        s = np.bincount(idx, weights=df[col].to_numpy(float), minlength=K)
+        n = np.bincount(idx, minlength=K).astype(float)
+        return s, n
+
+    if kind == "per_step_rate":
+        nb_gr, _ = per_key(base, kb, "x_ctx_n_grounded")
+        nb_ans, _ = per_key(base, kb, "x_ctx_n_answered")
+        nc_gr, _ = per_key(cand, kc, "x_ctx_n_grounded")
+        nc_ans, _ = per_key(cand, kc, "x_ctx_n_answered")
+        rb = nb_gr.sum() / nb_ans.sum() if nb_ans.sum() else np.nan
+        rc = nc_gr.sum() / nc_ans.sum() if nc_ans.sum() else np.nan
+        with np.errstate(invalid="ignore", divide="ignore"):
+            d = (W @ nc_gr) / (W @ nc_ans) - (W @ nb_gr) / (W @ nb_ans)
+        lo, hi = np.nanquantile(d, [alpha / 2, 1 - alpha / 2])
+        return {**row, "baseline": rb, "candidate": rc, "effect": rc - rb, "ci_low": lo, "ci_high": hi,
+                "pvalue": _pvalue_boot(d), "test": "cluster bootstrap of the pooled step rate"}
+    sb, nb = per_key(base, kb, "gate_value")
+    sc, nc = per_key(cand, kc, "gate_value")
+    both = (nb > 0) & (nc > 0)
+    mb = np.where(both, sb / np.where(nb > 0, nb, 1), np.nan)
+    mc = np.where(both, sc / np.where(nc > 0, nc, 1), np.nan)
+    mb, mc = mb[both], mc[both]
+    row["n_pairs"] = int(both.sum())
+    if mb.size == 0:
+        return {**row, "baseline": np.nan, "candidate": np.nan, "effect": np.nan, "ci_low": np.nan,
+                "ci_high": np.nan, "pvalue": np.nan, "test": "none"}
+    one_to_one = bool((nb[both] == 1).all() and (nc[both] == 1).all())
+    effect = float(mc.mean() - mb.mean())
+    if kind == "binary" and one_to_one:
+        from .direction import mcnemar_test
+        from .intervals import paired_difference_interval
+
+        a11 = int(((mc == 1) & (mb == 1)).sum())
+        b10 = int(((mc == 1) & (mb == 0)).sum())
+        c01 = int(((mc == 0) & (mb == 1)).sum())
+        d00 = int(((mc == 0) & (mb == 0)).sum())
+        t = mcnemar_test([[a11, b10], [c01, d00]], method="exact")
+        ci = paired_difference_interval([[a11, b10], [c01, d00]], confidence_level=cl)
+        pv = float(t.pvalue) if hasattr(t, "pvalue") else 1.0
+        lo, hi = ci.confidence_interval if hasattr(ci, "confidence_interval") else (np.nan, np.nan)
+        return {**row, "baseline": mb.mean(), "candidate": mc.mean(), "effect": effect, "ci_low": lo,
+                "ci_high": hi, "pvalue": pv, "test": "McNemar exact; Newcombe paired interval"}
+    diffs = mc - mb
+    Wb = W[:, both]
+    nW = Wb.sum(1)
+    boot = (Wb @ diffs) / np.where(nW > 0, nW, np.nan)
+    lo, hi = np.nanquantile(boot, [alpha / 2, 1 - alpha / 2])
+    if kind == "ordinal" and one_to_one:
+        from scipy.stats import wilcoxon
+
+        nz = diffs[diffs != 0]
+        pv = float(wilcoxon(nz).pvalue) if nz.size else 1.0
+        test = "Wilcoxon signed-rank; bootstrap interval of the mean difference"
+    else:
+        pv = _pvalue_boot(boot)
+        test = "paired cluster bootstrap over keys"
+    return {**row, "baseline": mb.mean(), "candidate": mc.mean(), "effect": effect, "ci_low": lo,
+            "ci_high": hi, "pvalue": pv, "test": test}
+
+
+def gate(baseline: ScoreMatrix, candidate: ScoreMatrix, *, measures: Sequence[str] | None = None,
+         pair_by: str = "task", min_effect: float | Mapping[str, float] = 0.05, alpha: float = 0.05,
+         correction: str = "holm", min_pairs: int = 30, confidence_level: float = 0.95,
+         n_resamples: int = 2000, rng: Any = 0) -> GateResult:
+    """Compare a candidate checkpoint to a baseline and decide promote, review or regress.
+
+    Parameters
+    ----------
+    baseline, candidate : ScoreMatrix
+        Scored by the same scorer versions on the same tasks.
+    measures : sequence of str, optional
+        Dimensions to gate (default: the four trace dimensions).
+    pair_by : str
+        Column of ``runs`` that pairs a candidate run with a baseline run (the task).
+    min_effect : float or mapping
+        The minimum practical effect (on the measure's [0, 1] scale); a drop smaller
+        than this is not a regression even when significant.
+    correction : {"holm", "fdr_bh"}
+        Multiple-comparison correction across the tested dimensions (pingouin).
+    min_pairs : int
+        Interpretability: fewer paired keys than this routes the dimension to review.
+
+    Raises
+    ------
+    GateRefused
+        When data validity or scoring consistency fails (nothing is compared).
+    """
+    import pingouin
+
+    cl = check_confidence_level(confidence_level)
+    if correction not in ("holm", "fdr_bh"):
+        raise ValueError(f"`correction` must be 'holm' or 'fdr_bh'; got {correction!r}.")
+    if not 0 < alpha < 1:
+        raise ValueError(f"`alpha` must be in (0, 1); got {alpha}.")
+    meas = list(measures) if measures is not None else list(TRACE_MEASURES)
+    unknown = [x for x in meas if x not in DIMENSION_TYPES]
+    if unknown:
+        raise ValueError(f"unknown measures {unknown}; gateable: {', '.join(DIMENSION_TYPES)}.")
+    problems = data_validity(baseline, "baseline") + data_validity(candidate, "candidate")
+    if problems:
+        raise GateRefused("data validity", problems)
+    problems = scoring_consistency(baseline, candidate, meas)
+    if problems:
+        raise GateRefused("scoring consistency", problems)
+    gen = check_rng(rng)
+    rows = [_compare(_pair(baseline, candidate, x, pair_by), x, pair_by, cl, n_resamples, gen) for x in meas]
+    dims = pd.DataFrame(rows)
+    dims["interpretable"] = dims["n_pairs"] >= min_pairs
+    testable = dims["interpretable"] & dims["pvalue"].notna()
+    dims["pvalue_adjusted"] = np.nan
+    if testable.any():
+        _, padj = pingouin.multicomp(dims.loc[testable, "pvalue"].to_numpy(float), alpha=alpha, method=correction)
+        dims.loc[testable, "pvalue_adjusted"] = padj
+    me = {x: (min_effect.get(x, 0.05) if isinstance(min_effect, Mapping) else float(min_effect)) for x in meas}
+    dims["min_effect"] = dims["measure"].map(me)
+    dims["calibrated"] = [candidate.manifest.status(x).evidence == "calibrated" for x in meas]
+    decisions, reasons = [], []
+    for r in dims.itertuples():
+        if not r.interpretable:
+            decisions.append("review")
+            reasons.append(f"not interpretable: {r.n_pairs} paired keys < {min_pairs}")
+            continue
+        sig = r.pvalue_adjusted < alpha
+        if sig and r.effect <= -r.min_effect:
+            if r.calibrated:
+                decisions.append("regress")
+                reasons.append(f"significant drop {r.effect:+.3f} (adjusted p={r.pvalue_adjusted:.3g}) on a "
+                               "calibrated dimension")
+            else:
+                decisions.append("review")
+                reasons.append(f"significant drop {r.effect:+.3f} (adjusted p={r.pvalue_adjusted:.3g}), but the "
+                               "dimension is uncalibrated: no validated measure to regress against")
+        elif sig and r.effect >= r.min_effect:
+            decisions.append("promote")
+            reasons.append(f"significant gain {r.effect:+.3f} (adjusted p={r.pvalue_adjusted:.3g})")
+        elif sig:
+            decisions.append("promote")
+            reasons.append(f"significant but below the minimum practical effect {r.min_effect:g} "
+                           f"({r.effect:+.3f})")
+        else:
+            decisions.append("promote")
+            reasons.append(f"no significant change ({r.effect:+.3f}, adjusted p={r.pvalue_adjusted:.3g})")
+    dims["decision"] = decisions
+    dims["reason"] = reasons
+    overall = "regress" if "regress" in decisions else "review" if "review" in decisions else "promote"
+    settings = {"pair_by": pair_by, "alpha": alpha, "correction": correction, "min_pairs": min_pairs,
+                "confidence_level": cl, "n_resamples": n_resamples, "min_effect": me,
+                "fail_closed_causes": list(FAIL_CLOSED_CAUSES)}
+    return GateResult(decision=overall, dimensions=dims, settings=settings)
+
+
+# --------------------------------------------------------------------------- CLI
+
+EXIT_REFUSED_DATA = 65
+EXIT_REFUSED_CONSISTENCY = 67
+
+
+def register_cli(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "gate", help="promote / review / regress a candidate against a baseline",
+        description="Compare two saved score matrices (evaltk score --out DIR) dimension by dimension. "
+                    "Exit 0 promote, 1 regress, 3 review; 65 invalid data, 67 inconsistent scoring "
+                    "(different scorer versions), 66 unreadable input.",
+        epilog="Example: evaltk gate --baseline out/v1 --candidate out/v2 --json")
+    p.add_argument("--baseline", required=True, help="directory written by `evaltk score --out`")
+    p.add_argument("--candidate", required=True, help="directory written by `evaltk score --out`")
+    p.add_argument("--measures", nargs="+", help="dimensions to gate (default: the four trace dimensions)")
+    p.add_argument("--pair-by", default="task", help="runs column pairing the two sides (default: task)")
+    p.add_argument("--min-effect", type=float, default=0.05, help="minimum practical effect (default 0.05)")
+    p.add_argument("--alpha", type=float, default=0.05)
+    p.add_argument("--correction", choices=["holm", "fdr_bh"], default="holm")
+    p.add_argument("--min-pairs", type=int, default=30)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_cli_gate)
+
+
+def _cli_gate(args: argparse.Namespace) -> int:
+    from .cli import CliError
+
+    a = ScoreMatrix.load(args.baseline)
+    b = ScoreMatrix.load(args.candidate)
+    try:
+        res = gate(a, b, measures=args.measures, pair_by=args.pair_by, min_effect=args.min_effect,
+                   alpha=args.alpha, correction=args.correction, min_pairs=args.min_pairs, rng=args.seed)
+    except GateRefused as e:
+        code = EXIT_REFUSED_DATA if e.gate == "data validity" else EXIT_REFUSED_CONSISTENCY
+        if args.json:
+            print(json.dumps({"decision": "refused", "gate": e.gate, "reasons": e.reasons}, indent=2))
+        raise CliError(str(e), code) from None
+    if args.json:
+        print(json.dumps(res.to_dict(), indent=2, default=_json_default))
+    else:
+        print(f"decision: {res.decision}")
+        for r in res.dimensions.itertuples():
+            print(f"  {r.measure:<8} {r.decision:<8} {r.reason}", file=sys.stdout)
+    return res.exit_code
+
+
+def _json_default(x: Any) -> Any:
+    if isinstance(x, np.generic):
+        return x.item()
+    if isinstance(x, float) and math.isnan(x):
+        return None
+    raise TypeError(type(x))

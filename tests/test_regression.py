@@ -1,0 +1,113 @@
+"""Gates and regression (seed 002, 'Gates and regression')."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from evaltk.cli import main
+from evaltk.regression import GateRefused, gate
+from evaltk.scoring import CalibrationRecord, score_tables
+from evaltk.values import Threshold
+
+
+def _matrix(p_task: float, *, n: int = 200, seed: int = 0, p_ground: float = 0.8, eff: float = 0.6):
+    rng = np.random.default_rng(seed)
+    runs, steps, ans = [], [], []
+    for i in range(n):
+        tid = f"{seed}-r{i}"
+        runs.append({"trace_id": tid, "task": f"task {i}", "domain": "shopping", "status": "complete",
+                     "n_steps": 3, "guide": None})
+        for j in range(3):
+            steps.append({"trace_id": tid, "index": j, "run_pos": i, "action": "tap", "target": "t",
+                          "screen": "s", "consequential": j == 2, "needs_confirmation": j == 1})
+            ans.append((tid, "x_ctx", j, "j1", "yes" if rng.random() < p_ground else "no"))
+        ans.append((tid, "x_task", None, "j1", "yes" if rng.random() < p_task else "no"))
+        ans.append((tid, "x_eff", None, "j1", "none" if rng.random() < eff else "lots"))
+    a = pd.DataFrame(ans, columns=["trace_id", "measure", "step", "rater", "answer"])
+    a["step"] = a["step"].astype("Int64")
+    ledger = pd.DataFrame({"status": ["kept"] * n, "reason": [None] * n})
+    return score_tables(pd.DataFrame(runs), pd.DataFrame(steps), a, ledger=ledger, population="tasks:demo")
+
+
+def _calibrated(m, measure="x_task"):
+    rec = CalibrationRecord(label_set="held-out", statistic="kappa", estimate=0.7, interval=(0.6, 0.8),
+                            confidence_level=0.95, held_out=True, human_ceiling=(0.8, 0.7, 0.9), baseline=0.0,
+                            threshold=Threshold(0.5, validated=True, source="cost"), n_items=300)
+    return m.with_manifest(m.manifest.calibrate(measure, rec))
+
+
+def test_regression_on_uncalibrated_dimension_routes_to_review():
+    base, cand = _matrix(0.85, seed=1), _matrix(0.45, seed=2)
+    res = gate(base, cand)
+    d = res.dimensions.set_index("measure")
+    assert d.loc["x_task", "decision"] == "review" and "uncalibrated" in d.loc["x_task", "reason"]
+    assert d.loc["x_task", "test"].startswith("McNemar")
+    assert res.decision == "review" and res.exit_code == 3
+
+
+def test_regression_on_calibrated_dimension_is_a_hard_regress():
+    base, cand = _calibrated(_matrix(0.85, seed=1)), _calibrated(_matrix(0.45, seed=2))
+    res = gate(base, cand)
+    assert res.dimensions.set_index("measure").loc["x_task", "decision"] == "regress"
+    assert res.decision == "regress" and res.exit_code == 1
+
+
+def test_no_change_promotes_and_tests_match_dimension_types():
+    base, cand = _matrix(0.8, seed=1), _matrix(0.8, seed=2)
+    res = gate(base, cand)
+    d = res.dimensions.set_index("measure")
+    assert res.decision == "promote"
+    assert "Wilcoxon" in d.loc["x_eff", "test"] and "cluster bootstrap" in d.loc["x_ctx", "test"]
+    assert d["pvalue_adjusted"].ge(d["pvalue"]).all()  # Holm never lowers a p-value
+
+
+def test_gate_refuses_different_scorer_versions():
+    base, cand = _matrix(0.8, seed=1), _matrix(0.8, seed=2)
+    st = cand.manifest.status("x_task")
+    cand = cand.with_manifest(replace(cand.manifest, measures={**cand.manifest.measures,
+                                                               "x_task": replace(st, scorer_version="2.0")}))
+    with pytest.raises(GateRefused, match="new instrument") as e:
+        gate(base, cand)
+    assert e.value.gate == "scoring consistency"
+
+
+def test_gate_refuses_invalid_data():
+    base = _matrix(0.8, seed=1)
+    bad = replace(base, ledger=pd.DataFrame({"status": ["dropped"], "reason": [None]}))
+    with pytest.raises(GateRefused, match="without a reason"):
+        gate(bad, _matrix(0.8, seed=2))
+
+
+def test_too_few_pairs_is_not_interpretable():
+    res = gate(_matrix(0.9, n=10, seed=1), _matrix(0.1, n=10, seed=2))
+    assert (res.dimensions["decision"] == "review").all()
+    assert res.dimensions["reason"].str.startswith("not interpretable").all()
+
+
+def test_abstentions_fail_closed_in_the_gate_not_in_the_score():
+    base = _matrix(0.9, seed=1)
+    cand = _matrix(0.9, seed=2)
+    f = cand.frame.copy()
+    sel = (f["measure"] == "x_task") & (f["trace_id"].astype(str).str.endswith(("1", "2", "3", "4", "5")))
+    f.loc[sel, "value"] = np.nan
+    f.loc[sel, "cause"] = "abstained"
+    cand2 = replace(cand, frame=f)
+    d = gate(base, cand2).dimensions.set_index("measure")
+    assert d.loc["x_task", "n_fail_closed_candidate"] == int(sel.sum())
+    assert d.loc["x_task", "candidate"] < 0.6  # counted as failures in the gate
+    assert cand2.frame.loc[sel, "value"].isna().all()  # the scores are untouched
+
+
+def test_cli_gate_exit_codes(tmp_path, capsys):
+    _matrix(0.85, seed=1).save(tmp_path / "a")
+    _matrix(0.45, seed=2).save(tmp_path / "b")
+    assert main(["gate", "--baseline", str(tmp_path / "a"), "--candidate", str(tmp_path / "b"), "--json"]) == 3
+    out = json.loads(capsys.readouterr().out)
+    assert out["decision"] == "review"
+    assert main(["gate", "--baseline", str(tmp_path / "a"), "--candidate", str(tmp_path / "a")]) == 0
+    assert main(["gate", "--baseline", str(tmp_path / "nope"), "--candidate", str(tmp_path / "a")]) == 66
