@@ -130,42 +130,75 @@ def _sort_labels(labels: list[Any]) -> list[Any]:
         return labels
 
 
+def _int_uniques(x: np.ndarray) -> tuple[np.ndarray, list[Any], np.ndarray] | None:
+    """Codes, unique values and counts of an int array by bincount (None when the range is huge)."""
+    if x.size == 0:
+        return np.zeros(0, dtype=np.intp), [], np.zeros(0, dtype=np.intp)
+    lo, hi = int(x.min()), int(x.max())
+    if hi - lo > 1_000_000:
+        return None
+    shifted = x - lo if lo else x
+    cnt = np.bincount(shifted, minlength=hi - lo + 1)
+    present = cnt > 0
+    if bool(present.all()):             # every value in [lo, hi] occurs: the shift is the code
+        return shifted, list(range(lo, hi + 1)), cnt
+    lookup = np.cumsum(present, dtype=np.intp) - 1
+    return np.take(lookup, shifted), (np.flatnonzero(present) + lo).tolist(), cnt[present]
+
+
 def _encode(values: np.ndarray, *, categories: Sequence[Any] | None, abstain: Iterable[Any],
             fn: str, units: Sequence[Any] | None = None, raters: Sequence[Any] | None = None,
             where: str = "ratings") -> _Ratings:
-    """Encode a (n, r) label array (any dtype) into category codes."""
+    """Encode a (n, r) label array (any dtype) into category codes (vectorised, no per-cell Python)."""
     if values.ndim != 2:
         raise InputError(f"{fn}: ratings must be units x raters (2-D); got {values.ndim}-D.", field=where)
     n, r = values.shape
     abstain_set = set(abstain) if abstain is not None else set()
     flat = values.reshape(-1)
-    if flat.dtype.kind in "iu" and flat.size and not abstain_set:
-        lo, hi = int(flat.min()), int(flat.max())
-        if hi - lo <= 1_000_000:
-            present = np.bincount(flat - lo, minlength=hi - lo + 1) > 0
-            uniques = (np.flatnonzero(present) + lo).tolist()
-            lookup = np.full(hi - lo + 1, -1, dtype=np.intp)
-            lookup[present] = np.arange(len(uniques))
-            ucodes = lookup[flat - lo]
-        else:
-            u, ucodes = np.unique(flat, return_inverse=True)
-            uniques = u.tolist()
-        missing = np.zeros(flat.shape, dtype=bool)
-    elif flat.dtype.kind == "f" and not abstain_set:
-        missing = np.isnan(flat)
-        u, inv = np.unique(flat[~missing], return_inverse=True)
-        uniques = u.tolist()
-        ucodes = np.full(flat.shape, -1, dtype=np.intp)
-        ucodes[~missing] = inv
+    missing: np.ndarray | None = None      # None: nothing missing
+    got = None
+    if flat.dtype.kind in "iub":
+        got = _int_uniques(flat.astype(np.int64) if flat.dtype.kind == "b" else flat)
+        if got is None:
+            u, inv, c = np.unique(flat, return_inverse=True, return_counts=True)
+            got = inv.reshape(-1), u.tolist(), c
+    elif flat.dtype.kind == "f":
+        miss = np.isnan(flat)
+        has_missing = bool(miss.any())
+        got = None
+        if flat.size and not bool(miss.all()):
+            mn, mx = float(np.fmin.reduce(flat)), float(np.fmax.reduce(flat))
+            if abs(mn) < 2 ** 52 and abs(mx) < 2 ** 52 and mx - mn <= 1_000_000:
+                # integer-valued floats (the usual case): bincount with NaN as a sentinel below min
+                filled = np.where(miss, mn - 1.0, flat) if has_missing else flat
+                iv = filled.astype(np.int64)
+                if np.array_equal(iv, filled):
+                    got = _int_uniques(iv)
+                    if got is not None and has_missing:
+                        codes0, labels0, counts0 = got
+                        # the sentinel is unique value 0: shift it to -1 (missing)
+                        got = codes0 - 1, labels0[1:], counts0[1:]
+        if got is None:
+            vals = flat[~miss] if has_missing else flat
+            u, inv, c = np.unique(vals, return_inverse=True, return_counts=True)
+            got = inv.reshape(-1), u.tolist(), c
+            if has_missing:
+                full = np.full(flat.shape, -1, dtype=np.intp)
+                full[~miss] = got[0]
+                got = (full, got[1], got[2])
+        if has_missing:
+            missing = miss
     else:
         obj = flat.astype(object) if flat.dtype.kind != "O" else flat
         ucodes, u = pd.factorize(obj, use_na_sentinel=True)
-        missing = ucodes < 0
-        uniques = list(u)
+        miss = ucodes < 0
+        if miss.any():
+            missing = miss
+        got = ucodes.astype(np.intp), list(u), np.bincount(ucodes[~miss], minlength=len(u))
+    ucodes, labels, ucount = got
     # map unique labels to category codes (-2 abstained)
-    labels = uniques
     is_abst = np.array([_in_set(x, abstain_set) for x in labels], dtype=bool)
-    answer_labels = [x for x, a in zip(labels, is_abst, strict=False) if not a]
+    answer_labels = [x for x, a in zip(labels, is_abst, strict=True) if not a]
     if categories is None:
         cats = tuple(_sort_labels(list(answer_labels)))
         declared = False
@@ -175,8 +208,9 @@ def _encode(values: np.ndarray, *, categories: Sequence[Any] | None, abstain: It
             raise ValueError(f"{fn}: `categories` has duplicates: {list(cats)!r}.")
         declared = True
     index = {_hashable(c): i for i, c in enumerate(cats)}
-    umap = np.empty(len(labels), dtype=np.intp)
-    for j, (lab, ab) in enumerate(zip(labels, is_abst, strict=False)):
+    umap = np.empty(len(labels) + 1, dtype=np.intp)
+    umap[-1] = -1                                   # ucodes == -1 (missing) maps here
+    for j, (lab, ab) in enumerate(zip(labels, is_abst, strict=True)):
         if ab:
             umap[j] = -2
             continue
@@ -190,16 +224,16 @@ def _encode(values: np.ndarray, *, categories: Sequence[Any] | None, abstain: It
                 f"{fn}: label {lab!r} (rater {rname!r}) is not in the declared `categories` "
                 f"{list(cats)!r} and not an `abstain` label.", record=rec, field=where)
         umap[j] = k
-    codes = np.full(flat.shape, -1, dtype=np.intp)
-    ok = ~missing
-    codes[ok] = umap[ucodes[ok]] if len(labels) else -1
-    codes = codes.reshape(n, r)
-    n_missing = int(missing.sum())
-    n_abst = int((codes == -2).sum())
-    valid = codes >= 0
+    if np.array_equal(umap[:-1], np.arange(len(labels))):
+        codes = ucodes.reshape(n, r)          # labels are already the category codes
+    else:
+        codes = np.take(umap, ucodes).reshape(n, r)
+    n_missing = int(missing.sum()) if missing is not None else 0
+    u_map = umap[:-1]
+    n_abst = int(ucount[u_map == -2].sum())
     observed = np.zeros(len(cats), dtype=bool)
-    if valid.any():
-        observed[np.unique(codes[valid])] = True
+    ok = (u_map >= 0) & (ucount > 0)
+    observed[u_map[ok]] = True
     return _Ratings(codes, cats, n_missing, n_abst, observed, declared)
 
 
@@ -429,7 +463,8 @@ class AgreementResult:
     weights : str
         ``"identity"``, a weight name, ``"custom"``, or the Krippendorff level.
     per_category : pandas.DataFrame or None
-        Per-category kappas (Fleiss 1971) where the coefficient defines them.
+        Per-category kappas (Fleiss 1971) where the coefficient defines them
+        (built on access from ``per_category_columns``).
     bootstrap : BootstrapResult or None
         The bootstrap behind the interval, when one was run.
     """
@@ -452,8 +487,15 @@ class AgreementResult:
     coverage: float | Abstention
     categories: tuple[Any, ...]
     weights: str
-    per_category: pd.DataFrame | None = field(default=None, repr=False)
+    per_category_columns: dict[str, Any] | None = field(default=None, repr=False)
     bootstrap: BootstrapResult | None = field(default=None, repr=False)
+
+    @property
+    def per_category(self) -> pd.DataFrame | None:
+        """Per-category table (``category, proportion, kappa, cause, standard_error_null``), or None."""
+        if self.per_category_columns is None:
+            return None
+        return pd.DataFrame(self.per_category_columns)
 
     def __float__(self) -> float:
         return float(self.statistic)  # raises for an abstention, by design
@@ -500,9 +542,12 @@ class AgreementResult:
 
 
 def _safe_ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
-    with np.errstate(divide="ignore", invalid="ignore"):
-        out = num / den
-    out[~(np.abs(den) > _EPS)] = np.nan
+    """``num / den``, NaN where ``|den| <= 1e-12`` (an undefined replicate), without warnings."""
+    ok = np.abs(den) > _EPS
+    if ok.all():
+        return num / den
+    out = np.full(np.broadcast(num, den).shape, np.nan)
+    np.divide(num, den, out=out, where=ok)
     return out
 
 
@@ -575,33 +620,80 @@ class _Patterns:
     type_index: np.ndarray  # (n_rated_units,) type of each unit with >= 1 answered rating
     counts: np.ndarray     # (T,) observed units per type
     unit_codes: np.ndarray  # (n_rated_units, n_raters) codes of those units (Conger)
+    rated: np.ndarray | None = None  # mask of units with an answered rating (None: all)
 
 
-def _patterns(rt: _Ratings, *, by_rater: bool = False) -> _Patterns:
+def _row_types(rows: np.ndarray, base: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Distinct rows of a small non-negative int matrix: (representative rows, type index, counts).
+
+    Rows are encoded as base-``base`` integers when that fits in int64 (then a 1-D
+    bincount or unique), which is much faster than ``np.unique(axis=0)``.
+    """
+    m, q = rows.shape
+    if q and base ** q < 2 ** 62:
+        key = rows[:, q - 1].astype(np.int64)
+        for j in range(q - 2, -1, -1):           # Horner: a column loop beats an axis-1 reduction
+            key *= base
+            key += rows[:, j]
+        got = _int_uniques(key)
+        if got is None:
+            _, tidx, tcounts = np.unique(key, return_inverse=True, return_counts=True)
+            tidx = tidx.reshape(-1)
+        else:
+            tidx, _, tcounts = got
+        rep = np.empty(tcounts.size, dtype=np.intp)
+        rep[tidx] = np.arange(m)
+        return rows[rep], tidx.astype(np.intp), tcounts
+    uniq, tidx, tcounts = np.unique(rows, axis=0, return_inverse=True, return_counts=True)
+    return uniq, tidx.reshape(-1).astype(np.intp), tcounts
+
+
+def _patterns(rt: _Ratings, *, by_rater: bool = False, dedupe: bool = True) -> _Patterns:
+    """Unit types for the batch statistics.
+
+    ``dedupe=True`` merges units with the same pattern (fewer types: the bootstrap
+    draws one multinomial cell per type); ``dedupe=False`` keeps one type per unit,
+    which is cheaper when only the point estimate and analytic SE are needed.
+    """
     codes = rt.codes
     q = len(rt.categories)
     n, R = codes.shape
-    valid = codes >= 0
-    rated = valid.any(axis=1)
-    codes_r = codes[rated]
-    valid_r = valid[rated]
-    m = codes_r.shape[0]
-    rows = np.repeat(np.arange(m), R)[valid_r.reshape(-1)]
-    cnt = np.bincount(rows * q + codes_r[valid_r], minlength=m * q).reshape(m, q)
-    if by_rater:
-        key = np.where(codes_r >= 0, codes_r, -1)
-        uniq, tidx, tcounts = np.unique(key, axis=0, return_inverse=True, return_counts=True)
-        tidx = tidx.reshape(-1)
-        C = np.zeros((uniq.shape[0], q))
-        np.add.at(C, tidx, cnt)
-        C /= tcounts[:, None]
+    rated_mask = None
+    if rt.n_missing == 0 and rt.n_abstained == 0:
+        codes_r = codes
+        m = n
+        flat = (np.arange(m)[:, None] * q + codes_r).reshape(-1)
     else:
-        uniq_c, tidx, tcounts = np.unique(cnt, axis=0, return_inverse=True, return_counts=True)
-        tidx = tidx.reshape(-1)
+        # missing (-1) and abstained (-2) cells are counted in a column 0 that is dropped
+        key = np.maximum(codes, -1)
+        key += np.arange(1, n * (q + 1), q + 1)[:, None]
+        full = np.bincount(key.reshape(-1), minlength=n * (q + 1)).reshape(n, q + 1)
+        rated = full[:, 0] < R
+        if bool(rated.all()):
+            codes_r, m, cnt = codes, n, full[:, 1:]
+        else:
+            codes_r = codes[rated]
+            cnt = full[rated, 1:]
+            m = codes_r.shape[0]
+            rated_mask = rated
+    if rt.n_missing == 0 and rt.n_abstained == 0:
+        cnt = np.bincount(flat, minlength=m * q).reshape(m, q)
+    if by_rater:
+        uniq, tidx, tcounts = _row_types(np.where(codes_r >= 0, codes_r + 1, 0), q + 1)
+        uniq = uniq - 1
+        C = cnt[np.unique(tidx, return_index=True)[1]].astype(float)
+    elif dedupe or (R + 1) ** q <= 1_000_000:   # small key range: dedupe is a cheap bincount
+        uniq_c, tidx, tcounts = _row_types(cnt, R + 1)
         C = uniq_c.astype(float)
         uniq = np.zeros((C.shape[0], 0), dtype=np.intp)
-    return _Patterns(C=C, r=C.sum(axis=1), type_index=tidx.astype(np.intp),
-                     counts=tcounts.astype(float), unit_codes=uniq if by_rater else codes_r)
+    else:
+        C = cnt.astype(float)
+        tidx = np.arange(m, dtype=np.intp)
+        tcounts = np.ones(m)
+        uniq = np.zeros((m, 0), dtype=np.intp)
+    return _Patterns(C=C, r=C.sum(axis=1), type_index=tidx,
+                     counts=tcounts.astype(float), unit_codes=uniq if by_rater else codes_r,
+                     rated=rated_mask)
 
 
 def _multi_parts(W: np.ndarray, pat: _Patterns, w: np.ndarray
@@ -621,9 +713,12 @@ def _multi_parts(W: np.ndarray, pat: _Patterns, w: np.ndarray
 
 
 def _safe_ratio_2d(num: np.ndarray, den: np.ndarray) -> np.ndarray:
-    with np.errstate(divide="ignore", invalid="ignore"):
-        out = num / den[:, None]
-    out[~(den > 0)] = np.nan
+    """Rows of ``num`` divided by ``den``; NaN rows where ``den <= 0``."""
+    ok = den > 0
+    if ok.all():
+        return num / den[:, None]
+    out = np.full(num.shape, np.nan)
+    np.divide(num, den[:, None], out=out, where=ok[:, None])
     return out
 
 
@@ -717,13 +812,23 @@ def _kripp_weights_batch(level: str, cats: tuple[Any, ...], nc: np.ndarray) -> n
 def _kripp_batch(pat: _Patterns, level: str, cats: tuple[Any, ...]) -> Callable[[np.ndarray], np.ndarray]:
     C, r = pat.C, pat.r
     two = r >= 2
-    C2, r2 = C[two], r[two]
+    all_two = bool(two.all())
+    C2, r2 = (C, r) if all_two else (C[two], r[two])
+    nominal_sq = (C2 * (C2 - 1.0)).sum(axis=1) / (r2 - 1.0)
 
     def stat(W: np.ndarray) -> np.ndarray:
-        W2 = W[:, two]
+        W2 = W if all_two else W[:, two]
         n = W2.sum(axis=1)
         tot = W2 @ r2                      # sum of pairable values n..
         nc = W2 @ C2                       # value marginals n_c
+        if level == "nominal":            # identity weights: no (B, T, q) intermediate
+            pa = _safe_ratio(W2 @ nominal_sq, tot)
+            pi = _safe_ratio_2d(nc, tot)
+            pe = (pi * pi).sum(axis=1)
+            eps = _safe_ratio(np.ones_like(tot), tot)
+            out = _safe_ratio((1.0 - eps) * pa + eps - pe, 1.0 - pe)
+            out[n < 1] = np.nan
+            return out
         wts = _kripp_weights_batch(level, cats, nc)   # (B, q, q)
         # observed: sum_i sum_k C_ik (sum_l w_kl C_il - 1) / (r_i - 1), summed over units, / n..
         cw = np.einsum("tl,bkl->btk", C2, wts)          # (B, T2, q)
@@ -743,12 +848,16 @@ def _kripp_batch(pat: _Patterns, level: str, cats: tuple[Any, ...]) -> Callable[
 def _kripp_se(pat: _Patterns, w: np.ndarray, pe: float) -> float:
     """Gwet's (2014) linearised SE of Krippendorff's alpha (irrCAC ``krippen.alpha.raw``)."""
     two = pat.r >= 2
-    C, r, cnt = pat.C[two], pat.r[two], pat.counts[two]
+    if two.all():
+        C, r, cnt = pat.C, pat.r, pat.counts
+    else:
+        C, r, cnt = pat.C[two], pat.r[two], pat.counts[two]
     n = cnt.sum()
     if n < 2:
         return math.nan
     rbar = float((cnt * r).sum() / n)
-    cw = C @ w.T
+    nominal = bool(np.array_equal(w, np.eye(w.shape[0])))
+    cw = C if nominal else C @ w.T
     sum_q = (C * (cw - 1.0)).sum(axis=1)
     paprime = float((cnt * sum_q / (rbar * (r - 1.0))).sum() / n)
     pi = (cnt @ C) / (n * rbar)
@@ -758,10 +867,11 @@ def _kripp_se(pat: _Patterns, w: np.ndarray, pe: float) -> float:
     # centring term uses p_a, as irrCAC's published output does (Gwet 2014 worked examples)
     pa_i = sum_q / (rbar * (r - 1.0)) - pa * (r - rbar) / rbar
     k_i = (pa_i - pe) / (1.0 - pe)
-    piw = (w @ pi + w.T @ pi) / 2.0
+    piw = pi if nominal else (w @ pi + w.T @ pi) / 2.0
     pe_i = (C @ piw) / rbar - pe * (r - rbar) / rbar
     x = k_i - 2.0 * (1.0 - alpha_p) * (pe_i - pe) / (1.0 - pe)
-    var = float((cnt * (x - alpha_p) ** 2).sum()) / (n * (n - 1.0))
+    dev = x - alpha_p
+    var = float(np.dot(cnt, dev * dev)) / (n * (n - 1.0))
     return math.sqrt(max(var, 0.0))
 
 
@@ -842,11 +952,11 @@ def _finish(
     *, fn: str, rt: _Ratings, coef: float, pa: float, pe: float, se: float | None,
     se0: float | None, se0_reason: str, n_pairable_units: int, n_pairable_ratings: int,
     undefined_reason: str | None, weights_name: str, method: str, confidence_level: float,
-    boot: Callable[[], BootstrapResult] | None, per_category: pd.DataFrame | None = None,
+    boot: Callable[[], BootstrapResult] | None, per_category: dict[str, Any] | None = None,
     no_se_reason: str = "no analytic standard error is defined; use a bootstrap method",
 ) -> AgreementResult:
     n_units = rt.codes.shape[0]
-    answered = int((rt.codes >= 0).sum())
+    answered = int(rt.codes.size - rt.n_missing - rt.n_abstained)
     n_ratings = answered + rt.n_abstained
     coverage: float | Abstention = (answered / n_ratings if n_ratings
                                     else Abstention(Cause.MISSING_EVIDENCE, "no ratings"))
@@ -862,7 +972,7 @@ def _finish(
         pe_v: float | Abstention = pe if math.isfinite(pe) else ab
         return AgreementResult(statistic=ab, standard_error=ab, standard_error_null=ab,
                                confidence_interval=ab, method=method, observed_agreement=pa_v,
-                               expected_agreement=pe_v, per_category=per_category, **common)
+                               expected_agreement=pe_v, per_category_columns=per_category, **common)
     se_v: float | Abstention = (se if se is not None and math.isfinite(se)
                                 else Abstention(Cause.NOT_APPLICABLE, no_se_reason))
     se0_v: float | Abstention = (se0 if se0 is not None and math.isfinite(se0)
@@ -883,24 +993,25 @@ def _finish(
             se_v = bres.standard_error
     return AgreementResult(statistic=coef, standard_error=se_v, standard_error_null=se0_v,
                            confidence_interval=ci, method=used, observed_agreement=pa,
-                           expected_agreement=pe, per_category=per_category, bootstrap=bres, **common)
+                           expected_agreement=pe, per_category_columns=per_category, bootstrap=bres, **common)
 
 
 def _boot_factory(type_index: np.ndarray, n_types: int, stat: Callable[[np.ndarray], np.ndarray],
-                  rt_rated: np.ndarray, *, method: str, confidence_level: float, n_resamples: int,
+                  rt_rated: np.ndarray | None, *, n_all_units: int, method: str, confidence_level: float, n_resamples: int,
                   rng: Any, unit: str, clusters: Any, strata: Any, undefined: str
                   ) -> Callable[[], BootstrapResult]:
     def run() -> BootstrapResult:
         cl = None if clusters is None else np.asarray(clusters, dtype=object)
         stt = None if strata is None else np.asarray(strata, dtype=object)
-        n_units = rt_rated.size
+        n_units = n_all_units
+        keep = slice(None) if rt_rated is None else rt_rated
         for name, arr in (("clusters", cl), ("strata", stt)):
             if arr is not None and arr.shape != (n_units,):
                 raise InputError(f"`{name}` must have one label per unit ({n_units}); got shape {arr.shape}.",
                                  field=name)
         return bootstrap_table(
             type_index, stat, n_types=n_types, method=method, unit=unit,
-            clusters=None if cl is None else cl[rt_rated], strata=None if stt is None else stt[rt_rated],
+            clusters=None if cl is None else cl[keep], strata=None if stt is None else stt[keep],
             n_resamples=n_resamples, confidence_level=confidence_level, rng=check_rng(rng),
             undefined=undefined)
     return run
@@ -962,10 +1073,13 @@ def _two_rater(kind: str, fn: str, y1: Any, y2: Any, *, weights: Any, categories
     q = len(rt.categories)
     w = weight_matrix(rt.categories, weights)
     _check_domain(rt, weights is not None and _weights_name(weights) != "identity", fn)
-    both = (rt.codes >= 0).all(axis=1)
-    a, b = rt.codes[both, 0], rt.codes[both, 1]
-    n = int(both.sum())
-    cells = a * q + b
+    if rt.n_missing == 0 and rt.n_abstained == 0:
+        both = None
+        cells = rt.codes[:, 0] * q + rt.codes[:, 1]
+    else:
+        both = (rt.codes[:, 0] >= 0) & (rt.codes[:, 1] >= 0)
+        cells = rt.codes[both, 0] * q + rt.codes[both, 1]
+    n = int(cells.size)
     stat = _pair_table_batch(kind, w, q)
     table = np.bincount(cells, minlength=q * q).astype(float)
     P = table.reshape(q, q) / max(n, 1)
@@ -984,7 +1098,7 @@ def _two_rater(kind: str, fn: str, y1: Any, y2: Any, *, weights: Any, categories
         se, se0 = _pair_se(kind, P, w, n, q, coef)
     se0_reason = ("the literature defines a null-hypothesis SE for Cohen's kappa only"
                   if kind != "cohen" else "undefined")
-    boot = _boot_factory(cells, q * q, stat, np.flatnonzero(both), method=method,
+    boot = _boot_factory(cells, q * q, stat, both, n_all_units=rt.codes.shape[0], method=method,
                          confidence_level=confidence_level, n_resamples=n_resamples, rng=rng,
                          unit=unit, clusters=clusters, strata=strata, undefined=undefined)
     return _finish(fn=fn, rt=rt, coef=coef, pa=pa, pe=pe, se=se, se0=se0, se0_reason=se0_reason,
@@ -1135,9 +1249,8 @@ def _multi(kind: str, fn: str, ratings: Any, y2: Any, *, weights: Any, categorie
     w = weight_matrix(rt.categories, weights)
     _check_domain(rt, _weights_name(weights) != "identity" or kind == "bp", fn)
     by_rater = kind == "conger"
-    valid = rt.codes >= 0
-    rated = valid.any(axis=1)
-    pat = _patterns(rt, by_rater=by_rater)
+    pat = _patterns(rt, by_rater=by_rater, dedupe=method != "analytic")
+    rated = pat.rated
     R = rt.codes.shape[1]
     if kind == "conger":
         def stat(W: np.ndarray) -> np.ndarray:
@@ -1174,7 +1287,7 @@ def _multi(kind: str, fn: str, ratings: Any, y2: Any, *, weights: Any, categorie
     per_cat = None
     if reason is None:
         if kind == "conger":
-            codes_r = rt.codes[rated]
+            codes_r = rt.codes if rated is None else rt.codes[rated]
             keep = (codes_r >= 0).any(axis=0)
             se = _conger_se(codes_r[:, keep], _unit_counts(codes_r, q), _unit_counts(codes_r, q).sum(1),
                             w, q, coef, pe)
@@ -1182,7 +1295,7 @@ def _multi(kind: str, fn: str, ratings: Any, y2: Any, *, weights: Any, categorie
             se = _multi_se(kind, pat, w, q, coef, pa, pe, pi)
         if kind == "fleiss":
             per_cat, se0, se0_reason = _fleiss_extras(pat, pi, rt.categories, _weights_name(weights))
-    boot = _boot_factory(pat.type_index, pat.C.shape[0], stat, np.flatnonzero(rated), method=method,
+    boot = _boot_factory(pat.type_index, pat.C.shape[0], stat, rated, n_all_units=rt.codes.shape[0], method=method,
                          confidence_level=confidence_level, n_resamples=n_resamples, rng=rng,
                          unit=unit, clusters=clusters, strata=strata, undefined=undefined)
     if kind == "pa":
@@ -1202,7 +1315,7 @@ def _unit_counts(codes: np.ndarray, q: int) -> np.ndarray:
 
 
 def _fleiss_extras(pat: _Patterns, pi: np.ndarray, cats: tuple[Any, ...], wname: str
-                   ) -> tuple[pd.DataFrame, float | None, str]:
+                   ) -> tuple[dict[str, Any], float | None, str]:
     """Per-category kappas (Fleiss 1971) and null SEs (Fleiss, Nee & Landis 1979)."""
     two = pat.r >= 2
     C, r, cnt = pat.C[two], pat.r[two], pat.counts[two]
@@ -1217,13 +1330,13 @@ def _fleiss_extras(pat: _Patterns, pi: np.ndarray, cats: tuple[Any, ...], wname:
     m = float(r[0])
     se0_j = np.full(len(cats), math.sqrt(2.0 / (N * m * (m - 1.0)))) if constant_m else np.full(len(cats), np.nan)
     undefined_j = ~(p * qj > _EPS)
-    frame = pd.DataFrame({
+    frame = {
         "category": list(cats),
         "proportion": p,
         "kappa": np.where(undefined_j, np.nan, kj),
         "cause": np.where(undefined_j, Cause.MISSING_EVIDENCE.value, None),
         "standard_error_null": np.where(undefined_j, np.nan, se0_j),
-    })
+    }
     if not constant_m:
         return frame, None, ("Fleiss, Nee & Landis (1979) define the null SE for a constant number "
                              "of raters per unit; the units here have different numbers")
@@ -1536,9 +1649,8 @@ def krippendorff_alpha(
         if level == "ratio" and any(float(c) < 0 for c in rt.categories):
             raise InputError(f"{fn}: level='ratio' needs non-negative values.", field="ratings")
     _check_domain(rt, level != "nominal", fn)
-    valid = rt.codes >= 0
-    rated = valid.any(axis=1)
-    pat = _patterns(rt)
+    pat = _patterns(rt, dedupe=method != "analytic")
+    rated = pat.rated
     stat = _kripp_batch(pat, level, rt.categories)
     two = pat.r >= 2
     n_pair_units = int(pat.counts[two].sum())
@@ -1551,7 +1663,7 @@ def krippendorff_alpha(
     else:
         obs = pat.counts[None, :]
         nc = obs[:, two] @ pat.C[two]
-        wts = _kripp_weights_batch(level, rt.categories, nc)[0]
+        wts = np.eye(q) if level == "nominal" else _kripp_weights_batch(level, rt.categories, nc)[0]
         pi = nc[0] / nc[0].sum()
         if q < 2 or not np.all(np.isfinite(wts)):
             reason = "all pairable values are equal (one category), so expected disagreement is 0"
@@ -1564,7 +1676,7 @@ def krippendorff_alpha(
                 pa = coef * (1.0 - pe) + pe
                 if level != "ordinal":
                     se = _kripp_se(pat, wts, pe)
-    boot = _boot_factory(pat.type_index, pat.C.shape[0], stat, np.flatnonzero(rated), method=method,
+    boot = _boot_factory(pat.type_index, pat.C.shape[0], stat, rated, n_all_units=rt.codes.shape[0], method=method,
                          confidence_level=confidence_level, n_resamples=n_resamples, rng=rng,
                          unit=unit, clusters=clusters, strata=strata, undefined=undefined)
     return _finish(fn=fn, rt=rt, coef=coef, pa=pa, pe=pe, se=se, se0=None,
