@@ -424,6 +424,12 @@ def test_a_directory_and_a_csv_are_not_trace_files(tmp_path):
         ingest(BAD_ANSWERS)
 
 
+def test_a_json_array_file_is_read_like_jsonl(tmp_path):
+    recs = _sample_records(8, seed=2)
+    (tmp_path / "t.json").write_text(json.dumps(recs), encoding="utf-8")
+    _assert_same(ingest(tmp_path / "t.json"), ingest(recs), ledger=False)
+
+
 def test_not_a_parquet_file(tmp_path):
     f = tmp_path / "t.parquet"
     f.write_bytes(b"PAR1 but not really")
