@@ -63,6 +63,7 @@ __all__ = [
     "human_ceiling",
     "calibration_numbers",
     "promotion_check",
+    "calibration_record",
     "alt_test",
     "load_alt_test_annotations",
     "kappa_sample_size",
@@ -721,6 +722,43 @@ def promotion_check(
             notes.append("the judge's interval lies below the human ceiling's")
     frame = pd.DataFrame(rows, columns=["condition", "met", "evidence"])
     return PromotionCheck(frame, tuple(notes))
+
+
+def calibration_record(
+    numbers: CalibrationNumbers,
+    *,
+    label_set: str,
+    tuning_items: Iterable[Any] | None,
+    threshold: Threshold | None = None,
+) -> Any:
+    """The :class:`evaltk.scoring.CalibrationRecord` these numbers support, for ``Manifest.calibrate``.
+
+    ``held_out`` is True only when ``tuning_items`` is declared and shares no item
+    with the evaluation items (the same rule as :func:`promotion_check`); the
+    estimate and interval are judge-human percent agreement, the ceiling is
+    human-human percent agreement with its interval, the baseline the
+    always-majority agreement.
+
+    Examples
+    --------
+    >>> df = pd.DataFrame({"item_id": np.repeat(np.arange(6), 2), "rater": ["a", "b"] * 6,
+    ...                    "rating": ["Y", "Y", "N", "N", "N", "N", "N", "Y", "N", "N", "Y", "Y"]})
+    >>> nums = calibration_numbers(df, {0: "Y", 1: "N", 2: "N", 3: "N", 4: "Y", 5: "Y"}, rng=0,
+    ...                            n_resamples=200)
+    >>> rec = calibration_record(nums, label_set="demo", tuning_items=[])
+    >>> rec.held_out, rec.unmet()
+    (True, ['threshold_by_decision_cost'])
+    """
+    from .scoring import CalibrationRecord
+
+    held_out = tuning_items is not None and not (set(numbers.items) & set(tuning_items))
+    c, j, b = numbers.ceiling, numbers.judge, numbers.baseline
+    return CalibrationRecord(
+        label_set=label_set, statistic="percent_agreement", estimate=j.statistic,
+        interval=j.confidence_interval, confidence_level=c.confidence_level, held_out=held_out,
+        human_ceiling=(c.statistic, c.confidence_interval[0], c.confidence_interval[1]),
+        baseline=b.statistic, threshold=threshold, n_items=len(numbers.items),
+    )
 
 
 # --------------------------------------------------------------------------- alt-test

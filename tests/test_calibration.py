@@ -37,6 +37,7 @@ from evaltk.calibration import (
     agentrewardbench_ceiling,
     alt_test,
     calibration_numbers,
+    calibration_record,
     human_ceiling,
     kappa_sample_size,
     load_agentrewardbench,
@@ -218,6 +219,19 @@ def test_promotion_check_all_five_and_each_missing():
     assert no_source.missing == ["threshold set by decision cost"]
     # the judge here is not shown to beat the baseline: said in the notes, not hidden
     assert any("baseline" in n for n in full.notes)
+
+
+def test_calibration_record_feeds_the_manifest_rule():
+    df, judge, _ = _three_numbers_data()
+    nums = _quiet(calibration_numbers, df, judge, rng=0, n_resamples=200)
+    th = Threshold(0.8, validated=True, source="decision-cost record")
+    rec = calibration_record(nums, label_set="demo-2026-W40", tuning_items=[99], threshold=th)
+    assert rec.unmet() == [] and rec.held_out
+    assert rec.estimate == nums.judge.statistic and rec.interval == nums.judge.confidence_interval
+    assert rec.human_ceiling[0] == nums.ceiling.statistic and rec.baseline == nums.baseline.statistic
+    fitted = calibration_record(nums, label_set="demo", tuning_items=[0, 99], threshold=th)
+    assert fitted.unmet() == ["held_out_label_set"]
+    assert calibration_record(nums, label_set="demo", tuning_items=None, threshold=th).held_out is False
 
 
 # --------------------------------------------------------------------------- alt-test
