@@ -334,7 +334,10 @@ def _describe_error(err: Any) -> tuple[str, list[Any]]:
                         path + [extra[0]])
             return f"unknown field `{extra[0]}`; allowed: {', '.join(sorted(allowed))}", path + [extra[0]]
     if "x-error" in schema:
-        return f"{json.dumps(inst, ensure_ascii=False)[:80]} {schema['x-error']}", path
+        shown = json.dumps(inst, ensure_ascii=False)[:80]
+        if "timestamp" in schema["x-error"] and isinstance(inst, str) and _NO_ZONE.fullmatch(inst):
+            return f"timestamp {shown} has no zone (add Z or an offset such as +02:00)", path
+        return f"{shown} {schema['x-error']}", path
     return err.message, path
 
 
@@ -372,6 +375,7 @@ def validate_document(doc: Any, kind: str, *, file: str | None = None) -> None:
 
 
 _HEX64_MATCH = re.compile(r"[0-9a-fA-F]{64}").fullmatch
+_NO_ZONE = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?")
 _TS = re.compile(
     r"(\d{4}-\d{2}-\d{2})[Tt](\d{2}:\d{2}:\d{2})(?:\.(\d+))?([Zz]|[+-]\d{2}:\d{2})"
 )
@@ -384,7 +388,7 @@ def _parse_ts(value: Any, *, what: str, record: Any = None, field: str | None = 
                               file=file, record=record, field=field)
     m = _TS.fullmatch(value)
     if m is None:
-        if re.fullmatch(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?", value):
+        if _NO_ZONE.fullmatch(value):
             detail = "has no zone (add Z or an offset such as +02:00)"
         else:
             detail = "is not an RFC 3339 timestamp with a zone"
