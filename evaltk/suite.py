@@ -53,6 +53,7 @@ __all__ = [
     "SuiteThresholds",
     "SuiteRun",
     "load_suite_run",
+    "suite_run_from_frame",
     "EvalSummary",
     "summarize_suite",
     "scored_events",
@@ -466,6 +467,10 @@ class SuiteRun:
         NaN where the trial did not record it.
     source : str or None
         Where the run was read from (for error messages).
+    trajectory_declared : ndarray of bool or None
+        Per task, whether it has an expected trajectory, for runs built from a table
+        (:func:`suite_run_from_frame`), whose ``trajectories`` are ``None``: the
+        table carries the host's verdicts, not the specification.
     """
 
     suite: str
@@ -484,6 +489,7 @@ class SuiteRun:
     cost: np.ndarray
     latency_ms: np.ndarray
     source: str | None = None
+    trajectory_declared: np.ndarray | None = None
 
     @property
     def task_count(self) -> int:
@@ -492,6 +498,8 @@ class SuiteRun:
     @property
     def has_trajectory(self) -> np.ndarray:
         """Per task: whether it declares ``expected.trajectory``."""
+        if self.trajectory_declared is not None:
+            return self.trajectory_declared
         return np.array([t is not None for t in self.trajectories], dtype=bool)
 
     def to_frame(self) -> pd.DataFrame:
@@ -853,6 +861,172 @@ def _match_cached(spec: TrajectorySpec, calls: list[Any]) -> bool:
             _MATCH_CACHE.clear()
         hit = _MATCH_CACHE[key] = spec.matches(calls)
     return hit
+
+
+def suite_run_from_frame(
+    trials: pd.DataFrame,
+    *,
+    suite: str,
+    pass_score: float,
+    pass_rule: str = "mean",
+    k: int | None = None,
+    aggregation: str = "mean",
+    max_cost: float | None = None,
+    max_latency_ms: float | None = None,
+    version: str | None = None,
+    task: str = "task_id",
+    trial: str = "trial",
+    score: str = "score",
+    trajectory_matched: str = "trajectory_matched",
+    fixture_miss: str = "fixture_miss",
+    cost: str = "cost",
+    latency_ms: str = "latency_ms",
+) -> SuiteRun:
+    """Build a suite run from a tidy trial table (one row per task and trial), vectorised.
+
+    The columnar way in for large runs (a Parquet file, a warehouse query).  The table
+    carries the trajectory *verdicts*, not the specifications: ``trajectory_matched``
+    is True / False on every trial of a task with an expected trajectory and missing
+    (``<NA>`` / None) on every trial of a task without one.  ``SuiteRun.to_frame()``
+    gives the same table back.
+
+    Parameters
+    ----------
+    trials : DataFrame
+        Columns ``task`` and ``trial`` (unique together), ``score`` in [0, 1]; optional
+        ``trajectory_matched`` (nullable bool), ``fixture_miss`` (bool, default False),
+        ``cost`` and ``latency_ms`` (>= 0, NaN where not recorded).
+    suite, pass_score, pass_rule, k, aggregation, max_cost, max_latency_ms, version
+        As in the run file (``k`` defaults to the trial count).
+    task, trial, score, trajectory_matched, fixture_miss, cost, latency_ms : str
+        Column names.
+
+    Raises
+    ------
+    SchemaViolation
+        A bad value or shape, naming the task, the trial and the column: a score
+        outside [0, 1] or missing, a task whose trial count differs from the others,
+        a repeated (task, trial), a task mixing known and missing trajectory verdicts.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> t = pd.DataFrame({"task_id": ["a", "a", "b", "b"], "trial": [0, 1, 0, 1],
+    ...                   "score": [0.9, 0.9, 0.9, 0.9],
+    ...                   "trajectory_matched": [True, True, False, False]})
+    >>> s = summarize_suite(suite_run_from_frame(t, suite="demo", pass_score=0.7))
+    >>> s.aggregate_score, s.gated_aggregate_score, s.passed
+    (0.9, 0.45, False)
+    """
+    ctx = _Ctx("(table)")
+    if not isinstance(trials, pd.DataFrame):
+        raise TypeError(f"`trials` must be a pandas DataFrame; got {type(trials).__name__}.")
+    for col in (task, trial, score):
+        if col not in trials.columns:
+            raise ctx.fail(f"column is missing; columns: {', '.join(map(str, trials.columns))}",
+                           field=col)
+    if trials.empty:
+        raise ctx.fail("the table has no rows", field=task)
+    ps = ctx.unit(pass_score, record=None, field="pass_score")
+    if pass_rule not in PASS_RULES:
+        raise ctx.fail(f"unknown pass rule {pass_rule!r}; allowed: {', '.join(PASS_RULES)}",
+                       field="pass_rule")
+    if aggregation not in AGGREGATIONS:
+        raise ctx.fail(f"unknown aggregation {aggregation!r}; allowed: {', '.join(AGGREGATIONS)}",
+                       field="aggregation")
+    if max_cost is not None:
+        max_cost = ctx.nonneg(max_cost, record=None, field="max_cost")
+    if max_latency_ms is not None:
+        max_latency_ms = ctx.nonneg(max_latency_ms, record=None, field="max_latency_ms")
+    codes, uniques = pd.factorize(trials[task], sort=False)  # codes in order of first appearance
+    if (codes < 0).any():
+        raise ctx.fail("a row has no task id", field=task)
+    ids = [str(x) for x in np.asarray(uniques, dtype=object)]
+    try:
+        order = np.lexsort((trials[trial].to_numpy(), codes))
+    except TypeError:
+        raise ctx.fail("trial labels must be comparable (all numbers or all strings)", field=trial) from None
+    frame = trials.iloc[order]
+    codes = codes[order]
+    sizes = np.bincount(codes)
+    count = int(sizes[0])
+    bad = np.flatnonzero(sizes != count)
+    if bad.size:
+        i = int(bad[0])
+        raise ctx.fail(f"has {int(sizes[i])} trial(s) but task {ids[0]!r} has {count}: every task needs "
+                       "the same number of trials (no missing or extra trial)", record=ids[i], field=trial)
+    dup = frame.duplicated([task, trial]).to_numpy()
+    if dup.any():
+        r = int(np.flatnonzero(dup)[0])
+        raise ctx.fail(f"trial {frame[trial].iloc[r]!r} appears twice", record=ids[int(codes[r])],
+                       field=trial)
+    t = len(ids)
+
+    def where(mask: np.ndarray) -> tuple[str, Any]:
+        r = int(np.flatnonzero(mask)[0])
+        return ids[int(codes[r])], frame[trial].iloc[r]
+
+    raw = frame[score]
+    vals = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float)
+    is_bool = raw.map(lambda x: isinstance(x, (bool, np.bool_))).to_numpy() if raw.dtype == object \
+        else np.full(len(raw), raw.dtype == bool)
+    bad = np.isnan(vals) | (vals < 0) | (vals > 1) | is_bool
+    if bad.any():
+        tid, tr = where(bad)
+        r = int(np.flatnonzero(bad)[0])
+        raise ctx.fail(f"trial {tr!r}: must be a number in [0, 1]; got {raw.iloc[r]!r}", record=tid,
+                       field=score)
+    score_arr = vals.reshape(t, count)
+
+    def optional_float(col: str, name: str) -> np.ndarray:
+        if col not in frame.columns:
+            return np.full((t, count), np.nan)
+        x = pd.to_numeric(frame[col], errors="coerce").to_numpy(dtype=float)
+        badx = (frame[col].notna().to_numpy() & np.isnan(x)) | (x < 0) | np.isinf(x)
+        if badx.any():
+            tid, tr = where(badx)
+            raise ctx.fail(f"trial {tr!r}: must be a finite number >= 0; got "
+                           f"{frame[col].iloc[int(np.flatnonzero(badx)[0])]!r}", record=tid, field=name)
+        return x.reshape(t, count)
+
+    miss = np.zeros((t, count), dtype=bool)
+    if fixture_miss in frame.columns:
+        fm = frame[fixture_miss]
+        ok = fm.map(lambda x: isinstance(x, (bool, np.bool_))).to_numpy()
+        if not ok.all():
+            tid, tr = where(~ok)
+            raise ctx.fail(f"trial {tr!r}: must be true or false", record=tid, field=fixture_miss)
+        miss = fm.to_numpy(dtype=bool).reshape(t, count)
+    matched = np.ones((t, count), dtype=bool)
+    declared = np.zeros(t, dtype=bool)
+    if trajectory_matched in frame.columns:
+        tm = frame[trajectory_matched]
+        known = tm.notna().to_numpy().reshape(t, count)
+        mixed = known.any(axis=1) & ~known.all(axis=1)
+        if mixed.any():
+            raise ctx.fail("mixes known and missing trajectory verdicts: a task either has an expected "
+                           "trajectory (every trial True/False) or not (every trial missing)",
+                           record=ids[int(np.flatnonzero(mixed)[0])], field=trajectory_matched)
+        vals_tm = tm.to_numpy(dtype=object)
+        okb = np.array([x is None or x is pd.NA or isinstance(x, (bool, np.bool_))
+                        or (isinstance(x, float) and math.isnan(x)) for x in vals_tm])
+        if not okb.all():
+            tid, tr = where(~okb)
+            raise ctx.fail(f"trial {tr!r}: must be true, false or missing", record=tid,
+                           field=trajectory_matched)
+        declared = known.all(axis=1)
+        matched = np.where(known, tm.fillna(True).to_numpy(dtype=bool).reshape(t, count), True)
+    if k is None:
+        k = count
+    elif isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= count:
+        raise ctx.fail(f"must be an integer in [1, count] = [1, {count}]; got {k!r}", field="k")
+    return SuiteRun(suite=ctx.string(suite, record=None, field="suite"), version=version,
+                    thresholds=SuiteThresholds(ps, max_cost, max_latency_ms), count=count,
+                    pass_rule=pass_rule, k=k, aggregation=aggregation, task_ids=tuple(ids),
+                    task_types=(None,) * t, trajectories=(None,) * t, score=score_arr,
+                    trajectory_matched=matched, fixture_miss=miss,
+                    cost=optional_float(cost, cost), latency_ms=optional_float(latency_ms, latency_ms),
+                    source=None, trajectory_declared=declared)
 
 
 def _parse_trajectory(ctx: _Ctx, traj: Any, tid: str) -> TrajectorySpec:
@@ -1578,7 +1752,11 @@ def check_summary(run: SuiteRun | Mapping[str, Any] | str | Path,
               f"{_fmt(ours.gated_aggregate_score)})", ours.gated_aggregate_score, None)
     else:
         g = _num(gagg)
-        if g is None or not _close(g, ours.gated_aggregate_score):
+        if not ours.gated_aggregate_present and g is not None and _close(g, ours.gated_aggregate_score):
+            v("0246.D", "suite", "gatedAggregateScore",
+              "carried on a suite with no expected.trajectory and no gated task (section D: a suite "
+              "with no trajectory and no fixture miss carries neither field)", None, gagg)
+        elif g is None or not _close(g, ours.gated_aggregate_score):
             v("0246.A", "suite", "gatedAggregateScore",
               f"reports {gagg!r}; the {run.aggregation} of the task gating scores is "
               f"{_fmt(ours.gated_aggregate_score)}", ours.gated_aggregate_score, gagg)

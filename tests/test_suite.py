@@ -717,6 +717,8 @@ def test_checker_task_list_and_stray_gated_score():
     stray = copy.deepcopy(good)
     stray["tasks"][0]["gatedScore"] = stray["tasks"][0]["score"]
     assert [(v.rule, v.field) for v in check_summary(run, stray)] == [("0246.D", "gatedScore")]
+    stray_agg = dict(good, gatedAggregateScore=good["aggregateScore"])
+    assert [(v.rule, v.field) for v in check_summary(run, stray_agg)] == [("0246.D", "gatedAggregateScore")]
     missing = copy.deepcopy(good)
     missing["tasks"] = missing["tasks"][:1] + [{"taskId": "ghost", "score": 1, "passed": True}]
     got = {(v.rule, v.where) for v in check_summary(run, missing)}
@@ -872,3 +874,48 @@ def test_gate_needs_a_valid_summary():
     with pytest.raises(SchemaViolation) as e:
         gate_summary({"aggregateScore": 0.9, "tasks": []})
     assert "passed" in str(e.value)
+
+
+# =========================================================================== columnar input
+
+
+def test_from_frame_round_trips_the_run():
+    from evaltk.suite import suite_run_from_frame
+
+    for name in ("leg-mean-gated.json", "leg-suite-gated.json", "example-3-no-trajectory.json"):
+        run = load_suite_run(fixture(name))
+        table = run.to_frame().sample(frac=1.0, random_state=1)  # row order must not matter
+        table = table.sort_values("task_id", key=lambda c: c.map(run.task_ids.index), kind="stable")
+        back = suite_run_from_frame(table, suite=run.suite, pass_score=run.thresholds.pass_score,
+                                    pass_rule=run.pass_rule)
+        a, b = summarize_suite(run).to_dict(), summarize_suite(back).to_dict()
+        for d in (a, b):
+            for t in d["tasks"]:
+                t.pop("type", None)
+        assert a == b, name
+    demo = load_suite_run(EXAMPLES / "run.json")
+    back = suite_run_from_frame(demo.to_frame(), suite=demo.suite, pass_score=0.7, max_cost=2.5,
+                                max_latency_ms=60000, version=demo.version)
+    assert summarize_suite(back).gated_aggregate_score == summarize_suite(demo).gated_aggregate_score
+
+
+def test_from_frame_bad_tables():
+    import pandas as pd
+
+    from evaltk.suite import suite_run_from_frame
+
+    good = pd.DataFrame({"task_id": ["a", "a", "b", "b"], "trial": [0, 1, 0, 1], "score": [0.5] * 4})
+    cases = [
+        (good.assign(score=[0.5, 1.5, 0.5, 0.5]), "a", "score"),
+        (good.assign(score=[0.5, 0.5, float("nan"), 0.5]), "b", "score"),
+        (good.iloc[:3], "b", "trial"),
+        (good.assign(trial=[0, 0, 0, 1]), "a", "trial"),
+        (good.assign(trajectory_matched=[True, None, None, None]), "a", "trajectory_matched"),
+        (good.assign(fixture_miss=[False, "no", False, False]), "a", "fixture_miss"),
+        (good.assign(cost=[0.1, -1.0, 0.1, 0.1]), "a", "cost"),
+        (good.drop(columns="score"), None, "score"),
+    ]
+    for table, record, fld in cases:
+        with pytest.raises(SchemaViolation) as e:
+            suite_run_from_frame(table, suite="s", pass_score=0.5)
+        assert (e.value.record, e.value.field) == (record, fld)
