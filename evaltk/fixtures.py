@@ -565,8 +565,9 @@ def _quote_flat_values(text: str) -> str:
     Seed 004 writes ``phases``, ``gates`` and the skip fields as pipe-separated
     ``N: Name`` entries on one ``key: value`` line.  Unquoted, such a value is
     not valid YAML ("mapping values are not allowed here").  A top-level line whose
-    plain value contains ``": "`` (or ends with ``":"``) is therefore quoted before
-    parsing; any line YAML would accept is left alone, and line numbers are kept.
+    plain value contains ``": "`` (or ends with ``":"``) is quoted, and the file is
+    parsed again; this is tried only when YAML rejects the file as written, so a
+    file YAML accepts is always read as YAML.  Line numbers are kept.
     """
     out = []
     for line in text.split("\n"):
@@ -583,6 +584,16 @@ def _quote_flat_values(text: str) -> str:
                 line = (m[1] + m[2] + "'" + value.replace("'", "''") + "'" + comment + m[4])
         out.append(line)
     return "\n".join(out)
+
+
+def _load_yaml_text(text: str) -> tuple[Any, yaml.Node | None, list[tuple[int | None, str]]]:
+    """YAML as written; only when YAML rejects it, again with the seed's flat lines quoted."""
+    data, node, problems = _parse_yaml(text)
+    if data is None and problems:
+        quoted = _quote_flat_values(text)
+        if quoted != text:
+            return _parse_yaml(quoted)
+    return data, node, problems
 
 
 def _parse_yaml(text: str) -> tuple[Any, yaml.Node | None, list[tuple[int | None, str]]]:
@@ -770,7 +781,7 @@ def _read_fixture(fx: _Fixture) -> None:
         return
     text = text.lstrip("\ufeff")
     fx.text = text
-    data, node, problems = _parse_yaml(_quote_flat_values(text))
+    data, node, problems = _load_yaml_text(text)
     for line, msg in problems:
         rule = "duplicate-key" if msg.startswith("duplicate key") else "yaml"
         fld = msg.split("`")[1] if rule == "duplicate-key" else None

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 
 import jsonschema
 import pandas as pd
 import pytest
+import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -835,3 +837,44 @@ def test_findings_sorted_and_json_warnings(run, tmp_path):
     assert code == 1
     assert [f["severity"] for f in found].count("warning") == 1
     assert len(found) == len(report.findings)
+
+
+_ALPHABET = st.sampled_from(list("ab1 :|#'\"-[]{}!&*>?,\t") + ["gate-1", ": ", " #", "x: y"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(values=st.lists(st.lists(_ALPHABET, max_size=8).map("".join), min_size=1, max_size=4))
+def test_flat_quoting_never_changes_valid_yaml(values):
+    # Invariance: a document YAML already reads is read identically after the seed's
+    # flat lines are quoted; a document YAML rejects either stays rejected or reads
+    # each quoted line as the text written (comment removed).
+    from evaltk.fixtures import _load_yaml_text, _quote_flat_values
+
+    text = "".join(f"k{i}: {v}\n" for i, v in enumerate(values))
+    data, _, problems = _load_yaml_text(text)
+    try:  # the same parser evaltk uses (libyaml when present)
+        plain = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506
+    except yaml.YAMLError:
+        if data is None:
+            assert problems  # still rejected, with a reason
+            return
+        quoted = _quote_flat_values(text)
+        for i, v in enumerate(values):
+            if quoted.splitlines()[i] != text.splitlines()[i]:
+                assert data[f"k{i}"] == re.split(r"[ \t]#", v, maxsplit=1)[0].strip()
+        return
+    assert data == plain and not problems
+
+
+@pytest.mark.parametrize("ref, is_ref", [
+    ("repo/app.py", True), ("notes.md", True), ("./x", True), ("../x", True), ("/etc/passwd", True),
+    ("C:\\x", True), ("~/.ssh/id_rsa", True),
+    ("Use Python 3.11 only", False), ("https://example.com/a/b", False), ("e.g.", False),
+    ("line one\nline/two", False), ("plain", False),
+])
+def test_what_counts_as_a_context_file_reference(ref, is_ref):
+    from evaltk.fixtures import _context_refs
+
+    assert bool(_context_refs(ref, "context", False, set())) is is_ref
+    # inside an explicit `file:` entry everything is a reference
+    assert _context_refs({"file": ref}, "context", False, set())[0][1] == ref.strip()
