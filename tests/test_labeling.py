@@ -1,0 +1,76 @@
+"""Active labeling (seed 002, 'Active labeling'): stratified by uncertainty, allocated by influence."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from evaltk.labeling import expansion_gate, propose_batch, stratified_accuracy, uncertainty_strata
+from evaltk.values import Abstention
+
+
+def _pool(n=2000, seed=0):
+    rng = np.random.default_rng(seed)
+    dis = rng.choice([0.0, 0.0, 0.0, 0.5], n)
+    conf = np.where(dis > 0, rng.uniform(0.4, 0.7, n), rng.uniform(0.8, 1.0, n))
+    correct = np.where(dis > 0, rng.random(n) < 0.5, rng.random(n) < 0.97)
+    return pd.DataFrame({"item": np.arange(n), "disagreement": dis, "confidence": conf, "correct": correct})
+
+
+def test_strata_order_by_uncertainty():
+    p = _pool()
+    s = uncertainty_strata(p)
+    assert p.loc[s == s.max(), "disagreement"].mean() > p.loc[s == 0, "disagreement"].mean()
+
+
+def test_every_stratum_is_seeded_then_labels_go_where_variance_is():
+    p = _pool()
+    p["stratum"] = uncertainty_strata(p, n_strata=3)
+    first = propose_batch(p, batch_size=6, rng=0)
+    assert first.groupby("stratum").size().min() >= 2  # no weight left without evidence
+    labeled = p.set_index("item").loc[first["item"], ["correct"]].reset_index()
+    for _ in range(10):
+        b = propose_batch(p, labeled, batch_size=20, rng=1)
+        assert not set(b["item"]) & set(labeled["item"])  # never asks twice
+        labeled = pd.concat([labeled, p.set_index("item").loc[b["item"], ["correct"]].reset_index()])
+    n = labeled.merge(p[["item", "stratum"]], on="item").groupby("stratum").size()
+    share = p.groupby("stratum").size() / len(p)
+    # the uncertain stratum gets more labels than its pool share would give it
+    top = share.index.max()
+    assert n[top] / n.sum() > share[top]
+
+
+def test_stratified_estimate_is_unbiased_and_abstains_without_evidence():
+    p = _pool()
+    p["stratum"] = uncertainty_strata(p, n_strata=3)
+    truth = p["correct"].mean()
+    ests = []
+    for seed in range(40):
+        rng = np.random.default_rng(seed)
+        lab = p.groupby("stratum", group_keys=False).apply(lambda g: g.sample(30, random_state=rng))
+        ests.append(stratified_accuracy(p, lab[["item", "correct"]]).statistic)
+    assert abs(np.mean(ests) - truth) < 0.01
+    e = stratified_accuracy(p, p[p["stratum"] == 0].head(5)[["item", "correct"]])
+    assert isinstance(e.statistic, Abstention) and e.statistic.cause.value == "missing_evidence"
+
+
+def test_expansion_gated_on_inter_annotator_agreement():
+    rng = np.random.default_rng(0)
+    a = rng.choice(["yes", "no"], 200)
+    good = np.where(rng.random(200) < 0.95, a, np.where(a == "yes", "no", "yes"))
+    bad = np.where(rng.random(200) < 0.6, a, np.where(a == "yes", "no", "yes"))
+    ok = expansion_gate(a, good, threshold=0.6)
+    assert ok.release and ok.message.startswith("release")
+    no = expansion_gate(a, bad, threshold=0.6)
+    assert not no.release and no.message.startswith("fix the guidelines first")
+    assert no.confidence_interval[0] < 0.6
+    with pytest.raises(ValueError, match="same items"):
+        expansion_gate(a, bad[:10])
+
+
+def test_conflict_with_the_panel_gets_its_own_strata():
+    p = _pool()
+    p["conflict"] = p["disagreement"] > 0
+    s = uncertainty_strata(p, conflict="conflict", n_strata=4)
+    assert s[p["conflict"]].min() > s[~p["conflict"]].max()
