@@ -48,7 +48,7 @@ def test_stratified_estimate_is_unbiased_and_abstains_without_evidence():
     ests = []
     for seed in range(40):
         rng = np.random.default_rng(seed)
-        lab = p.groupby("stratum", group_keys=False).apply(lambda g: g.sample(30, random_state=rng))
+        lab = p.groupby("stratum", group_keys=False).apply(lambda g, r=rng: g.sample(30, random_state=r))
         ests.append(stratified_accuracy(p, lab[["item", "correct"]]).statistic)
     assert abs(np.mean(ests) - truth) < 0.01
     e = stratified_accuracy(p, p[p["stratum"] == 0].head(5)[["item", "correct"]])
