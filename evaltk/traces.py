@@ -1056,13 +1056,14 @@ def _parse_json_lines(texts: Sequence[Any]) -> list[Any]:
 
 
 def _no_blank_lines(data: bytes) -> tuple[bool, int]:
-    """Whether every line is non-blank; and the number of lines."""
-    n = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
-    nl = data.find(b"\n")
-    first = data if nl < 0 else data[:nl]
-    body = data[:-1] if data.endswith(b"\n") else data
-    if (not first.strip() or _BLANK_LINE.search(body)
-            or (body.rfind(b"\n") >= 0 and not body[body.rfind(b"\n") + 1:].strip())):
+    """Whether every line is non-blank; and the number of lines (no copy of ``data``)."""
+    end = len(data) - 1 if data.endswith(b"\n") else len(data)
+    n = data.count(b"\n", 0, end) + 1
+    nl = data.find(b"\n", 0, end)
+    first = data[:end] if nl < 0 else data[:nl]
+    last_nl = data.rfind(b"\n", 0, end)
+    last = data[last_nl + 1:end] if last_nl >= 0 else first
+    if not first.strip() or not last.strip() or _BLANK_LINE.search(data, 0, end):
         return False, n
     return True, n
 

@@ -594,7 +594,8 @@ def test_jsonl_parquet_dataframe_and_list_give_the_same_tables(tmp_path):
     recs = _sample_records()
     answers = _sample_answers(recs)
     f = write_jsonl(tmp_path / "t.jsonl", recs)
-    batch = ingest(f, answers=pd.DataFrame(answers))
+    adf0 = pd.DataFrame(answers)
+    batch = ingest(f, answers=adf0)
     from_list = ingest(recs, answers=answers)
     _assert_same(batch, from_list)
     import pyarrow.json as pj
@@ -603,6 +604,8 @@ def test_jsonl_parquet_dataframe_and_list_give_the_same_tables(tmp_path):
     _assert_same(batch, ingest(tmp_path / "t.parquet", answers=pd.DataFrame(answers)))
     df = pd.DataFrame(recs)
     _assert_same(batch, ingest(df, answers=pd.DataFrame(answers)))
+    # a DataFrame read back from Parquet: numpy arrays and numpy scalars inside cells
+    _assert_same(batch, ingest(pd.read_parquet(tmp_path / "t.parquet"), answers=adf0))
     # answers as CSV, JSONL and Parquet files
     adf = pd.DataFrame(answers)
     adf.to_csv(tmp_path / "a.csv", index=False)
