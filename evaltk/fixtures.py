@@ -136,7 +136,8 @@ class Finding:
     line : int or None
         1-based line in ``file`` where YAML (or the ledger) gives one.
     field : str or None
-        The field at fault (``context[1].file`` for nested references).
+        The top-level field at fault (a nested place such as ``context[1].file``
+        is named in the message); for a duplicate key, the repeated key.
     message : str
         What is wrong.
     expected : str or None
@@ -876,10 +877,10 @@ def _answer_kinds(fx: _Fixture) -> list[str]:
     for k, item in enumerate(items):
         where = name if not isinstance(v, list) else f"{name}[{k}]"
         if not isinstance(item, str):
-            fx.add(where, f"`{where}` is a {_type_name(item)}, not text",
+            fx.add(name, f"`{where}` is a {_type_name(item)}, not text",
                    expected=_one_of(ANSWER_KINDS), rule="type")
         elif item.strip() not in ANSWER_KINDS:
-            fx.add(where, f"`{item.strip()}` is not an allowed `{name}`",
+            fx.add(name, f"`{item.strip()}` is not an allowed `{name}`",
                    expected=_one_of(ANSWER_KINDS), rule="enum")
         else:
             out.append(item.strip())
@@ -944,12 +945,13 @@ def _check_context(fx: _Fixture) -> list[str]:
                     why = "a symlink points outside"
             except (OSError, RuntimeError):
                 why = "it cannot be resolved (symlink loop)"
+        at = "" if where == "context" else f" (at `{where}`)"
         if why:
-            fx.add(where, f"reference `{ref}` escapes the fixture directory ({why})",
+            fx.add("context", f"reference `{ref}`{at} escapes the fixture directory ({why})",
                    expected="a path inside the fixture directory", rule="context-escape")
             continue
         if not os.path.lexists(base / ref):
-            fx.add(where, f"reference `{ref}` does not exist in the fixture directory",
+            fx.add("context", f"reference `{ref}`{at} does not exist in the fixture directory",
                    expected="an existing file inside the fixture directory",
                    rule="context-missing", severity=ERROR if explicit else WARNING)
             continue

@@ -268,14 +268,15 @@ CASES = {
                     "'tag:yaml.org,2002:python/object/apply:os.system'")},
     "not-utf8": {(f"{B}/latin1/task.yaml", 3, None, "not UTF-8 (byte 0xe9 at offset 43)")},
     # issue 6, section 2: context references stay inside the fixture directory
-    "context-dotdot": {(f"{B}/ctx-dotdot/task.yaml", 7, "context[0]",
-                        "reference `../../../holdout-ledger.jsonl` escapes the fixture "
+    "context-dotdot": {(f"{B}/ctx-dotdot/task.yaml", 7, "context",
+                        "reference `../../../holdout-ledger.jsonl` (at `context[0]`) escapes the fixture "
                         "directory (it goes up with `..`)")},
-    "context-absolute": {(f"{B}/ctx-absolute/task.yaml", 7, "context.file",
-                          "reference `/etc/passwd` escapes the fixture directory "
+    "context-absolute": {(f"{B}/ctx-absolute/task.yaml", 7, "context",
+                          "reference `/etc/passwd` (at `context.file`) escapes the fixture directory "
                           "(an absolute path)")},
-    "context-missing": {(f"{B}/ctx-missing/task.yaml", 7, "context.files[0]",
-                         "reference `repo/app.py` does not exist in the fixture directory")},
+    "context-missing": {(f"{B}/ctx-missing/task.yaml", 7, "context",
+                         "reference `repo/app.py` (at `context.files[0]`) does not exist in the "
+                         "fixture directory")},
     # seed: holdout hygiene
     "holdout-seen": {(f"{B}/seen-holdout/task.yaml", 6, "visibility",
                       "holdout fixture was seen by carol at 2026-11-20T08:00:00Z")},
@@ -365,8 +366,8 @@ def test_context_symlink_pointing_outside_is_rejected(tmp_path):
     (fx.parent / "notes" / "inside.txt").write_text("ok")
     os.symlink(fx.parent / "notes" / "inside.txt", fx.parent / "link-inside.txt")
     assert errors(validate_suite(d)) == {
-        ("fixtures/bug-diagnosis/ctx-symlink/task.yaml", 7, "context[0]",
-         "reference `notes/secret.txt` escapes the fixture directory "
+        ("fixtures/bug-diagnosis/ctx-symlink/task.yaml", 7, "context",
+         "reference `notes/secret.txt` (at `context[0]`) escapes the fixture directory "
          "(a symlink points outside)")}
     fx.write_text(fx.read_text().replace("notes/secret.txt", "link-inside.txt"))
     assert validate_suite(d).valid
@@ -464,7 +465,8 @@ def test_warnings_do_not_invalidate(tmp_path):
     assert {(f.field, f.message) for f in report.warnings} == {
         ("adversarial_intent", "an adversarial fixture does not state its trap"),
         ("extra_field", "unknown field `extra_field` is ignored"),
-        ("context[0]", "reference `docs/readme.md` does not exist in the fixture directory"),
+        ("context", "reference `docs/readme.md` (at `context[0]`) does not exist in the fixture "
+                    "directory"),
     }
 
 
