@@ -130,11 +130,16 @@ def _sort_labels(labels: list[Any]) -> list[Any]:
         return labels
 
 
-def _int_uniques(x: np.ndarray) -> tuple[np.ndarray, list[Any], np.ndarray] | None:
-    """Codes, unique values and counts of an int array by bincount (None when the range is huge)."""
+def _int_uniques(x: np.ndarray, lo: int | None = None, hi: int | None = None
+                 ) -> tuple[np.ndarray, list[Any], np.ndarray] | None:
+    """Codes, unique values and counts of an int array by bincount (None when the range is huge).
+
+    ``lo`` and ``hi`` may pass the known minimum and maximum.
+    """
     if x.size == 0:
         return np.zeros(0, dtype=np.intp), [], np.zeros(0, dtype=np.intp)
-    lo, hi = int(x.min()), int(x.max())
+    if lo is None or hi is None:
+        lo, hi = int(x.min()), int(x.max())
     if hi - lo > 1_000_000:
         return None
     shifted = x - lo if lo else x
@@ -170,10 +175,14 @@ def _encode(values: np.ndarray, *, categories: Sequence[Any] | None, abstain: It
             mn, mx = float(np.fmin.reduce(flat)), float(np.fmax.reduce(flat))
             if abs(mn) < 2 ** 52 and abs(mx) < 2 ** 52 and mx - mn <= 1_000_000:
                 # integer-valued floats (the usual case): bincount with NaN as a sentinel below min
-                filled = np.where(miss, mn - 1.0, flat) if has_missing else flat
+                if has_missing:
+                    filled = flat.copy()
+                    np.copyto(filled, mn - 1.0, where=miss)
+                else:
+                    filled = flat
                 iv = filled.astype(np.int64)
                 if np.array_equal(iv, filled):
-                    got = _int_uniques(iv)
+                    got = _int_uniques(iv, int(mn) - 1 if has_missing else int(mn), int(mx))
                     if got is not None and has_missing:
                         codes0, labels0, counts0 = got
                         # the sentinel is unique value 0: shift it to -1 (missing)
@@ -651,45 +660,59 @@ def _row_types(rows: np.ndarray, base: int) -> tuple[np.ndarray, np.ndarray, np.
 def _patterns(rt: _Ratings, *, by_rater: bool = False, dedupe: bool = True) -> _Patterns:
     """Unit types for the batch statistics.
 
-    ``dedupe=True`` merges units with the same pattern (fewer types: the bootstrap
-    draws one multinomial cell per type); ``dedupe=False`` keeps one type per unit,
-    which is cheaper when only the point estimate and analytic SE are needed.
+    A unit's type is its vector of category counts (``by_rater=True``: its row of
+    rater-specific codes, for Conger).  ``dedupe=True`` merges units of the same
+    type (few types: the bootstrap draws one multinomial cell per type);
+    ``dedupe=False`` may keep one type per unit when merging would cost more than
+    it saves (only the point estimate and the analytic SE are needed then).
     """
     codes = rt.codes
     q = len(rt.categories)
     n, R = codes.shape
-    rated_mask = None
-    if rt.n_missing == 0 and rt.n_abstained == 0:
+    base = R + 1
+    if not by_rater and q and base ** q <= 1_000_000:
+        # The count vector as one base-(R+1) integer, summed straight from the codes:
+        # key_i = sum_g base ** code_ig (missing / abstained cells add 0).
+        pw = np.zeros(q + 2, dtype=np.int64)
+        pw[:q] = base ** np.arange(q, dtype=np.int64)
+        key = np.take(pw, codes[:, 0])
+        for g in range(1, R):
+            key += np.take(pw, codes[:, g])
+        rated_mask = None
         codes_r = codes
-        m = n
-        flat = (np.arange(m)[:, None] * q + codes_r).reshape(-1)
-    else:
-        # missing (-1) and abstained (-2) cells are counted in a column 0 that is dropped
-        key = np.maximum(codes, -1)
-        key += np.arange(1, n * (q + 1), q + 1)[:, None]
-        full = np.bincount(key.reshape(-1), minlength=n * (q + 1)).reshape(n, q + 1)
-        rated = full[:, 0] < R
-        if bool(rated.all()):
-            codes_r, m, cnt = codes, n, full[:, 1:]
-        else:
-            codes_r = codes[rated]
-            cnt = full[rated, 1:]
-            m = codes_r.shape[0]
-            rated_mask = rated
-    if rt.n_missing == 0 and rt.n_abstained == 0:
-        cnt = np.bincount(flat, minlength=m * q).reshape(m, q)
+        if rt.n_missing or rt.n_abstained:
+            rated = key > 0
+            if not bool(rated.all()):
+                rated_mask = rated
+                key = key[rated]
+                codes_r = codes[rated]
+        # small key range: the distinct types come from one bincount
+        got = _int_uniques(key)
+        assert got is not None  # the key range is at most 10^6
+        tidx, labels, tcounts = got
+        ukeys = np.asarray(labels, dtype=np.int64)
+        C = ((ukeys[:, None] // pw[None, :q]) % base).astype(float)
+        return _Patterns(C=C, r=C.sum(axis=1), type_index=np.asarray(tidx, dtype=np.intp),
+                         counts=np.asarray(tcounts, dtype=float), unit_codes=codes_r, rated=rated_mask)
+    # general path: the count matrix, then distinct rows
+    key2 = np.maximum(codes, -1)
+    key2 += np.arange(1, n * (q + 1), q + 1)[:, None]
+    full = np.bincount(key2.reshape(-1), minlength=n * (q + 1)).reshape(n, q + 1)
+    rated = full[:, 0] < R
+    rated_mask = None if bool(rated.all()) else rated
+    codes_r = codes if rated_mask is None else codes[rated]
+    cnt = full[:, 1:] if rated_mask is None else full[rated, 1:]
     if by_rater:
         uniq, tidx, tcounts = _row_types(np.where(codes_r >= 0, codes_r + 1, 0), q + 1)
         uniq = uniq - 1
         C = cnt[np.unique(tidx, return_index=True)[1]].astype(float)
-    elif dedupe or (R + 1) ** q <= 1_000_000:   # small key range: dedupe is a cheap bincount
+    elif dedupe:
         uniq_c, tidx, tcounts = _row_types(cnt, R + 1)
         C = uniq_c.astype(float)
         uniq = np.zeros((C.shape[0], 0), dtype=np.intp)
     else:
-        C = cnt.astype(float)
-        tidx = np.arange(m, dtype=np.intp)
-        tcounts = np.ones(m)
+        m = cnt.shape[0]
+        C, tidx, tcounts = cnt.astype(float), np.arange(m, dtype=np.intp), np.ones(m)
         uniq = np.zeros((m, 0), dtype=np.intp)
     return _Patterns(C=C, r=C.sum(axis=1), type_index=tidx,
                      counts=tcounts.astype(float), unit_codes=uniq if by_rater else codes_r,
@@ -1662,7 +1685,7 @@ def krippendorff_alpha(
         reason = "no unit has two or more answered ratings (no pairable values)"
     else:
         obs = pat.counts[None, :]
-        nc = obs[:, two] @ pat.C[two]
+        nc = obs @ pat.C if bool(two.all()) else obs[:, two] @ pat.C[two]
         wts = np.eye(q) if level == "nominal" else _kripp_weights_batch(level, rt.categories, nc)[0]
         pi = nc[0] / nc[0].sum()
         if q < 2 or not np.all(np.isfinite(wts)):
