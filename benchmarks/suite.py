@@ -5,13 +5,16 @@ is usually written: loop over tasks, loop over trials, ``statistics``-free sums,
 ``math.comb`` per task), measured in the same process on the same documents.
 
 For each size it prints, for evaltk's loader (parse + validate + trajectory match),
-evaltk's summary (vectorised), and the peer (everything from the parsed document):
+evaltk's summary (vectorised), the columnar path (a tidy trial table through
+``suite_run_from_frame`` and ``summarize_suite``) and the peer (everything from the
+parsed document):
 seconds, tasks per second, peak traced memory (``tracemalloc``), and microseconds per
 task, so linear growth shows as a flat us/task column.  Ratios are peer / evaltk.
 
 Usage::
 
     .venv/bin/python benchmarks/suite.py                 # 10k, 25k, 50k, 100k tasks
+    .venv/bin/python benchmarks/suite.py --repeat 3      # best of 3 (a busy machine is noisy)
     .venv/bin/python benchmarks/suite.py --sizes 1000 5000 --trials 3
 """
 
@@ -26,7 +29,7 @@ from collections import Counter
 
 import numpy as np
 
-from evaltk.suite import load_suite_run, summarize_suite
+from evaltk.suite import load_suite_run, suite_run_from_frame, summarize_suite
 
 TOOLS = ["lookup_order", "refund", "search_faq", "update_address", "cancel_order"]
 
@@ -147,6 +150,12 @@ def measure(fn, *args, repeat: int = 1):
     return best_t, peak, result
 
 
+def table_path(table):
+    """The columnar path: a tidy trial table in, the summary out."""
+    return summarize_suite(suite_run_from_frame(table, suite="bench", pass_score=0.7, max_cost=1e9,
+                                                max_latency_ms=1e9))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 25_000, 50_000, 100_000])
@@ -159,12 +168,17 @@ def main() -> None:
            f"{'peer/evaltk':>11}")
     print(hdr)
     print("-" * len(hdr))
+    per_task: dict[str, list[float]] = {}
     for size in a.sizes:
         doc = make_run(size, a.trials)
         t_load, m_load, run = measure(load_suite_run, doc, repeat=a.repeat)
         t_sum, m_sum, summary = measure(summarize_suite, run, repeat=a.repeat)
         t_dict, m_dict, _ = measure(summary.to_dict, repeat=a.repeat)
         t_peer, m_peer, peer = measure(naive_summary, doc, repeat=a.repeat)
+        table = run.to_frame()
+        t_frame, m_frame, _ = measure(table_path, table, repeat=a.repeat)
+        per_task.setdefault("summarize", []).append(t_sum / size)
+        per_task.setdefault("from_frame", []).append(t_frame / size)
         # same answers
         assert abs(peer["aggregateScore"] - summary.aggregate_score) < 1e-9
         assert abs(peer["gatedAggregateScore"] - summary.gated_aggregate_score) < 1e-9
@@ -175,6 +189,7 @@ def main() -> None:
                 ("evaltk to_dict (JSON)", t_dict, m_dict, None),
                 ("evaltk end-to-end", t_load + t_sum + t_dict, max(m_load, m_sum, m_dict),
                  t_peer / (t_load + t_sum + t_dict)),
+                ("evaltk table+summarize", t_frame, m_frame, t_peer / t_frame),
                 ("peer naive per-task", t_peer, m_peer, 1.0)]
         for name, t, m, ratio in rows:
             r = "" if ratio is None else f"{ratio:10.1f}x"
@@ -182,6 +197,10 @@ def main() -> None:
                   f"{m / 2**20:8.1f} {r:>11}")
         print(f"{'':>8} task verdicts agreeing with the peer: {agree:.4%} (the peer compares floats "
               "without exact decimals)")
+    if len(a.sizes) > 1:
+        for step, v in per_task.items():
+            print(f"linearity, {step}: time per task at {a.sizes[-1]:,} tasks / at {a.sizes[0]:,} tasks = "
+                  f"{v[-1] / v[0]:.2f} (1.0 = linear)")
 
 
 if __name__ == "__main__":

@@ -992,7 +992,10 @@ def suite_run_from_frame(
     miss = np.zeros((t, count), dtype=bool)
     if fixture_miss in frame.columns:
         fm = frame[fixture_miss]
-        ok = fm.map(lambda x: isinstance(x, (bool, np.bool_))).to_numpy()
+        if fm.dtype == bool:
+            ok = np.ones(len(fm), dtype=bool)
+        else:
+            ok = fm.map(lambda x: isinstance(x, (bool, np.bool_))).to_numpy()
         if not ok.all():
             tid, tr = where(~ok)
             raise ctx.fail(f"trial {tr!r}: must be true or false", record=tid, field=fixture_miss)
@@ -1007,9 +1010,11 @@ def suite_run_from_frame(
             raise ctx.fail("mixes known and missing trajectory verdicts: a task either has an expected "
                            "trajectory (every trial True/False) or not (every trial missing)",
                            record=ids[int(np.flatnonzero(mixed)[0])], field=trajectory_matched)
-        vals_tm = tm.to_numpy(dtype=object)
-        okb = np.array([x is None or x is pd.NA or isinstance(x, (bool, np.bool_))
-                        or (isinstance(x, float) and math.isnan(x)) for x in vals_tm])
+        if tm.dtype == bool or isinstance(tm.dtype, pd.BooleanDtype):
+            okb = np.ones(len(tm), dtype=bool)
+        else:
+            okb = np.array([x is None or x is pd.NA or isinstance(x, (bool, np.bool_))
+                            or (isinstance(x, float) and math.isnan(x)) for x in tm.to_numpy(dtype=object)])
         if not okb.all():
             tid, tr = where(~okb)
             raise ctx.fail(f"trial {tr!r}: must be true, false or missing", record=tid,
