@@ -880,3 +880,16 @@ def test_what_counts_as_a_context_file_reference(ref, is_ref):
     assert bool(_context_refs(ref, "context", False, set())) is is_ref
     # inside an explicit `file:` entry everything is a reference
     assert _context_refs({"file": ref}, "context", False, set())[0][1] == ref.strip()
+
+
+def test_ledger_schema_matches_what_evaltk_writes(tmp_path):
+    schema = json.loads((SCHEMA.parent / "holdout-ledger.schema.json").read_text())
+    jsonschema.Draft202012Validator.check_schema(schema)
+    v = jsonschema.Draft202012Validator(schema)
+    d = suite_copy(tmp_path)
+    record_seen(d, "split-config-loader", by="gil")
+    retire(d, "split-config-loader", reason="leaked", at="2026-11-30T10:00:00+01:00")
+    for line in (d / "holdout-ledger.jsonl").read_text().splitlines():
+        assert not list(v.iter_errors(json.loads(line))), line
+    for line in (INVALID / "ledger-malformed" / "holdout-ledger.jsonl").read_text().splitlines()[2:]:
+        assert list(v.iter_errors(json.loads(line)))
