@@ -27,6 +27,7 @@ from .bootstrap import check_confidence_level, check_rng
 from .intervals import wilson_interval
 
 __all__ = ["anchor_correctness", "judge_costs", "canary_hits", "select_judges", "SelectionResult",
+           "published_precision_recall",
            "pareto_frontier"]
 
 
@@ -297,3 +298,61 @@ def _status(r: Any, orderings: pd.DataFrame) -> str:
         return f"dominated by {', '.join(doms)}"
     return (f"dominated by {', '.join(doms)} on point estimates; the accuracy ordering is not supported "
             "by the intervals")
+
+
+def published_precision_recall(table: pd.DataFrame, n_positive: int, *, judge: str = "judge",
+                               precision: str = "precision", recall: str = "recall", f1: str | None = "f1",
+                               percent: bool = True, confidence_level: float = 0.95) -> SelectionResult:
+    """Put intervals on a published precision / recall table and say which orderings hold.
+
+    A leaderboard reports point estimates.  With the number of positives in the labelled
+    set, each judge's counts follow: ``TP = recall * n_positive`` (rounded), ``FP = TP /
+    precision - TP``.  Wilson intervals then go on both rates, the published F1 is checked
+    against ``2PR / (P + R)`` (a transcription check), and every pair of judges gets the
+    seed's overlap rule on precision: an ordering is supported only when the intervals do
+    not overlap.
+
+    Returns a :class:`SelectionResult` whose ``table`` has the reconstructed counts and
+    intervals and whose ``orderings`` compare precision.
+    """
+    cl = check_confidence_level(confidence_level)
+    if n_positive < 1:
+        raise ValueError(f"`n_positive` must be >= 1; got {n_positive}.")
+    s = 100.0 if percent else 1.0
+    t = table[[judge, precision, recall] + ([f1] if f1 and f1 in table.columns else [])].copy()
+    t.columns = ["judge", "precision", "recall"] + (["f1_published"] if f1 and f1 in table.columns else [])
+    t["precision"] = t["precision"].astype(float) / s
+    t["recall"] = t["recall"].astype(float) / s
+    tp = np.rint(t["recall"].to_numpy() * n_positive).astype(int)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        fp = np.rint(np.where(t["precision"] > 0, tp / t["precision"].to_numpy() - tp, np.nan))
+    t["tp"], t["fp"], t["fn"] = tp, fp, n_positive - tp
+    if "f1_published" in t.columns:
+        t["f1_published"] = t["f1_published"].astype(float) / s
+        p_, r_ = t["precision"], t["recall"]
+        t["f1_from_pr"] = 2 * p_ * r_ / (p_ + r_)
+        t["f1_consistent"] = (t["f1_from_pr"] - t["f1_published"]).abs() <= 0.0015 + 1e-9
+    for name, num, den in (("precision", tp, tp + fp), ("recall", tp, np.full(len(t), n_positive))):
+        lo, hi = [], []
+        for a, b in zip(num, den, strict=True):
+            if not np.isfinite(b) or b <= 0:
+                lo.append(np.nan), hi.append(np.nan)
+                continue
+            w = wilson_interval(int(a), int(b), confidence_level=cl).confidence_interval
+            lo.append(w[0]), hi.append(w[1])
+        t[f"{name}_ci_low"], t[f"{name}_ci_high"] = lo, hi
+    rows = []
+    names = t["judge"].tolist()
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            ra, rb = t.iloc[i], t[t["judge"] == b].iloc[0]
+            overlap = not (ra["precision_ci_low"] > rb["precision_ci_high"]
+                           or rb["precision_ci_low"] > ra["precision_ci_high"])
+            point = ">" if ra["precision"] > rb["precision"] else "<" if ra["precision"] < rb["precision"] else "="
+            rows.append({"a": a, "b": b, "point_order": point, "intervals_overlap": overlap,
+                         "supported": not overlap,
+                         "verdict": f"{a} {point} {b}" if not overlap else
+                         f"{a} and {b}: precision ordering not supported (intervals overlap)"})
+    settings = {"n_positive": n_positive, "confidence_level": cl, "interval": "wilson",
+                "ordering_rule": "overlap", "counts": "reconstructed from published precision and recall"}
+    return SelectionResult(table=t, orderings=pd.DataFrame(rows), settings=settings)

@@ -108,3 +108,33 @@ def test_judgebench_published_accuracy_reproduced(shared_data):
     # the reward models sit within a few points of each other: no ordering among them is supported
     rm = o[o.a.str.contains("reward|Reward") & o.b.str.contains("reward|Reward")]
     assert not rm["supported"].any()
+
+
+@pytest.mark.realdata
+def test_agentrewardbench_published_table_with_intervals(shared_data):
+    """Lù et al. (2025), AgentRewardBench, Table (precision 'Overall', recall, F1) with intervals."""
+    from evaltk.selection import published_precision_recall
+
+    t = pd.read_csv(shared_data / "agentrewardbench" / "judge-leaderboard.csv")
+    ann = pd.read_csv(shared_data / "agentrewardbench" / "annotations.csv")
+    traj = ann.drop_duplicates(["benchmark", "task_id", "model_name"])
+    assert len(traj) == 1302
+    n_pos = int((traj["trajectory_success"] == "Successful").sum())
+    r = published_precision_recall(t, n_pos, judge="Judge", precision="Overall", recall="Recall", f1="F1")
+    # the reconstructed counts reproduce every published F1 to its printed precision
+    assert r.table["f1_consistent"].all()
+    tab = r.table.set_index("judge")
+    assert tab.loc["Rule-based", "precision_ci_low"] > tab.loc["GPT-4o (A)", "precision_ci_high"]
+    o = r.orderings.set_index(["a", "b"])
+    # the two AER judges differ by 0.1 point of precision: no ordering
+    assert not o.loc[("AER-C", "AER-V"), "supported"]
+    assert 0 < r.orderings["supported"].sum() < len(r.orderings)
+
+
+def test_published_table_reconstruction_on_known_counts():
+    from evaltk.selection import published_precision_recall
+
+    # 80 positives; judge A: TP 60, FP 20 -> precision 0.75, recall 0.75
+    t = pd.DataFrame({"judge": ["A"], "precision": [75.0], "recall": [75.0], "f1": [75.0]})
+    r = published_precision_recall(t, 80).table.iloc[0]
+    assert (r.tp, r.fp, r.fn) == (60, 20.0, 20) and r.f1_consistent
