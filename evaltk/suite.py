@@ -1269,8 +1269,11 @@ def summarize_suite(run: SuiteRun | Mapping[str, Any] | str | Path) -> EvalSumma
     ``gatedAggregateScore >= passScore`` and ``totalCost <= maxCost`` and the
     nearest-rank p95 of trial latencies ``<= maxLatencyMs`` (each only when set; a
     condition that cannot be checked because a trial did not record the number
-    fails closed).  Means are correctly rounded, and threshold comparisons absorb
-    binary rounding error (:data:`SCORE_TOLERANCE`).
+    fails closed).  When every score and ``passScore`` is a decimal with at most nine
+    places (the usual case), sums and threshold comparisons are exact integer
+    arithmetic on the decimals and each reported mean is rounded once; otherwise
+    means are double-double and comparisons absorb binary rounding error
+    (:data:`SCORE_TOLERANCE`).
 
     References
     ----------
