@@ -166,9 +166,10 @@ def normalize_answer(word: str) -> str:
 #: The default rule's keyword table, in priority order for ties.  The domain is the
 #: one whose keyword occurs earliest in the task prompt (whole words, any case).
 DEFAULT_DOMAIN_KEYWORDS: dict[str, tuple[str, ...]] = {
-    "shopping": ("buy", "purchase", "order", "cart", "checkout", "shop", "add to cart"),
+    "shopping": ("buy", "purchase", "order", "cart", "checkout", "shop", "store", "market",
+                 "price"),
     "email": ("email", "e-mail", "inbox", "mail"),
-    "messaging": ("message", "text", "chat", "sms", "reply"),
+    "messaging": ("message", "text", "chat", "sms", "whatsapp"),
     "calendar": ("calendar", "meeting", "schedule", "appointment", "event", "reminder"),
     "travel": ("flight", "hotel", "trip", "train", "airport", "itinerary"),
     "payments": ("pay", "payment", "transfer", "invoice", "bank", "bill"),
@@ -452,7 +453,7 @@ def _kind_of_path(path: Path, data_head: bytes) -> str:
         return "parquet"
     if suf in (".jsonl", ".ndjson", ".json"):
         return "jsonl"
-    if suf in (".csv", ".tsv"):
+    if suf == ".csv":
         return "csv"
     if data_head[:4] == b"PAR1":
         return "parquet"
