@@ -729,10 +729,13 @@ def _locate(root: str | os.PathLike[str]) -> tuple[Path, Path, Path]:
 def _discover(root: Path, fixtures_dir: Path) -> tuple[list[_Fixture], list[Finding]]:
     out: list[_Fixture] = []
     bare: list[Path] = []  # fixture-level folders (fixtures/<class>/<id>/) without task.yaml
+    linked: list[Path] = []  # symlinked folders where fixtures are looked for: not followed
     for dirpath, dirnames, filenames in os.walk(fixtures_dir, followlinks=False):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d != "__pycache__")
         d = Path(dirpath)
         depth = len(d.relative_to(fixtures_dir).parts)
+        if "task.yaml" not in filenames and depth < 2:
+            linked.extend(d / n for n in dirnames if (d / n).is_symlink())
         if "task.yaml" not in filenames:
             if depth == 2:
                 bare.append(d)
@@ -743,6 +746,10 @@ def _discover(root: Path, fixtures_dir: Path) -> tuple[list[_Fixture], list[Find
             dirnames[:] = []  # below a fixture folder is the fixture's own context
     out.sort(key=lambda fx: fx.rel)
     findings = []
+    for d in linked:
+        findings.append(Finding(_rel(d, root), None, None,
+                                "folder is a symlink; fixtures are not looked for through symlinks",
+                                "a real folder inside the suite", "symlink-escape"))
     for d in bare:
         rel = _rel(d, root)
         if not any(fx.dir_rel.startswith(rel + "/") for fx in out):

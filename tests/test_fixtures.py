@@ -385,6 +385,19 @@ def test_task_yaml_symlink_pointing_outside_is_not_read(tmp_path):
          "task.yaml is a symlink that points outside the fixture directory")}
 
 
+@pytest.mark.skipif(not hasattr(os, "symlink"), reason="no symlinks on this platform")
+def test_symlinked_fixture_folder_is_reported_not_followed(tmp_path):
+    d = suite_copy(tmp_path)
+    elsewhere = tmp_path / "elsewhere" / "linked"
+    shutil.copytree(d / "fixtures/refactor/split-config-loader", elsewhere)
+    os.symlink(elsewhere, d / "fixtures/refactor/linked")
+    report = validate_suite(d)
+    assert errors(report) == {("fixtures/refactor/linked", None, None,
+                               "folder is a symlink; fixtures are not looked for through "
+                               "symlinks")}
+    assert report.n_fixtures == 10
+
+
 def test_adversarial_coverage_reports_each_missing_kind(tmp_path):
     # Seed: "the suite must include cases where the correct answer is a larger change,
     # a new dependency, a non-code process change, or no code change".
