@@ -767,6 +767,10 @@ def _read_fixture(fx: _Fixture) -> None:
                 fx.add(None, "task.yaml is a symlink that points outside the fixture directory",
                        expected="a regular file", rule="symlink-escape")
                 return
+        if not f.is_file():  # a FIFO or device would block or never end
+            fx.add(None, "task.yaml is not a regular file", expected="a regular file",
+                   rule="unreadable")
+            return
         size = f.stat().st_size
         if size > MAX_TASK_BYTES:
             fx.add(None, f"file is {size} bytes, larger than the limit of {MAX_TASK_BYTES} bytes",

@@ -398,6 +398,15 @@ def test_symlinked_fixture_folder_is_reported_not_followed(tmp_path):
     assert report.n_fixtures == 10
 
 
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")
+def test_task_yaml_that_is_a_fifo_is_not_read(tmp_path):
+    d = suite_copy(tmp_path)
+    (d / "fixtures/bug-diagnosis/fifo").mkdir()
+    os.mkfifo(d / "fixtures/bug-diagnosis/fifo/task.yaml")
+    assert errors(validate_suite(d)) == {
+        ("fixtures/bug-diagnosis/fifo/task.yaml", None, None, "task.yaml is not a regular file")}
+
+
 def test_adversarial_coverage_reports_each_missing_kind(tmp_path):
     # Seed: "the suite must include cases where the correct answer is a larger change,
     # a new dependency, a non-code process change, or no code change".
