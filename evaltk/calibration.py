@@ -42,11 +42,17 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from .agreement import AgreementResult, cohen_kappa, krippendorff_alpha, percent_agreement
+from .agreement import (
+    AgreementResult,
+    CategoryDomainWarning,
+    cohen_kappa,
+    krippendorff_alpha,
+    percent_agreement,
+)
 from .bootstrap import check_rng
 from .errors import SchemaViolation, UnreadableInput
 from .intervals import ProportionInterval, check_confidence_level, wilson_interval, z_value
-from .values import Abstention, Cause, EvaltkWarning, Threshold, UndefinedWarning
+from .values import Abstention, Cause, Threshold, UndefinedWarning
 
 __all__ = [
     "AGENTREWARDBENCH_QUESTIONS",
@@ -104,7 +110,7 @@ def _domain(labels: Iterable[Any], categories: Sequence[Any] | None, level: str)
             warnings.warn(
                 f"observed labels are a strict subset of the declared domain (unused: "
                 f"{[c for c in cats if c not in seen]}); ordinal distances use the declared domain",
-                EvaltkWarning,
+                CategoryDomainWarning,
                 stacklevel=3,
             )
         return cats

@@ -524,3 +524,12 @@ def test_docs_agentrewardbench_table(shared_data):
         dlo, dhi = (float(v) for v in cells[3].strip("[]").split(","))
         tol = 5e-4 if meth == "wilson" else 0.03  # bootstrap limits may move if the engine's draws change
         assert dlo == pytest.approx(lo, abs=tol) and dhi == pytest.approx(hi, abs=tol)
+
+
+def test_ordinal_domain_subset_warns():
+    from evaltk.agreement import CategoryDomainWarning
+
+    m = [["low", "mid"], ["mid", "mid"], ["low", "low"]]
+    with pytest.warns(CategoryDomainWarning):
+        _quiet(human_ceiling, _long(m), level="ordinal", categories=["low", "mid", "high"], rng=0,
+               n_resamples=100)
