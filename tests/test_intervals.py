@@ -9,6 +9,10 @@ Published values:
 * Newcombe, R. G. (1998b). Improved confidence intervals for the difference
   between binomial proportions based on paired data. Stat Med 17, 2635-2650,
   Table II, example (a) 36/12/2/0, method 10: 0.0569 to 0.3404.
+* Fagerland, Lydersen and Laake (2017), Statistical Analysis of Contingency
+  Tables, ch. 8, Cavo et al. (2012) 59/6/16/80, Newcombe square-and-add
+  (method 10): -0.0621 (-0.1186 to -0.0046), as printed by the book's companion
+  R package ``contingencytables`` (tests/testthat/test-ch8.R).
 """
 
 from __future__ import annotations
@@ -154,6 +158,12 @@ def test_newcombe_1998b_example_a():
     assert _close(r.confidence_interval, (0.0569, 0.3404))
     assert r.p1 == pytest.approx(48 / 50) and r.p2 == pytest.approx(38 / 50)
     assert r.table == (36, 12, 2, 0) and r.n == 50
+
+
+def test_fagerland_2017_cavo_example():
+    r = paired_difference_interval([[59, 6], [16, 80]])
+    assert round(r.statistic, 4) == -0.0621
+    assert _close(r.confidence_interval, (-0.1186, -0.0046))
 
 
 @pytest.mark.parametrize(
