@@ -943,6 +943,8 @@ def _check_context(fx: _Fixture) -> list[str]:
     base = fx.file.parent
     ok: list[str] = []
     for where, ref, explicit in _context_refs(fx.data["context"], "context", False, set()):
+        if not ref:
+            continue
         parts = re.split(r"[\\/]+", ref)
         why = None
         if ref.startswith(("/", "\\", "~")) or re.match(r"^[A-Za-z]:", ref) or os.path.isabs(ref):
