@@ -40,6 +40,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import SchemaViolation, UnreadableInput
+from .values import Cause
 
 __all__ = [
     "PASS_RULES",
@@ -1190,7 +1191,7 @@ class EvalSummary:
                 stats["stdDev"] = sd[i]
             else:
                 stats["stdDev"] = None
-                stats["stdDevCause"] = "missing_evidence"
+                stats["stdDevCause"] = Cause.MISSING_EVIDENCE.value
             e["trialStats"] = stats
             if not math.isnan(tcost[i]):
                 e["cost"] = tcost[i]
@@ -1237,7 +1238,7 @@ class EvalSummary:
                 "min_score": ts["min"],
                 "max_score": ts["max"],
                 "std_score": ts["std"] if n > 1 else np.full(run.task_count, np.nan),
-                "std_score_cause": pd.Series([None if n > 1 else "missing_evidence"] * run.task_count,
+                "std_score_cause": pd.Series([None if n > 1 else Cause.MISSING_EVIDENCE.value] * run.task_count,
                                              dtype=object),
                 "cost": self._extras["task_cost"],
             }

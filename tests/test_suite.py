@@ -536,8 +536,19 @@ def test_vectorised_summary_matches_the_reference(d):
         assert bool(s.task_passed[i]) == passed
         assert s.pass_at_k[i] == pass_at_k(s.run.count, c, s.run.count)
     # a summary evaltk wrote always conforms, and scores are never zeroed by the gate
-    assert check_summary(s.run, s.to_dict(), events=scored_events(s)) == []
+    d_out = s.to_dict()
+    assert check_summary(s.run, d_out, events=scored_events(s)) == []
     assert (s.task_score >= s.task_gated_score).all()
+    assert gate_summary(d_out).passed == s.passed
+    # order invariance: reversing tasks and trials changes no decision and no number
+    rev = copy.deepcopy(d)
+    rev["tasks"] = [dict(t, trials=t["trials"][::-1]) for t in rev["tasks"][::-1]]
+    r = summarize_suite(rev)
+    assert r.passed == s.passed
+    assert r.aggregate_score == s.aggregate_score and r.gated_aggregate_score == s.gated_aggregate_score
+    assert r.task_passed[::-1].tolist() == s.task_passed.tolist()
+    d_out["tasks"] = d_out["tasks"][::-1]
+    assert check_summary(s.run, d_out) == []
 
 
 @settings(max_examples=50)
