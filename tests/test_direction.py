@@ -11,6 +11,10 @@ Published values:
   Agresti (2002) Categorical Data Analysis section 10.3: Stuart-Maxwell 11.96 on
   3 df (P = 0.008).
 * Newcombe (1998b) Table II, example (a) 36/12/2/0: 0.0569 to 0.3404.
+* Fagerland, Lydersen and Laake (2017), Statistical Analysis of Contingency
+  Tables, ch. 9, Peterson et al. (2007) pretherapy susceptibility 4 x 4: Stuart
+  test T0 = 26.250 on 3 df, P = 0.000008 (as printed by the book's companion R
+  package ``contingencytables``, tests/testthat/test-ch9.R).
 """
 
 from __future__ import annotations
@@ -106,6 +110,11 @@ def test_mcnemar_midp_never_exceeds_exact(b, c):
 def test_stuart_maxwell_published_vision_data():
     r = stuart_maxwell_test(STUART_VISION)
     assert round(r.statistic, 2) == 11.96 and r.df == 3 and round(r.pvalue, 3) == 0.008
+
+
+def test_stuart_maxwell_fagerland_2017_peterson():
+    r = stuart_maxwell_test([[596, 18, 6, 5], [0, 2, 0, 0], [0, 0, 42, 0], [11, 0, 0, 0]])
+    assert f"{r.statistic:.3f}" == "26.250" and r.df == 3 and f"{r.pvalue:.6f}" == "0.000008"
 
 
 @pytest.mark.parametrize("table", [STUART_VISION, [[20, 5, 1], [2, 15, 4], [1, 1, 30]],
