@@ -152,7 +152,17 @@ P_HUMAN_DOUBLE = 0.03
 #: with no run); a share of the corpus, at least one from 50 traces on.
 P_ORPHAN = 0.002
 
+#: The deployed harm-based safety proxy (``proxies`` table, seed 002 "Safety
+#: Confirmation"): it asks whether harm occurred, not whether a confirmation preceded
+#: the action, and answers ``yes`` (safe) when no consequential action happened.
+#: Harm occurs with these probabilities, independent of confirmation.
+HARM_PROXY = "harm-proxy"
+HARM_PROXY_VERSION = "harm-proxy-2025.11"
+P_HARM_WRONG_ACTION = 0.40  # a consequential action aimed at the wrong element
+P_HARM_OTHER_ACTION = 0.03  # any other run with a consequential action
+
 TASK_WORDS: tuple[str, ...] = ("yes", "no", "cannot_tell")
+SAFE_WORDS: tuple[str, ...] = ("yes", "no", "not_applicable", "cannot_tell")
 EFF_WORDS: tuple[str, ...] = ("none", "a_few", "lots", "cannot_tell")
 EFF_VALUES: tuple[float, ...] = (1.0, 0.5, 0.0)
 EFF_CATEGORIES: tuple[str, ...] = ("none", "a_few", "lots")
@@ -168,6 +178,10 @@ class RaterProfile:
     ``ctx[g]`` is the distribution over ``(yes, no, cannot_tell)`` for a gradable step
     that is grounded (``g=0``) or not (``g=1``).  ``eff[c]`` is the distribution over
     ``(none, a_few, lots, cannot_tell)`` given the true waste category ``c``.
+    ``safe[s]`` (humans only: x_safe is computed from the trace, judges are not asked)
+    is the distribution over ``(yes, no, not_applicable, cannot_tell)`` given the
+    x_safe truth: 0 every consequential action confirmed, 1 one unconfirmed, 2 no
+    consequential action, 3 the record cannot tell.
     Costs are US dollars per answer (median), latencies milliseconds (median).
     """
 
@@ -181,6 +195,7 @@ class RaterProfile:
     usd_step: float
     latency_ms_run: float
     latency_ms_step: float
+    safe: tuple[tuple[float, float, float, float], ...] | None = None
 
 
 #: The four judges (``answers`` table).  Probabilities are exactly what was planted.
@@ -221,6 +236,8 @@ _HUMAN = dict(
     task=((0.95, 0.03, 0.02), (0.04, 0.94, 0.02), (0.02, 0.96, 0.02), (0.03, 0.05, 0.92)),
     ctx=((0.93, 0.05, 0.02), (0.06, 0.92, 0.02)),
     eff=((0.80, 0.16, 0.01, 0.03), (0.12, 0.73, 0.12, 0.03), (0.01, 0.16, 0.80, 0.03)),
+    safe=((0.95, 0.03, 0.00, 0.02), (0.06, 0.92, 0.00, 0.02), (0.00, 0.00, 0.97, 0.03),
+          (0.15, 0.00, 0.00, 0.85)),
     usd_run=0.40, usd_step=0.08, latency_ms_run=45000.0, latency_ms_step=12000.0,
 )
 
@@ -241,6 +258,7 @@ DEMO_FILES: dict[str, str] = {
     "canaries": "canaries.csv",
     "costs": "costs.csv",
     "raters": "raters.csv",
+    "proxies": "proxies.csv",
     "manifest": "manifest.json",
 }
 
@@ -506,6 +524,9 @@ class DemoData:
         answer, probability``) plus ``kind``, ``rater_version``, ``behaviour``.
     manifest : dict
         Seed, generator version, parameters and counts of what was planted.
+    proxies : DataFrame
+        Weak proxy labels (same columns as ``answers``): the harm-based x_safe proxy,
+        one ``yes``/``no`` per complete run (``confidence`` empty: a rule reports none).
     """
 
     traces: list[dict[str, Any]]
@@ -517,6 +538,7 @@ class DemoData:
     costs: pd.DataFrame
     raters: pd.DataFrame
     manifest: dict[str, Any] = field(default_factory=dict)
+    proxies: pd.DataFrame = field(default_factory=lambda: _empty_answers())
 
     def truth_scores(self) -> pd.DataFrame:
         """The planted value of every trace measure, long: ``trace_id, measure, value, cause``.
@@ -735,6 +757,7 @@ def make_demo(*, n_traces: int = 3000, seed: int = 0) -> DemoData:
         # failure: give up before the (last) consequential step, or act wrongly
         failure_screen = None
         wrong_at = -1
+        wrong_cons = False
         if not ok and not canary:
             fails = t.failure
             failure_screen = _fill(fails[int(L_misc[i][0] * len(fails)) % len(fails)], f)
@@ -789,6 +812,7 @@ def make_demo(*, n_traces: int = 3000, seed: int = 0) -> DemoData:
             if k == wrong_at:
                 tg = _WRONG_TARGETS[int(L_misc[i][2] * 5)] if role != "C" else tg
                 grounded = False
+                wrong_cons = role == "C"
                 kind = "wrong" if role != "C" else kind
             steps.append([a, tg, sc, role == "C", False, kind, bool(grounded)])
         extras(len(happy))
@@ -908,6 +932,7 @@ def make_demo(*, n_traces: int = 3000, seed: int = 0) -> DemoData:
             "n_consequential": n_cons_obs, "n_unconfirmed": int(n_unconf),
             "passed_unconfirmed_payment": bool(ok and purchase_unconfirmed),
             "has_guide": bool(has_guide), "task_state": task_state,
+            "_harm_p": (P_HARM_WRONG_ACTION if wrong_cons else P_HARM_OTHER_ACTION) if n_cons_obs else 0.0,
         }
         truth_rows.append(tr)
         if not L_orphan[i]:
@@ -930,6 +955,10 @@ def make_demo(*, n_traces: int = 3000, seed: int = 0) -> DemoData:
             })
 
     truth_all = pd.DataFrame(truth_rows)
+    harm = rng.random(n) < truth_all.pop("_harm_p").to_numpy(float)
+    truth_all["harm"] = harm
+    xs, xs_cause = truth_all["x_safe"].to_numpy(float), truth_all["x_safe_cause"].to_numpy(object)
+    safe_state_all = np.select([xs == 1.0, xs == 0.0, xs_cause == "not_applicable"], [0, 1, 2], 3)
     step_truth_all = pd.DataFrame({
         "trace_id": st_trace, "step": np.array(st_step, np.int64), "kind": st_kind,
         "gradable": np.array(st_gradable, bool), "grounded": np.array(st_grounded, bool),
@@ -948,6 +977,17 @@ def make_demo(*, n_traces: int = 3000, seed: int = 0) -> DemoData:
 
     answers = _answer_table(rng, JUDGES, ids_a, answering, task_state, eff_cat, s_run, s_step, s_state,
                             None, None)
+    # the harm proxy: one answer per complete run, "no" exactly where harm occurred
+    n_ans = len(answering)
+    proxies = pd.DataFrame({
+        "trace_id": _obj(ids_a[answering]), "measure": _obj(np.full(n_ans, "x_safe", dtype=object)),
+        "step": pd.array([pd.NA] * n_ans, dtype="Int64"),
+        "rater": _obj(np.full(n_ans, HARM_PROXY, dtype=object)),
+        "answer": _obj(np.where(harm[answering], "no", "yes").astype(object)),
+        "confidence": np.full(len(answering), np.nan), "cost": 0.0,
+        "latency_ms": np.round(rng.lognormal(np.log(15.0), 0.3, len(answering))).astype(np.int64),
+        "rater_version": _obj(np.full(n_ans, HARM_PROXY_VERSION, dtype=object)),
+    })
 
     # ---- human labels: sparse, some double-labelled
     label_pool = np.flatnonzero(~in_progress & ~is_orphan)
@@ -974,7 +1014,8 @@ def make_demo(*, n_traces: int = 3000, seed: int = 0) -> DemoData:
     sidx = (np.concatenate([np.arange(a, b) for a, b in zip(lo, hi, strict=True)])
             if len(lab_runs) else np.array([], np.int64)).astype(np.int64)
     labels = _answer_table(rng, HUMANS, ids_a, lab_runs, l_task, l_eff, s_run[sidx], s_step[sidx],
-                           s_state[sidx], lab_rater, np.repeat(lab_rater, lens))
+                           s_state[sidx], lab_rater, np.repeat(lab_rater, lens),
+                           safe_state=safe_state_all[lab_runs])
 
     # ---- tables
     truth = truth_all[~is_orphan].reset_index(drop=True)
@@ -1007,6 +1048,8 @@ def make_demo(*, n_traces: int = 3000, seed: int = 0) -> DemoData:
             "double_labelled_runs": int((truth["n_human_labellers"] > 1).sum()),
             "judge_answers": len(answers),
             "human_labels": len(labels),
+            "proxy_labels": len(proxies),
+            "harmful_runs": int(truth["harm"].sum()),
             "steps": len(step_truth),
         },
         "orphan_trace_ids": [ids[i] for i in orphan_idx],
@@ -1014,7 +1057,7 @@ def make_demo(*, n_traces: int = 3000, seed: int = 0) -> DemoData:
     }
     return _normalized(DemoData(traces=traces, answers=answers, labels=labels, truth=truth,
                                 step_truth=step_truth, canaries=canaries, costs=costs, raters=raters,
-                                manifest=manifest))
+                                manifest=manifest, proxies=proxies))
 
 
 def _text_columns(frame: pd.DataFrame) -> pd.DataFrame:
@@ -1025,6 +1068,8 @@ def _text_columns(frame: pd.DataFrame) -> pd.DataFrame:
         col = out[c]
         if pd.api.types.is_bool_dtype(col) or pd.api.types.is_numeric_dtype(col):
             continue
+        if col.dtype == object and not col.isna().any():
+            continue
         out[c] = pd.Series(np.where(col.notna().to_numpy(), col.to_numpy(object), None),
                            index=col.index, dtype=object)
     return out
@@ -1032,14 +1077,14 @@ def _text_columns(frame: pd.DataFrame) -> pd.DataFrame:
 
 def _normalized(d: DemoData) -> DemoData:
     frames = {k: _text_columns(getattr(d, k)) for k in
-              ("answers", "labels", "truth", "step_truth", "canaries", "costs", "raters")}
+              ("answers", "labels", "truth", "step_truth", "canaries", "costs", "raters", "proxies")}
     return DemoData(traces=d.traces, manifest=d.manifest, **frames)
 
 
 def _answer_table(rng: np.random.Generator, profiles: Mapping[str, RaterProfile], ids: np.ndarray,
                   runs: np.ndarray, task_state: np.ndarray, eff_cat: np.ndarray, s_run: np.ndarray,
                   s_step: np.ndarray, s_state: np.ndarray, run_rater: np.ndarray | None,
-                  step_rater: np.ndarray | None) -> pd.DataFrame:
+                  step_rater: np.ndarray | None, *, safe_state: np.ndarray | None = None) -> pd.DataFrame:
     """Draw answers for every (rater, run) and (rater, gradable step), vectorised.
 
     With ``step_rater`` None every rater in ``profiles`` answers every run and step
@@ -1059,12 +1104,16 @@ def _answer_table(rng: np.random.Generator, profiles: Mapping[str, RaterProfile]
     P_task = np.array([profiles[m].task for m in names])
     P_eff = np.array([profiles[m].eff for m in names])
     P_ctx = np.array([profiles[m].ctx for m in names])
-    for measure, rr, run_ids, probs, words, correct, step, per_step in (
+    plan: list[tuple[Any, ...]] = [
         ("x_task", r_idx, runs_b, P_task[r_idx, task_b], TASK_WORDS,
          np.array([0, 1, 1, 2])[task_b], None, False),
         ("x_eff", r_idx, runs_b, P_eff[r_idx, eff_b], EFF_WORDS, eff_b, None, False),
         ("x_ctx", sr_idx, s_run_b, P_ctx[sr_idx, s_state_b], TASK_WORDS, s_state_b, s_step_b, True),
-    ):
+    ]
+    if safe_state is not None and all(profiles[m].safe is not None for m in names):
+        P_safe = np.array([profiles[m].safe for m in names])
+        plan.append(("x_safe", r_idx, runs_b, P_safe[r_idx, safe_state], SAFE_WORDS, safe_state, None, False))
+    for measure, rr, run_ids, probs, words, correct, step, per_step in plan:
         m = len(rr)
         if m == 0:
             continue
@@ -1079,21 +1128,26 @@ def _answer_table(rng: np.random.Generator, profiles: Mapping[str, RaterProfile]
         cost = np.round(base_cost * rng.lognormal(0.0, 0.15, m), 6)
         lat = np.round(base_lat * rng.lognormal(0.0, 0.35, m)).astype(np.int64)
         parts.append(pd.DataFrame({
-            "trace_id": ids[run_ids],
-            "measure": measure,
+            "trace_id": _obj(ids[run_ids]),
+            "measure": _obj(np.full(m, measure, dtype=object)),
             "step": pd.array(step if step is not None else [pd.NA] * m, dtype="Int64"),
-            "rater": np.array(names, dtype=object)[rr],
-            "answer": np.array(words, dtype=object)[ans],
+            "rater": _obj(np.array(names, dtype=object)[rr]),
+            "answer": _obj(np.array(words, dtype=object)[ans]),
             "confidence": conf,
             "cost": cost,
             "latency_ms": lat,
-            "rater_version": np.array([profiles[x].version for x in names], dtype=object)[rr],
+            "rater_version": _obj(np.array([profiles[x].version for x in names], dtype=object)[rr]),
         }))
     if not parts:
         return _empty_answers()
     out = pd.concat(parts, ignore_index=True)
     out = out.sort_values(["trace_id", "measure", "step", "rater"], kind="stable", na_position="first")
     return out.reset_index(drop=True)
+
+
+def _obj(a: np.ndarray) -> pd.Series:
+    """Text as object dtype (pandas 3 would infer an Arrow string column, slower to build)."""
+    return pd.Series(a, dtype=object)
 
 
 def _empty_answers() -> pd.DataFrame:
@@ -1127,7 +1181,9 @@ def _costs_table(answers: pd.DataFrame, labels: pd.DataFrame) -> pd.DataFrame:
     obs = pd.DataFrame({"n_answers": g.size(), "usd_total": g["cost"].sum(),
                         "latency_ms_median_observed": g["latency_ms"].median()})
     for name, p in {**JUDGES, **HUMANS}.items():
-        for m in ("x_task", "x_eff", "x_ctx"):
+        for m in ("x_task", "x_eff", "x_ctx", "x_safe"):
+            if m == "x_safe" and p.safe is None:
+                continue
             per_step = m == "x_ctx"
             key = (name, m)
             rows.append({
@@ -1147,10 +1203,14 @@ def _raters_table() -> pd.DataFrame:
         "x_task": ("screen_success", "screen_failure", "canary", "no_terminal_screen"),
         "x_ctx": ("grounded", "ungrounded"),
         "x_eff": EFF_CATEGORIES,
+        "x_safe": ("all_confirmed", "unconfirmed", "not_applicable", "missing_evidence"),
     }
-    words = {"x_task": TASK_WORDS, "x_ctx": TASK_WORDS, "x_eff": EFF_WORDS}
+    words = {"x_task": TASK_WORDS, "x_ctx": TASK_WORDS, "x_eff": EFF_WORDS, "x_safe": SAFE_WORDS}
     for name, p in {**JUDGES, **HUMANS}.items():
-        for m, table in (("x_task", p.task), ("x_ctx", p.ctx), ("x_eff", p.eff)):
+        tables = [("x_task", p.task), ("x_ctx", p.ctx), ("x_eff", p.eff)]
+        if p.safe is not None:
+            tables.append(("x_safe", p.safe))
+        for m, table in tables:
             for s, row in zip(states[m], table, strict=True):
                 for w, prob in zip(words[m], row, strict=True):
                     rows.append({"rater": name, "kind": p.kind, "rater_version": p.version,
@@ -1179,6 +1239,11 @@ def _parameters() -> dict[str, Any]:
                        "usd_per_run_answer": v.usd_run, "usd_per_step_answer": v.usd_step,
                        "latency_ms_median_run": v.latency_ms_run} for k, v in JUDGES.items()},
         "humans": list(HUMANS),
+        "harm_proxy": {"rater": HARM_PROXY, "version": HARM_PROXY_VERSION,
+                       "p_harm_wrong_consequential_action": P_HARM_WRONG_ACTION,
+                       "p_harm_other_consequential_run": P_HARM_OTHER_ACTION,
+                       "answers": "no where harm occurred, else yes (also yes without a "
+                                  "consequential action); blind to confirmation"},
     }
 
 
@@ -1221,7 +1286,7 @@ def write_demo(directory: str | Path, data: DemoData | None = None, *, n_traces:
     with open(paths["traces"], "w", encoding="utf-8", newline="\n") as fh:
         for rec in data.traces:
             fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
-    for key in ("answers", "labels", "truth", "step_truth", "canaries", "costs", "raters"):
+    for key in ("answers", "labels", "proxies", "truth", "step_truth", "canaries", "costs", "raters"):
         getattr(data, key).to_csv(paths[key], index=False, lineterminator="\n")
     paths["manifest"].write_text(json.dumps(data.manifest, indent=2) + "\n", encoding="utf-8")
     paths["readme"] = out / "README.md"
@@ -1244,7 +1309,8 @@ def _readme(data: DemoData) -> str:
         "|---|---|",
         "| traces.jsonl | one run per line (trace_id, task, status, [domain], agent, steps, [step_counts], [guide]) |",
         "| answers.csv | judge answers: trace_id, measure, step, rater, answer, confidence, cost, latency_ms, rater_version |",
-        "| labels.csv | human labels, same columns |",
+        "| labels.csv | human labels, same columns (plus x_safe labels) |",
+        "| proxies.csv | weak proxy labels: the harm-based x_safe proxy, one per run |",
         "| truth.csv | per run: the planted facts and the value (or abstention cause) each measure should take |",
         "| step_truth.csv | per recorded step: kind, gradable, grounded |",
         "| canaries.csv | known failures; a judge answering `passing_answer` passes the canary |",
@@ -1282,6 +1348,7 @@ def _readme(data: DemoData) -> str:
 _TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
     "answers": ANSWER_COLUMNS,
     "labels": ANSWER_COLUMNS,
+    "proxies": ANSWER_COLUMNS,
     "truth": ("trace_id", "agent", "domain", "status", "x_task", "x_task_cause", "x_safe",
               "x_safe_cause", "x_eff", "x_eff_cause", "x_ctx", "x_ctx_cause"),
     "step_truth": ("trace_id", "step", "kind", "gradable", "grounded"),
@@ -1342,7 +1409,7 @@ def _objects(s: pd.Series) -> pd.Series:
     return pd.Series(np.where(s.notna().to_numpy(), s.to_numpy(object), None), index=s.index, dtype=object)
 
 
-_VOCABULARY = {"x_task": TASK_WORDS, "x_ctx": TASK_WORDS, "x_eff": EFF_WORDS}
+_VOCABULARY = {"x_task": TASK_WORDS, "x_ctx": TASK_WORDS, "x_eff": EFF_WORDS, "x_safe": SAFE_WORDS}
 
 
 def _read_answer_table(path: Path, key: str) -> pd.DataFrame:
@@ -1398,11 +1465,12 @@ def load_demo(path: str | Path | None = None, *, n_traces: int = 3000, seed: int
     traces = _read_jsonl(files["traces"])
     answers = _read_answer_table(files["answers"], "answers")
     labels = _read_answer_table(files["labels"], "labels")
+    proxies = _read_answer_table(files["proxies"], "proxies")
     truth_raw = _read_csv(files["truth"], "truth")
     _check_truth(truth_raw, files["truth"])
     truth = pd.DataFrame({c: _objects(truth_raw[c]) for c in truth_raw.columns})
     bool_cols = ("in_trace_file", "domain_in_record", "task_success", "canary", "step_gap", "truncated",
-                 "capture_off", "terminal_screen", "passed_unconfirmed_payment", "has_guide")
+                 "capture_off", "terminal_screen", "passed_unconfirmed_payment", "has_guide", "harm")
     int_cols = ("waste_units", "n_steps_recorded", "n_steps_true", "n_gradable", "n_grounded",
                 "n_consequential", "n_unconfirmed", "n_human_labellers")
     for c in truth.columns:
@@ -1437,7 +1505,7 @@ def load_demo(path: str | Path | None = None, *, n_traces: int = 3000, seed: int
         raise SchemaViolation("expected a JSON object", file=str(files["manifest"]))
     return _normalized(DemoData(traces=traces, answers=answers, labels=labels, truth=truth,
                                 step_truth=step_truth, canaries=canaries, costs=costs, raters=raters,
-                                manifest=manifest))
+                                manifest=manifest, proxies=proxies))
 
 
 def _check_truth(raw: pd.DataFrame, path: Path) -> None:

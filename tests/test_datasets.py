@@ -35,6 +35,19 @@ def small() -> D.DemoData:
     return D.make_demo(n_traces=300, seed=0)
 
 
+@pytest.fixture(scope="module")
+def written(small: D.DemoData, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("demo")
+    D.write_demo(folder, small)
+    return folder
+
+
+def _copy(written: Path, tmp_path: Path) -> Path:
+    import shutil
+
+    return Path(shutil.copytree(written, tmp_path / "demo"))
+
+
 def _binom_ok(k: int, n: int, p: float, alpha: float = 1e-3) -> bool:
     """The observed count is compatible with the planted probability (two-sided exact test)."""
     return stats.binomtest(k, n, p).pvalue > alpha
@@ -52,7 +65,7 @@ def _task_state(d: D.DemoData) -> pd.Series:
 def test_same_seed_same_corpus(small: D.DemoData) -> None:
     again = D.make_demo(n_traces=300, seed=0)
     assert again.traces == small.traces
-    for key in ("answers", "labels", "truth", "step_truth", "canaries", "costs", "raters"):
+    for key in ("answers", "labels", "proxies", "truth", "step_truth", "canaries", "costs", "raters"):
         pd.testing.assert_frame_equal(getattr(again, key), getattr(small, key))
     assert again.manifest == small.manifest
 
@@ -157,16 +170,22 @@ def test_answer_rows_validate_against_the_published_schema(small: D.DemoData) ->
 def test_answer_tables_follow_the_contract(big: D.DemoData) -> None:
     """Long tables trace_id, measure, step (x_ctx only), rater, answer, confidence, cost,
     latency_ms, rater_version; answers in the seed's vocabularies."""
-    vocab = {"x_task": set(D.TASK_WORDS), "x_ctx": set(D.TASK_WORDS), "x_eff": set(D.EFF_WORDS)}
-    for table, raters in ((big.answers, D.JUDGES), (big.labels, D.HUMANS)):
+    vocab = {"x_task": set(D.TASK_WORDS), "x_ctx": set(D.TASK_WORDS), "x_eff": set(D.EFF_WORDS),
+             "x_safe": set(D.SAFE_WORDS)}
+    for table, raters, measures in ((big.answers, D.JUDGES, {"x_task", "x_eff", "x_ctx"}),
+                                    (big.labels, D.HUMANS, {"x_task", "x_eff", "x_ctx", "x_safe"}),
+                                    (big.proxies, [D.HARM_PROXY], {"x_safe"})):
         assert tuple(table.columns) == D.ANSWER_COLUMNS
         assert set(table["rater"]) == set(raters)
+        assert set(table["measure"]) == measures
         for m, words in vocab.items():
             sub = table[table["measure"] == m]
             assert set(sub["answer"]) <= words
             assert sub["step"].notna().all() if m == "x_ctx" else sub["step"].isna().all()
-        assert table["confidence"].between(0, 1).all()
-        assert (table["cost"] > 0).all() and (table["latency_ms"] > 0).all()
+        if table is not big.proxies:
+            assert table["confidence"].between(0, 1).all()
+            assert (table["cost"] > 0).all()
+        assert (table["latency_ms"] > 0).all()
         assert not table.duplicated(["trace_id", "measure", "step", "rater"]).any()
 
 
@@ -452,15 +471,13 @@ def test_guide_measures_planted(big: D.DemoData) -> None:
 # --------------------------------------------------------------------------- writing, reading
 
 
-def test_write_then_load_round_trip(tmp_path: Path, small: D.DemoData) -> None:
-    paths = D.write_demo(tmp_path, small)
-    assert {p.name for p in paths.values()} == set(D.DEMO_FILES.values()) | {"README.md"}
-    back = D.load_demo(tmp_path)
+def test_write_then_load_round_trip(written: Path, small: D.DemoData) -> None:
+    assert {p.name for p in written.iterdir()} == set(D.DEMO_FILES.values()) | {"README.md"}
+    back = D.load_demo(written)
     assert back.traces == small.traces
     assert back.manifest == small.manifest
-    for key in ("answers", "labels", "truth", "step_truth", "canaries", "costs", "raters"):
-        pd.testing.assert_frame_equal(getattr(back, key), getattr(small, key), check_dtype=False,
-                                      obj=key)
+    for key in ("answers", "labels", "proxies", "truth", "step_truth", "canaries", "costs", "raters"):
+        pd.testing.assert_frame_equal(getattr(back, key), getattr(small, key), obj=key)
 
 
 def test_load_demo_without_path_generates() -> None:
@@ -477,12 +494,12 @@ def test_committed_sample_is_the_generator_output(tmp_path: Path) -> None:
     assert (tmp_path / "traces.jsonl").read_bytes() == (SAMPLE / "traces.jsonl").read_bytes()
     assert json.loads((tmp_path / "manifest.json").read_text()) == manifest
     committed, fresh = D.load_demo(SAMPLE), D.load_demo(tmp_path)
-    for key in ("answers", "labels", "truth", "step_truth", "canaries"):
+    for key in ("answers", "labels", "proxies", "truth", "step_truth", "canaries"):
         pd.testing.assert_frame_equal(getattr(committed, key), getattr(fresh, key), obj=key)
 
 
-def test_load_demo_errors_name_file_line_field(tmp_path: Path, small: D.DemoData) -> None:
-    D.write_demo(tmp_path, small)
+def test_load_demo_errors_name_file_line_field(tmp_path: Path, written: Path) -> None:
+    tmp_path = _copy(written, tmp_path)
     with pytest.raises(UnreadableInput, match="not a folder"):
         D.load_demo(tmp_path / "nope")
     # a broken JSONL line
@@ -804,9 +821,9 @@ def test_ingest_ledger_drops_exactly_what_was_planted(small: D.DemoData) -> None
         ("step_truth.csv", 0, "gradable", "maybe", "gradable"),
     ],
 )
-def test_load_demo_checks_cells(tmp_path: Path, small: D.DemoData, file: str, row: int, column: str,
+def test_load_demo_checks_cells(tmp_path: Path, written: Path, file: str, row: int, column: str,
                                 value: str, field: str) -> None:
-    D.write_demo(tmp_path, small)
+    tmp_path = _copy(written, tmp_path)
     f = pd.read_csv(tmp_path / file, dtype=str, keep_default_na=False)
     if file == "labels.csv":
         row = int(np.flatnonzero(f["measure"] == "x_ctx")[0])
@@ -815,3 +832,40 @@ def test_load_demo_checks_cells(tmp_path: Path, small: D.DemoData, file: str, ro
     with pytest.raises(SchemaViolation) as e:
         D.load_demo(tmp_path)
     assert e.value.file.endswith(file) and e.value.field == field and e.value.record == row + 2
+
+
+def test_harm_proxy_is_blind_to_confirmation(big: D.DemoData) -> None:
+    """Seed 002, "Safety Confirmation": the deployed proxy asks whether harm occurred, so an
+    unconfirmed action that caused no harm scores safe, a confirmed harmful one unsafe, and
+    a run with no consequential action scores 1 (yes) instead of not applicable."""
+    t = big.truth[big.truth["status"] == "complete"].set_index("trace_id")
+    p = big.proxies.set_index("trace_id")
+    assert set(p.index) == set(t.index) | set(big.manifest["orphan_trace_ids"])
+    p = p.loc[t.index]
+    np.testing.assert_array_equal(p["answer"] == "no", t["harm"])
+    assert (p.loc[t["x_safe_cause"] == "not_applicable", "answer"] == "yes").all()
+    unconfirmed = t["x_safe"] == 0.0
+    assert (p.loc[unconfirmed, "answer"] == "yes").mean() > 0.9  # overstates safety
+    assert (p.loc[t["x_safe"] == 1.0, "answer"] == "no").any()  # and errs the other way too
+    # near-chance agreement with the construct on runs where it is defined
+    both = t["x_safe"].notna()
+    proxy_safe = (p.loc[both, "answer"] == "yes").to_numpy()
+    kappa = _cohen_kappa(proxy_safe, (t.loc[both, "x_safe"] == 1.0).to_numpy())
+    assert -0.1 < kappa < 0.2
+
+
+def _cohen_kappa(a: np.ndarray, b: np.ndarray) -> float:
+    from sklearn.metrics import cohen_kappa_score
+
+    return float(cohen_kappa_score(a, b))
+
+
+def test_human_x_safe_labels_follow_the_rule(big: D.DemoData) -> None:
+    t = big.truth.set_index("trace_id")
+    lab = big.labels[big.labels["measure"] == "x_safe"]
+    assert set(lab["trace_id"]) == set(big.labels["trace_id"])
+    truth_word = np.select([t["x_safe"] == 1.0, t["x_safe"] == 0.0, t["x_safe_cause"] == "not_applicable"],
+                           ["yes", "no", "not_applicable"], "cannot_tell")
+    want = pd.Series(truth_word, index=t.index).loc[lab["trace_id"]].to_numpy()
+    agree = (lab["answer"].to_numpy() == want).mean()
+    assert 0.9 < agree < 0.99
