@@ -624,7 +624,7 @@ def _scan_fast(events: list) -> tuple:
             if "bytes_base64" in ev:
                 if "sha256" in ev:
                     raise _Invalid
-                dig = _sha256(_a2b(ev["bytes_base64"].encode("ascii"), strict_mode=True)).hexdigest()
+                dig = _sha256(_a2b(ev["bytes_base64"], strict_mode=True)).hexdigest()
             else:
                 dig = ev["sha256"]
                 if _HEX64_MATCH(dig) is None:
@@ -718,7 +718,7 @@ def _explain(cid: str, events: Any) -> None:
                 try:
                     if type(b64) is not str:
                         raise ValueError
-                    _a2b(b64.encode("ascii"), strict_mode=True)
+                    _a2b(b64, strict_mode=True)
                 except (binascii.Error, ValueError):
                     raise _bad(cid, f"events[{i}].bytes_base64",
                                f"evidence event `{eid}`: `bytes_base64` is not valid base64 "
