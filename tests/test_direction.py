@@ -113,16 +113,24 @@ def test_stuart_maxwell_published_vision_data():
 
 
 def test_stuart_maxwell_fagerland_2017_peterson():
-    r = stuart_maxwell_test([[596, 18, 6, 5], [0, 2, 0, 0], [0, 0, 42, 0], [11, 0, 0, 0]])
+    # same source: Bhapkar test T = 27.304 on 3 df, P = 0.000005
+    peterson = [[596, 18, 6, 5], [0, 2, 0, 0], [0, 0, 42, 0], [11, 0, 0, 0]]
+    r = stuart_maxwell_test(peterson)
     assert f"{r.statistic:.3f}" == "26.250" and r.df == 3 and f"{r.pvalue:.6f}" == "0.000008"
+    b = stuart_maxwell_test(peterson, method="bhapkar")
+    assert f"{b.statistic:.3f}" == "27.304" and b.df == 3 and f"{b.pvalue:.6f}" == "0.000005"
+    with pytest.raises(ValueError, match="`method` must be one of stuart_maxwell, bhapkar"):
+        stuart_maxwell_test(peterson, method="bowker")
 
 
 @pytest.mark.parametrize("table", [STUART_VISION, [[20, 5, 1], [2, 15, 4], [1, 1, 30]],
                                    [[10, 2, 3, 1], [4, 8, 2, 2], [0, 1, 12, 5], [2, 3, 1, 9]]])
 def test_stuart_maxwell_cross_check_statsmodels(table):
-    r = stuart_maxwell_test(table)
-    ref = SquareTable(np.asarray(table), shift_zeros=False).homogeneity(method="stuart_maxwell")
-    assert r.statistic == pytest.approx(ref.statistic) and r.df == ref.df and r.pvalue == pytest.approx(ref.pvalue)
+    for method in ("stuart_maxwell", "bhapkar"):
+        r = stuart_maxwell_test(table, method=method)
+        ref = SquareTable(np.asarray(table), shift_zeros=False).homogeneity(method=method)
+        assert r.statistic == pytest.approx(ref.statistic) and r.df == ref.df
+        assert r.pvalue == pytest.approx(ref.pvalue)
 
 
 def test_stuart_maxwell_two_categories_is_mcnemar():
