@@ -346,7 +346,8 @@ def _prepare(ratings: Any, y2: Any, data: Any, item: str, rater: str, rating: st
     if categories is not None and (isinstance(categories, (str, bytes)) or not isinstance(categories, Iterable)):
         raise TypeError(f"{fn}: `categories` must be a sequence of labels; got {categories!r}.")
     return _encode(values, categories=None if categories is None else list(categories),
-                   abstain=abstain, fn=fn, units=units, raters=raters)
+                   abstain=abstain, fn=fn, units=units, raters=raters,
+                   where=rating if data is not None else "ratings")
 
 
 # =========================================================================== weights
@@ -1019,7 +1020,8 @@ def _finish(
                            expected_agreement=pe, per_category_columns=per_category, bootstrap=bres, **common)
 
 
-def _boot_factory(type_index: np.ndarray, n_types: int, stat: Callable[[np.ndarray], np.ndarray],
+def _boot_factory(type_index: np.ndarray | Callable[[], np.ndarray], n_types: int,
+                  stat: Callable[[np.ndarray], np.ndarray],
                   rt_rated: np.ndarray | None, *, n_all_units: int, method: str, confidence_level: float, n_resamples: int,
                   rng: Any, unit: str, clusters: Any, strata: Any, undefined: str
                   ) -> Callable[[], BootstrapResult]:
@@ -1033,7 +1035,7 @@ def _boot_factory(type_index: np.ndarray, n_types: int, stat: Callable[[np.ndarr
                 raise InputError(f"`{name}` must have one label per unit ({n_units}); got shape {arr.shape}.",
                                  field=name)
         return bootstrap_table(
-            type_index, stat, n_types=n_types, method=method, unit=unit,
+            type_index() if callable(type_index) else type_index, stat, n_types=n_types, method=method, unit=unit,
             clusters=None if cl is None else cl[keep], strata=None if stt is None else stt[keep],
             n_resamples=n_resamples, confidence_level=confidence_level, rng=check_rng(rng),
             undefined=undefined)
@@ -1086,25 +1088,104 @@ def _fill_doc(f: Callable[..., Any]) -> Callable[..., Any]:
     return f
 
 
+def _int_pair_table(y1: Any, y2: Any, categories: Any, fn: str
+                    ) -> tuple[_Ratings, np.ndarray, Callable[[], np.ndarray]] | None:
+    """Fast path for two int label arrays: the q x q table straight from one bincount.
+
+    Returns None when the inputs are not plain int arrays of a small range (the
+    general path handles them).  The per-unit cell codes (needed only by a
+    cluster or stratified bootstrap) are computed lazily.
+    """
+    if y2 is None or not isinstance(y1, np.ndarray) or not isinstance(y2, np.ndarray):
+        return None
+    if y1.ndim != 1 or y2.ndim != 1 or y1.dtype.kind not in "iu" or y2.dtype.kind not in "iu":
+        return None
+    if y1.shape[0] != y2.shape[0] or y1.shape[0] == 0:
+        return None
+    lo = int(min(y1.min(), y2.min()))
+    hi = int(max(y1.max(), y2.max()))
+    span = hi - lo + 1
+    if span > 256:
+        return None
+    raw = y1.astype(np.intp, copy=True)
+    if lo:
+        raw -= lo
+    raw *= span
+    raw += y2
+    if lo:
+        raw -= lo
+    full = np.bincount(raw, minlength=span * span).reshape(span, span)
+    present = (full.sum(axis=0) + full.sum(axis=1)) > 0
+    values = (np.flatnonzero(present) + lo).tolist()
+    if categories is None:
+        cats = tuple(values)
+        pos = np.arange(len(values))
+        declared = False
+    else:
+        if isinstance(categories, (str, bytes)) or not isinstance(categories, Iterable):
+            raise TypeError(f"{fn}: `categories` must be a sequence of labels; got {categories!r}.")
+        cats = tuple(categories)
+        if len(set(map(_hashable, cats))) != len(cats):
+            raise ValueError(f"{fn}: `categories` has duplicates: {list(cats)!r}.")
+        index = {_hashable(c): i for i, c in enumerate(cats)}
+        pos_list = []
+        for v in values:
+            k = index.get(v)
+            if k is None:
+                bad = np.flatnonzero((y1 == v) | (y2 == v))[0]
+                rname = 0 if y1[bad] == v else 1
+                raise InputError(
+                    f"{fn}: label {v!r} (rater {rname!r}) is not in the declared `categories` "
+                    f"{list(cats)!r} and not an `abstain` label.", record=int(bad), field="ratings")
+            pos_list.append(k)
+        pos = np.asarray(pos_list, dtype=np.intp)
+        declared = True
+    q = len(cats)
+    obs_idx = np.flatnonzero(present)
+    table = np.zeros((q, q))
+    table[np.ix_(pos, pos)] = full[np.ix_(obs_idx, obs_idx)]
+    observed = np.zeros(q, dtype=bool)
+    observed[pos] = True
+    n = y1.shape[0]
+    rt = _Ratings(codes=np.broadcast_to(np.zeros(1, dtype=np.intp), (n, 2)), categories=cats,
+                  n_missing=0, n_abstained=0, observed=observed, declared=declared)
+
+    def cells() -> np.ndarray:
+        lookup = np.full(span * span, -1, dtype=np.intp)
+        src = (obs_idx[:, None] * span + obs_idx[None, :]).reshape(-1)
+        dst = (pos[:, None] * q + pos[None, :]).reshape(-1)
+        lookup[src] = dst
+        return lookup[raw]
+
+    return rt, table.reshape(-1), cells
+
+
 def _two_rater(kind: str, fn: str, y1: Any, y2: Any, *, weights: Any, categories: Any, abstain: Any,
                confidence_level: float, method: str, n_resamples: int, rng: Any, unit: str,
                clusters: Any, strata: Any, undefined: str, data: Any, item: str, rater: str,
                rating: str) -> AgreementResult:
     confidence_level = check_confidence_level(confidence_level)
     method = _check_method(method)
-    rt = _prepare(y1, y2, data, item, rater, rating, categories, abstain, fn, two=True)
-    q = len(rt.categories)
+    fast = _int_pair_table(y1, y2, categories, fn) if data is None and not abstain else None
+    cells: np.ndarray | Callable[[], np.ndarray]
+    if fast is not None:
+        rt, table, cells = fast
+        q = len(rt.categories)
+        both = None
+    else:
+        rt = _prepare(y1, y2, data, item, rater, rating, categories, abstain, fn, two=True)
+        q = len(rt.categories)
+        if rt.n_missing == 0 and rt.n_abstained == 0:
+            both = None
+            cells = rt.codes[:, 0] * q + rt.codes[:, 1]
+        else:
+            both = (rt.codes[:, 0] >= 0) & (rt.codes[:, 1] >= 0)
+            cells = rt.codes[both, 0] * q + rt.codes[both, 1]
+        table = np.bincount(cells, minlength=q * q).astype(float)
     w = weight_matrix(rt.categories, weights)
     _check_domain(rt, weights is not None and _weights_name(weights) != "identity", fn)
-    if rt.n_missing == 0 and rt.n_abstained == 0:
-        both = None
-        cells = rt.codes[:, 0] * q + rt.codes[:, 1]
-    else:
-        both = (rt.codes[:, 0] >= 0) & (rt.codes[:, 1] >= 0)
-        cells = rt.codes[both, 0] * q + rt.codes[both, 1]
-    n = int(cells.size)
+    n = int(table.sum())
     stat = _pair_table_batch(kind, w, q)
-    table = np.bincount(cells, minlength=q * q).astype(float)
     P = table.reshape(q, q) / max(n, 1)
     pa = float((P * w).sum()) if n else math.nan
     pe = float(_pair_pe(kind, P[None], w, q)[0]) if n else math.nan
@@ -1960,3 +2041,154 @@ def classification_report(
     """
     return classification_metrics(judge, anchor, positive=positive, categories=categories,
                                   abstain=abstain).to_frame()
+
+
+# =========================================================================== CLI
+
+_CLI_COEFFICIENTS: dict[str, Callable[..., AgreementResult]] = {
+    "percent_agreement": percent_agreement, "cohen_kappa": cohen_kappa, "scott_pi": scott_pi,
+    "pabak": pabak, "fleiss_kappa": fleiss_kappa, "conger_kappa": conger_kappa,
+    "krippendorff_alpha": krippendorff_alpha, "gwet_ac1": gwet_ac1, "gwet_ac2": gwet_ac2,
+    "brennan_prediger": brennan_prediger,
+}
+
+
+def _read_long_table(path: str, fields: Sequence[str]) -> pd.DataFrame:
+    from .errors import SchemaViolation, UnreadableInput
+
+    lower = path.lower()
+    try:
+        if lower.endswith(".parquet"):
+            frame = pd.read_parquet(path)
+        elif lower.endswith((".jsonl", ".ndjson")):
+            frame = pd.read_json(path, lines=True)
+        else:
+            frame = pd.read_csv(path)
+    except (FileNotFoundError, IsADirectoryError, PermissionError) as e:
+        raise UnreadableInput(f"cannot open: {e.strerror or e}", file=path) from None
+    except (UnicodeDecodeError, ValueError, pd.errors.ParserError, pd.errors.EmptyDataError) as e:
+        raise UnreadableInput(f"cannot parse as a table: {e}", file=path) from None
+    except ImportError as e:  # pragma: no cover - pyarrow is a dependency
+        raise UnreadableInput(f"cannot read Parquet ({e})", file=path) from None
+    for col in fields:
+        if col not in frame.columns:
+            raise SchemaViolation(f"column {col!r} is missing; columns are {list(frame.columns)!r}",
+                                  file=path, field=col)
+    return frame
+
+
+def _cli_categories(values: Sequence[str] | None, column: pd.Series) -> list[Any] | None:
+    """Declared categories from the command line, typed like the rating column."""
+    if not values:
+        return None
+    if pd.api.types.is_numeric_dtype(column):
+        out: list[Any] = []
+        for v in values:
+            try:
+                x = float(v)
+            except ValueError:
+                out.append(v)
+                continue
+            out.append(int(x) if x.is_integer() else x)
+        return out
+    return list(values)
+
+
+def _cmd_agreement(args: Any) -> int:
+    import json
+
+    from .cli import EXIT_USAGE, CliError
+    from .errors import SchemaViolation
+
+    fn = _CLI_COEFFICIENTS[args.coefficient]
+    frame = _read_long_table(args.file, (args.item, args.rater, args.rating))
+    kwargs: dict[str, Any] = dict(
+        data=frame, item=args.item, rater=args.rater, rating=args.rating,
+        categories=_cli_categories(args.categories, frame[args.rating]),
+        abstain=args.abstain or None, confidence_level=args.confidence_level,
+        n_resamples=args.n_resamples, rng=args.seed,
+    )
+    if args.method is not None:
+        kwargs["method"] = args.method
+    if args.coefficient == "krippendorff_alpha":
+        if args.level is None:
+            raise CliError("usage: krippendorff_alpha needs --level (nominal, ordinal, interval, ratio)",
+                           EXIT_USAGE)
+        kwargs["level"] = args.level
+    elif args.level is not None:
+        raise CliError("usage: --level applies to krippendorff_alpha only", EXIT_USAGE)
+    if args.coefficient in ("gwet_ac2",) and args.weights is None:
+        raise CliError("usage: gwet_ac2 needs --weights", EXIT_USAGE)
+    if args.weights is not None:
+        if args.coefficient in ("gwet_ac1", "pabak", "krippendorff_alpha"):
+            raise CliError(f"usage: --weights does not apply to {args.coefficient}", EXIT_USAGE)
+        kwargs["weights"] = args.weights
+    if args.coefficient == "gwet_ac2":
+        kwargs.setdefault("categories", None)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", EvaltkWarning)
+            res = fn(**kwargs)
+    except InputError as e:
+        raise SchemaViolation(e.detail, file=args.file, record=e.record, field=e.field) from None
+    notes = [str(w.message) for w in caught if issubclass(w.category, EvaltkWarning)]
+    row = res.to_frame().iloc[0].to_dict()
+    row = {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()}
+    row = {k: (v.item() if isinstance(v, np.generic) else v) for k, v in row.items()}
+    if args.json:
+        out = {"result": row, "warnings": notes}
+        if res.per_category is not None:
+            pc = res.per_category.astype(object).where(res.per_category.notna(), None)
+            out["per_category"] = pc.to_dict(orient="records")
+        print(json.dumps(out, indent=2, default=str))
+        return 0
+    st = res.statistic
+    if isinstance(st, Abstention):
+        print(f"{args.coefficient}: undefined ({st.reason})")
+    else:
+        ci = res.confidence_interval
+        ci_txt = (f"[{ci[0]:.4f}, {ci[1]:.4f}]" if not isinstance(ci, Abstention) else "no interval")
+        se = res.standard_error
+        se_txt = f"{se:.4f}" if not isinstance(se, Abstention) else "n/a"
+        print(f"{args.coefficient} = {st:.4f}  SE {se_txt}  {res.confidence_level:.0%} CI {ci_txt} "
+              f"({res.method})")
+    cov = res.coverage
+    cov_txt = f"{cov:.3f}" if not isinstance(cov, Abstention) else "n/a"
+    print(f"units {res.n_units}, pairable units {res.n_units_pairable}, pairable ratings "
+          f"{res.n_pairable_ratings}, abstained {res.n_abstained}, coverage {cov_txt}")
+    for note in notes:
+        print(f"warning: {note}")
+    return 0
+
+
+def register_cli(subparsers: Any) -> None:
+    """Add ``evaltk agreement``: one coefficient, its SEs and interval, from a long table."""
+    import argparse
+
+    p = subparsers.add_parser(
+        "agreement",
+        help="an agreement coefficient with SE and interval from a long table (item, rater, rating)",
+        description=(
+            "Compute one agreement coefficient from a long CSV / JSONL / Parquet table with one row "
+            "per (item, rater).  Exit codes: 0 computed (an undefined coefficient is reported as such, "
+            "still 0); 64 usage error; 65 input violates the format (missing column, label outside "
+            "--categories, a rater rating an item twice); 66 unreadable file."),
+        epilog="Example: evaltk agreement labels.csv --coefficient krippendorff_alpha --level nominal "
+               "--abstain Unsure --json",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("file", help="long table: CSV, JSONL (.jsonl) or Parquet (.parquet)")
+    p.add_argument("--coefficient", default="krippendorff_alpha", choices=sorted(_CLI_COEFFICIENTS))
+    p.add_argument("--item", default="item_id", help="item column (default item_id)")
+    p.add_argument("--rater", default="rater", help="rater column (default rater)")
+    p.add_argument("--rating", default="rating", help="rating column (default rating)")
+    p.add_argument("--level", choices=list(LEVELS), help="Krippendorff level (required for alpha)")
+    p.add_argument("--weights", choices=list(_WEIGHT_NAMES), help="agreement weights")
+    p.add_argument("--categories", nargs="+", help="declared category domain, in order")
+    p.add_argument("--abstain", nargs="*", default=[], help="labels meaning 'declined' (counted)")
+    p.add_argument("--method", choices=list(INTERVAL_METHODS), help="interval method")
+    p.add_argument("--confidence-level", type=float, default=0.95)
+    p.add_argument("--n-resamples", type=int, default=2000)
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=_cmd_agreement)

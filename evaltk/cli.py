@@ -40,6 +40,7 @@ EXIT_SOFTWARE = 70
 
 # Modules that provide ``register_cli(subparsers)``.  One line per topic.
 _MODULES: tuple[str, ...] = (
+    "evaltk.agreement",
     "evaltk.calibration",
     "evaltk.datasets",
     "evaltk.traces",

@@ -383,7 +383,7 @@ def test_unknown_label_names_record_and_field():
                          "rating": ["yes", "yes", "no", "maybe"]})
     with pytest.raises(InputError) as e:
         fleiss_kappa(data=data, categories=["yes", "no"])
-    assert e.value.record == "t2" and e.value.field == "ratings"
+    assert e.value.record == "t2" and e.value.field == "rating"
     assert "maybe" in str(e.value) and "h2" in str(e.value)
 
 
@@ -564,3 +564,24 @@ def test_classification_undefined_metric_abstains():
         table = classification_report([0, 0, 0], [1, 0, 0], positive=1)
     check_value_cause(table, where="report")
     assert table.set_index("metric").loc["precision", "cause"] == "missing_evidence"
+
+
+def test_int_fast_path_equals_general_path():
+    rng = np.random.default_rng(12)
+    a = rng.integers(2, 6, 500)
+    b = np.where(rng.random(500) < 0.6, a, rng.integers(2, 6, 500))
+    cats = [1, 2, 3, 4, 5, 6]
+    with pytest.warns(CategoryDomainWarning):
+        fast = cohen_kappa(a, b, weights="quadratic", categories=cats)
+    with pytest.warns(CategoryDomainWarning):
+        slow = cohen_kappa(a.astype(float), b.astype(float), weights="quadratic", categories=cats)
+    assert fast.statistic == pytest.approx(slow.statistic, abs=1e-12)
+    assert fast.standard_error == pytest.approx(slow.standard_error, abs=1e-12)
+    assert fast.categories == tuple(cats)
+    clusters = np.arange(500) // 10
+    f = cohen_kappa(a, b, method="percentile", unit="cluster", clusters=clusters, rng=3, n_resamples=300)
+    g = cohen_kappa(a.astype(float), b.astype(float), method="percentile", unit="cluster",
+                    clusters=clusters, rng=3, n_resamples=300)
+    assert np.allclose(f.bootstrap.bootstrap_distribution, g.bootstrap.bootstrap_distribution)
+    with pytest.raises(InputError, match="not in the declared"):
+        cohen_kappa(a, b, categories=[2, 3, 4])
