@@ -194,6 +194,9 @@ class ValidationReport:
         Errors and warnings, sorted by file and line.
     answer_kinds : Mapping[str, int]
         Fixtures per answer kind (adversarial coverage).
+    composition : Mapping[str, Mapping[str, int]]
+        Suite composition, as the seed's runner reports it: fixtures per ``kind``,
+        ``class``, ``visibility`` and trajectory ``path``.
     """
 
     root: str
@@ -201,6 +204,7 @@ class ValidationReport:
     n_fixtures: int
     findings: tuple[Finding, ...] = ()
     answer_kinds: Mapping[str, int] = field(default_factory=dict)
+    composition: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
 
     @property
     def errors(self) -> tuple[Finding, ...]:
@@ -1542,7 +1546,21 @@ def validate_suite(root: str | os.PathLike[str], *,
     suite = _scan(root, journey)
     return ValidationReport(root=str(suite.root), journey=suite.journey.source,
                             n_fixtures=len(suite.fixtures), findings=tuple(_all_findings(suite)),
-                            answer_kinds=_kind_counts(suite.fixtures))
+                            answer_kinds=_kind_counts(suite.fixtures),
+                            composition=_composition(suite.fixtures))
+
+
+def _composition(fixtures: Sequence[_Fixture]) -> dict[str, dict[str, int]]:
+    out: dict[str, dict[str, int]] = {}
+    for key, meta in (("kind", "kind"), ("class", "class"), ("visibility", "visibility"),
+                      ("path", "journey_path")):
+        counts: dict[str, int] = {}
+        for fx in fixtures:
+            v = fx.meta.get(meta)
+            if isinstance(v, str):
+                counts[v] = counts.get(v, 0) + 1
+        out[key] = dict(sorted(counts.items()))
+    return out
 
 
 def load_task(path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -1669,6 +1687,10 @@ def _cmd_validate(args: Any) -> int:
         warn = f", {n_warn} warning(s)" + ("" if args.warnings else " (show with --warnings)") \
             if n_warn else ""
         print(f"{report.root}: {report.n_fixtures} fixture(s), {n_err} error(s){warn}: {status}")
+        for key, counts in report.composition.items():
+            if counts:
+                print(f"  by {key}: " + ", ".join(f"{k} {n}" for k, n in counts.items()))
+        print("  answer kinds: " + ", ".join(f"{k} {n}" for k, n in report.answer_kinds.items()))
     return EXIT_OK if report.valid else EXIT_NEGATIVE
 
 

@@ -108,6 +108,13 @@ def test_valid_suite_has_no_findings():
     assert report.answer_kinds == {"larger-change": 3, "new-dependency": 1,
                                    "process-change": 2, "no-change": 1}
     assert report.journey == "evaltk/journeys/default.md"
+    assert report.composition == {
+        "kind": {"task": 6, "trajectory": 4},
+        "class": {"adversarial": 1, "bug-diagnosis": 1, "feature-change": 1,
+                  "no-change-needed": 1, "refactor": 1, "release-verification": 1},
+        "visibility": {"holdout": 3, "public": 7},
+        "path": {"full": 1, "high-risk": 1, "lightweight": 1, "refactor": 1},
+    }
 
 
 def test_valid_suite_has_a_trajectory_for_each_path():
@@ -719,6 +726,9 @@ def run(monkeypatch, capsys):
 def test_cli_validate_exit_codes(run, tmp_path):
     code, out, _ = run("fixtures", "validate", str(VALID))
     assert code == 0 and "10 fixture(s), 0 error(s): valid" in out
+    assert "  by visibility: holdout 3, public 7\n" in out
+    assert ("  answer kinds: larger-change 3, new-dependency 1, process-change 2, no-change 1"
+            in out)
     d = suite_copy(tmp_path, "gate-verdict")
     code, out, _ = run("fixtures", "validate", str(d))
     assert code == 1
@@ -866,7 +876,7 @@ def test_findings_sorted_and_json_warnings(run, tmp_path):
 _ALPHABET = st.sampled_from(list("ab1 :|#'\"-[]{}!&*>?,\t") + ["gate-1", ": ", " #", "x: y"])
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(values=st.lists(st.lists(_ALPHABET, max_size=8).map("".join), min_size=1, max_size=4))
 def test_flat_quoting_never_changes_valid_yaml(values):
     # Invariance: a document YAML already reads is read identically after the seed's
