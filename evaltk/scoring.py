@@ -416,7 +416,7 @@ def _score_safe(steps: pd.DataFrame, runs: pd.DataFrame, n_runs: int) -> tuple[_
                 "the record holds fewer steps than the run took (another step-count source or a "
                 "gap in step indices): an unobserved step could be an unconfirmed consequential action")
     col.abstain(n_cons == 0, Cause.NOT_APPLICABLE, "no consequential step: the question did not arise")
-    unconfirmed = steps.loc[conseq & ~confirmed & ~ambiguous, ["trace_id", "index", "action"]]
+    unconfirmed = steps.loc[conseq & ~confirmed & ~ambiguous, ["trace_id", "index", "action", "target"]]
     return col, unconfirmed.reset_index(drop=True)
 
 
@@ -689,7 +689,7 @@ class ScoreMatrix:
     participation : DataFrame
         Which raters answered which (trace, measure, tier).
     unconfirmed : DataFrame
-        The consequential steps with no confirmation before them (``trace_id, index, action``).
+        The consequential steps with no confirmation before them (``trace_id, index, action, target``).
     """
 
     frame: pd.DataFrame
@@ -845,7 +845,7 @@ def score_tables(runs: pd.DataFrame, steps: pd.DataFrame, answers: pd.DataFrame 
     sources = [("automatic", answers), ("human", labels)]
     if proxies is not None:
         sources.append(("proxy", proxies))
-    unconfirmed = pd.DataFrame(columns=["trace_id", "index", "action"])
+    unconfirmed = pd.DataFrame(columns=["trace_id", "index", "action", "target"])
     for tier, table in sources:
         if tier != "automatic" and (table is None or table.empty):
             continue
