@@ -123,7 +123,7 @@ def _peer(trajectories: list[list[dict]]) -> float:
 
     import jsonschema
 
-    schema = json.loads(resources.files("evaltk.schemas").joinpath(
+    schema = json.loads(resources.files("evaltk").joinpath("schemas",
         "trajectory-results.schema.json").read_text("utf-8"))
     case_schema = {"$defs": schema["$defs"], "type": "object",
                    "properties": {"events": {"type": "array", "items": {"$ref": "#/$defs/event"}}}}

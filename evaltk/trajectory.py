@@ -302,7 +302,7 @@ def read_json(path: str | os.PathLike[str]) -> Any:
 def _validator(kind: str) -> Any:
     import jsonschema
 
-    text = resources.files("evaltk.schemas").joinpath(f"trajectory-{kind}.schema.json").read_text("utf-8")
+    text = resources.files("evaltk").joinpath("schemas", f"trajectory-{kind}.schema.json").read_text("utf-8")
     schema = json.loads(text)
     return jsonschema.Draft202012Validator(schema)
 
