@@ -1324,7 +1324,7 @@ def agentrewardbench_ceiling(
 
 
 def register_cli(subparsers: Any) -> None:
-    """``evaltk calibration ceiling`` and ``evaltk calibration alt-test``."""
+    """``evaltk calibration ceiling | alt-test | agentrewardbench``."""
     import argparse
 
     group = subparsers.add_parser(
@@ -1380,6 +1380,18 @@ def register_cli(subparsers: Any) -> None:
     c.add_argument("--json", action="store_true")
     c.set_defaults(func=_cli_ceiling)
 
+    a = sub.add_parser(
+        "agentrewardbench",
+        help="human ceiling of AgentRewardBench's four questions on its double-annotated trajectories",
+        description="Reads AgentRewardBench's annotations.csv; 'Unsure' is an abstention, excluded and counted.",
+        epilog="Example: evaltk calibration agentrewardbench ../shared/data/agentrewardbench/annotations.csv",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    a.add_argument("csv", help="annotations.csv")
+    a.add_argument("--seed", type=int, default=0)
+    a.add_argument("--json", action="store_true")
+    a.set_defaults(func=_cli_agentrewardbench)
+
 
 def _cli_group_help(parser: Any) -> int:
     import sys
@@ -1429,6 +1441,17 @@ def _cli_alt_test(args: Any) -> int:
                   f"({o['n_annotators_tested']} annotators tested, {o['n_annotators_skipped']} skipped)",
                   file=sys.stdout)
     return 0 if all(o["passed"] for o in out) else 1
+
+
+def _cli_agentrewardbench(args: Any) -> int:
+    frame = agentrewardbench_ceiling(args.csv, rng=args.seed)
+    if args.json:
+        print(frame.to_json(orient="records", indent=2))
+    else:
+        cols = ["question", "statistic_name", "statistic", "ci_low", "ci_high", "interval_method",
+                "n_pairable", "n_multiply_labelled", "n_ratings_abstained"]
+        print(frame[cols].to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    return 0
 
 
 def _cli_ceiling(args: Any) -> int:

@@ -533,3 +533,13 @@ def test_ordinal_domain_subset_warns():
     with pytest.warns(CategoryDomainWarning):
         _quiet(human_ceiling, _long(m), level="ordinal", categories=["low", "mid", "high"], rng=0,
                n_resamples=100)
+
+
+def test_cli_agentrewardbench(shared_data, capsys, tmp_path):
+    path = shared_data / "agentrewardbench" / "annotations.csv"
+    assert main(["calibration", "agentrewardbench", str(path), "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert len(rows) == 8 and {r["question"] for r in rows} == set(AGENTREWARDBENCH_QUESTIONS)
+    bad = tmp_path / "a.csv"
+    bad.write_text("annotator_name,benchmark\nA,x\n", encoding="utf-8")
+    assert main(["calibration", "agentrewardbench", str(bad)]) == 65
