@@ -585,3 +585,42 @@ def test_int_fast_path_equals_general_path():
     assert np.allclose(f.bootstrap.bootstrap_distribution, g.bootstrap.bootstrap_distribution)
     with pytest.raises(InputError, match="not in the declared"):
         cohen_kappa(a, b, categories=[2, 3, 4])
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+@pytest.fixture
+def long_csv(tmp_path):
+    path = tmp_path / "labels.csv"
+    pd.DataFrame({
+        "item_id": ["t1", "t1", "t2", "t2", "t3", "t3", "t4", "t4", "t5", "t5"],
+        "rater": ["a", "b"] * 5,
+        "rating": ["yes", "yes", "no", "Unsure", "no", "no", "yes", "no", "yes", "yes"],
+    }).to_csv(path, index=False)
+    return path
+
+
+def test_cli_agreement_json(long_csv, capsys):
+    import json
+
+    from evaltk.cli import main
+    code = main(["agreement", str(long_csv), "--coefficient", "cohen_kappa", "--abstain", "Unsure", "--json"])
+    assert code == 0
+    out = json.loads(capsys.readouterr().out)
+    expected = cohen_kappa(["yes", "no", "yes", "yes"], ["yes", "no", "no", "yes"]).statistic
+    assert out["result"]["statistic"] == pytest.approx(expected)
+    assert out["result"]["n_abstained"] == 1
+
+
+def test_cli_agreement_exit_codes(long_csv, tmp_path, capsys):
+    from evaltk.cli import main
+    assert main(["agreement", str(long_csv), "--level", "nominal"]) == 0
+    assert "krippendorff_alpha" in capsys.readouterr().out
+    assert main(["agreement", str(long_csv)]) == 64                      # alpha without --level
+    assert main(["agreement", str(tmp_path / "missing.csv"), "--level", "nominal"]) == 66
+    assert main(["agreement", str(long_csv), "--rating", "score", "--level", "nominal"]) == 65
+    assert main(["agreement", str(long_csv), "--coefficient", "fleiss_kappa",
+                 "--categories", "yes", "no"]) == 65                     # 'Unsure' outside the domain
+    err = capsys.readouterr().err
+    assert "Unsure" in err and "t2" in err
