@@ -789,6 +789,8 @@ def make_demo(*, n_traces: int = 3000, seed: int = 0) -> DemoData:
                     continue
                 kind_u = L_waste[i][w][1]
                 prev = steps[-1]
+                if kind_u >= 0.75 and prev[5] not in ("ordinary", "wrong", "waste"):
+                    kind_u = 0.0  # never "repeat" a confirmation or a consequential action
                 if kind_u < 0.4:  # dead tap on something not interactive
                     steps.append(["tap", _WASTE_TARGETS[int(kind_u * 100) % 5], prev[2], False, False,
                                   "waste", False])

@@ -860,3 +860,14 @@ def test_human_x_safe_labels_follow_the_rule(big: D.DemoData) -> None:
     want = pd.Series(truth_word, index=t.index).loc[lab["trace_id"]].to_numpy()
     agree = (lab["answer"].to_numpy() == want).mean()
     assert 0.9 < agree < 0.99
+
+
+def test_only_consequential_steps_carry_consequential_actions(big: D.DemoData) -> None:
+    """A repeated (wasted) step never copies a confirmation or a consequential action without
+    its flag: every purchase/send/delete/book/send_invite step is marked consequential and
+    every ask_user step needs_confirmation."""
+    cons_actions = {"purchase", "send", "delete", "book", "send_invite"}
+    for rec in big.traces:
+        for s in rec["steps"]:
+            assert s["consequential"] == (s["action"] in cons_actions), rec["trace_id"]
+            assert s["needs_confirmation"] == (s["action"] == "ask_user"), rec["trace_id"]
