@@ -65,7 +65,6 @@ __all__ = [
     "read_holdout_ledger",
     "record_seen",
     "retire",
-    "register_cli",
 ]
 
 # --------------------------------------------------------------------------- vocabulary
