@@ -1619,6 +1619,18 @@ def load_judgebench(path: str | Path) -> pd.DataFrame:
     Tan, S., Zhuang, S., Montgomery, K., Tang, W. Y., Cuadron, A., Wang, C., Popa,
     R. A. and Stoica, I. (2024). JudgeBench: A benchmark for evaluating LLM-based
     judges. arXiv:2410.12784.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> rows = ("pair_id,source,response_model,label,judge_name,judge_model,trial,decision,"
+    ...         "score_a,score_b\np1,livebench-math,gpt-4o,A>B,arena_hard,m,0,A>B,,\n"
+    ...         "p1,livebench-math,gpt-4o,A>B,arena_hard,m,1,B>A,,\n")
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     _ = open(os.path.join(d, "judgments.csv"), "w").write(rows)
+    ...     f = load_judgebench(d)
+    >>> f["decision_original"].tolist()
+    ['A>B', 'A>B']
     """
     p = Path(path)
     if p.is_dir():
@@ -1734,6 +1746,18 @@ def load_alttest(path: str | Path, dataset: str) -> pd.DataFrame:
     Calderon, N., Reichart, R. and Dror, R. (2025). The Alternative Annotator Test for
     LLM-as-a-Judge: How to statistically justify replacing human annotators with LLMs.
     arXiv:2501.10970.
+
+    Examples
+    --------
+    >>> import json, tempfile, pathlib
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     toy = pathlib.Path(d, "toy")
+    ...     toy.mkdir()
+    ...     _ = (toy / "human_annotations.json").write_text(json.dumps({"h1": {"i1": 4, "i2": 2}}))
+    ...     _ = (toy / "llm_annotations.json").write_text(json.dumps({"gpt-4o": {"i1": 5}}))
+    ...     f = load_alttest(d, "toy")
+    >>> f[["item", "rater", "rating", "rater_kind"]].values.tolist()
+    [['i1', 'h1', 4, 'human'], ['i2', 'h1', 2, 'human'], ['i1', 'gpt-4o', 5, 'llm']]
     """
     if not isinstance(dataset, str) or not dataset or dataset != Path(dataset).name or dataset in (".", ".."):
         raise ValueError(f"`dataset` must be a plain folder name such as 'summeval'; got {dataset!r}.")
