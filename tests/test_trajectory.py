@@ -886,3 +886,29 @@ def test_cli_seal_and_digest(tmp_path, capsys):
     assert code == 0 and stdout.strip() == committed["lock_digest"]
     code, stdout, _ = _cli(["trajectory", "digest", str(EXAMPLES / "design.json")], capsys)
     assert stdout.strip() == committed["design_digest"]
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-10**6, 10**6) | st.text(max_size=5),
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=4), children,
+                                                                       max_size=3),
+    max_leaves=10)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.dictionaries(st.text(max_size=4), _JSON, max_size=5))
+def test_digest_ignores_key_order_and_roundtrips(doc):
+    reordered = dict(reversed(list(doc.items())))
+    assert sha256_digest(reordered) == sha256_digest(doc)
+    assert json.loads(canonical_json(doc)) == doc
+    assert sha256_digest(json.loads(json.dumps(doc, indent=3))) == sha256_digest(doc)
+
+
+def test_trajectory_without_subcommand_is_a_usage_error(capsys):
+    code, _, _ = _cli(["trajectory"], capsys)
+    assert code == 64
+
+
+def test_validate_document_rejects_unknown_kind():
+    with pytest.raises(ValueError, match="`kind`"):
+        validate_document({}, "summary")
