@@ -1624,8 +1624,8 @@ def load_judgebench(path: str | Path) -> pd.DataFrame:
     --------
     >>> import tempfile, os
     >>> rows = ("pair_id,source,response_model,label,judge_name,judge_model,trial,decision,"
-    ...         "score_a,score_b\np1,livebench-math,gpt-4o,A>B,arena_hard,m,0,A>B,,\n"
-    ...         "p1,livebench-math,gpt-4o,A>B,arena_hard,m,1,B>A,,\n")
+    ...         "score_a,score_b\\np1,livebench-math,gpt-4o,A>B,arena_hard,m,0,A>B,,\\n"
+    ...         "p1,livebench-math,gpt-4o,A>B,arena_hard,m,1,B>A,,\\n")
     >>> with tempfile.TemporaryDirectory() as d:
     ...     _ = open(os.path.join(d, "judgments.csv"), "w").write(rows)
     ...     f = load_judgebench(d)
