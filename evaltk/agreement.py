@@ -839,6 +839,10 @@ def _kripp_batch(pat: _Patterns, level: str, cats: tuple[Any, ...]) -> Callable[
     all_two = bool(two.all())
     C2, r2 = (C, r) if all_two else (C[two], r[two])
     nominal_sq = (C2 * (C2 - 1.0)).sum(axis=1) / (r2 - 1.0)
+    q = C.shape[1]
+    if level != "nominal":
+        outer2 = (C2[:, :, None] * C2[:, None, :]).reshape(C2.shape[0], q * q) / (r2 - 1.0)[:, None]
+        r_frac = r2 / (r2 - 1.0)
 
     def stat(W: np.ndarray) -> np.ndarray:
         W2 = W if all_two else W[:, two]
@@ -854,10 +858,11 @@ def _kripp_batch(pat: _Patterns, level: str, cats: tuple[Any, ...]) -> Callable[
             out[n < 1] = np.nan
             return out
         wts = _kripp_weights_batch(level, cats, nc)   # (B, q, q)
-        # observed: sum_i sum_k C_ik (sum_l w_kl C_il - 1) / (r_i - 1), summed over units, / n..
-        cw = np.einsum("tl,bkl->btk", C2, wts)          # (B, T2, q)
-        sq = (C2[None] * (cw - 1.0)).sum(axis=2) / (r2 - 1.0)[None]
-        pa = _safe_ratio((W2 * sq).sum(axis=1), tot)    # = (1 - eps) pa' + eps with eps = 1/n..
+        # observed: sum_i sum_kl w_kl C_ik C_il / (r_i - 1) - sum_i r_i / (r_i - 1), over units, / n..
+        # = sum_kl w_kl coinc_kl - const; coinc = sum_i W_i C_ik C_il / (r_i - 1) is one matmul
+        coinc = (W2 @ outer2).reshape(-1, q, q)
+        sq = np.einsum("bkl,bkl->b", wts, coinc) - W2 @ r_frac
+        pa = _safe_ratio(sq, tot)
         # Krippendorff: D_e uses n..(n.. - 1); Gwet's form: pa' and pe on pi = n_c / n..
         pi = _safe_ratio_2d(nc, tot)
         pe = np.einsum("bk,bkl,bl->b", pi, wts, pi)
