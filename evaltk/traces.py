@@ -1084,7 +1084,8 @@ def _arrow_json(data: bytes) -> pa.Table | None:
 
 
 def _load_trace_source(source: Any) -> tuple[str, str, Any, Any]:
-    """(name, mode, payload, numbers).  mode: "arrow" (a table), "records" (a list)."""
+    """(name, mode, payload, numbers).  mode: "arrow" (a Parquet table), "jsonl" (bytes) or
+    "records" (a list)."""
     if isinstance(source, pd.DataFrame):
         recs = _records_from_frame(source)
         return "<dataframe>", "records", recs, list(range(1, len(recs) + 1))
@@ -1113,12 +1114,7 @@ def _load_trace_source(source: Any) -> tuple[str, str, Any, Any]:
             if not isinstance(arr, list):  # pragma: no cover - starts with "["
                 raise UnreadableInput("expected a JSON array of trace records", file=name)
             return name, "records", arr, list(range(1, len(arr) + 1))
-        clean, n_lines = _no_blank_lines(data)
-        table = _arrow_json(data) if clean else None
-        if table is not None and table.num_rows == n_lines:
-            return name, "arrow_jsonl", (table, data), np.arange(1, n_lines + 1)
-        nums, texts = _split_lines(data, name)
-        return name, "records", _parse_json_lines(texts), nums
+        return name, "jsonl", data, None
     if isinstance(source, Mapping):
         return "<records>", "records", [source], [1]
     if isinstance(source, Iterable):
@@ -1168,25 +1164,75 @@ def read_traces(source: Any, *, strict: bool = False, domain_rule: Any = None) -
     """
     rule = _resolve_rule(domain_rule)
     name, mode, payload, numbers = _load_trace_source(source)
-    numbers = np.asarray(numbers, np.int64)
-    if mode in ("arrow", "arrow_jsonl"):
-        table = payload[0] if mode == "arrow_jsonl" else payload
-        res = _validate_arrow(table)
-        if res is not None:
-            cols, code, suspect = res
-            out = _finish_arrow(name, table, cols, code, suspect, numbers, rule, strict,
-                                payload[1] if mode == "arrow_jsonl" else None)
-            if out is not None:
-                return out
-        # the shape is not the expected one: the Python validator reads everything
-        if mode == "arrow_jsonl":
-            nums, texts = _split_lines(payload[1], name)
-            records: list[Any] = _parse_json_lines(texts)
-            numbers = np.asarray(nums, np.int64)
-        else:
-            records = table.to_pylist()
+    if mode == "jsonl":
+        pieces, lines = _jsonl_pieces(name, payload, rule, strict)
+
+        def canon(ks: Sequence[int]) -> list[str]:
+            return [_canon(_parse_line(lines()[k])) for k in ks]
+
+    elif mode == "arrow":
+        table = payload
+        numbers = np.asarray(numbers, np.int64)
+        piece = _arrow_piece(name, table, numbers, rule, strict,
+                             lambda k: table.slice(int(k), 1).to_pylist()[0])
+        if piece is None:  # not the expected shape: the validator reads every row
+            piece = _python_piece(table.to_pylist(), numbers, name, rule, strict)
+
+        def canon(ks: Sequence[int]) -> list[str]:
+            return [_canon(table.slice(int(k), 1).to_pylist()[0]) for k in ks]
+
+        pieces = [piece]
     else:
         records = payload
+        pieces = [_python_piece(records, np.asarray(numbers, np.int64), name, rule, strict)]
+
+        def canon(ks: Sequence[int]) -> list[str]:
+            return [_canon(records[k]) for k in ks]
+
+    return _dedupe(name, _merge(pieces), canon)
+
+
+def _canon(obj: Any) -> str:
+    return json.dumps(_strip_none(obj), sort_keys=True, default=str)
+
+
+@dataclass
+class _Piece:
+    """Validated tables of a run of consecutive records (before duplicates are resolved)."""
+
+    numbers: np.ndarray  # line / row number per record
+    code: np.ndarray  # 0 complete, 1 in progress, 2 malformed
+    tids: list[Any]
+    reasons: list[Any]
+    fields: list[Any]
+    runs: pd.DataFrame
+    steps: pd.DataFrame
+    dis: pd.DataFrame
+    rec: np.ndarray  # record index (within the piece) of each run
+
+
+def _merge(pieces: Sequence[_Piece]) -> _Piece:
+    if len(pieces) == 1:
+        return pieces[0]
+    rec_off = np.cumsum([0] + [len(p.code) for p in pieces[:-1]])
+    run_off = np.cumsum([0] + [len(p.runs) for p in pieces[:-1]])
+    return _Piece(
+        numbers=np.concatenate([p.numbers for p in pieces]),
+        code=np.concatenate([p.code for p in pieces]),
+        tids=[t for p in pieces for t in p.tids],
+        reasons=[r for p in pieces for r in p.reasons],
+        fields=[f for p in pieces for f in p.fields],
+        runs=pd.concat([p.runs for p in pieces], ignore_index=True),
+        steps=pd.concat([p.steps.assign(run_pos=p.steps["run_pos"] + o)
+                         for p, o in zip(pieces, run_off, strict=True)], ignore_index=True),
+        dis=pd.concat([p.dis.assign(run_pos=p.dis["run_pos"] + o)
+                       for p, o in zip(pieces, run_off, strict=True)], ignore_index=True),
+        rec=np.concatenate([p.rec + o for p, o in zip(pieces, rec_off, strict=True)]),
+    )
+
+
+def _python_piece(records: Sequence[Any], numbers: np.ndarray, name: str,
+                  rule: Callable[[str], Any], strict: bool) -> _Piece:
     cols, code, tids, reasons, fields = _validate_python(records, strict=strict, name=name,
                                                          numbers=numbers)
     runs, steps, dis = _build_tables(
@@ -1195,49 +1241,122 @@ def read_traces(source: Any, *, strict: bool = False, domain_rule: Any = None) -
         s_action=cols["s_action"], s_target=cols["s_target"], s_screen=cols["s_screen"],
         s_cons=cols["s_cons"], s_conf=cols["s_conf"], sc_run=cols["sc_run"],
         sc_source=cols["sc_source"], sc_count=cols["sc_count"], rule=rule)
-    return _dedupe(name, numbers, code, tids, reasons, fields, runs, steps, dis, cols["rec"],
-                   lambda ks: [_canon(records[k]) for k in ks])
+    return _Piece(np.asarray(numbers, np.int64), code, list(tids), list(reasons), list(fields),
+                  runs, steps, dis, np.asarray(cols["rec"], np.int64))
 
 
-def _canon(obj: Any) -> str:
-    return json.dumps(_strip_none(obj), sort_keys=True, default=str)
+def _parse_line(raw: bytes) -> Any:
+    """One JSONL line: the parsed value, or a ValueError saying why it is not JSON."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        return _parse_json_lines([e])[0]
+    return _parse_json_lines([text])[0]
 
 
-def _finish_arrow(name: str, table: pa.Table, cols: dict[str, Any], code: np.ndarray,
-                  suspect: np.ndarray, numbers: np.ndarray, rule: Callable[[str], Any],
-                  strict: bool, raw: bytes | None) -> TraceRecords | None:
+#: A chunk of at most this many lines that Arrow cannot read goes to the per-record
+#: validator; a larger one is split in two and each half tried again.
+_MIN_CHUNK = 16
+
+
+def _jsonl_pieces(name: str, data: bytes, rule: Callable[[str], Any],
+                  strict: bool) -> tuple[list[_Piece], Callable[[], list[bytes]]]:
+    """Read JSONL with Arrow; where Arrow cannot (a truncated line, a type that changes
+    between lines), bisect, so only small chunks around bad lines go to the per-record
+    validator and the rest keeps the fast path."""
+    cache: dict[str, Any] = {}
+
+    def lines() -> list[bytes]:
+        if "lines" not in cache:
+            nums, ls = [], []
+            for i, ln in enumerate(data.split(b"\n"), start=1):
+                if ln.strip():
+                    nums.append(i)
+                    ls.append(ln)
+            cache["lines"], cache["nums"] = ls, np.asarray(nums, np.int64)
+        return cache["lines"]
+
+    clean, n_lines = _no_blank_lines(data)
+    if clean:
+        t = _arrow_json(data)
+        if t is not None and t.num_rows == n_lines:
+            piece = _arrow_piece(name, t, np.arange(1, n_lines + 1, dtype=np.int64), rule, strict,
+                                 lambda k: _parse_line(lines()[k]))
+            if piece is not None:
+                return [piece], lines
+    ls = lines()
+    nums = cache["nums"]
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        if not any(_decodes(ln) for ln in ls):
+            raise UnreadableInput("not UTF-8 (no line decodes as UTF-8)", file=name) from None
+    pieces: list[_Piece] = []
+
+    def python(lo: int, hi: int) -> None:
+        recs = [_parse_line(ln) for ln in ls[lo:hi]]
+        pieces.append(_python_piece(recs, nums[lo:hi], name, rule, strict))
+
+    def visit(lo: int, hi: int) -> None:
+        if hi <= lo:
+            return
+        if hi - lo <= _MIN_CHUNK:
+            python(lo, hi)
+            return
+        t = _arrow_json(b"\n".join(ls[lo:hi]))
+        if t is not None and t.num_rows == hi - lo:
+            piece = _arrow_piece(name, t, nums[lo:hi], rule, strict,
+                                 lambda k: _parse_line(ls[lo + k]))
+            if piece is not None:
+                pieces.append(piece)
+                return
+        mid = (lo + hi) // 2
+        visit(lo, mid)
+        visit(mid, hi)
+
+    visit(0, len(ls))
+    return pieces, lines
+
+
+def _decodes(raw: bytes) -> bool:
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _arrow_piece(name: str, table: pa.Table, numbers: np.ndarray, rule: Callable[[str], Any],
+                 strict: bool, get_record: Callable[[int], Any]) -> _Piece | None:
+    """Column-wise validation of an Arrow table; None when it is not the expected shape
+    (or the column checks and the validator disagree): then the validator reads it."""
+    res = _validate_arrow(table)
+    if res is None:
+        return None
+    cols, code, suspect = res
     n = table.num_rows
     tids: list[Any] = [None] * n
     reasons = np.full(n, None, dtype=object)
     fields = np.full(n, None, dtype=object)
     code = code.copy()
-    lines: list[bytes] | None = None
-    if suspect.any():
-        # the Python validator (the authority) explains each suspect record
-        if raw is not None:
-            lines = [ln for ln in raw.split(b"\n") if ln.strip()]
-        pyl = table.slice(0, 0)  # placeholder for typing
-        for k in np.flatnonzero(suspect):
-            if lines is not None:
-                rec = _parse_json_lines([lines[k].decode("utf-8")])[0]
-            else:
-                pyl = table.slice(int(k), 1).to_pylist()[0]
-                rec = pyl
-            try:
-                if isinstance(rec, Exception):
-                    raise _Bad(None, str(rec))
-                res = _check_trace(rec)
-            except _Bad as b:
-                if strict:
-                    raise _error(b, name, int(numbers[k])) from None
-                code[k] = 2
-                reasons[k] = f"malformed: {b.detail}"
-                fields[k] = b.field
-                tids[k] = b.trace_id
-                continue
-            if res[0] != "in_progress":
-                return None  # the column checks and the validator disagree: use the Python path
-            code[k] = 1
+    # the Python validator (the authority) explains each suspect record
+    for k in np.flatnonzero(suspect):
+        rec = get_record(int(k))
+        try:
+            if isinstance(rec, Exception):
+                raise _Bad(None, str(rec))
+            res_k = _check_trace(rec)
+        except _Bad as b:
+            if strict:
+                raise _error(b, name, int(numbers[k])) from None
+            code[k] = 2
+            reasons[k] = f"malformed: {b.detail}"
+            fields[k] = b.field
+            tids[k] = b.trace_id
+            continue
+        if res_k[0] != "in_progress":
+            return None
+        code[k] = 1
     reasons[code == 1] = "in_progress"
     kept = np.flatnonzero(code == 0)
     tid_all = cols["tid"]
@@ -1246,68 +1365,61 @@ def _finish_arrow(name: str, table: pa.Table, cols: dict[str, Any], code: np.nda
         tid_py[k] = tids[k]
     offsets = cols["offsets"]
     lens = np.diff(offsets)
+    all_kept = len(kept) == n
     kept_steps = np.repeat(code == 0, lens)
     kept_idx = pa.array(kept)
-    guide: list[Any]
+
+    def take(a: pa.Array) -> pa.Array:
+        return a if all_kept else a.take(kept_idx)
+
+    def take_steps(a: Any) -> Any:
+        if all_kept:
+            return a
+        if isinstance(a, pa.Array):
+            return a.filter(pa.array(kept_steps))
+        return a[kept_steps]
+
+    guide: list[Any] = [None] * len(kept)
     if cols["guide"] is not None:
-        g = cols["guide"].take(kept_idx)
+        g = take(cols["guide"])
         valid = g.is_valid().to_numpy(zero_copy_only=False)
-        guide = [None] * len(kept)
         if valid.any():
             vals = g.filter(g.is_valid()).to_pylist()
             for pos, v in zip(np.flatnonzero(valid), vals, strict=True):
                 guide[pos] = _strip_none(v)
-    else:
-        guide = [None] * len(kept)
     sc_run, sc_src, sc_cnt = [], [], []
     new_pos = np.full(n, -1, np.int64)
     new_pos[kept] = np.arange(len(kept))
     for src_name, present, vals in cols["sc"]:
-        sel = present & (code == 0)
-        r = np.flatnonzero(sel)
+        r = np.flatnonzero(present & (code == 0))
         sc_run.append(new_pos[r])
         sc_src.append(np.full(r.size, src_name, dtype=object))
         sc_cnt.append(vals[r])
-    ks = pa.array(np.flatnonzero(kept_steps))
     runs, steps, dis = _build_tables(
-        tid=tid_all.take(kept_idx), task=cols["task"].take(kept_idx),
-        domain=cols["domain"].take(kept_idx), agent=cols["agent"].take(kept_idx), guide=guide,
-        n_steps=lens[kept], s_index=cols["s_index"][kept_steps],
-        s_action=cols["s_action"].take(ks), s_target=cols["s_target"].take(ks),
-        s_screen=cols["s_screen"].take(ks), s_cons=cols["s_cons"][kept_steps],
-        s_conf=cols["s_conf"][kept_steps],
+        tid=take(tid_all), task=take(cols["task"]), domain=take(cols["domain"]),
+        agent=take(cols["agent"]), guide=guide, n_steps=lens[kept],
+        s_index=take_steps(cols["s_index"]), s_action=take_steps(cols["s_action"]),
+        s_target=take_steps(cols["s_target"]), s_screen=take_steps(cols["s_screen"]),
+        s_cons=take_steps(cols["s_cons"]), s_conf=take_steps(cols["s_conf"]),
         sc_run=np.concatenate(sc_run) if sc_run else np.zeros(0, np.int64),
         sc_source=np.concatenate(sc_src) if sc_src else np.zeros(0, object),
         sc_count=np.concatenate(sc_cnt) if sc_cnt else np.zeros(0, np.int64), rule=rule)
-
-    def canon(ks_: Sequence[int]) -> list[str]:
-        out = []
-        for k in ks_:
-            if raw is not None:
-                nonlocal lines
-                if lines is None:
-                    lines = [ln for ln in raw.split(b"\n") if ln.strip()]
-                out.append(_canon(json.loads(lines[k].decode("utf-8"))))
-            else:
-                out.append(_canon(table.slice(int(k), 1).to_pylist()[0]))
-        return out
-
-    return _dedupe(name, numbers, code, tid_py, list(reasons), list(fields), runs, steps, dis,
-                   kept, canon)
+    return _Piece(np.asarray(numbers, np.int64), code, list(tid_py), list(reasons), list(fields),
+                  runs, steps, dis, kept.astype(np.int64))
 
 
-def _dedupe(name: str, numbers: np.ndarray, code: np.ndarray, tids: Any, reasons: list[Any],
-            fields: list[Any], runs: pd.DataFrame, steps: pd.DataFrame, dis: pd.DataFrame,
-            rec_of_run: np.ndarray, canon: Callable[[Sequence[int]], list[str]]) -> TraceRecords:
+def _dedupe(name: str, piece: _Piece, canon: Callable[[Sequence[int]], list[str]]) -> TraceRecords:
     """Duplicated trace ids among well-formed complete runs.
 
     Identical records: the first is kept and the repeats dropped.  Conflicting records
     (same id, different content): every copy is dropped, since preferring one would
     be a silent choice.
     """
-    rec_of_run = np.asarray(rec_of_run, np.int64)
-    reasons = list(reasons)
-    fields = list(fields)
+    numbers, code, tids = piece.numbers, piece.code.copy(), piece.tids
+    runs, steps, dis = piece.runs, piece.steps, piece.dis
+    rec_of_run = np.asarray(piece.rec, np.int64)
+    reasons = list(piece.reasons)
+    fields = list(piece.fields)
     dup_mask = runs["trace_id"].duplicated(keep=False).to_numpy()
     drop_run = np.zeros(len(runs), bool)
     if dup_mask.any():

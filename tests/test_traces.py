@@ -831,3 +831,39 @@ def test_answers_schema_accepts_every_normalised_row():
     assert list(v.iter_errors(bad))
     assert list(v.iter_errors(dict(bad, answer="yes", step=2)))
     assert list(v.iter_errors({"trace_id": "a", "measure": "x_ctx", "rater": "j", "answer": "yes"}))
+
+
+def test_bad_lines_in_a_large_file_keep_the_fast_path_for_the_rest(tmp_path, monkeypatch):
+    """A truncated last line (a file still being written) or a type that changes between
+    lines makes Arrow refuse the whole file; ingest bisects, so only small chunks around
+    the bad lines go through the per-record validator, with the same result."""
+    import evaltk.traces as tr
+
+    recs = _sample_records(600, seed=9)
+    lines = [json.dumps(r) for r in recs]
+    lines[50] = lines[50][:40]                                    # truncated JSON
+    lines[333] = json.dumps(dict(recs[333], trace_id=333))         # type changes
+    lines.append(json.dumps(run("last"))[:-20])                    # mid-write last line
+    f = tmp_path / "big.jsonl"
+    f.write_text("\n".join(lines), encoding="utf-8")
+    seen = []
+    real = tr._python_piece
+
+    def spy(records, *args, **kw):
+        seen.append(len(records))
+        return real(records, *args, **kw)
+
+    monkeypatch.setattr(tr, "_python_piece", spy)
+    fast = read_traces(f)
+    assert 0 < sum(seen) <= 2 * 3 * tr._MIN_CHUNK  # at most two small chunks per bad line
+    led = fast.ledger
+    assert len(led) == 601
+    assert led.loc[[50, 333, 600], "status"].tolist() == ["dropped"] * 3
+    assert "not valid JSON" in led.loc[50, "reason"] and led.loc[333, "field"] == "trace_id"
+    # the same as the validator on every record
+    monkeypatch.setattr(tr, "_python_piece", real)
+    slow = read_traces([tr._parse_line(ln.encode()) for ln in lines])
+    for col in ("trace_id", "status", "reason", "field"):
+        pd.testing.assert_series_equal(fast.ledger[col], slow.ledger[col])
+    for name in ("runs", "steps", "step_count_disagreements"):
+        pd.testing.assert_frame_equal(getattr(fast, name), getattr(slow, name))
