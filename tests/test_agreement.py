@@ -624,3 +624,30 @@ def test_cli_agreement_exit_codes(long_csv, tmp_path, capsys):
                  "--categories", "yes", "no"]) == 65                     # 'Unsure' outside the domain
     err = capsys.readouterr().err
     assert "Unsure" in err and "t2" in err
+
+
+@pytest.mark.parametrize("weights, coef, se", [
+    # Gwet (2014), irrCAC bp.coeff.raw on cac.raw4raters
+    (None, 0.773, 0.145), ("linear", 0.848, 0.123), ("quadratic", 0.902, 0.111),
+    ("ordinal", 0.886, 0.114), ("ratio", 0.840, 0.132)])
+def test_brennan_prediger_gwet_raw4raters(weights, coef, se):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CategoryDomainWarning)
+        res = brennan_prediger(KRIPP_C, weights=weights, categories=CATS5)
+    assert (round(res.statistic, 3), round(res.standard_error, 3)) == (coef, se)
+
+
+@pytest.mark.parametrize("data, coef, se", [
+    (OBS5, 0.487, 0.121), (GENDER, 0.183, 0.102), (BEN_GERRY, 0.659, 0.185)])
+def test_brennan_prediger_gwet_datasets(data, coef, se):
+    res = brennan_prediger(data)
+    assert (round(res.statistic, 3), round(res.standard_error, 3)) == (coef, se)
+
+
+@pytest.mark.parametrize("table, coef, se", [
+    ([[13, 0, 0], [0, 20, 7], [0, 4, 56]], 0.890, 0.031),   # Gwet (2014) cont3x3abstractors
+    ([[40, 4, 4, 17], [6, 25, 2, 13], [4, 1, 21, 12], [15, 5, 9, 45]], 0.587, 0.033)])
+def test_percent_agreement_gwet_tables(table, coef, se):
+    a, b = expand(table)
+    res = percent_agreement(a, b)
+    assert (round(res.statistic, 3), round(res.standard_error, 3)) == (coef, se)
