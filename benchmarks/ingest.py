@@ -21,7 +21,8 @@ Readers, all measured in the same run:
     ``json_normalize`` of the steps.  It validates nothing, so it is a floor for
     "just parse it with pandas", not an equivalent.
 
-Peak memory is the process high-water mark (``+MiB``: above the one after imports).
+``cpu s`` is the process CPU time (all threads): on a shared machine wall time depends
+on the load, CPU time much less.  Peak memory is the process high-water mark (``+MiB``: above the one after imports).
 
 A last line times ingest with judge answers (CSV, about 16 rows per trace) at the
 smallest size.
@@ -182,10 +183,11 @@ def worker(reader: str, path: str, answers: str | None) -> None:
     import evaltk.traces  # noqa: F401
 
     base = _peak_mib()
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     n = READERS[reader](path, answers)
-    dt = time.perf_counter() - t0
-    print(json.dumps({"seconds": dt, "peak_mib": _peak_mib(), "base_mib": base, "rows": n}))
+    dt, cpu = time.perf_counter() - t0, time.process_time() - c0
+    print(json.dumps({"seconds": dt, "cpu": cpu, "peak_mib": _peak_mib(), "base_mib": base,
+                      "rows": n}))
 
 
 def _peak_mib() -> float:
@@ -234,8 +236,8 @@ def main() -> None:
         n_steps = sum(ln.count('"index"') for ln in lines[:sizes[0]]) / sizes[0]
         print(f"{n_steps:.1f} steps per trace on average; python {sys.version.split()[0]}, "
               f"{os.cpu_count()} CPUs\n")
-        head = (f"{'traces':>8}  {'reader':<7} {'seconds':>8} {'traces/s':>10} {'peak MiB':>9} "
-                f"{'+MiB':>6}  vs evaltk")
+        head = (f"{'traces':>8}  {'reader':<7} {'seconds':>8} {'traces/s':>10} {'cpu s':>7} "
+                f"{'peak MiB':>9} {'+MiB':>6}  vs evaltk (wall)")
         print(head)
         print("-" * len(head))
         per_trace = []
@@ -248,8 +250,8 @@ def main() -> None:
                 ratio = "" if r == "evaltk" else f"{s / base:6.1f}x slower" if s >= base else \
                     f"{base / s:6.1f}x faster"
                 grow = res[r]["peak_mib"] - res[r]["base_mib"]
-                print(f"{n:>8,}  {r:<7} {s:8.2f} {n / s:10,.0f} {res[r]['peak_mib']:9.0f} {grow:6.0f}  "
-                      f"{ratio}")
+                print(f"{n:>8,}  {r:<7} {s:8.2f} {n / s:10,.0f} {res[r]['cpu']:7.2f} "
+                      f"{res[r]['peak_mib']:9.0f} {grow:6.0f}  {ratio}")
         if len(sizes) > 1:
             growth = per_trace[-1] / per_trace[0]
             print(f"\nlinearity: time per trace at {sizes[-1]:,} / at {sizes[0]:,} = {growth:.2f} "
