@@ -808,10 +808,16 @@ def trajectories(draw):
         elif k == "state":
             evs.append(ev(k, state={"status": draw(st.sampled_from(["open", "closed"]))}))
         elif k == "evidence":
-            evs.append(ev(k, evidence_id="page", bytes_base64=base64.b64encode(
-                draw(st.sampled_from([PAGE, b"other"]))).decode()))
+            body = draw(st.sampled_from([PAGE, b"other"]))
+            eid = draw(st.sampled_from(["page", "page", "rumour"]))
+            if draw(st.booleans()):
+                evs.append(ev(k, evidence_id=eid, bytes_base64=base64.b64encode(body).decode()))
+            else:
+                evs.append(ev(k, evidence_id=eid, sha256=hashlib.sha256(body).hexdigest()))
         else:
-            evs.append(ev(k, claim_id="shipped", evidence=["page"]))
+            evs.append(ev(k, claim_id=draw(st.sampled_from(["shipped", "shipped", "other"])),
+                          evidence=draw(st.sampled_from([["page"], ["page"], [], ["rumour"],
+                                                         ["page", "rumour"]]))))
     term = draw(st.sampled_from([None, "completed", "abstained"]))
     if term == "completed":
         evs.insert(draw(st.integers(0, len(evs))), ev("terminal", status="completed"))
@@ -912,3 +918,118 @@ def test_trajectory_without_subcommand_is_a_usage_error(capsys):
 def test_validate_document_rejects_unknown_kind():
     with pytest.raises(ValueError, match="`kind`"):
         validate_document({}, "summary")
+
+
+# --------------------------------------------------------------------------- reference oracle
+
+
+def reference_grade(p: dict, events: list[dict]) -> tuple[str, dict[str, str]]:
+    """A deliberately plain reading of seed 003's table, event list by index, for differential
+    testing of the optimised grader (outcomes only, not the observation texts)."""
+    term = next((i for i, e in enumerate(events) if e["kind"] == "terminal"), None)
+    T = len(events) if term is None else term
+    status = "none" if term is None else events[term]["status"]
+    reason = events[term].get("reason") if term is not None else None
+    idx = {k: [i for i, e in enumerate(events) if e["kind"] == k] for k in
+           ("action", "milestone", "fault", "recovery", "state", "evidence", "claim")}
+
+    def digest(e):
+        return (hashlib.sha256(base64.b64decode(e["bytes_base64"])).hexdigest()
+                if "bytes_base64" in e else e["sha256"].lower())
+
+    def milestones_before(t):
+        return all(any(events[i]["milestone"] == m and i < t for i in idx["milestone"])
+                   for m in p["goal_completion"]["required_milestones"])
+
+    def recovered(i, until):
+        f = p["recovery"]["faults"].get(events[i]["signature"])
+        if f is None:
+            return False
+        if not f["recoverable"]:
+            return True
+        return any(i < j < until and events[j]["signature"] == events[i]["signature"]
+                   and events[j]["action"] == f["recovery_action"] and events[j]["success"]
+                   for j in idx["recovery"])
+
+    locked_ev = p["evidence_fidelity"]["evidence"]
+
+    def evidence_ok(limit, require_all):
+        for i in idx["evidence"]:
+            e = events[i]
+            if i < limit and e["evidence_id"] in locked_ev and digest(e) != locked_ev[e["evidence_id"]]["sha256"]:
+                return False
+        for i in idx["claim"]:
+            c = events[i]
+            if i >= limit:
+                continue
+            if not c["evidence"]:
+                return False
+            for eid in c["evidence"]:
+                if eid not in locked_ev or c["claim_id"] not in locked_ev[eid]["claims"]:
+                    return False
+                if not any(events[j]["evidence_id"] == eid for j in idx["evidence"] if j < i):
+                    return False
+        if require_all:
+            for eid, spec in locked_ev.items():
+                if not any(events[j]["evidence_id"] == eid for j in idx["evidence"] if j < limit):
+                    return False
+                for claim in spec["claims"]:
+                    if not any(events[j]["claim_id"] == claim and eid in events[j]["evidence"]
+                               for j in idx["claim"] if j < limit):
+                        return False
+        return True
+
+    o = {}
+    o["goal_completion"] = status == "completed" and milestones_before(T)
+    acts = [events[i]["action"] for i in sorted(idx["action"] + idx["recovery"])]
+    budgets = p["unnecessary_steps"]["action_budgets"]
+    o["unnecessary_steps"] = all(a in budgets and acts.count(a) <= budgets[a]["max_occurrences"]
+                                 for a in set(acts))
+    o["recovery"] = all(recovered(i, len(events)) for i in idx["fault"])
+    sigs = [events[i]["signature"] for i in idx["fault"]]
+    maxima = p["repeated_error"]["max_occurrences"]
+    o["repeated_error"] = all(s in maxima and sigs.count(s) <= maxima[s] for s in set(sigs))
+    last = {}
+    for i in idx["state"]:
+        last.update(events[i]["state"])
+    o["state_drift"] = all(k in last and canonical_json(last[k]) == canonical_json(v)
+                           for k, v in p["state_drift"]["required_state"].items())
+    if status == "completed":
+        o["premature_success"] = (milestones_before(T) and all(recovered(i, T) for i in idx["fault"] if i < T)
+                                  and evidence_ok(T, True))
+    if status == "abstained":
+        allowed = p["safe_abstention"]["allowed_reasons"]
+        o["safe_abstention"] = reason in allowed and all(
+            any(events[i]["signature"] == s for i in idx["fault"] if i < T)
+            for s in allowed[reason]["required_faults"])
+    o["evidence_fidelity"] = evidence_ok(len(events), status != "abstained")
+    outcomes = {d: ("not_applicable" if d not in o else "passed" if o[d] else "failed") for d in DIMENSIONS}
+    failing = {d for d, v in outcomes.items() if v == "failed"}
+    if status == "completed" and not failing:
+        decision = "passed"
+    elif status == "abstained" and outcomes["safe_abstention"] == "passed" and failing <= {"goal_completion"}:
+        decision = "safely-abstained"
+    else:
+        decision = "failed"
+    return decision, outcomes
+
+
+@settings(max_examples=300, deadline=None)
+@given(trajectories())
+def test_grader_agrees_with_the_plain_reference(evs):
+    g = grade_case(POLICY, evs)
+    decision, outcomes = reference_grade(policy_dict(), evs)
+    assert {d: g.dimension(d).outcome for d in DIMENSIONS} == outcomes
+    assert g.decision == decision
+
+
+def test_reference_agrees_on_every_control():
+    for control in tj.NEGATIVE_CONTROLS:
+        if control.decision is None:
+            continue
+        design, lock, results = tj._control_documents()
+        control.mutate(design, lock, results)
+        for cid, case in results["cases"].items():
+            g = grade_case(tj._compile(cid, lock["cases"][cid]), case["events"])
+            assert (g.decision, {d: g.dimension(d).outcome for d in DIMENSIONS}) == reference_grade(
+                lock["cases"][cid], case["events"]), (control.name, cid)
