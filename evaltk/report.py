@@ -550,15 +550,16 @@ def abstention_chart(
     long["order"] = long["outcome"].map({k: i for i, k in enumerate(domain)})
     color = alt.Color("outcome:N", title=None,
                       scale=alt.Scale(domain=domain, range=[CAUSE_COLORS[k] for k in domain]))
+    order = [str(m) for m in summary[measure].tolist()]
     bars = alt.Chart(long).mark_bar().encode(
-        y=alt.Y("measure:N", title=None),
+        y=alt.Y("measure:N", title=None, sort=order),
         x=alt.X("count:Q", stack="normalize", title="share of records", axis=alt.Axis(format="%")),
         color=color, order=alt.Order("order:Q"),
         tooltip=["measure:N", "outcome:N", "count:Q", "n:Q"])
     cov = summary[[measure, "coverage", "n"]].rename(columns={measure: "measure"})
     cov["label"] = [f"coverage {c:.0%} of {n}" for c, n in zip(cov["coverage"], cov["n"], strict=True)]
     text = alt.Chart(cov).mark_text(align="left", fontSize=10).encode(
-        y=alt.Y("measure:N", axis=None), text="label:N", x=alt.value(0)).properties(width=130)
+        y=alt.Y("measure:N", axis=None, sort=order), text="label:N", x=alt.value(0)).properties(width=130)
     return alt.hconcat(bars.properties(width=420, height=alt.Step(22)), text, spacing=6).properties(
         title=alt.Title(title, subtitle="an abstention is not a zero: it is excluded from the mean and counted by cause"))
 
@@ -748,7 +749,7 @@ def judgebench_presented(judgments: pd.DataFrame) -> pd.DataFrame:
     -------
     DataFrame
         ``judge, pair_id, trial, decision, label_presented``; ``decision`` keeps
-        ``A=B`` and None (abstentions for the bias statistics).
+        ``A=B`` and missing verdicts (abstentions for the bias statistics).
 
     Examples
     --------
@@ -766,8 +767,7 @@ def judgebench_presented(judgments: pd.DataFrame) -> pd.DataFrame:
     label = judgments["label"].astype(str)
     presented = np.where(judgments["trial"].to_numpy() == 1, label.map(flip), label)
     return pd.DataFrame({"judge": judgments["judge_model"].to_numpy(), "pair_id": judgments["pair_id"].to_numpy(),
-                         "trial": judgments["trial"].to_numpy(),
-                         "decision": judgments["decision"].astype(object).to_numpy(),
+                         "trial": judgments["trial"].to_numpy(), "decision": judgments["decision"].to_numpy(),
                          "label_presented": presented})
 
 

@@ -1,0 +1,178 @@
+"""Every report notebook executed by papermill on small parameters, rendered to HTML.
+
+One module-scoped run of :func:`evaltk.report.render_report` executes all five notebooks
+on a small generated demo corpus; the tests then read what it wrote.  A second, smaller
+run checks the real-data headlines (skipped without ../shared/data).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from evaltk import report
+from evaltk.cli import main
+
+WEEK = "2026-W48"
+SMALL = {"n_traces": 300, "n_resamples": 200}
+PAGES = {"weekly": "index.html", **{n: f"{n}.html" for n in report.NOTEBOOKS if n != "weekly"}}
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory):
+    out = tmp_path_factory.mktemp("reports")
+    lines: list[str] = []
+    index = report.render_report(week=WEEK, params=SMALL, out=out, progress=lines.append)
+    return out / WEEK, index, lines
+
+
+def _text(html: str) -> str:
+    return re.sub(r"<[^>]+>", " ", re.sub(r"<svg.*?</svg>", " ", html, flags=re.S))
+
+
+# --------------------------------------------------------------------------- the stored notebooks
+
+
+@pytest.mark.parametrize("name", report.NOTEBOOKS)
+def test_notebook_has_one_parameters_cell_of_literals(name):
+    import jupytext
+    import papermill as pm
+
+    path = report.notebooks_dir() / f"{name}.py"
+    text = path.read_text(encoding="utf-8")
+    assert "format_name: percent" in text  # stored as jupytext py:percent
+    nb = jupytext.reads(text, fmt="py:percent")
+    tagged = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
+    assert len(tagged) == 1
+    assigned = []
+    for stmt in ast.parse(tagged[0].source).body:
+        assert isinstance(stmt, ast.Assign) and len(stmt.targets) == 1, ast.dump(stmt)
+        ast.literal_eval(stmt.value)  # a literal, nothing computed
+        assigned.append(stmt.targets[0].id)
+    # papermill must see every parameter (it silently skips a line it cannot parse)
+    ipynb = path.with_suffix(".ipynb")
+    try:
+        nbformat.write(nb, ipynb)
+        declared = pm.inspect_notebook(str(ipynb))
+    finally:
+        ipynb.unlink(missing_ok=True)
+    assert sorted(declared) == sorted(assigned)
+    assert "week" in assigned
+
+
+# --------------------------------------------------------------------------- the rendered report
+
+
+def test_render_report_writes_every_page(rendered):
+    folder, index, lines = rendered
+    assert index == folder / "index.html"
+    for page in PAGES.values():
+        assert (folder / page).is_file(), page
+    assert any("weekly: ok" in ln for ln in lines)  # progress reported
+    assert len([ln for ln in lines if ": executing" in ln]) == len(report.NOTEBOOKS)
+
+
+@pytest.mark.parametrize("name", report.NOTEBOOKS)
+def test_page_has_svg_charts_no_code_no_errors(rendered, name):
+    folder, _, _ = rendered
+    html = (folder / PAGES[name]).read_text(encoding="utf-8")
+    assert html.count("<svg") >= 1
+    assert "<script" not in html  # readable offline, no CDN
+    body = html[html.index("<main>"):]
+    assert "application/vnd.jupyter.stderr" not in body  # no error or warning output rendered
+    assert "Traceback" not in _text(body)
+    assert "report.use_theme()" not in html  # code cells excluded
+    executed = nbformat.read(folder / "notebooks" / f"{name}.ipynb", as_version=4)
+    for cell in executed.cells:
+        for o in cell.get("outputs", []):
+            assert o["output_type"] != "error", o
+            assert not (o["output_type"] == "stream" and o.get("name") == "stderr"), o.get("text")
+
+
+def test_weekly_index_links_the_other_pages(rendered):
+    folder, _, _ = rendered
+    html = (folder / "index.html").read_text(encoding="utf-8")
+    for name, page in PAGES.items():
+        if name != "weekly":
+            assert f'href="{page}"' in html
+    text = _text(html)
+    assert "DID NOT PASS" in text  # the shipped suite example fails its gate under RFC 0246
+    assert "rejected by the canary set" in text
+
+
+def test_run_json_records_parameters_version_and_digests(rendered):
+    folder, _, _ = rendered
+    run = json.loads((folder / "run.json").read_text())
+    from evaltk import __version__
+
+    assert run["week"] == WEEK and run["evaltk_version"] == __version__
+    for name in report.NOTEBOOKS:
+        rec = run["notebooks"][name]
+        assert rec["status"] == "ok" and rec["error"] is None
+        assert rec["parameters"]["week"] == WEEK
+        (prov,) = rec["provenance"]
+        assert prov["evaltk_version"] == __version__
+        assert prov["parameters"]["week"] == WEEK
+        if "n_traces" in prov["parameters"]:
+            assert prov["parameters"]["n_traces"] == SMALL["n_traces"]
+    suite_inputs = run["notebooks"]["suite_gating"]["provenance"][0]["inputs"]
+    assert suite_inputs and re.fullmatch(r"[0-9a-f]{64}", suite_inputs[0]["sha256"])
+    assert suite_inputs[0]["sha256"] == report.file_digest(suite_inputs[0]["path"])
+    # the digest is also on the page a reader sees
+    assert suite_inputs[0]["sha256"] in (folder / "suite_gating.html").read_text()
+
+
+# --------------------------------------------------------------------------- failures
+
+
+def test_bad_parameter_fails_with_a_clear_message(tmp_path):
+    import jupytext
+    import papermill as pm
+    from papermill.exceptions import PapermillExecutionError
+
+    nb = jupytext.read(report.notebooks_dir() / "suite_gating.py", fmt="py:percent")
+    src = tmp_path / "suite_gating.ipynb"
+    nbformat.write(nb, src)
+    with report._report_kernel() as kernel, pytest.raises(PapermillExecutionError) as e:
+        pm.execute_notebook(str(src), str(tmp_path / "out.ipynb"), parameters={"week": "2026-W99"},
+                            kernel_name=kernel, progress_bar=False, cwd=str(tmp_path))
+    assert e.value.ename == "InputError"
+    assert "field `week`" in e.value.evalue and "2026-W99" in e.value.evalue
+
+
+def test_failing_notebook_names_notebook_cell_and_error(tmp_path, capsys):
+    bad = tmp_path / "run.json"
+    bad.write_text('{"suite": "x", "thresholds": {"passScore": 0.7}, "tasks": "not a list"}')
+    params = tmp_path / "p.yaml"
+    params.write_text("suite_gating:\n  suite_run: run.json\n")  # relative to the params file
+    code = main(["report", "--week", WEEK, "--params", str(params), "--out", str(tmp_path / "out"),
+                 "--only", "suite_gating"])
+    err = capsys.readouterr().err
+    assert code == 65
+    assert "notebook `suite_gating` failed in cell" in err
+    assert "SchemaViolation" in err and "field `tasks`" in err and str(bad) in err
+    run = json.loads((tmp_path / "out" / WEEK / "run.json").read_text())
+    assert run["notebooks"]["suite_gating"]["status"] == "failed"
+    # the failing notebook's page is still written, with its error visible
+    assert "SchemaViolation" in (tmp_path / "out" / WEEK / "suite_gating.html").read_text()
+
+
+# --------------------------------------------------------------------------- real data
+
+
+@pytest.mark.realdata
+def test_weekly_on_real_data_shows_arb_ceiling_and_judgebench(shared_data, tmp_path):
+    index = report.render_report(week=WEEK, data=shared_data, params=SMALL, out=tmp_path,
+                                 notebooks=["weekly"])
+    text = _text(index.read_text(encoding="utf-8"))
+    assert "AgentRewardBench human ceiling" in text
+    assert "JudgeBench pair accuracy" in text and "o1-mini-2024-09-12 0.66" in text
+    run = json.loads((index.parent / "run.json").read_text())
+    paths = [i["path"] for i in run["notebooks"]["weekly"]["provenance"][0]["inputs"]]
+    assert any(p.endswith("annotations.csv") for p in paths) and any(p.endswith("judgments.csv") for p in paths)
+    assert Path(run["data_dir"]) == Path(shared_data).resolve()

@@ -1,0 +1,393 @@
+"""Tests for evaltk.report: chart builders, the frontier, parameters, provenance, the runner's pieces.
+
+The notebooks themselves are executed in tests/test_notebooks.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import altair as alt
+import numpy as np
+import pandas as pd
+import pytest
+
+from evaltk import report
+from evaltk.errors import InputError, UnreadableInput
+
+
+def _layer_data(chart: alt.TopLevelMixin) -> list[pd.DataFrame]:
+    """Every inline dataset of a (layered / concatenated) chart, as frames."""
+    spec = chart.to_dict()
+    return [pd.DataFrame(v) for v in spec.get("datasets", {}).values()]
+
+
+# --------------------------------------------------------------------------- theme and SVG
+
+
+def test_use_theme_enables_theme_and_svg_renderer():
+    report.use_theme()
+    assert alt.theme.active == report.THEME_NAME
+    assert alt.renderers.active == "svg"
+    cfg = alt.theme.get()()["config"]
+    assert cfg["title"]["anchor"] == "start"
+
+
+def test_chart_to_svg_is_svg_with_labels():
+    f = pd.DataFrame({"judge": ["alpha-judge", "beta-judge"], "statistic": [0.6, 0.4],
+                      "ci_low": [0.5, 0.3], "ci_high": [0.7, 0.5]})
+    svg = report.chart_to_svg(report.agreement_chart(f, ceiling=(0.8, 0.7, 0.9), baseline=0.0))
+    assert svg.lstrip().startswith("<svg")
+    assert "alpha-judge" in svg and "beta-judge" in svg
+
+
+# --------------------------------------------------------------------------- chart builders
+
+
+def _judges():
+    from evaltk.selection import pareto_frontier
+
+    f = pd.DataFrame({"judge": ["a", "b", "c"], "accuracy": [0.9, 0.8, 0.7], "ci_low": [0.85, 0.7, 0.6],
+                      "ci_high": [0.95, 0.88, 0.8], "cost": [2.0, 1.0, 1.5], "latency_ms": [900, 200, 300],
+                      "canary": [False, False, True]})
+    return f.merge(pareto_frontier(f, minimize=("cost",)), on="judge")
+
+
+def test_judge_frontier_chart_draws_frontier_only_through_frontier_members():
+    ch = report.judge_frontier_chart(_judges(), canary_rejected="canary")
+    spec = ch.to_dict()
+    line = next(layer for layer in spec["layer"] if layer["mark"]["type"] == "line")
+    line_data = pd.DataFrame(spec["datasets"][line["data"]["name"]])
+    assert line_data["judge"].tolist() == ["b", "a"]  # sorted by cost, dominated c absent
+    points = pd.DataFrame(spec["datasets"][spec["data"]["name"]]) if "data" in spec else _layer_data(ch)[-1]
+    status = dict(zip(points["judge"], points["status"], strict=True))
+    assert status == {"a": "on the frontier", "b": "on the frontier", "c": "rejected by canary"}
+    # latency is a channel (point size)
+    pt = next(layer for layer in spec["layer"] if layer["mark"]["type"] == "point")
+    assert pt["encoding"]["size"]["field"] == "latency"
+    assert "<svg" in report.chart_to_svg(ch)
+
+
+def test_judge_frontier_chart_needs_cost_and_small_tables():
+    f = _judges()
+    f.loc[0, "cost"] = np.nan
+    with pytest.raises(ValueError, match="needs a cost"):
+        report.judge_frontier_chart(f)
+    big = pd.concat([_judges()] * 200, ignore_index=True)
+    with pytest.raises(ValueError, match="Aggregate the table first"):
+        report.judge_frontier_chart(big)
+    with pytest.raises(ValueError, match="empty"):
+        report.judge_frontier_chart(_judges().iloc[:0])
+    with pytest.raises(TypeError, match="DataFrame"):
+        report.judge_frontier_chart([1, 2])
+
+
+def test_judge_accuracy_chart_prints_interval_and_coverage():
+    f = pd.DataFrame({"judge": ["a", "b"], "accuracy": [0.9, 0.5], "ci_low": [0.8, 0.4],
+                      "ci_high": [0.95, 0.6], "coverage": [1.0, 0.5]})
+    svg = report.chart_to_svg(report.judge_accuracy_chart(f))
+    assert "0.90 [0.80, 0.95]" in svg and "coverage 50%" in svg
+
+
+def test_bias_forest_chart_states_lean_in_words():
+    f = pd.DataFrame({"judge": ["a", "b"], "dimension": ["x_task", "x_eff"], "bias": [0.12, -0.01],
+                      "ci_low": [0.05, -0.06], "ci_high": [0.19, 0.04],
+                      "lean": ["overstates", "no detectable lean"]})
+    svg = report.chart_to_svg(report.bias_forest_chart(f))
+    assert "overstates" in svg and "no detectable lean" in svg
+    assert "x_task · a" in svg and "x_eff · b" in svg
+    assert "0.12 [0.05, 0.19]" in svg
+    # one dimension: rows are the judges alone
+    one = report.chart_to_svg(report.bias_forest_chart(f.assign(dimension="x_task")))
+    assert "x_task · a" not in one and ">a<" in one
+
+
+def test_agreement_chart_has_ceiling_band_and_baseline():
+    f = pd.DataFrame({"judge": ["a"], "statistic": [0.5], "ci_low": [0.4], "ci_high": [0.6]})
+    spec = report.agreement_chart(f, ceiling=(0.7, 0.6, 0.8), baseline=0.1).to_dict()
+    marks = [layer["mark"]["type"] if isinstance(layer["mark"], dict) else layer["mark"] for layer in spec["layer"]]
+    assert marks.count("rect") == 1 and marks.count("rule") == 3  # ceiling point, baseline, interval
+    datasets = [pd.DataFrame(v) for v in spec["datasets"].values()]
+    assert any("lo" in d and d["lo"].tolist() == [0.6] and d["hi"].tolist() == [0.8] for d in datasets)
+    assert any("x" in d and d["x"].tolist() == [0.1] for d in datasets)
+    # no ceiling, no baseline: just the judges
+    plain = report.agreement_chart(f).to_dict()
+    assert len(plain["layer"]) == 3
+    # a ceiling whose interval is unknown draws its point only
+    nan_band = report.agreement_chart(f, ceiling=(0.7, None, None)).to_dict()
+    assert all((layer["mark"]["type"] if isinstance(layer["mark"], dict) else layer["mark"]) != "rect"
+               for layer in nan_band["layer"])
+
+
+def test_confusion_heatmap_shares_are_row_normalised():
+    f = pd.DataFrame({"judge": ["a"] * 4, "human": ["yes", "yes", "no", "no"],
+                      "judge_answer": ["yes", "no", "yes", "no"], "n": [30, 10, 5, 15]})
+    spec = report.confusion_heatmap(f, facet="judge", order=["yes", "no"]).to_dict()
+    data = pd.DataFrame(next(iter(spec["datasets"].values())))
+    share = data.set_index(["truth", "predicted"])["share"]
+    assert share[("yes", "yes")] == pytest.approx(0.75)
+    assert share[("no", "no")] == pytest.approx(0.75)
+    assert "<svg" in report.chart_to_svg(report.confusion_heatmap(f.drop(columns="judge")))
+
+
+def test_abstention_chart_aggregates_before_charting():
+    rng = np.random.default_rng(0)
+    n = 6000  # more than altair's default 5,000-row limit: the chart must not carry records
+    cause = rng.choice(np.array(["not_applicable", "abstained", None], dtype=object), n, p=[0.2, 0.1, 0.7])
+    value = np.where(pd.isna(cause), rng.random(n), np.nan)
+    scores = pd.DataFrame({"trace_id": np.arange(n), "measure": np.repeat(["x_task", "x_safe"], n // 2),
+                           "value": value, "cause": cause})
+    ch = report.abstention_chart(scores)
+    frames = [pd.DataFrame(v) for v in ch.to_dict()["datasets"].values()]
+    assert max(len(d) for d in frames) <= 2 * 5
+    bars = next(d for d in frames if "outcome" in d)
+    got = bars.groupby("outcome")["count"].sum().to_dict()
+    assert got["not_applicable"] == int((cause == "not_applicable").sum())
+    assert got["valued"] == int(pd.isna(cause).sum())
+    assert got["missing_evidence"] == 0
+    assert "coverage" in report.chart_to_svg(ch)
+
+
+def test_abstention_chart_refuses_nan_without_cause():
+    bad = pd.DataFrame({"measure": ["x_task"], "value": [np.nan], "cause": [None]})
+    with pytest.raises(ValueError, match="without a `cause`"):
+        report.abstention_chart(bad)
+
+
+def test_suite_gating_chart_shows_both_scores_and_aggregates():
+    tasks = pd.DataFrame({"task_id": ["t1", "t2"], "score": [0.9, 0.9], "gated_score": [0.9, 0.0]})
+    ch = report.suite_gating_chart(tasks, task="task_id", pass_score=0.7, aggregate=0.9, gated_aggregate=0.45)
+    spec = ch.to_dict()
+    frames = [pd.DataFrame(v) for v in spec["datasets"].values()]
+    bars = next(d for d in frames if "kind" in d)
+    suite = bars[bars["task"] == "SUITE (aggregate)"].set_index("kind")["value"]
+    assert suite["reported score"] == 0.9 and suite["gating score"] == 0.45
+    assert bars[(bars["task"] == "t2") & (bars["kind"] == "gating score")]["value"].item() == 0.0
+    assert "<svg" in report.chart_to_svg(ch)
+
+
+def test_format_interval():
+    assert report.format_interval(0.5, 0.25, 0.75, digits=1) == "0.5 [0.2, 0.8]"
+    assert report.format_interval(0.5, np.nan, 0.7) == "0.50"
+    assert report.format_interval(float("nan"), 0.1, 0.2) == "—"
+
+
+# --------------------------------------------------------------------------- parameters
+
+
+def test_check_params_normalises_and_names_the_field(tmp_path):
+    out = report.check_params(week="", data_dir=str(tmp_path), confidence_level=0.9, seed=0,
+                              judges=["a"], thresholds={"x_task": 0.7}, pass_score=1, n_resamples=10)
+    assert report._WEEK_RE.match(out["week"])
+    assert out["data_dir"] == str(tmp_path.resolve())
+    assert out["pass_score"] == 1.0
+    cases = [
+        ({"confidence_level": 0.0}, "confidence_level"),
+        ({"confidence_level": "high"}, "confidence_level"),
+        ({"week": "2026-48"}, "week"),
+        ({"week": "2026-W54"}, "week"),
+        ({"seed": -1}, "seed"),
+        ({"seed": 1.5}, "seed"),
+        ({"judges": "a"}, "judges"),
+        ({"thresholds": {"x_task": 1.2}}, "thresholds.x_task"),
+        ({"pass_score": -0.1}, "pass_score"),
+        ({"n_resamples": 0}, "n_resamples"),
+        ({"other": object()}, "other"),
+    ]
+    for kw, fld in cases:
+        with pytest.raises(InputError) as e:
+            report.check_params(**kw)
+        assert e.value.field == fld, kw
+    with pytest.raises(UnreadableInput, match="no such folder"):
+        report.check_params(data_dir=str(tmp_path / "absent"))
+    assert report.check_params(week="2020-W53")["week"] == "2020-W53"  # 2020 has 53 ISO weeks
+
+
+def test_plan_parameters_routes_and_refuses_unknown():
+    declared = {"weekly": {"week": {}, "confidence_level": {}}, "calibration": {"confidence_level": {}, "seed": {}}}
+    per = report._plan_parameters(declared, {"confidence_level": 0.9, "calibration": {"seed": 3}}, None)
+    assert per == {"weekly": {"confidence_level": 0.9}, "calibration": {"confidence_level": 0.9, "seed": 3}}
+    per = report._plan_parameters(declared, {"confidence_level": 0.9, "calibration": {"confidence_level": 0.8}}, None)
+    assert per["calibration"]["confidence_level"] == 0.8 and per["weekly"]["confidence_level"] == 0.9
+    with pytest.raises(InputError, match="no notebook takes a parameter `colour`"):
+        report._plan_parameters(declared, {"colour": "red"}, "p.yaml")
+    with pytest.raises(InputError, match="notebook `weekly` has no parameter `seed`"):
+        report._plan_parameters(declared, {"weekly": {"seed": 1}}, None)
+
+
+def test_load_params_file(tmp_path):
+    p = tmp_path / "p.yaml"
+    p.write_text("confidence_level: 0.9\ncalibration:\n  seed: 2\n")
+    assert report._load_params(p) == ({"confidence_level": 0.9, "calibration": {"seed": 2}}, str(p))
+    (tmp_path / "bad.json").write_text("{not json")
+    with pytest.raises(UnreadableInput, match="not valid JSON"):
+        report._load_params(tmp_path / "bad.json")
+    (tmp_path / "list.yaml").write_text("- 1\n- 2\n")
+    with pytest.raises(InputError, match="must be a mapping"):
+        report._load_params(tmp_path / "list.yaml")
+    with pytest.raises(UnreadableInput, match="no such parameters file"):
+        report._load_params(tmp_path / "absent.yaml")
+
+
+def test_current_week_iso():
+    import datetime as dt
+
+    assert report.current_week(dt.date(2021, 1, 3)) == "2020-W53"
+    assert report.current_week(dt.date(2026, 11, 23)) == "2026-W48"
+
+
+# --------------------------------------------------------------------------- provenance
+
+
+def test_provenance_digests_inputs_and_exposes_json(tmp_path):
+    import hashlib
+
+    f = tmp_path / "labels.csv"
+    f.write_bytes(b"a,b\n1,2\n")
+    p = report.provenance("calibration", {"seed": 1}, [f], notes=["demo"])
+    d = p.to_dict()
+    assert d["inputs"] == [{"path": str(f), "sha256": hashlib.sha256(b"a,b\n1,2\n").hexdigest()}]
+    bundle = p._repr_mimebundle_()
+    assert bundle[report._PROVENANCE_MIME]["parameters"] == {"seed": 1}
+    assert "sha256" in bundle["text/html"] and "evaltk version" in bundle["text/html"]
+    with pytest.raises(UnreadableInput):
+        report.provenance("x", {}, [tmp_path / "absent.csv"])
+
+
+# --------------------------------------------------------------------------- runner pieces
+
+
+def test_report_kernel_runs_this_interpreter_and_restores_env():
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    before = os.environ.get("JUPYTER_PATH")
+    with report._report_kernel() as name:
+        spec = KernelSpecManager().get_kernel_spec(name)
+        assert spec.argv[0] == sys.executable
+        assert "ipykernel_launcher" in " ".join(spec.argv)
+    assert os.environ.get("JUPYTER_PATH") == before
+
+
+def test_notebooks_dir_finds_every_notebook():
+    d = report.notebooks_dir()
+    for name in report.NOTEBOOKS:
+        assert (d / f"{name}.py").is_file()
+
+
+def test_notebooks_dir_env_override(tmp_path, monkeypatch):
+    monkeypatch.setenv("EVALTK_NOTEBOOKS", str(tmp_path))
+    # an empty folder is not accepted; the packaged/checkout folder is used instead
+    assert report.notebooks_dir() != tmp_path
+    (tmp_path / "weekly.py").write_text("# %%\n")
+    assert report.notebooks_dir() == tmp_path
+
+
+def test_notebook_failure_message_and_exit_codes():
+    f = report.NotebookFailure("calibration", 4, 3, "params = report.check_params(x=1)\n", "InputError",
+                               "field `x`: bad", section="Parameters")
+    s = str(f)
+    assert "notebook `calibration`" in s and "cell 4" in s and "In [3]" in s and "Parameters" in s
+    assert "InputError: field `x`: bad" in s
+    assert report._exit_code([f]) == 65
+    assert report._exit_code([report.NotebookFailure("w", 1, 1, "", "FileNotFoundError", "x")]) == 66
+    assert report._exit_code([report.NotebookFailure("w", 1, 1, "", "ZeroDivisionError", "x")]) == 70
+
+
+def test_render_report_refuses_bad_input_before_running(tmp_path):
+    with pytest.raises(InputError, match="ISO week"):
+        report.render_report(week="48", out=tmp_path)
+    with pytest.raises(UnreadableInput, match="no such folder"):
+        report.render_report(data=tmp_path / "nope", out=tmp_path)
+    with pytest.raises(InputError, match="unknown notebook"):
+        report.render_report(notebooks=["nope"], out=tmp_path)
+    with pytest.raises(InputError, match="confidence_level"):
+        report.render_report(params={"confidence_level": 3}, out=tmp_path, notebooks=["weekly"])
+    assert not list(tmp_path.rglob("*.html"))
+
+
+def test_cli_usage_errors(tmp_path, capsys):
+    from evaltk.cli import main
+
+    assert main(["report", "--week", "W48", "--out", str(tmp_path)]) == 65
+    assert "ISO week" in capsys.readouterr().err
+    bad = tmp_path / "p.yaml"
+    bad.write_text("colour: red\n")
+    assert main(["report", "--params", str(bad), "--out", str(tmp_path), "--only", "weekly"]) == 65
+    assert "no notebook takes a parameter `colour`" in capsys.readouterr().err
+    assert main(["report", "--only", "nope"]) == 64
+
+
+def test_exporter_template_has_no_scripts():
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("x", outputs=[nbformat.v4.new_output(
+        "display_data", data={"image/svg+xml": "<svg xmlns='http://www.w3.org/2000/svg'><text>hi</text></svg>",
+                              "text/plain": "chart"})])]
+    body, _ = report._html_exporter().from_notebook_node(nb)
+    assert "<script" not in body
+    main = body[body.index("<main>"):]
+    assert "<text>hi</text></svg>" in main and "data:image/svg+xml;base64" not in main
+    assert ">x<" not in body  # code excluded
+    json.dumps(report.NOTEBOOKS)  # stable, serialisable names
+    assert Path(report.__file__).name == "report.py"
+
+
+# --------------------------------------------------------------------------- data sources
+
+
+def test_data_sources_demo_only_and_errors(tmp_path):
+    s = report.data_sources("")
+    assert s.demo is None and s.judgebench is None and s.agentrewardbench is None
+    assert s.suite_run is not None and s.suite_run.name == "run.json"  # the shipped example
+    with pytest.raises(UnreadableInput, match="holds none of the data"):
+        report.data_sources(str(tmp_path))
+    with pytest.raises(UnreadableInput, match="no such folder"):
+        report.data_sources(str(tmp_path / "absent"))
+
+
+def test_data_sources_finds_demo_folder_and_reads_it(tmp_path):
+    from evaltk import datasets
+
+    datasets.write_demo(tmp_path / "demo", n_traces=30, seed=5)
+    s = report.data_sources(str(tmp_path))
+    assert s.demo == (tmp_path / "demo").resolve()
+    d, files, note = report.demo_data(s)
+    assert len(d.traces) == 30 and "read from" in note
+    assert {p.name for p in files} >= {"traces.jsonl", "answers.csv", "labels.csv"}
+    d2, files2, note2 = report.demo_data(report.data_sources(""), n_traces=20, seed=1)
+    assert len(d2.traces) == 20 and files2 == [] and "make_demo(n_traces=20, seed=1)" in note2
+    assert "demo corpus" in s.describe()["source"].tolist()
+
+
+def test_data_sources_on_shared_data(shared_data):
+    s = report.data_sources(str(shared_data))
+    assert s.agentrewardbench.name == "annotations.csv"
+    assert s.agentrewardbench_leaderboard.name == "judge-leaderboard.csv"
+    assert s.judgebench.name == "judgments.csv"
+
+
+def test_judgebench_presented_flips_label_for_swapped_trial():
+    j = pd.DataFrame({"judge_model": ["m"] * 4, "pair_id": ["p", "p", "q", "q"], "trial": [0, 1, 0, 1],
+                      "label": ["A>B", "A>B", "B>A", "B>A"], "decision": ["A>B", "B>A", "A=B", None]})
+    out = report.judgebench_presented(j)
+    assert out["label_presented"].tolist() == ["A>B", "B>A", "B>A", "A>B"]
+    assert out["decision"].tolist()[:3] == ["A>B", "B>A", "A=B"] and pd.isna(out["decision"].iloc[3])
+    with pytest.raises(InputError, match="trial must be 0 or 1"):
+        report.judgebench_presented(j.assign(trial=[0, 2, 0, 1]))
+    with pytest.raises(ValueError, match="lacks column"):
+        report.judgebench_presented(j.drop(columns="label"))
+
+
+def test_check_params_file_parameters(tmp_path):
+    f = tmp_path / "run.json"
+    f.write_text("{}")
+    assert report.check_params(suite_run=str(f), host_summary="")["suite_run"] == str(f.resolve())
+    with pytest.raises(UnreadableInput, match="no such file") as e:
+        report.check_params(suite_run=str(tmp_path / "nope.json"))
+    assert e.value.field == "suite_run"
+    with pytest.raises(InputError):
+        report.check_params(labels_file=3)
