@@ -38,6 +38,7 @@ dimensions = ["x_task", "x_eff", "x_ctx"]  # demo dimensions to calibrate
 n_resamples = 2000  # item bootstrap resamples for the agreement intervals
 
 # %%
+# ruff: noqa: E402  (in a notebook the imports follow the parameters cell)
 import warnings
 
 import altair as alt

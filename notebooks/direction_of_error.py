@@ -43,6 +43,7 @@ judges = []  # judges to include; empty means all
 dimensions = ["x_task", "x_ctx", "x_eff"]  # demo dimensions to analyse
 
 # %%
+# ruff: noqa: E402  (in a notebook the imports follow the parameters cell)
 import pandas as pd
 from IPython.display import Markdown, display
 

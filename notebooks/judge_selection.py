@@ -37,6 +37,7 @@ n_resamples = 2000  # paired bootstrap resamples for the differences between jud
 judge_costs = {}  # JudgeBench has no prices: a mapping judge_name to cost per pair draws a frontier
 
 # %%
+# ruff: noqa: E402  (in a notebook the imports follow the parameters cell)
 import pandas as pd
 from IPython.display import Markdown, display
 

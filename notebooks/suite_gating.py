@@ -32,6 +32,7 @@ suite_run = ""  # path to a suite run file, JSON or YAML; overrides data_dir
 host_summary = ""  # optional: an EvalSummary another host produced for this run, checked against RFC 0246
 
 # %%
+# ruff: noqa: E402  (in a notebook the imports follow the parameters cell)
 from pathlib import Path
 
 import pandas as pd

@@ -38,6 +38,7 @@ measure = "x_task"  # the dimension judges are selected and calibrated on
 n_resamples = 2000  # bootstrap resamples for intervals
 
 # %%
+# ruff: noqa: E402  (in a notebook the imports follow the parameters cell)
 import warnings
 
 import pandas as pd
