@@ -1030,7 +1030,7 @@ def _ledger(name: str, numbers: Sequence[int] | np.ndarray, tids: Any, kind: str
         "record": np.asarray(numbers, np.int64),
         "trace_id": tids if isinstance(tids, pd.Series) else _s(list(tids)),
         "kind": _const(kind, n),
-        "status": _s(np.where(dropped, "dropped", "kept").astype(object)),
+        "status": _from_codes(np.asarray(dropped, bool).astype(np.int64), ["kept", "dropped"]),
         "reason": reasons if isinstance(reasons, pd.Series) else _s(list(reasons)),
         "field": fields if isinstance(fields, pd.Series) else _s(list(fields)),
     })
@@ -1887,8 +1887,10 @@ def _join(recs: AnswerRecords, trace_ledger: pd.DataFrame, runs: pd.DataFrame,
     # duplicated answers: the same rater answering the same question twice
     ok = np.equal(reason, None)
     if ok.any():
-        kdf = pd.DataFrame({"a": t["trace_id"], "b": t["measure"], "c": t["step"].fillna(-1),
-                            "d": t["rater"]})
+        # one rater, one question: (run, measure, step, rater) as integer codes
+        kdf = pd.DataFrame({"a": np.where(ok, run_pos, -1), "b": pd.factorize(t["measure"])[0],
+                            "c": t["step"].fillna(-1).to_numpy(dtype=np.int64),
+                            "d": pd.factorize(t["rater"])[0]})
         dup_any = kdf.duplicated(keep=False).to_numpy() & ok
         if dup_any.any():
             rows = np.flatnonzero(dup_any)
