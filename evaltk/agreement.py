@@ -51,6 +51,7 @@ Communication, University of Pennsylvania.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import numbers
 import warnings
@@ -697,7 +698,7 @@ def _patterns(rt: _Ratings, *, by_rater: bool = False, dedupe: bool = True) -> _
                          counts=np.asarray(tcounts, dtype=float), unit_codes=codes_r, rated=rated_mask)
     # general path: the count matrix, then distinct rows
     key2 = np.maximum(codes, -1)
-    key2 += np.arange(1, n * (q + 1), q + 1)[:, None]
+    key2 += (np.arange(n) * (q + 1) + 1)[:, None]
     full = np.bincount(key2.reshape(-1), minlength=n * (q + 1)).reshape(n, q + 1)
     rated = full[:, 0] < R
     rated_mask = None if bool(rated.all()) else rated
@@ -1002,16 +1003,31 @@ def _finish(
         return AgreementResult(statistic=ab, standard_error=ab, standard_error_null=ab,
                                confidence_interval=ab, method=method, observed_agreement=pa_v,
                                expected_agreement=pe_v, per_category_columns=per_category, **common)
-    se_v: float | Abstention = (se if se is not None and math.isfinite(se)
-                                else Abstention(Cause.NOT_APPLICABLE, no_se_reason))
-    se0_v: float | Abstention = (se0 if se0 is not None and math.isfinite(se0)
-                                 else Abstention(Cause.NOT_APPLICABLE, se0_reason))
+    few = "fewer than two pairable units: the standard error is undefined"
+    se_v: float | Abstention
+    if se is None:
+        se_v = Abstention(Cause.NOT_APPLICABLE, no_se_reason)
+    elif not math.isfinite(se):
+        se_v = Abstention(Cause.MISSING_EVIDENCE, few)
+    else:
+        se_v = se
+    se0_v: float | Abstention
+    if se0 is None:
+        se0_v = Abstention(Cause.NOT_APPLICABLE, se0_reason)
+    elif not math.isfinite(se0):
+        se0_v = Abstention(Cause.MISSING_EVIDENCE, few)
+    else:
+        se0_v = se0
     bres = None
     if method == "analytic":
-        if isinstance(se_v, Abstention):
-            raise ValueError(f"{fn}: method='analytic' is unavailable ({se_v.reason}); "
+        if se is None:
+            raise ValueError(f"{fn}: method='analytic' is unavailable ({no_se_reason}); "
                              "pass method='percentile', 'basic' or 'bca'.")
-        ci = _analytic_ci(coef, se_v, confidence_level)
+        if isinstance(se_v, Abstention):
+            warnings.warn(f"{fn}: no interval ({few}).", UndefinedWarning, stacklevel=3)
+            ci = se_v
+        else:
+            ci = _analytic_ci(coef, se_v, confidence_level)
         used = "analytic"
     else:
         assert boot is not None
@@ -1204,7 +1220,7 @@ def _two_rater(kind: str, fn: str, y1: Any, y2: Any, *, weights: Any, categories
     coef, se, se0 = math.nan, None, None
     if reason is None:
         coef = float(stat(table[None])[0])
-        se, se0 = _pair_se(kind, P, w, n, q, coef)
+        se, se0 = _pair_se(kind, P, w, n, q, coef) if n >= 2 else (math.nan, math.nan)
     se0_reason = ("the literature defines a null-hypothesis SE for Cohen's kappa only"
                   if kind != "cohen" else "undefined")
     boot = _boot_factory(cells, q * q, stat, both, n_all_units=rt.codes.shape[0], method=method,
@@ -1358,6 +1374,11 @@ def _multi(kind: str, fn: str, ratings: Any, y2: Any, *, weights: Any, categorie
     w = weight_matrix(rt.categories, weights)
     _check_domain(rt, _weights_name(weights) != "identity" or kind == "bp", fn)
     by_rater = kind == "conger"
+    if by_rater:
+        # a rater with no answered rating has undefined marginals and rates no pair: drop them
+        active = (rt.codes >= 0).any(axis=0)
+        if not bool(active.all()):
+            rt = dataclasses.replace(rt, codes=np.ascontiguousarray(rt.codes[:, active]))
     pat = _patterns(rt, by_rater=by_rater, dedupe=method != "analytic")
     rated = pat.rated
     R = rt.codes.shape[1]

@@ -651,3 +651,16 @@ def test_percent_agreement_gwet_tables(table, coef, se):
     a, b = expand(table)
     res = percent_agreement(a, b)
     assert (round(res.statistic, 3), round(res.standard_error, 3)) == (coef, se)
+
+
+def test_edge_cases_never_crash():
+    with pytest.warns(UndefinedWarning, match="no interval"):
+        res = fleiss_kappa([[1, 2]])                       # one unit: value, but no SE
+    assert isinstance(res.standard_error, Abstention)
+    assert isinstance(res.confidence_interval, Abstention)
+    with pytest.warns(UndefinedWarning):
+        res = krippendorff_alpha(np.full((3, 2), np.nan), level="nominal")   # nothing rated
+    assert isinstance(res.statistic, Abstention) and res.n_missing == 6
+    # a rater who rated nothing is dropped by Conger (their marginals are undefined)
+    res = conger_kappa([[1, 1, N], [2, 2, N], [1, 2, N]])
+    assert res.statistic == pytest.approx(cohen_kappa([1, 2, 1], [1, 2, 2]).statistic)
