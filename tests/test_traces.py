@@ -867,3 +867,31 @@ def test_bad_lines_in_a_large_file_keep_the_fast_path_for_the_rest(tmp_path, mon
         pd.testing.assert_series_equal(fast.ledger[col], slow.ledger[col])
     for name in ("runs", "steps", "step_count_disagreements"):
         pd.testing.assert_frame_equal(getattr(fast, name), getattr(slow, name))
+
+
+# --------------------------------------------------------------------------- real data
+
+
+@pytest.mark.realdata
+def test_agentrewardbench_expert_annotations_as_labels(shared_data):
+    """AgentRewardBench (Lu et al., 2025): 1,408 expert annotations of 1,302 web-agent
+    trajectories, 106 of them annotated twice.  Read as human labels of x_task
+    (Successful / Unsuccessful / Unsure -> yes / no / unsure), joined to one minimal run
+    per trajectory: every row accounted for, "Unsure" read as cannot_tell (an honest
+    abstention, not a class), the annotator " H" kept verbatim (real data is messy)."""
+    ann = pd.read_csv(shared_data / "agentrewardbench" / "annotations.csv")
+    ann["trace_id"] = ann["benchmark"] + "/" + ann["task_id"] + "/" + ann["model_name"]
+    labels = pd.DataFrame({
+        "trace_id": ann["trace_id"], "measure": "x_task", "rater": ann["annotator_name"],
+        "answer": ann["trajectory_success"].map({"Successful": "yes", "Unsuccessful": "no",
+                                                 "Unsure": "unsure"}),
+    })
+    runs = [run(t, task=f"web task {t}", domain=t.split("/")[0], steps=[])
+            for t in ann["trace_id"].unique()]
+    ing = ingest(runs, labels=labels)
+    assert len(ing.runs) == 1302
+    assert_ledger_accounts(ing, 1302 + 1408)
+    assert len(ing.labels) == 1408
+    assert ing.labels["answer"].value_counts().to_dict() == {"no": 1012, "yes": 395, "cannot_tell": 1}
+    assert (ing.labels.groupby("trace_id").size() == 2).sum() == 106
+    assert " H" in set(ing.labels["rater"])
