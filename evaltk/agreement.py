@@ -116,14 +116,6 @@ class _Ratings:
     declared: bool
 
 
-def _is_missing_array(a: np.ndarray) -> np.ndarray:
-    if a.dtype.kind == "f":
-        return np.isnan(a)
-    if a.dtype.kind in "iub":
-        return np.zeros(a.shape, dtype=bool)
-    return pd.isna(a)
-
-
 def _sort_labels(labels: list[Any]) -> list[Any]:
     try:
         return sorted(labels)
@@ -1419,8 +1411,8 @@ def _multi(kind: str, fn: str, ratings: Any, y2: Any, *, weights: Any, categorie
         if kind == "conger":
             codes_r = rt.codes if rated is None else rt.codes[rated]
             keep = (codes_r >= 0).any(axis=0)
-            se = _conger_se(codes_r[:, keep], _unit_counts(codes_r, q), _unit_counts(codes_r, q).sum(1),
-                            w, q, coef, pe)
+            uc = _unit_counts(codes_r, q)
+            se = _conger_se(codes_r[:, keep], uc, uc.sum(axis=1), w, q, coef, pe)
         else:
             se = _multi_se(kind, pat, w, q, coef, pa, pe, pi)
         if kind == "fleiss":

@@ -664,3 +664,35 @@ def test_edge_cases_never_crash():
     # a rater who rated nothing is dropped by Conger (their marginals are undefined)
     res = conger_kappa([[1, 1, N], [2, 2, N], [1, 2, N]])
     assert res.statistic == pytest.approx(cohen_kappa([1, 2, 1], [1, 2, 2]).statistic)
+
+
+# --------------------------------------------------------------------------- common properties
+
+ALL_ESTIMATORS = {
+    "percent_agreement": percent_agreement, "cohen_kappa": cohen_kappa, "scott_pi": scott_pi,
+    "pabak": pabak, "fleiss_kappa": fleiss_kappa, "conger_kappa": conger_kappa,
+    "gwet_ac1": gwet_ac1, "brennan_prediger": brennan_prediger,
+    "krippendorff_alpha": lambda *a, **k: krippendorff_alpha(*a, level="nominal", **k),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ALL_ESTIMATORS))
+def test_common_properties(name):
+    """Every estimator: rater symmetry, unit-order and label-type invariance, empty input raises
+    (the scikit-learn ``test_common.py`` pattern)."""
+    fn = ALL_ESTIMATORS[name]
+    rng = np.random.default_rng(21)
+    a = rng.integers(0, 3, 80)
+    b = np.where(rng.random(80) < 0.7, a, rng.integers(0, 3, 80))
+    base = fn(a, b).statistic
+    perm = rng.permutation(80)
+    assert fn(b, a).statistic == pytest.approx(base, abs=1e-12)
+    assert fn(a[perm], b[perm]).statistic == pytest.approx(base, abs=1e-12)
+    names = np.array(["low", "mid", "high"], dtype=object)
+    assert fn(names[a], names[b]).statistic == pytest.approx(base, abs=1e-12)
+    assert fn(a.astype(float), b.astype(float)).statistic == pytest.approx(base, abs=1e-12)
+    res = fn(a, b)
+    assert res.n_units == 80 and res.n_pairable_ratings == 160
+    assert -1.0 <= base <= 1.0
+    with pytest.raises(InputError):
+        fn([], [])
