@@ -829,9 +829,13 @@ def _validate_arrow(table: pa.Table) -> tuple[dict[str, Any], np.ndarray, np.nda
         action = sfield("action")
         bad_s |= pc.fill_null(pc.equal(pc.binary_length(action), 0), True).to_numpy(zero_copy_only=False)
         # duplicated index within a run
-        order = np.lexsort((s_index, step_run))
-        sr, si = step_run[order], s_index[order]
-        dup = (sr[1:] == sr[:-1]) & (si[1:] == si[:-1])
+        if _increasing_within(s_index, step_run):
+            dup = np.zeros(max(m - 1, 0), bool)  # strictly increasing: no repeat
+            sr = step_run
+        else:
+            order = np.lexsort((s_index, step_run))
+            sr, si = step_run[order], s_index[order]
+            dup = (sr[1:] == sr[:-1]) & (si[1:] == si[:-1])
         bad_run = np.zeros(n, bool)
         if dup.any():
             bad_run[sr[1:][dup]] = True
@@ -927,6 +931,14 @@ def _str_series(a: Any) -> pd.Series:
     return _s(list(a))
 
 
+def _increasing_within(values: np.ndarray, groups: np.ndarray) -> bool:
+    """True when ``values`` strictly increase inside each run of equal ``groups``."""
+    if values.size < 2:
+        return True
+    same = groups[1:] == groups[:-1]
+    return bool(np.all(values[1:][same] > values[:-1][same]))
+
+
 def _build_tables(*, tid: pa.Array, task: pa.Array, domain: pa.Array, agent: pa.Array,
                   guide: list[Any], n_steps: np.ndarray, s_index: np.ndarray, s_action: pa.Array,
                   s_target: pa.Array, s_screen: pa.Array, s_cons: np.ndarray, s_conf: np.ndarray,
@@ -940,8 +952,8 @@ def _build_tables(*, tid: pa.Array, task: pa.Array, domain: pa.Array, agent: pa.
     """
     n = len(tid)
     step_run = np.repeat(np.arange(n, dtype=np.int64), n_steps)
-    order = np.lexsort((s_index, step_run))
-    sorted_already = bool(np.all(order[1:] > order[:-1])) if order.size else True
+    sorted_already = _increasing_within(s_index, step_run)
+    order = np.arange(0) if sorted_already else np.lexsort((s_index, step_run))
 
     def take(a: Any) -> Any:
         if sorted_already:
@@ -1813,11 +1825,10 @@ def read_answers(source: Any, *, strict: bool = False, kind: str = "answer") -> 
     if kind not in ("answer", "label"):
         raise ValueError(f"`kind` must be 'answer' or 'label'; got {kind!r}.")
     name, raw, numbers = _load_answer_source(source, kind)
-    if len(raw) == 0:
-        if name.startswith("<"):
-            return AnswerRecords(_empty_table(), _ledger(name, [], [], kind, np.zeros(0, bool), [], []),
-                                 kind)
-        raise UnreadableInput("no rows", file=name)
+    if len(raw) == 0 and (name.startswith("<") or set(_ANSWER_REQUIRED) <= set(raw.columns)):
+        # a header without rows, an empty DataFrame or list: a valid, empty table
+        return AnswerRecords(_empty_table(), _ledger(name, [], [], kind, np.zeros(0, bool), [], []),
+                             kind)
     all_err = "__error__" in raw.columns and bool(raw["__error__"].notna().all())
     missing_cols = [c for c in _ANSWER_REQUIRED if c not in raw.columns]
     if missing_cols and not all_err:

@@ -508,6 +508,18 @@ def test_answers_file_missing_a_required_column_is_a_schema_violation(tmp_path):
     assert e.value.field == "answer"
 
 
+def test_empty_answer_tables_are_valid(tmp_path):
+    f = tmp_path / "a.csv"
+    f.write_text("trace_id,measure,step,rater,answer\n", encoding="utf-8")
+    for src in (f, [], pd.DataFrame(columns=["trace_id", "measure", "rater", "answer"])):
+        ing = ingest([run("a")], answers=src)
+        assert ing.answers.empty and list(ing.answers.columns) == list(ANSWER_COLUMNS)
+        assert_ledger_accounts(ing, 1)
+    (tmp_path / "e.csv").write_bytes(b"")
+    with pytest.raises(UnreadableInput, match="empty"):
+        ingest([run("a")], answers=tmp_path / "e.csv")
+
+
 def test_answers_jsonl_with_bad_lines(tmp_path):
     f = tmp_path / "a.jsonl"
     f.write_text('{"trace_id": "a", "measure": "x_task", "rater": "j", "answer": "yes"}\n'
