@@ -937,8 +937,9 @@ def score_traces(traces: Any, answers: Any = None, labels: Any = None, *, strict
     ...     {"index": 0, "action": "tap", "target": "buy", "screen": "cart",
     ...      "consequential": True}]}
     >>> m = score_traces([run])
-    >>> m.wide().loc[0, ["x_safe", "x_safe_cause"]].tolist()
-    [0.0, nan]
+    >>> w = m.wide().iloc[0]
+    >>> float(w["x_safe"]), w["x_task_cause"]
+    (0.0, 'not_implemented')
     """
     from .traces import Ingested, ingest
 

@@ -132,3 +132,14 @@ def test_cli_score_writes_matrix_and_exit_codes(tmp_path, capsys):
     assert main(["score", str(bad), "--out", str(tmp_path / "y"), "--strict"]) == 65
     err = capsys.readouterr().err
     assert "bad.jsonl" in err and "steps" in err
+
+
+def test_an_agents_own_claim_of_success_carries_no_weight():
+    rec = {"trace_id": "t1", "task": "Buy a lamp in the shop", "status": "complete", "claimed_success": True,
+           "final_message": "Done! Task completed successfully.",
+           "steps": [{"index": 0, "action": "tap", "target": "buy", "screen": "cart", "consequential": True}]}
+    w = score_traces([rec]).wide().iloc[0]
+    assert np.isnan(w["x_task"]) and w["x_task_cause"] == "not_implemented"
+    ans = pd.DataFrame({"trace_id": ["t1"], "measure": ["x_task"], "step": [None], "rater": ["j"],
+                        "answer": ["no"]})
+    assert score_traces([rec], ans).wide().iloc[0]["x_task"] == 0.0
