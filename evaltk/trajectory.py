@@ -563,104 +563,7 @@ def _str_field(ev: Mapping[str, Any], key: str, cid: str, i: int, eid: str) -> s
 
 
 class _Invalid(Exception):
-    """Raised by the fast scan; :func:`_explain` then finds and names the problem."""
-
-
-def _scan(cid: str, events: Any) -> tuple:
-    """One pass over a case's events: check them and collect the facts the dimensions read.
-
-    The pass is written for speed; on any anomaly it hands over to :func:`_explain`,
-    which walks the events again with full checks and raises the precise
-    :class:`~evaltk.errors.SchemaViolation` (case, field, event id).
-    """
-    try:
-        return _scan_fast(events)
-    except _SCAN_ERRORS:
-        _explain(cid, events)
-        raise _bad(cid, "events", "events are malformed") from None  # pragma: no cover
-
-
-def _scan_fast(events: list) -> tuple:
-    # Structural types are the schema's business (checked once per document at load); this
-    # pass checks the semantic rules (order, duplicates, zones, digests, base64, one terminal)
-    # and fails closed on odd types (an id of the wrong type never matches the lock).  Where a
-    # wrong type could make a case pass (`success`, `status`), it is checked here too.
-    ids: set = set()
-    add_id = ids.add
-    last_seq = -1
-    last_at = first_at = None
-    term_i = len(events)
-    term_status = "none"
-    term_reason = term_id = None
-    steps: list = []
-    miles: dict = {}
-    faults: list = []
-    recs: list = []
-    state: dict = {}
-    evid: list = []
-    claims: list = []
-    for i, ev in enumerate(events):
-        eid = ev["id"]
-        seq = ev["seq"]
-        if seq <= last_seq:
-            raise _Invalid
-        last_seq = seq
-        add_id(eid)
-        if "at" in ev:
-            t = _ts_or_invalid(ev["at"])
-            if last_at is not None and t < last_at:
-                raise _Invalid
-            if first_at is None:
-                first_at = t
-            last_at = t
-        kind = ev["kind"]
-        if kind == "action":
-            steps.append((i, ev["action"], eid))
-        elif kind == "milestone":
-            m = ev["milestone"]
-            if m not in miles:
-                miles[m] = (i, eid)
-        elif kind == "evidence":
-            if "bytes_base64" in ev:
-                if "sha256" in ev:
-                    raise _Invalid
-                dig = _sha256(_a2b(ev["bytes_base64"], strict_mode=True)).hexdigest()
-            else:
-                dig = ev["sha256"]
-                if _HEX64_MATCH(dig) is None:
-                    raise _Invalid
-                dig = dig.lower()
-            evid.append((i, ev["evidence_id"], dig, eid))
-        elif kind == "claim":
-            cites = ev["evidence"]
-            if type(cites) is not list:
-                raise _Invalid
-            claims.append((i, ev["claim_id"], cites, eid))
-        elif kind == "state":
-            for k, v in ev["state"].items():
-                state[k] = (v, eid)
-        elif kind == "terminal":
-            st = ev["status"]
-            if term_id is not None or (st != "completed" and st != "abstained" and st != "none"):
-                raise _Invalid
-            term_i, term_status, term_id = i, st, eid
-            if st == "abstained":
-                term_reason = ev["reason"]
-        elif kind == "fault":
-            faults.append((i, ev["signature"], eid))
-        elif kind == "recovery":
-            ok = ev["success"]
-            if type(ok) is not bool:
-                raise _Invalid
-            a = ev["action"]
-            recs.append((i, ev["signature"], a, ok, eid))
-            steps.append((i, a, eid))
-        else:
-            raise _Invalid
-    if len(ids) != len(events):
-        raise _Invalid
-    return (term_i, term_status, term_reason, term_id, steps, miles, faults, recs, state, evid,
-            claims, first_at)
+    """Raised by the grading pass on an anomaly; :func:`_check_events` then names the problem."""
 
 
 def _ts_or_invalid(value: Any) -> datetime:
@@ -670,13 +573,17 @@ def _ts_or_invalid(value: Any) -> datetime:
         raise _Invalid from None
 
 
-def _explain(cid: str, events: Any) -> None:
-    """Walk the events with full checks and raise the first problem, named precisely."""
+def _check_events(cid: str, events: Any) -> datetime | None:
+    """Check a case's events in full and raise the first problem, named precisely
+    (:class:`~evaltk.errors.SchemaViolation` with the case as record and the field).
+
+    Returns the earliest event timestamp (None when no event has ``at``)."""
     if type(events) is not list:
         raise _bad(cid, "events", f"`events` must be a list; got {type(events).__name__}")
     ids: dict[str, int] = {}
     last_seq = -1
     last_at: datetime | None = None
+    first_at: datetime | None = None
     term_id = None
     for i, ev in enumerate(events):
         if type(ev) is not dict:
@@ -702,6 +609,8 @@ def _explain(cid: str, events: Any) -> None:
             if last_at is not None and t < last_at:
                 raise _bad(cid, f"events[{i}].at",
                            f"event `{eid}` is out of order: at {at} is earlier than the event before it")
+            if first_at is None:
+                first_at = t
             last_at = t
         kind = ev.get("kind")
         if kind not in _KINDS:
@@ -753,6 +662,7 @@ def _explain(cid: str, events: Any) -> None:
                            f"got {st!r}")
             if st == "abstained":
                 _str_field(ev, "reason", cid, i, eid)
+    return first_at
 
 
 _SCAN_ERRORS = (_Invalid, KeyError, TypeError, AttributeError, ValueError, IndexError, binascii.Error)
@@ -778,54 +688,6 @@ def _same(a: Any, b: Any) -> bool:
         return canonical_json(a) == canonical_json(b)
     except (TypeError, ValueError):
         return False
-
-
-def _evidence(pol: CasePolicy, evid: list, claims: list, limit: int,
-              require_all: bool) -> tuple | None:
-    """None when faithful within the events before ``limit``; else the failing observation."""
-    expected = pol.evidence
-    first_seen: dict[str, int] = {}
-    for i, e, dig, eid in evid:
-        if i >= limit:
-            break
-        want = expected.get(e)
-        if want is not None and dig != want:
-            return ("failed", f"evidence `{e}` at {eid} changed: sha256 {dig[:12]}..., locked "
-                    f"{want[:12]}...", eid)
-        if e not in first_seen:
-            first_seen[e] = i
-    cited: set[tuple[str, str]] = set()
-    if claims:
-        support = pol.claim_support
-        for i, c, cites, eid in claims:
-            if i >= limit:
-                break
-            allowed = support.get(c)
-            if allowed is None:
-                return ("failed", f"claim `{c}` at {eid} is not supported by any locked evidence", eid)
-            if not cites:
-                return ("failed", f"claim `{c}` at {eid} cites no evidence", eid)
-            for e in cites:
-                if e not in allowed:
-                    if e not in expected:
-                        return ("failed", f"claim `{c}` at {eid} cites evidence `{e}`, which the lock "
-                                "does not hold", eid)
-                    return ("failed", f"claim `{c}` at {eid} cites evidence `{e}`, which is not locked "
-                            "to support it", eid)
-                s = first_seen.get(e)
-                if s is None or s > i:
-                    return ("failed", f"claim `{c}` at {eid} cites evidence `{e}` not seen before it "
-                            "(unseen)", eid)
-                cited.add((c, e))
-    if require_all and not (first_seen.keys() >= pol.evidence_ids and cited >= pol.claim_pairs):
-        for e, its_claims in pol.evidence_claims:
-            if e not in first_seen:
-                return ("failed", f"locked evidence `{e}` was never observed (missing)", None)
-            for c in its_claims:
-                if (c, e) not in cited:
-                    return ("failed", f"locked evidence `{e}` is never cited by its claim `{c}` "
-                            "(uncited)", None)
-    return None
 
 
 def _recovered(recs: list, i: int, sig: str, need: str, before: int) -> bool:
@@ -905,12 +767,143 @@ def grade_case(policy: CasePolicy, events: Sequence[Mapping[str, Any]], *,
     """
     cid = policy.case_id if case_id is None else case_id
     try:
-        (ti, tstatus, treason, tid, steps, miles, faults, recs, state, evid, claims,
-         first_at) = _scan_fast(events)
+        return _grade(policy, events, cid)
     except _SCAN_ERRORS:
-        _explain(cid, events)
-        raise _bad(cid, "events", "events are malformed") from None  # pragma: no cover
+        _check_events(cid, events)  # names the malformed event and field
+        raise  # pragma: no cover - the events were well-formed: a bug, reported as such
+
+
+def _grade(policy: CasePolicy, events: Sequence[Mapping[str, Any]], cid: str) -> CaseGrade:
+    # One pass over the events checks the rules a schema cannot (order, duplicate ids, zones,
+    # digests, base64, one terminal) and decides what can be decided in order: budgets, digests,
+    # claims against the evidence seen so far.  Structural types are the schema's business
+    # (checked once per document at load); odd types fail closed (an id of the wrong type never
+    # matches the lock) and, where a wrong type could make a case pass (`success`, `status`),
+    # are checked here.  Any anomaly raises, and grade_case hands over to _check_events.
+    budgets = policy.budgets
+    expected = policy.evidence
+    support = policy.claim_support
+    ids: set = set()
+    add_id = ids.add
+    last_seq = -1
+    last_at = first_at = None
     n = len(events)
+    ti = n
+    tstatus = treason = tid = None
+    counts: dict = {}
+    nsteps = 0
+    step = None
+    miles: dict = {}
+    faults: list = []
+    recs: list = []
+    state: dict = {}
+    first_seen: dict = {}
+    cited: dict = {}
+    ev_bad = None  # (index, outcome) of the first evidence or claim failure
+    pre_complete = False  # at a completed terminal: every locked evidence seen and claim cited
+    for i, ev in enumerate(events):
+        eid = ev["id"]
+        seq = ev["seq"]
+        if seq <= last_seq:
+            raise _Invalid
+        last_seq = seq
+        add_id(eid)
+        if "at" in ev:
+            t = _ts_or_invalid(ev["at"])
+            if last_at is not None and t < last_at:
+                raise _Invalid
+            if first_at is None:
+                first_at = t
+            last_at = t
+        kind = ev["kind"]
+        if kind == "action":
+            a = ev["action"]
+            nsteps += 1
+            c = counts[a] = counts.get(a, 0) + 1
+            if step is None:
+                b = budgets.get(a)
+                if b is None or c > b:
+                    step = _over_budget(a, c, b, eid)
+        elif kind == "milestone":
+            m = ev["milestone"]
+            if m not in miles:
+                miles[m] = (i, eid)
+        elif kind == "evidence":
+            if "bytes_base64" in ev:
+                if "sha256" in ev:
+                    raise _Invalid
+                dig = _sha256(_a2b(ev["bytes_base64"], strict_mode=True)).hexdigest()
+            else:
+                dig = ev["sha256"]
+                if _HEX64_MATCH(dig) is None:
+                    raise _Invalid
+                dig = dig.lower()
+            e = ev["evidence_id"]
+            if ev_bad is None:
+                want = expected.get(e)
+                if want is not None and dig != want:
+                    ev_bad = (i, ("failed", f"evidence `{e}` at {eid} changed: sha256 {dig[:12]}..., "
+                                  f"locked {want[:12]}...", eid))
+            if e not in first_seen:
+                first_seen[e] = i
+        elif kind == "claim":
+            cites = ev["evidence"]
+            c = ev["claim_id"]
+            if type(cites) is not list:
+                raise _Invalid
+            if ev_bad is None:
+                allowed = support.get(c)
+                if allowed is None:
+                    ev_bad = (i, ("failed", f"claim `{c}` at {eid} is not supported by any locked "
+                                  "evidence", eid))
+                elif not cites:
+                    ev_bad = (i, ("failed", f"claim `{c}` at {eid} cites no evidence", eid))
+                else:
+                    for e in cites:
+                        if e not in allowed:
+                            ev_bad = (i, ("failed", f"claim `{c}` at {eid} cites evidence `{e}`, " + (
+                                "which is not locked to support it" if e in expected
+                                else "which the lock does not hold"), eid))
+                            break
+                        if e not in first_seen:
+                            ev_bad = (i, ("failed", f"claim `{c}` at {eid} cites evidence `{e}` not seen "
+                                          "before it (unseen)", eid))
+                            break
+                        if (c, e) not in cited:
+                            cited[(c, e)] = i
+        elif kind == "state":
+            for k, v in ev["state"].items():
+                state[k] = (v, eid)
+        elif kind == "terminal":
+            st = ev["status"]
+            if tstatus is not None or (st != "completed" and st != "abstained" and st != "none"):
+                raise _Invalid
+            ti, tstatus, tid = i, st, eid
+            if st == "completed":
+                pre_complete = (first_seen.keys() >= policy.evidence_ids
+                                and cited.keys() >= policy.claim_pairs)
+            elif st == "abstained":
+                treason = ev["reason"]
+        elif kind == "fault":
+            faults.append((i, ev["signature"], eid))
+        elif kind == "recovery":
+            ok = ev["success"]
+            if type(ok) is not bool:
+                raise _Invalid
+            a = ev["action"]
+            recs.append((i, ev["signature"], a, ok, eid))
+            nsteps += 1
+            c = counts[a] = counts.get(a, 0) + 1
+            if step is None:
+                b = budgets.get(a)
+                if b is None or c > b:
+                    step = _over_budget(a, c, b, eid)
+        else:
+            raise _Invalid
+    if len(ids) != n:
+        raise _Invalid
+    if tstatus is None:
+        tstatus = "none"
     completed = tstatus == "completed"
     abstained = tstatus == "abstained"
 
@@ -935,30 +928,16 @@ def grade_case(policy: CasePolicy, events: Sequence[Mapping[str, Any]], *,
     else:
         goal = ("failed", "no completed terminal" + (f" (terminal {tid} says none)" if tid else ""), tid)
 
-    # 2. unnecessary steps: every action (recovery actions included) known and within budget.
-    budgets = policy.budgets
-    step = None
-    if steps:
-        counts: dict[str, int] = {}
-        for _, name, eid in steps:
-            c = counts[name] = counts.get(name, 0) + 1
-            b = budgets.get(name)
-            if b is None:
-                step = ("failed", f"action `{name}` at {eid} has no locked budget (unknown action)", eid)
-                break
-            if c > b:
-                step = ("failed", f"action `{name}` at {eid} is occurrence {c}, over its locked budget of {b}",
-                        eid)
-                break
+    # 2. unnecessary steps: decided in the pass (recovery actions included).
     if step is None:
-        step = ("passed", _STEPS_PASS[len(steps)] if len(steps) < 16
-                else f"{len(steps)} action(s), each within its locked budget", None)
+        step = ("passed", _STEPS_PASS[nsteps] if nsteps < 16
+                else f"{nsteps} action(s), each within its locked budget", None)
 
     # 3. recovery and 4. repeated error (one pass over the faults).
-    pfaults = policy.faults
     recovery = repeated = None
     unresolved = None  # premature success: a fault before the terminal not recovered before it
     if faults:
+        pfaults = policy.faults
         maxima = policy.max_faults
         fcount: dict[str, int] = {}
         for i, sig, eid in faults:
@@ -1008,14 +987,16 @@ def grade_case(policy: CasePolicy, events: Sequence[Mapping[str, Any]], *,
     if drift is None:
         drift = ("passed", policy.state_pass, None)
 
-    # 8. evidence fidelity (before 6, whose evidence part often reuses it).
-    bad = _evidence(policy, evid, claims, n, not abstained)
-    if bad is not None:
-        fidelity = bad
+    # 8. evidence fidelity: changed, unseen or unsupported as found in the pass; then missing or
+    # uncited (not required of an abstention, which makes no claim the evidence could support).
+    if ev_bad is not None:
+        fidelity = ev_bad[1]
     elif abstained:
         fidelity = _ABSTAINED_EVIDENCE_PASS
-    else:
+    elif first_seen.keys() >= policy.evidence_ids and cited.keys() >= policy.claim_pairs:
         fidelity = ("passed", policy.evidence_pass, None)
+    else:
+        fidelity = _missing_or_uncited(policy, first_seen, cited, n)
 
     # 6. premature success: a completed terminal before any prerequisite.
     if completed:
@@ -1023,14 +1004,13 @@ def grade_case(policy: CasePolicy, events: Sequence[Mapping[str, Any]], *,
             premature = ("failed", f"completed terminal {tid} precedes required milestone `{late[0]}`", tid)
         elif unresolved is not None:
             premature = ("failed", f"completed terminal {tid} precedes {unresolved}", tid)
+        elif ev_bad is not None and ev_bad[0] < ti:
+            premature = ("failed", f"completed terminal {tid} precedes faithful evidence: {ev_bad[1][1]}", tid)
+        elif not pre_complete:
+            premature = ("failed", f"completed terminal {tid} precedes faithful evidence: "
+                         f"{_missing_or_uncited(policy, first_seen, cited, ti)[1]}", tid)
         else:
-            # evidence before the terminal; the full-trajectory result serves when nothing follows it
-            if (evid and evid[-1][0] > ti) or (claims and claims[-1][0] > ti):
-                bad = _evidence(policy, evid, claims, ti, True)
-            if bad is not None:
-                premature = ("failed", f"completed terminal {tid} precedes faithful evidence: {bad[1]}", tid)
-            else:
-                premature = _PREMATURE_PASS
+            premature = _PREMATURE_PASS
     else:
         premature = ("not_applicable", _NOT_COMPLETED[tstatus], tid)
 
@@ -1063,6 +1043,27 @@ def grade_case(policy: CasePolicy, events: Sequence[Mapping[str, Any]], *,
     return _tuple_new(CaseGrade, (cid, decision, (tstatus, tid, treason),
                                   (goal, step, recovery, repeated, drift, premature, safe, fidelity),
                                   first_at))
+
+
+def _over_budget(a: Any, c: int, b: int | None, eid: Any) -> tuple:
+    if b is None:
+        return ("failed", f"action `{a}` at {eid} has no locked budget (unknown action)", eid)
+    return ("failed", f"action `{a}` at {eid} is occurrence {c}, over its locked budget of {b}", eid)
+
+
+def _missing_or_uncited(pol: CasePolicy, first_seen: Mapping[str, int],
+                        cited: Mapping[tuple[str, str], int], limit: int) -> tuple:
+    """The first locked evidence item not seen, or not cited by one of its claims, before ``limit``."""
+    for e, its_claims in pol.evidence_claims:
+        s = first_seen.get(e)
+        if s is None or s >= limit:
+            return ("failed", f"locked evidence `{e}` was never observed (missing)", None)
+        for c in its_claims:
+            j = cited.get((c, e))
+            if j is None or j >= limit:
+                return ("failed", f"locked evidence `{e}` is never cited by its claim `{c}` (uncited)", None)
+    return ("passed", "", None)  # pragma: no cover - callers check the subsets first
+
 
 
 _tuple_new = tuple.__new__
@@ -1210,7 +1211,7 @@ def grade_cohort(lock: Mapping[str, Any], results: Mapping[str, Any], *,
     first_at: dict[str, datetime | None] = {}
     for cid, case in results["cases"].items():
         try:
-            first_at[cid] = _scan(cid, case["events"])[-1]
+            first_at[cid] = _check_events(cid, case["events"])
         except SchemaViolation as e:
             raise SchemaViolation(e.detail, file=results_file, record=cid, field=e.field) from None
     locked_at = _parse_ts(lock["locked_at"], what="`locked_at`", file=lock_file, field="locked_at")

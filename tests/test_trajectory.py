@@ -752,12 +752,14 @@ def test_each_control_is_red(control):
         assert r.exit_code == 2 and case.decision != "passed"
 
 
-def test_controls_catch_a_sabotaged_grader(monkeypatch):
-    # a grader that silently drops the evidence dimension must turn the self-check red
-    monkeypatch.setattr(tj, "_evidence", lambda *a, **k: None)
+@pytest.mark.parametrize("target,control", [("_same", "state drift"),
+                                             ("_recovered", "unresolved recovery")])
+def test_controls_catch_a_sabotaged_grader(monkeypatch, target, control):
+    # a grader that silently stops checking a rule must turn its control red
+    monkeypatch.setattr(tj, target, lambda *a, **k: True)
     results = {r.name: r for r in run_self_check()}
-    assert not results["changed evidence"].ok
-    assert not results["final-answer-only mask"].ok
+    assert not results[control].ok
+    assert "UNEXPECTED" in results[control].describe()
 
 
 def test_cli_self_check_prints_each_control(capsys):
