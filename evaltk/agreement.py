@@ -1109,6 +1109,10 @@ def _int_pair_table(y1: Any, y2: Any, categories: Any, fn: str
     general path handles them).  The per-unit cell codes (needed only by a
     cluster or stratified bootstrap) are computed lazily.
     """
+    if isinstance(y1, pd.Series):
+        y1 = y1.to_numpy()
+    if isinstance(y2, pd.Series):
+        y2 = y2.to_numpy()
     if y2 is None or not isinstance(y1, np.ndarray) or not isinstance(y2, np.ndarray):
         return None
     if y1.ndim != 1 or y2.ndim != 1 or y1.dtype.kind not in "iu" or y2.dtype.kind not in "iu":
