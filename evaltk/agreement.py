@@ -532,6 +532,8 @@ class AgreementResult:
             "coverage": num(self.coverage),
             "weights": self.weights,
             "n_categories": len(self.categories),
+            "n_resamples": None if self.bootstrap is None else self.bootstrap.n_resamples,
+            "n_undefined_resamples": None if self.bootstrap is None else self.bootstrap.n_undefined,
         }
         return pd.DataFrame([row])
 

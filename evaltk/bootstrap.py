@@ -688,10 +688,28 @@ def bootstrap(
                 reps[b] = call(*[s[gen.integers(0, s.size, size=s.size)] for s in samples])
     jack = None
     if method == "bca":
-        jack = _generic_jackknife(samples, call, unit=unit, paired=paired, clusters=cl)
+        if vectorized and paired and unit != "cluster":
+            jack = _vectorized_jackknife(samples, statistic)
+        else:
+            jack = _generic_jackknife(samples, call, unit=unit, paired=paired, clusters=cl)
     return _interval_from_replicates(theta, reps, jack, method=method,
                                      confidence_level=confidence_level, unit=unit,
                                      undefined=undefined, n_resamples=B)
+
+
+def _vectorized_jackknife(samples: list[np.ndarray], statistic: Callable[..., Any]
+                          ) -> tuple[np.ndarray, np.ndarray]:
+    """Leave-one-item-out values of a vectorised statistic, in chunks of rows."""
+    n = samples[0].size
+    vals = np.empty(n)
+    step = max(1, _CHUNK_CELLS // max(n * len(samples), 1))
+    base = np.arange(n - 1)
+    for i in range(0, n, step):
+        left = np.arange(i, min(i + step, n))
+        idx = base[None, :] + (base[None, :] >= left[:, None])   # row j skips item left[j]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            vals[left] = np.asarray(statistic(*[s[idx] for s in samples], axis=-1), dtype=float)
+    return vals, np.ones(n)
 
 
 def _generic_jackknife(samples: list[np.ndarray], call: Callable[..., float], *, unit: str, paired: bool,

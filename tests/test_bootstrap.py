@@ -303,3 +303,15 @@ def test_result_frame():
     row = res.to_frame().iloc[0]
     assert row["method"] == "percentile" and row["n_resamples"] == 100
     assert row["ci_low"] < 4.5 < row["ci_high"]
+
+
+def test_vectorized_jackknife_equals_loop():
+    x = np.random.default_rng(9).exponential(size=120)
+    y = x + np.random.default_rng(10).normal(size=120)
+
+    def diff(a, b, axis=-1):
+        return np.mean(a, axis=axis) - np.median(b, axis=axis)
+
+    loop = bootstrap((x, y), lambda a, b: diff(a, b), method="bca", rng=0, n_resamples=200)
+    vec = bootstrap((x, y), diff, method="bca", rng=0, n_resamples=200, vectorized=True)
+    assert vec.acceleration == pytest.approx(loop.acceleration, rel=1e-12)
