@@ -1719,7 +1719,8 @@ def check_summary(run: SuiteRun | Mapping[str, Any] | str | Path,
             else:
                 why = (f"passRule {run.pass_rule} counts trial verdicts: "
                        f"{int(ours.trial_passed[i].sum())} of {run.count} passed")
-            v("0246.B", where, "passed", f"reports {rp}; {why}, so passed is {exp_passed}", exp_passed, rp)
+            v("0246.B", where, "passed",
+              f"reports {json.dumps(rp)}; {why}, so passed is {json.dumps(exp_passed)}", exp_passed, rp)
         c = int(ours.trial_passed[i].sum())
         for key, fn in (("passAtK", pass_at_k), ("passHatK", pass_hat_k)):
             val = t.get(key, trials.get(key))
@@ -1773,7 +1774,8 @@ def check_summary(run: SuiteRun | Mapping[str, Any] | str | Path,
     if not isinstance(rp, bool):
         v("shape", "suite", "passed", "missing or not a boolean", ours.passed, rp)
     elif rp != ours.passed:
-        v("0246.B", "suite", "passed", f"reports {rp}; {'; '.join(ours.reasons)}", ours.passed, rp)
+        v("0246.B", "suite", "passed", f"reports {json.dumps(rp)}; {'; '.join(ours.reasons)}", ours.passed,
+          rp)
     for key, exp in (("taskCount", run.task_count), ("passedCount", ours.passed_count)):
         val = host.get(key)
         if val is not None and val != exp:
@@ -1841,7 +1843,8 @@ def _check_events(ours: EvalSummary, events: Iterable[Mapping[str, Any]]) -> lis
         exp_p = bool(ours.trial_passed[i, j])
         if p is not exp_p:
             out.append(Violation("0246.B" if p is True else "events", where, "passed",
-                                 f"reports {p!r}; the trial verdict is {exp_p}", exp_p, p))
+                                 f"reports {json.dumps(p)}; the trial verdict is {json.dumps(exp_p)}",
+                                 exp_p, p))
     for i, tid in enumerate(run.task_ids):
         for j in range(run.count):
             if seen.get((i, j), 0) == 0:
@@ -1965,7 +1968,9 @@ def register_cli(subparsers: Any) -> None:
     c.set_defaults(func=_cmd_check)
 
     def _no_sub(args: Any) -> int:
-        p.print_help()
+        import sys
+
+        p.print_help(sys.stderr)
         from .cli import EXIT_USAGE, CliError
 
         raise CliError("usage: evaltk suite needs a subcommand: summarize, gate or check", EXIT_USAGE)

@@ -521,7 +521,7 @@ def _runs(draw):
             "trials": {"count": count, "passRule": rule}, "tasks": tasks}
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(_runs())
 def test_vectorised_summary_matches_the_reference(d):
     s = summarize_suite(d)
