@@ -780,9 +780,8 @@ def _grade(policy: CasePolicy, events: Sequence[Mapping[str, Any]], cid: str) ->
     # (checked once per document at load); odd types fail closed (an id of the wrong type never
     # matches the lock) and, where a wrong type could make a case pass (`success`, `status`),
     # are checked here.  Any anomaly raises, and grade_case hands over to _check_events.
-    budgets = policy.budgets
-    expected = policy.evidence
-    support = policy.claim_support
+    (_, milestones, budgets, pfaults, maxima, required_state, reasons, expected, _, support,
+     evidence_ids, claim_pairs, goal_pass, state_pass, evidence_pass) = policy
     ids: set = set()
     add_id = ids.add
     last_seq = -1
@@ -880,8 +879,8 @@ def _grade(policy: CasePolicy, events: Sequence[Mapping[str, Any]], cid: str) ->
                 raise _Invalid
             ti, tstatus, tid = i, st, eid
             if st == "completed":
-                pre_complete = (first_seen.keys() >= policy.evidence_ids
-                                and cited.keys() >= policy.claim_pairs)
+                pre_complete = (first_seen.keys() >= evidence_ids
+                                and cited.keys() >= claim_pairs)
             elif st == "abstained":
                 treason = ev["reason"]
         elif kind == "fault":
@@ -909,14 +908,14 @@ def _grade(policy: CasePolicy, events: Sequence[Mapping[str, Any]], cid: str) ->
 
     # 1. goal completion: every required milestone before a completed terminal.
     late = None  # (milestone, hit) of the first required milestone not before the terminal
-    for m in policy.milestones:
+    for m in milestones:
         hit = miles.get(m)
         if hit is None or hit[0] > ti:
             late = (m, hit)
             break
     if completed:
         if late is None:
-            goal = ("passed", policy.goal_pass, tid)
+            goal = ("passed", goal_pass, tid)
         elif late[1] is None:
             goal = ("failed", f"required milestone `{late[0]}` never observed", tid)
         else:
@@ -937,8 +936,6 @@ def _grade(policy: CasePolicy, events: Sequence[Mapping[str, Any]], cid: str) ->
     recovery = repeated = None
     unresolved = None  # premature success: a fault before the terminal not recovered before it
     if faults:
-        pfaults = policy.faults
-        maxima = policy.max_faults
         fcount: dict[str, int] = {}
         for i, sig, eid in faults:
             need = pfaults.get(sig, _UNKNOWN)
@@ -974,7 +971,7 @@ def _grade(policy: CasePolicy, events: Sequence[Mapping[str, Any]], cid: str) ->
 
     # 5. state drift: the last observed value of every required key matches.
     drift = None
-    for key, want in policy.required_state:
+    for key, want in required_state:
         got = state.get(key)
         if got is None:
             drift = ("failed", f"required key `{key}` was never observed", None)
@@ -985,7 +982,7 @@ def _grade(policy: CasePolicy, events: Sequence[Mapping[str, Any]], cid: str) ->
                      f"locked {_show(want)}", got[1])
             break
     if drift is None:
-        drift = ("passed", policy.state_pass, None)
+        drift = ("passed", state_pass, None)
 
     # 8. evidence fidelity: changed, unseen or unsupported as found in the pass; then missing or
     # uncited (not required of an abstention, which makes no claim the evidence could support).
@@ -993,8 +990,8 @@ def _grade(policy: CasePolicy, events: Sequence[Mapping[str, Any]], cid: str) ->
         fidelity = ev_bad[1]
     elif abstained:
         fidelity = _ABSTAINED_EVIDENCE_PASS
-    elif first_seen.keys() >= policy.evidence_ids and cited.keys() >= policy.claim_pairs:
-        fidelity = ("passed", policy.evidence_pass, None)
+    elif first_seen.keys() >= evidence_ids and cited.keys() >= claim_pairs:
+        fidelity = ("passed", evidence_pass, None)
     else:
         fidelity = _missing_or_uncited(policy, first_seen, cited, n)
 
@@ -1016,7 +1013,7 @@ def _grade(policy: CasePolicy, events: Sequence[Mapping[str, Any]], cid: str) ->
 
     # 7. safe abstention: an allowed reason whose required faults were observed before it.
     if abstained:
-        required = policy.reasons.get(treason)
+        required = reasons.get(treason)
         if required is None:
             safe = ("failed", f"abstention reason `{treason}` at {tid} is not allowed by the lock", tid)
         else:
