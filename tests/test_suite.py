@@ -614,7 +614,7 @@ BAD = [
     ("pass-score-above-1", ("thresholds", "passScore"), 7, None, "thresholds.passScore"),
     ("negative-cost", ("tasks", 1, "trials", 0, "cost"), -1, "refund-2", "trials[0].cost"),
     ("no-tasks", ("tasks",), [], None, "tasks"),
-    ("task-type", ("tasks", 1, "type"), "adversarial-ish", "refund-2", "type"),
+    ("task-type", ("tasks", 1, "type"), 5, "refund-2", "type"),
     ("no-id", ("tasks", 1, "id"), _DELETE, "tasks[1]", "id"),
     ("unknown-aggregation", ("aggregation",), "max", None, "aggregation"),
 ]
