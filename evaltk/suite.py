@@ -1058,6 +1058,17 @@ def _parse_trajectory(ctx: _Ctx, traj: Any, tid: str) -> TrajectorySpec:
 # --------------------------------------------------------------------------- the summary
 
 
+def _cost_sums(cost: np.ndarray) -> tuple[np.ndarray, float]:
+    """Per-task and total sums of recorded costs, exact on decimals (0.02 + 0.015 + 0.021 = 0.056)."""
+    known = np.where(np.isnan(cost), 0.0, cost)
+    d = _decimal_scale([known], known.size)
+    if d is None:
+        return known.sum(axis=1), math.fsum(known.ravel())
+    q = 10**d
+    ints = np.rint(known * q).astype(np.int64)
+    return ints.sum(axis=1) / q, int(ints.sum()) / q
+
+
 def _p95(x: np.ndarray) -> float:
     """Nearest-rank 95th percentile: an observed value, the maximum below 20 values."""
     srt = np.sort(x)
@@ -1338,8 +1349,9 @@ def summarize_suite(run: SuiteRun | Mapping[str, Any] | str | Path) -> EvalSumma
 
     total_cost = None
     cost_known = ~np.isnan(run.cost)
+    task_cost, total = _cost_sums(run.cost)
     if cost_known.all():
-        total_cost = math.fsum(run.cost.ravel())
+        total_cost = total
     lat_known = ~np.isnan(run.latency_ms)
     p95 = _p95(run.latency_ms.ravel()) if lat_known.all() else None
     mc, ml = run.thresholds.max_cost, run.thresholds.max_latency_ms
@@ -1386,7 +1398,7 @@ def summarize_suite(run: SuiteRun | Mapping[str, Any] | str | Path) -> EvalSumma
         "max": score.max(axis=1),
         "std": std,
     }
-    task_cost = np.where(cost_known.all(axis=1), np.nansum(run.cost, axis=1), np.nan)
+    task_cost = np.where(cost_known.all(axis=1), task_cost, np.nan)
     return EvalSummary(
         run=run, aggregate_score=agg, gated_aggregate_score=gagg, gated_aggregate_present=gagg_present,
         passed=passed, reasons=tuple(reasons), conditions=tuple(conditions), task_score=task_score,

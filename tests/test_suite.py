@@ -930,3 +930,13 @@ def test_from_frame_bad_tables():
         with pytest.raises(SchemaViolation) as e:
             suite_run_from_frame(table, suite="s", pass_score=0.5)
         assert (e.value.record, e.value.field) == (record, fld)
+
+
+def test_cost_sums_are_exact_on_decimals():
+    """0.1 + 0.2 is 0.30000000000000004 in floats; a maxCost of 0.3 must still be met."""
+    d = run_doc([{"id": "a", "trials": [{"score": 1, "cost": 0.1}]},
+                 {"id": "b", "trials": [{"score": 1, "cost": 0.2}]}])
+    d["thresholds"]["maxCost"] = 0.3
+    s = summarize_suite(d)
+    assert s.total_cost == 0.3 and s.passed
+    assert [t["cost"] for t in s.to_dict()["tasks"]] == [0.1, 0.2]
