@@ -63,7 +63,13 @@ import numpy as np
 import pandas as pd
 from scipy.special import ndtri
 
-from .bootstrap import BootstrapResult, bootstrap_table, check_confidence_level, check_rng
+from .bootstrap import (
+    BootstrapResult,
+    bootstrap_table,
+    check_confidence_level,
+    check_rng,
+    user_stacklevel,
+)
 from .errors import InputError
 from .values import Abstention, Cause, EvaltkWarning, UndefinedWarning
 
@@ -415,7 +421,7 @@ def _check_domain(rt: _Ratings, weighted: bool, fn: str) -> None:
         warnings.warn(
             f"{fn}: observed labels are a strict subset of the declared categories "
             f"(unseen: {unseen!r}); the weights and chance agreement use the declared domain.",
-            CategoryDomainWarning, stacklevel=3)
+            CategoryDomainWarning, stacklevel=user_stacklevel())
 
 
 # =========================================================================== result
@@ -960,7 +966,7 @@ def _check_method(method: Any) -> str:
 
 
 def _undefined(reason: str, fn: str) -> Abstention:
-    warnings.warn(f"{fn} is undefined: {reason}.", UndefinedWarning, stacklevel=4)
+    warnings.warn(f"{fn} is undefined: {reason}.", UndefinedWarning, stacklevel=user_stacklevel())
     return Abstention(Cause.MISSING_EVIDENCE, reason)
 
 
@@ -1018,7 +1024,7 @@ def _finish(
             raise ValueError(f"{fn}: method='analytic' is unavailable ({no_se_reason}); "
                              "pass method='percentile', 'basic' or 'bca'.")
         if isinstance(se_v, Abstention):
-            warnings.warn(f"{fn}: no interval ({few}).", UndefinedWarning, stacklevel=3)
+            warnings.warn(f"{fn}: no interval ({few}).", UndefinedWarning, stacklevel=user_stacklevel())
             ci = se_v
         else:
             ci = _analytic_ci(coef, se_v, confidence_level)
@@ -2036,7 +2042,7 @@ def classification_metrics(
     cov = _ratio(n_ans, n_anch, "coverage (no anchored item)")
     for name, v in (("accuracy", acc), ("precision", prec), ("recall", rec), ("f1", f1), ("tnr", tnr)):
         if isinstance(v, Abstention):
-            warnings.warn(f"{fn}: {name} is undefined ({v.reason}).", UndefinedWarning, stacklevel=2)
+            warnings.warn(f"{fn}: {name} is undefined ({v.reason}).", UndefinedWarning, stacklevel=user_stacklevel())
     conf = pd.DataFrame(cm.astype(int), index=pd.Index(cats, name="anchor"),
                         columns=pd.Index(cats, name="judge"))
     return ClassificationResult(

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import sys
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -73,6 +74,19 @@ _CHUNK_CELLS = 4_000_000
 
 class UndefinedReplicateError(ValueError):
     """Raised with ``undefined="raise"`` when some bootstrap replicates are undefined."""
+
+
+def user_stacklevel() -> int:
+    """``stacklevel`` for ``warnings.warn`` that points at the first frame outside evaltk.
+
+    Call it directly inside the ``warnings.warn(...)`` call.
+    """
+    frame = sys._getframe(1)  # the function that is warning
+    level = 1
+    while frame is not None and str(frame.f_globals.get("__name__", "")).startswith("evaltk"):
+        frame = frame.f_back
+        level += 1
+    return level
 
 
 # --------------------------------------------------------------------------- validation
@@ -199,7 +213,7 @@ class BootstrapResult:
 def _undefined_result(reason: str, *, method: str, confidence_level: float, unit: str,
                       n_resamples: int) -> BootstrapResult:
     warnings.warn(f"statistic undefined on the data ({reason}); no interval.", UndefinedWarning,
-                  stacklevel=3)
+                  stacklevel=user_stacklevel())
     ab = Abstention(Cause.MISSING_EVIDENCE, reason)
     return BootstrapResult(
         statistic=ab, confidence_interval=ab, standard_error=ab, n_resamples=n_resamples,
@@ -230,7 +244,7 @@ def _interval_from_replicates(
         if undefined == "raise":
             raise UndefinedReplicateError(msg + "; pass undefined='drop' to exclude them.")
         warnings.warn(msg + "; they were dropped and are counted in `n_undefined`.",
-                      UndefinedWarning, stacklevel=3)
+                      UndefinedWarning, stacklevel=user_stacklevel())
     good = reps[defined]
     if good.size == 0:
         ab = Abstention(Cause.MISSING_EVIDENCE, "every bootstrap replicate is undefined")
@@ -244,7 +258,7 @@ def _interval_from_replicates(
         z0, acc, reason = _bca_parameters(theta, good, jack)
         if reason is not None:
             warnings.warn(f"BCa interval undefined ({reason}); using the percentile interval.",
-                          UndefinedWarning, stacklevel=3)
+                          UndefinedWarning, stacklevel=user_stacklevel())
             used = "percentile"
     if used == "bca":
         assert z0 is not None and acc is not None  # for type checkers only
@@ -253,7 +267,7 @@ def _interval_from_replicates(
         if not np.all(np.isfinite(adj)):
             reason = "adjusted percentiles are not finite"
             warnings.warn(f"BCa interval undefined ({reason}); using the percentile interval.",
-                          UndefinedWarning, stacklevel=3)
+                          UndefinedWarning, stacklevel=user_stacklevel())
             used = "percentile"
         else:
             low, high = np.quantile(good, adj)
