@@ -1833,7 +1833,7 @@ def _check_events(ours: EvalSummary, events: Iterable[Mapping[str, Any]]) -> lis
             out.append(Violation("events", f"event task {tid}", "taskId", "not a task of the run"))
             continue
         i = index[tid]
-        j = e.get("trialIndex", e.get("trial"))
+        j = e.get("trialIndex")  # 0-based; without it, events are taken in order per task
         if not isinstance(j, int) or isinstance(j, bool):
             j = per_task.get(i, 0)
         per_task[i] = per_task.get(i, 0) + 1

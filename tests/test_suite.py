@@ -940,3 +940,11 @@ def test_cost_sums_are_exact_on_decimals():
     s = summarize_suite(d)
     assert s.total_cost == 0.3 and s.passed
     assert [t["cost"] for t in s.to_dict()["tasks"]] == [0.1, 0.2]
+
+
+def test_checker_events_without_trial_index_are_taken_in_order():
+    run = load_suite_run(fixture("leg-mean-gated.json"))
+    s = summarize_suite(run)
+    events = [{k: v for k, v in e.items() if k != "trialIndex"} for e in scored_events(s)]
+    assert check_summary(run, s.to_dict(), events=events) == []
+    assert len(check_summary(run, s.to_dict(), events=events[:1])) == 1
