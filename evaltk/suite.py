@@ -1358,7 +1358,7 @@ def summarize_suite(run: SuiteRun | Mapping[str, Any] | str | Path) -> EvalSumma
     if mc is not None:
         if total_cost is None:
             k_ = int((~cost_known).sum())
-            conditions.append({"condition": "totalCost <= maxCost", "value": None, "threshold": mc,
+            conditions.append({"condition": "totalCost <= maxCost", "value": None, "cause": Cause.MISSING_EVIDENCE.value, "threshold": mc,
                                "met": False, "detail": f"cannot check maxCost {_fmt(mc)}: {k_} trial(s) "
                                "record no cost (fails closed)"})
         else:
@@ -1369,7 +1369,7 @@ def summarize_suite(run: SuiteRun | Mapping[str, Any] | str | Path) -> EvalSumma
     if ml is not None:
         if p95 is None:
             k_ = int((~lat_known).sum())
-            conditions.append({"condition": "p95LatencyMs <= maxLatencyMs", "value": None, "threshold": ml,
+            conditions.append({"condition": "p95LatencyMs <= maxLatencyMs", "value": None, "cause": Cause.MISSING_EVIDENCE.value, "threshold": ml,
                                "met": False, "detail": f"cannot check maxLatencyMs {_fmt(ml)}: {k_} "
                                "trial(s) record no latencyMs (fails closed)"})
         else:

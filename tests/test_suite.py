@@ -345,6 +345,9 @@ def test_missing_cost_fails_closed_when_a_max_is_set():
     d["thresholds"]["maxCost"] = 5
     s = summarize_suite(d)
     assert not s.passed and "1 trial(s) record no cost (fails closed)" in s.reasons[0]
+    cond = s.to_dict()["decision"][1]
+    assert cond["value"] is None and cond["cause"] == "missing_evidence" and cond["met"] is False
+    validate_summary(s.to_dict())
 
 
 @pytest.mark.parametrize("how, agg, gagg", [("mean", 0.7, 0.3), ("median", 0.8, 0.1), ("min", 0.2, 0.0)])
