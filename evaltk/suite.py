@@ -1248,8 +1248,8 @@ class EvalSummary:
                 "min_score": ts["min"],
                 "max_score": ts["max"],
                 "std_score": ts["std"] if n > 1 else np.full(run.task_count, np.nan),
-                "std_score_cause": pd.Series([None if n > 1 else Cause.MISSING_EVIDENCE.value] * run.task_count,
-                                             dtype=object),
+                "std_score_cause": pd.Series(
+                    [None if n > 1 else Cause.MISSING_EVIDENCE.value] * run.task_count, dtype=object),
                 "cost": self._extras["task_cost"],
             }
         )
@@ -1358,9 +1358,10 @@ def summarize_suite(run: SuiteRun | Mapping[str, Any] | str | Path) -> EvalSumma
     if mc is not None:
         if total_cost is None:
             k_ = int((~cost_known).sum())
-            conditions.append({"condition": "totalCost <= maxCost", "value": None, "cause": Cause.MISSING_EVIDENCE.value, "threshold": mc,
-                               "met": False, "detail": f"cannot check maxCost {_fmt(mc)}: {k_} trial(s) "
-                               "record no cost (fails closed)"})
+            conditions.append({"condition": "totalCost <= maxCost", "value": None,
+                               "cause": Cause.MISSING_EVIDENCE.value, "threshold": mc, "met": False,
+                               "detail": f"cannot check maxCost {_fmt(mc)}: {k_} trial(s) record no "
+                               "cost (fails closed)"})
         else:
             ok = total_cost <= mc
             conditions.append({"condition": "totalCost <= maxCost", "value": total_cost, "threshold": mc,
@@ -1369,9 +1370,10 @@ def summarize_suite(run: SuiteRun | Mapping[str, Any] | str | Path) -> EvalSumma
     if ml is not None:
         if p95 is None:
             k_ = int((~lat_known).sum())
-            conditions.append({"condition": "p95LatencyMs <= maxLatencyMs", "value": None, "cause": Cause.MISSING_EVIDENCE.value, "threshold": ml,
-                               "met": False, "detail": f"cannot check maxLatencyMs {_fmt(ml)}: {k_} "
-                               "trial(s) record no latencyMs (fails closed)"})
+            conditions.append({"condition": "p95LatencyMs <= maxLatencyMs", "value": None,
+                               "cause": Cause.MISSING_EVIDENCE.value, "threshold": ml, "met": False,
+                               "detail": f"cannot check maxLatencyMs {_fmt(ml)}: {k_} trial(s) record "
+                               "no latencyMs (fails closed)"})
         else:
             ok = p95 <= ml
             conditions.append({"condition": "p95LatencyMs <= maxLatencyMs", "value": _int_if_whole(p95),
