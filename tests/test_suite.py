@@ -951,3 +951,10 @@ def test_checker_events_without_trial_index_are_taken_in_order():
     events = [{k: v for k, v in e.items() if k != "trialIndex"} for e in scored_events(s)]
     assert check_summary(run, s.to_dict(), events=events) == []
     assert len(check_summary(run, s.to_dict(), events=events[:1])) == 1
+
+
+@pytest.mark.parametrize("leg, host", [("leg-suite-gated.json", "shape-valid.json"),
+                                       ("leg-mean-gated.json", "host-conforming-mean-gated.json")])
+def test_checker_accepts_a_migrated_host(leg, host):
+    """A host summary in RFC 0081 vocabulary that follows RFC 0246 has no violation."""
+    assert check_summary(load_suite_run(fixture(leg)), doc(host)) == []
