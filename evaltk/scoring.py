@@ -237,9 +237,14 @@ class _Prepared:
         counts = np.bincount(key, minlength=len(runs) * nr)  # O(n), no sort
         uk = np.flatnonzero(counts)
         cnt = counts[uk]
-        tids = runs["trace_id"].to_numpy(object)
-        return pd.DataFrame({"trace_id": tids[uk // nr], "measure": measure,
-                             "rater": self.raters[uk % nr], "n_answers": cnt.astype(np.int64)})
+        # categorical columns built from integer codes: no string is copied per row
+        tids = pd.Index(runs["trace_id"].astype(str).to_numpy())
+        return pd.DataFrame({
+            "trace_id": pd.Categorical.from_codes(uk // nr, categories=tids),
+            "measure": pd.Categorical.from_codes(np.full(uk.size, MEASURES.index(measure), np.int8),
+                                                 dtype=_MEASURE_DTYPE),
+            "rater": pd.Categorical.from_codes(uk % nr, categories=pd.Index(self.raters.astype(str))),
+            "n_answers": cnt.astype(np.int64)})
 
 
 def _fold_counts(counts: np.ndarray, words: Sequence[str], values: Sequence[float | None]
@@ -249,14 +254,14 @@ def _fold_counts(counts: np.ndarray, words: Sequence[str], values: Sequence[floa
     Returns (value, status, top) where status is 0 valued, 1 no votes, 2 tie,
     3 cannot-tell majority.  A tie among the top words abstains, whatever they are.
     """
-    n = counts.shape[0]
+    counts = counts.astype(np.int32, copy=False)
     total = counts.sum(axis=1)
     top = counts.argmax(axis=1)
-    top_count = counts[np.arange(n), top]
+    top_count = counts.max(axis=1)
     ties = (counts == top_count[:, None]).sum(axis=1) > 1
     vals = np.array([np.nan if v is None else v for v in values], dtype=float)
     value = vals[top]
-    status = np.zeros(n, np.int8)
+    status = np.zeros(counts.shape[0], np.int8)
     ct = np.isnan(value)
     status[ct] = 3
     status[ties] = 2
@@ -306,8 +311,28 @@ def _empty_participation() -> pd.DataFrame:
 
 def _present(s: pd.Series) -> np.ndarray:
     """Non-missing and non-empty (a captured screen, an action target)."""
+    pa_arr = getattr(s.array, "_pa_array", None)
+    if pa_arr is not None:  # Arrow-backed strings: one vectorised kernel, no Python objects
+        import pyarrow.compute as pc
+
+        ok = pc.fill_null(pc.greater(pc.utf8_length(pa_arr), 0), False)
+        return np.asarray(ok.to_numpy(zero_copy_only=False), dtype=bool)
     ok = s.notna().to_numpy()
     return ok & (s.fillna("") != "").to_numpy(bool)
+
+
+def _adjacent_equal(s: pd.Series) -> np.ndarray:
+    """``s[i + 1] == s[i]`` for every i (missing equals missing)."""
+    pa_arr = getattr(s.array, "_pa_array", None)
+    if pa_arr is not None:
+        import pyarrow.compute as pc
+
+        a, b = pa_arr[1:], pa_arr[:-1]
+        eq = pc.fill_null(pc.equal(a, b), False)
+        both_null = pc.and_(pc.is_null(a), pc.is_null(b))
+        return np.asarray(pc.or_(eq, both_null).to_numpy(zero_copy_only=False), dtype=bool)
+    codes = pd.factorize(s, use_na_sentinel=False)[0]
+    return codes[1:] == codes[:-1]
 
 
 def _step_keys(steps: pd.DataFrame, runs: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, int]:
@@ -886,15 +911,14 @@ def _review_flags(runs: pd.DataFrame, steps: pd.DataFrame, n: int) -> pd.DataFra
     n_steps = np.bincount(srp, minlength=n)
     guide_len = np.full(n, np.nan)
     if "guide" in runs.columns:
-        for i, g in enumerate(runs["guide"].to_numpy(object)):
-            s = _guide_field(g, "steps")
+        guides = runs["guide"].to_numpy(object)
+        for i in np.flatnonzero(pd.notna(guides)):
+            s = _guide_field(guides[i], "steps")
             if isinstance(s, list) and s:
                 guide_len[i] = len(s)
     loop = np.zeros(n, bool)
     if len(steps) >= 3:
-        a = pd.factorize(steps["action"])[0]
-        t = pd.factorize(steps["target"], use_na_sentinel=False)[0]
-        same = (a[1:] == a[:-1]) & (t[1:] == t[:-1]) & (srp[1:] == srp[:-1])
+        same = _adjacent_equal(steps["action"]) & _adjacent_equal(steps["target"]) & (srp[1:] == srp[:-1])
         three = same[1:] & same[:-1]
         loop[np.unique(srp[2:][three])] = True
     return pd.DataFrame({
