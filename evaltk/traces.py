@@ -1088,7 +1088,7 @@ def _arrow_json(data: bytes) -> pa.Table | None:
     import pyarrow.json as pj
 
     try:
-        t = pj.read_json(io.BytesIO(data), read_options=pj.ReadOptions(block_size=1 << 24))
+        t = pj.read_json(io.BytesIO(data), read_options=pj.ReadOptions(block_size=1 << 22))
         t.validate(full=True)  # catches invalid UTF-8
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, pa.ArrowException):
         return None
