@@ -304,7 +304,24 @@ def _validator(kind: str) -> Any:
 
     text = resources.files("evaltk").joinpath("schemas", f"trajectory-{kind}.schema.json").read_text("utf-8")
     schema = json.loads(text)
-    return jsonschema.Draft202012Validator(schema)
+    jsonschema.Draft202012Validator.check_schema(schema)
+    # The trajectory schemas are not recursive: resolving every local `$ref` once here saves
+    # jsonschema a reference lookup per visited node (about a third of the validation time).
+    defs = schema.get("$defs", {})
+
+    def inline(node: Any) -> Any:
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if (isinstance(ref, str) and ref.startswith("#/$defs/")
+                    and set(node) <= {"$ref", "description", "title", "$comment"}):
+                return {**inline(defs[ref[len("#/$defs/"):]]),
+                        **{k: v for k, v in node.items() if k != "$ref"}}
+            return {k: inline(v) for k, v in node.items()}
+        if isinstance(node, list):
+            return [inline(v) for v in node]
+        return node
+
+    return jsonschema.Draft202012Validator(inline(schema))
 
 
 def _field_path(parts: Sequence[Any]) -> str:

@@ -1035,3 +1035,33 @@ def test_reference_agrees_on_every_control():
             g = grade_case(tj._compile(cid, lock["cases"][cid]), case["events"])
             assert (g.decision, {d: g.dimension(d).outcome for d in DIMENSIONS}) == reference_grade(
                 lock["cases"][cid], case["events"]), (control.name, cid)
+
+
+@pytest.mark.parametrize("event,field", [
+    ({"kind": "action"}, "action"),
+    ({"kind": "milestone"}, "milestone"),
+    ({"kind": "fault"}, "signature"),
+    ({"kind": "recovery", "signature": "timeout", "action": "retry"}, "success"),
+    ({"kind": "state"}, "state"),
+    ({"kind": "evidence"}, "evidence_id"),
+    ({"kind": "claim", "claim_id": "shipped"}, "evidence"),
+    ({"kind": "terminal"}, "status"),
+    ({"kind": "terminal", "status": "abstained"}, "reason"),
+])
+def test_results_schema_requires_each_kinds_fields(event, field):
+    results = {"schema": "evaltk.trajectory-results/1", "lock_digest": "0" * 64,
+               "results_at": "2026-01-01T00:00:00Z",
+               "cases": {"c": {"events": [{"id": "e1", "seq": 1, **event}]}}}
+    with pytest.raises(SchemaViolation, match=f"`{field}` is missing") as ei:
+        validate_document(results, "results", file="r.json")
+    assert ei.value.record == "c" and ei.value.field == f"events[0].{field}"
+
+
+@pytest.mark.parametrize("extra", [{}, {"bytes_base64": "UEFHRQ==", "sha256": "0" * 64}])
+def test_results_schema_wants_exactly_one_evidence_form(extra):
+    results = {"schema": "evaltk.trajectory-results/1", "lock_digest": "0" * 64,
+               "results_at": "2026-01-01T00:00:00Z",
+               "cases": {"c": {"events": [{"id": "e1", "seq": 1, "kind": "evidence",
+                                           "evidence_id": "page", **extra}]}}}
+    with pytest.raises(SchemaViolation, match="exactly one"):
+        validate_document(results, "results")
