@@ -685,7 +685,9 @@ def load_suite_run(source: str | Path | Mapping[str, Any], *, file: str | None =
     ctx = _Ctx(file)
     doc = ctx.mapping(doc, record=None, field="(document)")
     ctx.keys(doc, _TOP_KEYS, record=None, where="", lenient=True)
-    suite = doc.get("suite", doc.get("suiteId"))
+    suite = doc.get("suite", doc.get("suiteId", doc.get("name")))
+    if suite is None:  # a name is for reading only; without one, the file's stem stands in
+        suite = Path(file).stem if file else "unnamed-suite"
     suite = ctx.string(suite, record=None, field="suite")
     version = doc.get("version", doc.get("suiteVersion"))
     if version is not None:

@@ -958,3 +958,10 @@ def test_checker_events_without_trial_index_are_taken_in_order():
 def test_checker_accepts_a_migrated_host(leg, host):
     """A host summary in RFC 0081 vocabulary that follows RFC 0246 has no violation."""
     assert check_summary(load_suite_run(fixture(leg)), doc(host)) == []
+
+
+def test_suite_name_is_optional(tmp_path):
+    p = tmp_path / "nightly.json"
+    p.write_text(json.dumps({"thresholds": {"passScore": 0.5}, "tasks": [{"id": "a", "score": 1}]}))
+    assert load_suite_run(p).suite == "nightly"
+    assert summarize_suite(p).to_dict()["suite"] == "nightly"
