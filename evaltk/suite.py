@@ -771,7 +771,7 @@ def load_suite_run(source: str | Path | Mapping[str, Any], *, file: str | None =
                 spec = _parse_trajectory(ctx, traj, tid)
         trials = task.get("trials")
         if trials is None:
-            if "score" not in task:
+            if "score" not in task and task.get("fixtureMiss") is not True:
                 raise ctx.fail("every task needs `trials` (a list of trial records)", record=tid,
                                field="trials")
             trials = [{key: task[key] for key in _TRIAL_KEYS if key in task}]
@@ -792,6 +792,8 @@ def load_suite_run(source: str | Path | Mapping[str, Any], *, file: str | None =
             sc = trial.get("score", _MISSING)
             if sc.__class__ is float and 0.0 <= sc <= 1.0:
                 score[i, j] = sc
+            elif (sc is _MISSING or sc is None) and trial.get("fixtureMiss") is True:
+                score[i, j] = 0.0  # a trial that failed closed scores 0 (RFC 0244 D as amended)
             elif sc is _MISSING:
                 raise ctx.fail("is required", record=tid, field=f"trials[{j}].score")
             else:

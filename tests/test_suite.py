@@ -965,3 +965,19 @@ def test_suite_name_is_optional(tmp_path):
     p.write_text(json.dumps({"thresholds": {"passScore": 0.5}, "tasks": [{"id": "a", "score": 1}]}))
     assert load_suite_run(p).suite == "nightly"
     assert summarize_suite(p).to_dict()["suite"] == "nightly"
+
+
+def test_a_fixture_miss_may_omit_its_score():
+    """RFC 0244 D as amended: a trial that failed closed scores 0."""
+    d = run_doc([{"id": "a", "trials": [{"fixtureMiss": True}, {"score": 1.0}]},
+                 {"id": "b", "fixtureMiss": True}], trials=None)
+    with pytest.raises(SchemaViolation):  # task a has 2 trials but count is 1
+        load_suite_run(d)
+    d["trials"] = {"count": 2}
+    d["tasks"][1] = {"id": "b", "trials": [{"fixtureMiss": True, "score": None}, {"score": 0.5}]}
+    s = summarize_suite(d)
+    assert s.run.score.tolist() == [[0.0, 1.0], [0.0, 0.5]]
+    assert s.trial_passed.tolist() == [[False, True], [False, False]]
+    jsonschema.Draft202012Validator(schema("suite-run")).validate(d)
+    one = run_doc([{"id": "b", "fixtureMiss": True}])
+    assert summarize_suite(one).task_score.tolist() == [0.0]
