@@ -32,7 +32,9 @@ empty) raises :class:`evaltk.errors.UnreadableInput` in both modes.
 
 The fast path parses JSONL and Parquet with Arrow and validates column-wise; a
 per-record Python validator is the authority and runs only where the fast path
-finds something wrong (or cannot parse the file), to locate and explain it.
+finds something wrong, to locate and explain it.  When Arrow cannot parse a JSONL
+file (a truncated line, a type that changes between lines) the file is bisected so
+only small chunks around the bad lines take the per-record path.
 """
 
 from __future__ import annotations
@@ -146,7 +148,10 @@ ANSWER_COLUMNS: tuple[str, ...] = ("trace_id", "measure", "step", "rater", "answ
                                    "cost", "latency_ms", "rater_version", "run_pos", "step_pos")
 _DISAGREEMENT_COLUMNS = ("trace_id", "source", "count", "canonical", "run_pos")
 _INT64_MAX = 2**63 - 1
-_STR = pd.StringDtype("pyarrow", na_value=np.nan)  # pandas' default ``str`` dtype
+try:  # pandas' default ``str`` dtype (Arrow-backed, NaN where missing)
+    _STR = pd.StringDtype("pyarrow", na_value=np.nan)
+except TypeError:  # pragma: no cover - pandas < 2.3 spells it differently
+    _STR = pd.StringDtype("pyarrow_numpy")
 
 
 def normalize_answer(word: str) -> str:
@@ -424,10 +429,6 @@ def _strip_none(v: Any) -> Any:
     return v
 
 
-def _source_name(source: Any) -> str:
-    return str(source)
-
-
 def _read_bytes(path: Path) -> bytes:
     try:
         data = path.read_bytes()
@@ -571,10 +572,10 @@ def _check_trace(obj: Any) -> tuple[Any, ...]:
                     raise _Bad(f"step_counts.{k}", f"must be a non-negative integer; got {c}")
                 counts.append((str(k), int(c)))
         steps = obj.get("steps")
-        if "steps" not in obj or _is_missing(steps) if not isinstance(steps, np.ndarray) else False:
-            raise _Bad("steps", "is required for a complete run (a list of step objects)")
-        if isinstance(steps, np.ndarray):
+        if isinstance(steps, np.ndarray):  # a list cell of a DataFrame read from Parquet
             steps = list(steps)
+        elif "steps" not in obj or _is_missing(steps):
+            raise _Bad("steps", "is required for a complete run (a list of step objects)")
         if not isinstance(steps, list | tuple):
             raise _Bad("steps", f"must be a list of step objects; got {_jtype(steps)}")
         idx: list[int] = []
@@ -1473,7 +1474,6 @@ def _dedupe(name: str, piece: _Piece, canon: Callable[[Sequence[int]], list[str]
 # --------------------------------------------------------------------------- answers
 
 _ANSWER_REQUIRED = ("trace_id", "measure", "rater", "answer")
-_ANSWER_OPTIONAL = ("step", "confidence", "cost", "latency_ms", "rater_version")
 
 
 def _load_answer_source(source: Any, kind: str) -> tuple[str, pd.DataFrame, np.ndarray]:
