@@ -1065,3 +1065,20 @@ def test_results_schema_wants_exactly_one_evidence_form(extra):
                                            "evidence_id": "page", **extra}]}}}
     with pytest.raises(SchemaViolation, match="exactly one"):
         validate_document(results, "results")
+
+
+@pytest.mark.parametrize("fault,ok", [
+    ({"recoverable": False}, True), ({"recoverable": False, "recovery_action": None}, True),
+    ({"recoverable": False, "recovery_action": "retry"}, False),
+    ({"recoverable": True}, False), ({"recoverable": True, "recovery_action": None}, False),
+    ({"recoverable": True, "recovery_action": "retry"}, True),
+])
+def test_lock_recovery_action_only_for_recoverable_faults(fault, ok):
+    pol = policy_dict()
+    pol["recovery"]["faults"]["down"] = fault
+    if ok:
+        assert compile_case_policy("c", pol).faults["down"] == fault.get("recovery_action")
+    else:
+        with pytest.raises(SchemaViolation) as ei:
+            compile_case_policy("c", pol)
+        assert ei.value.field.startswith("recovery.faults.down")
