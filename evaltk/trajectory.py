@@ -1353,7 +1353,7 @@ def _control_documents() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]
     """A small green cohort (design, sealed lock, results) the controls mutate."""
     design = {"schema": "evaltk.trajectory-design/1", "design_id": "self-check",
               "title": "evaltk trajectory self-check design (synthetic contract cases)"}
-    pre = ["milestones", "recovered_faults", "faithful_evidence"]
+    pre = list(_PREREQUISITES)
     ev_sha = hashlib.sha256(_EV_BYTES).hexdigest()
     close = {
         "goal_completion": {"required_milestones": ["ticket_found", "ticket_closed"]},
