@@ -809,6 +809,11 @@ def _score_frames(traces: pd.DataFrame, answers: pd.DataFrame | None = None, lab
 
     if len(traces) == 0:
         return SCORE_META.iloc[0:0].copy()
+    steps = traces["steps"].dropna() if "steps" in traces.columns else pd.Series(dtype=object)
+    if len(steps) and isinstance(steps.iloc[0], str):
+        raise InputError("the `steps` column holds strings, not lists of step objects: Dask turned the "
+                         "nested column into text; build the DataFrame under "
+                         "dask.config.set({'dataframe.convert-string': False})", field="steps")
     ing = ingest(traces, answers if answers is not None and len(answers) else None,
                  labels if labels is not None and len(labels) else None)
     if len(ing.runs) == 0:
@@ -834,6 +839,11 @@ def score_partitions(traces: Any, answers: Any = None, labels: Any = None) -> An
     -------
     dask.dataframe.DataFrame
         The long score matrix (lazy), columns of :data:`SCORE_META`.
+
+    Notes
+    -----
+    Build ``traces`` with ``dask.config.set({"dataframe.convert-string": False})``:
+    by default Dask turns object columns (the nested ``steps``) into text.
     """
     dd = _need("dask.dataframe")
     args = [traces]

@@ -1,0 +1,311 @@
+"""Engines: pandas, DuckDB and Dask give the in-memory numbers (issue 9, sections 2 and 3).
+
+A real DuckDB database in ``tmp_path`` and a real ``dask.distributed.LocalCluster``
+(2 workers, one per test session) score a partitioned store built from
+``make_demo``; every aggregate (means with abstentions per cause and coverage, by
+measure, tier and run group; judge-vs-human confusion tables; pass counts; the
+population digest) and a bootstrap interval (same seed) must equal what
+``score_traces`` gives on the whole store in memory.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+duckdb = pytest.importorskip("duckdb", reason="the DuckDB engine needs the `scale` extra (pip install evaltk[scale])")
+distributed = pytest.importorskip("distributed",
+                                  reason="the Dask engine needs the `scale` extra (pip install evaltk[scale])")
+dd = pytest.importorskip("dask.dataframe", reason="the Dask engine needs the `scale` extra")
+
+import dask  # noqa: E402
+
+from evaltk.datasets import make_demo  # noqa: E402
+from evaltk.errors import InputError  # noqa: E402
+from evaltk.scale import (  # noqa: E402
+    SCORE_META,
+    dask_score_summary,
+    discover_partitions,
+    score_dataset,
+    score_partitions,
+    summarize_dataset,
+    write_store,
+)
+from evaltk.scoring import score_traces  # noqa: E402
+from evaltk.summaries import score_summary  # noqa: E402
+from evaltk.values import CAUSES  # noqa: E402
+
+N_TRACES = 240
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None)
+    c = distributed.Client(cluster)
+    yield c
+    c.close()
+    cluster.close()
+
+
+@pytest.fixture(scope="module")
+def demo():
+    return make_demo(n_traces=N_TRACES, seed=11)
+
+
+@pytest.fixture(scope="module")
+def whole(demo):
+    return score_traces(demo.traces, demo.answers, demo.labels)
+
+
+@pytest.fixture(scope="module")
+def store(demo, tmp_path_factory):
+    root = tmp_path_factory.mktemp("store")
+    write_store(demo.traces, demo.answers, root, partition_by="agent", labels=demo.labels)
+    return root
+
+
+def _week(i: int) -> str:
+    return f"2026-W{40 + i % 3:02d}"
+
+
+@pytest.fixture(scope="module")
+def week_store(demo, tmp_path_factory):
+    """JSONL traces hive-partitioned by week (a key the records do not carry); answers and labels
+    each one shared file, selected per partition by trace id."""
+    root = tmp_path_factory.mktemp("weekstore")
+    for i, r in enumerate(demo.traces):
+        p = root / "traces" / f"week={_week(i)}" / "part-0.jsonl"
+        p.parent.mkdir(parents=True, exist_ok=True)
+        with open(p, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(r) + "\n")
+    demo.answers.to_parquet(root / "answers.parquet", index=False)
+    demo.labels.to_csv(root / "labels.csv", index=False)
+    return root
+
+
+# --------------------------------------------------------------------------- comparison helpers
+
+
+def assert_frames_equal(got: pd.DataFrame, exp: pd.DataFrame) -> None:
+    assert list(got.columns) == list(exp.columns)
+    assert len(got) == len(exp)
+    got, exp = got.reset_index(drop=True), exp.reset_index(drop=True)
+    for c in got.columns:
+        if c in ("mean", "coverage"):
+            np.testing.assert_allclose(got[c].to_numpy(float), exp[c].to_numpy(float), rtol=1e-12, atol=1e-12,
+                                       err_msg=c)
+        elif c.startswith("n"):
+            assert got[c].astype(np.int64).tolist() == exp[c].astype(np.int64).tolist(), c
+        else:
+            norm = [[None if v is None or (isinstance(v, float) and math.isnan(v)) else str(v) for v in f[c]]
+                    for f in (got, exp)]
+            assert norm[0] == norm[1], c
+
+
+def assert_same_summary(s, whole, by=None, tiers=("automatic", "human")):
+    for tier in tiers:
+        assert_frames_equal(s.to_frame(tier=tier), whole.summary(by=by, tier=tier))
+
+
+def assert_same_calibration(a, b):
+    assert set(a.calibration) == set(b.calibration)
+    for m in a.calibration:
+        x, y = a.calibration[m], b.calibration[m]
+        assert x.categories == y.categories
+        assert np.array_equal(x.counts, y.counts), m
+        assert (x.n_units, x.excluded_a, x.excluded_b) == (y.n_units, y.excluded_a, y.excluded_b), m
+
+
+def in_memory_calibration(whole):
+    from evaltk.scale import CALIBRATION_CATEGORIES
+    from evaltk.summaries import calibration_table
+
+    return {m: calibration_table(whole.frame, m, categories=c) for m, c in CALIBRATION_CATEGORIES.items()}
+
+
+# --------------------------------------------------------------------------- engines agree
+
+
+@pytest.fixture(scope="module")
+def results(store, client, tmp_path_factory):
+    out = tmp_path_factory.mktemp("out")
+    con = duckdb.connect(str(out / "evaltk.duckdb"))
+    res = {
+        "pandas": score_dataset(store / "traces", store / "answers", store / "labels", out=out / "pandas"),
+        "duckdb": score_dataset(store / "traces", store / "answers", store / "labels", out=out / "duckdb",
+                                engine=con, memory_limit="256MB", temp_directory=out / "spill"),
+        "dask": score_dataset(store / "traces", store / "answers", store / "labels", out=out / "dask",
+                              engine=client),
+    }
+    yield res, con
+    con.close()
+
+
+def test_partitions_are_discovered_co_partitioned(store):
+    parts, shared = discover_partitions(store / "traces", store / "answers", store / "labels")
+    assert len(parts) == 3 and shared == {"answers": None, "labels": None}
+    assert all(p.answers and p.labels and p.hive[0][0] == "agent" for p in parts)
+
+
+def test_every_engine_gives_the_in_memory_summary(results, whole):
+    res, _ = results
+    for name, r in res.items():
+        assert r.engine == name and r.n_partitions == 3
+        s = r.summary
+        assert s.n_runs == len(whole.runs)
+        assert s.population == whole.manifest.population
+        assert_same_summary(s, whole)
+        cal = in_memory_calibration(whole)
+        for m, t in cal.items():
+            assert np.array_equal(s.calibration[m].counts, t.counts), (name, m)
+            assert (s.calibration[m].excluded_a, s.calibration[m].excluded_b) == (t.excluded_a, t.excluded_b)
+        manifest = json.loads((r.out / "manifest.json").read_text(encoding="utf-8"))
+        assert manifest["population"] == whole.manifest.population
+
+
+def test_written_score_matrix_equals_in_memory_rows(results, whole):
+    res, _ = results
+    exp = whole.frame.astype({c: object for c in ("trace_id", "measure", "tier", "cause", "reason")})
+    exp = exp.sort_values(["trace_id", "measure", "tier"]).reset_index(drop=True)
+    for name, r in res.items():
+        got = pd.concat([pd.read_parquet(p) for p in sorted((r.out / "scores").rglob("*.parquet"))])
+        got = got.sort_values(["trace_id", "measure", "tier"]).reset_index(drop=True)
+        assert list(got.columns) == list(SCORE_META.columns)
+        assert got[["trace_id", "measure", "tier"]].astype(str).equals(exp[["trace_id", "measure", "tier"]].astype(str))
+        np.testing.assert_array_equal(got["value"].to_numpy(float), exp["value"].to_numpy(float), err_msg=name)
+        assert ([None if pd.isna(c) else str(c) for c in got["cause"]]
+                == [None if pd.isna(c) else str(c) for c in exp["cause"]]), name
+        assert got["reason"].fillna("").tolist() == exp["reason"].astype(object).fillna("").astype(str).tolist()
+        runs = pd.concat([pd.read_parquet(p) for p in sorted((r.out / "runs").rglob("*.parquet"))])
+        assert sorted(runs["trace_id"]) == sorted(whole.runs["trace_id"])
+
+
+@pytest.mark.parametrize("by", ["agent", "domain", ["agent", "domain"]])
+def test_summaries_by_group_agree_across_engines(results, whole, client, by):
+    res, con = results
+    out = res["pandas"].out
+    got = {"pandas": summarize_dataset(out, by=by),
+           "duckdb": summarize_dataset(out, by=by, engine=con),
+           "dask": summarize_dataset(out, by=by, engine=client)}
+    for name, s in got.items():
+        assert_same_summary(s, whole, by=by, tiers=("automatic",))
+        assert_same_calibration(s, got["pandas"])
+        assert dict(s.pass_counts.counts) == dict(got["pandas"].pass_counts.counts), name
+        assert s.tasks == got["pandas"].tasks and s.n_runs == len(whole.runs)
+
+
+def test_pass_counts_match_in_memory(results, whole):
+    res, _ = results
+    x = whole.scores().merge(whole.runs[["trace_id", "task"]], on="trace_id")
+    x = x[x["measure"] == "x_task"]
+    from evaltk.summaries import pass_counts
+
+    exp = pass_counts(x["task"], x["value"])
+    for r in res.values():
+        assert dict(r.summary.pass_counts.counts) == dict(exp.counts)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            assert r.summary.pass_counts.pass_at_k(2) == pytest.approx(exp.pass_at_k(2), abs=1e-12)
+            assert r.summary.pass_counts.pass_hat_k(2) == pytest.approx(exp.pass_hat_k(2), abs=1e-12)
+
+
+def test_bootstrap_interval_is_identical_across_engines(results, whole):
+    """Replicates are drawn from the combined count tables: same seed, same interval, in every engine,
+    and the same as the row bootstrap of evaltk.agreement on the in-memory pairs."""
+    from evaltk.agreement import cohen_kappa
+
+    res, _ = results
+    frames = {n: r.summary.calibration_frame(rng=2026, n_resamples=500) for n, r in res.items()}
+    for f in frames.values():
+        pd.testing.assert_frame_equal(f, frames["pandas"])
+    w = whole.wide("automatic").merge(whole.wide("human"), on="trace_id", suffixes=("_j", "_h"))
+    both = w["x_task_j"].notna() & w["x_task_h"].notna()
+    ref = cohen_kappa(w.loc[both, "x_task_j"].to_numpy(float), w.loc[both, "x_task_h"].to_numpy(float),
+                      categories=[0.0, 1.0], method="percentile", n_resamples=500, rng=7)
+    t = res["dask"].summary.calibration["x_task"].bootstrap("cohen_kappa", n_resamples=500, rng=7)
+    assert t.confidence_interval == ref.confidence_interval
+    assert t.statistic == pytest.approx(ref.statistic, abs=1e-12)
+
+
+def test_duckdb_memory_limit_is_set_on_the_connection(results):
+    _, con = results
+    limit = con.execute("SELECT current_setting('memory_limit')").fetchone()[0]
+    assert limit.replace(" ", "").upper() in ("256.0MIB", "256MIB", "244.1MIB", "256.0MB", "256MB")
+
+
+def test_jsonl_week_store_with_shared_answers(week_store, demo, whole, client, tmp_path):
+    parts, shared = discover_partitions(week_store / "traces", week_store / "answers.parquet",
+                                        week_store / "labels.csv")
+    assert len(parts) == 3 and shared["answers"] and shared["labels"]
+    # the in-memory grouping by week: map each kept run to its partition
+    week_of = {r["trace_id"]: _week(i) for i, r in enumerate(demo.traces)}
+    exp = dataclasses.replace(whole, runs=whole.runs.assign(week=whole.runs["trace_id"].map(week_of)))
+    for engine in ("duckdb", client):
+        r = score_dataset(week_store / "traces", week_store / "answers.parquet", week_store / "labels.csv",
+                          out=tmp_path / str(type(engine).__name__), engine=engine, by="week")
+        assert_same_summary(r.summary, exp, by="week", tiers=("automatic",))
+        assert_same_calibration(r.summary, type(r.summary)(r.summary.scores, in_memory_calibration(whole)))
+
+
+def test_dask_dataframe_map_partitions(demo, whole, client):
+    tr = pd.DataFrame(demo.traces)
+    part = np.arange(len(tr)) % 3
+    key = dict(zip(tr["trace_id"], part, strict=True))
+    with dask.config.set({"dataframe.convert-string": False}):
+        tdd = dd.from_delayed([dask.delayed(tr[part == i]) for i in range(3)], meta=tr.iloc[0:0])
+        a = demo.answers
+        add = dd.from_delayed([dask.delayed(a[a["trace_id"].map(key) == i]) for i in range(3)], meta=a.iloc[0:0])
+        lb = demo.labels
+        ldd = dd.from_delayed([dask.delayed(lb[lb["trace_id"].map(key) == i]) for i in range(3)],
+                              meta=lb.iloc[0:0])
+        scores = score_partitions(tdd, add, ldd)
+        assert list(scores.columns) == list(SCORE_META.columns)
+        got = dask_score_summary(scores, ["measure", "tier"], split_every=2)
+    exp = score_summary(whole.frame, ["measure", "tier"])
+    assert set(got.groups) == set(exp.groups)
+    for k, s in exp.groups.items():
+        g = got.groups[k]
+        assert (g.n, g.n_valued, g.excluded) == (s.n, s.n_valued, s.excluded)
+        assert g.total == pytest.approx(s.total, abs=1e-12) and g.total_sq == pytest.approx(s.total_sq, abs=1e-12)
+    with pytest.raises(ValueError, match="co-partitioned"):
+        score_partitions(tdd, add.repartition(npartitions=1))
+
+
+def test_trace_in_two_partitions_is_refused(demo, tmp_path):
+    for k in ("a", "b"):
+        p = tmp_path / "t" / f"k={k}" / "part-0.jsonl"
+        p.parent.mkdir(parents=True)
+        p.write_text("\n".join(json.dumps(r) for r in demo.traces[:5]) + "\n", encoding="utf-8")
+    with pytest.raises(InputError, match="two partitions"):
+        score_dataset(tmp_path / "t", out=tmp_path / "o", engine="duckdb")
+
+
+def test_bad_engine_and_options_are_refused(store, tmp_path, results):
+    with pytest.raises(ValueError, match="`engine`"):
+        score_dataset(store / "traces", out=tmp_path / "o", engine="spark")
+    with pytest.raises(TypeError, match="`engine`"):
+        score_dataset(store / "traces", out=tmp_path / "o", engine=3)
+    with pytest.raises(ValueError, match="`memory_limit`"):
+        score_dataset(store / "traces", out=tmp_path / "o", engine="duckdb", memory_limit="lots")
+    res, _ = results
+    with pytest.raises(InputError, match="already holds"):
+        score_dataset(store / "traces", out=res["pandas"].out)
+    assert set(CAUSES) <= {c[2:] for c in res["pandas"].summary.to_frame().columns if c.startswith("n_")}
+
+
+def test_written_dataset_is_hive_partitioned(results):
+    res, _ = results
+    for sub in ("scores", "runs", "ledger"):
+        dirs = sorted(p.parent.name for p in (res["duckdb"].out / sub).rglob("*.parquet"))
+        assert dirs == ["agent=agent-v1", "agent=agent-v2", "agent=agent-v3"], sub
+    rel = duckdb.connect().execute(
+        f"SELECT agent, count(*) FROM read_parquet('{Path(res['duckdb'].out) / 'runs'}/**/*.parquet', "
+        "hive_partitioning = false) GROUP BY ALL ORDER BY 1").fetchall()
+    assert sum(n for _, n in rel) == res["pandas"].summary.n_runs and all(n > 0 for _, n in rel)
