@@ -1348,9 +1348,8 @@ def render_report(
     (out_dir / "run.json").write_text(json.dumps(run, indent=2, default=str), encoding="utf-8")
     if failures:
         raise ReportFailed(failures, out_dir)
-    index = out_dir / "index.html"
-    if index.is_file():
-        return index
+    if _INDEX in names:
+        return out_dir / "index.html"
     return out_dir / f"{names[0]}.html"
 
 

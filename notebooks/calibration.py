@@ -195,8 +195,10 @@ pd.concat(checks, ignore_index=True).set_index("dimension") if checks else None
 # With AgentRewardBench (Lù et al., 2025) in the data folder: expert agreement on the
 # trajectories two experts annotated, per question, with "Unsure" as an abstention.  This
 # is the ceiling any automatic judge of these trajectories is read against.  The
-# published per-judge table is shown as published: the per-trajectory judge verdicts are
-# not in the data, so judge agreement cannot be recomputed here.
+# per-trajectory judge verdicts are not in the data, so judge agreement cannot be
+# recomputed here: the authors' published precision table is shown with intervals put on
+# it (counts reconstructed from precision and recall), which says which of its orderings
+# the data supports.
 
 # %%
 if sources.agentrewardbench is None:
@@ -219,9 +221,27 @@ else:
                    "n_items_lost_to_abstention", "interval_method"]].set_index(["question", "statistic_name"]))
     if sources.agentrewardbench_leaderboard is not None:
         inputs.append(sources.agentrewardbench_leaderboard)
-        display(Markdown("Published judge table (precision as *Overall*, recall, F1, per-benchmark precision; "
-                         "percent), as the authors report it:"))
-        display(pd.read_csv(sources.agentrewardbench_leaderboard).set_index("Judge"))
+        # intervals on the published table: counts reconstructed from precision, recall and the number of
+        # trajectories the experts judged successful (first annotation of each trajectory; docs/judges.md)
+        ratings = calibration.load_agentrewardbench(sources.agentrewardbench)
+        success = ratings[ratings["question"] == "success"].drop_duplicates("item_id")
+        n_pos = int((success["rating"] == "Successful").sum())
+        board = pd.read_csv(sources.agentrewardbench_leaderboard)
+        pub = selection.published_precision_recall(board, n_pos, judge="Judge", precision="Overall",
+                                                   recall="Recall", f1="F1", confidence_level=confidence_level)
+        pt = pub.table.rename(columns={"precision": "statistic", "precision_ci_low": "ci_low",
+                                       "precision_ci_high": "ci_high"})
+        display(Markdown(f"Published judge precision (*Overall*) with Wilson intervals on counts reconstructed "
+                         f"from precision, recall and the {n_pos} trajectories the experts judged successful "
+                         f"(of {success['item_id'].nunique()}); every published F1 reproduced from them: "
+                         f"{'yes' if pub.table.get('f1_consistent', pd.Series([True])).all() else 'no'}."))
+        display(alt.vconcat(report.agreement_chart(
+            pt, statistic_title="precision of 'successful' verdicts (published, with reconstructed interval)",
+            title="AgentRewardBench: published judge precision")))
+        supported = pub.orderings["supported"]
+        display(Markdown(f"{int(supported.sum())} of {len(supported)} pairwise precision orderings are supported "
+                         "by the intervals; the rest are not, whatever the published ranking says."))
+        display(board.set_index("Judge"))
 
 # %% [markdown]
 # ## How this report was made
