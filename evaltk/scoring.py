@@ -37,6 +37,7 @@ import numpy as np
 import pandas as pd
 
 from . import __version__ as _evaltk_version
+from .summaries import score_summary
 from .values import (
     CAUSES,
     Abstention,
@@ -44,7 +45,6 @@ from .values import (
     MeanSummary,
     Threshold,
     check_value_cause,
-    summarize_frame,
 )
 
 __all__ = [
@@ -756,7 +756,7 @@ class ScoreMatrix:
             f = f.merge(self.runs[["trace_id", *extra]], on="trace_id", how="left")
             keys += extra
         f = f.assign(measure=f["measure"].astype(str))
-        return summarize_frame(f, keys)
+        return score_summary(f, keys).to_frame()  # the mergeable summary every engine uses (evaltk.scale)
 
     def mean_summary(self, measure: str, *, tier: str = "automatic") -> MeanSummary:
         f = self.scores(tier)

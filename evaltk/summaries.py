@@ -195,7 +195,11 @@ class ScoreSummary:
         ``mean, mean_cause, n, n_valued, n_excluded, n_<cause>..., coverage``.
         """
         rows = []
-        for k in sorted(self.groups, key=lambda t: tuple(map(str, t))):
+        try:
+            order = sorted(self.groups)
+        except TypeError:
+            order = sorted(self.groups, key=lambda t: tuple(map(str, t)))
+        for k in order:
             d = self.groups[k].to_dict()
             d["mean"] = math.nan if d["mean"] is None else d["mean"]
             rows.append({**dict(zip(self.keys, k, strict=True)), **d})
