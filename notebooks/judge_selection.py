@@ -93,7 +93,9 @@ t["accuracy [interval]"] = [report.format_interval(a, lo, hi, digits=3)
 t["coverage"] = t["coverage"].map("{:.0%}".format)
 t["cost per item (USD)"] = t["cost_per_item"].map("{:.4f}".format)
 t["latency p50 / p95 (ms)"] = [f"{a:.0f} / {b:.0f}" for a, b in zip(t["latency_p50"], t["latency_p95"], strict=True)]
-t["canaries passed"] = t["canaries_passed"].map(lambda x: ", ".join(x) if len(x) else "none")
+t["canaries passed"] = t["canaries_passed"].map(
+    lambda x: "none" if not len(x) else f"{len(x)}: " + ", ".join(x[:3]) + (", …" if len(x) > 3 else ""))
+t["status"] = [("rejected by the canary set" if rej else s_) for rej, s_ in zip(t["rejected"], t["status"], strict=True)]
 t[["judge", "accuracy [interval]", "coverage", "n_answered", "cost per item (USD)", "latency p50 / p95 (ms)",
    "canaries passed", "status"]].set_index("judge")
 
