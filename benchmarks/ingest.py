@@ -237,25 +237,24 @@ def main() -> None:
         print(f"{n_steps:.1f} steps per trace on average; python {sys.version.split()[0]}, "
               f"{os.cpu_count()} CPUs\n")
         head = (f"{'traces':>8}  {'reader':<7} {'seconds':>8} {'traces/s':>10} {'cpu s':>7} "
-                f"{'peak MiB':>9} {'+MiB':>6}  vs evaltk (wall)")
+                f"{'traces/cpu-s':>12} {'peak MiB':>9} {'+MiB':>6}  time / evaltk's (wall, cpu)")
         print(head)
         print("-" * len(head))
-        per_trace = []
+        per_trace, per_trace_cpu = [], []
         for n in sizes:
             res = {r: measure(r, files[n]) for r in readers}
-            base = res["evaltk"]["seconds"]
+            base, base_cpu = res["evaltk"]["seconds"], res["evaltk"]["cpu"]
             per_trace.append(base / n)
+            per_trace_cpu.append(base_cpu / n)
             for r in readers:
-                s = res[r]["seconds"]
-                ratio = "" if r == "evaltk" else f"{s / base:6.1f}x slower" if s >= base else \
-                    f"{base / s:6.1f}x faster"
+                s, c = res[r]["seconds"], res[r]["cpu"]
+                ratio = "" if r == "evaltk" else f"{s / base:5.1f}x, {c / base_cpu:5.1f}x"
                 grow = res[r]["peak_mib"] - res[r]["base_mib"]
-                print(f"{n:>8,}  {r:<7} {s:8.2f} {n / s:10,.0f} {res[r]['cpu']:7.2f} "
+                print(f"{n:>8,}  {r:<7} {s:8.2f} {n / s:10,.0f} {c:7.2f} {n / c:12,.0f} "
                       f"{res[r]['peak_mib']:9.0f} {grow:6.0f}  {ratio}")
         if len(sizes) > 1:
-            growth = per_trace[-1] / per_trace[0]
-            print(f"\nlinearity: time per trace at {sizes[-1]:,} / at {sizes[0]:,} = {growth:.2f} "
-                  "(1.00 is linear)")
+            print(f"\nlinearity, time per trace at {sizes[-1]:,} / at {sizes[0]:,} (1.00 is linear): "
+                  f"wall {per_trace[-1] / per_trace[0]:.2f}, cpu {per_trace_cpu[-1] / per_trace_cpu[0]:.2f}")
         ans = Path(tmp) / "answers.csv"
         n_ans = make_answers(lines[:sizes[0]], ans)
         with_ans = measure("evaltk", files[sizes[0]], ans)
