@@ -1848,6 +1848,16 @@ def read_answers(source: Any, *, strict: bool = False, kind: str = "answer") -> 
     return AnswerRecords(table=table, ledger=ledger, kind=kind)
 
 
+def _positions(keys: pd.Series, index: pd.Series) -> np.ndarray:
+    """Row of each key in ``index`` (unique values), -1 where absent (an Arrow hash join)."""
+    if not len(keys):
+        return np.zeros(0, np.int64)
+    k = pa.array(keys.astype(_STR).array)
+    v = pa.array(index.astype(_STR).array)
+    pos = pc.index_in(k, value_set=v)
+    return pos.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+
+
 def _join(recs: AnswerRecords, trace_ledger: pd.DataFrame, runs: pd.DataFrame,
           steps: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Join answers to kept runs and steps; update the ledger.  Returns (table, ledger)."""
@@ -1855,7 +1865,7 @@ def _join(recs: AnswerRecords, trace_ledger: pd.DataFrame, runs: pd.DataFrame,
     t = recs.table
     ledger = recs.ledger
     n = len(t)
-    run_pos = pd.Index(runs["trace_id"]).get_indexer(t["trace_id"]) if n else np.zeros(0, np.int64)
+    run_pos = _positions(t["trace_id"], runs["trace_id"])
     reason = np.full(n, None, dtype=object)
     field = np.full(n, None, dtype=object)
     no_run = run_pos < 0
@@ -1924,15 +1934,16 @@ def _join(recs: AnswerRecords, trace_ledger: pd.DataFrame, runs: pd.DataFrame,
     drop = np.not_equal(reason, None)
     if drop.any():
         lrow = t["ledger_row"].to_numpy()[drop]
-        st = ledger["status"].to_numpy(dtype=object)
-        rs = ledger["reason"].to_numpy(dtype=object, na_value=None)
-        fs = ledger["field"].to_numpy(dtype=object, na_value=None)
-        st[lrow] = "dropped"
-        rs[lrow] = reason[drop]
-        fs[lrow] = field[drop]
-        ledger = ledger.assign(status=_s(st),
-                               reason=_s(rs),
-                               field=_s(fs))
+        hit = np.zeros(len(ledger), bool)
+        hit[lrow] = True
+        new_r = np.full(len(ledger), None, dtype=object)
+        new_f = np.full(len(ledger), None, dtype=object)
+        new_r[lrow] = reason[drop]
+        new_f[lrow] = field[drop]
+        hit_s = pd.Series(hit, index=ledger.index)
+        ledger = ledger.assign(status=ledger["status"].mask(hit_s, "dropped"),
+                               reason=ledger["reason"].mask(hit_s, _s(new_r)),
+                               field=ledger["field"].mask(hit_s, _s(new_f)))
     keep = ~drop
     out = t[keep].drop(columns=["ledger_row", "record"]).reset_index(drop=True)
     out["run_pos"] = run_pos[keep].astype(np.int64)
