@@ -844,18 +844,17 @@ def _grade(policy: CasePolicy, events: Sequence[Mapping[str, Any]], cid: str) ->
             if m not in miles:
                 miles[m] = (i, eid)
         elif kind == "evidence":
+            e = ev["evidence_id"]
+            want = expected.get(e)
             if "bytes_base64" in ev:
                 if "sha256" in ev:
                     raise _Invalid
                 dig = _sha256(_a2b(ev["bytes_base64"], strict_mode=True)).hexdigest()
             else:
-                dig = ev["sha256"]
-                if _HEX64_MATCH(dig) is None:
+                dig = ev["sha256"].lower()
+                if dig != want and _HEX64_MATCH(dig) is None:  # equal to the lock's: hex already
                     raise _Invalid
-                dig = dig.lower()
-            e = ev["evidence_id"]
             if ev_bad is None:
-                want = expected.get(e)
                 if want is not None and dig != want:
                     ev_bad = (i, ("failed", f"evidence `{e}` at {eid} changed: sha256 {dig[:12]}..., "
                                   f"locked {want[:12]}...", eid))
