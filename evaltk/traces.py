@@ -585,13 +585,16 @@ def _check_trace(obj: Any) -> tuple[Any, ...]:
         con: list[bool] = []
         nc: list[bool] = []
         seen: dict[int, int] = {}
+        # no step carries an index: the list order is the index (0, 1, 2, ...)
+        positional = all(isinstance(s, Mapping) and _is_missing(s.get("index")) for s in steps)
         for j, s in enumerate(steps):
             f = f"steps[{j}]"
             if not isinstance(s, Mapping):
                 raise _Bad(f, f"a step must be an object; got {_jtype(s)}")
-            i = s.get("index")
+            i = j if positional else s.get("index")
             if _is_missing(i):
-                raise _Bad(f + ".index", "is required")
+                raise _Bad(f + ".index", "is required (give every step an index, or none: then the "
+                           "list order is the index)")
             i = _as_int(i)
             if i is None:
                 raise _Bad(f + ".index", f"must be a non-negative integer; got {_jtype(s.get('index'))} "
@@ -721,7 +724,7 @@ def _validate_python(records: Sequence[Any], *, strict: bool, name: str,
 
 
 _STEP_TYPES = {
-    "index": (pa.types.is_integer,),
+    "index": (pa.types.is_integer, pa.types.is_null),
     "action": (pa.types.is_string,),
     "target": (pa.types.is_string, pa.types.is_null),
     "screen": (pa.types.is_string, pa.types.is_null),
@@ -764,7 +767,7 @@ def _validate_arrow(table: pa.Table) -> tuple[dict[str, Any], np.ndarray, np.nda
             steps_arr = table.column("steps").combine_chunks()
         elif pa.types.is_struct(vt):
             fnames = {vt.field(i).name for i in range(vt.num_fields)}
-            if "index" not in fnames or "action" not in fnames:
+            if "action" not in fnames:
                 return None
             for f in fnames & set(_STEP_TYPES):
                 if not _fits(vt.field(f).type, _STEP_TYPES[f]):
@@ -824,8 +827,19 @@ def _validate_arrow(table: pa.Table) -> tuple[dict[str, Any], np.ndarray, np.nda
 
         bad_s = flat.is_null().to_numpy(zero_copy_only=False)
         index = sfield("index")
-        bad_s |= index.is_null().to_numpy(zero_copy_only=False)
-        s_index = index.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+        if pa.types.is_null(index.type):
+            idx_null = np.ones(m, bool)
+            s_index = np.zeros(m, np.int64)
+        else:
+            idx_null = index.is_null().to_numpy(zero_copy_only=False)
+            s_index = index.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+        if idx_null.any():
+            # a run whose steps carry no index at all: the list order is the index
+            n_null = np.bincount(step_run[idx_null], minlength=n)
+            positional = (n_null == lens)[step_run]
+            within = np.arange(m, dtype=np.int64) - np.repeat(offsets[:-1], lens)
+            s_index = np.where(idx_null & positional, within, s_index)
+            bad_s |= idx_null & ~positional
         bad_s |= s_index < 0
         action = sfield("action")
         bad_s |= pc.fill_null(pc.equal(pc.binary_length(action), 0), True).to_numpy(zero_copy_only=False)

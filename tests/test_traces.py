@@ -152,6 +152,16 @@ def test_index_gaps_flag_missing_steps_and_steps_are_ordered_by_index():
     assert ing.runs["n_steps"].iloc[0] == 3
 
 
+def test_steps_without_any_index_take_their_list_order(tmp_path):
+    recs = [run("a", steps=[{"action": "open"}, {"action": "confirm", "needs_confirmation": True},
+                            {"action": "buy", "consequential": True}]),
+            run("b", steps=[step(5), step(2)])]
+    for ing in (ingest(recs), ingest(write_jsonl(tmp_path / "t.jsonl", recs))):
+        assert ing.steps["index"].tolist() == [0, 1, 2, 2, 5]
+        assert ing.steps["action"].tolist()[:3] == ["open", "confirm", "buy"]
+        assert ing.ledger["status"].tolist() == ["kept", "kept"]
+
+
 def test_steps_table_is_ordered_by_run_then_index_with_run_pos():
     ing = ingest([run("x", steps=[step(1), step(0)]), run("y", steps=[]),
                   run("z", steps=[step(0), step(2), step(1)])])
@@ -322,7 +332,7 @@ MALFORMED_EXPECTED = {
     12: ("steps-str", "steps", "must be a list of step objects; got string"),  # steps not a list
     13: ("steps-missing", "steps", "is required for a complete run"),
     14: ("step-not-obj", "steps[0]", "a step must be an object; got string"),
-    15: ("idx-missing", "steps[0].index", "is required"),
+    15: ("idx-missing", "steps[1].index", "is required (give every step an index, or none"),
     16: ("idx-negative", "steps[0].index", "non-negative integer; got -1"),  # negative index
     17: ("idx-float", "steps[0].index", "got number 1.5"),
     18: ("idx-bool", "steps[0].index", "got boolean true"),
@@ -815,7 +825,7 @@ def test_trace_schema_agrees_with_the_reader():
         assert not list(v.iter_errors(rec)), rec["trace_id"]
     # every malformed line the reader refuses, the schema refuses too, except the one
     # rule JSON Schema cannot express (unique step indices within a run)
-    not_expressible = {19}
+    not_expressible = {15, 19}  # index on every step or none; unique indices
     lines = MALFORMED.read_text(encoding="utf-8").split("\n")
     for line in MALFORMED_EXPECTED:
         try:
