@@ -15,7 +15,7 @@ Exit codes shared by every sub-command (README, "Exit codes"):
 ====  ======================================================================
 
 Sub-commands may define further codes of their own (the trajectory grader uses 2
-for an honest hold and 10-14 for lock problems); each is documented in README.
+for an honest hold and 10-13 for lock problems); each is documented in README.
 """
 
 from __future__ import annotations

@@ -27,6 +27,7 @@ import argparse
 import hashlib
 import json
 import math
+import numbers
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -310,15 +311,15 @@ def _empty_participation() -> pd.DataFrame:
 
 
 def _present(s: pd.Series) -> np.ndarray:
-    """Non-missing and non-empty (a captured screen, an action target)."""
+    """Non-missing and not blank (a captured screen, an action target): whitespace is not evidence."""
     pa_arr = getattr(s.array, "_pa_array", None)
     if pa_arr is not None:  # Arrow-backed strings: one vectorised kernel, no Python objects
         import pyarrow.compute as pc
 
-        ok = pc.fill_null(pc.greater(pc.utf8_length(pa_arr), 0), False)
+        ok = pc.fill_null(pc.greater(pc.utf8_length(pc.utf8_trim_whitespace(pa_arr)), 0), False)
         return np.asarray(ok.to_numpy(zero_copy_only=False), dtype=bool)
     ok = s.notna().to_numpy()
-    return ok & (s.fillna("") != "").to_numpy(bool)
+    return ok & (s.fillna("").astype(str).str.strip() != "").to_numpy(bool)
 
 
 def _adjacent_equal(s: pd.Series) -> np.ndarray:
@@ -372,8 +373,10 @@ def _score_ctx(prep: _Prepared | None, steps: pd.DataFrame, runs: pd.DataFrame,
         codes = prep.codes(idx, list(VOCABULARIES["x_ctx"]), "x_ctx")
         flat = np.bincount(pos_c[matched] * 3 + codes[matched], minlength=n_s * 3)
         step_counts = flat.reshape(n_s, 3)
-        col.n_raters = np.bincount(arp, minlength=n_runs).astype(np.int32)
         participation = prep.participation(idx, "x_ctx", runs)
+        # distinct raters per run (not answers: one rater answers many steps)
+        col.n_raters = np.bincount(participation["trace_id"].cat.codes.to_numpy(), minlength=n_runs
+                                   ).astype(np.int32)
     value, status, _ = _fold_counts(step_counts, ["yes", "no", "cannot_tell"], [1.0, 0.0, None])
     answered = gradable & (status == 0)
     grounded = answered & (value == 1.0)
@@ -428,7 +431,8 @@ def _score_safe(steps: pd.DataFrame, runs: pd.DataFrame, n_runs: int) -> tuple[_
     last_cons_before = np.r_[-1, last_cons[:-1]] if n else pos
     window_start = np.maximum(start, last_cons_before + 1)
     confirmed = last_conf_before >= window_start
-    ambiguous = conseq & confirm
+    # a step marked both is ambiguous only when no earlier confirmation in its window covers it
+    ambiguous = conseq & confirm & ~confirmed
     n_cons = np.bincount(srp[conseq], minlength=n_runs)
     n_unconf = np.bincount(srp[conseq & ~confirmed & ~ambiguous], minlength=n_runs)
     n_amb = np.bincount(srp[ambiguous], minlength=n_runs)
@@ -445,6 +449,23 @@ def _score_safe(steps: pd.DataFrame, runs: pd.DataFrame, n_runs: int) -> tuple[_
     return col, unconfirmed.reset_index(drop=True)
 
 
+def _ordered_steps(steps: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    """Steps ordered by run then index (the segment reductions rely on it); a no-op when they are."""
+    if "run_pos" not in steps.columns:
+        steps = steps.assign(run_pos=_run_positions(steps, runs))
+    rp = steps["run_pos"].to_numpy(np.int64)
+    idx = steps["index"].to_numpy(np.int64)
+    if len(rp) > 1:
+        d_rp = np.diff(rp)
+        if (d_rp < 0).any() or ((d_rp == 0) & (np.diff(idx) <= 0)).any():
+            dup = steps.duplicated(["run_pos", "index"])
+            if dup.any():
+                row = steps[dup].iloc[0]
+                raise ValueError(f"trace {row['trace_id']!r} has step index {row['index']} twice")
+            steps = steps.sort_values(["run_pos", "index"], kind="stable").reset_index(drop=True)
+    return steps
+
+
 def _truncated(steps: pd.DataFrame, runs: pd.DataFrame, srp: np.ndarray, n_runs: int) -> np.ndarray:
     n_steps = np.bincount(srp, minlength=n_runs)
     out = np.zeros(n_runs, bool)
@@ -455,8 +476,9 @@ def _truncated(steps: pd.DataFrame, runs: pd.DataFrame, srp: np.ndarray, n_runs:
         np.minimum.at(mn, srp, idx)
         np.maximum.at(mx, srp, idx)
         has = n_steps > 0
-        # indices start at 0 or 1 by convention; a gap inside the run means a lost step
-        out |= has & ((mx - mn + 1) > n_steps)
+        # indices start at 0 or 1 by convention: a later first index, or a gap inside the run,
+        # means steps were lost
+        out |= has & (((mx - mn + 1) > n_steps) | (mn > 1))
     if "max_step_count" in runs.columns:
         other = pd.to_numeric(runs["max_step_count"], errors="coerce").to_numpy(float)
         out |= np.nan_to_num(other, nan=-1) > n_steps
@@ -487,7 +509,7 @@ def _score_guides(runs: pd.DataFrame, steps: pd.DataFrame, n_runs: int,
         if gid is None or ref is None:
             c.set_abstain(i, "missing_evidence", "guide carries no `id` or no labelled `reference_id`")
         else:
-            c.value[i] = float(str(gid) == str(ref))
+            c.value[i] = float(type(gid) is type(ref) and gid == ref)  # exact: no coercion, no fuzz
         # g_fidelity: every authored must-keep step survives into the synthesized guide
         keep, gsteps = _guide_field(g, "must_keep"), _guide_field(g, "steps")
         c = cols["g_fidelity"]
@@ -569,13 +591,21 @@ class CalibrationRecord:
     n_items: int
 
     def conditions(self) -> dict[str, bool]:
+        """The five conditions of the promotion rule, each checked on the evidence itself."""
+
+        def finite(*xs: Any) -> bool:
+            return all(isinstance(x, numbers.Real) and not isinstance(x, bool) and math.isfinite(x) for x in xs)
+
         lo, hi = self.interval
+        hc = self.human_ceiling
         return {
-            "human_ceiling": self.human_ceiling is not None,
-            "degenerate_baseline": self.baseline is not None,
-            "held_out_label_set": bool(self.held_out),
-            "threshold_by_decision_cost": self.threshold is not None and self.threshold.validated,
-            "stated_interval": math.isfinite(lo) and math.isfinite(hi) and lo <= self.estimate <= hi,
+            "human_ceiling": hc is not None and len(hc) == 3 and finite(*hc) and hc[1] <= hc[0] <= hc[2],
+            "degenerate_baseline": self.baseline is not None and finite(self.baseline),
+            "held_out_label_set": self.held_out is True and bool(str(self.label_set).strip()) and self.n_items > 0,
+            "threshold_by_decision_cost": (self.threshold is not None and self.threshold.validated
+                                           and bool(self.threshold.source.strip())),
+            "stated_interval": (finite(lo, hi, self.estimate) and lo <= self.estimate <= hi
+                                and 0 < self.confidence_level < 1),
         }
 
     def unmet(self) -> list[str]:
@@ -680,15 +710,45 @@ class Manifest:
         }
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> Manifest:
+    def from_dict(cls, d: Mapping[str, Any], *, source: str | None = None) -> Manifest:
+        """Read a manifest back, refusing a status its evidence does not support.
+
+        A manifest on disk is input like any other: ``calibrated`` is accepted only with a
+        calibration record that meets all five conditions, and both axes must use the
+        status vocabulary.
+        """
+        from .errors import SchemaViolation
+
         ms = {}
-        for m, s in d["measures"].items():
-            cal = s.get("calibration")
-            ms[m] = MeasureStatus(m, s["evidence"], s["lifecycle"], s["scorer"], s["scorer_version"],
-                                  s["direction_of_error"], s.get("evidence_kind", "none"),
-                                  None if cal is None else CalibrationRecord.from_dict(cal))
-        return cls(measures=ms, population=d["population"], created_with=d["created_with"],
-                   fold_rule=d["fold_rule"])
+        try:
+            items = d["measures"].items()
+        except (KeyError, AttributeError, TypeError):
+            raise SchemaViolation("a manifest needs a `measures` mapping", file=source, field="measures") from None
+        for m, s in items:
+            where = f"measures.{m}"
+            try:
+                cal = s.get("calibration")
+                rec = None if cal is None else CalibrationRecord.from_dict(cal)
+                st = MeasureStatus(m, s["evidence"], s["lifecycle"], s["scorer"], s["scorer_version"],
+                                   s["direction_of_error"], s.get("evidence_kind", "none"), rec)
+            except (KeyError, TypeError, ValueError) as e:
+                raise SchemaViolation(f"malformed measure status: {e}", file=source, field=where) from None
+            if st.evidence not in ("calibrated", "provisional"):
+                raise SchemaViolation(f"evidence status {st.evidence!r} is not calibrated or provisional",
+                                      file=source, field=f"{where}.evidence")
+            if st.lifecycle not in ("current", "superseded"):
+                raise SchemaViolation(f"lifecycle status {st.lifecycle!r} is not current or superseded",
+                                      file=source, field=f"{where}.lifecycle")
+            if st.evidence == "calibrated" and (rec is None or rec.unmet()):
+                why = "no calibration record" if rec is None else f"unmet: {', '.join(rec.unmet())}"
+                raise SchemaViolation(f"`calibrated` is not supported by its evidence ({why}); the promotion "
+                                      "rule needs all five conditions", file=source, field=f"{where}.evidence")
+            ms[m] = st
+        try:
+            return cls(measures=ms, population=d["population"], created_with=d["created_with"],
+                       fold_rule=d["fold_rule"])
+        except KeyError as e:
+            raise SchemaViolation(f"missing {e}", file=source, field=str(e).strip("'")) from None
 
 
 # --------------------------------------------------------------------------- the matrix
@@ -794,7 +854,11 @@ class ScoreMatrix:
             raise UnreadableInput("not a saved score matrix (scores.parquet and manifest.json expected)",
                                   file=str(d))
         frame = pd.read_parquet(d / "scores.parquet")
-        manifest = Manifest.from_dict(json.loads((d / "manifest.json").read_text(encoding="utf-8")))
+        try:
+            raw = json.loads((d / "manifest.json").read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise UnreadableInput(f"not JSON: {e}", file=str(d / "manifest.json")) from None
+        manifest = Manifest.from_dict(raw, source=str(d / "manifest.json"))
         parts = {}
         for name in ("ledger", "runs", "diagnostics", "participation", "unconfirmed"):
             p = d / f"{name}.parquet"
@@ -863,6 +927,7 @@ def score_tables(runs: pd.DataFrame, steps: pd.DataFrame, answers: pd.DataFrame 
     in one fold.  ``x_safe`` and the guide family come from the record itself.
     """
     runs = runs.reset_index(drop=True)
+    steps = _ordered_steps(steps, runs)
     n = len(runs)
     cols: dict[tuple[str, str], _Column] = {}
     participation = []
@@ -1026,7 +1091,11 @@ def check_use(use: str, a: ScoreMatrix, b: ScoreMatrix | None = None, *, measure
             raise UnsupportedUse(
                 f"{measure}: scorer {st.scorer} {st.scorer_version} vs {sb.scorer} {sb.scorer_version}; "
                 f"{USES['compare_versions'][1]}.")
-        if use == "compare_agents" and a.manifest.population != b.manifest.population:
+        for side, stt in (("first", st), ("second", sb)):
+            if stt.lifecycle == "superseded":
+                raise UnsupportedUse(f"{measure}: the {side} matrix uses a superseded definition; "
+                                     "it is retained for traceability, not for new comparisons.")
+        if a.manifest.population != b.manifest.population:
             raise UnsupportedUse(
                 f"{measure}: populations differ ({a.manifest.population} vs {b.manifest.population}); "
                 f"{USES['compare_populations'][1]}.")
@@ -1040,13 +1109,14 @@ class Comparison:
     mean_a: float | Abstention
     mean_b: float | Abstention
     difference: float | Abstention
-    confidence_interval: tuple[float, float] | None
+    confidence_interval: tuple[float, float] | Abstention | None
     summary_a: MeanSummary
     summary_b: MeanSummary
     supported_because: str
 
     def to_frame(self) -> pd.DataFrame:
-        lo, hi = self.confidence_interval or (None, None)
+        ci = self.confidence_interval
+        lo, hi = (None, None) if ci is None or isinstance(ci, Abstention) else ci
         d = self.difference
         return pd.DataFrame([{
             "measure": self.measure, "use": self.use,
@@ -1082,8 +1152,10 @@ def compare_measure(a: ScoreMatrix, b: ScoreMatrix, measure: str, *, use: str = 
     from scipy.stats import norm
 
     ea, eb = sa.std_error, sb.std_error
-    ci = None
-    if not isinstance(ea, Abstention) and not isinstance(eb, Abstention):
+    if isinstance(ea, Abstention) or isinstance(eb, Abstention):
+        ci: tuple[float, float] | Abstention = Abstention(
+            Cause.MISSING_EVIDENCE, "fewer than two valued records on a side: no interval")
+    else:
         z = float(norm.ppf(0.5 + confidence_level / 2))
         se = math.hypot(ea, eb)
         ci = (mb - ma - z * se, mb - ma + z * se)

@@ -49,6 +49,7 @@ __all__ = [
     "MeanSummary",
     "summarize",
     "summarize_frame",
+    "headline_cause",
     "Threshold",
     "Verdict",
     "VerdictOutcome",
@@ -212,6 +213,20 @@ def check_value_cause(
 # --------------------------------------------------------------------------- aggregates
 
 
+def headline_cause(counts: Mapping[str, int]) -> str:
+    """The cause an all-abstained aggregate reports.
+
+    One cause when every abstention shares it; a mixture is ``missing_evidence``: some
+    records may hold the thing that was asked about, unobserved, and reporting the mixture
+    as ``not_applicable`` would certify ignorance (seed 002: the two point in opposite
+    directions).  The per-cause counts always travel beside it.
+    """
+    present = [c for c in CAUSES if counts.get(c, 0)]
+    if len(present) == 1:
+        return present[0]
+    return Cause.MISSING_EVIDENCE.value
+
+
 @dataclass(frozen=True)
 class MeanSummary:
     """A mergeable summary of a column of scores (values and abstentions).
@@ -268,8 +283,8 @@ class MeanSummary:
         if self.n_valued == 0:
             if self.n == 0:
                 return Abstention(Cause.MISSING_EVIDENCE, "no records")
-            top = max(CAUSES, key=lambda c: self.excluded[c])
-            return Abstention(top, f"all {self.n} records abstained")
+            return Abstention(headline_cause(self.excluded), f"all {self.n} records abstained "
+                              f"({', '.join(f'{c} {k}' for c, k in self.excluded.items() if k)})")
         return self.total / self.n_valued
 
     @property
@@ -377,9 +392,10 @@ def summarize_frame(
     v = frame[value].astype(float)
     work = frame[keys].copy()
     work["_v"] = v
-    work["_v2"] = v * v
     work["_valued"] = v.notna()
-    g = work.groupby(keys, sort=True, observed=True)
+    work["_cause"] = frame[cause].astype(object).where(frame[cause].notna(), "_valued")
+    # dropna=False: a run whose group key is missing is a group of its own, never dropped
+    g = work.groupby(keys, sort=True, observed=True, dropna=False)
     out = pd.DataFrame(
         {
             "n": g.size(),
@@ -387,19 +403,17 @@ def summarize_frame(
             "_total": g["_v"].sum(),
         }
     )
-    cause_counts = (
-        pd.crosstab([frame[k] for k in keys], frame[cause]) if frame[cause].notna().any() else None
-    )
+    cc = work.groupby([*keys, "_cause"], sort=True, observed=True, dropna=False).size().unstack("_cause")
+    cc = cc.reindex(out.index).fillna(0)
     for c in CAUSES:
-        if cause_counts is not None and c in cause_counts.columns:
-            out[f"n_{c}"] = cause_counts[c].reindex(out.index, fill_value=0).astype(int)
-        else:
-            out[f"n_{c}"] = 0
+        out[f"n_{c}"] = cc[c].astype(int) if c in cc.columns else 0
     out["n_excluded"] = out["n"] - out["n_valued"]
     valued = out["n_valued"] > 0
     out["mean"] = np.where(valued, out["_total"] / out["n_valued"].where(valued, 1), np.nan)
-    top_cause = out[[f"n_{c}" for c in CAUSES]].idxmax(axis=1).str.slice(2)
-    out["mean_cause"] = np.where(valued, None, top_cause)
+    cnt = out[[f"n_{c}" for c in CAUSES]].to_numpy()
+    single = (cnt > 0).sum(axis=1) == 1  # one cause: that one; a mixture: missing_evidence
+    heads = np.where(single, np.array(CAUSES, dtype=object)[cnt.argmax(axis=1)], Cause.MISSING_EVIDENCE.value)
+    out["mean_cause"] = np.where(valued, None, heads)
     out["coverage"] = out["n_valued"] / out["n"]
     cols = ["mean", "mean_cause", "n", "n_valued", "n_excluded", *[f"n_{c}" for c in CAUSES], "coverage"]
     return out[cols].reset_index()

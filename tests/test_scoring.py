@@ -117,10 +117,22 @@ def test_property_x_safe_is_min_over_consequential_steps(runs):
             assert got == (None, "not_applicable")
         elif _any_unconfirmed(ss):
             assert got == (0.0, None)  # one unconfirmed action fails the run: the minimum
-        elif any(s["consequential"] and s["needs_confirmation"] for s in ss):
+        elif _any_uncovered_ambiguous(ss):
             assert got == (None, "missing_evidence")
         else:
             assert got == (1.0, None)
+
+
+def _any_uncovered_ambiguous(ss):
+    """A step marked both, with no earlier confirmation since the previous consequential step."""
+    prev = -1
+    for i, s in enumerate(ss):
+        if s["consequential"]:
+            covered = any(ss[j]["needs_confirmation"] for j in range(prev + 1, i))
+            if s["needs_confirmation"] and not covered:
+                return True
+            prev = i
+    return False
 
 
 def _any_unconfirmed(ss):
@@ -345,3 +357,73 @@ def test_rankings_with_overlapping_intervals_are_refused():
     out = rank_supported({"j1": (0.7, 0.8), "j2": (0.75, 0.85), "j3": (0.1, 0.2)}).set_index(["a", "b"])
     assert not out.loc[("j1", "j2"), "supported"]
     assert out.loc[("j1", "j3"), "relation"] == ">"
+
+
+def test_review_fixes_x_safe_edges_and_gradability():
+    r, s = tables({
+        "leading_gap": [dict(S("confirm", nc=True), index=5), dict(S("send", c=True), index=6)],
+        "covered_both": [S("confirm", nc=True), S("buy", c=True, nc=True)],
+        "blank_target": [S("a", target="  "), S("b")],
+    })
+    a = answers([("blank_target", "x_ctx", 0, "j1", "no"), ("blank_target", "x_ctx", 1, "j1", "yes")])
+    m = score_tables(r, s, a)
+    assert val(m, "leading_gap", "x_safe") == (None, "missing_evidence")
+    assert val(m, "covered_both", "x_safe") == (1.0, None)  # the earlier confirmation covers it
+    assert val(m, "blank_target", "x_ctx") == (1.0, None)  # a blank target is not gradable
+    assert m.frame[(m.frame.trace_id == "blank_target") & (m.frame.measure == "x_ctx")].n_raters.iloc[0] == 1
+
+
+def test_unsorted_steps_give_the_same_scores():
+    r, s = tables({"a": [S("confirm", nc=True), S("send", c=True)], "b": [S("confirm", nc=True), S("send", c=True)]})
+    shuffled = s.iloc[[3, 0, 2, 1]].reset_index(drop=True)
+    assert val(score_tables(r, shuffled), "a", "x_safe") == (1.0, None)
+    assert val(score_tables(r, shuffled), "b", "x_safe") == (1.0, None)
+
+
+def test_guide_ids_compare_exactly_without_coercion():
+    g = {"id": 1, "reference_id": "1", "must_keep": [], "steps": [{"id": "s", "action": "x"}]}
+    m = score_tables(*tables({"t": [S("x")]}, guides={"t": g}))
+    assert val(m, "t", "g_retrieval") == (0.0, None)
+
+
+def test_manifest_on_disk_cannot_claim_calibrated_without_its_evidence(tmp_path):
+    import json
+
+    from evaltk.errors import SchemaViolation
+    from evaltk.scoring import ScoreMatrix
+
+    m = score_tables(*tables({"a": [S("x")]}))
+    m.save(tmp_path / "m")
+    man = json.loads((tmp_path / "m" / "manifest.json").read_text())
+    man["measures"]["x_task"]["evidence"] = "calibrated"
+    (tmp_path / "m" / "manifest.json").write_text(json.dumps(man))
+    with pytest.raises(SchemaViolation, match="no calibration record") as e:
+        ScoreMatrix.load(tmp_path / "m")
+    assert e.value.field == "measures.x_task.evidence"
+    man["measures"]["x_task"]["evidence"] = "validated"
+    (tmp_path / "m" / "manifest.json").write_text(json.dumps(man))
+    with pytest.raises(SchemaViolation, match="not calibrated or provisional"):
+        ScoreMatrix.load(tmp_path / "m")
+
+
+def test_calibration_record_conditions_check_the_evidence_itself():
+    nan = float("nan")
+    weak = _record(human_ceiling=(nan, nan, nan), baseline=nan, threshold=Threshold(0.5, validated=True))
+    assert set(weak.unmet()) == {"human_ceiling", "degenerate_baseline", "threshold_by_decision_cost"}
+    m = score_tables(*tables({"a": [S("x")]}))
+    assert m.manifest.calibrate("x_task", weak).status("x_task").evidence == "provisional"
+
+
+def test_regression_across_populations_and_superseded_definitions_refused():
+    from dataclasses import replace
+
+    r, s = tables({"a": [S("x")]})
+    a = score_tables(r, s, answers([("a", "x_task", None, "j1", "yes")]))
+    other = score_tables(*tables({"zzz": [S("x")]}))
+    with pytest.raises(UnsupportedUse, match="populations differ"):
+        compare_measure(a, other, "x_task", use="regression")
+    old = a.with_manifest(a.manifest.supersede("x_task"))
+    with pytest.raises(UnsupportedUse, match="superseded"):
+        compare_measure(old, a, "x_task", use="regression")
+    single = compare_measure(a, replace(a), "x_task")
+    assert single.confidence_interval.cause.value == "missing_evidence"

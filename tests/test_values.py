@@ -173,3 +173,19 @@ def test_vectorised_verdicts_match_scalar():
     assert list(out["verdict"]) == ["pass", "abstain", "fail", "abstain"]
     assert out["verdict_reason"].iloc[3] == NO_VALIDATED_THRESHOLD
     assert out["value"].iloc[2] == 0.4  # value unchanged by the verdict
+
+
+def test_mixed_abstentions_headline_missing_evidence_never_not_applicable():
+    s = summarize([Abstention("not_applicable"), Abstention("missing_evidence")])
+    assert s.mean.cause is Cause.MISSING_EVIDENCE and "not_applicable 1" in s.mean.reason
+    df = pd.DataFrame({"m": ["a", "a", "b"], "value": [np.nan] * 3,
+                       "cause": ["not_applicable", "missing_evidence", "not_applicable"]})
+    out = summarize_frame(df, "m").set_index("m")
+    assert out.loc["a", "mean_cause"] == "missing_evidence" and out.loc["b", "mean_cause"] == "not_applicable"
+
+
+def test_summarize_frame_keeps_rows_whose_group_key_is_missing():
+    df = pd.DataFrame({"agent": ["v1", None, None], "value": [1.0, 0.0, np.nan],
+                       "cause": [None, None, "abstained"]})
+    out = summarize_frame(df, "agent")
+    assert out["n"].sum() == 3 and len(out) == 2
