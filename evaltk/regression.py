@@ -19,8 +19,12 @@ per-step rate     cluster bootstrap over keys of the pooled rate grounded / answ
 Holm's correction by default across the dimensions tested (``correction="fdr_bh"``
 for Benjamini-Hochberg), through pingouin.  The caller sets the minimum practical
 effect.  A significant drop at least that large is a **regress** on a calibrated
-dimension and only a **review** on an uncalibrated one: there is no validated measure to
-regress against.  In the gate, abstentions resolve toward failure (``missing_evidence``,
+dimension (both sides calibrated) and only a **review** on an uncalibrated one: there is
+no validated measure to regress against.  A dimension **promotes** only when its
+interval rules out a drop of the minimum practical effect (a non-significant result whose
+interval still allows such a drop is inconclusive and routes to review), and only when
+each side has at least ``min_pairs`` answered records: a dimension nobody answered, or
+one switched off, measured nothing.  In the gate, abstentions resolve toward failure (``missing_evidence``,
 ``abstained`` and ``not_implemented`` count 0) while ``not_applicable`` stays out (a
 run that never took the risk is not a failure); the scores themselves are never touched.
 """
@@ -129,6 +133,7 @@ def _gate_values(m: ScoreMatrix, measure: str) -> pd.DataFrame:
     gv[fail] = 0.0  # abstain in the score, fail in the gate
     f["gate_value"] = gv
     f["fail_closed"] = fail
+    f["answered"] = ~np.isnan(f["value"].to_numpy(float))
     f = f[cause.ne("not_applicable").to_numpy()]
     return f
 
@@ -141,19 +146,28 @@ def _pair(a: ScoreMatrix, b: ScoreMatrix, measure: str, pair_by: str) -> pd.Data
         g = _gate_values(m, measure).merge(m.runs[["trace_id", pair_by]].astype({"trace_id": str}),
                                            on="trace_id", how="left")
         if measure == "x_ctx":
-            d = m.diagnostics[["trace_id", "x_ctx_n_grounded", "x_ctx_n_answered"]].astype({"trace_id": str})
-            g = g.merge(d, on="trace_id", how="left")
+            d = m.diagnostics[["trace_id", "x_ctx_n_grounded", "x_ctx_n_answered", "x_ctx_n_gradable"]]
+            g = g.merge(d.astype({"trace_id": str}), on="trace_id", how="left")
+            # fail closed: a run whose x_ctx abstained counts its gradable steps (at least one) as
+            # answered and none grounded; the score itself is untouched
+            fc = g["fail_closed"].to_numpy(bool)
+            g.loc[fc, "x_ctx_n_answered"] = np.maximum(g.loc[fc, "x_ctx_n_gradable"].to_numpy(float), 1.0)
+            g.loc[fc, "x_ctx_n_grounded"] = 0.0
         g["side"] = side
         out.append(g)
     return pd.concat(out, ignore_index=True)
 
 
 def _pvalue_boot(d: np.ndarray) -> float:
-    """Two-sided bootstrap p-value of a difference: twice the smaller tail beyond zero."""
+    """Two-sided bootstrap p-value of a difference: twice the smaller tail beyond zero.
+
+    Bounded below by 2 / (B + 1): a finite bootstrap never proves p = 0.
+    """
     d = d[~np.isnan(d)]
     if d.size == 0:
         return float("nan")
-    return float(min(1.0, 2 * min((d <= 0).mean(), (d >= 0).mean())))
+    b = d.size
+    return float(min(1.0, 2 * min(((d <= 0).sum() + 1) / (b + 1), ((d >= 0).sum() + 1) / (b + 1))))
 
 
 def _compare(p: pd.DataFrame, measure: str, pair_by: str, cl: float, B: int, rng: np.random.Generator
@@ -165,6 +179,8 @@ def _compare(p: pd.DataFrame, measure: str, pair_by: str, cl: float, B: int, rng
     base = base[base[pair_by].isin(keys)]
     cand = cand[cand[pair_by].isin(keys)]
     row: dict[str, Any] = {"measure": measure, "type": kind, "n_pairs": len(keys),
+                           "n_answered_baseline": int(base["answered"].sum()),
+                           "n_answered_candidate": int(cand["answered"].sum()),
                            "n_fail_closed_baseline": int(base["fail_closed"].sum()),
                            "n_fail_closed_candidate": int(cand["fail_closed"].sum())}
     if not keys:
@@ -285,7 +301,10 @@ def gate(baseline: ScoreMatrix, candidate: ScoreMatrix, *, measures: Sequence[st
     gen = check_rng(rng)
     rows = [_compare(_pair(baseline, candidate, x, pair_by), x, pair_by, cl, n_resamples, gen) for x in meas]
     dims = pd.DataFrame(rows)
-    dims["interpretable"] = dims["n_pairs"] >= min_pairs
+    # interpretability counts answered items on each side, not keys: a dimension nobody
+    # answered (all cannot-tell, or switched off) measured nothing and cannot promote
+    dims["interpretable"] = ((dims["n_pairs"] >= min_pairs) & (dims["n_answered_baseline"] >= min_pairs)
+                             & (dims["n_answered_candidate"] >= min_pairs))
     testable = dims["interpretable"] & dims["pvalue"].notna()
     dims["pvalue_adjusted"] = np.nan
     if testable.any():
@@ -293,12 +312,19 @@ def gate(baseline: ScoreMatrix, candidate: ScoreMatrix, *, measures: Sequence[st
         dims.loc[testable, "pvalue_adjusted"] = padj
     me = {x: (min_effect.get(x, 0.05) if isinstance(min_effect, Mapping) else float(min_effect)) for x in meas}
     dims["min_effect"] = dims["measure"].map(me)
-    dims["calibrated"] = [candidate.manifest.status(x).evidence == "calibrated" for x in meas]
+    # calibrated only when both sides carry a calibration record meeting the promotion rule
+    dims["calibrated"] = [baseline.manifest.status(x).evidence == "calibrated"
+                          and candidate.manifest.status(x).evidence == "calibrated" for x in meas]
     decisions, reasons = [], []
     for r in dims.itertuples():
         if not r.interpretable:
             decisions.append("review")
-            reasons.append(f"not interpretable: {r.n_pairs} paired keys < {min_pairs}")
+            reasons.append(f"not interpretable: {r.n_pairs} paired keys, {r.n_answered_baseline} answered "
+                           f"baseline and {r.n_answered_candidate} answered candidate records (< {min_pairs})")
+            continue
+        if not np.isfinite(r.pvalue_adjusted) or not np.isfinite(r.effect):
+            decisions.append("review")
+            reasons.append("no test was possible on the paired data (no variation to test)")
             continue
         sig = r.pvalue_adjusted < alpha
         if sig and r.effect <= -r.min_effect:
@@ -313,13 +339,14 @@ def gate(baseline: ScoreMatrix, candidate: ScoreMatrix, *, measures: Sequence[st
         elif sig and r.effect >= r.min_effect:
             decisions.append("promote")
             reasons.append(f"significant gain {r.effect:+.3f} (adjusted p={r.pvalue_adjusted:.3g})")
-        elif sig:
+        elif np.isfinite(r.ci_low) and r.ci_low > -r.min_effect:
             decisions.append("promote")
-            reasons.append(f"significant but below the minimum practical effect {r.min_effect:g} "
-                           f"({r.effect:+.3f})")
+            reasons.append(f"no practically relevant drop: effect {r.effect:+.3f}, interval "
+                           f"[{r.ci_low:+.3f}, {r.ci_high:+.3f}] excludes drops of {r.min_effect:g} or more")
         else:
-            decisions.append("promote")
-            reasons.append(f"no significant change ({r.effect:+.3f}, adjusted p={r.pvalue_adjusted:.3g})")
+            decisions.append("review")
+            reasons.append(f"inconclusive: effect {r.effect:+.3f}, interval [{r.ci_low:+.3f}, {r.ci_high:+.3f}] "
+                           f"still allows a drop of {r.min_effect:g} or more (adjusted p={r.pvalue_adjusted:.3g})")
     dims["decision"] = decisions
     dims["reason"] = reasons
     overall = "regress" if "regress" in decisions else "review" if "review" in decisions else "promote"

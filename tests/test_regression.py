@@ -58,8 +58,8 @@ def test_regression_on_calibrated_dimension_is_a_hard_regress():
 
 
 def test_no_change_promotes_and_tests_match_dimension_types():
-    base, cand = _matrix(0.8, seed=1), _matrix(0.8, seed=2)
-    res = gate(base, cand)
+    base, cand = _matrix(0.8, n=800, seed=1), _matrix(0.8, n=800, seed=2)
+    res = gate(base, cand, min_effect=0.1)
     d = res.dimensions.set_index("measure")
     assert res.decision == "promote"
     assert "Wilcoxon" in d.loc["x_eff", "test"] and "cluster bootstrap" in d.loc["x_ctx", "test"]
@@ -109,5 +109,49 @@ def test_cli_gate_exit_codes(tmp_path, capsys):
     assert main(["gate", "--baseline", str(tmp_path / "a"), "--candidate", str(tmp_path / "b"), "--json"]) == 3
     out = json.loads(capsys.readouterr().out)
     assert out["decision"] == "review"
-    assert main(["gate", "--baseline", str(tmp_path / "a"), "--candidate", str(tmp_path / "a")]) == 0
+    _matrix(0.8, n=800, seed=3).save(tmp_path / "c")
+    _matrix(0.8, n=800, seed=4).save(tmp_path / "d")
+    assert main(["gate", "--baseline", str(tmp_path / "c"), "--candidate", str(tmp_path / "d"),
+                 "--min-effect", "0.1"]) == 0
     assert main(["gate", "--baseline", str(tmp_path / "nope"), "--candidate", str(tmp_path / "a")]) == 66
+
+
+def test_a_dimension_that_measured_nothing_cannot_promote():
+    base = _matrix(0.8, seed=1)
+    cand = _matrix(0.8, seed=2)
+    f = cand.frame.copy()
+    sel = f["measure"].isin(["x_task", "x_eff", "x_ctx"])
+    f.loc[sel, "value"] = np.nan
+    f.loc[sel, "cause"] = "abstained"
+    res = gate(base, replace(cand, frame=f))
+    d = res.dimensions.set_index("measure")
+    assert (d.loc[["x_task", "x_eff", "x_ctx"], "decision"] == "review").all()
+    assert d.loc["x_task", "reason"].startswith("not interpretable")
+    assert res.decision == "review"
+
+
+def test_inconclusive_results_route_to_review():
+    res = gate(_matrix(0.8, n=60, seed=1), _matrix(0.8, n=60, seed=2), min_pairs=30)
+    d = res.dimensions.set_index("measure")
+    assert d.loc["x_eff", "decision"] == "review" and d.loc["x_eff", "reason"].startswith("inconclusive")
+    assert res.decision == "review"
+
+
+def test_x_ctx_abstentions_fail_closed_in_the_gate():
+    base = _matrix(0.9, seed=1, p_ground=1.0)
+    cand = _matrix(0.9, seed=2, p_ground=1.0)
+    f = cand.frame.copy()
+    tids = cand.runs["trace_id"].astype(str).iloc[:100]
+    sel = (f["measure"] == "x_ctx") & f["trace_id"].astype(str).isin(set(tids))
+    f.loc[sel, "value"] = np.nan
+    f.loc[sel, "cause"] = "abstained"
+    d = gate(base, replace(cand, frame=f)).dimensions.set_index("measure")
+    assert d.loc["x_ctx", "n_fail_closed_candidate"] == 100
+    assert d.loc["x_ctx", "candidate"] == pytest.approx(0.5)  # 100 runs count as ungrounded
+    assert d.loc["x_ctx", "decision"] == "review"
+
+
+def test_calibrated_only_when_both_sides_are():
+    base, cand = _matrix(0.85, seed=1), _calibrated(_matrix(0.45, seed=2))
+    d = gate(base, cand).dimensions.set_index("measure")
+    assert not d.loc["x_task", "calibrated"] and d.loc["x_task", "decision"] == "review"
