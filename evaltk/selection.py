@@ -89,7 +89,11 @@ def judge_costs(answers: pd.DataFrame, *, rater: str = "rater", cost: str = "cos
     out["n_items"] = answers.drop_duplicates([*ks, rater]).groupby(rater).size()
     if cost in answers.columns:
         c = pd.to_numeric(answers[cost], errors="coerce")
-        out["cost_per_item"] = c.groupby(answers[rater]).sum(min_count=1) / out["n_items"]
+        has = answers.assign(_c=c)[c.notna()]
+        n_costed = has.drop_duplicates([*ks, rater]).groupby(rater).size().reindex(out.index, fill_value=0)
+        out["n_answers_without_cost"] = c.isna().groupby(answers[rater]).sum().astype(int)
+        # over the items whose cost was recorded: a missing cost is not a free answer
+        out["cost_per_item"] = c.groupby(answers[rater]).sum(min_count=1) / n_costed.where(n_costed > 0)
     else:
         out["cost_per_item"] = np.nan
     if latency in answers.columns:
@@ -211,9 +215,16 @@ def select_judges(correct: pd.DataFrame, costs: pd.DataFrame | None = None, *,
     df["_answered"] = c.notna().to_numpy()
     df["_ok"] = c.fillna(False).to_numpy(bool)
     g = df.groupby("judge", sort=True)
-    t = pd.DataFrame({"n_items": g["_item"].nunique(), "n_answered": g["_answered"].sum(),
+    # the denominator of coverage is every item with an anchor, the same for every judge: an
+    # item a judge never answered is a recorded skip, not a smaller denominator
+    n_anchor = int(correct.attrs.get("anchor", {}).get("items_with_anchor", 0)) or int(df["_item"].nunique())
+    n_anchor = max(n_anchor, int(df["_item"].nunique()))
+    t = pd.DataFrame({"n_rows": g["_item"].nunique(), "n_answered": g["_answered"].sum(),
                       "n_correct": g["_ok"].sum()})
-    t["n_abstained"] = t["n_items"] - t["n_answered"]
+    t["n_items"] = n_anchor
+    t["n_abstained"] = t["n_rows"] - t["n_answered"]
+    t["n_skipped"] = n_anchor - t["n_rows"]
+    t = t.drop(columns="n_rows")
     t["coverage"] = t["n_answered"] / t["n_items"]
     lo, hi, acc = [], [], []
     for n_ok, n in zip(t["n_correct"], t["n_answered"], strict=True):
@@ -227,22 +238,33 @@ def select_judges(correct: pd.DataFrame, costs: pd.DataFrame | None = None, *,
     t["accuracy"], t["ci_low"], t["ci_high"] = acc, lo, hi
     t["accuracy_cause"] = np.where(t["n_answered"] == 0, "abstained", None)
     t = t.reset_index()
+    objectives_note = None
     if costs is not None:
         t = t.merge(costs, on="judge", how="left")
-    minimize = [x for x in ("cost_per_item", latency) if x in t.columns and t[x].notna().all()]
-    valid = t["accuracy"].notna()
-    fr = pareto_frontier(t[valid], minimize=minimize)
-    t = t.merge(fr, on="judge", how="left")
-    t["on_frontier"] = t["on_frontier"].astype("boolean").fillna(False).astype(bool)
-    t["dominated_by"] = t["dominated_by"].apply(lambda x: x if isinstance(x, list) else [])
+    minimize = [x for x in ("cost_per_item", latency) if x in t.columns]
+    for x in minimize:
+        missing = t.loc[t[x].isna(), "judge"].tolist()
+        if missing:
+            raise ValueError(f"`{x}` is missing for judges {missing}: a judge with no cost or latency is "
+                             "not free or instant; supply it for every judge (or drop the column).")
+    if not minimize:
+        objectives_note = "no cost or latency supplied: the frontier is on accuracy alone"
     hits = canaries if canaries is not None else pd.DataFrame(columns=["judge", "canary"])
     passed = hits.groupby("judge")["canary"].apply(lambda s: sorted(set(map(str, s)))).to_dict()
     t["canaries_passed"] = t["judge"].map(lambda j: passed.get(j, []))
     t["rejected"] = t["canaries_passed"].map(len) > 0
+    # a judge that passed a canary is out, whatever its place: it neither joins nor shapes the frontier
+    valid = t["accuracy"].notna() & ~t["rejected"]
+    fr = pareto_frontier(t[valid], minimize=minimize) if valid.any() else pd.DataFrame(
+        {"judge": [], "on_frontier": [], "dominated_by": []})
+    t = t.merge(fr, on="judge", how="left")
+    t["on_frontier"] = t["on_frontier"].astype("boolean").fillna(False).astype(bool)
+    t["dominated_by"] = t["dominated_by"].apply(lambda x: x if isinstance(x, list) else [])
     orderings = _orderings(df, t, cl, ordering_rule, n_resamples, check_rng(rng))
     t["status"] = [_status(r, orderings) for r in t.itertuples()]
     settings = {"confidence_level": cl, "ordering_rule": ordering_rule, "n_resamples": n_resamples,
-                "objectives": {"maximize": ["accuracy"], "minimize": minimize},
+                "objectives": {"maximize": ["accuracy"], "minimize": minimize, "note": objectives_note},
+                "coverage_denominator": "items with a human anchor",
                 "accuracy_interval": "wilson", "difference_interval": "paired item bootstrap, percentile"}
     return SelectionResult(table=t, orderings=orderings, settings=settings)
 

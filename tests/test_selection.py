@@ -52,7 +52,8 @@ def test_canary_rejects_the_most_accurate_judge():
     canaries = pd.DataFrame({"judge": ["best"], "canary": ["t9/x_task"]})
     sel = select_judges(c, canaries=canaries, rng=0)
     t = sel.table.set_index("judge")
-    assert t.loc["best", "on_frontier"] and t.loc["best", "rejected"]
+    assert t.loc["best", "rejected"] and not t.loc["best", "on_frontier"]
+    assert t.loc["ok", "on_frontier"] and sel.eligible == ["ok"]
     assert t.loc["best", "canaries_passed"] == ["t9/x_task"] and "rejected" in t.loc["best", "status"]
     assert "best" not in sel.eligible
 
@@ -138,3 +139,22 @@ def test_published_table_reconstruction_on_known_counts():
     t = pd.DataFrame({"judge": ["A"], "precision": [75.0], "recall": [75.0], "f1": [75.0]})
     r = published_precision_recall(t, 80).table.iloc[0]
     assert (r.tp, r.fp, r.fn) == (60, 20.0, 20) and r.f1_consistent
+
+
+def test_rejected_judges_do_not_shape_the_frontier_and_skips_count_in_coverage():
+    c = _correct({"A": 0.95, "B": 0.93, "C": 0.85})
+    costs = pd.DataFrame({"judge": ["A", "B", "C"], "cost_per_item": [0.1, 0.1, 0.1], "latency_p50": [1, 1, 1]})
+    canaries = pd.DataFrame({"judge": ["A", "B"], "canary": ["k1", "k1"]})
+    sel = select_judges(c, costs, canaries=canaries, rng=0)
+    assert sel.eligible == ["C"] and sel.table.set_index("judge").loc["C", "on_frontier"]
+    # a judge that answered only 20 of 400 anchored items: coverage 0.05, not 1.0
+    part = c[(c.judge != "C") | (c.item < 20)]
+    t = select_judges(part, rng=0).table.set_index("judge")
+    assert t.loc["C", "n_skipped"] == 380 and t.loc["C", "coverage"] == pytest.approx(0.05)
+
+
+def test_a_missing_cost_is_refused_not_dropped():
+    c = _correct({"A": 0.9, "B": 0.8})
+    costs = pd.DataFrame({"judge": ["A", "B"], "cost_per_item": [0.1, np.nan], "latency_p50": [1, 1]})
+    with pytest.raises(ValueError, match="not free"):
+        select_judges(c, costs, rng=0)
