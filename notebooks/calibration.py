@@ -36,6 +36,8 @@ n_traces = 3000  # size of the generated demo corpus when no demo folder is give
 judges = []  # judges to include; empty means all
 dimensions = ["x_task", "x_eff", "x_ctx"]  # demo dimensions to calibrate
 n_resamples = 2000  # item bootstrap resamples for the agreement intervals
+thresholds = {}  # a decision threshold per dimension, for the promotion check
+threshold_source = ""  # the decision-cost record those thresholds come from; empty means not validated
 
 # %%
 # ruff: noqa: E402  (in a notebook the imports follow the parameters cell)
@@ -47,10 +49,11 @@ from IPython.display import Markdown, display
 
 from evaltk import calibration, report, selection
 from evaltk.errors import InputError
-from evaltk.values import Abstention, UndefinedWarning
+from evaltk.values import Abstention, Threshold, UndefinedWarning
 
 params = report.check_params(week=week, data_dir=data_dir, confidence_level=confidence_level, seed=seed,
-                             n_traces=n_traces, judges=judges, dimensions=dimensions, n_resamples=n_resamples)
+                             n_traces=n_traces, judges=judges, dimensions=dimensions, n_resamples=n_resamples,
+                             thresholds=thresholds, threshold_source=threshold_source)
 report.use_theme()
 sources = report.data_sources(params["data_dir"])
 inputs = []
@@ -175,7 +178,8 @@ alt.vconcat(*conf_charts)
 #
 # Seed 002: calibrated needs all five of a human ceiling, a degenerate baseline, a held-out
 # set, a threshold set by decision cost and a stated interval.  Shown here for the judge
-# with the highest agreement on each dimension.
+# with the highest agreement on each dimension (a threshold counts only with a
+# `threshold_source`; the demo declares no held-out set, so nothing is promoted).
 
 # %%
 checks = []
@@ -184,7 +188,9 @@ for dim in dimensions:
     if sub.empty:
         continue
     best = sub.iloc[0]["judge"]
-    pc = calibration.promotion_check(numbers[(dim, best)]).to_frame()
+    th = (Threshold(thresholds[dim], validated=bool(threshold_source), source=threshold_source or "report parameter")
+          if dim in thresholds else None)
+    pc = calibration.promotion_check(numbers[(dim, best)], threshold=th).to_frame()
     pc.insert(0, "dimension", f"{dim} ({best})")
     checks.append(pc)
 pd.concat(checks, ignore_index=True).set_index("dimension") if checks else None

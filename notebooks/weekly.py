@@ -36,6 +36,8 @@ seed = 0
 n_traces = 3000  # size of the generated demo corpus when no demo folder is given
 measure = "x_task"  # the dimension judges are selected and calibrated on
 n_resamples = 2000  # bootstrap resamples for intervals
+thresholds = {"x_safe": 1.0}  # bar per dimension: a value at or above it passes, once validated
+threshold_source = ""  # the decision-cost record that validates the thresholds; empty means not validated
 
 # %%
 # ruff: noqa: E402  (in a notebook the imports follow the parameters cell)
@@ -46,13 +48,17 @@ from IPython.display import Markdown, display
 
 from evaltk import calibration, datasets, direction, report, scoring, selection, suite
 from evaltk.errors import InputError
-from evaltk.values import Abstention, UndefinedWarning, summarize_frame
+from evaltk.values import Abstention, Threshold, UndefinedWarning, summarize_frame, verdicts
 
 params = report.check_params(week=week, data_dir=data_dir, confidence_level=confidence_level, seed=seed,
-                             n_traces=n_traces, measure=measure, n_resamples=n_resamples)
+                             n_traces=n_traces, measure=measure, n_resamples=n_resamples, thresholds=thresholds,
+                             threshold_source=threshold_source)
 report.use_theme()
 if measure not in ("x_task", "x_ctx", "x_eff"):
     raise InputError(f"judges are selected on x_task, x_ctx or x_eff; got {measure!r}.", field="measure")
+unknown = sorted(set(thresholds) - set(scoring.MEASURES))
+if unknown:
+    raise InputError(f"no dimension {unknown}; thresholds apply to {', '.join(scoring.MEASURES)}.", field="thresholds")
 sources = report.data_sources(params["data_dir"])
 demo, demo_files, demo_note = report.demo_data(sources, n_traces=n_traces, seed=seed)
 inputs = list(demo_files)
@@ -165,6 +171,24 @@ by_agent = by_agent[by_agent["measure"].isin(scoring.TRACE_MEASURES)]
 by_agent["mean (coverage)"] = [("—" if pd.isna(m) else f"{m:.3f}") + f" ({c:.0%})"
                                for m, c in zip(by_agent["mean"], by_agent["coverage"], strict=True)]
 by_agent.pivot(index="measure", columns="agent", values="mean (coverage)")
+
+# %% [markdown]
+# ## Value is not verdict
+#
+# A threshold turns a value into a verdict (pass, fail, or abstain with a reason).  Without a
+# validated threshold (one set by decision cost, named in `threshold_source`) every verdict
+# abstains with "no validated threshold", and the values above are still published: a gate
+# may then fail closed, a score never does.
+
+# %%
+if not thresholds:
+    display(Markdown("*No thresholds given: no verdicts.*"))
+else:
+    th = {m: Threshold(v, validated=bool(threshold_source), source=threshold_source or "report parameter")
+          for m, v in thresholds.items()}
+    v = verdicts(auto[auto["measure"].isin(list(thresholds))].astype({"measure": str}), th)
+    counts = v.groupby(["measure", "verdict", "verdict_reason"], observed=True).size().rename("runs")
+    display(counts.reset_index().set_index(["measure", "verdict"]))
 
 # %% [markdown]
 # ## Judge frontier on this week's anchor
