@@ -66,6 +66,8 @@ def uncertainty_strata(items: pd.DataFrame, *, disagreement: str = "disagreement
 
     if conflict is None:
         return pd.Series(bins(u, n_strata), index=items.index, name="stratum")
+    if n_strata < 2:
+        raise ValueError(f"with `conflict`, `n_strata` must be >= 2 (agreeing and conflicting items); got {n_strata}.")
     c = items[conflict].fillna(True).to_numpy(bool)
     out = np.zeros(len(items), int)
     k_agree = max(1, n_strata - max(1, n_strata // 4))
@@ -100,9 +102,14 @@ def stratified_accuracy(pool: pd.DataFrame, labeled: pd.DataFrame, *, item: str 
     """
     cl = check_confidence_level(confidence_level)
     W = pool.groupby(stratum).size() / len(pool)
+    if labeled[item].duplicated().any():
+        raise ValueError(f"`labeled` has item {labeled.loc[labeled[item].duplicated(), item].iloc[0]!r} twice; "
+                         "fold repeated labels first (one label per item keeps the estimator unbiased).")
     lab = labeled.merge(pool[[item, stratum]], on=item, how="left", suffixes=("_given", ""))
     if lab[stratum].isna().any():
         raise ValueError("`labeled` has items that are not in `pool`.")
+    n_unanswered = int(lab[correct].isna().sum())
+    lab = lab[lab[correct].notna()]  # a label that could not decide is not a draw of p_h
     g = lab.groupby(stratum)[correct]
     per = pd.DataFrame({"weight": W, "n": g.size(), "p": g.mean()}).fillna({"n": 0})
     per["n"] = per["n"].astype(int)
@@ -117,7 +124,9 @@ def stratified_accuracy(pool: pd.DataFrame, labeled: pd.DataFrame, *, item: str 
     se = var ** 0.5
     z = float(norm.ppf(0.5 + cl / 2))
     ci = (max(0.0, est - z * se), min(1.0, est + z * se))
-    return StratifiedEstimate(est, se, ci, int(per["n"].sum()), per.reset_index(names=stratum))
+    per = per.reset_index(names=stratum)
+    per.attrs["n_unanswered_labels"] = n_unanswered
+    return StratifiedEstimate(est, se, ci, int(per["n"].sum()), per)
 
 
 def propose_batch(pool: pd.DataFrame, labeled: pd.DataFrame | None = None, *, batch_size: int = 20,
@@ -195,11 +204,12 @@ class ExpansionDecision:
 
 def expansion_gate(first: Sequence[Any], second: Sequence[Any], *, threshold: float = 0.6,
                    statistic: str = "cohen_kappa", confidence_level: float = 0.95,
-                   abstain: Sequence[Any] = ("cannot_tell",)) -> ExpansionDecision:
+                   abstain: Sequence[Any] = ("cannot_tell",), min_items: int = 30) -> ExpansionDecision:
     """Release the next batch only if human-human agreement clears ``threshold`` at its lower bound.
 
     ``first`` and ``second`` are the two annotators' labels on the overlap sample (same
-    items, same order).  ``statistic`` is ``"cohen_kappa"``, ``"gwet_ac1"`` or
+    items, same order).  Items where either abstained leave the comparison and are
+    counted in the message; fewer than ``min_items`` answered by both never release.  ``statistic`` is ``"cohen_kappa"``, ``"gwet_ac1"`` or
     ``"percent_agreement"``.
     """
     from . import agreement
@@ -217,6 +227,12 @@ def expansion_gate(first: Sequence[Any], second: Sequence[Any], *, threshold: fl
         return ExpansionDecision(False, statistic, est, ci, threshold, res.n_units,
                                  f"fix the guidelines first: {statistic} on the overlap sample is undefined ({ci})")
     lo = ci[0]
+    dropped = res.n_units - res.n_units_pairable
+    if res.n_units_pairable < min_items:
+        return ExpansionDecision(False, statistic, est, ci, threshold, res.n_units,
+                                 f"fix the guidelines first: only {res.n_units_pairable} items were answered by "
+                                 f"both annotators ({dropped} dropped as abstentions or missing); at least "
+                                 f"{min_items} are needed before agreement can release a batch")
     if lo >= threshold:
         msg = (f"release: {statistic} {est:.3f} [{ci[0]:.3f}, {ci[1]:.3f}] on {res.n_units_pairable} "
                f"double-labelled items clears {threshold:g} at its lower bound")

@@ -171,6 +171,10 @@ def fold_panel(answers: pd.DataFrame, *, rule: str | FoldRule = "majority",
         split = distinct > 1
         cause[split] = "abstained"
         reason[split] = "raters disagree (unanimity rule)"
+        # a skip is never an assumed agreement: unanimity needs every panel member's answer
+        partial = ~split & (n_answered < len(members))
+        cause[partial] = "abstained"
+        reason[partial] = "not every panel member answered (unanimity rule)"
     cause[(cause == None) & tie] = "abstained"  # noqa: E711
     reason[(reason == "") & tie] = "tie between raters"
     ct_win = abst[top] & (cause == None)  # noqa: E711
@@ -253,42 +257,62 @@ def fold_pairwise_trials(judgments: pd.DataFrame, *, item: str = "pair_id", judg
 
 def review_queue(result: PanelResult, *, human: pd.DataFrame | None = None, confidence_floor: float = 0.75,
                  weights: Mapping[str, float] | None = None, human_answer: str = "answer",
-                 top: int | None = None) -> pd.DataFrame:
+                 human_rater: str = "rater", top: int | None = None) -> pd.DataFrame:
     """Rank items for human review by the seed's hinge.
 
-    ``priority = w_c * max(0, floor - confidence) + w_d * disagreement + w_h * conflict``
+    ``priority = w_c * max(0, floor - confidence) + w_d * disagreement + w_h * conflict
+    + w_s * skipped``
 
-    where ``confidence`` is the panel's mean confidence (its vote share when raters give
-    none), ``disagreement`` is 1 - the modal share, and ``conflict`` is 1 when the panel
-    verdict contradicts the human vote y(t) on the item.  An abstained verdict counts as
-    confidence 0.  Weights default to 1 each.  Routing never changes a score.
+    where ``confidence`` is the panel's mean self-reported confidence behind the verdict
+    (its vote share where raters reported none), ``disagreement`` is 1 - the modal share,
+    ``conflict`` is 1 when the panel verdict contradicts the human vote y(t) on the item
+    (several humans are folded by majority first; a human tie casts no vote), and
+    ``skipped`` is the share of the panel that did not answer.  An abstained verdict counts
+    as confidence 0.  Weights default to 1 each.  Routing never changes a score.
 
-    Returns a DataFrame of the item keys, ``priority``, the three components, and
-    ``reasons`` (which of them fired), sorted by priority, highest first.
+    Returns a DataFrame of the item keys, ``priority``, the components, and ``reasons``
+    (which of them fired), sorted by priority, highest first.
     """
     if not 0 <= confidence_floor <= 1:
         raise ValueError(f"`confidence_floor` must be in [0, 1]; got {confidence_floor}.")
-    w = {"confidence": 1.0, "disagreement": 1.0, "conflict": 1.0, **(weights or {})}
+    w = {"confidence": 1.0, "disagreement": 1.0, "conflict": 1.0, "skipped": 1.0, **(weights or {})}
     v = result.verdicts.copy()
     keys = list(result.keys)
-    conf = v["mean_confidence"] if "mean_confidence" in v.columns else v["confidence"]
-    conf = conf.fillna(0.0).to_numpy(float)
+    conf = v["confidence"].to_numpy(float)
+    if "mean_confidence" in v.columns:
+        mc = v["mean_confidence"].to_numpy(float)
+        conf = np.where(np.isnan(mc), conf, mc)
+    conf = np.where(np.isnan(conf), 0.0, conf)  # an abstained verdict carries no confidence
     low = np.maximum(0.0, confidence_floor - conf)
     dis = v["disagreement"].to_numpy(float)
+    skipped = (v["n_skipped"] / v["n_panel"]).to_numpy(float)
     conflict = np.zeros(len(v))
     if human is not None:
         hk = [k for k in keys if k in human.columns]
-        h = human[[*hk, human_answer]].rename(columns={human_answer: "_human"})
-        h = h.drop_duplicates(hk, keep=False)  # disagreeing or repeated human labels do not vote here
-        mv = v[keys].merge(h, on=hk, how="left")
+        if human_rater in human.columns:
+            hv_tab = fold_panel(human[[*hk, human_rater, human_answer]], keys=hk, rater=human_rater,
+                                answer=human_answer).verdicts[[*hk, "verdict"]]
+        else:
+            hv_tab = human[[*hk, human_answer]].rename(columns={human_answer: "verdict"})
+            hv_tab = hv_tab.drop_duplicates(hk, keep=False)
+        hv_tab = hv_tab.rename(columns={"verdict": "_human"})
+        left = v[hk].copy()
+        for k in hk:  # align key dtypes (an object `step` of Nones against an Int64 one)
+            if k == "step":
+                left[k] = pd.to_numeric(left[k], errors="coerce").astype("Int64")
+                hv_tab[k] = pd.to_numeric(hv_tab[k], errors="coerce").astype("Int64")
+            else:
+                left[k] = left[k].astype(str)
+                hv_tab[k] = hv_tab[k].astype(str)
+        mv = left.merge(hv_tab, on=hk, how="left")
         hv = mv["_human"].to_numpy(object)
         pv = v["verdict"].to_numpy(object)
         has = pd.notna(mv["_human"]).to_numpy() & pd.notna(v["verdict"]).to_numpy()
         conflict = np.where(has, (hv != pv).astype(float), 0.0)
-    pr = w["confidence"] * low + w["disagreement"] * dis + w["conflict"] * conflict
+    pr = w["confidence"] * low + w["disagreement"] * dis + w["conflict"] * conflict + w["skipped"] * skipped
     reasons = np.full(len(v), "", dtype=object)
     for name, arr in (("low confidence", low > 0), ("panel disagreement", dis > 0),
-                      ("conflicts with human vote", conflict > 0)):
+                      ("conflicts with human vote", conflict > 0), ("panel members skipped", skipped > 0)):
         reasons = np.where(arr, np.where(reasons == "", name, reasons + "; " + name), reasons)
     out = v[keys].copy()
     out["verdict"] = v["verdict"]
@@ -296,6 +320,7 @@ def review_queue(result: PanelResult, *, human: pd.DataFrame | None = None, conf
     out["low_confidence"] = low
     out["disagreement"] = dis
     out["conflict"] = conflict
+    out["skipped"] = skipped
     out["reasons"] = reasons
     out = out.sort_values("priority", ascending=False, kind="stable").reset_index(drop=True)
     return out if top is None else out.head(top)

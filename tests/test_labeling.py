@@ -74,3 +74,22 @@ def test_conflict_with_the_panel_gets_its_own_strata():
     p["conflict"] = p["disagreement"] > 0
     s = uncertainty_strata(p, conflict="conflict", n_strata=4)
     assert s[p["conflict"]].min() > s[~p["conflict"]].max()
+
+
+def test_labels_that_could_not_decide_and_duplicates_are_not_draws():
+    p = _pool()
+    p["stratum"] = uncertainty_strata(p, n_strata=2)
+    lab = p.groupby("stratum").head(10)[["item", "correct"]].astype({"correct": "object"})
+    lab.iloc[0, 1] = None
+    e = stratified_accuracy(p, lab)
+    assert e.n_labels == 19 and e.per_stratum.attrs["n_unanswered_labels"] == 1
+    with pytest.raises(ValueError, match="twice"):
+        stratified_accuracy(p, pd.concat([lab, lab.head(1)]))
+    with pytest.raises(ValueError, match="n_strata"):
+        uncertainty_strata(p.assign(conflict=False), conflict="conflict", n_strata=1)
+
+
+def test_expansion_needs_enough_items_answered_by_both():
+    a = ["yes", "no"] * 10
+    d = expansion_gate(a, a, threshold=0.6)
+    assert not d.release and "only 20 items" in d.message

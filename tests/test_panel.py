@@ -91,6 +91,25 @@ def test_review_queue_hinge_changes_routing_not_scores():
     assert q["trace_id"].tolist()[0] in {"t1", "t3"} and q["trace_id"].tolist()[-1] == "t2"
     r = q.set_index("trace_id")
     assert "panel disagreement" in r.loc["t1", "reasons"] and "low confidence" in r.loc["t1", "reasons"]
-    assert r.loc["t3", "reasons"] == "conflicts with human vote"
+    assert r.loc["t3", "reasons"] == "conflicts with human vote; panel members skipped"  # b never answered t3
     assert r.loc["t2", "priority"] == 0
     pd.testing.assert_frame_equal(res.verdicts, before)
+
+
+def test_unanimity_needs_every_panel_member():
+    df = A([("t1", "x_task", "j1", "yes")])
+    v = fold_panel(df, rule="unanimity", panel=["j1", "j2", "j3"]).verdicts
+    assert pd.isna(v["verdict"].iloc[0]) and "not every panel member" in v["reason"].iloc[0]
+
+
+def test_review_queue_folds_humans_and_falls_back_to_vote_share():
+    df = pd.DataFrame({"trace_id": ["t1", "t1", "t2"], "measure": "x_task", "step": [None, None, None],
+                       "rater": ["a", "b", "a"], "answer": ["no", "no", "yes"],
+                       "confidence": [np.nan, np.nan, 0.9]})
+    res = fold_panel(df, confidence="confidence", panel=["a", "b"])
+    human = pd.DataFrame({"trace_id": ["t1", "t1"], "measure": "x_task", "step": [None, None],
+                          "rater": ["h1", "h2"], "answer": ["yes", "yes"]})
+    q = review_queue(res, human=human).set_index("trace_id")
+    assert q.loc["t1", "conflict"] == 1.0  # two agreeing humans vote
+    assert q.loc["t1", "low_confidence"] == 0.0  # no self-report: the vote share (1.0) stands
+    assert q.loc["t2", "skipped"] == 0.5 and "panel members skipped" in q.loc["t2", "reasons"]

@@ -59,3 +59,11 @@ def test_rules_load_from_yaml_and_bad_rules_name_the_field(tmp_path):
 def test_default_rules_are_valid_and_unique():
     assert len({r.name for r in DEFAULT_RULES}) == len(DEFAULT_RULES)
     assert DEFAULT_RULES[0].name == "passed_but_unconfirmed_payment"
+
+
+def test_payment_pattern_is_a_word_not_a_prefix():
+    import re
+
+    pat = DEFAULT_RULES[0].condition["all"][1]["unconfirmed_action"]
+    assert re.search(pat, "book Reserve and pay") and re.search(pat, "purchase_item x")
+    assert not re.search(pat, "bookmark page") and not re.search(pat, "open Payroll")
