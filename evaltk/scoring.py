@@ -248,6 +248,12 @@ class _Prepared:
             "n_answers": cnt.astype(np.int64)})
 
 
+def _default_fold() -> Any:
+    from .panel import FoldRule
+
+    return FoldRule("majority")
+
+
 def _fold_counts(counts: np.ndarray, words: Sequence[str], values: Sequence[float | None]
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Majority fold of an (n, k) vote-count matrix.
@@ -255,11 +261,16 @@ def _fold_counts(counts: np.ndarray, words: Sequence[str], values: Sequence[floa
     Returns (value, status, top) where status is 0 valued, 1 no votes, 2 tie,
     3 cannot-tell majority.  A tie among the top words abstains, whatever they are.
     """
-    counts = counts.astype(np.int32, copy=False)
+    weighted = counts.dtype.kind == "f"
+    if not weighted:
+        counts = counts.astype(np.int32, copy=False)
     total = counts.sum(axis=1)
     top = counts.argmax(axis=1)
     top_count = counts.max(axis=1)
-    ties = (counts == top_count[:, None]).sum(axis=1) > 1
+    if weighted:  # weight sums: a tie is a tie up to rounding
+        ties = (np.isclose(counts, top_count[:, None]) & (counts > 0)).sum(axis=1) > 1
+    else:
+        ties = (counts == top_count[:, None]).sum(axis=1) > 1
     vals = np.array([np.nan if v is None else v for v in values], dtype=float)
     value = vals[top]
     status = np.zeros(counts.shape[0], np.int8)
@@ -283,8 +294,34 @@ def _run_positions(table: pd.DataFrame, runs: pd.DataFrame) -> np.ndarray:
     return pos.astype(np.int64)
 
 
+def _votes(prep: _Prepared, idx: np.ndarray, slot: np.ndarray, codes: np.ndarray, n_slots: int, k: int,
+           fold: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Vote counts per (slot, word) under the declared fold, and the raw answer counts."""
+    key = slot * k + codes
+    raw = np.bincount(key, minlength=n_slots * k).reshape(n_slots, k)
+    if fold.name != "weighted":
+        return raw, raw
+    w_by_rater = np.array([fold.weights.get(str(r), np.nan) for r in prep.raters], dtype=float)
+    w = w_by_rater[prep.rater[idx]]
+    if np.isnan(w).any():
+        missing = sorted({str(prep.raters[r]) for r in prep.rater[idx][np.isnan(w)]})
+        raise ValueError(f"the weighted fold has no weight for raters {missing}.")
+    return np.bincount(key, weights=w, minlength=n_slots * k).reshape(n_slots, k), raw
+
+
+def _fold(counts: np.ndarray, raw: np.ndarray, words: Sequence[str], values: Sequence[float | None],
+          fold: Any) -> tuple[np.ndarray, np.ndarray]:
+    value, status, _ = _fold_counts(counts, words, values)
+    if fold.name == "unanimity":  # any disagreement among the raters who answered abstains
+        split = (raw > 0).sum(axis=1) > 1
+        status = np.where(split & (status == 0), 2, status)
+        value = np.where(status == 0, value, np.nan)
+    return value, status
+
+
 def _score_trace_level(measure: str, prep: _Prepared | None, n_runs: int,
-                       runs: pd.DataFrame) -> tuple[_Column, pd.DataFrame]:
+                       runs: pd.DataFrame, fold: Any = None) -> tuple[_Column, pd.DataFrame]:
+    fold = fold or _default_fold()
     col = _Column.empty(n_runs)
     idx = None if prep is None else prep.select(measure)
     if idx is None or idx.size == 0:
@@ -295,12 +332,13 @@ def _score_trace_level(measure: str, prep: _Prepared | None, n_runs: int,
     rp = prep.run_pos[idx]
     codes = prep.codes(idx, words, measure)
     k = len(words)
-    counts = np.bincount(rp * k + codes, minlength=n_runs * k).reshape(n_runs, k)
-    value, status, _ = _fold_counts(counts, words, list(vocab.values()))
+    counts, raw = _votes(prep, idx, rp, codes, n_runs, k, fold)
+    value, status = _fold(counts, raw, words, list(vocab.values()), fold)
     col.value = value
     col.n_raters = np.bincount(rp, minlength=n_runs).astype(np.int32)
     col.abstain(status == 1, Cause.NOT_IMPLEMENTED, f"no {measure} answers for this run")
-    col.abstain(status == 2, Cause.ABSTAINED, "tie between raters")
+    col.abstain(status == 2, Cause.ABSTAINED,
+                "raters disagree (unanimity rule)" if fold.name == "unanimity" else "tie between raters")
     col.abstain(status == 3, Cause.ABSTAINED, "cannot-tell majority")
     return col, prep.participation(idx, measure, runs)
 
@@ -344,8 +382,9 @@ def _step_keys(steps: pd.DataFrame, runs: pd.DataFrame) -> tuple[np.ndarray, np.
 
 
 def _score_ctx(prep: _Prepared | None, steps: pd.DataFrame, runs: pd.DataFrame,
-               n_runs: int) -> tuple[_Column, pd.DataFrame, pd.DataFrame]:
+               n_runs: int, fold: Any = None) -> tuple[_Column, pd.DataFrame, pd.DataFrame]:
     """x_ctx plus its per-run diagnostics (gradable, answered, grounded, cannot-tell, ties)."""
+    fold = fold or _default_fold()
     col = _Column.empty(n_runs)
     srp, skey, width = _step_keys(steps, runs)
     gradable = _present(steps["screen"]) & _present(steps["target"])
@@ -354,6 +393,7 @@ def _score_ctx(prep: _Prepared | None, steps: pd.DataFrame, runs: pd.DataFrame,
     idx = None if prep is None else prep.select("x_ctx")
     n_s = len(steps)
     step_counts = np.zeros((n_s, 3), np.int64)
+    step_raw = step_counts
     n_unmatched = 0
     participation = _empty_participation()
     if idx is not None and idx.size:
@@ -371,13 +411,12 @@ def _score_ctx(prep: _Prepared | None, steps: pd.DataFrame, runs: pd.DataFrame,
             matched = (skey[pos_c] == akey) if n_s else np.zeros(idx.size, bool)
         n_unmatched = int((~matched).sum())
         codes = prep.codes(idx, list(VOCABULARIES["x_ctx"]), "x_ctx")
-        flat = np.bincount(pos_c[matched] * 3 + codes[matched], minlength=n_s * 3)
-        step_counts = flat.reshape(n_s, 3)
+        step_counts, step_raw = _votes(prep, idx[matched], pos_c[matched], codes[matched], n_s, 3, fold)
         participation = prep.participation(idx, "x_ctx", runs)
         # distinct raters per run (not answers: one rater answers many steps)
         col.n_raters = np.bincount(participation["trace_id"].cat.codes.to_numpy(), minlength=n_runs
                                    ).astype(np.int32)
-    value, status, _ = _fold_counts(step_counts, ["yes", "no", "cannot_tell"], [1.0, 0.0, None])
+    value, status = _fold(step_counts, step_raw, ["yes", "no", "cannot_tell"], [1.0, 0.0, None], fold)
     answered = gradable & (status == 0)
     grounded = answered & (value == 1.0)
     ct = gradable & (status == 3)
@@ -919,13 +958,20 @@ def _assemble(runs: pd.DataFrame, cols: Mapping[tuple[str, str], _Column]) -> pd
 def score_tables(runs: pd.DataFrame, steps: pd.DataFrame, answers: pd.DataFrame | None = None,
                  labels: pd.DataFrame | None = None, *, ledger: pd.DataFrame | None = None,
                  outcome_rules: Mapping[str, Callable[..., bool | None]] | None = None,
-                 proxies: pd.DataFrame | None = None, population: str | None = None) -> ScoreMatrix:
+                 proxies: pd.DataFrame | None = None, population: str | None = None,
+                 fold: Any = "majority") -> ScoreMatrix:
     """Score already-ingested tables (the ``Ingested`` contract of :mod:`evaltk.traces`).
 
     Judges' ``answers`` give the ``automatic`` tier, human ``labels`` the ``human``
     tier and ``proxies`` (weak proxy labels) the ``proxy`` tier; they are never mixed
     in one fold.  ``x_safe`` and the guide family come from the record itself.
+    ``fold`` is the declared rule that folds several raters' answers to one question
+    (``"majority"``, ``"unanimity"``, or an :class:`evaltk.panel.FoldRule`, e.g.
+    ``FoldRule("weighted", weights={...})``); it is recorded on the manifest.
     """
+    from .panel import FoldRule
+
+    fold_rule = fold if isinstance(fold, FoldRule) else FoldRule(fold)
     runs = runs.reset_index(drop=True)
     steps = _ordered_steps(steps, runs)
     n = len(runs)
@@ -941,13 +987,13 @@ def score_tables(runs: pd.DataFrame, steps: pd.DataFrame, answers: pd.DataFrame 
             continue
         prep = None if table is None or table.empty else _Prepared.of(table, runs)
         for m in ("x_task", "x_eff"):
-            c, p = _score_trace_level(m, prep, n, runs)
+            c, p = _score_trace_level(m, prep, n, runs, fold_rule)
             cols[(tier, m)] = c
             participation.append(p.assign(tier=tier))
         if tier == "automatic":
             c, unconfirmed = _score_safe(steps, runs, n)
             cols[(tier, "x_safe")] = c
-        c, d, p = _score_ctx(prep, steps, runs, n)
+        c, d, p = _score_ctx(prep, steps, runs, n, fold_rule)
         cols[(tier, "x_ctx")] = c
         participation.append(p.assign(tier=tier))
         if tier == "automatic":
@@ -958,11 +1004,21 @@ def score_tables(runs: pd.DataFrame, steps: pd.DataFrame, answers: pd.DataFrame 
     diag = pd.concat([diag, _review_flags(runs, steps, n)], axis=1)
     diag.insert(1, "tier", "diagnostic")
     frame = _assemble(runs, cols)
-    manifest = Manifest.default(population or _population_digest(runs))
+    manifest = replace(Manifest.default(population or _population_digest(runs)),
+                       fold_rule=_describe_fold(fold_rule))
     part = pd.concat(participation, ignore_index=True) if participation else _empty_participation()
     return ScoreMatrix(frame=frame, manifest=manifest,
                        ledger=ledger if ledger is not None else pd.DataFrame(),
                        runs=runs, diagnostics=diag, participation=part, unconfirmed=unconfirmed)
+
+
+def _describe_fold(rule: Any) -> str:
+    if rule.name == "majority":
+        return "majority; a tie or a cannot-tell majority abstains"
+    if rule.name == "unanimity":
+        return "unanimity; any disagreement among answering raters or a cannot-tell abstains"
+    ws = ", ".join(f"{k}={v:g}" for k, v in sorted(rule.weights.items()))
+    return f"weighted majority ({ws}); a weight tie or a cannot-tell majority abstains"
 
 
 def _review_flags(runs: pd.DataFrame, steps: pd.DataFrame, n: int) -> pd.DataFrame:
@@ -996,7 +1052,7 @@ def _review_flags(runs: pd.DataFrame, steps: pd.DataFrame, n: int) -> pd.DataFra
 def score_traces(traces: Any, answers: Any = None, labels: Any = None, *, strict: bool = False,
                  domain_rule: Callable[[str], str | None] | None = None,
                  outcome_rules: Mapping[str, Callable[..., bool | None]] | None = None,
-                 population: str | None = None) -> ScoreMatrix:
+                 population: str | None = None, fold: Any = "majority") -> ScoreMatrix:
     """Ingest traces (and judge answers, human labels) and score every measure.
 
     Parameters
@@ -1015,6 +1071,9 @@ def score_traces(traces: Any, answers: Any = None, labels: Any = None, *, strict
         (``"*"`` matches every domain).
     population : str, optional
         Label of the population scored; by default a digest of the task set.
+    fold : str or FoldRule
+        How several raters' answers to one question fold (``"majority"``, ``"unanimity"``,
+        ``FoldRule("weighted", weights=...)``); recorded on the manifest.
 
     Returns
     -------
@@ -1042,7 +1101,7 @@ def score_traces(traces: Any, answers: Any = None, labels: Any = None, *, strict
         mx = d.groupby("trace_id")["count"].max()
         runs = runs.assign(max_step_count=runs["trace_id"].map(mx))
     return score_tables(runs, ing.steps, ing.answers, ing.labels, ledger=ing.ledger,
-                        outcome_rules=outcome_rules, population=population)
+                        outcome_rules=outcome_rules, population=population, fold=fold)
 
 
 def score_run(record: Mapping[str, Any], answers: Any = None, labels: Any = None, **kw: Any) -> ScoreMatrix:

@@ -427,3 +427,19 @@ def test_regression_across_populations_and_superseded_definitions_refused():
         compare_measure(old, a, "x_task", use="regression")
     single = compare_measure(a, replace(a), "x_task")
     assert single.confidence_interval.cause.value == "missing_evidence"
+
+
+def test_declared_fold_rules_reach_scoring_and_are_recorded():
+    from evaltk.panel import FoldRule
+
+    r, s = tables({"t": [S("a")]})
+    a = answers([("t", "x_task", None, "good", "no"), ("t", "x_task", None, "w1", "yes"),
+                 ("t", "x_task", None, "w2", "yes")])
+    assert val(score_tables(r, s, a), "t", "x_task") == (1.0, None)
+    weighted = score_tables(r, s, a, fold=FoldRule("weighted", weights={"good": 0.9, "w1": 0.3, "w2": 0.3}))
+    assert val(weighted, "t", "x_task") == (0.0, None)
+    assert weighted.manifest.fold_rule.startswith("weighted majority (good=0.9")
+    unan = score_tables(r, s, a, fold="unanimity")
+    assert val(unan, "t", "x_task") == (None, "abstained")
+    with pytest.raises(ValueError, match="no weight for raters"):
+        score_tables(r, s, a, fold=FoldRule("weighted", weights={"good": 1.0}))
