@@ -271,7 +271,7 @@ def judge_frontier_chart(
     positive = (df["cost"] > 0).all()
     log = bool(positive and df["cost"].max() / df["cost"].min() > 10)
     cmin, cmax = float(df["cost"].min()), float(df["cost"].max())
-    xscale = (alt.Scale(type="log", domain=[cmin / 1.6, cmax * 1.6], nice=False) if log
+    xscale = (alt.Scale(type="log", domain=[cmin / 1.6, cmax * 2.5], nice=False) if log
               else alt.Scale(zero=False, padding=20))
     x = alt.X("cost:Q", title=cost_title + (" (log scale)" if log else ""), scale=xscale)
     domain = ["on the frontier", "dominated", "rejected by canary"]
