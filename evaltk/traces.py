@@ -1083,15 +1083,17 @@ def _parse_json_lines(texts: Sequence[Any]) -> list[Any]:
     return out
 
 
-def _no_blank_lines(data: bytes) -> tuple[bool, int]:
-    """Whether every line is non-blank; and the number of lines (no copy of ``data``)."""
-    end = len(data) - 1 if data.endswith(b"\n") else len(data)
-    n = data.count(b"\n", 0, end) + 1
-    nl = data.find(b"\n", 0, end)
-    first = data[:end] if nl < 0 else data[:nl]
-    last_nl = data.rfind(b"\n", 0, end)
+def _no_blank_lines(data: bytes, start: int = 0, stop: int | None = None) -> tuple[bool, int]:
+    """Whether every line of ``data[start:stop]`` is non-blank; and its number of lines
+    (no copy of ``data``)."""
+    stop = len(data) if stop is None else stop
+    end = stop - 1 if stop > start and data[stop - 1:stop] == b"\n" else stop
+    n = data.count(b"\n", start, end) + 1
+    nl = data.find(b"\n", start, end)
+    first = data[start:end] if nl < 0 else data[start:nl]
+    last_nl = data.rfind(b"\n", start, end)
     last = data[last_nl + 1:end] if last_nl >= 0 else first
-    if not first.strip() or not last.strip() or _BLANK_LINE.search(data, 0, end):
+    if not first.strip() or not last.strip() or _BLANK_LINE.search(data, start, end):
         return False, n
     return True, n
 
@@ -1099,11 +1101,12 @@ def _no_blank_lines(data: bytes) -> tuple[bool, int]:
 _BLANK_LINE = re.compile(rb"\n[ \t\r]*\n")
 
 
-def _arrow_json(data: bytes) -> pa.Table | None:
+def _arrow_json(data: bytes | memoryview) -> pa.Table | None:
     import pyarrow.json as pj
 
     try:
-        t = pj.read_json(io.BytesIO(data), read_options=pj.ReadOptions(block_size=1 << 22))
+        t = pj.read_json(pa.BufferReader(pa.py_buffer(data)),
+                         read_options=pj.ReadOptions(block_size=1 << 22))
         t.validate(full=True)  # catches invalid UTF-8
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, pa.ArrowException):
         return None
@@ -1286,40 +1289,81 @@ def _parse_line(raw: bytes) -> Any:
 _MIN_CHUNK = 16
 
 
+#: JSONL is parsed in newline-aligned chunks of about this many bytes: Arrow's parser
+#: costs less per byte on chunks than on one very large buffer, and its working
+#: memory stays bounded.
+_CHUNK_BYTES = 32 << 20
+
+
+def _chunk_bounds(data: bytes, size: int) -> list[tuple[int, int, int]]:
+    """(start, end, line number of the first line) of newline-aligned chunks."""
+    out = []
+    start, line0, n = 0, 1, len(data)
+    while start < n:
+        cut = start + size
+        if cut >= n:
+            end = n
+        else:
+            nl = data.find(b"\n", cut)
+            end = n if nl < 0 else nl + 1
+        out.append((start, end, line0))
+        line0 += data.count(b"\n", start, end)
+        start = end
+    return out
+
+
 def _jsonl_pieces(name: str, data: bytes, rule: Callable[[str], Any],
                   strict: bool) -> tuple[list[_Piece], Callable[[], list[bytes]]]:
-    """Read JSONL with Arrow; where Arrow cannot (a truncated line, a type that changes
-    between lines), bisect, so only small chunks around bad lines go to the per-record
-    validator and the rest keeps the fast path."""
+    """Read JSONL with Arrow, chunk by chunk; where Arrow cannot (a truncated line, a type
+    that changes between lines), bisect, so only small pieces around bad lines go to the
+    per-record validator and the rest keeps the fast path."""
     cache: dict[str, Any] = {}
 
-    def lines() -> list[bytes]:
+    def lines() -> list[bytes]:  # every non-blank line of the file (for duplicates)
         if "lines" not in cache:
-            nums, ls = [], []
-            for i, ln in enumerate(data.split(b"\n"), start=1):
-                if ln.strip():
-                    nums.append(i)
-                    ls.append(ln)
-            cache["lines"], cache["nums"] = ls, np.asarray(nums, np.int64)
+            cache["lines"] = [ln for ln in data.split(b"\n") if ln.strip()]
         return cache["lines"]
 
-    clean, n_lines = _no_blank_lines(data)
-    if clean:
-        t = _arrow_json(data)
-        if t is not None and t.num_rows == n_lines:
-            piece = _arrow_piece(name, t, np.arange(1, n_lines + 1, dtype=np.int64), rule, strict,
-                                 lambda k: _parse_line(lines()[k]))
-            if piece is not None:
-                return [piece], lines
-    ls = lines()
-    nums = cache["nums"]
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        if not any(_decodes(ln) for ln in ls):
-            raise UnreadableInput("not UTF-8 (no line decodes as UTF-8)", file=name) from None
+    view = memoryview(data)
     pieces: list[_Piece] = []
+    utf8_checked = False
+    for start, end, line0 in _chunk_bounds(data, _CHUNK_BYTES):
+        clean, n_lines = _no_blank_lines(data, start, end)
+        chunk_lines: list[bytes] = []
 
+        def get_chunk_lines(start: int = start, end: int = end, chunk_lines: list = chunk_lines
+                            ) -> list[bytes]:
+            if not chunk_lines:
+                chunk_lines.extend(ln for ln in data[start:end].split(b"\n") if ln.strip())
+            return chunk_lines
+
+        if clean:
+            t = _arrow_json(view[start:end])
+            if t is not None and t.num_rows == n_lines:
+                piece = _arrow_piece(name, t, np.arange(line0, line0 + n_lines, dtype=np.int64),
+                                     rule, strict, lambda k, g=get_chunk_lines: _parse_line(g()[k]))
+                if piece is not None:
+                    pieces.append(piece)
+                    continue
+        # the slow path for this chunk: its lines, bisected
+        if not utf8_checked:
+            utf8_checked = True
+            try:
+                data.decode("utf-8")
+            except UnicodeDecodeError:
+                if not any(_decodes(ln) for ln in lines()):
+                    raise UnreadableInput("not UTF-8 (no line decodes as UTF-8)", file=name) from None
+        nums_l, ls = [], []
+        for i, ln in enumerate(data[start:end].split(b"\n"), start=line0):
+            if ln.strip():
+                nums_l.append(i)
+                ls.append(ln)
+        _bisect(name, ls, np.asarray(nums_l, np.int64), rule, strict, pieces)
+    return pieces, lines
+
+
+def _bisect(name: str, ls: list[bytes], nums: np.ndarray, rule: Callable[[str], Any],
+            strict: bool, pieces: list[_Piece]) -> None:
     def python(lo: int, hi: int) -> None:
         recs = [_parse_line(ln) for ln in ls[lo:hi]]
         pieces.append(_python_piece(recs, nums[lo:hi], name, rule, strict))
@@ -1342,7 +1386,6 @@ def _jsonl_pieces(name: str, data: bytes, rule: Callable[[str], Any],
         visit(mid, hi)
 
     visit(0, len(ls))
-    return pieces, lines
 
 
 def _decodes(raw: bytes) -> bool:

@@ -917,3 +917,30 @@ def test_agentrewardbench_expert_annotations_as_labels(shared_data):
     assert ing.labels["answer"].value_counts().to_dict() == {"no": 1012, "yes": 395, "cannot_tell": 1}
     assert (ing.labels.groupby("trace_id").size() == 2).sum() == 106
     assert " H" in set(ing.labels["rater"])
+
+
+def test_chunked_reading_gives_the_same_tables(tmp_path, monkeypatch):
+    """Large JSONL is parsed in newline-aligned chunks; chunk edges change nothing:
+    line numbers, duplicates across chunks, bad and blank lines inside chunks."""
+    import evaltk.traces as tr
+
+    recs = _sample_records(120, seed=4)
+    lines = [json.dumps(r) for r in recs]
+    lines[10] = lines[10][:30]                       # truncated
+    lines.insert(40, "")                             # blank line (not a record)
+    lines.append(json.dumps(recs[3]))                # identical duplicate, far away
+    lines.append(json.dumps(dict(recs[5], task="Something else")))  # conflicting duplicate
+    f = tmp_path / "c.jsonl"
+    f.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    whole = read_traces(f)
+    monkeypatch.setattr(tr, "_CHUNK_BYTES", 3000)
+    assert len(tr._chunk_bounds(f.read_bytes(), tr._CHUNK_BYTES)) > 10
+    chunked = read_traces(f)
+    pd.testing.assert_frame_equal(whole.ledger, chunked.ledger)
+    for name in ("runs", "steps", "step_count_disagreements"):
+        pd.testing.assert_frame_equal(getattr(whole, name), getattr(chunked, name))
+    led = chunked.ledger
+    assert len(led) == len(lines) - 1
+    assert led["record"].tolist() == [i + 1 for i, ln in enumerate(lines) if ln]
+    assert led["reason"].iloc[-2].startswith("duplicate trace_id: identical to record 4")
+    assert led["reason"].iloc[-1].startswith("duplicate trace_id: conflicting records 6, ")
