@@ -1083,12 +1083,16 @@ def _parse_json_lines(texts: Sequence[Any]) -> list[Any]:
     return out
 
 
-def _no_blank_lines(data: bytes, start: int = 0, stop: int | None = None) -> tuple[bool, int]:
+def _no_blank_lines(data: bytes, start: int = 0, stop: int | None = None, *,
+                    n_newlines: int | None = None) -> tuple[bool, int]:
     """Whether every line of ``data[start:stop]`` is non-blank; and its number of lines
-    (no copy of ``data``)."""
+    (no copy of ``data``).  ``n_newlines``: the newlines in the range, if known."""
     stop = len(data) if stop is None else stop
     end = stop - 1 if stop > start and data[stop - 1:stop] == b"\n" else stop
-    n = data.count(b"\n", start, end) + 1
+    if n_newlines is None:
+        n = data.count(b"\n", start, end) + 1
+    else:
+        n = n_newlines + (0 if end < stop else 1)
     nl = data.find(b"\n", start, end)
     first = data[start:end] if nl < 0 else data[start:nl]
     last_nl = data.rfind(b"\n", start, end)
@@ -1295,8 +1299,9 @@ _MIN_CHUNK = 16
 _CHUNK_BYTES = 32 << 20
 
 
-def _chunk_bounds(data: bytes, size: int) -> list[tuple[int, int, int]]:
-    """(start, end, line number of the first line) of newline-aligned chunks."""
+def _chunk_bounds(data: bytes, size: int) -> list[tuple[int, int, int, int]]:
+    """(start, end, line number of the first line, newlines inside) of newline-aligned
+    chunks."""
     out = []
     start, line0, n = 0, 1, len(data)
     while start < n:
@@ -1306,8 +1311,9 @@ def _chunk_bounds(data: bytes, size: int) -> list[tuple[int, int, int]]:
         else:
             nl = data.find(b"\n", cut)
             end = n if nl < 0 else nl + 1
-        out.append((start, end, line0))
-        line0 += data.count(b"\n", start, end)
+        k = data.count(b"\n", start, end)
+        out.append((start, end, line0, k))
+        line0 += k
         start = end
     return out
 
@@ -1327,8 +1333,8 @@ def _jsonl_pieces(name: str, data: bytes, rule: Callable[[str], Any],
     view = memoryview(data)
     pieces: list[_Piece] = []
     utf8_checked = False
-    for start, end, line0 in _chunk_bounds(data, _CHUNK_BYTES):
-        clean, n_lines = _no_blank_lines(data, start, end)
+    for start, end, line0, n_nl in _chunk_bounds(data, _CHUNK_BYTES):
+        clean, n_lines = _no_blank_lines(data, start, end, n_newlines=n_nl)
         chunk_lines: list[bytes] = []
 
         def get_chunk_lines(start: int = start, end: int = end, chunk_lines: list = chunk_lines
