@@ -55,6 +55,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .errors import InputError, UnreadableInput
@@ -215,9 +216,11 @@ def _summary_of(scores: pd.DataFrame, runs: pd.DataFrame, by: Sequence[str]) -> 
         f = f.merge(runs[["trace_id", *by]], on="trace_id", how="left")
     s = ScoreSummary.from_partials(score_partials(f, keys), keys)
     cal = {m: calibration_table(scores, m, categories=cats) for m, cats in CALIBRATION_CATEGORIES.items()}
-    x = scores[(scores["measure"] == "x_task") & (scores["tier"] == "automatic")]
-    x = x.merge(runs[["trace_id", "task"]], on="trace_id", how="left")
-    return DatasetSummary(s, cal, pass_counts(x["task"], x["value"]), frozenset(map(str, runs["task"])), len(runs))
+    x = scores[((scores["measure"] == "x_task") & (scores["tier"] == "automatic")).to_numpy(bool, na_value=False)]
+    pos = pd.Index(runs["trace_id"].astype(str)).get_indexer(x["trace_id"].astype(str))
+    task = runs["task"].to_numpy(dtype=object)[pos]
+    return DatasetSummary(s, cal, pass_counts(task, x["value"].to_numpy(float)),
+                          frozenset(str(t) for t in runs["task"].unique()), len(runs))
 
 
 def _empty_summary(by: Sequence[str]) -> DatasetSummary:
@@ -368,17 +371,25 @@ def _marker_labels(ing: Any) -> pd.DataFrame:
 
 
 def _plain_table(frame: pd.DataFrame) -> pa.Table:
-    """Arrow table with categoricals as plain strings and object columns as strings or nulls."""
+    """Arrow table with categoricals decoded to plain strings and text columns as ``string`` (C++ casts;
+    a Python pass only for object columns that mix types)."""
     cols = {}
     for c in frame.columns:
         s = frame[c]
+        arr = None
         if isinstance(s.dtype, pd.CategoricalDtype):
-            cols[c] = pa.array(s.astype(object).where(s.notna(), None).tolist(), pa.string())
+            arr = pc.cast(pa.array(s).dictionary_decode(), pa.string())
         elif s.dtype == object or pd.api.types.is_string_dtype(s.dtype):
-            cols[c] = pa.array([None if (x is None or x is pd.NA or (isinstance(x, float) and math.isnan(x)))
+            with contextlib.suppress(pa.ArrowInvalid, pa.ArrowTypeError):
+                a = pa.array(s, from_pandas=True)
+                if pa.types.is_string(a.type) or pa.types.is_large_string(a.type) or pa.types.is_null(a.type):
+                    arr = pc.cast(a, pa.string())
+            if arr is None:
+                arr = pa.array([None if (x is None or x is pd.NA or (isinstance(x, float) and math.isnan(x)))
                                 else (x if isinstance(x, str) else str(x)) for x in s.tolist()], pa.string())
         else:
-            cols[c] = pa.Array.from_pandas(s)
+            arr = pa.Array.from_pandas(s)
+        cols[c] = arr
     return pa.table(cols)
 
 
@@ -415,7 +426,7 @@ def _score_partition(part: Partition, *, out: str | None, by: Sequence[str], sha
     if human_tier and ing.labels.empty:
         ing = replace(ing, labels=_marker_labels(ing))
     m = score_traces(ing, outcome_rules=options.get("outcome_rules"), population="partition")
-    scores = _as_meta(m.frame)
+    scores = m.frame  # written with plain strings (SCORE_META's columns, in its order)
     runs = m.runs
     for k, v in part.hive:
         if k not in runs.columns:

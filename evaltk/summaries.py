@@ -225,9 +225,8 @@ def score_partials(frame: pd.DataFrame, by: str | Sequence[str] = ("measure",), 
     v = pd.to_numeric(frame[value], errors="coerce").to_numpy(float)
     valued = ~np.isnan(v)
     vz = np.where(valued, v, 0.0)
-    work = pd.DataFrame({k: (frame[k].astype(str).where(frame[k].notna())
-                             if isinstance(frame[k].dtype, pd.CategoricalDtype) else frame[k])
-                         for k in keys})
+    work = pd.DataFrame({k: frame[k].to_numpy() if not isinstance(frame[k].dtype, pd.CategoricalDtype)
+                         else frame[k].array for k in keys})
     work["n"] = np.ones(len(frame), np.int64)
     work["n_valued"] = valued.astype(np.int64)
     work["total"] = vz
@@ -236,6 +235,9 @@ def score_partials(frame: pd.DataFrame, by: str | Sequence[str] = ("measure",), 
     for c in CAUSES:
         work[f"n_{c}"] = (cs == c).astype(np.int64)
     out = work.groupby(keys, sort=True, observed=True)[list(PARTIAL_COLUMNS)].sum().reset_index()
+    for k in keys:  # categorical keys come back as plain values, so pieces compare alike
+        if isinstance(out[k].dtype, pd.CategoricalDtype):
+            out[k] = out[k].astype(object)
     return out
 
 
@@ -502,26 +504,39 @@ class ConfusionTable:
                              "n": self.counts.reshape(-1)})
 
 
-def _causes_of(values: np.ndarray, causes: Any, name: str) -> np.ndarray:
+def _causes_of(missing: np.ndarray, causes: Any, name: str) -> np.ndarray:
     """Per-unit cause (object array, None where labelled); a missing label without a cause is
-    ``missing_evidence``."""
-    missing = pd.isna(values)
-    out = np.full(values.shape[0], None, dtype=object)
-    if causes is not None:
-        cs = np.array([None if x is None or (isinstance(x, float) and math.isnan(x)) else str(x)
-                       for x in causes], dtype=object)
-        if cs.shape[0] != values.shape[0]:
-            raise ValueError(f"`{name}` must have one entry per unit ({values.shape[0]}); got {cs.shape[0]}.")
-        bad = set(x for x in cs if x is not None) - set(CAUSES)
-        if bad:
-            raise ValueError(f"`{name}` has unknown causes {sorted(map(str, bad))}; allowed: {', '.join(CAUSES)}.")
-        both = (~missing) & (cs != None)  # noqa: E711 - elementwise
+    ``missing_evidence``.  Vectorised."""
+    n = missing.shape[0]
+    if causes is None:
+        out = np.full(n, None, dtype=object)
+    else:
+        cs = pd.Series(causes if isinstance(causes, np.ndarray | pd.Series) else list(causes), dtype=object)
+        if len(cs) != n:
+            raise ValueError(f"`{name}` must have one entry per unit ({n}); got {len(cs)}.")
+        has = cs.notna().to_numpy()
+        ok = cs.isin(CAUSES).to_numpy()
+        if (has & ~ok).any():
+            bad = sorted(map(str, set(cs[has & ~ok])))
+            raise ValueError(f"`{name}` has unknown causes {bad}; allowed: {', '.join(CAUSES)}.")
+        both = ~missing & has
         if both.any():
-            i = int(np.flatnonzero(both)[0])
-            raise ValueError(f"`{name}`: unit {i} has both a label and a cause.")
-        out = cs
-    out[missing & (out == None)] = Cause.MISSING_EVIDENCE.value  # noqa: E711
+            raise ValueError(f"`{name}`: unit {int(np.flatnonzero(both)[0])} has both a label and a cause.")
+        out = np.where(has, cs.to_numpy(dtype=object), None)
+    out[missing & pd.isna(out)] = Cause.MISSING_EVIDENCE.value
     return out
+
+
+def _labels(x: Any) -> tuple[np.ndarray, np.ndarray]:
+    """(values, missing mask): a float array when the labels are numeric, else an object array."""
+    if isinstance(x, pd.Series):
+        x = x.to_numpy()
+    arr = np.asarray(x) if isinstance(x, np.ndarray) else np.asarray(pd.Series(list(x), dtype=object))
+    if arr.dtype.kind in "fiub":
+        arr = arr.astype(float)
+        return arr, np.isnan(arr)
+    arr = arr.astype(object)
+    return arr, pd.isna(arr)
 
 
 def confusion_table(a: Any, b: Any, *, cause_a: Any = None, cause_b: Any = None,
@@ -546,35 +561,37 @@ def confusion_table(a: Any, b: Any, *, cause_a: Any = None, cause_b: Any = None,
     -------
     ConfusionTable
     """
-    av = np.asarray(pd.Series(list(a), dtype=object).to_numpy(), dtype=object)
-    bv = np.asarray(pd.Series(list(b), dtype=object).to_numpy(), dtype=object)
+    av, ma = _labels(a)
+    bv, mb = _labels(b)
     if av.shape != bv.shape:
         raise ValueError(f"`a` and `b` must have one label per unit; got {av.shape[0]} and {bv.shape[0]}.")
-    ca = _causes_of(av, cause_a, "cause_a")
-    cb = _causes_of(bv, cause_b, "cause_b")
-    both = (ca == None) & (cb == None)  # noqa: E711
-    pa_, pb_ = [_plain(x) for x in av[both]], [_plain(x) for x in bv[both]]
+    ca = _causes_of(ma, cause_a, "cause_a")
+    cb = _causes_of(mb, cause_b, "cause_b")
+    both = ~ma & ~mb
+    xa, xb = av[both], bv[both]
     if categories is None:
-        cats = _sorted_union(sorted(set(pa_), key=repr), sorted(set(pb_), key=repr))
+        obs = pd.unique(np.concatenate([xa, xb]).astype(object) if xa.dtype != xb.dtype
+                        else np.concatenate([xa, xb]))
+        cats = _sorted_union([_plain(x) for x in obs], [])
     else:
         cats = tuple(categories)
-        bad = [x for x in (*pa_, *pb_) if x not in set(cats)]
-        if bad:
-            raise ValueError(f"label {bad[0]!r} is not among `categories` {list(cats)}.")
-    index = {c: i for i, c in enumerate(cats)}
+    index = pd.Index(list(cats), dtype=object)
+    ia = index.get_indexer(pd.Index(xa.astype(object))) if xa.size else np.zeros(0, np.intp)
+    ib = index.get_indexer(pd.Index(xb.astype(object))) if xb.size else np.zeros(0, np.intp)
+    if (ia < 0).any() or (ib < 0).any():
+        bad = xa[ia < 0][0] if (ia < 0).any() else xb[ib < 0][0]
+        raise ValueError(f"label {_plain(bad)!r} is not among `categories` {list(cats)}.")
     q = len(cats)
-    ia = np.array([index[x] for x in pa_], dtype=np.int64)
-    ib = np.array([index[x] for x in pb_], dtype=np.int64)
-    cells = ia * q + ib
+    cells = ia.astype(np.int64) * q + ib
     counts = np.bincount(cells, minlength=q * q).reshape(q, q)
-    ex_a = pd.Series(ca[ca != None]).value_counts()  # noqa: E711
-    ex_b = pd.Series(cb[cb != None]).value_counts()  # noqa: E711
+    ex_a = pd.Series(ca[~pd.isna(ca)], dtype=object).value_counts()
+    ex_b = pd.Series(cb[~pd.isna(cb)], dtype=object).value_counts()
     pat = None
     if clusters is not None:
-        cl = np.asarray(pd.Series(list(clusters), dtype=object))
-        if cl.shape[0] != av.shape[0]:
-            raise ValueError(f"`clusters` must have one label per unit ({av.shape[0]}); got {cl.shape[0]}.")
-        codes, _ = pd.factorize(pd.Series(cl[both]))
+        cl = pd.Series(clusters if isinstance(clusters, np.ndarray | pd.Series) else list(clusters), dtype=object)
+        if len(cl) != av.shape[0]:
+            raise ValueError(f"`clusters` must have one label per unit ({av.shape[0]}); got {len(cl)}.")
+        codes, _ = pd.factorize(cl[both].reset_index(drop=True))
         m = int(codes.max()) + 1 if codes.size else 0
         M = np.bincount(codes * q * q + cells, minlength=m * q * q).reshape(m, q * q)
         rows, mult = np.unique(M, axis=0, return_counts=True) if m else (M, np.zeros(0, np.int64))
@@ -601,20 +618,31 @@ def calibration_table(frame: pd.DataFrame, measure: str, *, a: str = "automatic"
     >>> t.n_units, t.n_pairable, t.excluded_b["not_implemented"]
     (2, 1, 1)
     """
-    meas = frame["measure"].astype(str)
-    tier = frame["tier"].astype(str)
-    sel = meas == measure
-    fa = frame.loc[sel & (tier == a), ["trace_id", "value", "cause"]]
-    fb = frame.loc[sel & (tier == b), ["trace_id", "value", "cause"]]
-    fa = fa.assign(trace_id=fa["trace_id"].astype(str))
-    fb = fb.assign(trace_id=fb["trace_id"].astype(str))
-    j = fb.merge(fa, on="trace_id", how="left", suffixes=("_b", "_a"))
-    va = j["value_a"].to_numpy(float)
-    ca = j["cause_a"].astype(object).where(j["cause_a"].notna(), None).to_numpy(object)
-    ca = np.where(np.isnan(va) & (ca == None), Cause.MISSING_EVIDENCE.value, ca)  # noqa: E711
-    cb = j["cause_b"].astype(object).where(j["cause_b"].notna(), None).to_numpy(object)
-    return confusion_table(j["value_a"].to_numpy(float), j["value_b"].to_numpy(float), cause_a=ca, cause_b=cb,
-                           categories=categories)
+    is_m = (frame["measure"] == measure).to_numpy(dtype=bool, na_value=False)
+    tier = frame["tier"]
+    sa = np.flatnonzero(is_m & (tier == a).to_numpy(dtype=bool, na_value=False))
+    sb = np.flatnonzero(is_m & (tier == b).to_numpy(dtype=bool, na_value=False))
+    tid = frame["trace_id"]
+    if isinstance(tid.dtype, pd.CategoricalDtype):
+        ka = tid.cat.codes.to_numpy()[sa]
+        kb = tid.cat.codes.to_numpy()[sb]
+    else:
+        codes, _ = pd.factorize(pd.concat([tid.iloc[sa], tid.iloc[sb]], ignore_index=True).astype(str))
+        ka, kb = codes[:sa.size], codes[sa.size:]
+    width = int(max(ka.max(initial=-1), kb.max(initial=-1))) + 1
+    pos = np.full(width, -1, np.int64)
+    pos[ka] = np.arange(sa.size)
+    j = pos[kb] if kb.size else np.zeros(0, np.int64)
+    vals = frame["value"].to_numpy(float)
+    cause = frame["cause"]
+    causes_a = cause.iloc[sa].astype(object).to_numpy()
+    va = np.where(j >= 0, vals[sa][np.maximum(j, 0)] if sa.size else np.nan, np.nan)
+    ca = np.where(j >= 0, causes_a[np.maximum(j, 0)] if sa.size else None, Cause.MISSING_EVIDENCE.value)
+    ca = np.where(pd.isna(ca), None, ca).astype(object)
+    ca[np.isnan(va) & pd.isna(ca)] = Cause.MISSING_EVIDENCE.value
+    cb = cause.iloc[sb].astype(object).to_numpy()
+    cb = np.where(pd.isna(cb), None, cb).astype(object)
+    return confusion_table(va, vals[sb], cause_a=ca, cause_b=cb, categories=categories)
 
 
 # =========================================================================== multi-rater patterns
@@ -858,7 +886,7 @@ def pass_counts(tasks: Any, passed: Any, *, threshold: float = 1.0) -> PassCount
     ab = p.isna().to_numpy()
     vals = pd.to_numeric(p.where(~p.isna(), np.nan).astype(float), errors="raise").to_numpy(float)
     ok = np.where(ab, False, vals >= threshold)
-    df = pd.DataFrame({"task": t.map(_plain), "n": (~ab).astype(np.int64), "c": ok.astype(np.int64),
+    df = pd.DataFrame({"task": t, "n": (~ab).astype(np.int64), "c": ok.astype(np.int64),
                        "a": ab.astype(np.int64)})
     g = df.groupby("task", sort=False)[["n", "c", "a"]].sum()
     return PassCounts({k: (int(r.n), int(r.c), int(r.a)) for k, r in zip(g.index, g.itertuples(), strict=True)})

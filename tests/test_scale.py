@@ -309,3 +309,29 @@ def test_written_dataset_is_hive_partitioned(results):
         f"SELECT agent, count(*) FROM read_parquet('{Path(res['duckdb'].out) / 'runs'}/**/*.parquet', "
         "hive_partitioning = false) GROUP BY ALL ORDER BY 1").fetchall()
     assert sum(n for _, n in rel) == res["pandas"].summary.n_runs and all(n > 0 for _, n in rel)
+
+
+def test_partition_without_labels_keeps_the_human_tier(demo, whole, tmp_path):
+    """Labels are sparse: a partition holding none still gets the human tier (abstaining), as in memory."""
+    labelled = set(demo.labels["trace_id"])
+    bare = [r for r in demo.traces if r["trace_id"] not in labelled][:40]
+    rest = [r for r in demo.traces if r not in bare]
+    for name, recs in (("p=bare", bare), ("p=rest", rest)):
+        p = tmp_path / "t" / name / "part-0.jsonl"
+        p.parent.mkdir(parents=True)
+        p.write_text("\n".join(json.dumps(r) for r in recs) + "\n", encoding="utf-8")
+    r = score_dataset(tmp_path / "t", out=tmp_path / "o0")
+    assert "human" not in {k[1] for k in r.summary.scores.groups}  # no labels at all: no human tier
+    demo.answers.to_parquet(tmp_path / "answers.parquet", index=False)
+    demo.labels.to_parquet(tmp_path / "labels.parquet", index=False)
+    r = score_dataset(tmp_path / "t", tmp_path / "answers.parquet", tmp_path / "labels.parquet", out=tmp_path / "o1")
+    assert_same_summary(r.summary, whole)
+    scores = pd.read_parquet(tmp_path / "o1" / "scores" / "p=bare" / "part-0.parquet")
+    assert set(scores["tier"]) == {"automatic", "human"}
+    assert _no_marker(tmp_path / "o1")
+
+
+def _no_marker(out: Path) -> bool:
+    """The tier marker never reaches a written table."""
+    led = pd.concat([pd.read_parquet(p) for p in (out / "ledger").rglob("*.parquet")])
+    return not led.astype(str).apply(lambda c: c.str.contains("tier-marker")).any().any()
