@@ -53,6 +53,8 @@ __all__ = [
     "confusion_heatmap",
     "abstention_chart",
     "suite_gating_chart",
+    "trajectory_grid_chart",
+    "OUTCOME_COLORS",
     "format_interval",
     "DataSources",
     "data_sources",
@@ -615,6 +617,55 @@ def suite_gating_chart(
         title=alt.Title(title, subtitle="red dashes: passScore; the pass decision reads the gating score (RFC 0246 §B)"))
 
 
+#: Colours of a trajectory dimension outcome (seed 003): passed, failed, not applicable.
+OUTCOME_COLORS: dict[str, str] = {"passed": "#54a24b", "failed": "#e45756", "not_applicable": "#d9d9d9"}
+
+
+def trajectory_grid_chart(
+    frame: pd.DataFrame,
+    *,
+    case: str = "case_id",
+    dimension: str = "dimension",
+    outcome: str = "outcome",
+    decision: str = "decision",
+    dimensions: Sequence[str] | None = None,
+    title: str = "Long-horizon trajectories: eight dimensions per case",
+) -> Any:
+    """Case x dimension grid of outcomes (passed / failed / not applicable), the decision per case.
+
+    ``frame`` is :meth:`evaltk.trajectory.CohortReport.to_frame` (one row per case and
+    dimension).  One failing dimension holds a case; the decision is printed beside it.
+    """
+    import altair as alt
+
+    frame = _frame(frame, "frame")
+    _need(frame, [case, dimension, outcome, decision], "frame")
+    _small(frame, "frame", "case x dimension")
+    unknown = sorted(set(frame[outcome].astype(str)) - set(OUTCOME_COLORS))
+    if unknown:
+        raise ValueError(f"`frame` has unknown outcome(s) {unknown}; allowed: {', '.join(OUTCOME_COLORS)}.")
+    df = frame[[case, dimension, outcome, decision]].astype(str).set_axis(["case", "dimension", "outcome", "decision"],
+                                                                        axis=1)
+    dims = list(dimensions) if dimensions else list(dict.fromkeys(df["dimension"]))
+    cases = list(dict.fromkeys(df["case"]))
+    y = alt.Y("case:N", sort=cases, title=None)
+    grid = alt.Chart(df).mark_rect(stroke="white", strokeWidth=2).encode(
+        x=alt.X("dimension:N", sort=dims, title=None, axis=alt.Axis(labelAngle=-30, orient="top")),
+        y=y,
+        color=alt.Color("outcome:N", title=None, scale=alt.Scale(domain=list(OUTCOME_COLORS),
+                                                                 range=list(OUTCOME_COLORS.values()))),
+        tooltip=["case:N", "dimension:N", "outcome:N"],
+    ).properties(width=alt.Step(58), height=alt.Step(26))
+    dec = df.drop_duplicates("case")
+    words = alt.Chart(dec).mark_text(align="left", fontSize=11, fontWeight=600).encode(
+        y=alt.Y("case:N", sort=cases, axis=None), text="decision:N", x=alt.value(0),
+        color=alt.Color("decision:N", legend=None, scale=alt.Scale(
+            domain=["passed", "safely-abstained", "failed"], range=["#54a24b", "#4c78a8", "#e45756"])),
+    ).properties(width=120, height=alt.Step(26), title="decision")
+    return alt.hconcat(grid, words, spacing=6).resolve_scale(color="independent").properties(
+        title=alt.Title(title, subtitle="one failing dimension holds the case; only 'passed' is promotion-eligible"))
+
+
 # --------------------------------------------------------------------------- data sources
 
 
@@ -638,6 +689,10 @@ class DataSources:
     suite_run : Path or None
         ``suite/run.json`` (or ``.yaml``) under ``data_dir``; else the example run
         shipped with evaltk (``data/examples/suite/run.json``) when present.
+    trajectory : tuple of Path (lock, results, design or None), or None
+        ``trajectory/lock.json`` and ``trajectory/results.json`` (and
+        ``trajectory/design.json``) under ``data_dir``; else the shipped example
+        (``data/examples/trajectory/``, the cohort that holds) when present.
     """
 
     data_dir: str
@@ -646,6 +701,7 @@ class DataSources:
     agentrewardbench_leaderboard: Path | None
     judgebench: Path | None
     suite_run: Path | None
+    trajectory: tuple[Path, Path, Path | None] | None = None
 
     def describe(self) -> pd.DataFrame:
         """One row per source: what it is, and the file or "generated in memory"."""
@@ -654,6 +710,8 @@ class DataSources:
             ("AgentRewardBench annotations", str(self.agentrewardbench) if self.agentrewardbench else "not found"),
             ("JudgeBench judgments", str(self.judgebench) if self.judgebench else "not found"),
             ("suite run", str(self.suite_run) if self.suite_run else "not found"),
+            ("trajectory lock and results", ", ".join(str(p) for p in self.trajectory if p)
+             if self.trajectory else "not found"),
         ]
         return pd.DataFrame(rows, columns=["source", "where"])
 
@@ -680,7 +738,8 @@ def data_sources(data_dir: str = "") -> DataSources:
 
     Recognised: a demo folder (``traces.jsonl``, ``answers.csv``, ``labels.csv``)
     as ``data_dir`` or ``data_dir/demo``; ``agentrewardbench/annotations.csv``;
-    ``judgebench/judgments.csv``; ``suite/run.json`` or ``suite/run.yaml``.
+    ``judgebench/judgments.csv``; ``suite/run.json`` or ``suite/run.yaml``;
+    ``trajectory/lock.json`` with ``trajectory/results.json`` (and ``design.json``).
 
     Raises
     ------
@@ -689,7 +748,7 @@ def data_sources(data_dir: str = "") -> DataSources:
         message lists what was looked for).
     """
     if not data_dir:
-        return DataSources("", None, None, None, None, example_path("suite", "run.json"))
+        return DataSources("", None, None, None, None, example_path("suite", "run.json"), _example_trajectory())
     root = Path(data_dir).expanduser().resolve()
     if not root.is_dir():
         raise UnreadableInput(f"no such folder: {data_dir!r}.", field="data_dir")
@@ -702,12 +761,20 @@ def data_sources(data_dir: str = "") -> DataSources:
     arb, lb = f("agentrewardbench", "annotations.csv"), f("agentrewardbench", "judge-leaderboard.csv")
     jb = f("judgebench", "judgments.csv")
     suite = f("suite", "run.json") or f("suite", "run.yaml")
-    if not any([demo, arb, jb, suite]):
+    lock, results = f("trajectory", "lock.json"), f("trajectory", "results.json")
+    traj = (lock, results, f("trajectory", "design.json")) if lock and results else None
+    if not any([demo, arb, jb, suite, traj]):
         raise UnreadableInput(
             f"{root} holds none of the data the report reads: a demo folder ({', '.join(_DEMO_REQUIRED)}, "
             "in it or in demo/), agentrewardbench/annotations.csv, judgebench/judgments.csv, "
-            "suite/run.json.", field="data_dir")
-    return DataSources(str(root), demo, arb, lb, jb, suite or example_path("suite", "run.json"))
+            "suite/run.json, trajectory/lock.json with trajectory/results.json.", field="data_dir")
+    return DataSources(str(root), demo, arb, lb, jb, suite or example_path("suite", "run.json"),
+                       traj or _example_trajectory())
+
+
+def _example_trajectory() -> tuple[Path, Path, Path | None] | None:
+    lock, results = example_path("trajectory", "lock.json"), example_path("trajectory", "results-hold.json")
+    return (lock, results, example_path("trajectory", "design.json")) if lock and results else None
 
 
 def demo_data(sources: DataSources, *, n_traces: int = 3000, seed: int = 0) -> tuple[Any, list[Path], str]:

@@ -46,7 +46,7 @@ import warnings
 import pandas as pd
 from IPython.display import Markdown, display
 
-from evaltk import calibration, datasets, direction, report, scoring, selection, suite
+from evaltk import calibration, datasets, direction, report, scoring, selection, suite, trajectory
 from evaltk.errors import InputError
 from evaltk.values import Abstention, Threshold, UndefinedWarning, summarize_frame, verdicts
 
@@ -129,6 +129,10 @@ if summary is not None:
                  f"passScore {summary.run.thresholds.to_dict()['passScore']}"))
 else:
     rows.append(("suite gate", "no suite run found"))
+if sources.trajectory is not None:
+    _c = trajectory.grade_files(sources.trajectory[0], sources.trajectory[1], design=sources.trajectory[2]).summary()
+    rows.append(("long-horizon trajectories", f"{_c['decision']}: {_c['passed']} passed, {_c['safely_abstained']} "
+                                              f"safely abstained, {_c['failed']} failed of {_c['cases']} cases"))
 if sources.agentrewardbench is not None:
     inputs.append(sources.agentrewardbench)
     arb = calibration.agentrewardbench_ceiling(sources.agentrewardbench, confidence_level=confidence_level,
@@ -189,6 +193,26 @@ else:
     v = verdicts(auto[auto["measure"].isin(list(thresholds))].astype({"measure": str}), th)
     counts = v.groupby(["measure", "verdict", "verdict_reason"], observed=True).size().rename("runs")
     display(counts.reset_index().set_index(["measure", "verdict"]))
+
+# %% [markdown]
+# ## Long-horizon trajectories (seed 003)
+#
+# Each case is graded on eight dimensions against a policy locked before any result existed;
+# one failing dimension holds the case, a supported abstention is honest but never a
+# success.  Detail: `evaltk trajectory` (docs/trajectory.md).
+
+# %%
+if sources.trajectory is None:
+    display(Markdown("*No trajectory lock and results found: nothing to show.*"))
+else:
+    lock_path, results_path, design_path = sources.trajectory
+    inputs += [p for p in sources.trajectory if p]
+    cohort = trajectory.grade_files(lock_path, results_path, design=design_path)
+    s_ = cohort.summary()
+    display(Markdown(f"Source: {results_path} against {lock_path}. **{s_['decision'].upper()}**: "
+                     f"{s_['passed']} passed, {s_['safely_abstained']} safely abstained, {s_['failed']} failed "
+                     f"of {s_['cases']} locked cases."))
+    display(report.trajectory_grid_chart(cohort.to_frame(), dimensions=trajectory.DIMENSIONS))
 
 # %% [markdown]
 # ## Judge frontier on this week's anchor

@@ -391,3 +391,31 @@ def test_check_params_file_parameters(tmp_path):
     assert e.value.field == "suite_run"
     with pytest.raises(InputError):
         report.check_params(labels_file=3)
+
+
+def test_trajectory_grid_chart_on_the_shipped_cohort():
+    from evaltk import trajectory
+
+    s = report.data_sources("")
+    assert s.trajectory is not None  # the shipped example: lock, results that hold, design
+    cohort = trajectory.grade_files(s.trajectory[0], s.trajectory[1], design=s.trajectory[2])
+    f = cohort.to_frame()
+    ch = report.trajectory_grid_chart(f, dimensions=trajectory.DIMENSIONS)
+    frames = [pd.DataFrame(v) for v in ch.to_dict()["datasets"].values()]
+    grid = next(d for d in frames if len(d) == len(f))
+    assert set(grid["outcome"]) <= set(report.OUTCOME_COLORS)
+    assert (grid.groupby("case")["dimension"].nunique() == len(trajectory.DIMENSIONS)).all()
+    svg = report.chart_to_svg(ch)
+    for c in cohort.cases:
+        assert c.case_id in svg and c.decision in svg
+    with pytest.raises(ValueError, match="unknown outcome"):
+        report.trajectory_grid_chart(f.assign(outcome="maybe"))
+
+
+def test_data_sources_trajectory_folder(tmp_path):
+    (tmp_path / "trajectory").mkdir()
+    for name in ("lock.json", "results.json"):
+        (tmp_path / "trajectory" / name).write_text("{}")
+    s = report.data_sources(str(tmp_path))
+    assert s.trajectory[0].name == "lock.json" and s.trajectory[1].name == "results.json"
+    assert s.trajectory[2] is None
