@@ -360,6 +360,8 @@ def bias_forest_chart(
     bias_title: str = "signed bias (judge positive rate − human positive rate)",
     title: str = "Direction of error",
     subtitle: str = "left of zero: the judge says 'positive' less often than humans; right: more often",
+    estimate_header: str = "bias [interval]",
+    lean_header: str = "lean",
 ) -> Any:
     """Forest plot of signed bias with intervals per judge and dimension, the lean in words beside it.
 
@@ -393,10 +395,10 @@ def bias_forest_chart(
     forest = alt.layer(zero, rules, points).properties(width=380, height=alt.Step(22))
     words = base.mark_text(align="left", fontSize=11).encode(
         y=alt.Y("row:N", sort=order, axis=None), text="lean_text:N", x=alt.value(0)
-    ).properties(width=170, height=alt.Step(22), title="lean")
+    ).properties(width=170, height=alt.Step(22), title=lean_header)
     nums = base.mark_text(align="left", fontSize=10, color="#555555").encode(
         y=alt.Y("row:N", sort=order, axis=None), text="interval:N", x=alt.value(0)
-    ).properties(width=140, height=alt.Step(22), title="bias [interval]")
+    ).properties(width=140, height=alt.Step(22), title=estimate_header)
     return alt.hconcat(forest, nums, words, spacing=8).properties(title=alt.Title(title, subtitle=subtitle))
 
 

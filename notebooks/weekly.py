@@ -38,6 +38,8 @@ measure = "x_task"  # the dimension judges are selected and calibrated on
 n_resamples = 2000  # bootstrap resamples for intervals
 thresholds = {"x_safe": 1.0}  # bar per dimension: a value at or above it passes, once validated
 threshold_source = ""  # the decision-cost record that validates the thresholds; empty means not validated
+baseline_agent = "agent-v2"  # checkpoint gate: the baseline agent of the demo corpus
+candidate_agent = "agent-v3"  # checkpoint gate: the candidate agent
 
 # %%
 # ruff: noqa: E402  (in a notebook the imports follow the parameters cell)
@@ -46,13 +48,24 @@ import warnings
 import pandas as pd
 from IPython.display import Markdown, display
 
-from evaltk import calibration, datasets, direction, report, scoring, selection, suite, trajectory
+from evaltk import (
+    calibration,
+    datasets,
+    direction,
+    regression,
+    report,
+    scoring,
+    selection,
+    suite,
+    trajectory,
+)
 from evaltk.errors import InputError
 from evaltk.values import Abstention, Threshold, UndefinedWarning, summarize_frame, verdicts
 
 params = report.check_params(week=week, data_dir=data_dir, confidence_level=confidence_level, seed=seed,
                              n_traces=n_traces, measure=measure, n_resamples=n_resamples, thresholds=thresholds,
-                             threshold_source=threshold_source)
+                             threshold_source=threshold_source, baseline_agent=baseline_agent,
+                             candidate_agent=candidate_agent)
 report.use_theme()
 if measure not in ("x_task", "x_ctx", "x_eff"):
     raise InputError(f"judges are selected on x_task, x_ctx or x_eff; got {measure!r}.", field="measure")
@@ -193,6 +206,47 @@ else:
     v = verdicts(auto[auto["measure"].isin(list(thresholds))].astype({"measure": str}), th)
     counts = v.groupby(["measure", "verdict", "verdict_reason"], observed=True).size().rename("runs")
     display(counts.reset_index().set_index(["measure", "verdict"]))
+
+# %% [markdown]
+# ## Checkpoint gate: candidate against baseline
+#
+# The candidate agent's runs against the baseline's, paired by task, each dimension with the
+# test matching its type and corrected for multiple comparisons (Holm): **promote**,
+# **review** or **regress**.  Every dimension is uncalibrated, so a significant drop can only
+# route to review, never regress (seed 002): there is no validated measure to regress
+# against.  In the gate an abstention counts as a failure (not applicable stays out); the
+# scores above are untouched.
+
+# %%
+agent_of = {t_["trace_id"]: t_.get("agent") for t_ in demo.traces}
+present = sorted({a for a in agent_of.values() if a})
+if baseline_agent not in present or candidate_agent not in present:
+    display(Markdown(f"*No runs of `{baseline_agent}` and `{candidate_agent}` in these traces "
+                     f"(agents present: {', '.join(present) or 'none'}): no checkpoint gate.*"))
+else:
+    matrices = {}
+    for a in (baseline_agent, candidate_agent):
+        ids = {k for k, v in agent_of.items() if v == a}
+        matrices[a] = scoring.score_traces([t_ for t_ in demo.traces if t_["trace_id"] in ids],
+                                           demo.answers[demo.answers["trace_id"].isin(ids)],
+                                           demo.labels[demo.labels["trace_id"].isin(ids)])
+    try:
+        g = regression.gate(matrices[baseline_agent], matrices[candidate_agent], confidence_level=confidence_level,
+                            n_resamples=n_resamples, rng=seed)
+    except regression.GateRefused as e:
+        display(Markdown(f"**The gate refused to compare:** {e}"))
+    else:
+        display(Markdown(f"**{candidate_agent} against {baseline_agent}: {g.decision.upper()}**"))
+        gd = g.dimensions.assign(dimension=f"{candidate_agent} − {baseline_agent}")
+        display(report.bias_forest_chart(gd, judge="measure", bias="effect", lean="decision",
+                                         bias_title="candidate − baseline (gate values, paired by task)",
+                                         title="Checkpoint gate per dimension",
+                                         subtitle="left of zero: the candidate is worse; the decision is beside "
+                                                  "each dimension",
+                                         estimate_header="effect [interval]", lean_header="decision"))
+        gt = g.dimensions.copy()
+        gt["adjusted p"] = gt["pvalue_adjusted"].map(lambda p: "—" if pd.isna(p) else f"{p:.3g}")
+        display(gt[["measure", "type", "decision", "reason", "n_pairs", "adjusted p", "calibrated"]].set_index("measure"))
 
 # %% [markdown]
 # ## Long-horizon trajectories (seed 003)
