@@ -420,8 +420,9 @@ def _score_partition(part: Partition, *, out: str | None, by: Sequence[str], sha
         labels = _select_rows(shared["labels"], part.traces)  # type: ignore[arg-type]
     ing = ingest(part.traces, answers, labels, strict=options.get("strict", False),
                  domain_rule=options.get("domain_rule"))
-    if len(ing.runs) == 0:
-        _write_outputs(part, out, SCORE_META.iloc[0:0], pd.DataFrame(columns=list(_RUN_OUT)), ing.ledger)
+    if len(ing.runs) == 0:  # nothing kept: only the ledger says why (no empty score or run file)
+        if out is not None:
+            _write(ing.ledger, Path(out), "ledger", part.key)
         return _empty_summary(by)
     if human_tier and ing.labels.empty:
         ing = replace(ing, labels=_marker_labels(ing))
@@ -725,7 +726,13 @@ def _summarize_duckdb(con: Any, out: Path, by: Sequence[str]) -> DatasetSummary:
          f"coalesce(sum(s.value) FILTER (WHERE {valued}), 0.0) AS total, "
          f"coalesce(sum(s.value * s.value) FILTER (WHERE {valued}), 0.0) AS total_sq, {cause_cols} "
          f"FROM {scores} s{join}{where} GROUP BY ALL")
-    part = con.execute(q).df()
+    try:
+        part = con.execute(q).df()
+    except Exception as e:  # a `by` column no run file has: DuckDB's binder names it
+        if by and type(e).__name__ == "BinderException":
+            raise InputError(f"`by` names a column the runs do not have ({e})", file=str(out / "runs"),
+                             field="by") from None
+        raise
     keys = ["measure", "tier", *by]
     s = ScoreSummary.from_partials(part[[*keys, *PARTIAL_COLUMNS]], keys)
     cal = {}

@@ -335,3 +335,21 @@ def _no_marker(out: Path) -> bool:
     """The tier marker never reaches a written table."""
     led = pd.concat([pd.read_parquet(p) for p in (out / "ledger").rglob("*.parquet")])
     return not led.astype(str).apply(lambda c: c.str.contains("tier-marker")).any().any()
+
+
+def test_unknown_by_column_and_empty_partition(demo, tmp_path, results):
+    res, con = results
+    for engine in ("pandas", con):
+        with pytest.raises(InputError, match="`by`"):
+            summarize_dataset(res["pandas"].out, by="colour", engine=engine)
+    p = tmp_path / "t" / "k=a" / "part-0.jsonl"
+    p.parent.mkdir(parents=True)
+    p.write_text(json.dumps({**demo.traces[0], "status": "in_progress"}) + "\n", encoding="utf-8")
+    q = tmp_path / "t" / "k=b" / "part-0.jsonl"
+    q.parent.mkdir(parents=True)
+    q.write_text(json.dumps(demo.traces[1]) + "\n", encoding="utf-8")
+    for engine in ("pandas", "duckdb"):
+        r = score_dataset(tmp_path / "t", out=tmp_path / f"o-{engine}", engine=engine)
+        assert r.summary.n_runs == 1 and r.n_partitions == 2
+        assert summarize_dataset(tmp_path / f"o-{engine}", engine="duckdb").n_runs == 1
+        assert (tmp_path / f"o-{engine}" / "ledger" / "k=a" / "part-0.parquet").is_file()
