@@ -103,6 +103,9 @@ def test_weekly_index_links_the_other_pages(rendered):
     text = _text(html)
     assert "DID NOT PASS" in text  # the shipped suite example fails its gate under RFC 0246
     assert "rejected by the canary set" in text
+    assert "Checkpoint gate" in text and "agent-v3 against agent-v2" in text
+    assert "Long-horizon trajectories" in text and "HOLD" in text  # the shipped cohort holds
+    assert html.count("<svg") >= 4  # coverage, gate, trajectory grid, frontier
 
 
 def test_run_json_records_parameters_version_and_digests(rendered):
