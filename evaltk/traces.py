@@ -489,6 +489,26 @@ def _error(bad: _Bad, name: str, record: Any) -> SchemaViolation:
 # --------------------------------------------------------------------------- trace validation
 
 
+def _bad_text(v: str) -> bool:
+    """True for a string that is not valid Unicode text (an unpaired surrogate, which
+    JSON's ``\\ud800`` escape can produce and no table can store)."""
+    if v.isascii():
+        return False
+    try:
+        v.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _safe(v: str) -> str:
+    """``v`` fit to quote in a field name or message."""
+    return v.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+_NOT_TEXT = "is not valid Unicode text (an unpaired surrogate escape)"
+
+
 def _check_bool(v: Any, field: str) -> bool:
     if v is None or _is_missing(v):
         return False
@@ -501,6 +521,8 @@ def _check_opt_str(v: Any, field: str) -> str | None:
     if _is_missing(v):
         return None
     if isinstance(v, str):
+        if _bad_text(v):
+            raise _Bad(field, _NOT_TEXT)
         return v or None
     raise _Bad(field, f"must be a string or null; got {_jtype(v)} {_show(v)}")
 
@@ -532,6 +554,8 @@ def _check_trace(obj: Any) -> tuple[Any, ...]:
         raise _Bad("trace_id", f"must be a string; got {_jtype(tid)} {_show(tid)}")
     if not tid:
         raise _Bad("trace_id", "must not be empty")
+    if _bad_text(tid):
+        raise _Bad("trace_id", _NOT_TEXT)
     status = obj.get("status")
     if _is_missing(status):
         raise _Bad("status", "is required (complete or in_progress)", tid)
@@ -548,6 +572,8 @@ def _check_trace(obj: Any) -> tuple[Any, ...]:
             raise _Bad("task", f"must be a string; got {_jtype(task)} {_show(task)}")
         if not task:
             raise _Bad("task", "must not be empty")
+        if _bad_text(task):
+            raise _Bad("task", _NOT_TEXT)
         domain = _check_opt_str(obj.get("domain"), "domain")
         agent = _check_opt_str(obj.get("agent"), "agent")
         guide = obj.get("guide")
@@ -563,13 +589,15 @@ def _check_trace(obj: Any) -> tuple[Any, ...]:
             if not isinstance(sc, Mapping):
                 raise _Bad("step_counts", f"must be an object of source -> count; got {_jtype(sc)}")
             for k, c in sc.items():
+                if isinstance(k, str) and _bad_text(k):
+                    raise _Bad(f"step_counts.{_safe(k)}", "the source name " + _NOT_TEXT)
                 if _is_missing(c):
                     continue
                 c0, c = c, _as_int(c)
                 if c is None:
-                    raise _Bad(f"step_counts.{k}", f"must be a non-negative integer; got {_jtype(c0)} {_show(c0)}")
+                    raise _Bad(f"step_counts.{_safe(str(k))}", f"must be a non-negative integer; got {_jtype(c0)} {_show(c0)}")
                 if c < 0 or c > _INT64_MAX:
-                    raise _Bad(f"step_counts.{k}", f"must be a non-negative integer; got {c}")
+                    raise _Bad(f"step_counts.{_safe(str(k))}", f"must be a non-negative integer; got {c}")
                 counts.append((str(k), int(c)))
         steps = obj.get("steps")
         if isinstance(steps, np.ndarray):  # a list cell of a DataFrame read from Parquet
@@ -612,6 +640,8 @@ def _check_trace(obj: Any) -> tuple[Any, ...]:
                 raise _Bad(f + ".action", f"must be a string; got {_jtype(a)} {_show(a)}")
             if not a:
                 raise _Bad(f + ".action", "must not be empty")
+            if _bad_text(a):
+                raise _Bad(f + ".action", _NOT_TEXT)
             idx.append(i)
             act.append(a)
             tgt.append(_check_opt_str(s.get("target"), f + ".target"))
@@ -1097,22 +1127,44 @@ def _no_blank_lines(data: bytes, start: int = 0, stop: int | None = None, *,
     first = data[start:end] if nl < 0 else data[start:nl]
     last_nl = data.rfind(b"\n", start, end)
     last = data[last_nl + 1:end] if last_nl >= 0 else first
-    if not first.strip() or not last.strip() or _BLANK_LINE.search(data, start, end):
+    if (first.strip() in _NOT_A_ROW or last.strip() in _NOT_A_ROW
+            or _BLANK_OR_NULL_LINE.search(data, start, end)):
         return False, n
     return True, n
 
 
-_BLANK_LINE = re.compile(rb"\n[ \t\r]*\n")
+#: A blank line, or a bare ``null`` line: the first is not a record; the second must
+#: not reach Arrow's JSON reader, which crashes on it (pyarrow 26: a segmentation
+#: fault when a block starts with ``null``), so it takes the per-record path.
+_BLANK_OR_NULL_LINE = re.compile(rb"\n[ \t\r]*(?:null[ \t\r]*)?\n")
+_NOT_A_ROW = (b"", b"null")
 
 
-def _arrow_json(data: bytes | memoryview) -> pa.Table | None:
+def _has_null_line(data: bytes | memoryview) -> bool:
+    buf = bytes(data) if isinstance(data, memoryview) else data
+    nl = buf.find(b"\n")
+    first = buf if nl < 0 else buf[:nl]
+    body = buf.rstrip(b"\r\n")
+    last = body[body.rfind(b"\n") + 1:]
+    if first.strip() == b"null" or last.strip() == b"null":
+        return True
+    return re.search(rb"\n[ \t\r]*null[ \t\r]*\n", buf) is not None
+
+
+def _arrow_json(data: bytes | memoryview, *, checked: bool = False) -> pa.Table | None:
+    """Arrow's JSON reader, or None when it refuses the input.  ``checked``: the caller
+    has made sure no line is a bare ``null`` (which crashes the reader)."""
     import pyarrow.json as pj
 
+    if not checked and _has_null_line(data):
+        return None
     try:
         t = pj.read_json(pa.BufferReader(pa.py_buffer(data)),
                          read_options=pj.ReadOptions(block_size=1 << 22))
         t.validate(full=True)  # catches invalid UTF-8
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, pa.ArrowException):
+        for f in t.schema:  # field names must be text too (Arrow does not check them)
+            _ = f.type, f.name, str(f.type)
+    except (pa.ArrowException, UnicodeError):  # UnicodeError: a message or name quoting bad bytes
         return None
     return t
 
@@ -1344,7 +1396,7 @@ def _jsonl_pieces(name: str, data: bytes, rule: Callable[[str], Any],
             return chunk_lines
 
         if clean:
-            t = _arrow_json(view[start:end])
+            t = _arrow_json(view[start:end], checked=True)
             if t is not None and t.num_rows == n_lines:
                 piece = _arrow_piece(name, t, np.arange(line0, line0 + n_lines, dtype=np.int64),
                                      rule, strict, lambda k, g=get_chunk_lines: _parse_line(g()[k]))
@@ -1370,6 +1422,9 @@ def _jsonl_pieces(name: str, data: bytes, rule: Callable[[str], Any],
 
 def _bisect(name: str, ls: list[bytes], nums: np.ndarray, rule: Callable[[str], Any],
             strict: bool, pieces: list[_Piece]) -> None:
+    # a bare ``null`` line never goes to Arrow (see _BLANK_OR_NULL_LINE)
+    nulls = np.flatnonzero([ln.strip() == b"null" for ln in ls])
+
     def python(lo: int, hi: int) -> None:
         recs = [_parse_line(ln) for ln in ls[lo:hi]]
         pieces.append(_python_piece(recs, nums[lo:hi], name, rule, strict))
@@ -1380,7 +1435,8 @@ def _bisect(name: str, ls: list[bytes], nums: np.ndarray, rule: Callable[[str], 
         if hi - lo <= _MIN_CHUNK:
             python(lo, hi)
             return
-        t = _arrow_json(b"\n".join(ls[lo:hi]))
+        has_null = np.searchsorted(nulls, lo) < np.searchsorted(nulls, hi)
+        t = None if has_null else _arrow_json(b"\n".join(ls[lo:hi]), checked=True)
         if t is not None and t.num_rows == hi - lo:
             piece = _arrow_piece(name, t, nums[lo:hi], rule, strict,
                                  lambda k: _parse_line(ls[lo + k]))
@@ -1406,7 +1462,10 @@ def _arrow_piece(name: str, table: pa.Table, numbers: np.ndarray, rule: Callable
                  strict: bool, get_record: Callable[[int], Any]) -> _Piece | None:
     """Column-wise validation of an Arrow table; None when it is not the expected shape
     (or the column checks and the validator disagree): then the validator reads it."""
-    res = _validate_arrow(table)
+    try:
+        res = _validate_arrow(table)
+    except UnicodeError:  # pragma: no cover - _arrow_json already checks the names
+        return None
     if res is None:
         return None
     cols, code, suspect = res
@@ -1674,7 +1733,7 @@ def _str_col(col: pd.Series) -> tuple[pd.Series, np.ndarray, np.ndarray]:
         return s.reset_index(drop=True), empty, np.zeros(len(col), bool)
     vals = col.to_numpy(dtype=object)
     n = len(vals)
-    is_str = np.fromiter((isinstance(v, str) for v in vals), bool, n)
+    is_str = np.fromiter((isinstance(v, str) and not _bad_text(v) for v in vals), bool, n)
     miss = np.fromiter((_is_missing(v) or (isinstance(v, str) and v == "") for v in vals), bool, n)
     wrong = ~is_str & ~miss
     clean = np.where(is_str & ~miss, vals, None)
@@ -1755,8 +1814,8 @@ def _answer_checks(raw: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray, np.ndar
         flag(miss, c, lambda i: "malformed: is required")
         if wrong.any():
             vals = raw_vals(c)
-            flag(wrong, c, lambda i, vals=vals: f"malformed: must be a string; got {_jtype(vals[i])} "
-                                                f"{_show(vals[i])}")
+            flag(wrong, c, lambda i, vals=vals: f"malformed: {_NOT_TEXT}" if isinstance(vals[i], str)
+                 else f"malformed: must be a string; got {_jtype(vals[i])} {_show(vals[i])}")
     if texts["rater_version"][2].any():
         rvv = raw_vals("rater_version")
         flag(texts["rater_version"][2], "rater_version",

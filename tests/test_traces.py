@@ -347,14 +347,16 @@ MALFORMED_EXPECTED = {
     27: ("counts-str", "step_counts.agent", 'got string "3"'),
     28: ("idx-huge", "steps[0].index", "non-negative integer"),
     30: (None, None, "not valid JSON"),                          # a mid-write line
+    34: (None, None, "must be a JSON object; got null"),        # a bare null (crashes Arrow 26)
+    35: ("bad-text", "task", "not valid Unicode text"),         # an unpaired surrogate escape
 }
 
 
 def test_malformed_file_every_record_in_the_ledger_and_the_load_continues():
     ing = ingest(MALFORMED)
     led = ing.ledger.set_index("record")
-    # 33 lines, one blank (not a record)
-    assert_ledger_accounts(ing, 32)
+    # 35 lines, one blank (not a record)
+    assert_ledger_accounts(ing, 34)
     assert 32 not in led.index
     for line, (tid, fld, text) in MALFORMED_EXPECTED.items():
         row = led.loc[line]
@@ -472,6 +474,7 @@ ANSWERS_EXPECTED = {
 def test_malformed_answers_each_in_the_ledger():
     ing = ingest(MALFORMED, answers=BAD_ANSWERS)
     led = ing.ledger[ing.ledger["kind"] == "answer"].set_index("record")
+    n_trace_records = 34
     assert len(led) == 19  # 20 lines, one header
     for line, (fld, text) in ANSWERS_EXPECTED.items():
         row = led.loc[line]
@@ -484,7 +487,7 @@ def test_malformed_answers_each_in_the_ledger():
     assert a["confidence"].tolist() == [0.9, 0.4]
     assert a["latency_ms"].tolist() == [850.0, 900.0]
     assert a["rater_version"].tolist() == ["v1", "v1"]
-    assert_ledger_accounts(ing, 32 + 19)
+    assert_ledger_accounts(ing, n_trace_records + 19)
 
 
 def test_malformed_answers_strict_names_file_line_field():
@@ -825,7 +828,7 @@ def test_trace_schema_agrees_with_the_reader():
         assert not list(v.iter_errors(rec)), rec["trace_id"]
     # every malformed line the reader refuses, the schema refuses too, except the one
     # rule JSON Schema cannot express (unique step indices within a run)
-    not_expressible = {15, 19}  # index on every step or none; unique indices
+    not_expressible = {15, 19, 35}  # index on every step or none; unique indices; valid text
     lines = MALFORMED.read_text(encoding="utf-8").split("\n")
     for line in MALFORMED_EXPECTED:
         try:
@@ -944,3 +947,60 @@ def test_chunked_reading_gives_the_same_tables(tmp_path, monkeypatch):
     assert led["record"].tolist() == [i + 1 for i, ln in enumerate(lines) if ln]
     assert led["reason"].iloc[-2].startswith("duplicate trace_id: identical to record 4")
     assert led["reason"].iloc[-1].startswith("duplicate trace_id: conflicting records 6, ")
+
+
+# --------------------------------------------------------------------------- fuzz
+
+_json_value = st.recursive(
+    st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.floats(allow_nan=False)
+    | st.text(max_size=6),
+    lambda kids: st.lists(kids, max_size=3) | st.dictionaries(
+        st.sampled_from(["trace_id", "task", "status", "steps", "index", "action", "target",
+                         "screen", "consequential", "needs_confirmation", "domain", "guide",
+                         "step_counts", "agent", "x"]), kids, max_size=6),
+    max_leaves=12)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(values=st.lists(st.one_of(_json_value.map(json.dumps), st.binary(max_size=30).map(
+    lambda b: b.decode("latin-1"))), min_size=1, max_size=12), seed=st.integers(0, 50))
+def test_fuzz_any_lines_give_a_ledger_or_an_input_error(tmp_path, values, seed):
+    """Arbitrary JSON values and junk bytes mixed with good records: the load either
+    completes with one ledger row per non-blank line, or raises one of evaltk's input
+    errors; never anything from deep inside pandas or json."""
+    good = [json.dumps(r) for r in _sample_records(3, seed=seed)]
+    lines = [v.replace("\n", " ").replace("\r", " ") for v in values] + good
+    f = tmp_path / "fuzz.jsonl"
+    f.write_bytes("\n".join(lines).encode("utf-8", errors="surrogateescape"))
+    n_records = sum(1 for ln in f.read_bytes().split(b"\n") if ln.strip())
+    try:
+        recs = read_traces(f)
+    except UnreadableInput:
+        return
+    assert len(recs.ledger) == n_records
+    assert recs.ledger["status"].isin(["kept", "dropped"]).all()
+    try:
+        read_traces(f, strict=True)
+    except SchemaViolation as e:
+        assert e.file == str(f) and isinstance(e.record, int)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rows=st.lists(st.lists(st.one_of(st.text(max_size=5), st.sampled_from(
+    ["a", "x_task", "x_ctx", "x_eff", "yes", "Cannot tell", "1", "-1", "0.5", ""])),
+    min_size=3, max_size=7), min_size=1, max_size=10))
+def test_fuzz_answer_csv_rows_give_a_ledger_or_an_input_error(tmp_path, rows):
+    import csv as csvmod
+
+    f = tmp_path / "a.csv"
+    with f.open("w", encoding="utf-8", newline="") as fh:
+        w = csvmod.writer(fh)
+        w.writerow(["trace_id", "measure", "step", "rater", "answer"])
+        w.writerows(rows)
+    try:
+        ing = ingest([run("a", steps=[step(0), step(1)])], answers=f)
+    except InputError:
+        return
+    n = sum(1 for r in rows if any(c.strip() for c in r) or len(r) > 1)
+    assert len(ing.ledger[ing.ledger["kind"] == "answer"]) == n
+    assert set(ing.answers["answer"]) <= {"yes", "no", "cannot_tell", "none", "a_few", "lots"}
