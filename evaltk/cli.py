@@ -50,6 +50,7 @@ _MODULES: tuple[str, ...] = (
     "evaltk.fixtures",
     "evaltk.scoring",
     "evaltk.regression",
+    "evaltk.scale",
 )
 
 

@@ -353,3 +353,26 @@ def test_unknown_by_column_and_empty_partition(demo, tmp_path, results):
         assert r.summary.n_runs == 1 and r.n_partitions == 2
         assert summarize_dataset(tmp_path / f"o-{engine}", engine="duckdb").n_runs == 1
         assert (tmp_path / f"o-{engine}" / "ledger" / "k=a" / "part-0.parquet").is_file()
+
+
+def test_cli_score_and_summarize(store, whole, tmp_path, capsys):
+    from evaltk.cli import main
+
+    out = tmp_path / "cli-out"
+    code = main(["scale", "score", str(store / "traces"), "--answers", str(store / "answers"), "--labels",
+                 str(store / "labels"), "--out", str(out), "--engine", "duckdb", "--memory-limit", "256MB",
+                 "--json"])
+    assert code == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["n_runs"] == len(whole.runs) and doc["partitions"] == 3 and doc["engine"] == "duckdb"
+    assert doc["population"] == whole.manifest.population
+    exp = whole.summary()
+    assert [r["n_valued"] for r in doc["measures"]] == exp["n_valued"].tolist()
+    assert {r["measure"] for r in doc["calibration"]} == {"x_task", "x_eff"}
+    assert main(["scale", "summarize", str(out), "--by", "agent", "--engine", "pandas"]) == 0
+    text = capsys.readouterr().out
+    assert f"{len(whole.runs)} runs" in text and "agent-v1" in text
+    assert main(["scale", "score", str(store / "traces"), "--out", str(out)]) == 65  # out already scored
+    assert main(["scale", "summarize", str(tmp_path / "nowhere")]) == 66
+    assert main(["scale", "score", str(store / "traces")]) == 64  # --out is required
+    capsys.readouterr()
