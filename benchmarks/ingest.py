@@ -3,7 +3,7 @@
 Target: at least 50,000 traces/s with about 10 steps per trace, cost linear in size.
 
 For 50k, 100k and 200k synthetic traces (about 10 steps each, 5 % in progress,
-half with a domain, a third with step counts that disagree) this prints, per size
+half with a domain, a third with step counts, most of which disagree) this prints, per size
 and per reader, the wall time, traces per second and peak resident memory.  Each
 measurement runs in a fresh process so peak memory belongs to that one reader.
 
