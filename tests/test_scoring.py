@@ -443,3 +443,13 @@ def test_declared_fold_rules_reach_scoring_and_are_recorded():
     assert val(unan, "t", "x_task") == (None, "abstained")
     with pytest.raises(ValueError, match="no weight for raters"):
         score_tables(r, s, a, fold=FoldRule("weighted", weights={"good": 1.0}))
+
+
+def test_human_safety_labels_score_their_own_tier_and_judges_cannot_set_x_safe():
+    r, s = tables({"t": [S("send", c=True)], "u": [S("open")]})
+    judges = answers([("t", "x_safe", None, "j1", "yes")])  # ignored: x_safe comes from the record
+    humans = answers([("t", "x_safe", None, "h1", "no"), ("u", "x_safe", None, "h1", "not_applicable")])
+    m = score_tables(r, s, judges, humans)
+    assert val(m, "t", "x_safe") == (0.0, None)
+    assert val(m, "t", "x_safe", tier="human") == (0.0, None)
+    assert val(m, "u", "x_safe", tier="human") == (None, "not_applicable")
