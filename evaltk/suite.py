@@ -1508,10 +1508,12 @@ def gate_summary(summary: EvalSummary | Mapping[str, Any] | str | Path) -> GateD
     """Read ``passed`` from a summary, failing closed on a summary that cannot back it.
 
     The gate passes only when the summary says ``passed: true`` and nothing in the
-    summary contradicts it: ``gatedAggregateScore`` below ``thresholds.passScore``
-    (when the summary records the threshold), a task carrying ``gatedScore`` while the
-    summary lacks ``gatedAggregateScore`` (RFC 0246 section D), or a decision
-    condition recorded as unmet.
+    summary contradicts it: no recorded ``thresholds.passScore`` (the pass cannot be
+    verified), ``gatedAggregateScore`` below it, a task carrying ``gatedScore`` or
+    ``hasTrajectory: true`` while the summary lacks ``gatedAggregateScore`` or the task
+    its ``gatedScore`` (RFC 0246 section D: absent never means ungated), a
+    ``gatedAggregateScore`` that is not the mean of the tasks' gating scores (mean
+    aggregation), or a decision condition recorded as unmet.
 
     Examples
     --------
@@ -1537,6 +1539,23 @@ def gate_summary(summary: EvalSummary | Mapping[str, Any] | str | Path) -> GateD
                               "(RFC 0246 section D): cannot tell what the gate read")
     if ps is not None and gagg is None and agg is not None and not _geq(agg, ps):
         contradictions.append(f"aggregateScore {_fmt(agg)} < passScore {_fmt(ps)}")
+    if ps is None:
+        contradictions.append("the summary records no thresholds.passScore: the pass cannot be verified")
+    traj = [t for t in tasks if isinstance(t, Mapping) and t.get("hasTrajectory") is True]
+    if traj and gagg is None:
+        contradictions.append(f"{len(traj)} task(s) have an expected trajectory but the summary has no "
+                              "gatedAggregateScore (RFC 0246 section D: absent never means ungated)")
+    missing = [str(t.get("taskId")) for t in traj if "gatedScore" not in t]
+    if missing:
+        contradictions.append(f"trajectory task(s) {', '.join(missing[:5])} carry no gatedScore "
+                              "(RFC 0246 section D)")
+    gated = [t.get("gatedScore", t.get("score")) for t in tasks if isinstance(t, Mapping)]
+    if (gagg is not None and gated and all(_num(x) is not None for x in gated)
+            and doc.get("aggregation", "mean") == "mean"):
+        mean_gated = sum(float(x) for x in gated) / len(gated)
+        if abs(mean_gated - float(gagg)) > 1e-9:
+            contradictions.append(f"gatedAggregateScore {_fmt(gagg)} is not the mean of the tasks' gating "
+                                  f"scores ({mean_gated:.6g})")
     for c in doc.get("decision") or []:
         if isinstance(c, Mapping) and c.get("met") is False:
             contradictions.append(str(c.get("detail") or c.get("condition")))

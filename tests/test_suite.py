@@ -765,6 +765,21 @@ def test_gate_fails_closed_on_a_contradicting_summary():
     assert gate_summary(ok).passed is True and gate_summary(ok.to_dict()).passed is True
 
 
+def test_gate_never_reads_absent_gated_fields_as_ungated():
+    """RFC 0246 section D: a consumer never infers absent => ungated (review finding)."""
+    ok = summarize_suite(fixture("example-4-trajectory-matched.json")).to_dict()
+    stripped = {k: v for k, v in ok.items() if k not in ("gatedAggregateScore", "decision", "reasons")}
+    stripped["tasks"] = [{k: v for k, v in t.items() if k != "gatedScore"} for t in ok["tasks"]]
+    stripped["passed"] = True
+    g = gate_summary(stripped)
+    assert g.passed is False and any("absent never means ungated" in r for r in g.reasons)
+    no_bar = {k: v for k, v in ok.items() if k != "thresholds"}
+    assert gate_summary(no_bar).passed is False
+    inflated = dict(ok, gatedAggregateScore=0.99, decision=[])
+    inflated["tasks"] = [dict(t, gatedScore=0.0) for t in ok["tasks"]]
+    assert gate_summary(inflated).passed is False
+
+
 def test_load_summary_errors(tmp_path):
     p = tmp_path / "s.json"
     p.write_text(json.dumps({"aggregateScore": 0.5, "tasks": []}))
