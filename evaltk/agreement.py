@@ -150,6 +150,13 @@ def _int_uniques(x: np.ndarray, lo: int | None = None, hi: int | None = None
     return np.take(lookup, shifted), (np.flatnonzero(present) + lo).tolist(), cnt[present]
 
 
+#: Labels treated as abstentions when ``abstain=`` is not given (pass ``abstain=()`` for none).
+DEFAULT_ABSTAIN: frozenset[str] = frozenset({
+    "cannot_tell", "cannot tell", "Cannot tell", "Cannot Tell", "CANNOT_TELL",
+    "unsure", "Unsure", "UNSURE",
+})
+
+
 def _encode(values: np.ndarray, *, categories: Sequence[Any] | None, abstain: Iterable[Any],
             fn: str, units: Sequence[Any] | None = None, raters: Sequence[Any] | None = None,
             where: str = "ratings") -> _Ratings:
@@ -157,7 +164,10 @@ def _encode(values: np.ndarray, *, categories: Sequence[Any] | None, abstain: It
     if values.ndim != 2:
         raise InputError(f"{fn}: ratings must be units x raters (2-D); got {values.ndim}-D.", field=where)
     n, r = values.shape
-    abstain_set = set(abstain) if abstain is not None else set()
+    if abstain is None:  # the field's usual abstention words, unless declared as real categories
+        abstain_set = set(DEFAULT_ABSTAIN) - set(categories or ())
+    else:
+        abstain_set = set(abstain)
     flat = values.reshape(-1)
     missing: np.ndarray | None = None      # None: nothing missing
     got = None
@@ -340,8 +350,8 @@ def _prepare(ratings: Any, y2: Any, data: Any, item: str, rater: str, rating: st
         raise InputError(f"{fn} is a two-rater coefficient; got {values.shape[1]} raters.", field="ratings")
     if values.shape[1] < 2:
         raise InputError(f"{fn}: agreement needs at least two raters; got {values.shape[1]}.", field="ratings")
-    if isinstance(abstain, (str, bytes)) or abstain is None:
-        abstain = () if abstain is None else (abstain,)
+    if isinstance(abstain, (str, bytes)):
+        abstain = (abstain,)
     if categories is not None and (isinstance(categories, (str, bytes)) or not isinstance(categories, Iterable)):
         raise TypeError(f"{fn}: `categories` must be a sequence of labels; got {categories!r}.")
     return _encode(values, categories=None if categories is None else list(categories),
@@ -986,6 +996,9 @@ def _finish(
     no_se_reason: str = "no analytic standard error is defined; use a bootstrap method",
 ) -> AgreementResult:
     n_units = rt.codes.shape[0]
+    if undefined_reason is None and n_pairable_units < 2:
+        # one unit cannot support agreement beyond chance: never a 0.0 or 1.0 by accident
+        undefined_reason = f"{n_pairable_units} pairable unit(s): agreement needs at least two"
     answered = int(rt.codes.size - rt.n_missing - rt.n_abstained)
     n_ratings = answered + rt.n_abstained
     coverage: float | Abstention = (answered / n_ratings if n_ratings
@@ -1078,8 +1091,10 @@ _DOC_COMMON = """
         categories count in chance agreement for the weighted forms (with a
         :class:`CategoryDomainWarning`).
     abstain : label or sequence of labels, optional
-        Labels that mean "the rater declined" (``"cannot_tell"``, ``"Unsure"``):
-        excluded from agreement, counted in ``n_abstained`` and ``coverage``.
+        Labels that mean "the rater declined": excluded from agreement, counted in
+        ``n_abstained`` and ``coverage``.  By default the usual spellings of
+        "cannot tell" and "Unsure" (:data:`DEFAULT_ABSTAIN`, less any label declared in
+        ``categories``); pass ``abstain=()`` to treat every label as a category.
     confidence_level : float, default 0.95
     method : {"analytic", "percentile", "basic", "bca"}
         Interval: analytic (normal, general SE) or a bootstrap over units.
@@ -2135,7 +2150,7 @@ def _cmd_agreement(args: Any) -> int:
     kwargs: dict[str, Any] = dict(
         data=frame, item=args.item, rater=args.rater, rating=args.rating,
         categories=_cli_categories(args.categories, frame[args.rating]),
-        abstain=args.abstain or None, confidence_level=args.confidence_level,
+        abstain=None if args.abstain is None else tuple(args.abstain), confidence_level=args.confidence_level,
         n_resamples=args.n_resamples, rng=args.seed,
     )
     if args.method is not None:
@@ -2215,7 +2230,9 @@ def register_cli(subparsers: Any) -> None:
     p.add_argument("--level", choices=list(LEVELS), help="Krippendorff level (required for alpha)")
     p.add_argument("--weights", choices=list(_WEIGHT_NAMES), help="agreement weights")
     p.add_argument("--categories", nargs="+", help="declared category domain, in order")
-    p.add_argument("--abstain", nargs="*", default=[], help="labels meaning 'declined' (counted)")
+    p.add_argument("--abstain", nargs="*", default=None,
+                   help="labels meaning 'declined' (counted); default: the usual spellings of cannot tell "
+                        "and Unsure; --abstain with no label: none")
     p.add_argument("--method", choices=list(INTERVAL_METHODS), help="interval method")
     p.add_argument("--confidence-level", type=float, default=0.95)
     p.add_argument("--n-resamples", type=int, default=2000)

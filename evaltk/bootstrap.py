@@ -497,6 +497,12 @@ def bootstrap_table(
     T = int(n_types) if n_types is not None else int(t.max()) + 1
     if t.max() >= T:
         raise ValueError(f"`type_index` has a type {int(t.max())} >= `n_types` ({T}).")
+    if unit == "cluster" and clusters is not None:
+        n_clusters = int(pd.Series(np.asarray(clusters)).nunique(dropna=False))
+        if n_clusters < 2:  # one cluster resampled is itself: a zero-width interval would be false precision
+            return _undefined_result(f"{n_clusters} cluster: between-cluster variance cannot be estimated",
+                                     method=method, confidence_level=confidence_level, unit=unit,
+                                     n_resamples=B)
     gen = check_rng(rng)
     observed = np.bincount(t, minlength=T).astype(float)[None, :]
     theta = float(_call_batch(statistic, observed)[0])

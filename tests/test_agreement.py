@@ -621,7 +621,10 @@ def test_cli_agreement_exit_codes(long_csv, tmp_path, capsys):
     assert main(["agreement", str(tmp_path / "missing.csv"), "--level", "nominal"]) == 66
     assert main(["agreement", str(long_csv), "--rating", "score", "--level", "nominal"]) == 65
     assert main(["agreement", str(long_csv), "--coefficient", "fleiss_kappa",
-                 "--categories", "yes", "no"]) == 65                     # 'Unsure' outside the domain
+                 "--categories", "yes", "no"]) == 0                      # 'Unsure' abstains by default
+    capsys.readouterr()
+    assert main(["agreement", str(long_csv), "--coefficient", "fleiss_kappa", "--abstain",
+                 "--categories", "yes", "no"]) == 65                     # no abstentions: outside the domain
     err = capsys.readouterr().err
     assert "Unsure" in err and "t2" in err
 
@@ -654,10 +657,17 @@ def test_percent_agreement_gwet_tables(table, coef, se):
 
 
 def test_edge_cases_never_crash():
-    with pytest.warns(UndefinedWarning, match="no interval"):
-        res = fleiss_kappa([[1, 2]])                       # one unit: value, but no SE
-    assert isinstance(res.standard_error, Abstention)
-    assert isinstance(res.confidence_interval, Abstention)
+    with pytest.warns(UndefinedWarning, match="at least two"):
+        res = fleiss_kappa([[1, 2]])                       # one unit: no agreement statistic at all
+    assert isinstance(res.statistic, Abstention) and isinstance(res.confidence_interval, Abstention)
+    with pytest.warns(UndefinedWarning):
+        one = cohen_kappa([1], [0])                        # never a 0.0 by accident (review finding)
+    assert isinstance(one.statistic, Abstention)
+    a = [0, 1, 1, 0, 1, 0, 0, 1] * 5
+    b = [0, 1, 0, 0, 1, 0, 1, 1] * 5
+    with pytest.warns(UndefinedWarning, match="cluster"):
+        r = cohen_kappa(a, b, method="percentile", unit="cluster", clusters=[0] * 40, rng=0)
+    assert isinstance(r.confidence_interval, Abstention)       # one cluster: no false precision
     with pytest.warns(UndefinedWarning):
         res = krippendorff_alpha(np.full((3, 2), np.nan), level="nominal")   # nothing rated
     assert isinstance(res.statistic, Abstention) and res.n_missing == 6
