@@ -12,6 +12,7 @@ Exit codes shared by every sub-command (README, "Exit codes"):
 65    input read but violates its schema (:class:`evaltk.errors.SchemaViolation`)
 66    input unreadable (missing file, not UTF-8, not JSON/YAML)
 70    internal error (a bug in evaltk; please report it)
+141   the reader of standard output closed the pipe (``evaltk ... | head``)
 ====  ======================================================================
 
 Sub-commands may define further codes of their own (the trajectory grader uses 2
@@ -107,6 +108,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (FileNotFoundError, IsADirectoryError, PermissionError, UnicodeDecodeError) as e:
         print(f"evaltk: unreadable input: {e}", file=sys.stderr)
         return EXIT_NOINPUT
+    except BrokenPipeError:  # the reader closed the pipe (`... | head`): no traceback
+        import os
+
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except OSError:  # pragma: no cover
+            pass
+        return 141
     except KeyboardInterrupt:  # pragma: no cover
         return 130
     except Exception:  # pragma: no cover - a bug: show it, exit 70

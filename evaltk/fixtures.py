@@ -1051,6 +1051,10 @@ def _check_gates(fx: _Fixture, name: str, entries: list[str], *, skipped: bool
             fx.add(name, f"entry `{entry}`: `{gid}` is not a gate",
                    expected="gate-1, gate-2, gate-3, gate-4 or gate-5", rule="gate-id")
             continue
+        if gid in out:  # one gate, one verdict: a second entry could contradict the first
+            fx.add(name, f"entry `{entry}`: `{gid}` is recorded more than once",
+                   expected="each gate id at most once", rule="gate-duplicate")
+            continue
         if skipped:
             out[gid] = None
             if not rest:

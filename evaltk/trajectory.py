@@ -589,7 +589,7 @@ def _ts_or_invalid(value: Any) -> datetime:
         raise _Invalid from None
 
 
-def _check_events(cid: str, events: Any) -> datetime | None:
+def _check_events(cid: str, events: Any, *, last: dict[str, Any] | None = None) -> datetime | None:
     """Check a case's events in full and raise the first problem, named precisely
     (:class:`~evaltk.errors.SchemaViolation` with the case as record and the field).
 
@@ -678,6 +678,8 @@ def _check_events(cid: str, events: Any) -> datetime | None:
                            f"got {st!r}")
             if st == "abstained":
                 _str_field(ev, "reason", cid, i, eid)
+    if last is not None:
+        last[cid] = last_at
     return first_at
 
 
@@ -1221,14 +1223,20 @@ def grade_cohort(lock: Mapping[str, Any], results: Mapping[str, Any], *,
             f"`case_inventory` and `cases` differ (only in the inventory: {only_inv}; only in cases: "
             f"{only_cases})", file=lock_file, field="case_inventory")
     first_at: dict[str, datetime | None] = {}
+    last_at: dict[str, Any] = {}
     for cid, case in results["cases"].items():
         try:
-            first_at[cid] = _check_events(cid, case["events"])
+            first_at[cid] = _check_events(cid, case["events"], last=last_at)
         except SchemaViolation as e:
             raise SchemaViolation(e.detail, file=results_file, record=cid, field=e.field) from None
     locked_at = _parse_ts(lock["locked_at"], what="`locked_at`", file=lock_file, field="locked_at")
     results_at = _parse_ts(results["results_at"], what="`results_at`", file=results_file,
                            field="results_at")
+    for cid, t in last_at.items():  # results cannot predate their own events
+        if t is not None and t > results_at:
+            raise SchemaViolation(f"an event is stamped {t.isoformat()}, after results_at "
+                                  f"{results['results_at']}: the results predate their own events",
+                                  file=results_file, record=cid, field="events[].at")
 
     # 2. digests
     got = lock_digest(lock)

@@ -925,3 +925,20 @@ def test_ledger_schema_matches_what_evaltk_writes(tmp_path):
         assert not list(v.iter_errors(json.loads(line))), line
     for line in (INVALID / "ledger-malformed" / "holdout-ledger.jsonl").read_text().splitlines()[2:]:
         assert list(v.iter_errors(json.loads(line)))
+
+
+def test_a_gate_recorded_twice_is_an_error(tmp_path):
+    """Review finding: one gate, one verdict (gate-4 both pass and blocked must not validate)."""
+    import shutil
+
+    from evaltk.fixtures import validate_suite
+
+    root = tmp_path / "suite"
+    shutil.copytree(Path(__file__).parent / "fixture_corpus" / "valid", root)
+    f = root / "fixtures" / "trajectories" / "lightweight-typo-fix" / "task.yaml"
+    text = f.read_text(encoding="utf-8")
+    f.write_text(text.replace("gate-4: independent review: pass |",
+                              "gate-4: independent review: pass | gate-4: second look: blocked |"), encoding="utf-8")
+    rep = validate_suite(root)
+    dup = [x for x in rep.findings if getattr(x, "rule", None) == "gate-duplicate"]
+    assert dup and "recorded more than once" in dup[0].message

@@ -1082,3 +1082,19 @@ def test_lock_recovery_action_only_for_recoverable_faults(fault, ok):
         with pytest.raises(SchemaViolation) as ei:
             compile_case_policy("c", pol)
         assert ei.value.field.startswith("recovery.faults.down")
+
+
+def test_events_stamped_after_results_at_are_malformed(tmp_path):
+    """Review finding: results cannot predate their own events (exit 65, naming case and field)."""
+    import json as _json
+
+    from evaltk.cli import main as _main
+
+    ex = Path(__file__).resolve().parent.parent / "data" / "examples" / "trajectory"
+    d = _json.loads((ex / "results-pass.json").read_text())
+    cid = next(iter(d["cases"]))
+    d["cases"][cid]["events"][-1]["at"] = "2099-01-01T00:00:00Z"
+    p = tmp_path / "late.json"
+    p.write_text(_json.dumps(d))
+    assert _main(["trajectory", "grade", "--lock", str(ex / "lock.json"), "--results", str(p),
+                  "--output", str(tmp_path / "r.json")]) == 65
