@@ -631,7 +631,10 @@ def _read_document(path: Path) -> Any:
     yaml_first = path.suffix.lower() in (".yaml", ".yml")
     if not yaml_first:
         try:
-            return json.loads(text)
+            return json.loads(text, object_pairs_hook=_no_duplicate_keys)
+        except _DuplicateKey as e:
+            raise SchemaViolation(f"duplicate key {e.args[0]!r} in one object (which value counts "
+                                  "would be a guess)", file=str(path), field=e.args[0]) from None
         except json.JSONDecodeError as e:
             if path.suffix.lower() == ".json":
                 raise UnreadableInput(f"not JSON: {e.msg} (column {e.colno})", file=str(path),
@@ -644,6 +647,19 @@ def _read_document(path: Path) -> Any:
         mark = getattr(e, "problem_mark", None)
         raise UnreadableInput(f"not JSON or YAML: {getattr(e, 'problem', None) or e}", file=str(path),
                               record=None if mark is None else mark.line + 1) from None
+
+
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in out:
+            raise _DuplicateKey(k)
+        out[k] = v
+    return out
 
 
 def load_suite_run(source: str | Path | Mapping[str, Any], *, file: str | None = None) -> SuiteRun:
@@ -766,6 +782,10 @@ def load_suite_run(source: str | Path | Mapping[str, Any], *, file: str | None =
         spec = None
         if expected is not None:
             expected = ctx.mapping(expected, record=tid, field="expected")
+            if "trajectory" in expected and expected["trajectory"] is None:
+                # a null trajectory would silently un-gate the task: say what was meant instead
+                raise ctx.fail("is null: omit `trajectory` for a task without one, or give the spec",
+                               record=tid, field="expected.trajectory")
             traj = expected.get("trajectory")
             if traj is not None:
                 spec = _parse_trajectory(ctx, traj, tid)

@@ -996,3 +996,16 @@ def test_a_fixture_miss_may_omit_its_score():
     jsonschema.Draft202012Validator(schema("suite-run")).validate(d)
     one = run_doc([{"id": "b", "fixtureMiss": True}])
     assert summarize_suite(one).task_score.tolist() == [0.0]
+
+
+def test_duplicate_keys_and_null_trajectories_are_refused(tmp_path):
+    p = tmp_path / "run.json"
+    p.write_text('{"suite": "s", "thresholds": {"passScore": 0.5}, "tasks": [{"id": "a", '
+                 '"trials": [{"score": 1, "score": 0}]}]}')
+    with pytest.raises(SchemaViolation, match="duplicate key 'score'"):
+        load_suite_run(p)
+    doc_ = {"suite": "s", "thresholds": {"passScore": 0.5},
+            "tasks": [{"id": "a", "expected": {"trajectory": None}, "trials": [{"score": 1.0}]}]}
+    with pytest.raises(SchemaViolation, match="null") as e:
+        load_suite_run(doc_)
+    assert e.value.field == "expected.trajectory"
