@@ -7,7 +7,7 @@ The estimate here is a judge's accuracy against human labels.  Items are put in 
 **uncertainty** (panel disagreement and the judge's confidence, :func:`uncertainty_strata`);
 each new label goes to the stratum where it is expected to narrow the interval most
 (**influence**: the drop in the stratified estimator's variance,
-``W_h^2 p_h (1 - p_h) (1/n_h - 1/(n_h + 1))`` with ``p_h`` a Beta(1, 1)-smoothed estimate),
+``W_h^2 p_h (1 - p_h) (1/n_h - 1/(n_h + 1))`` with ``p_h`` a Jeffreys (Beta(1/2, 1/2))-smoothed estimate),
 and items are drawn uniformly *within* a stratum, so the stratified estimate stays
 unbiased (a greedy Neyman allocation, Cochran 1977, ch. 5).  Labeling the most uncertain
 items first without weights would bias the estimate toward the hard items; this does not.
@@ -119,7 +119,7 @@ def stratified_accuracy(pool: pd.DataFrame, labeled: pd.DataFrame, *, item: str 
         return StratifiedEstimate(a, a, a, int(per["n"].sum()), per.reset_index(names=stratum))
     est = float((per["weight"] * per["p"]).sum())
     # within-stratum variance with a finite-sample guard (p in {0, 1} would claim zero variance)
-    p_s = (per["p"] * per["n"] + 1) / (per["n"] + 2)
+    p_s = (per["p"] * per["n"] + 0.5) / (per["n"] + 1)  # Jeffreys-smoothed: p = 0 or 1 never claims zero variance
     var = float((per["weight"] ** 2 * p_s * (1 - p_s) / per["n"]).sum())
     se = var ** 0.5
     z = float(norm.ppf(0.5 + cl / 2))
@@ -166,13 +166,13 @@ def propose_batch(pool: pd.DataFrame, labeled: pd.DataFrame | None = None, *, ba
             if n[h] < 2:
                 gain = float("inf")
             else:
-                p = (s[h] + 1) / (n[h] + 2)
+                p = (s[h] + 0.5) / (n[h] + 1)
                 gain = w * w * p * (1 - p) * (1 / n[h] - 1 / (n[h] + 1))
             if gain > best_gain:
                 best, best_gain = h, gain
         picks.append((best, best_gain))
         n[best] += 1
-        s[best] += (s[best] + 1) / (n[best] + 1)  # expected outcome; the real one arrives with the label
+        s[best] += (s[best] + 0.5) / n[best]  # expected outcome; the real one arrives with the label
         left[best] -= 1
     rows = []
     for h in dict.fromkeys(h for h, _ in picks):
