@@ -197,6 +197,15 @@ def child(args: argparse.Namespace) -> None:
                 calibration_table(m.frame, meas, categories=cats)
             wall = time.perf_counter() - t0
         result.update(wall=wall, peak=pk.peak, cpu=pk.cpu_seconds(), cores=1, runs=len(m.runs))
+    elif args.engine == "duckdb-sql":
+        from evaltk.scale import summarize_dataset
+
+        with Peak() as pk:
+            t0 = time.perf_counter()
+            s = summarize_dataset(out, engine="duckdb", memory_limit=args.memory_limit, threads=1,
+                                  temp_directory=out.parent / "spill")
+            wall = time.perf_counter() - t0
+        result.update(wall=wall, peak=pk.peak, cpu=pk.cpu_seconds(), cores=1, runs=s.n_runs)
     elif args.engine == "duckdb":
         from evaltk.scale import score_dataset
 
@@ -249,6 +258,7 @@ def main() -> None:
     ap.add_argument("--memory-limit", default="4GB", help="DuckDB memory limit")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--worker-memory", default="4GB", help="memory limit of each Dask worker")
+    ap.add_argument("--engines", default="pandas,duckdb,dask", help="engines to run (pandas only up to --pandas-max)")
     ap.add_argument("--workdir", default=None, help="where the stores go (default: a temporary folder)")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--n", type=int, default=0, help=argparse.SUPPRESS)
@@ -270,14 +280,16 @@ def main() -> None:
             g = generate(store, n, args.partition_size)
             print(f"\n{n:,} traces: generated {len(list((store / 'traces').rglob('*.parquet')))} partitions "
                   f"in {g:.1f} s")
-            engines = ["duckdb", "dask"]
-            if n <= args.pandas_max:
+            wanted = args.engines.split(",")
+            engines = [e for e in ("duckdb", "dask") if e in wanted]
+            if n <= args.pandas_max and "pandas" in wanted:
                 concat_store(store, work / f"single-{n}")
                 engines.insert(0, "pandas")
             for e in engines:
                 src = work / f"single-{n}" if e == "pandas" else store
                 out = work / f"out-{n}-{e}"
                 r = run_child(e, n, src, out, args)
+                q = run_child("duckdb-sql", n, src, out, args) if e == "duckdb" else None
                 assert r["runs"] == n, r
                 r["rate"] = n / r["wall"]
                 r["rate_core"] = r["rate"] / r["cores"]
@@ -287,6 +299,9 @@ def main() -> None:
                 print(f"  {e:<7} {r['wall']:8.1f} s  {r['rate']:10,.0f} traces/s  "
                       f"{r['rate_core']:10,.0f} traces/s/core ({r['cores']} cores)  "
                       f"{r['rate_cpu']:10,.0f} traces/CPU-s  peak {r['peak'] / 2**30:6.2f} GiB{extra}")
+                if q is not None:  # the SQL summary phase alone, in a fresh process, on the written dataset
+                    print(f"          of which the SQL summary over the written dataset, run alone: "
+                          f"{q['wall']:.1f} s, peak {q['peak'] / 2**30:.2f} GiB")
                 shutil.rmtree(out, ignore_errors=True)
             shutil.rmtree(work / f"single-{n}", ignore_errors=True)
             shutil.rmtree(store, ignore_errors=True)

@@ -359,15 +359,66 @@ def _select_rows(source: str, trace_file: str, con: Any = None) -> pd.DataFrame:
         c.close()
 
 
-def _marker_labels(ing: Any) -> pd.DataFrame:
-    """A label row no measure of the score vector reads: keeps the ``human`` tier present in a
-    partition that holds no label, exactly as when the whole store is scored at once."""
-    t = ing.answers.iloc[0:0].copy()
-    row = {c: pd.NA for c in t.columns}
-    row.update(trace_id=str(ing.runs["trace_id"].iloc[0]), measure="g_fidelity", rater=_TIER_MARKER,
-               answer="yes", run_pos=0)
-    return pd.concat([t, pd.DataFrame([row]).astype({c: t[c].dtype for c in t.columns}, errors="ignore")],
-                     ignore_index=True)
+_MARKER_ID = "\x00evaltk:tier-marker"
+
+
+def _norm_measure(m: Any) -> str:
+    from .traces import MEASURE_ALIASES
+
+    k = str(m).strip().lower()
+    return MEASURE_ALIASES.get(k, k)
+
+
+def _marker_measures(measures: Any) -> tuple[str, ...]:
+    """Trace-level label measures whose blocks a partition must carry (``x_task`` always: the tier)."""
+    from .traces import ANSWER_VOCABULARIES, PER_STEP_MEASURES
+
+    ms = {_norm_measure(m) for m in measures if m is not None and not pd.isna(m)}
+    keep = {m for m in ms if m in ANSWER_VOCABULARIES and m not in PER_STEP_MEASURES}
+    return tuple(sorted(keep | {"x_task"}))
+
+
+def _with_marker(ing: Any, measures: Sequence[str]) -> Any:
+    """Append a marker run (no steps) with one label per measure the whole store's labels hold.
+
+    ``score_tables`` adds the ``human`` tier, and a measure's block within it, only when
+    the label table holds rows (of that measure); a partition with few or no labels would
+    then lack blocks the whole store has.  The marker run carries those rows, so every
+    real run gets exactly the rows the whole store gives it; the marker's own rows are
+    dropped after scoring.
+    """
+    from .traces import ANSWER_VOCABULARIES
+
+    runs = ing.runs
+    n = len(runs)
+    dummy = {c: None for c in runs.columns}
+    dummy.update(trace_id=_MARKER_ID, task=_MARKER_ID, status="complete", n_steps=0, steps_missing=False)
+    runs2 = pd.concat([runs.astype(object), pd.DataFrame([dummy], columns=runs.columns).astype(object)],
+                      ignore_index=True)
+    for c in ("n_steps",):
+        if c in runs2.columns:
+            runs2[c] = runs2[c].astype(np.int64)
+    t = ing.labels
+    rows = pd.DataFrame({c: [None] * len(measures) for c in t.columns})
+    rows["trace_id"] = _MARKER_ID
+    rows["measure"] = list(measures)
+    rows["rater"] = _TIER_MARKER
+    rows["answer"] = [ANSWER_VOCABULARIES[m][0] for m in measures]
+    rows["run_pos"] = n
+    for c in ("step", "step_pos"):
+        if c in rows.columns:
+            rows[c] = pd.array([pd.NA] * len(measures), dtype="Int64")
+    labels2 = pd.concat([t.astype(object), rows.astype(object)], ignore_index=True)
+    for c in ("step", "step_pos"):
+        if c in labels2.columns:
+            labels2[c] = pd.array(labels2[c].tolist(), dtype="Int64")
+    labels2["run_pos"] = labels2["run_pos"].astype(np.int64)
+    return replace(ing, runs=runs2, labels=labels2)
+
+
+def _drop_marker(frame: pd.DataFrame) -> pd.DataFrame:
+    keep = (frame["trace_id"] != _MARKER_ID).to_numpy(bool)
+    return frame if keep.all() else frame[keep].reset_index(drop=True)
 
 
 def _plain_table(frame: pd.DataFrame) -> pa.Table:
@@ -407,7 +458,7 @@ def _write(frame: pd.DataFrame, out: Path, table: str, key: str) -> None:
 
 
 def _score_partition(part: Partition, *, out: str | None, by: Sequence[str], shared: Mapping[str, str | None],
-                     human_tier: bool, options: Mapping[str, Any]) -> DatasetSummary:
+                     label_measures: Sequence[str], options: Mapping[str, Any]) -> DatasetSummary:
     """Ingest, score, write and summarise one partition (runs on a worker)."""
     from .scoring import score_traces
     from .traces import ingest
@@ -424,11 +475,13 @@ def _score_partition(part: Partition, *, out: str | None, by: Sequence[str], sha
         if out is not None:
             _write(ing.ledger, Path(out), "ledger", part.key)
         return _empty_summary(by)
-    if human_tier and ing.labels.empty:
-        ing = replace(ing, labels=_marker_labels(ing))
+    if label_measures:
+        ing = _with_marker(ing, label_measures)
     m = score_traces(ing, outcome_rules=options.get("outcome_rules"), population="partition")
-    scores = m.frame  # written with plain strings (SCORE_META's columns, in its order)
-    runs = m.runs
+    scores = _drop_marker(m.frame)  # written with plain strings (SCORE_META's columns, in its order)
+    runs = _drop_marker(m.runs)
+    if label_measures:
+        runs = runs.astype({c: ing.runs[c].dtype for c in runs.columns if c in ing.runs.columns}, errors="ignore")
     for k, v in part.hive:
         if k not in runs.columns:
             runs = runs.assign(**{k: v})
@@ -442,7 +495,23 @@ def _score_partition(part: Partition, *, out: str | None, by: Sequence[str], sha
     missing = [b for b in by if b not in runs.columns]
     if missing:
         raise InputError(f"`by` names {missing}, not a run column (have {list(runs.columns)})", field="by")
-    return _summary_of(scores, runs, by)
+    summary = _summary_of(scores, runs, by)
+    del ing, m, scores, runs
+    _release_memory()
+    return summary
+
+
+def _release_memory() -> None:
+    """Hand freed memory back to the system between partitions (Arrow's pool and glibc keep it
+    otherwise), so a long-lived process or worker stays at the size of one partition."""
+    import gc
+
+    gc.collect()
+    pa.default_memory_pool().release_unused()
+    with contextlib.suppress(OSError, AttributeError):
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
 def _write_outputs(part: Partition, out: str | None, scores: pd.DataFrame, runs: pd.DataFrame,
@@ -567,6 +636,31 @@ def _write_manifest(out: Path, summary: DatasetSummary) -> None:
     (out / "manifest.json").write_text(json.dumps(doc, indent=2, sort_keys=True), encoding="utf-8")
 
 
+def _store_label_measures(parts: Sequence[Partition], shared: Mapping[str, str | None]) -> set[str]:
+    """The measure names in the store's label files (one column read per file)."""
+    files = [Path(p.labels) for p in parts if p.labels]
+    if shared.get("labels"):
+        files += _files(Path(shared["labels"]), _ANSWER_SUFFIXES)  # type: ignore[arg-type]
+    out: set[str] = set()
+    for f in files:
+        suf = f.suffix.lower()
+        try:
+            if suf == ".parquet":
+                col = pq.read_table(f, columns=["measure"]).column("measure").to_pylist()
+            elif suf == ".csv":
+                col = pd.read_csv(f, usecols=["measure"], dtype=str)["measure"].tolist()
+            else:
+                col = []
+                with open(f, "rb") as fh:
+                    for line in fh:
+                        with contextlib.suppress(ValueError, AttributeError):
+                            col.append(json.loads(line).get("measure"))
+        except (ValueError, KeyError, OSError, pa.ArrowException):
+            continue  # unreadable or without a measure column: ingest reports it per partition
+        out.update(str(x) for x in set(col) if x is not None)
+    return out
+
+
 def score_dataset(traces: str | Path, answers: str | Path | None = None, labels: str | Path | None = None, *,
                   out: str | Path, engine: Any = "pandas", by: str | Sequence[str] | None = None,
                   memory_limit: str | None = None, threads: int | None = None,
@@ -630,9 +724,9 @@ def score_dataset(traces: str | Path, answers: str | Path | None = None, labels:
         if (o / sub).exists() and any((o / sub).rglob("*.parquet")):
             raise InputError(f"`out` already holds a {sub}/ dataset; choose an empty folder", file=str(o))
     o.mkdir(parents=True, exist_ok=True)
-    human = labels is not None
+    marker = _marker_measures(_store_label_measures(parts, shared)) if labels is not None else ()
     options = {"strict": strict, "domain_rule": domain_rule, "outcome_rules": outcome_rules}
-    kw = {"out": str(o), "by": keys, "shared": shared, "human_tier": human, "options": options}
+    kw = {"out": str(o), "by": keys, "shared": shared, "label_measures": marker, "options": options}
     if kind == "duckdb":
         with _duckdb(engine, memory_limit, threads, None if temp_directory is None else str(temp_directory)) as con:
             if check_ids:
@@ -707,11 +801,26 @@ def _sql_list(files: Sequence[str]) -> str:
     return "[" + ", ".join("'" + f.replace("'", "''") + "'" for f in files) + "]"
 
 
+#: Partitions aggregated by one SQL query: joins stay partition-local, so memory does not grow with the store.
+_FILES_PER_QUERY = 8
+
+
 def _summarize_duckdb(con: Any, out: Path, by: Sequence[str]) -> DatasetSummary:
-    """Every summary with SQL pushed into DuckDB (scans, joins and group-bys spill under the memory limit)."""
+    """Every summary with SQL pushed into DuckDB (scans, joins and group-bys spill under the memory limit).
+
+    A trace's rows never leave its partition, so the joins (scores with runs, judge tier
+    with human tier) run on a few partitions at a time and their summaries are added:
+    the hash tables are bounded by the partition size, not by the store.
+    """
     pairs = _pairs(out)
     if not pairs:
         return _empty_summary(by)
+    return combine_all([_summarize_duckdb_files(con, pairs[i:i + _FILES_PER_QUERY], out, by)
+                        for i in range(0, len(pairs), _FILES_PER_QUERY)])
+
+
+def _summarize_duckdb_files(con: Any, pairs: Sequence[tuple[str, str]], out: Path, by: Sequence[str]
+                            ) -> DatasetSummary:
     sf = _sql_list([s for s, _ in pairs])
     rf = _sql_list([r for _, r in pairs])
     scores = f"read_parquet({sf}, union_by_name = true, hive_partitioning = false)"
@@ -822,7 +931,7 @@ def summarize_dataset(out: str | Path, *, by: str | Sequence[str] | None = None,
 
 
 def _score_frames(traces: pd.DataFrame, answers: pd.DataFrame | None = None, labels: pd.DataFrame | None = None,
-                  *, human_tier: bool = False) -> pd.DataFrame:
+                  *, label_measures: Sequence[str] = ()) -> pd.DataFrame:
     from .scoring import score_traces
     from .traces import ingest
 
@@ -837,9 +946,9 @@ def _score_frames(traces: pd.DataFrame, answers: pd.DataFrame | None = None, lab
                  labels if labels is not None and len(labels) else None)
     if len(ing.runs) == 0:
         return SCORE_META.iloc[0:0].copy()
-    if human_tier and ing.labels.empty:
-        ing = replace(ing, labels=_marker_labels(ing))
-    return _as_meta(score_traces(ing, population="partition").frame)
+    if label_measures:
+        ing = _with_marker(ing, label_measures)
+    return _as_meta(_drop_marker(score_traces(ing, population="partition").frame))
 
 
 def score_partitions(traces: Any, answers: Any = None, labels: Any = None) -> Any:
@@ -870,20 +979,23 @@ def score_partitions(traces: Any, answers: Any = None, labels: Any = None) -> An
         if x is not None and x.npartitions != traces.npartitions:
             raise ValueError(f"`{name}` has {x.npartitions} partitions and `traces` {traces.npartitions}; "
                              "they must be co-partitioned (partition i holds the answers of partition i).")
-    fn = _score_frames
+    marker: tuple[str, ...] = ()
+    if labels is not None:  # the label measures of the whole table: one small distributed unique()
+        marker = _marker_measures(labels["measure"].dropna().astype(str).unique().compute().tolist())
     if answers is not None:
         args.append(answers)
     if labels is not None:
         if answers is None:
             return dd.map_partitions(_score_labels_only, traces, labels, meta=SCORE_META, align_dataframes=False,
-                                     enforce_metadata=False)
+                                     enforce_metadata=False, label_measures=marker)
         args.append(labels)
-    return dd.map_partitions(fn, *args, meta=SCORE_META, align_dataframes=False, enforce_metadata=False,
-                             human_tier=labels is not None)
+    return dd.map_partitions(_score_frames, *args, meta=SCORE_META, align_dataframes=False, enforce_metadata=False,
+                             label_measures=marker)
 
 
-def _score_labels_only(traces: pd.DataFrame, labels: pd.DataFrame) -> pd.DataFrame:
-    return _score_frames(traces, None, labels, human_tier=True)
+def _score_labels_only(traces: pd.DataFrame, labels: pd.DataFrame, *, label_measures: Sequence[str] = ()
+                       ) -> pd.DataFrame:
+    return _score_frames(traces, None, labels, label_measures=label_measures)
 
 
 def _partials_chunk(frame: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:

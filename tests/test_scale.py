@@ -333,8 +333,11 @@ def test_partition_without_labels_keeps_the_human_tier(demo, whole, tmp_path):
 
 def _no_marker(out: Path) -> bool:
     """The tier marker never reaches a written table."""
-    led = pd.concat([pd.read_parquet(p) for p in (out / "ledger").rglob("*.parquet")])
-    return not led.astype(str).apply(lambda c: c.str.contains("tier-marker")).any().any()
+    for sub in ("ledger", "scores", "runs"):
+        t = pd.concat([pd.read_parquet(p) for p in (out / sub).rglob("*.parquet")])
+        if t.astype(str).apply(lambda c: c.str.contains("tier-marker")).any().any():
+            return False
+    return True
 
 
 def test_unknown_by_column_and_empty_partition(demo, tmp_path, results):
@@ -376,3 +379,15 @@ def test_cli_score_and_summarize(store, whole, tmp_path, capsys):
     assert main(["scale", "summarize", str(tmp_path / "nowhere")]) == 66
     assert main(["scale", "score", str(store / "traces")]) == 64  # --out is required
     capsys.readouterr()
+
+
+def test_duckdb_summaries_are_partition_local(results, whole, monkeypatch):
+    """One SQL query per partition (joins bounded by the partition), summaries added: same numbers."""
+    import evaltk.scale as scale
+
+    res, con = results
+    monkeypatch.setattr(scale, "_FILES_PER_QUERY", 1)
+    s = summarize_dataset(res["pandas"].out, by="agent", engine=con)
+    assert_same_summary(s, whole, by="agent", tiers=("automatic",))
+    assert_same_calibration(s, res["pandas"].summary)
+    assert dict(s.pass_counts.counts) == dict(res["pandas"].summary.pass_counts.counts)
