@@ -602,31 +602,52 @@ def _dask_client(engine: Any, memory_limit: str | None, n_workers: int | None) -
         cluster.close()
 
 
-def _check_unique_ids(parts: Sequence[Partition], con: Any) -> None:
-    """A trace id in two partitions would be scored twice: refuse, naming both files (SQL in DuckDB)."""
-    pq_files = [p.traces for p in parts if Path(p.traces).suffix.lower() == ".parquet"]
-    js_files = [p.traces for p in parts if Path(p.traces).suffix.lower() != ".parquet"]
+def _check_unique_ids(parts: Sequence[Partition], *, memory_limit: str | None = None,
+                      temp_directory: str | None = None) -> None:
+    """A trace id in two partitions would be scored twice: refuse, naming both files (SQL in DuckDB).
+
+    Runs in its own short-lived DuckDB connection (closed afterwards, so its memory goes
+    back) on 64-bit hashes of the ids tagged with a file number; only hashes seen in two
+    files are then checked on the ids themselves.
+    """
     if len(parts) < 2:
         return
-    reads = []
+    duckdb = _need("duckdb")
 
-    def lit(fs: Sequence[str]) -> str:
-        return "[" + ", ".join("'" + f.replace("'", "''") + "'" for f in fs) + "]"
+    def read(i: int, f: str, cols: str) -> str:
+        q = "'" + f.replace("'", "''") + "'"
+        if Path(f).suffix.lower() == ".parquet":
+            src = f"read_parquet({q}, hive_partitioning = false)"
+        else:
+            src = (f"read_json({q}, format = 'newline_delimited', columns = {{'trace_id': 'VARCHAR'}}, "
+                   "hive_partitioning = false, ignore_errors = true)")
+        return f"SELECT {cols.format(i=i)} FROM {src} WHERE trace_id IS NOT NULL"
 
-    if pq_files:
-        reads.append(f"SELECT CAST(trace_id AS VARCHAR) AS trace_id, filename FROM read_parquet({lit(pq_files)}, "
-                     "filename = true, union_by_name = true, hive_partitioning = false)")
-    if js_files:
-        reads.append("SELECT CAST(trace_id AS VARCHAR) AS trace_id, filename FROM read_json("
-                     f"{lit(js_files)}, format = 'newline_delimited', columns = {{'trace_id': 'VARCHAR'}}, "
-                     "filename = true, hive_partitioning = false, ignore_errors = true)")
-    q = (f"SELECT trace_id, min(filename), max(filename) FROM ({' UNION ALL '.join(reads)}) "
-         "WHERE trace_id IS NOT NULL GROUP BY trace_id HAVING count(DISTINCT filename) > 1 LIMIT 1")
-    row = con.execute(q).fetchone()
+    files = [p.traces for p in parts]
+    con = duckdb.connect()
+    try:
+        if memory_limit is not None:
+            con.execute(f"SET memory_limit = '{_check_size(memory_limit)}'")
+        if temp_directory is not None:
+            con.execute(f"SET temp_directory = '{str(temp_directory)}'".replace("\\", "/"))
+        hashed = " UNION ALL ".join(read(i, f, "hash(CAST(trace_id AS VARCHAR)) AS h, {i} AS f")
+                                    for i, f in enumerate(files))
+        cand = [r[0] for r in con.execute(
+            f"SELECT h FROM (SELECT DISTINCT h, f FROM ({hashed})) GROUP BY h HAVING count(*) > 1").fetchall()]
+        if not cand:
+            return
+        con.register("evaltk_cand", pa.table({"h": pa.array(cand, pa.uint64())}))
+        ids = " UNION ALL ".join(read(i, f, "CAST(trace_id AS VARCHAR) AS trace_id, {i} AS f")
+                                 for i, f in enumerate(files))
+        row = con.execute(f"SELECT trace_id, min(f), max(f) FROM ({ids}) WHERE hash(trace_id) IN "
+                          "(SELECT h FROM evaltk_cand) GROUP BY trace_id HAVING count(DISTINCT f) > 1 "
+                          "ORDER BY trace_id LIMIT 1").fetchone()
+    finally:
+        con.close()
     if row is not None:
-        raise InputError(f"trace_id {row[0]!r} occurs in two partitions ({row[1]} and {row[2]}); a trace's "
-                         "steps must stay in one partition", file=str(row[1]), record=str(row[0]),
-                         field="trace_id")
+        a, b = files[int(row[1])], files[int(row[2])]
+        raise InputError(f"trace_id {row[0]!r} occurs in two partitions ({a} and {b}); a trace's "
+                         "steps must stay in one partition", file=a, record=str(row[0]), field="trace_id")
 
 
 def _write_manifest(out: Path, summary: DatasetSummary) -> None:
@@ -730,34 +751,32 @@ def score_dataset(traces: str | Path, answers: str | Path | None = None, labels:
     if kind == "duckdb":
         with _duckdb(engine, memory_limit, threads, None if temp_directory is None else str(temp_directory)) as con:
             if check_ids:
-                _check_unique_ids(parts, con)
+                _check_unique_ids(parts, memory_limit=memory_limit,
+                                  temp_directory=None if temp_directory is None else str(temp_directory))
             for p in parts:
                 _score_partition(p, **kw)
             summary = _summarize_duckdb(con, o, keys)
     elif kind == "dask":
         if check_ids:
-            _maybe_check_ids(parts)
+            _maybe_check_ids(parts, memory_limit)
         with _dask_client(engine, memory_limit, n_workers) as client:
             futures = client.map(_score_partition, parts, pure=False, **kw)
             summary = _tree_reduce(client, futures)
     else:
         if check_ids:
-            _maybe_check_ids(parts)
+            _maybe_check_ids(parts, memory_limit)
         summary = combine_all([_score_partition(p, **kw) for p in parts])
     _write_manifest(o, summary)
     return ScoredDataset(o, summary, len(parts), kind)
 
 
-def _maybe_check_ids(parts: Sequence[Partition]) -> None:
+def _maybe_check_ids(parts: Sequence[Partition], memory_limit: str | None = None,
+                    temp_directory: str | None = None) -> None:
     try:
-        import duckdb
+        import duckdb  # noqa: F401
     except ImportError:  # pragma: no cover - the check needs the extra
         return
-    con = duckdb.connect()
-    try:
-        _check_unique_ids(parts, con)
-    finally:
-        con.close()
+    _check_unique_ids(parts, memory_limit=memory_limit, temp_directory=temp_directory)
 
 
 def _tree_reduce(client: Any, futures: list[Any], split_every: int = 2) -> DatasetSummary:
