@@ -18,9 +18,11 @@ from . import (  # noqa: E402
     labeling,
     panel,
     regression,
+    scale,
     scoring,
     selection,
     suite,
+    summaries,
     taxonomy,
     traces,
     trajectory,
@@ -30,7 +32,7 @@ from .errors import InputError, SchemaViolation, UnreadableInput  # noqa: E402
 
 _TOPICS = (values, scoring, taxonomy, traces, datasets, agreement, bootstrap, intervals, direction,
            calibration, panel, selection, labeling,
-           regression, suite, trajectory, fixtures)
+           regression, suite, trajectory, fixtures, summaries, scale)
 # Names that several modules define are reached through their module, not re-exported:
 # every module's CLI hook, and two helpers whose meaning depends on the module.
 _NOT_REEXPORTED = {"register_cli", "check_confidence_level", "ANSWER_COLUMNS"}
