@@ -1360,7 +1360,10 @@ def summarize_suite(run: SuiteRun | Mapping[str, Any] | str | Path) -> EvalSumma
     conditions: list[dict[str, Any]] = []
     reasons: list[str] = []
     n_gated_tasks = int(gated_out.any(axis=1).sum())
-    detail = (f"gatedAggregateScore {_fmt(gagg)} {'>=' if met else '<'} passScore {_fmt(ps)} "
+    # name the field the summary carries: with no trajectory and no miss there is no gated field,
+    # and the gating score equals aggregateScore
+    read = "gatedAggregateScore" if gagg_present else "aggregateScore"
+    detail = (f"{read} {_fmt(gagg)} {'>=' if met else '<'} passScore {_fmt(ps)} "
               f"({run.aggregation} of {run.task_count} task gating scores; aggregateScore {_fmt(agg)}")
     if n_gated_tasks:
         names = [run.task_ids[i] for i in np.flatnonzero(gated_out.any(axis=1))[:5]]
