@@ -1,0 +1,145 @@
+"""Encoded views of string columns, remembered for immutable Arrow-backed columns.
+
+Scoring is arithmetic on integers: which answer word, which rater, which measure,
+whether a step has a captured screen.  Getting those integers out of a string
+column costs a hash or a scan per row; ingest already does that work while it
+validates, so it records the result here and scoring reads it back instead of
+hashing the same strings again.
+
+Soundness rests on one fact: an Arrow array never changes.  pandas' Arrow-backed
+``str`` columns hold a ``pyarrow.ChunkedArray``; every edit (``df.loc[...] = ...``,
+``fillna``, a new column) builds a new array object, while copies and slices of the
+frame keep the same object.  A derived view is therefore remembered against the
+identity of that object (a weak reference: it is forgotten when the array is
+freed) and is valid for as long as the object is alive.  NumPy-backed columns are
+mutable in place, so nothing is remembered for them: they are computed each time.
+
+Every view is also computable from scratch by the same function here, so a table
+built by hand scores exactly as an ingested one (the tests check both paths).
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+__all__: list[str] = []  # internal
+
+_MEMO: dict[int, tuple[weakref.ref, dict[str, Any]]] = {}
+
+
+def _arrow(s: pd.Series) -> Any:
+    """The immutable Arrow array behind ``s``, or None (NumPy-backed or object columns)."""
+    return getattr(getattr(s, "array", None), "_pa_array", None)
+
+
+def _forget(key: int) -> Callable[[Any], None]:
+    def cb(_ref: Any) -> None:
+        _MEMO.pop(key, None)
+    return cb
+
+
+def _frozen(value: Any) -> Any:
+    if isinstance(value, np.ndarray):
+        value.flags.writeable = False
+    elif isinstance(value, tuple):
+        for v in value:
+            _frozen(v)
+    return value
+
+
+def remember(s: pd.Series, name: str, value: Any) -> None:
+    """Record ``value`` as the ``name`` view of ``s`` (a no-op unless ``s`` is Arrow-backed)."""
+    arr = _arrow(s)
+    if arr is None:
+        return
+    key = id(arr)
+    hit = _MEMO.get(key)
+    if hit is None or hit[0]() is not arr:
+        try:
+            ref = weakref.ref(arr, _forget(key))
+        except TypeError:  # pragma: no cover - every pyarrow array supports weak references
+            return
+        hit = (ref, {})
+        _MEMO[key] = hit
+    hit[1][name] = _frozen(value)
+
+
+def recall(s: pd.Series, name: str) -> Any:
+    """The remembered ``name`` view of ``s``, or None."""
+    arr = _arrow(s)
+    if arr is None:
+        return None
+    hit = _MEMO.get(id(arr))
+    if hit is None or hit[0]() is not arr:
+        return None
+    return hit[1].get(name)
+
+
+def _view(s: pd.Series, name: str, compute: Callable[[pd.Series], Any]) -> Any:
+    v = recall(s, name)
+    if v is None:
+        v = compute(s)
+        remember(s, name, v)
+    return v
+
+
+# --------------------------------------------------------------------------- the views
+
+
+def _codes_of(s: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    if isinstance(s.dtype, pd.CategoricalDtype):
+        return s.cat.codes.to_numpy(np.int64), np.asarray(s.cat.categories, dtype=object)
+    c, u = pd.factorize(s)
+    return np.asarray(c, np.int64), np.asarray(u, dtype=object)
+
+
+def codes(s: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """``(codes, uniques)`` with ``uniques[codes[i]] == s[i]`` and -1 where missing; read-only.
+
+    ``uniques`` holds distinct values but need not be in order of first appearance,
+    and may hold values no row uses (ingest registers its vocabularies as they are).
+    """
+    return _view(s, "codes", _codes_of)
+
+
+def _present_of(s: pd.Series) -> np.ndarray:
+    arr = _arrow(s)
+    if arr is not None:
+        import pyarrow.compute as pc
+
+        # present: not null, not empty, not whitespace only (whitespace is not evidence)
+        blank = pc.or_kleene(pc.equal(pc.utf8_length(arr), 0), pc.utf8_is_space(arr))
+        ok = pc.invert(pc.fill_null(blank, True))
+        return np.asarray(ok.to_numpy(zero_copy_only=False), dtype=bool)
+    ok = s.notna().to_numpy()
+    return ok & (s.fillna("").astype(str).str.strip() != "").to_numpy(bool)
+
+
+def present(s: pd.Series) -> np.ndarray:
+    """True where a value is present: not missing and not blank (whitespace is not evidence)."""
+    return _view(s, "present", _present_of)
+
+
+def _adjacent_equal_of(s: pd.Series) -> np.ndarray:
+    arr = _arrow(s)
+    if arr is not None:
+        import pyarrow.compute as pc
+
+        if len(arr) < 2:
+            return np.zeros(0, bool)
+        a, b = arr[1:], arr[:-1]
+        eq = pc.fill_null(pc.equal(a, b), False)
+        both_null = pc.and_(pc.is_null(a), pc.is_null(b))
+        return np.asarray(pc.or_(eq, both_null).to_numpy(zero_copy_only=False), dtype=bool)
+    c = pd.factorize(s, use_na_sentinel=False)[0]
+    return c[1:] == c[:-1]
+
+
+def adjacent_equal(s: pd.Series) -> np.ndarray:
+    """``s[i + 1] == s[i]`` for every i (missing equals missing)."""
+    return _view(s, "adjacent_equal", _adjacent_equal_of)
