@@ -186,9 +186,12 @@ def check_value_cause(
     for col in (value, cause):
         if col not in frame.columns:
             raise ValueError(f"{where}: column `{col}` is missing.")
-    vals = pd.to_numeric(frame[value], errors="coerce").to_numpy(dtype=float)
+    v = frame[value]
+    vals = v.to_numpy(dtype=float) if v.dtype == np.float64 else \
+        pd.to_numeric(v, errors="coerce").to_numpy(dtype=float)
     causes = frame[cause]
-    has_cause = causes.notna().to_numpy()
+    categorical = isinstance(causes.dtype, pd.CategoricalDtype)
+    has_cause = (causes.cat.codes.to_numpy() >= 0) if categorical else causes.notna().to_numpy()
     missing = np.isnan(vals)
     bad = missing != has_cause
     if bad.any():
@@ -199,11 +202,17 @@ def check_value_cause(
         raise ValueError(
             f"{where}: row {idx!r} has both `{value}`={vals[i]!r} and `{cause}`={causes.iloc[i]!r}."
         )
-    finite = vals[~missing]
-    if finite.size and ((finite < 0.0) | (finite > 1.0)).any():
+    with np.errstate(invalid="ignore"):
+        out_of_range = bool(((vals < 0.0) | (vals > 1.0)).any())  # NaN compares False
+    if out_of_range:
         i = int(np.flatnonzero(~missing & ((vals < 0.0) | (vals > 1.0)))[0])
         raise ValueError(f"{where}: row {frame.index[i]!r} has `{value}`={vals[i]!r} outside [0, 1].")
-    unknown = set(causes.dropna().unique()) - set(CAUSES)
+    if categorical:  # the categories used, not every row
+        used = np.unique(causes.cat.codes.to_numpy())
+        present_causes = {causes.cat.categories[c] for c in used if c >= 0}
+    else:
+        present_causes = set(causes.dropna().unique())
+    unknown = present_causes - set(CAUSES)
     if unknown:
         raise ValueError(
             f"{where}: unknown `{cause}` {sorted(map(str, unknown))}; allowed: {', '.join(CAUSES)}."
