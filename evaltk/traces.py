@@ -55,6 +55,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from . import _columns
 from .errors import SchemaViolation, UnreadableInput
 
 __all__ = [
@@ -938,11 +939,11 @@ def _s(values: Any) -> pd.Series:
         values = pa.array(values)
     if isinstance(values, pa.ChunkedArray):
         values = values.combine_chunks()
-    if not isinstance(values, pa.Array):
+    if not isinstance(values, pa.Array):  # large_string: what the str dtype stores (no cast)
         values = pa.array(values if isinstance(values, list | np.ndarray) else list(values),
-                          type=pa.string(), from_pandas=True)
-    elif not pa.types.is_string(values.type):
-        values = values.cast(pa.string())
+                          type=pa.large_string(), from_pandas=True)
+    elif not (pa.types.is_string(values.type) or pa.types.is_large_string(values.type)):
+        values = values.cast(pa.large_string())
     return pd.Series(pd.array(values, dtype=_STR))
 
 
@@ -951,13 +952,13 @@ def _from_codes(codes: np.ndarray, uniques: Sequence[Any]) -> pd.Series:
     codes = np.asarray(codes, np.int64)
     if not len(uniques):
         return _s(pa.nulls(len(codes), pa.string()))
-    d = pa.array(list(uniques), type=pa.string())
+    d = pa.array(list(uniques), type=pa.large_string())
     arr = pa.DictionaryArray.from_arrays(pa.array(codes, type=pa.int64(), mask=codes < 0), d)
     return _s(arr.dictionary_decode())
 
 
 def _const(value: str, n: int) -> pd.Series:
-    return _s(pa.repeat(pa.scalar(value, pa.string()), n))
+    return _s(pa.repeat(pa.scalar(value, pa.large_string()), n))
 
 
 def _empty_str(n: int = 0) -> pd.Series:
@@ -1727,7 +1728,12 @@ def _str_col(col: pd.Series) -> tuple[pd.Series, np.ndarray, np.ndarray]:
     """
     if isinstance(col.dtype, pd.StringDtype):
         s = col.astype(_STR)
-        empty = (s.str.len() == 0).to_numpy(dtype=bool, na_value=True)
+        # only the empty string counts as absent here, as it always has (the check was
+        # ``Series.str.len() == 0``, False for a missing value): a null in a ``str``
+        # column is not reported as "is required" (a null trace_id surfaces as an answer
+        # without run; a null rater or answer is kept)
+        empty = pc.fill_null(pc.equal(pc.binary_length(s.array._pa_array), 0), False)
+        empty = np.asarray(empty.to_numpy(zero_copy_only=False), dtype=bool)
         if empty.any():
             s = s.where(~empty)
         return s.reset_index(drop=True), empty, np.zeros(len(col), bool)
@@ -1738,6 +1744,37 @@ def _str_col(col: pd.Series) -> tuple[pd.Series, np.ndarray, np.ndarray]:
     wrong = ~is_str & ~miss
     clean = np.where(is_str & ~miss, vals, None)
     return _s(clean), miss, wrong
+
+
+def _str_codes(col: pd.Series) -> tuple[pd.Series, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(values, codes, uniques, absent mask, wrong-type mask) of a text column.
+
+    ``uniques[codes[i]]`` is row i's text, and codes are -1 where it is missing or
+    empty.  ``values`` is the column as ``str``; an Arrow-backed column is passed
+    through as it is, so an empty string stays in it (the rows it fills are absent,
+    which the caller drops).
+
+    As in :func:`_str_col`, a ``str`` column's absent mask marks only its empty
+    strings, not its missing values (``Series.str.len() == 0`` is False for NaN).
+    """
+    if isinstance(col.dtype, pd.StringDtype):
+        s = col.astype(_STR).reset_index(drop=True)
+        codes, uniq = pd.factorize(s)
+        codes = np.asarray(codes, np.int64)
+        uniq = np.asarray(uniq, dtype=object)
+        empty = np.flatnonzero(uniq == "")
+        miss = codes == empty[0] if empty.size else np.zeros(len(codes), bool)
+        if empty.size:
+            codes = np.where(miss, -1, codes)
+        return s, codes, uniq, miss, np.zeros(len(col), bool)
+    s, miss, wrong = _str_col(col)
+    codes, uniq = pd.factorize(s)
+    return s, np.asarray(codes, np.int64), np.asarray(uniq, dtype=object), miss, wrong
+
+
+def _text_at(uniques: np.ndarray, codes: np.ndarray, i: int) -> Any:
+    """Row i's text from its code (NaN, as pandas shows a missing ``str``, for -1)."""
+    return uniques[codes[i]] if codes[i] >= 0 else np.nan
 
 
 def _num_col(col: pd.Series) -> tuple[np.ndarray, np.ndarray]:
@@ -1780,23 +1817,79 @@ def _num_col(col: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     return out, wrong
 
 
-def _answer_checks(raw: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
-    """Column-wise validation.  Returns (normalised table, reason per row, field per row).
+class _Flags:
+    """The first failing check per row, kept sparse: most rows pass every check, so only
+    flagged rows get a message (and a Python call); the rest cost one mask operation."""
 
-    Checks run in a fixed order; a row's reason is the first check it fails.
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.done = np.zeros(n, bool)
+        self._rows: list[np.ndarray] = []
+        self._reasons: list[list[str]] = []
+        self._fields: list[list[Any]] = []
+
+    def flag(self, mask: np.ndarray, fld: str | None, msg: Callable[[int], str]) -> None:
+        """Flag the rows of ``mask`` not flagged yet, with ``msg(row)`` and field ``fld``."""
+        hit = np.flatnonzero(mask & ~self.done)
+        if hit.size:
+            self.add(hit, [msg(int(i)) for i in hit], [fld] * hit.size)
+
+    def add(self, rows: np.ndarray, reasons: list[str], fields: list[Any]) -> None:
+        """Flag ``rows`` (none flagged yet) with their reasons and fields."""
+        rows = np.asarray(rows, np.int64)
+        self.done[rows] = True
+        self._rows.append(rows)
+        self._reasons.append(list(reasons))
+        self._fields.append(list(fields))
+
+    def rows(self) -> tuple[np.ndarray, list[Any], list[Any]]:
+        """(flagged rows in order, their reasons, their fields)."""
+        if not self._rows:
+            return np.zeros(0, np.int64), [], []
+        rows = np.concatenate(self._rows)
+        reasons = [r for rs in self._reasons for r in rs]
+        fields = [f for fs in self._fields for f in fs]
+        if len(self._rows) > 1:
+            o = np.argsort(rows, kind="stable")
+            rows = rows[o]
+            reasons = [reasons[k] for k in o]
+            fields = [fields[k] for k in o]
+        return rows, reasons, fields
+
+    def series(self) -> tuple[pd.Series, pd.Series]:
+        """(reason, field) as ``str`` Series of length n, missing where not flagged."""
+        rows, reasons, fields = self.rows()
+        return _sparse_str(self.n, rows, reasons), _sparse_str(self.n, rows, fields)
+
+
+def _sparse_str(n: int, rows: np.ndarray, values: Sequence[Any]) -> pd.Series:
+    """A ``str`` Series of length n holding ``values`` at ``rows`` and missing elsewhere."""
+    if not len(rows):
+        return _empty_str(n)
+    idx = np.full(n, -1, np.int64)
+    idx[rows] = np.arange(len(rows))
+    small = pa.array(list(values), type=pa.large_string())
+    return _s(small.take(pa.array(idx, mask=idx < 0)))
+
+
+def _distinct_ids(values: Sequence[Any]) -> tuple[np.ndarray, list[str]]:
+    """Ids of ``values`` among their distinct strings (-1 for a non-string) plus one
+    trailing -1 (so code -1 maps to -1); and the distinct strings."""
+    names: dict[str, int] = {}
+    ids = [names.setdefault(v, len(names)) if isinstance(v, str) else -1 for v in values]
+    return np.asarray([*ids, -1], np.int64), list(names)
+
+
+def _answer_checks(raw: pd.DataFrame) -> tuple[pd.DataFrame, _Flags,
+                                               dict[str, tuple[np.ndarray, np.ndarray]]]:
+    """Column-wise validation.  Returns (normalised table, flags, codes).
+
+    Checks run in a fixed order; a row's reason is the first check it fails.  ``codes``
+    holds ``(codes, uniques)`` of the table's ``measure`` and ``answer`` columns.
     """
     n = len(raw)
-    reason = np.full(n, None, dtype=object)
-    field = np.full(n, None, dtype=object)
-
-    done = np.zeros(n, bool)
-
-    def flag(mask: np.ndarray, fld: str | None, msg: Callable[[int], str]) -> None:
-        hit = np.flatnonzero(mask & ~done)
-        done[hit] = True
-        for i in hit:
-            reason[i] = msg(int(i))
-            field[i] = fld
+    fl = _Flags(n)
+    flag = fl.flag
 
     def raw_vals(c: str) -> np.ndarray:
         return raw[c].to_numpy(dtype=object) if c in raw.columns else np.full(n, None, object)
@@ -1806,9 +1899,18 @@ def _answer_checks(raw: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray, np.ndar
         flag(np.fromiter((isinstance(e, str) for e in err), bool, n), None,
              lambda i: f"malformed: {err[i]}")
     texts = {}
-    for c in ("trace_id", "measure", "rater", "answer", "rater_version"):
+    for c in ("trace_id", "rater_version"):
         texts[c] = _str_col(raw[c]) if c in raw.columns else (_empty_str(n), np.ones(n, bool),
                                                                np.zeros(n, bool))
+    coded = {}  # measure, rater and answer: (values, codes, uniques) of the text as given
+    for c in ("measure", "rater", "answer"):
+        if c in raw.columns:
+            vals_c, codes_c, uniq_c, miss_c, wrong_c = _str_codes(raw[c])
+        else:
+            vals_c, codes_c, uniq_c = _empty_str(n), np.full(n, -1, np.int64), np.zeros(0, object)
+            miss_c, wrong_c = np.ones(n, bool), np.zeros(n, bool)
+        coded[c] = (vals_c, codes_c, uniq_c)
+        texts[c] = (vals_c, miss_c, wrong_c)
     for c in ("trace_id", "measure", "rater", "answer"):
         _, miss, wrong = texts[c]
         flag(miss, c, lambda i: "malformed: is required")
@@ -1820,33 +1922,36 @@ def _answer_checks(raw: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray, np.ndar
         rvv = raw_vals("rater_version")
         flag(texts["rater_version"][2], "rater_version",
              lambda i: f"malformed: must be a string or empty; got {_jtype(rvv[i])} {_show(rvv[i])}")
-    # measure names (per unique spelling)
-    meas_raw = texts["measure"][0]
-    m_codes, m_uniq = pd.factorize(meas_raw)
+    # measure names (per unique spelling; several spellings may name one measure)
+    meas_raw, m_codes, m_uniq = coded["measure"]
     m_norm: list[Any] = []
     for m in m_uniq:
         k = str(m).strip().lower()
         k = MEASURE_ALIASES.get(k, k)
         m_norm.append(k if (k in ANSWER_VOCABULARIES or k in FREE_TEXT_MEASURES or _G_MEASURE.match(k))
                       else None)
-    m_norm_arr = np.asarray([*m_norm, None], dtype=object)
-    measure = m_norm_arr[m_codes]  # code -1 (absent) -> None
-    known = np.not_equal(measure, None)
+    m_ids, m_names = _distinct_ids(m_norm)
+    mc = m_ids[m_codes]  # the row's measure in m_names; -1: absent or unknown
+    known = mc >= 0
     flag(~known & ~texts["measure"][1], "measure",
-         lambda i: f"unknown measure: {_show(meas_raw.iloc[i])} (known: "
+         lambda i: f"unknown measure: {_show(_text_at(m_uniq, m_codes, i))} (known: "
                    f"{', '.join(sorted({*ANSWER_VOCABULARIES, *FREE_TEXT_MEASURES}))}, or g_<name>)")
-    # answer words (per unique (measure, spelling))
-    ans_raw = texts["answer"][0]
-    a_codes, a_uniq = pd.factorize(ans_raw)
-    mc = pd.factorize(pd.Series(measure, dtype=object))[0]
-    pair = (mc.astype(np.int64) + 1) * (len(a_uniq) + 1) + (a_codes + 1)
-    p_uniq, p_inv = np.unique(pair, return_inverse=True)
-    # resolve per unique pair from a representative row
-    rep = np.full(len(p_uniq), -1, np.int64)
-    rep[p_inv[::-1]] = np.arange(n - 1, -1, -1)
+    # answer words (per unique (measure, spelling) pair)
+    ans_raw, a_codes, a_uniq = coded["answer"]
+    width = len(a_uniq) + 1
+    n_pairs = (len(m_names) + 1) * width
+    pair = (mc + 1) * width + (a_codes + 1)
+    if n_pairs <= 4 * n + 4096:
+        p_uniq = np.flatnonzero(np.bincount(pair, minlength=n_pairs))
+        lookup = np.zeros(n_pairs, np.int64)
+        lookup[p_uniq] = np.arange(len(p_uniq))
+        p_inv = lookup[pair]
+    else:
+        p_uniq, p_inv = np.unique(pair, return_inverse=True)
     resolved: list[Any] = []
-    for r in rep:
-        meas, word = measure[r], (a_uniq[a_codes[r]] if a_codes[r] >= 0 else None)
+    for p in p_uniq.tolist():
+        mi, ai = divmod(p, width)
+        meas, word = (m_names[mi - 1] if mi else None), (a_uniq[ai - 1] if ai else None)
         if meas is None or word is None:
             resolved.append(None)
         elif meas in ANSWER_VOCABULARIES:
@@ -1855,28 +1960,33 @@ def _answer_checks(raw: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray, np.ndar
         else:
             resolved.append(word)  # identifiers and free text: verbatim
     unknown = np.asarray([r is False for r in resolved] + [False], bool)[p_inv] if n else np.zeros(0, bool)
-    flag(unknown, "answer", lambda i: f"unknown answer word: {_show(ans_raw.iloc[i])} for "
-                                      f"{measure[i]} (allowed: {', '.join(ANSWER_VOCABULARIES[measure[i]])})")
+    flag(unknown, "answer", lambda i: f"unknown answer word: {_show(_text_at(a_uniq, a_codes, i))} for "
+                                      f"{m_names[mc[i]]} (allowed: "
+                                      f"{', '.join(ANSWER_VOCABULARIES[m_names[mc[i]]])})")
     # step
     if "step" in raw.columns:
         step_f, step_wrong = _num_col(raw["step"])
     else:
         step_f, step_wrong = np.full(n, np.nan), np.zeros(n, bool)
-    step_vals = raw_vals("step")
+    step_vals = raw_vals("step") if step_wrong.any() else None
     flag(step_wrong, "step", lambda i: f"malformed: must be a non-negative integer or empty; got "
                                        f"{_jtype(step_vals[i])} {_show(step_vals[i])}")
-    with np.errstate(invalid="ignore"):
-        bad_int = ~np.isnan(step_f) & ((step_f < 0) | (step_f != np.floor(step_f)) | (step_f > 2**53)
-                                       | np.isinf(step_f))
-    flag(bad_int, "step", lambda i: f"malformed: must be a non-negative integer or empty; got "
-                                    f"{_show(step_vals[i])}")
-    per_step = np.isin(measure, list(PER_STEP_MEASURES))
     has_step = ~np.isnan(step_f)
+    with np.errstate(invalid="ignore"):
+        bad_int = has_step & ((step_f < 0) | (step_f != np.floor(step_f)) | (step_f > 2**53)
+                              | np.isinf(step_f))
+    if bad_int.any():
+        step_vals = raw_vals("step")
+        flag(bad_int, "step", lambda i: f"malformed: must be a non-negative integer or empty; got "
+                                        f"{_show(step_vals[i])}")
+    per_step = np.asarray([m in PER_STEP_MEASURES for m in m_names] + [False], bool)[mc]
     flag(per_step & ~has_step, "step",
-         lambda i: f"malformed: is required for the per-step measure {measure[i]}")
-    flag(known & ~per_step & has_step, "step",
-         lambda i: f"malformed: must be empty for the trace-level measure {measure[i]}; got "
-                   f"{_show(step_vals[i])}")
+         lambda i: f"malformed: is required for the per-step measure {m_names[mc[i]]}")
+    if (known & ~per_step & has_step).any():
+        step_vals = raw_vals("step")
+        flag(known & ~per_step & has_step, "step",
+             lambda i: f"malformed: must be empty for the trace-level measure {m_names[mc[i]]}; got "
+                       f"{_show(step_vals[i])}")
     # numbers
     nums = {}
     for c, hi in (("confidence", 1.0), ("cost", math.inf), ("latency_ms", math.inf)):
@@ -1893,21 +2003,39 @@ def _answer_checks(raw: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray, np.ndar
             out_r = ~np.isnan(v) & ((v < 0.0) | (v > hi) | np.isinf(v))
         flag(out_r, c, lambda i, v=v, rng=rng: f"malformed: must be {rng}; got {float(v[i])!r}")
         nums[c] = v
-    ok = np.equal(reason, None)
-    step_col = pd.array(np.where(has_step & ok, step_f, np.nan), dtype="Float64").astype("Int64")
+    ok = ~fl.done
+    valid_step = has_step & ok
+    step_col = pd.arrays.IntegerArray(np.where(valid_step, step_f, 0).astype(np.int64), ~valid_step)
+    # measure and answer: the column as given when every spelling a kept row uses is
+    # already the canonical one (no new column to build); else built from codes.  The
+    # rows not kept are dropped by the caller, so what they hold does not matter.
+    arrow_in = {c: _columns._arrow(coded[c][0]) is not None for c in coded}
+    if arrow_in["measure"] and all(k is None or k == u for k, u in zip(m_norm, m_uniq, strict=True)):
+        meas_col, codes_m = meas_raw, (m_codes, m_uniq)
+    else:
+        codes_m = (np.where(ok, mc, -1), np.asarray(m_names, dtype=object))
+        meas_col = _from_codes(*codes_m)
+    words = [a_uniq[p % width - 1] if p % width else None for p in p_uniq.tolist()]
+    if arrow_in["answer"] and all(not isinstance(r, str) or r == w
+                                  for r, w in zip(resolved, words, strict=True)):
+        ans_col, codes_a = ans_raw, (a_codes, a_uniq)
+    else:
+        a_ids, a_names = _distinct_ids(resolved)
+        codes_a = (np.where(ok, a_ids[p_inv], -1), np.asarray(a_names, dtype=object))
+        ans_col = _from_codes(*codes_a)
+    codes = {"measure": codes_m, "rater": coded["rater"][1:], "answer": codes_a}
     out = pd.DataFrame({
         "trace_id": texts["trace_id"][0],
-        "measure": _from_codes(np.where(ok, m_codes, -1), m_norm),
+        "measure": meas_col,
         "step": pd.Series(step_col),
         "rater": texts["rater"][0],
-        "answer": _from_codes(np.where(ok, p_inv, -1), [r if isinstance(r, str) else None
-                                                           for r in resolved]),
+        "answer": ans_col,
         "confidence": nums["confidence"],
         "cost": nums["cost"],
         "latency_ms": nums["latency_ms"],
         "rater_version": texts["rater_version"][0],
     })
-    return out, reason, field
+    return out, fl, codes
 
 
 def read_answers(source: Any, *, strict: bool = False, kind: str = "answer") -> AnswerRecords:
@@ -1957,16 +2085,23 @@ def read_answers(source: Any, *, strict: bool = False, kind: str = "answer") -> 
         raise SchemaViolation(f"required column(s) missing: {', '.join(missing_cols)} (an answer "
                               f"table needs trace_id, measure, rater, answer, and step for per-step "
                               f"measures)", file=name, field=missing_cols[0])
-    table, reasons, fields = _answer_checks(raw)
-    bad = np.not_equal(reasons, None)
-    if strict and bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        msg = reasons[i].split(": ", 1)[1] if reasons[i].startswith("malformed: ") else reasons[i]
-        raise SchemaViolation(msg, file=name, record=int(numbers[i]), field=fields[i])
-    ledger = _ledger(name, numbers, table["trace_id"], kind, bad, reasons, fields)
+    table, flags, codes = _answer_checks(raw)
+    bad = flags.done
+    any_bad = bool(bad.any())
+    if strict and any_bad:
+        rows, reasons, fields = flags.rows()
+        r = reasons[0]
+        msg = r.split(": ", 1)[1] if r.startswith("malformed: ") else r
+        raise SchemaViolation(msg, file=name, record=int(numbers[rows[0]]), field=fields[0])
+    reason_s, field_s = flags.series()
+    ledger = _ledger(name, numbers, table["trace_id"], kind, bad, reason_s, field_s)
     table["ledger_row"] = np.arange(len(table), dtype=np.int64)
     table["record"] = np.asarray(numbers, np.int64)
-    table = table[~bad].reset_index(drop=True)
+    if any_bad:
+        table = table[~bad].reset_index(drop=True)
+        codes = {c: (k[~bad], u) for c, (k, u) in codes.items()}
+    for c, v in codes.items():  # the join (and scoring) read these instead of hashing again
+        _columns.remember(table[c], "codes", v)
     return AnswerRecords(table=table, ledger=ledger, kind=kind)
 
 
