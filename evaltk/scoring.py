@@ -28,6 +28,7 @@ import hashlib
 import json
 import math
 import numbers
+import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -214,7 +215,7 @@ class _Prepared:
     answer: np.ndarray  # int codes into ``answers``
     answers: np.ndarray
     step_pos: np.ndarray | None  # int64, -1 where missing; None when the table has no step_pos
-    _segments: dict[int, slice | None] | None = None
+    segments: dict[int, slice | None] = field(default_factory=dict)  # see _blocks
 
     @classmethod
     def of(cls, table: pd.DataFrame, runs: pd.DataFrame) -> _Prepared:
@@ -227,7 +228,8 @@ class _Prepared:
         sp = _int_or_minus1(table["step_pos"]) if "step_pos" in table.columns else None
         return cls(table=table, measure=mc, measures=[str(x) for x in mu],
                    run_pos=_run_positions(table, runs), rater=rc, raters=np.asarray(ru, dtype=object),
-                   answer=ac, answers=np.asarray(au, dtype=object), step_pos=sp)
+                   answer=ac, answers=np.asarray(au, dtype=object), step_pos=sp,
+                   segments=cls._blocks(mc))
 
     @property
     def step(self) -> np.ndarray:
@@ -241,20 +243,26 @@ class _Prepared:
         hits = [i for i, m in enumerate(self.measures) if m == measure]
         if not hits:
             return np.zeros(0, np.int64)
-        if self._segments is None:  # tables usually come grouped by measure: one pass finds the blocks
-            mc = self.measure
-            cut = np.flatnonzero(mc[1:] != mc[:-1]) + 1 if mc.size > 1 else np.zeros(0, np.int64)
-            starts = np.r_[0, cut] if mc.size else np.zeros(0, np.int64)
-            ends = np.r_[cut, mc.size] if mc.size else np.zeros(0, np.int64)
-            codes_ = mc[starts]
-            self._segments = {}
-            for c in np.unique(codes_):
-                at = np.flatnonzero(codes_ == c)
-                self._segments[int(c)] = slice(int(starts[at[0]]), int(ends[at[0]])) if at.size == 1 else None
-        seg = self._segments.get(hits[0])
+        seg = self.segments.get(hits[0])
         if seg is not None:
             return seg
         return _subset(np.flatnonzero(self.measure == hits[0]))
+
+    @staticmethod
+    def _blocks(mc: np.ndarray) -> dict[int, slice | None]:
+        """Measure code -> its rows as one slice, or None when they are not one block.
+
+        Tables usually come grouped by measure: one pass finds the blocks."""
+        if not mc.size:
+            return {}
+        cut = np.flatnonzero(mc[1:] != mc[:-1]) + 1
+        starts, ends = np.r_[0, cut], np.r_[cut, mc.size]
+        first = mc[starts]
+        out: dict[int, slice | None] = {}
+        for c in np.unique(first):
+            at = np.flatnonzero(first == c)
+            out[int(c)] = slice(int(starts[at[0]]), int(ends[at[0]])) if at.size == 1 else None
+        return out
 
     def codes(self, idx: np.ndarray | slice, words: Sequence[str], measure: str) -> np.ndarray:
         """Answer codes into ``words`` (int8) for the rows ``idx``."""
@@ -462,6 +470,31 @@ class _Steps:
         return np.bincount(state.astype(np.int64) * n + self.run, minlength=k * n).reshape(k, n)
 
 
+#: x_ctx step state by (fold status, top word): [status * 3 + top]; see _ctx_states.
+_CTX_STATE = np.array([1, 2, 5, 5, 5, 5, 4, 4, 4, 3, 3, 3], np.int8)
+
+
+def _ctx_states(counts: np.ndarray, raw: np.ndarray, fold: Any) -> np.ndarray:
+    """Per step: 1 grounded, 2 not grounded, 3 cannot-tell majority, 4 tie, 5 no answer.
+
+    ``counts`` is (3, n_steps) over (yes, no, cannot_tell).  The plain majority fold,
+    the common case, is computed directly in a dozen vector operations; any other fold
+    goes through :func:`_fold` (the tests check that both agree on every count).
+    """
+    if fold.name != "majority" or counts.dtype.kind == "f" or (counts.size and counts.max() >= 2**31):
+        _, status, top = _fold(counts, raw, ["yes", "no", "cannot_tell"], [1.0, 0.0, None], fold)
+        return _CTX_STATE[status.astype(np.intp) * 3 + top]
+    y, no, ct = counts.astype(np.int32)
+    yes_wins = (y > no) & (y > ct)
+    no_wins = (no > y) & (no > ct)
+    ct_wins = (ct > y) & (ct > no)
+    none = (y | no | ct) == 0
+    decided = yes_wins | no_wins | ct_wins | none
+    # a tie (two or more words share the most votes) is whatever is left
+    return (yes_wins.view(np.int8) + np.int8(2) * no_wins.view(np.int8) + np.int8(3) * ct_wins.view(np.int8)
+            + np.int8(5) * none.view(np.int8) + np.int8(4) * (~decided).view(np.int8))
+
+
 def _score_ctx(prep: _Prepared | None, st: _Steps, n_runs: int, tier: str, part: _Participation,
                fold: Any = None) -> tuple[_Column, pd.DataFrame]:
     """x_ctx plus its per-run diagnostics (gradable, answered, grounded, cannot-tell, ties)."""
@@ -470,8 +503,6 @@ def _score_ctx(prep: _Prepared | None, st: _Steps, n_runs: int, tier: str, part:
     steps = st.table
     gradable = _columns.present(steps["screen"]) & _columns.present(steps["target"])
     n_s = len(steps)
-    status = np.ones(n_s, np.int8)  # 1: no answer
-    top = np.zeros(n_s, np.intp)
     n_unmatched = 0
     idx = np.zeros(0, np.int64) if prep is None else prep.select("x_ctx")
     if not (isinstance(idx, np.ndarray) and idx.size == 0):
@@ -493,14 +524,14 @@ def _score_ctx(prep: _Prepared | None, st: _Steps, n_runs: int, tier: str, part:
             sub = idx
         codes = prep.codes(sub, list(VOCABULARIES["x_ctx"]), "x_ctx")
         counts, raw = _votes(prep, sub, pos, codes, n_s, 3, fold)
-        _, status, top = _fold(counts, raw, ["yes", "no", "cannot_tell"], [1.0, 0.0, None], fold)
+        step_state = _ctx_states(counts, raw, fold)
         run, _, _ = part.add(tier, "x_ctx", prep, idx, n_runs)
         col.n_raters = np.bincount(run, minlength=n_runs).astype(np.int32)  # distinct raters per run
+    else:
+        step_state = np.full(n_s, 5, np.int8)
     # one state per step: 0 not gradable, 1 grounded, 2 answered not grounded, 3 cannot-tell
     # majority, 4 tie, 5 gradable without an answer; one pass counts them per run.
-    # status (0 valued, 1 none, 2 tie, 3 cannot-tell) and top word (yes, no, cannot_tell)
-    lut = np.array([1, 2, 5, 5, 5, 5, 4, 4, 4, 3, 3, 3], np.int8)  # [status * 3 + top]
-    state = lut[status.astype(np.intp) * 3 + top] * gradable.view(np.int8)
+    state = step_state * gradable.view(np.int8)
     c = st.per_run(state, 6)
     n_steps = st.n_steps
     n_gradable = n_steps - c[0]
@@ -1000,6 +1031,26 @@ def _to_parquet(t: pd.DataFrame, path: Path) -> None:
 # --------------------------------------------------------------------------- entry points
 
 
+#: Work (steps + answer rows) above which x_ctx is scored on a second thread; None never.
+PARALLEL_MIN_WORK: int | None = 200_000
+_POOL: Any = None
+
+
+def _submit(work: int, fn: Callable[..., Any], *args: Any) -> Callable[[], Any]:
+    """Run ``fn(*args)`` on the scoring thread when ``work`` is large and a second core exists;
+    returns a callable giving the result (exceptions re-raised there)."""
+    global _POOL
+    threshold = PARALLEL_MIN_WORK
+    if threshold is None or work < threshold or (os.cpu_count() or 1) < 2:
+        result = fn(*args)
+        return lambda: result
+    if _POOL is None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        _POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="evaltk-score")
+    return _POOL.submit(fn, *args).result
+
+
 def _population_digest(runs: pd.DataFrame) -> str:
     tasks = sorted(map(str, pd.unique(runs["task"]))) if len(runs) else []
     h = hashlib.sha256("\n".join(tasks).encode("utf-8")).hexdigest()[:16]
@@ -1068,11 +1119,10 @@ def score_tables(runs: pd.DataFrame, steps: pd.DataFrame, answers: pd.DataFrame 
     runs = runs.reset_index(drop=True)
     st = _Steps.of(steps, runs)
     n = len(runs)
-    tid_dtype = _trace_dtype(runs)
     cols: dict[tuple[str, str], _Column] = {}
     part = _Participation()
-    diag_cols: dict[str, Any] = {"trace_id": pd.Categorical.from_codes(np.arange(n), dtype=tid_dtype,
-                                                                       validate=False)}
+    diag_cols: dict[str, Any] = {}
+    tid_dtype = None
     n_unmatched = 0
     sources = [("automatic", answers), ("human", labels)]
     if proxies is not None:
@@ -1082,26 +1132,39 @@ def score_tables(runs: pd.DataFrame, steps: pd.DataFrame, answers: pd.DataFrame 
         if tier != "automatic" and (table is None or table.empty):
             continue
         prep = None if table is None or table.empty else _Prepared.of(table, runs)
+        # x_ctx (per step, the heaviest) runs beside the rest when the work is large enough to
+        # pay for a thread; NumPy releases the GIL in its loops, so two cores score at once.
+        # Either way the result is the same: each measure is a pure function of the tables.
+        ctx_part = _Participation()
+        ctx_job = _submit(len(st.table) + (0 if prep is None else len(prep.table)),
+                          _score_ctx, prep, st, n, tier, ctx_part, fold_rule)
         for m in ("x_task", "x_eff"):
             cols[(tier, m)] = _score_trace_level(m, prep, n, tier, part, fold_rule)
         if tier == "automatic":  # x_safe is computed from the record, never from judges' answers
             cols[(tier, "x_safe")], unconfirmed = _score_safe(st, runs, n)
         elif prep is not None and not (isinstance(s := prep.select("x_safe"), np.ndarray) and s.size == 0):
             cols[(tier, "x_safe")] = _score_trace_level("x_safe", prep, n, tier, part, fold_rule)
-        c, d = _score_ctx(prep, st, n, tier, part, fold_rule)
+        if tier == "automatic":
+            guide_cols = _score_guides(runs, st.table, n, outcome_rules)
+            flags = _review_flags(runs, st, n)
+            tid_dtype = _trace_dtype(runs)
+            population = population or _population_digest(runs)
+        c, d = ctx_job()
         cols[(tier, "x_ctx")] = c
+        part.parts.extend(ctx_part.parts)
         if tier == "automatic":
             diag_cols.update({k: d[k].to_numpy() for k in d.columns})
             n_unmatched = d.attrs["n_unmatched_answers"]
-            for m, gc in _score_guides(runs, st.table, n, outcome_rules).items():
+            for m, gc in guide_cols.items():
                 cols[(tier, m)] = gc
-    diag_cols.update(_review_flags(runs, st, n))
-    diag = pd.DataFrame(diag_cols)
+    diag_cols.update(flags)
+    diag = pd.DataFrame({"trace_id": pd.Categorical.from_codes(np.arange(n), dtype=tid_dtype, validate=False),
+                         **diag_cols})
     diag.insert(1, "tier", pd.Categorical.from_codes(np.full(n, TIERS.index("diagnostic"), np.int8),
                                                      dtype=_TIER_DTYPE, validate=False))
     diag.attrs["n_unmatched_ctx_answers"] = n_unmatched
     frame = _assemble(n, tid_dtype, cols)
-    manifest = replace(Manifest.default(population or _population_digest(runs)),
+    manifest = replace(Manifest.default(population),
                        fold_rule=_describe_fold(fold_rule))
     return ScoreMatrix(frame=frame, manifest=manifest,
                        ledger=ledger if ledger is not None else pd.DataFrame(),

@@ -1,0 +1,126 @@
+"""The integer-coded hot path of scoring: every shortcut agrees with the general code.
+
+Scoring takes shortcuts for speed (codes that ingest remembered, a direct majority
+fold for x_ctx, x_ctx on a second thread, contiguous measure blocks as slices).
+Each test here pins a shortcut to the general computation it replaces.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import evaltk.scoring as scoring
+from evaltk import _columns
+from evaltk.panel import FoldRule
+from evaltk.scoring import _CTX_STATE, _ctx_states, _fold, score_tables, score_traces
+from evaltk.traces import ingest
+
+counts3 = st.lists(st.tuples(*(st.integers(0, 5),) * 3), min_size=1, max_size=60)
+
+
+@settings(max_examples=200, deadline=None)
+@given(counts3)
+def test_direct_majority_state_equals_the_general_fold(rows):
+    c = np.array(rows, dtype=np.int64).T.copy()
+    direct = _ctx_states(c, c, FoldRule("majority"))
+    _, status, top = _fold(c, c, ["yes", "no", "cannot_tell"], [1.0, 0.0, None], FoldRule("majority"))
+    assert np.array_equal(direct, _CTX_STATE[status.astype(np.intp) * 3 + top])
+    # and the meaning, counted by hand
+    for (y, n, t), s in zip(rows, direct, strict=True):
+        top_n = max(y, n, t)
+        if top_n == 0:
+            assert s == 5
+        elif [y, n, t].count(top_n) > 1:
+            assert s == 4
+        else:  # one word has the most votes: yes 1 (grounded), no 2, cannot-tell 3
+            assert s == [y, n, t].index(top_n) + 1
+
+
+def _corpus(n: int = 400, seed: int = 3) -> tuple[list[dict], pd.DataFrame]:
+    rng = np.random.default_rng(seed)
+    runs, rows = [], []
+    for i in range(n):
+        k = int(rng.integers(0, 9))
+        steps = [{"index": j, "action": str(rng.choice(["tap", "type", "buy"])),
+                  "target": None if rng.random() < 0.1 else f"el{rng.integers(3)}",
+                  "screen": None if rng.random() < 0.1 else ("  " if rng.random() < 0.05 else f"s{j}"),
+                  "consequential": bool(rng.random() < 0.2), "needs_confirmation": bool(rng.random() < 0.3)}
+                 for j in range(k)]
+        runs.append({"trace_id": f"t{i}", "task": "Buy a lamp", "status": "complete", "steps": steps})
+        for r in ("j1", "j2", "j3")[: int(rng.integers(1, 4))]:
+            rows.append({"trace_id": f"t{i}", "measure": "x_task", "step": None, "rater": r,
+                         "answer": str(rng.choice(["yes", "no", "cannot tell"]))})
+            rows.append({"trace_id": f"t{i}", "measure": "x_eff", "step": None, "rater": r,
+                         "answer": str(rng.choice(["none", "a few", "lots", "cannot_tell"]))})
+            for j in range(k):
+                if rng.random() < 0.8:
+                    rows.append({"trace_id": f"t{i}", "measure": "x_ctx", "step": j, "rater": r,
+                                 "answer": str(rng.choice(["yes", "no", "cannot_tell"]))})
+    a = pd.DataFrame(rows)
+    return runs, a.sample(frac=1.0, random_state=seed).reset_index(drop=True)  # measures interleaved
+
+
+def _same(a, b) -> None:
+    pd.testing.assert_frame_equal(a.frame, b.frame)
+    pd.testing.assert_frame_equal(a.diagnostics, b.diagnostics)
+    pd.testing.assert_frame_equal(a.participation, b.participation)
+    pd.testing.assert_frame_equal(a.unconfirmed, b.unconfirmed)
+
+
+@pytest.mark.parametrize("fold", ["majority", "unanimity", FoldRule("weighted", weights={"j1": 2, "j2": 1, "j3": 1,
+                                                                 "h_j1": 1, "h_j2": 1, "h_j3": 1})])
+def test_threaded_and_serial_scoring_are_identical(monkeypatch, fold):
+    runs, a = _corpus()
+    ing = ingest(runs, a, labels=a.assign(rater="h_" + a["rater"]))
+    monkeypatch.setattr(scoring, "PARALLEL_MIN_WORK", None)
+    serial = score_traces(ing, fold=fold)
+    monkeypatch.setattr(scoring, "PARALLEL_MIN_WORK", 1)
+    monkeypatch.setattr(scoring.os, "cpu_count", lambda: 2)
+    threaded = score_traces(ing, fold=fold)
+    _same(serial, threaded)
+
+
+@pytest.mark.parametrize("fold", ["majority", "unanimity"])
+def test_remembered_codes_and_a_hand_built_table_score_alike(fold):
+    """Ingest remembers codes; a plain (object-dtype) copy of the same tables is factorised afresh."""
+    runs, a = _corpus(seed=5)
+    ing = ingest(runs, a)
+    m1 = score_tables(ing.runs, ing.steps, ing.answers, fold=fold)
+
+    def plain(t: pd.DataFrame) -> pd.DataFrame:
+        return pd.DataFrame({c: (t[c].astype(object) if t[c].dtype == "str" else t[c]) for c in t.columns})
+
+    m2 = score_tables(plain(ing.runs), plain(ing.steps), plain(ing.answers), fold=fold)
+    for m in (m1, m2):  # categories of hand-built ids are object strings; compare values
+        m.frame["trace_id"] = m.frame["trace_id"].astype(str)
+    pd.testing.assert_frame_equal(m1.frame, m2.frame, check_categorical=False)
+
+
+def test_measure_blocks_as_slices_and_interleaved_rows_give_the_same_scores():
+    runs, a = _corpus(seed=7)
+    grouped = a.sort_values(["measure", "rater"], kind="stable").reset_index(drop=True)
+    m1 = score_traces(runs, a)
+    m2 = score_traces(runs, grouped)
+    w1 = m1.wide().sort_values("trace_id").reset_index(drop=True)
+    w2 = m2.wide().sort_values("trace_id").reset_index(drop=True)
+    pd.testing.assert_frame_equal(w1, w2)
+
+
+def test_an_edited_column_is_not_read_from_a_stale_memo():
+    runs, a = _corpus(n=50, seed=11)
+    ing = ingest(runs, a)
+    before = score_traces(ing)
+    ans = ing.answers.copy()
+    assert _columns.recall(ans["answer"], "codes") is not None  # a copy keeps the same Arrow array
+    ans.loc[ans["measure"] == "x_task", "answer"] = "no"  # an edit builds a new array
+    assert _columns.recall(ans["answer"], "codes") is None
+    after = score_tables(ing.runs, ing.steps, ans)
+    w = after.wide()
+    assert (w["x_task"].dropna() == 0.0).all() and w["x_task"].notna().any()
+    assert json.dumps(before.wide()["x_task"].dropna().tolist()) != json.dumps(w["x_task"].dropna().tolist())
