@@ -2115,6 +2115,89 @@ def _positions(keys: pd.Series, index: pd.Series) -> np.ndarray:
     return pos.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
 
 
+def _search_steps(s_run: np.ndarray, s_idx: np.ndarray, a_run: np.ndarray, a_idx: np.ndarray,
+                  n_runs: int) -> tuple[np.ndarray, np.ndarray]:
+    """Row in steps of each (run, index), by binary search: (rows, found)."""
+    if len(s_idx) and int(s_idx.max()) < 2**31 and n_runs < 2**31:
+        width = int(s_idx.max()) + 1
+        skey = s_run * width + s_idx
+        akey = a_run * width + np.minimum(a_idx, width - 1)
+        pos = np.minimum(np.searchsorted(skey, akey), len(skey) - 1)
+        found = (a_idx < width) & (skey[pos] == akey)
+    elif len(s_idx):
+        mi = pd.MultiIndex.from_arrays([s_run, s_idx])
+        pos = mi.get_indexer(pd.MultiIndex.from_arrays([a_run, a_idx]))
+        found = pos >= 0
+    else:
+        pos = np.zeros(len(a_idx), np.int64)
+        found = np.zeros(len(a_idx), bool)
+    return pos, found
+
+
+def _step_rows(steps: pd.DataFrame, a_run: np.ndarray, a_idx: np.ndarray,
+               n_runs: int) -> tuple[np.ndarray, np.ndarray]:
+    """Row in ``steps`` of each (run, step index): (rows, found).
+
+    Steps are ordered by run then index; when a run's indices are consecutive (the
+    usual case) step i of a run sits at a fixed offset from the run's first step, so
+    most rows are found by arithmetic and only the rest by binary search.
+    """
+    s_run = steps["run_pos"].to_numpy(np.int64)
+    s_idx = steps["index"].to_numpy(np.int64)
+    m = len(s_idx)
+    if not m or not len(a_idx):
+        return _search_steps(s_run, s_idx, a_run, a_idx, n_runs)
+    same = s_run[1:] == s_run[:-1]
+    if not (s_run[0] >= 0 and s_run[-1] < n_runs and np.all(s_run[1:] >= s_run[:-1])
+            and np.all(s_idx[1:][same] > s_idx[:-1][same])):  # not in order: search only
+        return _search_steps(s_run, s_idx, a_run, a_idx, n_runs)
+    count = np.bincount(s_run, minlength=n_runs)
+    first_row = np.cumsum(count) - count
+    first_idx = s_idx[np.minimum(first_row, m - 1)]
+    off = a_idx - first_idx[a_run]
+    cand = np.where((off >= 0) & (off < count[a_run]), first_row[a_run] + off, 0)
+    found = (s_run[cand] == a_run) & (s_idx[cand] == a_idx)
+    pos = np.where(found, cand, 0)
+    rest = np.flatnonzero(~found)
+    if rest.size:
+        pos[rest], found[rest] = _search_steps(s_run, s_idx, a_run[rest], a_idx[rest], n_runs)
+    return pos, found
+
+
+def _combine_keys(parts: Sequence[np.ndarray]) -> tuple[np.ndarray, int]:
+    """One non-negative int64 key per row for a tuple of integer columns (equal tuples,
+    equal keys; distinct tuples, distinct keys) and the size of its key space."""
+    key = np.zeros(len(parts[0]), np.int64)
+    space = 1
+    for p in parts:
+        p = np.asarray(p, np.int64)
+        lo = int(p.min()) if p.size else 0
+        size = (int(p.max()) if p.size else 0) - lo + 1
+        if space * size >= 2**62:  # compress what is there so far to dense ids
+            u, key = np.unique(key, return_inverse=True)
+            key = key.astype(np.int64)
+            space = len(u)
+        key = key * size + (p - lo)
+        space *= size
+    return key, space
+
+
+def _repeated(key: np.ndarray, space: int) -> np.ndarray:
+    """True where a key occurs more than once (every copy)."""
+    n = len(key)
+    if space <= 4 * n + 4096:
+        return np.bincount(key, minlength=space)[key] > 1
+    order = np.argsort(key, kind="stable")
+    sk = key[order]
+    eq = sk[1:] == sk[:-1]
+    d = np.zeros(n, bool)
+    d[1:] |= eq
+    d[:-1] |= eq
+    out = np.empty(n, bool)
+    out[order] = d
+    return out
+
+
 def _join(recs: AnswerRecords, trace_ledger: pd.DataFrame, runs: pd.DataFrame,
           steps: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Join answers to kept runs and steps; update the ledger.  Returns (table, ledger)."""
@@ -2122,9 +2205,8 @@ def _join(recs: AnswerRecords, trace_ledger: pd.DataFrame, runs: pd.DataFrame,
     t = recs.table
     ledger = recs.ledger
     n = len(t)
+    fl = _Flags(n)
     run_pos = _positions(t["trace_id"], runs["trace_id"])
-    reason = np.full(n, None, dtype=object)
-    field = np.full(n, None, dtype=object)
     no_run = run_pos < 0
     if no_run.any():
         # why is there no run: never seen, or seen and dropped?
@@ -2132,80 +2214,73 @@ def _join(recs: AnswerRecords, trace_ledger: pd.DataFrame, runs: pd.DataFrame,
         why = tl.drop_duplicates("trace_id", keep="last").set_index("trace_id")["reason"]
         where = np.flatnonzero(no_run)
         r = why.reindex(t["trace_id"].iloc[where]).to_numpy(dtype=object, na_value=None)
-        reason[where] = [f"{kind} without run" if x is None else f"run not kept: {x.split(':', 1)[0]}"
-                         for x in r]
-        field[where] = "trace_id"
+        fl.add(where, [f"{kind} without run" if x is None else f"run not kept: {x.split(':', 1)[0]}"
+                       for x in r], ["trace_id"] * where.size)
     # per-step: the step must exist in the run
     step = t["step"].to_numpy(dtype=np.float64, na_value=np.nan)
     has_step = ~np.isnan(step)
     step_pos = np.full(n, -1, np.int64)
-    sel = has_step & ~no_run
-    if sel.any():
-        s_run = steps["run_pos"].to_numpy(np.int64)
-        s_idx = steps["index"].to_numpy(np.int64)
-        a_idx = step[sel].astype(np.int64)
-        a_run = run_pos[sel].astype(np.int64)
-        if len(s_idx) and int(s_idx.max()) < 2**31 and len(runs) < 2**31:
-            width = int(s_idx.max()) + 1
-            skey = s_run * width + s_idx
-            akey = a_run * width + np.minimum(a_idx, width - 1)
-            pos = np.minimum(np.searchsorted(skey, akey), len(skey) - 1)
-            found = (a_idx < width) & (skey[pos] == akey)
-        elif len(s_idx):
-            mi = pd.MultiIndex.from_arrays([s_run, s_idx])
-            pos = mi.get_indexer(pd.MultiIndex.from_arrays([a_run, a_idx]))
-            found = pos >= 0
-        else:
-            pos = np.zeros(len(a_idx), np.int64)
-            found = np.zeros(len(a_idx), bool)
+    sel = np.flatnonzero(has_step & ~no_run)
+    if sel.size:
+        pos, found = _step_rows(steps, run_pos[sel], step[sel].astype(np.int64), len(runs))
         step_pos[sel] = np.where(found, pos, -1)
-        for j in np.flatnonzero(sel)[~found]:
-            reason[j] = f"step not in run: the run has no step with index {int(step[j])}"
-            field[j] = "step"
+        miss = sel[~found]
+        if miss.size:
+            fl.add(miss, [f"step not in run: the run has no step with index {int(step[j])}"
+                          for j in miss], ["step"] * miss.size)
     # duplicated answers: the same rater answering the same question twice
-    ok = np.equal(reason, None)
+    ok = ~fl.done
     if ok.any():
-        # one rater, one question: (run, measure, step, rater) as integer codes
-        kdf = pd.DataFrame({"a": np.where(ok, run_pos, -1), "b": pd.factorize(t["measure"])[0],
-                            "c": t["step"].fillna(-1).to_numpy(dtype=np.int64),
-                            "d": pd.factorize(t["rater"])[0]})
-        dup_any = kdf.duplicated(keep=False).to_numpy() & ok
-        if dup_any.any():
-            rows = np.flatnonzero(dup_any)
-            kd = kdf.iloc[rows]
-            ans = t["answer"].to_numpy(dtype=object)
-            recno = t["record"].to_numpy()
-            g = pd.Series(rows).groupby([kd[c].to_numpy() for c in "abcd"], sort=False)
-            for _, members in g:
-                mi = members.to_numpy()
+        # one rater, one question: a question is a step (per-step measures) or a run
+        question = np.where(has_step, step_pos, len(steps) + run_pos)
+        parts = [question, _columns.codes(t["measure"])[0], _columns.codes(t["rater"])[0]]
+        rows_ok = None if ok.all() else np.flatnonzero(ok)
+        if rows_ok is not None:
+            parts = [p[rows_ok] for p in parts]
+        key, space = _combine_keys(parts)
+        dup = _repeated(key, space)
+        if dup.any():
+            sub = np.flatnonzero(dup)
+            rows = sub if rows_ok is None else rows_ok[sub]
+            ans = t["answer"].iloc[rows].to_numpy(dtype=object)
+            recno = t["record"].to_numpy()[rows]
+            d_rows, d_reasons, d_fields = [], [], []
+            for members in pd.Series(np.arange(rows.size)).groupby(key[sub], sort=False).indices.values():
+                mi = np.sort(members)
                 if all(ans[m] == ans[mi[0]] for m in mi):
                     for m in mi[1:]:
-                        reason[m] = f"duplicate {kind}: identical to record {int(recno[mi[0]])}"
-                        field[m] = "rater"
+                        d_rows.append(rows[m])
+                        d_reasons.append(f"duplicate {kind}: identical to record {int(recno[mi[0]])}")
+                        d_fields.append("rater")
                 else:
                     where = ", ".join(str(int(recno[m])) for m in mi)
                     for m in mi:
-                        reason[m] = (f"duplicate {kind}: conflicting answers from one rater to one "
-                                     f"question (records {where}); none kept")
-                        field[m] = "answer"
-    drop = np.not_equal(reason, None)
-    if drop.any():
-        lrow = t["ledger_row"].to_numpy()[drop]
+                        d_rows.append(rows[m])
+                        d_reasons.append(f"duplicate {kind}: conflicting answers from one rater to "
+                                         f"one question (records {where}); none kept")
+                        d_fields.append("answer")
+            if d_rows:
+                fl.add(np.asarray(d_rows, np.int64), d_reasons, d_fields)
+    drop = fl.done
+    any_drop = bool(drop.any())
+    if any_drop:
+        rows, reasons, fields = fl.rows()
+        lrow = t["ledger_row"].to_numpy()[rows]
         hit = np.zeros(len(ledger), bool)
         hit[lrow] = True
-        new_r = np.full(len(ledger), None, dtype=object)
-        new_f = np.full(len(ledger), None, dtype=object)
-        new_r[lrow] = reason[drop]
-        new_f[lrow] = field[drop]
         hit_s = pd.Series(hit, index=ledger.index)
         ledger = ledger.assign(status=ledger["status"].mask(hit_s, "dropped"),
-                               reason=ledger["reason"].mask(hit_s, _s(new_r)),
-                               field=ledger["field"].mask(hit_s, _s(new_f)))
+                               reason=ledger["reason"].mask(hit_s, _sparse_str(len(ledger), lrow, reasons)),
+                               field=ledger["field"].mask(hit_s, _sparse_str(len(ledger), lrow, fields)))
     keep = ~drop
-    out = t[keep].drop(columns=["ledger_row", "record"]).reset_index(drop=True)
-    out["run_pos"] = run_pos[keep].astype(np.int64)
-    sp = step_pos[keep]
-    out["step_pos"] = pd.array(np.where(sp >= 0, sp, np.nan), dtype="Float64").astype("Int64")
+    out = (t[keep] if any_drop else t).drop(columns=["ledger_row", "record"]).reset_index(drop=True)
+    out["run_pos"] = run_pos[keep] if any_drop else run_pos
+    sp = step_pos[keep] if any_drop else step_pos
+    out["step_pos"] = pd.arrays.IntegerArray(np.where(sp >= 0, sp, 0), sp < 0)
+    # scoring reads these integer views of the final columns instead of hashing again
+    for c in ("measure", "rater", "answer"):
+        codes, uniques = _columns.codes(t[c])
+        _columns.remember(out[c], "codes", (codes[keep] if any_drop else codes, uniques))
     return out, ledger
 
 
