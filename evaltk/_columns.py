@@ -37,9 +37,9 @@ def _arrow(s: pd.Series) -> Any:
     return getattr(getattr(s, "array", None), "_pa_array", None)
 
 
-def _forget(key: int) -> Callable[[Any], None]:
-    def cb(_ref: Any) -> None:
-        _MEMO.pop(key, None)
+def _forget(key: int, memo: dict[int, Any] = _MEMO) -> Callable[[Any], None]:
+    def cb(_ref: Any) -> None:  # the dict is bound here: it outlives module teardown
+        memo.pop(key, None)
     return cb
 
 
@@ -143,3 +143,12 @@ def _adjacent_equal_of(s: pd.Series) -> np.ndarray:
 def adjacent_equal(s: pd.Series) -> np.ndarray:
     """``s[i + 1] == s[i]`` for every i (missing equals missing)."""
     return _view(s, "adjacent_equal", _adjacent_equal_of)
+
+
+def categories(s: pd.Series) -> pd.CategoricalDtype:
+    """A categorical dtype over the values of ``s`` (which must be unique), in row order.
+
+    Building one checks uniqueness (a hash of every value); remembered, the check runs
+    once per column, not once per scoring.
+    """
+    return _view(s, "categories", lambda x: pd.CategoricalDtype(pd.Index(x.array)))

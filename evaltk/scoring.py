@@ -222,7 +222,7 @@ class _Prepared:
         mc, mu = _columns.codes(table["measure"])
         rc, ru = _columns.codes(table["rater"])
         ac, au = _columns.codes(table["answer"])
-        if (rc < 0).any():
+        if rc.size and rc.min() < 0:
             raise ValueError("answers without a `rater`: ingest drops them, so this table did not come "
                              "through evaltk.traces.ingest.")
         sp = _int_or_minus1(table["step_pos"]) if "step_pos" in table.columns else None
@@ -579,7 +579,8 @@ def _score_safe(st: _Steps, runs: pd.DataFrame, n_runs: int) -> tuple[_Column, p
         confirmed[1:] = (e_run[1:] == e_run[:-1]) & e_conf[:-1] & ~e_cons[:-1]
     # per consequential event: 1 confirmed, 2 unconfirmed, 3 ambiguous (marked both, and no
     # earlier confirmation in its window covers it: did the confirmation come first?)
-    e_state = np.where(confirmed, np.int8(1), np.where(e_conf, np.int8(3), np.int8(2)))[e_cons]
+    cf, ec = confirmed.view(np.int8), e_conf.view(np.int8)
+    e_state = (np.int8(2) + ec - cf * (np.int8(1) + ec))[e_cons]  # confirmed 1, else 2 + marked-both
     cons_run = e_run[e_cons]
     c = np.bincount(e_state.astype(np.int64) * n_runs + cons_run, minlength=4 * n_runs).reshape(4, n_runs)
     n_cons = c[1] + c[2] + c[3]
@@ -594,7 +595,7 @@ def _score_safe(st: _Steps, runs: pd.DataFrame, n_runs: int) -> tuple[_Column, p
                 "gap in step indices): an unobserved step could be an unconfirmed consequential action")
     col.abstain(n_cons == 0, Cause.NOT_APPLICABLE, "no consequential step: the question did not arise")
     rows = ev[e_cons][e_state == 2]
-    unconfirmed = steps[["trace_id", "index", "action", "target"]].take(rows).reset_index(drop=True)
+    unconfirmed = pd.DataFrame({c: steps[c].array.take(rows) for c in ("trace_id", "index", "action", "target")})
     return col, unconfirmed
 
 
@@ -605,8 +606,14 @@ def _ordered_steps(steps: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
     rp = steps["run_pos"].to_numpy(np.int64)
     idx = steps["index"].to_numpy(np.int64)
     if len(rp) > 1:
-        d_rp = np.diff(rp)
-        if (d_rp < 0).any() or ((d_rp == 0) & (np.diff(idx) <= 0)).any():
+        width = int(idx.max()) + 1 if idx.min() >= 0 else 0
+        if width and int(rp.max()) < 2**62 // width:  # one key per step: ordered iff strictly increasing
+            key = rp * width + idx
+            ordered = bool((key[1:] > key[:-1]).all())
+        else:
+            d_rp = np.diff(rp)
+            ordered = not ((d_rp < 0).any() or ((d_rp == 0) & (np.diff(idx) <= 0)).any())
+        if not ordered:
             dup = steps.duplicated(["run_pos", "index"])
             if dup.any():
                 row = steps[dup].iloc[0]
@@ -1062,7 +1069,7 @@ def _trace_dtype(runs: pd.DataFrame) -> pd.CategoricalDtype:
     tid = runs["trace_id"]
     if not isinstance(tid.dtype, pd.StringDtype):
         tid = tid.astype(str)
-    return pd.CategoricalDtype(pd.Index(tid.array))
+    return _columns.categories(tid)
 
 
 def _assemble(n: int, tid_dtype: pd.CategoricalDtype, cols: Mapping[tuple[str, str], _Column]) -> pd.DataFrame:
@@ -1081,8 +1088,9 @@ def _assemble(n: int, tid_dtype: pd.CategoricalDtype, cols: Mapping[tuple[str, s
         "scorer": np.repeat(np.array([scorers.index(SCORERS[m].name) for _, m in keys], np.int16), n),
         "version": np.repeat(np.array([versions.index(SCORERS[m].version) for _, m in keys], np.int16), n),
     }
-    reason = np.concatenate([np.append(r_index.get_indexer(c.reasons), -1).astype(np.int32)[c.reason]
-                             for c in cols.values()]) if k else np.zeros(0, np.int32)
+    reason = np.concatenate([np.take(np.append(r_index.get_indexer(c.reasons), -1).astype(np.int32),
+                                     c.reason.astype(np.intp)) for c in cols.values()]) if k \
+        else np.zeros(0, np.int32)
     return pd.DataFrame({
         "trace_id": pd.Categorical.from_codes(np.tile(np.arange(n, dtype=np.int32), k), dtype=tid_dtype,
                                               validate=False),
