@@ -957,12 +957,24 @@ def _from_codes(codes: np.ndarray, uniques: Sequence[Any]) -> pd.Series:
     return _s(arr.dictionary_decode())
 
 
-def _const(value: str, n: int) -> pd.Series:
-    return _s(pa.repeat(pa.scalar(value, pa.large_string()), n))
+#: A column of one repeated value (a ledger's source, kind and status, a missing
+#: reason) is built from one block of this many rows, shared by all its Arrow chunks:
+#: no memory per row, however long the column.
+_CONST_BLOCK = 1 << 16
+
+
+def _const(value: str | None, n: int) -> pd.Series:
+    """A ``str`` Series of ``n`` copies of ``value`` (missing for None)."""
+    block = pa.repeat(pa.scalar(value, pa.large_string()), min(n, _CONST_BLOCK))
+    if n <= _CONST_BLOCK:
+        return _s(block)
+    k, rest = divmod(n, _CONST_BLOCK)
+    chunks = [block] * k + ([block.slice(0, rest)] if rest else [])
+    return pd.Series(pd.array(pa.chunked_array(chunks, type=pa.large_string()), dtype=_STR))
 
 
 def _empty_str(n: int = 0) -> pd.Series:
-    return _s(pa.nulls(n, pa.string()))
+    return _const(None, n)
 
 
 def _str_series(a: Any) -> pd.Series:
@@ -1083,15 +1095,17 @@ def _build_tables(*, tid: pa.Array, task: pa.Array, domain: pa.Array, agent: pa.
 def _ledger(name: str, numbers: Sequence[int] | np.ndarray, tids: Any, kind: str,
             dropped: np.ndarray, reasons: Any, fields: Any) -> pd.DataFrame:
     n = len(dropped)
-    return pd.DataFrame({
+    dropped = np.asarray(dropped, bool)
+    return pd.DataFrame({  # copy=False: the columns are built here (record is a copy)
         "source": _const(name, n),
-        "record": np.asarray(numbers, np.int64),
+        "record": np.array(numbers, np.int64),
         "trace_id": tids if isinstance(tids, pd.Series) else _s(list(tids)),
         "kind": _const(kind, n),
-        "status": _from_codes(np.asarray(dropped, bool).astype(np.int64), ["kept", "dropped"]),
+        "status": _from_codes(dropped.astype(np.int64), ["kept", "dropped"]) if dropped.any()
+        else _const("kept", n),
         "reason": reasons if isinstance(reasons, pd.Series) else _s(list(reasons)),
         "field": fields if isinstance(fields, pd.Series) else _s(list(fields)),
-    })
+    }, copy=False)
 
 
 def _records_from_frame(df: pd.DataFrame) -> list[dict[str, Any]]:
@@ -1772,6 +1786,19 @@ def _str_codes(col: pd.Series) -> tuple[pd.Series, np.ndarray, np.ndarray, np.nd
     return s, np.asarray(codes, np.int64), np.asarray(uniq, dtype=object), miss, wrong
 
 
+def _int_steps(col: pd.Series) -> tuple[np.ndarray, np.ndarray] | None:
+    """(values, present mask) of a signed integer column whose values are all exact as
+    float64 (what the float path would read); values are 0 where absent.  None for any
+    other column (then it is read as numbers)."""
+    if getattr(col.dtype, "kind", None) != "i":
+        return None
+    present = col.notna().to_numpy(dtype=bool)
+    values = col.to_numpy(dtype=np.int64, na_value=0, copy=True)
+    if values.size and int(values.max()) > 2**53:
+        return None
+    return values, present
+
+
 def _text_at(uniques: np.ndarray, codes: np.ndarray, i: int) -> Any:
     """Row i's text from its code (NaN, as pandas shows a missing ``str``, for -1)."""
     return uniques[codes[i]] if codes[i] >= 0 else np.nan
@@ -1880,12 +1907,14 @@ def _distinct_ids(values: Sequence[Any]) -> tuple[np.ndarray, list[str]]:
     return np.asarray([*ids, -1], np.int64), list(names)
 
 
-def _answer_checks(raw: pd.DataFrame) -> tuple[pd.DataFrame, _Flags,
+def _answer_checks(raw: pd.DataFrame) -> tuple[dict[str, Any], _Flags,
                                                dict[str, tuple[np.ndarray, np.ndarray]]]:
-    """Column-wise validation.  Returns (normalised table, flags, codes).
+    """Column-wise validation.  Returns (normalised columns, flags, codes).
 
     Checks run in a fixed order; a row's reason is the first check it fails.  ``codes``
-    holds ``(codes, uniques)`` of the table's ``measure`` and ``answer`` columns.
+    holds ``(codes, uniques)`` of the ``measure``, ``rater`` and ``answer`` columns.
+    Only the flagged rows' values may differ from what they would be if kept: the
+    caller drops them.
     """
     n = len(raw)
     fl = _Flags(n)
@@ -1964,17 +1993,22 @@ def _answer_checks(raw: pd.DataFrame) -> tuple[pd.DataFrame, _Flags,
                                       f"{m_names[mc[i]]} (allowed: "
                                       f"{', '.join(ANSWER_VOCABULARIES[m_names[mc[i]]])})")
     # step
-    if "step" in raw.columns:
-        step_f, step_wrong = _num_col(raw["step"])
+    ints = _int_steps(raw["step"]) if "step" in raw.columns else None
+    if ints is not None:  # integers (the usual case): no float round trip
+        step_i, has_step = ints
+        bad_int = has_step & (step_i < 0)
     else:
-        step_f, step_wrong = np.full(n, np.nan), np.zeros(n, bool)
-    step_vals = raw_vals("step") if step_wrong.any() else None
-    flag(step_wrong, "step", lambda i: f"malformed: must be a non-negative integer or empty; got "
-                                       f"{_jtype(step_vals[i])} {_show(step_vals[i])}")
-    has_step = ~np.isnan(step_f)
-    with np.errstate(invalid="ignore"):
-        bad_int = has_step & ((step_f < 0) | (step_f != np.floor(step_f)) | (step_f > 2**53)
-                              | np.isinf(step_f))
+        if "step" in raw.columns:
+            step_f, step_wrong = _num_col(raw["step"])
+        else:
+            step_f, step_wrong = np.full(n, np.nan), np.zeros(n, bool)
+        step_vals = raw_vals("step") if step_wrong.any() else None
+        flag(step_wrong, "step", lambda i: f"malformed: must be a non-negative integer or empty; got "
+                                           f"{_jtype(step_vals[i])} {_show(step_vals[i])}")
+        has_step = ~np.isnan(step_f)
+        with np.errstate(invalid="ignore"):
+            bad_int = has_step & ((step_f < 0) | (step_f != np.floor(step_f)) | (step_f > 2**53)
+                                  | np.isinf(step_f))
     if bad_int.any():
         step_vals = raw_vals("step")
         flag(bad_int, "step", lambda i: f"malformed: must be a non-negative integer or empty; got "
@@ -2002,10 +2036,14 @@ def _answer_checks(raw: pd.DataFrame) -> tuple[pd.DataFrame, _Flags,
         with np.errstate(invalid="ignore"):
             out_r = ~np.isnan(v) & ((v < 0.0) | (v > hi) | np.isinf(v))
         flag(out_r, c, lambda i, v=v, rng=rng: f"malformed: must be {rng}; got {float(v[i])!r}")
-        nums[c] = v
+        nums[c] = v if v.flags.owndata else v.copy()  # the table owns its columns
     ok = ~fl.done
-    valid_step = has_step & ok
-    step_col = pd.arrays.IntegerArray(np.where(valid_step, step_f, 0).astype(np.int64), ~valid_step)
+    if ints is None:
+        valid_step = has_step & ok
+        step_i = np.where(valid_step, step_f, 0).astype(np.int64)
+    else:  # the rows not kept are dropped by the caller: their step does not matter
+        valid_step = has_step
+    step_col = pd.arrays.IntegerArray(step_i, ~valid_step)
     # measure and answer: the column as given when every spelling a kept row uses is
     # already the canonical one (no new column to build); else built from codes.  The
     # rows not kept are dropped by the caller, so what they hold does not matter.
@@ -2024,7 +2062,7 @@ def _answer_checks(raw: pd.DataFrame) -> tuple[pd.DataFrame, _Flags,
         codes_a = (np.where(ok, a_ids[p_inv], -1), np.asarray(a_names, dtype=object))
         ans_col = _from_codes(*codes_a)
     codes = {"measure": codes_m, "rater": coded["rater"][1:], "answer": codes_a}
-    out = pd.DataFrame({
+    out = {
         "trace_id": texts["trace_id"][0],
         "measure": meas_col,
         "step": pd.Series(step_col),
@@ -2034,7 +2072,7 @@ def _answer_checks(raw: pd.DataFrame) -> tuple[pd.DataFrame, _Flags,
         "cost": nums["cost"],
         "latency_ms": nums["latency_ms"],
         "rater_version": texts["rater_version"][0],
-    })
+    }
     return out, fl, codes
 
 
@@ -2085,7 +2123,7 @@ def read_answers(source: Any, *, strict: bool = False, kind: str = "answer") -> 
         raise SchemaViolation(f"required column(s) missing: {', '.join(missing_cols)} (an answer "
                               f"table needs trace_id, measure, rater, answer, and step for per-step "
                               f"measures)", file=name, field=missing_cols[0])
-    table, flags, codes = _answer_checks(raw)
+    cols, flags, codes = _answer_checks(raw)
     bad = flags.done
     any_bad = bool(bad.any())
     if strict and any_bad:
@@ -2094,9 +2132,9 @@ def read_answers(source: Any, *, strict: bool = False, kind: str = "answer") -> 
         msg = r.split(": ", 1)[1] if r.startswith("malformed: ") else r
         raise SchemaViolation(msg, file=name, record=int(numbers[rows[0]]), field=fields[0])
     reason_s, field_s = flags.series()
-    ledger = _ledger(name, numbers, table["trace_id"], kind, bad, reason_s, field_s)
-    table["ledger_row"] = np.arange(len(table), dtype=np.int64)
-    table["record"] = np.asarray(numbers, np.int64)
+    ledger = _ledger(name, numbers, cols["trace_id"], kind, bad, reason_s, field_s)
+    table = pd.DataFrame({**cols, "ledger_row": np.arange(len(bad), dtype=np.int64),
+                          "record": np.array(numbers, np.int64)}, copy=False)  # all built here
     if any_bad:
         table = table[~bad].reset_index(drop=True)
         codes = {c: (k[~bad], u) for c, (k, u) in codes.items()}
@@ -2134,9 +2172,10 @@ def _search_steps(s_run: np.ndarray, s_idx: np.ndarray, a_run: np.ndarray, a_idx
     return pos, found
 
 
-def _step_rows(steps: pd.DataFrame, a_run: np.ndarray, a_idx: np.ndarray,
-               n_runs: int) -> tuple[np.ndarray, np.ndarray]:
-    """Row in ``steps`` of each (run, step index): (rows, found).
+def _step_rows(steps: pd.DataFrame, run_pos: np.ndarray, step: np.ndarray, sel: np.ndarray,
+               n_runs: int) -> np.ndarray:
+    """Row in ``steps`` of each selected (run, step index); -1 where there is none or
+    the row is not selected.
 
     Steps are ordered by run then index; when a run's indices are consecutive (the
     usual case) step i of a run sits at a fixed offset from the run's first step, so
@@ -2145,39 +2184,61 @@ def _step_rows(steps: pd.DataFrame, a_run: np.ndarray, a_idx: np.ndarray,
     s_run = steps["run_pos"].to_numpy(np.int64)
     s_idx = steps["index"].to_numpy(np.int64)
     m = len(s_idx)
-    if not m or not len(a_idx):
-        return _search_steps(s_run, s_idx, a_run, a_idx, n_runs)
-    same = s_run[1:] == s_run[:-1]
-    if not (s_run[0] >= 0 and s_run[-1] < n_runs and np.all(s_run[1:] >= s_run[:-1])
-            and np.all(s_idx[1:][same] > s_idx[:-1][same])):  # not in order: search only
-        return _search_steps(s_run, s_idx, a_run, a_idx, n_runs)
-    count = np.bincount(s_run, minlength=n_runs)
-    first_row = np.cumsum(count) - count
-    first_idx = s_idx[np.minimum(first_row, m - 1)]
-    off = a_idx - first_idx[a_run]
-    cand = np.where((off >= 0) & (off < count[a_run]), first_row[a_run] + off, 0)
-    found = (s_run[cand] == a_run) & (s_idx[cand] == a_idx)
-    pos = np.where(found, cand, 0)
-    rest = np.flatnonzero(~found)
-    if rest.size:
-        pos[rest], found[rest] = _search_steps(s_run, s_idx, a_run[rest], a_idx[rest], n_runs)
-    return pos, found
+    out = np.full(len(run_pos), -1, np.int64)
+    rest = sel
+    if m:
+        same = s_run[1:] == s_run[:-1]
+        if (s_run[0] >= 0 and s_run[-1] < n_runs and bool(np.all(s_run[1:] >= s_run[:-1]))
+                and bool(np.all(s_idx[1:][same] > s_idx[:-1][same]))):
+            count = np.bincount(s_run, minlength=n_runs)
+            first_row = np.cumsum(count) - count
+            base = first_row - s_idx[np.minimum(first_row, m - 1)]  # the row of index 0
+            cand = np.take(base, run_pos, mode="clip")
+            cand += step
+            np.clip(cand, 0, m - 1, out=cand)
+            found = s_run[cand] == run_pos
+            found &= s_idx[cand] == step
+            found &= sel
+            np.copyto(out, cand, where=found)
+            rest = sel & ~found
+    rows = np.flatnonzero(rest)
+    if rows.size:
+        pos, found = _search_steps(s_run, s_idx, run_pos[rows], step[rows], n_runs)
+        out[rows] = np.where(found, pos, -1)
+    return out
+
+
+def _int_or_float_steps(col: pd.Series) -> tuple[np.ndarray, np.ndarray, Callable[[int], int]]:
+    """(step as int64, present mask, row -> the step as the message shows it)."""
+    ints = _int_steps(col)
+    if ints is not None:
+        values, present = ints
+        return values, present, lambda j: int(values[j])
+    f = col.to_numpy(dtype=np.float64, na_value=np.nan)
+    present = ~np.isnan(f)
+    return np.where(present, f, 0).astype(np.int64), present, lambda j: int(f[j])
 
 
 def _combine_keys(parts: Sequence[np.ndarray]) -> tuple[np.ndarray, int]:
     """One non-negative int64 key per row for a tuple of integer columns (equal tuples,
     equal keys; distinct tuples, distinct keys) and the size of its key space."""
-    key = np.zeros(len(parts[0]), np.int64)
+    key = None
     space = 1
     for p in parts:
-        p = np.asarray(p, np.int64)
         lo = int(p.min()) if p.size else 0
         size = (int(p.max()) if p.size else 0) - lo + 1
+        if key is None:
+            key = np.subtract(p, lo, dtype=np.int64)
+            space = size
+            continue
         if space * size >= 2**62:  # compress what is there so far to dense ids
             u, key = np.unique(key, return_inverse=True)
             key = key.astype(np.int64)
             space = len(u)
-        key = key * size + (p - lo)
+        key *= size
+        key += p
+        if lo:
+            key -= lo
         space *= size
     return key, space
 
@@ -2217,27 +2278,25 @@ def _join(recs: AnswerRecords, trace_ledger: pd.DataFrame, runs: pd.DataFrame,
         fl.add(where, [f"{kind} without run" if x is None else f"run not kept: {x.split(':', 1)[0]}"
                        for x in r], ["trace_id"] * where.size)
     # per-step: the step must exist in the run
-    step = t["step"].to_numpy(dtype=np.float64, na_value=np.nan)
-    has_step = ~np.isnan(step)
-    step_pos = np.full(n, -1, np.int64)
-    sel = np.flatnonzero(has_step & ~no_run)
-    if sel.size:
-        pos, found = _step_rows(steps, run_pos[sel], step[sel].astype(np.int64), len(runs))
-        step_pos[sel] = np.where(found, pos, -1)
-        miss = sel[~found]
-        if miss.size:
-            fl.add(miss, [f"step not in run: the run has no step with index {int(step[j])}"
-                          for j in miss], ["step"] * miss.size)
+    step, has_step, shown = _int_or_float_steps(t["step"])
+    sel = has_step & ~no_run
+    step_pos = _step_rows(steps, run_pos, step, sel, len(runs))
+    miss = np.flatnonzero(sel & (step_pos < 0))
+    if miss.size:
+        fl.add(miss, [f"step not in run: the run has no step with index {shown(j)}" for j in miss],
+               ["step"] * miss.size)
     # duplicated answers: the same rater answering the same question twice
     ok = ~fl.done
     if ok.any():
         # one rater, one question: a question is a step (per-step measures) or a run
-        question = np.where(has_step, step_pos, len(steps) + run_pos)
+        question = run_pos + len(steps)
+        np.copyto(question, step_pos, where=has_step)
         parts = [question, _columns.codes(t["measure"])[0], _columns.codes(t["rater"])[0]]
         rows_ok = None if ok.all() else np.flatnonzero(ok)
         if rows_ok is not None:
             parts = [p[rows_ok] for p in parts]
         key, space = _combine_keys(parts)
+        del parts, question
         dup = _repeated(key, space)
         if dup.any():
             sub = np.flatnonzero(dup)
@@ -2273,10 +2332,15 @@ def _join(recs: AnswerRecords, trace_ledger: pd.DataFrame, runs: pd.DataFrame,
                                reason=ledger["reason"].mask(hit_s, _sparse_str(len(ledger), lrow, reasons)),
                                field=ledger["field"].mask(hit_s, _sparse_str(len(ledger), lrow, fields)))
     keep = ~drop
-    out = (t[keep] if any_drop else t).drop(columns=["ledger_row", "record"]).reset_index(drop=True)
-    out["run_pos"] = run_pos[keep] if any_drop else run_pos
-    sp = step_pos[keep] if any_drop else step_pos
-    out["step_pos"] = pd.arrays.IntegerArray(np.where(sp >= 0, sp, 0), sp < 0)
+    base = (t[keep] if any_drop else t).reset_index(drop=True)
+    if any_drop:
+        run_pos, step_pos = run_pos[keep], step_pos[keep]
+    no_step = step_pos < 0
+    np.maximum(step_pos, 0, out=step_pos)
+    cols = {c: base[c] for c in base.columns if c not in ("ledger_row", "record")}
+    cols["run_pos"] = run_pos
+    cols["step_pos"] = pd.arrays.IntegerArray(step_pos, no_step)
+    out = pd.DataFrame(cols, copy=False)  # run_pos and step_pos are built here
     # scoring reads these integer views of the final columns instead of hashing again
     for c in ("measure", "rater", "answer"):
         codes, uniques = _columns.codes(t[c])
