@@ -1129,23 +1129,45 @@ def _parse_json_lines(texts: Sequence[Any]) -> list[Any]:
 
 
 def _no_blank_lines(data: bytes, start: int = 0, stop: int | None = None, *,
-                    n_newlines: int | None = None) -> tuple[bool, int]:
+                    newlines: np.ndarray | None = None) -> tuple[bool, int]:
     """Whether every line of ``data[start:stop]`` is non-blank; and its number of lines
-    (no copy of ``data``).  ``n_newlines``: the newlines in the range, if known."""
+    (no copy of ``data``).  ``newlines``: the positions of the newlines in the range, if
+    known (see :func:`_newlines`)."""
     stop = len(data) if stop is None else stop
     end = stop - 1 if stop > start and data[stop - 1:stop] == b"\n" else stop
-    if n_newlines is None:
-        n = data.count(b"\n", start, end) + 1
-    else:
-        n = n_newlines + (0 if end < stop else 1)
+    if newlines is None:
+        newlines = _newlines(data, start, stop)
+    n = len(newlines) + (0 if end < stop else 1)
     nl = data.find(b"\n", start, end)
     first = data[start:end] if nl < 0 else data[start:nl]
     last_nl = data.rfind(b"\n", start, end)
     last = data[last_nl + 1:end] if last_nl >= 0 else first
-    if (first.strip() in _NOT_A_ROW or last.strip() in _NOT_A_ROW
-            or _BLANK_OR_NULL_LINE.search(data, start, end)):
+    if first.strip() in _NOT_A_ROW or last.strip() in _NOT_A_ROW:
+        return False, n
+    # a blank or bare-null line inside starts with one of " \t\r\nn": only when some
+    # line does is the pattern searched for
+    after = newlines[newlines + 1 < end] + 1
+    if (after.size and _LINE_START[np.frombuffer(data, np.uint8)[after]].any()
+            and _BLANK_OR_NULL_LINE.search(data, start, end)):
         return False, n
     return True, n
+
+
+#: Bytes a blank or bare-``null`` line can start with.
+_LINE_START = np.zeros(256, bool)
+_LINE_START[list(b" \t\r\nn")] = True
+
+#: Newlines are found with NumPy in blocks of this many bytes.
+_SCAN_BYTES = 1 << 22
+
+
+def _newlines(data: bytes, start: int = 0, stop: int | None = None) -> np.ndarray:
+    """Positions of the newlines in ``data[start:stop]`` (int64)."""
+    stop = len(data) if stop is None else stop
+    a = np.frombuffer(data, np.uint8)
+    parts = [np.flatnonzero(a[i:min(i + _SCAN_BYTES, stop)] == 10) + i
+             for i in range(start, stop, _SCAN_BYTES)]
+    return np.concatenate(parts) if parts else np.zeros(0, np.int64)
 
 
 #: A blank line, or a bare ``null`` line: the first is not a record; the second must
@@ -1366,9 +1388,9 @@ _MIN_CHUNK = 16
 _CHUNK_BYTES = 32 << 20
 
 
-def _chunk_bounds(data: bytes, size: int) -> list[tuple[int, int, int, int]]:
-    """(start, end, line number of the first line, newlines inside) of newline-aligned
-    chunks."""
+def _chunk_bounds(data: bytes, size: int) -> list[tuple[int, int, int, np.ndarray]]:
+    """(start, end, line number of the first line, positions of the newlines inside) of
+    newline-aligned chunks."""
     out = []
     start, line0, n = 0, 1, len(data)
     while start < n:
@@ -1378,9 +1400,9 @@ def _chunk_bounds(data: bytes, size: int) -> list[tuple[int, int, int, int]]:
         else:
             nl = data.find(b"\n", cut)
             end = n if nl < 0 else nl + 1
-        k = data.count(b"\n", start, end)
-        out.append((start, end, line0, k))
-        line0 += k
+        newlines = _newlines(data, start, end)
+        out.append((start, end, line0, newlines))
+        line0 += len(newlines)
         start = end
     return out
 
@@ -1400,8 +1422,8 @@ def _jsonl_pieces(name: str, data: bytes, rule: Callable[[str], Any],
     view = memoryview(data)
     pieces: list[_Piece] = []
     utf8_checked = False
-    for start, end, line0, n_nl in _chunk_bounds(data, _CHUNK_BYTES):
-        clean, n_lines = _no_blank_lines(data, start, end, n_newlines=n_nl)
+    for start, end, line0, newlines in _chunk_bounds(data, _CHUNK_BYTES):
+        clean, n_lines = _no_blank_lines(data, start, end, newlines=newlines)
         chunk_lines: list[bytes] = []
 
         def get_chunk_lines(start: int = start, end: int = end, chunk_lines: list = chunk_lines
