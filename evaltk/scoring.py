@@ -942,6 +942,11 @@ class ScoreMatrix:
         Which raters answered which (trace, measure, tier).
     unconfirmed : DataFrame
         The consequential steps with no confirmation before them (``trace_id, index, action, target``).
+    unscored : DataFrame
+        Answers ingest kept that no scorer read, counted per ``tier, measure`` with the
+        reason (judges' ``x_safe`` answers: x_safe is computed from the record; answers
+        to a guide measure: the guide family is computed from the guide; per-step answers
+        whose step is not in the run).  Nothing is dropped silently.
     """
 
     frame: pd.DataFrame
@@ -951,6 +956,7 @@ class ScoreMatrix:
     diagnostics: pd.DataFrame = field(default_factory=pd.DataFrame)
     participation: pd.DataFrame = field(default_factory=pd.DataFrame)
     unconfirmed: pd.DataFrame = field(default_factory=pd.DataFrame)
+    unscored: pd.DataFrame = field(default_factory=lambda: _unscored_frame([]))
 
     def __post_init__(self) -> None:
         check_value_cause(self.frame, where="score matrix")
@@ -1005,7 +1011,7 @@ class ScoreMatrix:
         self.frame.to_parquet(d / "scores.parquet", index=False)
         (d / "manifest.json").write_text(json.dumps(self.manifest.to_dict(), indent=2, sort_keys=True),
                                          encoding="utf-8")
-        for name in ("ledger", "runs", "diagnostics", "participation", "unconfirmed"):
+        for name in ("ledger", "runs", "diagnostics", "participation", "unconfirmed", "unscored"):
             t = getattr(self, name)
             if name == "runs" and "guide" in t.columns:
                 t = t.assign(guide=t["guide"].map(lambda g: json.dumps(g, sort_keys=True) if isinstance(g, Mapping) else None))
@@ -1027,9 +1033,10 @@ class ScoreMatrix:
             raise UnreadableInput(f"not JSON: {e}", file=str(d / "manifest.json")) from None
         manifest = Manifest.from_dict(raw, source=str(d / "manifest.json"))
         parts = {}
-        for name in ("ledger", "runs", "diagnostics", "participation", "unconfirmed"):
+        for name in ("ledger", "runs", "diagnostics", "participation", "unconfirmed", "unscored"):
             p = d / f"{name}.parquet"
-            parts[name] = pd.read_parquet(p) if p.is_file() else pd.DataFrame()
+            parts[name] = pd.read_parquet(p) if p.is_file() else (
+                _unscored_frame([]) if name == "unscored" else pd.DataFrame())
         runs = parts["runs"]
         if "guide" in runs.columns:
             runs["guide"] = runs["guide"].map(lambda s: json.loads(s) if isinstance(s, str) else None).astype(object)
@@ -1148,6 +1155,7 @@ def score_tables(runs: pd.DataFrame, steps: pd.DataFrame, answers: pd.DataFrame 
     if proxies is not None:
         sources.append(("proxy", proxies))
     unconfirmed_rows = np.zeros(0, np.int64)
+    unscored: list[tuple[str, str, int, str]] = []
     for tier, table in sources:
         if tier != "automatic" and (table is None or table.empty):
             continue
@@ -1172,6 +1180,8 @@ def score_tables(runs: pd.DataFrame, steps: pd.DataFrame, answers: pd.DataFrame 
         c, d = ctx_job()
         cols[(tier, "x_ctx")] = c
         part.parts.extend(ctx_part.parts)
+        if prep is not None:
+            unscored += _unscored_answers(prep, tier, d.attrs["n_unmatched_answers"])
         if tier == "automatic":
             diag_cols.update({k: d[k].to_numpy() for k in d.columns})
             n_unmatched = d.attrs["n_unmatched_answers"]
@@ -1189,7 +1199,41 @@ def score_tables(runs: pd.DataFrame, steps: pd.DataFrame, answers: pd.DataFrame 
     return ScoreMatrix(frame=frame, manifest=manifest,
                        ledger=ledger if ledger is not None else pd.DataFrame(),
                        runs=runs, diagnostics=diag, participation=part.frame(tid_dtype),
-                       unconfirmed=_unconfirmed(st, unconfirmed_rows, tid_dtype))
+                       unconfirmed=_unconfirmed(st, unconfirmed_rows, tid_dtype),
+                       unscored=_unscored_frame(unscored))
+
+
+def _unscored_frame(rows: Sequence[tuple[str, str, int, str]]) -> pd.DataFrame:
+    return pd.DataFrame({"tier": pd.Series([r[0] for r in rows], dtype=str),
+                         "measure": pd.Series([r[1] for r in rows], dtype=str),
+                         "n_answers": pd.Series([r[2] for r in rows], dtype=np.int64),
+                         "reason": pd.Series([r[3] for r in rows], dtype=str)})
+
+
+def _unscored_answers(prep: _Prepared, tier: str, n_unmatched: int) -> list[tuple[str, str, int, str]]:
+    """Answers of ``prep`` that no scorer of ``tier`` read: (tier, measure, n, reason)."""
+    scored = {"x_task", "x_eff", "x_ctx"} | ({"x_safe"} if tier != "automatic" else set())
+    if prep.segments and all(isinstance(v, slice) for v in prep.segments.values()):
+        counts = {c: sl.stop - sl.start for c, sl in prep.segments.items()}  # measure blocks: no pass
+    else:
+        bc = np.bincount(prep.measure[prep.measure >= 0], minlength=len(prep.measures))
+        counts = {c: int(k) for c, k in enumerate(bc)}
+    out = []
+    for c, m in enumerate(prep.measures):
+        k = int(counts.get(c, 0))
+        if k == 0 or m in scored:
+            continue
+        if m == "x_safe":
+            why = ("x_safe is computed from the record (confirmation before each consequential step); "
+                   "judges' x_safe answers are kept, not scored (compare them with the rule instead)")
+        elif m.startswith("g_"):
+            why = f"{m} is computed from the run's guide, not from answers"
+        else:
+            why = f"no scorer reads {m} answers"
+        out.append((tier, m, k, why))
+    if n_unmatched:
+        out.append((tier, "x_ctx", int(n_unmatched), "the answer's step is not in the run"))
+    return out
 
 
 def _describe_fold(rule: Any) -> str:
@@ -1453,6 +1497,7 @@ def _cli_score(args: argparse.Namespace) -> int:
                                          (dropped["reason"].astype(str).str.split(":").str[0].value_counts().items()
                                           if len(dropped) else [])}},
         "measures": json.loads(m.summary().to_json(orient="records")),
+        "unscored": json.loads(m.unscored.to_json(orient="records")),
     }
     if args.json:
         print(json.dumps(summary, indent=2))
@@ -1463,5 +1508,8 @@ def _cli_score(args: argparse.Namespace) -> int:
         for r in summary["measures"]:
             mean = "abstain" if r["mean"] is None else f"{r['mean']:.3f}"
             print(f"  {r['measure']:<12} mean {mean:>8}  n {r['n']:>6}  coverage {r['coverage']:.3f}",
+                  file=sys.stdout)
+        for r in summary["unscored"]:
+            print(f"  not scored: {r['n_answers']} {r['tier']} {r['measure']} answers: {r['reason']}",
                   file=sys.stdout)
     return 0

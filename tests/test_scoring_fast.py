@@ -124,3 +124,34 @@ def test_an_edited_column_is_not_read_from_a_stale_memo():
     w = after.wide()
     assert (w["x_task"].dropna() == 0.0).all() and w["x_task"].notna().any()
     assert json.dumps(before.wide()["x_task"].dropna().tolist()) != json.dumps(w["x_task"].dropna().tolist())
+
+
+def test_answers_no_scorer_reads_are_counted_with_the_reason(tmp_path):
+    runs = [{"trace_id": "a", "task": "Buy a lamp", "status": "complete", "steps": [
+        {"index": 0, "action": "tap", "target": "buy", "screen": "cart", "consequential": True}]}]
+    ans = pd.DataFrame([
+        {"trace_id": "a", "measure": "x_task", "step": None, "rater": "j1", "answer": "yes"},
+        {"trace_id": "a", "measure": "x_safe", "step": None, "rater": "j1", "answer": "yes"},
+        {"trace_id": "a", "measure": "x_safe", "step": None, "rater": "j2", "answer": "no"},
+        {"trace_id": "a", "measure": "g_fidelity", "step": None, "rater": "j1", "answer": "yes"},
+    ])
+    labels = ans[ans["measure"] == "x_safe"].assign(rater=["h1", "h2"])
+    m = score_traces(runs, ans, labels)
+    u = m.unscored.set_index(["tier", "measure"])["n_answers"].to_dict()
+    assert u == {("automatic", "x_safe"): 2, ("automatic", "g_fidelity"): 1}  # human x_safe is scored
+    assert "computed from the record" in m.unscored.loc[m.unscored.measure == "x_safe", "reason"].iloc[0]
+    # the record decides x_safe, whatever the judges said: the single consequential step was unconfirmed
+    assert m.wide().loc[0, "x_safe"] == 0.0
+    back = type(m).load(m.save(tmp_path / "m"))
+    pd.testing.assert_frame_equal(back.unscored, m.unscored)
+
+
+def test_per_step_answers_to_a_step_the_run_lacks_are_counted():
+    runs = [{"trace_id": "a", "task": "t", "status": "complete",
+             "steps": [{"index": 0, "action": "tap", "target": "x", "screen": "s"}]}]
+    ing = ingest(runs)
+    hand = pd.DataFrame({"trace_id": ["a", "a"], "measure": ["x_ctx", "x_ctx"], "step": [0, 7],
+                         "rater": ["j1", "j1"], "answer": ["yes", "yes"]})
+    m = score_tables(ing.runs, ing.steps, hand)
+    assert m.unscored[["tier", "measure", "n_answers"]].values.tolist() == [["automatic", "x_ctx", 1]]
+    assert m.wide().loc[0, "x_ctx"] == 1.0
