@@ -1070,7 +1070,7 @@ def _build_tables(*, tid: pa.Array, task: pa.Array, domain: pa.Array, agent: pa.
         "trace_id": tid_s,
         "task": _str_series(task),
         "domain": dom_s,
-        "domain_source": _s(np.where(from_rule, "rule", "record").astype(object)),
+        "domain_source": _from_codes(from_rule.astype(np.int64), ["record", "rule"]),
         "status": _const("complete", n),
         "n_steps": np.asarray(n_steps, np.int64),
         "agent": _str_series(blank_to_null(agent if isinstance(agent, pa.Array)
@@ -1094,11 +1094,13 @@ def _build_tables(*, tid: pa.Array, task: pa.Array, domain: pa.Array, agent: pa.
 
 def _ledger(name: str, numbers: Sequence[int] | np.ndarray, tids: Any, kind: str,
             dropped: np.ndarray, reasons: Any, fields: Any) -> pd.DataFrame:
+    """The ledger rows of one source.  An int64 array ``numbers`` becomes the ``record``
+    column as it is (the caller hands it over)."""
     n = len(dropped)
     dropped = np.asarray(dropped, bool)
-    return pd.DataFrame({  # copy=False: the columns are built here (record is a copy)
+    return pd.DataFrame({  # copy=False: the columns are built here or handed over
         "source": _const(name, n),
-        "record": np.array(numbers, np.int64),
+        "record": np.asarray(numbers, np.int64),
         "trace_id": tids if isinstance(tids, pd.Series) else _s(list(tids)),
         "kind": _const(kind, n),
         "status": _from_codes(dropped.astype(np.int64), ["kept", "dropped"]) if dropped.any()
@@ -1768,7 +1770,7 @@ def _str_col(col: pd.Series) -> tuple[pd.Series, np.ndarray, np.ndarray]:
         # ``Series.str.len() == 0``, False for a missing value): a null in a ``str``
         # column is not reported as "is required" (a null trace_id surfaces as an answer
         # without run; a null rater or answer is kept)
-        empty = pc.fill_null(pc.equal(pc.binary_length(s.array._pa_array), 0), False)
+        empty = pc.fill_null(pc.equal(s.array._pa_array, ""), False)
         empty = np.asarray(empty.to_numpy(zero_copy_only=False), dtype=bool)
         if empty.any():
             s = s.where(~empty)
@@ -1795,9 +1797,7 @@ def _str_codes(col: pd.Series) -> tuple[pd.Series, np.ndarray, np.ndarray, np.nd
     """
     if isinstance(col.dtype, pd.StringDtype):
         s = col.astype(_STR).reset_index(drop=True)
-        codes, uniq = pd.factorize(s)
-        codes = np.asarray(codes, np.int64)
-        uniq = np.asarray(uniq, dtype=object)
+        codes, uniq = _arrow_codes(s.array._pa_array)
         empty = np.flatnonzero(uniq == "")
         miss = codes == empty[0] if empty.size else np.zeros(len(codes), bool)
         if empty.size:
@@ -1808,6 +1808,34 @@ def _str_codes(col: pd.Series) -> tuple[pd.Series, np.ndarray, np.ndarray, np.nd
     return s, np.asarray(codes, np.int64), np.asarray(uniq, dtype=object), miss, wrong
 
 
+def _int64(a: pa.Array | pa.ChunkedArray, fill: int = -1) -> np.ndarray:
+    """An Arrow integer array as int64, ``fill`` where null (one copy, chunk by chunk)."""
+    chunks = a.chunks if isinstance(a, pa.ChunkedArray) else [a]
+    out = np.empty(len(a), np.int64)
+    off = 0
+    for c in chunks:
+        if c.null_count:
+            c = pc.fill_null(c, fill)
+        out[off:off + len(c)] = c.to_numpy(zero_copy_only=False)
+        off += len(c)
+    return out
+
+
+def _arrow_codes(a: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
+    """``(codes, uniques)`` of an Arrow string array, -1 where null (as ``pd.factorize``,
+    without its intermediate copies: Arrow encodes every chunk against one dictionary)."""
+    enc = pc.dictionary_encode(a)
+    chunks = enc.chunks if isinstance(enc, pa.ChunkedArray) else [enc]
+    if not chunks:
+        return np.zeros(0, np.int64), np.zeros(0, object)
+    d = chunks[0].dictionary
+    if not all(c.dictionary.equals(d) for c in chunks[1:]):  # pragma: no cover - not in pyarrow 26
+        codes, uniq = pd.factorize(pd.Series(pd.array(a, dtype=_STR)))
+        return np.asarray(codes, np.int64), np.asarray(uniq, dtype=object)
+    return (_int64(pa.chunked_array([c.indices for c in chunks], type=chunks[0].indices.type)),
+            np.asarray(d.to_numpy(zero_copy_only=False), dtype=object))
+
+
 def _int_steps(col: pd.Series) -> tuple[np.ndarray, np.ndarray] | None:
     """(values, present mask) of a signed integer column whose values are all exact as
     float64 (what the float path would read); values are 0 where absent.  None for any
@@ -1816,7 +1844,7 @@ def _int_steps(col: pd.Series) -> tuple[np.ndarray, np.ndarray] | None:
         return None
     present = col.notna().to_numpy(dtype=bool)
     values = col.to_numpy(dtype=np.int64, na_value=0, copy=True)
-    if values.size and int(values.max()) > 2**53:
+    if values.size and (int(values.max()) > 2**53 or int(values.min()) < -2**53):
         return None
     return values, present
 
@@ -1991,14 +2019,23 @@ def _answer_checks(raw: pd.DataFrame) -> tuple[dict[str, Any], _Flags,
     ans_raw, a_codes, a_uniq = coded["answer"]
     width = len(a_uniq) + 1
     n_pairs = (len(m_names) + 1) * width
-    pair = (mc + 1) * width + (a_codes + 1)
-    if n_pairs <= 4 * n + 4096:
+    pair = mc + 1
+    pair *= width
+    pair += a_codes
+    pair += 1
+    if n_pairs <= 4 * n + 4096:  # a dense table over the pair space, indexed by the pair
         p_uniq = np.flatnonzero(np.bincount(pair, minlength=n_pairs))
-        lookup = np.zeros(n_pairs, np.int64)
-        lookup[p_uniq] = np.arange(len(p_uniq))
-        p_inv = lookup[pair]
-    else:
+        p_inv = pair
+
+        def per_pair(values: list[Any], dtype: Any) -> np.ndarray:
+            table = np.zeros(n_pairs, dtype)
+            table[p_uniq] = values
+            return table
+    else:  # sorted: per unique pair
         p_uniq, p_inv = np.unique(pair, return_inverse=True)
+
+        def per_pair(values: list[Any], dtype: Any) -> np.ndarray:
+            return np.asarray(values, dtype)
     resolved: list[Any] = []
     for p in p_uniq.tolist():
         mi, ai = divmod(p, width)
@@ -2010,7 +2047,7 @@ def _answer_checks(raw: pd.DataFrame) -> tuple[dict[str, Any], _Flags,
             resolved.append(w if w in ANSWER_VOCABULARIES[meas] else False)
         else:
             resolved.append(word)  # identifiers and free text: verbatim
-    unknown = np.asarray([r is False for r in resolved] + [False], bool)[p_inv] if n else np.zeros(0, bool)
+    unknown = per_pair([r is False for r in resolved], bool)[p_inv]
     flag(unknown, "answer", lambda i: f"unknown answer word: {_show(_text_at(a_uniq, a_codes, i))} for "
                                       f"{m_names[mc[i]]} (allowed: "
                                       f"{', '.join(ANSWER_VOCABULARIES[m_names[mc[i]]])})")
@@ -2046,10 +2083,10 @@ def _answer_checks(raw: pd.DataFrame) -> tuple[dict[str, Any], _Flags,
     # numbers
     nums = {}
     for c, hi in (("confidence", 1.0), ("cost", math.inf), ("latency_ms", math.inf)):
-        if c in raw.columns:
-            v, wrong = _num_col(raw[c])
-        else:
-            v, wrong = np.full(n, np.nan), np.zeros(n, bool)
+        if c not in raw.columns:  # absent: all NaN, nothing to check
+            nums[c] = np.full(n, np.nan)
+            continue
+        v, wrong = _num_col(raw[c])
         rng = "a number in [0, 1]" if hi == 1.0 else "a finite number >= 0"
         if wrong.any():
             vals = raw_vals(c)
@@ -2081,7 +2118,8 @@ def _answer_checks(raw: pd.DataFrame) -> tuple[dict[str, Any], _Flags,
         ans_col, codes_a = ans_raw, (a_codes, a_uniq)
     else:
         a_ids, a_names = _distinct_ids(resolved)
-        codes_a = (np.where(ok, a_ids[p_inv], -1), np.asarray(a_names, dtype=object))
+        codes_a = (np.where(ok, per_pair(list(a_ids[:-1]), np.int64)[p_inv], -1),
+                   np.asarray(a_names, dtype=object))
         ans_col = _from_codes(*codes_a)
     codes = {"measure": codes_m, "rater": coded["rater"][1:], "answer": codes_a}
     out = {
@@ -2155,8 +2193,9 @@ def read_answers(source: Any, *, strict: bool = False, kind: str = "answer") -> 
         raise SchemaViolation(msg, file=name, record=int(numbers[rows[0]]), field=fields[0])
     reason_s, field_s = flags.series()
     ledger = _ledger(name, numbers, cols["trace_id"], kind, bad, reason_s, field_s)
+    # built here, or shared with the ledger as a pandas column (copy on write)
     table = pd.DataFrame({**cols, "ledger_row": np.arange(len(bad), dtype=np.int64),
-                          "record": np.array(numbers, np.int64)}, copy=False)  # all built here
+                          "record": ledger["record"]}, copy=False)
     if any_bad:
         table = table[~bad].reset_index(drop=True)
         codes = {c: (k[~bad], u) for c, (k, u) in codes.items()}
@@ -2171,8 +2210,7 @@ def _positions(keys: pd.Series, index: pd.Series) -> np.ndarray:
         return np.zeros(0, np.int64)
     k = pa.array(keys.astype(_STR).array)
     v = pa.array(index.astype(_STR).array)
-    pos = pc.index_in(k, value_set=v)
-    return pos.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+    return _int64(pc.index_in(k, value_set=v))
 
 
 def _search_steps(s_run: np.ndarray, s_idx: np.ndarray, a_run: np.ndarray, a_idx: np.ndarray,
@@ -2194,6 +2232,11 @@ def _search_steps(s_run: np.ndarray, s_idx: np.ndarray, a_run: np.ndarray, a_idx
     return pos, found
 
 
+#: Row block for long chains of element-wise NumPy work: temporaries of this many
+#: rows stay in cache and are reused, where full-length ones would each be new memory.
+_BLOCK = 1 << 16
+
+
 def _step_rows(steps: pd.DataFrame, run_pos: np.ndarray, step: np.ndarray, sel: np.ndarray,
                n_runs: int) -> np.ndarray:
     """Row in ``steps`` of each selected (run, step index); -1 where there is none or
@@ -2205,24 +2248,29 @@ def _step_rows(steps: pd.DataFrame, run_pos: np.ndarray, step: np.ndarray, sel: 
     """
     s_run = steps["run_pos"].to_numpy(np.int64)
     s_idx = steps["index"].to_numpy(np.int64)
-    m = len(s_idx)
-    out = np.full(len(run_pos), -1, np.int64)
-    rest = sel
-    if m:
-        same = s_run[1:] == s_run[:-1]
-        if (s_run[0] >= 0 and s_run[-1] < n_runs and bool(np.all(s_run[1:] >= s_run[:-1]))
-                and bool(np.all(s_idx[1:][same] > s_idx[:-1][same]))):
-            count = np.bincount(s_run, minlength=n_runs)
-            first_row = np.cumsum(count) - count
-            base = first_row - s_idx[np.minimum(first_row, m - 1)]  # the row of index 0
-            cand = np.take(base, run_pos, mode="clip")
-            cand += step
+    m, n = len(s_idx), len(run_pos)
+    same = s_run[1:] == s_run[:-1]
+    if m and (s_run[0] >= 0 and s_run[-1] < n_runs and bool(np.all(s_run[1:] >= s_run[:-1]))
+              and bool(np.all(s_idx[1:][same] > s_idx[:-1][same]))):
+        count = np.bincount(s_run, minlength=n_runs)
+        first_row = np.cumsum(count) - count
+        base = first_row - s_idx[np.minimum(first_row, m - 1)]  # the row of index 0
+        out = np.empty(n, np.int64)
+        rest = np.empty(n, bool)
+        for i in range(0, n, _BLOCK):  # in blocks: the temporaries stay small
+            j = min(i + _BLOCK, n)
+            r, st = run_pos[i:j], step[i:j]
+            cand = np.take(base, r, mode="clip")
+            cand += st
             np.clip(cand, 0, m - 1, out=cand)
-            found = s_run[cand] == run_pos
-            found &= s_idx[cand] == step
-            found &= sel
-            np.copyto(out, cand, where=found)
-            rest = sel & ~found
+            found = s_run[cand] == r
+            found &= s_idx[cand] == st
+            found &= sel[i:j]
+            out[i:j] = np.where(found, cand, -1)
+            rest[i:j] = sel[i:j] & ~found
+    else:  # not in order: binary search only
+        out = np.full(n, -1, np.int64)
+        rest = sel
     rows = np.flatnonzero(rest)
     if rows.size:
         pos, found = _search_steps(s_run, s_idx, run_pos[rows], step[rows], n_runs)
@@ -2231,7 +2279,18 @@ def _step_rows(steps: pd.DataFrame, run_pos: np.ndarray, step: np.ndarray, sel: 
 
 
 def _int_or_float_steps(col: pd.Series) -> tuple[np.ndarray, np.ndarray, Callable[[int], int]]:
-    """(step as int64, present mask, row -> the step as the message shows it)."""
+    """(step as int64, present mask, row -> the step as the message shows it); read only.
+
+    An ``Int64`` column's own values are used where present (no copy); what its
+    absent rows hold is arbitrary."""
+    arr = col.array
+    data, mask = getattr(arr, "_data", None), getattr(arr, "_mask", None)
+    if (isinstance(arr, pd.arrays.IntegerArray) and isinstance(data, np.ndarray)
+            and data.dtype == np.int64 and isinstance(mask, np.ndarray) and mask.shape == data.shape):
+        present = ~mask
+        if not present.any() or (int(data.max(where=present, initial=0)) <= 2**53
+                                 and int(data.min(where=present, initial=0)) >= -2**53):
+            return data, present, lambda j: int(data[j])
     ints = _int_steps(col)
     if ints is not None:
         values, present = ints
@@ -2241,16 +2300,19 @@ def _int_or_float_steps(col: pd.Series) -> tuple[np.ndarray, np.ndarray, Callabl
     return np.where(present, f, 0).astype(np.int64), present, lambda j: int(f[j])
 
 
-def _combine_keys(parts: Sequence[np.ndarray]) -> tuple[np.ndarray, int]:
+def _combine_keys(parts: Sequence[np.ndarray], *, own_first: bool = False) -> tuple[np.ndarray, int]:
     """One non-negative int64 key per row for a tuple of integer columns (equal tuples,
-    equal keys; distinct tuples, distinct keys) and the size of its key space."""
+    equal keys; distinct tuples, distinct keys) and the size of its key space.
+    ``own_first``: the first column is an int64 array the key may be built in."""
     key = None
     space = 1
     for p in parts:
         lo = int(p.min()) if p.size else 0
         size = (int(p.max()) if p.size else 0) - lo + 1
         if key is None:
-            key = np.subtract(p, lo, dtype=np.int64)
+            key = p if own_first and p.dtype == np.int64 else np.array(p, np.int64)
+            if lo:
+                key -= lo
             space = size
             continue
         if space * size >= 2**62:  # compress what is there so far to dense ids
@@ -2268,6 +2330,12 @@ def _combine_keys(parts: Sequence[np.ndarray]) -> tuple[np.ndarray, int]:
 def _repeated(key: np.ndarray, space: int) -> np.ndarray:
     """True where a key occurs more than once (every copy)."""
     n = len(key)
+    if n > 1 and np.count_nonzero(key[1:] < key[:-1]) < 16:
+        # a few sorted runs (answers grouped by rater and measure, in trace order):
+        # a merge sort of them is linear, and usually shows there is no repeat at all
+        sk = np.sort(key, kind="stable")
+        if not (sk[1:] == sk[:-1]).any():
+            return np.zeros(n, bool)
     if space <= 4 * n + 4096:
         return np.bincount(key, minlength=space)[key] > 1
     order = np.argsort(key, kind="stable")
@@ -2317,8 +2385,9 @@ def _join(recs: AnswerRecords, trace_ledger: pd.DataFrame, runs: pd.DataFrame,
         rows_ok = None if ok.all() else np.flatnonzero(ok)
         if rows_ok is not None:
             parts = [p[rows_ok] for p in parts]
-        key, space = _combine_keys(parts)
-        del parts, question
+        del question
+        key, space = _combine_keys(parts, own_first=True)  # built in the question array
+        del parts
         dup = _repeated(key, space)
         if dup.any():
             sub = np.flatnonzero(dup)
