@@ -1629,6 +1629,11 @@ def _dedupe(name: str, piece: _Piece, canon: Callable[[Sequence[int]], list[str]
         dis["run_pos"] = newpos[dis["run_pos"].to_numpy()]
     tid_series = _s(list(tids))
     ledger = _ledger(name, numbers, tid_series, "run", dropped, reasons, fields)
+    # the views scoring reads, computed once on the final step columns (Arrow kernels)
+    _columns.present(steps["screen"])
+    _columns.present(steps["target"])
+    _columns.adjacent_equal(steps["action"])
+    _columns.adjacent_equal(steps["target"])
     return TraceRecords(runs=runs, steps=steps, step_count_disagreements=dis, ledger=ledger)
 
 

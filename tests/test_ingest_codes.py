@@ -1,0 +1,155 @@
+"""Encoded views ingest registers for scoring (``evaltk._columns``).
+
+Ingest already hashes the answer and label tables' ``measure``, ``rater`` and
+``answer`` while it validates and joins them; it records the integer codes against
+the final Arrow columns so scoring does not hash the same strings again.  For the
+steps it computes ``present`` (screen, target) and ``adjacent_equal`` (action,
+target) once.  The contract checked here, for every remembered ``(codes, uniques)``:
+
+* ``codes`` is an int64 ndarray and ``uniques`` an object ndarray of distinct values;
+* ``uniques[codes[i]]`` is row i's value for every non-missing row, and ``codes`` is
+  -1 exactly where the value is missing;
+
+so the codes induce the same grouping as a fresh ``pd.factorize`` of the column.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from evaltk import _columns
+from evaltk.traces import ingest
+
+CODED = ("measure", "rater", "answer")
+
+
+def _runs() -> list[dict]:
+    return [
+        {"trace_id": "a", "task": "Buy a mug", "status": "complete",
+         "steps": [{"action": "tap", "target": "buy", "screen": "s0"},
+                   {"action": "tap", "target": "buy", "screen": " "},
+                   {"action": "type", "screen": "s2"}]},
+        {"trace_id": "b", "task": "Email Bob", "status": "complete",
+         "steps": [{"action": "open", "target": "inbox"}]},
+        {"trace_id": "c", "status": "in_progress"},
+    ]
+
+
+def _check_codes(col: pd.Series) -> None:
+    """The remembered codes of ``col`` exist and reproduce it exactly."""
+    got = _columns.recall(col, "codes")
+    assert got is not None, f"no codes remembered for {col.name}"
+    codes, uniques = got
+    assert isinstance(codes, np.ndarray) and codes.dtype == np.int64 and codes.shape == (len(col),)
+    assert isinstance(uniques, np.ndarray) and uniques.dtype == object
+    assert len(set(uniques.tolist())) == len(uniques), "uniques must be distinct"
+    missing = col.isna().to_numpy()
+    np.testing.assert_array_equal(codes < 0, missing)
+    assert (codes[~missing] < len(uniques)).all()
+    rebuilt = pd.Series(np.where(missing, None, uniques[np.where(missing, 0, codes)]), dtype=col.dtype,
+                        name=col.name)
+    pd.testing.assert_series_equal(rebuilt, col, check_index=False)
+    # the same grouping as a fresh factorize of the column
+    fresh, fresh_uniques = pd.factorize(col)
+    fresh_uniques = np.asarray(fresh_uniques, dtype=object)
+    np.testing.assert_array_equal(fresh < 0, missing)
+    assert (uniques[codes[~missing]] == fresh_uniques[fresh[~missing]]).all()
+
+
+def _check_table(table: pd.DataFrame) -> None:
+    for c in CODED:
+        _check_codes(table[c])
+
+
+def _check_steps(steps: pd.DataFrame) -> None:
+    for c, view in (("screen", "present"), ("target", "present"), ("action", "adjacent_equal"),
+                    ("target", "adjacent_equal")):
+        got = _columns.recall(steps[c], view)
+        assert got is not None, f"no {view} view remembered for steps.{c}"
+        fresh = {"present": _columns._present_of, "adjacent_equal": _columns._adjacent_equal_of}[view]
+        np.testing.assert_array_equal(got, fresh(steps[c]))
+
+
+def test_answers_and_labels_carry_codes_with_drops_and_missing_values(tmp_path: Path) -> None:
+    answers = pd.DataFrame({
+        "trace_id": ["a", "a", "a", "a", "b", "b", "zzz", "a", "a", "b"],
+        "measure": ["x_task", "x_ctx", "x_ctx", "x_ctx", "x_task", "x_task", "x_task", "x_eff", "x_ctx",
+                    "x_task"],
+        "step": pd.array([None, 0, 0, 1, None, None, None, None, 7, None], dtype="Int64"),
+        "rater": ["j1", "j1", "j1", "j2", "j1", "j2", "j1", "j1", "j1", None],
+        "answer": ["yes", "yes", "no", "cannot_tell", "no", None, "yes", "lots", "yes", "no"],
+    })
+    assert answers["rater"].dtype == "str"
+    labels = tmp_path / "labels.csv"
+    labels.write_text("trace_id,measure,step,rater,answer\n"
+                      "a,T_Task,,h1,Yes\n"           # non-canonical spellings: built from codes
+                      "a,t_ctx,2,h1,Cannot tell\n"
+                      "b,x_task,,h2,nope\n"          # unknown word: dropped by read_answers
+                      "b,x_task,,,no\n"              # empty rater: dropped
+                      "b,x_task,,h1,n/a\n")          # not a word of x_task: dropped
+    ing = ingest(_runs(), answers, labels)
+    # drops on both sides of the join happened (so the filtered-codes path ran)
+    reasons = ing.ledger["reason"].dropna().tolist()
+    assert any(r.startswith("duplicate answer: conflicting") for r in reasons)
+    assert "answer without run" in reasons
+    assert any(r.startswith("step not in run") for r in reasons)
+    assert any(r.startswith("unknown answer word") for r in reasons)
+    assert len(ing.answers) and len(ing.labels)
+    _check_table(ing.answers)
+    _check_table(ing.labels)
+    _check_steps(ing.steps)
+    # what a kept row with a missing rater or answer holds, it holds in the codes too
+    for c in ("rater", "answer"):
+        col = ing.answers[c]
+        np.testing.assert_array_equal(_columns.recall(col, "codes")[0] < 0, col.isna().to_numpy())
+
+
+def test_codes_from_jsonl_csv_and_records_without_drops(tmp_path: Path) -> None:
+    rows = [{"trace_id": t, "measure": m, "step": s, "rater": r, "answer": w}
+            for t, steps in (("a", 3), ("b", 1)) for r in ("j1", "j2")
+            for m, s, w in [("x_task", None, "yes")] + [("x_ctx", i, "no") for i in range(steps)]]
+    jl = tmp_path / "answers.jsonl"
+    jl.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    csv = tmp_path / "answers.csv"
+    pd.DataFrame(rows).to_csv(csv, index=False)
+    for src in (jl, csv, rows, pd.DataFrame(rows)):
+        ing = ingest(_runs(), src)
+        assert len(ing.answers) == len(rows)
+        _check_table(ing.answers)
+        _check_steps(ing.steps)
+
+
+def test_several_sources_and_hand_made_values_still_get_codes(tmp_path: Path) -> None:
+    """Concatenated sources rebuild the columns; the join registers codes for the new ones."""
+    a1 = [{"trace_id": "a", "measure": "x_task", "rater": "j1", "answer": "yes"}]
+    a2 = [{"trace_id": "b", "measure": "X_TASK", "rater": "j1", "answer": "No"},
+          {"trace_id": "b", "measure": "x_task", "rater": "j1", "answer": "no"}]  # identical: dropped
+    ing = ingest(_runs(), [pd.DataFrame(a1), pd.DataFrame(a2)])
+    assert ing.ledger["reason"].str.startswith("duplicate answer: identical").sum() == 1
+    _check_table(ing.answers)
+
+
+def test_codes_survive_copies_and_are_not_reused_after_an_edit() -> None:
+    ing = ingest(_runs(), [{"trace_id": "a", "measure": "x_task", "rater": "j1", "answer": "yes"},
+                           {"trace_id": "b", "measure": "x_task", "rater": "j2", "answer": "no"}])
+    copy = ing.answers.copy()
+    for c in CODED:
+        assert _columns.recall(copy[c], "codes") is not None
+    copy.loc[0, "rater"] = "j9"
+    assert _columns.recall(copy["rater"], "codes") is None
+    codes, uniques = _columns.codes(copy["rater"])
+    assert list(uniques[codes]) == ["j9", "j2"]
+
+
+@pytest.mark.parametrize("n", [0, 1])
+def test_empty_and_single_answer_tables(n: int) -> None:
+    rows = [{"trace_id": "a", "measure": "x_task", "rater": "j1", "answer": "yes"}][:n]
+    ing = ingest(_runs(), rows)
+    assert len(ing.answers) == n
+    if n:
+        _check_table(ing.answers)
