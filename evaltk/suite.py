@@ -1417,6 +1417,8 @@ def summarize_suite(run: SuiteRun | Mapping[str, Any] | str | Path) -> EvalSumma
     t = run.task_count
     if run.count > 1:
         std = score.std(axis=1, ddof=1)
+        # identical trial scores spread exactly 0 (the mean's rounding would print 1e-17)
+        std = np.where(score.max(axis=1) == score.min(axis=1), 0.0, std)
     else:
         std = np.full(t, np.nan)
     trial_stats = {

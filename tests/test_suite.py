@@ -1009,3 +1009,9 @@ def test_duplicate_keys_and_null_trajectories_are_refused(tmp_path):
     with pytest.raises(SchemaViolation, match="null") as e:
         load_suite_run(doc_)
     assert e.value.field == "expected.trajectory"
+
+
+def test_identical_trial_scores_spread_exactly_zero():
+    """Example 1's three trials all score 0.9: their sample standard deviation is 0, not 1e-16."""
+    t = summarize_suite(fixture("example-1-task-mean.json")).to_dict()["tasks"][0]
+    assert t["trialStats"]["stdDev"] == 0.0
