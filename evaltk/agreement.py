@@ -994,6 +994,7 @@ def _finish(
     undefined_reason: str | None, weights_name: str, method: str, confidence_level: float,
     boot: Callable[[], BootstrapResult] | None, per_category: dict[str, Any] | None = None,
     no_se_reason: str = "no analytic standard error is defined; use a bootstrap method",
+    no_interval_reason: str | None = None,
 ) -> AgreementResult:
     n_units = rt.codes.shape[0]
     if undefined_reason is None and n_pairable_units < 2:
@@ -1049,6 +1050,10 @@ def _finish(
         used = bres.method
         if isinstance(se_v, Abstention):
             se_v = bres.standard_error
+    if no_interval_reason is not None:  # a boundary where every resample repeats the estimate
+        warnings.warn(f"{fn}: no interval ({no_interval_reason}).", UndefinedWarning,
+                      stacklevel=user_stacklevel())
+        se_v = ci = Abstention(Cause.MISSING_EVIDENCE, no_interval_reason)
     return AgreementResult(statistic=coef, standard_error=se_v, standard_error_null=se0_v,
                            confidence_interval=ci, method=used, observed_agreement=pa,
                            expected_agreement=pe, per_category_columns=per_category, bootstrap=bres, **common)
@@ -1242,13 +1247,20 @@ def _two_rater(kind: str, fn: str, y1: Any, y2: Any, *, weights: Any, categories
         se, se0 = _pair_se(kind, P, w, n, q, coef) if n >= 2 else (math.nan, math.nan)
     se0_reason = ("the literature defines a null-hypothesis SE for Cohen's kappa only"
                   if kind != "cohen" else "undefined")
+    no_interval = None
+    if reason is None and kind == "cohen" and min((P.sum(axis=1) > 0).sum(), (P.sum(axis=0) > 0).sum()) == 1:
+        # one rater used a single category: p_o = p_e in this sample and in every resample of
+        # it, so kappa is 0 with a large-sample SE of 0 -- a boundary, not precision
+        no_interval = ("one rater used a single category, so kappa is 0 in this sample and in every "
+                       "resample of it; its standard error is 0 at this boundary and no interval "
+                       "follows from the sample")
     boot = _boot_factory(cells, q * q, stat, both, n_all_units=rt.codes.shape[0], method=method,
                          confidence_level=confidence_level, n_resamples=n_resamples, rng=rng,
                          unit=unit, clusters=clusters, strata=strata, undefined=undefined)
     return _finish(fn=fn, rt=rt, coef=coef, pa=pa, pe=pe, se=se, se0=se0, se0_reason=se0_reason,
                    n_pairable_units=n, n_pairable_ratings=2 * n, undefined_reason=reason,
                    weights_name=_weights_name(weights), method=method,
-                   confidence_level=confidence_level, boot=boot)
+                   confidence_level=confidence_level, boot=boot, no_interval_reason=no_interval)
 
 
 @_fill_doc

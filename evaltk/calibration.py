@@ -239,10 +239,12 @@ class CeilingResult:
         return pd.DataFrame([
             {"statistic_name": "percent_agreement", "statistic": self.statistic,
              "ci_low": self.confidence_interval[0], "ci_high": self.confidence_interval[1],
-             "interval_method": self.interval_method, **common},
+             "interval_method": self.interval_method, **_causes(self.statistic, self.confidence_interval),
+             **common},
             {"statistic_name": f"krippendorff_alpha_{self.level}", "statistic": a_stat,
              "ci_low": a_ci[0], "ci_high": a_ci[1],
-             "interval_method": f"bootstrap_{a.method}_item", **common},
+             "interval_method": f"bootstrap_{a.method}_item", **_causes(a.statistic, a.confidence_interval),
+             **common},
         ])
 
 
@@ -457,25 +459,28 @@ class CalibrationNumbers:
         return len(self.items) / total
 
     def to_frame(self) -> pd.DataFrame:
-        """Tidy rows ``comparison, statistic_name, statistic, ci_low, ci_high, interval_method, n_items``."""
+        """Tidy rows ``comparison, statistic_name, statistic, ci_low, ci_high, interval_method, n_items``,
+        and where the statistic or its interval abstains, the cause and reason."""
         rows = []
         c = self.ceiling
         for _, r in c.to_frame().iterrows():
             rows.append({"comparison": "human-human", "statistic_name": r["statistic_name"],
                          "statistic": r["statistic"], "ci_low": r["ci_low"], "ci_high": r["ci_high"],
-                         "interval_method": r["interval_method"], "n_items": c.n_pairable})
+                         "interval_method": r["interval_method"], "n_items": c.n_pairable,
+                         **{k: r[k] for k in _CAUSE_COLUMNS}})
         for a in (self.judge, self.baseline):
             comp = "judge-human" if a.name == "judge" else "majority baseline-human"
             rows.append({"comparison": comp, "statistic_name": "percent_agreement", "statistic": a.statistic,
                          "ci_low": a.confidence_interval[0], "ci_high": a.confidence_interval[1],
-                         "interval_method": a.interval_method, "n_items": a.n_items})
+                         "interval_method": a.interval_method, "n_items": a.n_items,
+                         **_causes(a.statistic, a.confidence_interval)})
             k = a.kappa
             kci = (None, None) if isinstance(k.confidence_interval, Abstention) else k.confidence_interval
             rows.append({"comparison": comp, "statistic_name": "cohen_kappa" + (
                 "_quadratic" if c.level == "ordinal" else ""),
                 "statistic": None if isinstance(k.statistic, Abstention) else k.statistic,
                 "ci_low": kci[0], "ci_high": kci[1], "interval_method": f"bootstrap_{k.method}_cluster(item)",
-                "n_items": a.n_items})
+                "n_items": a.n_items, **_causes(k.statistic, k.confidence_interval)})
         return pd.DataFrame(rows)
 
 
@@ -626,6 +631,16 @@ class PromotionCheck:
 
     def to_frame(self) -> pd.DataFrame:
         return self.conditions.copy()
+
+
+_CAUSE_COLUMNS = ("statistic_cause", "interval_cause", "interval_reason")
+
+
+def _causes(statistic: Any, interval: Any) -> dict[str, Any]:
+    """The cause of a missing statistic or interval (None where present): no NaN without a cause."""
+    return {"statistic_cause": statistic.cause.value if isinstance(statistic, Abstention) else None,
+            "interval_cause": interval.cause.value if isinstance(interval, Abstention) else None,
+            "interval_reason": interval.reason if isinstance(interval, Abstention) else None}
 
 
 def _finite_interval(ci: Any) -> bool:

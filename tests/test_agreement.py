@@ -706,3 +706,22 @@ def test_common_properties(name):
     assert -1.0 <= base <= 1.0
     with pytest.raises(InputError):
         fn([], [])
+
+
+@pytest.mark.parametrize("method", ["analytic", "percentile", "bca"])
+def test_kappa_with_a_constant_rater_gives_no_falsely_precise_interval(method):
+    """One rater uses one category: p_o = p_e in the sample and in every resample, so kappa is
+    0 with a large-sample SE of exactly 0 (Fleiss, Cohen & Everitt 1969 at the boundary); an
+    interval [0, 0] would claim a precision the sample does not have."""
+    a = ["yes"] * 20
+    b = ["yes"] * 15 + ["no"] * 5
+    with pytest.warns(UndefinedWarning, match="single category"):
+        r = cohen_kappa(a, b, method=method, rng=0, n_resamples=200)
+    assert r.statistic == 0.0
+    assert isinstance(r.confidence_interval, Abstention)
+    assert r.confidence_interval.cause.value == "missing_evidence"
+    assert isinstance(r.standard_error, Abstention)
+    # weighted kappa is at the same boundary
+    with pytest.warns(UndefinedWarning, match="single category"):
+        rw = cohen_kappa(["a"] * 6, ["a", "b", "c", "a", "b", "c"], weights="linear")
+    assert rw.statistic == 0.0 and isinstance(rw.confidence_interval, Abstention)

@@ -16,6 +16,7 @@ Published values:
 from __future__ import annotations
 
 import json
+import math
 import warnings
 
 import krippendorff
@@ -171,6 +172,12 @@ def test_calibration_numbers_hand_computed():
     assert set(f["comparison"]) == {"human-human", "judge-human", "majority baseline-human"}
     assert (f["n_items"] == 8).all()
     for _, row in f.iterrows():
+        if row["comparison"] == "majority baseline-human" and row["statistic_name"] == "cohen_kappa":
+            # a constant rater: kappa is 0 in every resample, so no interval (not a falsely precise [0, 0])
+            assert math.isnan(row["ci_low"]) and row["interval_cause"] == "missing_evidence"
+            assert "single category" in row["interval_reason"]
+            continue
+        assert pd.isna(row["interval_cause"])
         assert row["ci_low"] <= row["statistic"] + 1e-12 and row["statistic"] <= row["ci_high"] + 1e-12
 
 
