@@ -1854,6 +1854,24 @@ def _int_steps(col: pd.Series) -> tuple[np.ndarray, np.ndarray] | None:
     return values, present
 
 
+def _int_view(col: pd.Series) -> tuple[np.ndarray, np.ndarray, bool] | None:
+    """(values, present mask, whether ``col`` is an ``Int64`` column) of a signed integer
+    column whose values are all exact as float64, else None.  An ``Int64`` column's own
+    values are returned (read only; arbitrary where absent); any other column's are a
+    copy, 0 where absent."""
+    arr = col.array
+    data, mask = getattr(arr, "_data", None), getattr(arr, "_mask", None)
+    if (isinstance(arr, pd.arrays.IntegerArray) and isinstance(data, np.ndarray)
+            and data.dtype == np.int64 and isinstance(mask, np.ndarray) and mask.shape == data.shape):
+        present = ~mask
+        if present.any() and (int(data.max(where=present, initial=0)) > 2**53
+                              or int(data.min(where=present, initial=0)) < -2**53):
+            return None
+        return data, present, True
+    ints = _int_steps(col)
+    return None if ints is None else (*ints, False)
+
+
 def _text_at(uniques: np.ndarray, codes: np.ndarray, i: int) -> Any:
     """Row i's text from its code (NaN, as pandas shows a missing ``str``, for -1)."""
     return uniques[codes[i]] if codes[i] >= 0 else np.nan
@@ -2014,9 +2032,12 @@ def _answer_checks(raw: pd.DataFrame) -> tuple[dict[str, Any], _Flags,
         k = MEASURE_ALIASES.get(k, k)
         m_norm.append(k if (k in ANSWER_VOCABULARIES or k in FREE_TEXT_MEASURES or _G_MEASURE.match(k))
                       else None)
-    m_ids, m_names = _distinct_ids(m_norm)
-    mc = m_ids[m_codes]  # the row's measure in m_names; -1: absent or unknown
-    known = mc >= 0
+    m_ids, m_names = _distinct_ids(m_norm)  # row's measure: m_ids[m_codes] (-1: absent, unknown)
+    known = (m_ids >= 0)[m_codes]
+
+    def meas(i: int) -> str:
+        return m_names[m_ids[m_codes[i]]]
+
     flag(~known & ~texts["measure"][1], "measure",
          lambda i: f"unknown measure: {_show(_text_at(m_uniq, m_codes, i))} (known: "
                    f"{', '.join(sorted({*ANSWER_VOCABULARIES, *FREE_TEXT_MEASURES}))}, or g_<name>)")
@@ -2024,42 +2045,52 @@ def _answer_checks(raw: pd.DataFrame) -> tuple[dict[str, Any], _Flags,
     ans_raw, a_codes, a_uniq = coded["answer"]
     width = len(a_uniq) + 1
     n_pairs = (len(m_names) + 1) * width
-    pair = mc + 1
-    pair *= width
-    pair += a_codes
-    pair += 1
+
+    def pairs(i: int, j: int) -> np.ndarray:
+        pb = m_ids[m_codes[i:j]]
+        pb += 1
+        pb *= width
+        pb += a_codes[i:j]
+        pb += 1
+        return pb
+
     if n_pairs <= 4 * n + 4096:  # a dense table over the pair space, indexed by the pair
-        p_uniq = np.flatnonzero(np.bincount(pair, minlength=n_pairs))
-        p_inv = pair
+        seen = np.zeros(n_pairs, bool)
+        for i, j in _blocks(n):
+            seen[pairs(i, j)] = True
+        p_uniq = np.flatnonzero(seen)
 
         def per_pair(values: list[Any], dtype: Any) -> np.ndarray:
+            """Row -> its pair's value (blockwise: no full-length pair array)."""
             table = np.zeros(n_pairs, dtype)
             table[p_uniq] = values
-            return table
+            out = np.empty(n, dtype)
+            for i, j in _blocks(n):
+                out[i:j] = table[pairs(i, j)]
+            return out
     else:  # sorted: per unique pair
-        p_uniq, p_inv = np.unique(pair, return_inverse=True)
+        p_uniq, p_inv = np.unique(pairs(0, n), return_inverse=True)
 
         def per_pair(values: list[Any], dtype: Any) -> np.ndarray:
-            return np.asarray(values, dtype)
+            return np.asarray(values, dtype)[p_inv]
     resolved: list[Any] = []
     for p in p_uniq.tolist():
         mi, ai = divmod(p, width)
-        meas, word = (m_names[mi - 1] if mi else None), (a_uniq[ai - 1] if ai else None)
-        if meas is None or word is None:
+        meas_name, word = (m_names[mi - 1] if mi else None), (a_uniq[ai - 1] if ai else None)
+        if meas_name is None or word is None:
             resolved.append(None)
-        elif meas in ANSWER_VOCABULARIES:
+        elif meas_name in ANSWER_VOCABULARIES:
             w = normalize_answer(word)
-            resolved.append(w if w in ANSWER_VOCABULARIES[meas] else False)
+            resolved.append(w if w in ANSWER_VOCABULARIES[meas_name] else False)
         else:
             resolved.append(word)  # identifiers and free text: verbatim
-    unknown = per_pair([r is False for r in resolved], bool)[p_inv]
+    unknown = per_pair([r is False for r in resolved], bool)
     flag(unknown, "answer", lambda i: f"unknown answer word: {_show(_text_at(a_uniq, a_codes, i))} for "
-                                      f"{m_names[mc[i]]} (allowed: "
-                                      f"{', '.join(ANSWER_VOCABULARIES[m_names[mc[i]]])})")
+                                      f"{meas(i)} (allowed: {', '.join(ANSWER_VOCABULARIES[meas(i)])})")
     # step
-    ints = _int_steps(raw["step"]) if "step" in raw.columns else None
+    ints = _int_view(raw["step"]) if "step" in raw.columns else None
     if ints is not None:  # integers (the usual case): no float round trip
-        step_i, has_step = ints
+        step_i, has_step, step_as_given = ints
         bad_int = has_step & (step_i < 0)
     else:
         if "step" in raw.columns:
@@ -2077,19 +2108,22 @@ def _answer_checks(raw: pd.DataFrame) -> tuple[dict[str, Any], _Flags,
         step_vals = raw_vals("step")
         flag(bad_int, "step", lambda i: f"malformed: must be a non-negative integer or empty; got "
                                         f"{_show(step_vals[i])}")
-    per_step = np.asarray([m in PER_STEP_MEASURES for m in m_names] + [False], bool)[mc]
+    per_step = np.asarray([m in PER_STEP_MEASURES for m in m_names] + [False], bool)[m_ids][m_codes]
     flag(per_step & ~has_step, "step",
-         lambda i: f"malformed: is required for the per-step measure {m_names[mc[i]]}")
+         lambda i: f"malformed: is required for the per-step measure {meas(i)}")
     if (known & ~per_step & has_step).any():
         step_vals = raw_vals("step")
         flag(known & ~per_step & has_step, "step",
-             lambda i: f"malformed: must be empty for the trace-level measure {m_names[mc[i]]}; got "
+             lambda i: f"malformed: must be empty for the trace-level measure {meas(i)}; got "
                        f"{_show(step_vals[i])}")
     # numbers
-    nums = {}
+    nums: dict[str, Any] = {}
+    absent: pd.Series | None = None
     for c, hi in (("confidence", 1.0), ("cost", math.inf), ("latency_ms", math.inf)):
-        if c not in raw.columns:  # absent: all NaN, nothing to check
-            nums[c] = np.full(n, np.nan)
+        if c not in raw.columns:  # absent: all NaN, nothing to check; the absent columns
+            # share one array as pandas columns (copy on write: an edit copies)
+            absent = pd.Series(np.full(n, np.nan)) if absent is None else absent
+            nums[c] = absent
             continue
         v, wrong = _num_col(raw[c])
         rng = "a number in [0, 1]" if hi == 1.0 else "a finite number >= 0"
@@ -2104,10 +2138,12 @@ def _answer_checks(raw: pd.DataFrame) -> tuple[dict[str, Any], _Flags,
     ok = ~fl.done
     if ints is None:
         valid_step = has_step & ok
-        step_i = np.where(valid_step, step_f, 0).astype(np.int64)
-    else:  # the rows not kept are dropped by the caller: their step does not matter
-        valid_step = has_step
-    step_col = pd.arrays.IntegerArray(step_i, ~valid_step)
+        step_col = pd.Series(pd.arrays.IntegerArray(np.where(valid_step, step_f, 0).astype(np.int64),
+                                                    ~valid_step))
+    elif step_as_given:  # an Int64 column: itself (shared, copy on write); the rows not
+        step_col = raw["step"]  # kept are dropped by the caller: their step does not matter
+    else:
+        step_col = pd.Series(pd.arrays.IntegerArray(step_i, ~has_step))
     # measure and answer: the column as given when every spelling a kept row uses is
     # already the canonical one (no new column to build); else built from codes.  The
     # rows not kept are dropped by the caller, so what they hold does not matter.
@@ -2115,7 +2151,7 @@ def _answer_checks(raw: pd.DataFrame) -> tuple[dict[str, Any], _Flags,
     if arrow_in["measure"] and all(k is None or k == u for k, u in zip(m_norm, m_uniq, strict=True)):
         meas_col, codes_m = meas_raw, (m_codes, m_uniq)
     else:
-        codes_m = (np.where(ok, mc, -1), np.asarray(m_names, dtype=object))
+        codes_m = (np.where(ok, m_ids[m_codes], -1), np.asarray(m_names, dtype=object))
         meas_col = _from_codes(*codes_m)
     words = [a_uniq[p % width - 1] if p % width else None for p in p_uniq.tolist()]
     if arrow_in["answer"] and all(not isinstance(r, str) or r == w
@@ -2123,14 +2159,14 @@ def _answer_checks(raw: pd.DataFrame) -> tuple[dict[str, Any], _Flags,
         ans_col, codes_a = ans_raw, (a_codes, a_uniq)
     else:
         a_ids, a_names = _distinct_ids(resolved)
-        codes_a = (np.where(ok, per_pair(list(a_ids[:-1]), np.int64)[p_inv], -1),
+        codes_a = (np.where(ok, per_pair(list(a_ids[:-1]), np.int64), -1),
                    np.asarray(a_names, dtype=object))
         ans_col = _from_codes(*codes_a)
     codes = {"measure": codes_m, "rater": coded["rater"][1:], "answer": codes_a}
     out = {
         "trace_id": texts["trace_id"][0],
         "measure": meas_col,
-        "step": pd.Series(step_col),
+        "step": step_col,
         "rater": texts["rater"][0],
         "answer": ans_col,
         "confidence": nums["confidence"],
@@ -2237,6 +2273,11 @@ def _search_steps(s_run: np.ndarray, s_idx: np.ndarray, a_run: np.ndarray, a_idx
     return pos, found
 
 
+def _blocks(n: int) -> Iterable[tuple[int, int]]:
+    """(start, stop) of consecutive row blocks of at most ``_BLOCK`` rows covering n rows."""
+    return ((i, min(i + _BLOCK, n)) for i in range(0, n, _BLOCK))
+
+
 #: Row block for long chains of element-wise NumPy work: temporaries of this many
 #: rows stay in cache and are reused, where full-length ones would each be new memory.
 _BLOCK = 1 << 16
@@ -2284,21 +2325,11 @@ def _step_rows(steps: pd.DataFrame, run_pos: np.ndarray, step: np.ndarray, sel: 
 
 
 def _int_or_float_steps(col: pd.Series) -> tuple[np.ndarray, np.ndarray, Callable[[int], int]]:
-    """(step as int64, present mask, row -> the step as the message shows it); read only.
-
-    An ``Int64`` column's own values are used where present (no copy); what its
-    absent rows hold is arbitrary."""
-    arr = col.array
-    data, mask = getattr(arr, "_data", None), getattr(arr, "_mask", None)
-    if (isinstance(arr, pd.arrays.IntegerArray) and isinstance(data, np.ndarray)
-            and data.dtype == np.int64 and isinstance(mask, np.ndarray) and mask.shape == data.shape):
-        present = ~mask
-        if not present.any() or (int(data.max(where=present, initial=0)) <= 2**53
-                                 and int(data.min(where=present, initial=0)) >= -2**53):
-            return data, present, lambda j: int(data[j])
-    ints = _int_steps(col)
+    """(step as int64, present mask, row -> the step as the message shows it); read only,
+    arbitrary where absent."""
+    ints = _int_view(col)
     if ints is not None:
-        values, present = ints
+        values, present, _ = ints
         return values, present, lambda j: int(values[j])
     f = col.to_numpy(dtype=np.float64, na_value=np.nan)
     present = ~np.isnan(f)
@@ -2330,6 +2361,52 @@ def _combine_keys(parts: Sequence[np.ndarray], *, own_first: bool = False) -> tu
             key -= lo
         space *= size
     return key, space
+
+
+def _distinct_questions(ok: np.ndarray, has_step: np.ndarray, step_pos: np.ndarray,
+                        run_pos: np.ndarray, n_steps: int, n_runs: int, measure: np.ndarray,
+                        rater: np.ndarray) -> bool:
+    """True when no rater answers one question (step or run) of one measure twice among
+    the ``ok`` rows, shown cheaply; False when there may be a repeat (the caller then
+    finds them exactly).
+
+    The usual input comes in a few runs sorted by question (per rater and measure, in
+    trace order): the rows are cut where the key stops increasing, so each segment
+    holds distinct keys, and a bitmap over the key space finds a key seen in an
+    earlier segment.  Work is block by block; only the bitmap is full size.
+    """
+    n = len(ok)
+    if not n:
+        return True
+    m_lo, r_lo = int(measure.min()), int(rater.min())
+    n_m, n_r = int(measure.max()) - m_lo + 1, int(rater.max()) - r_lo + 1
+    space = (n_steps + n_runs) * n_m * n_r
+    if space > 16 * n + (1 << 16):
+        return False
+    seen = np.zeros(space, bool)
+    segments = 0
+    for i, j in _blocks(n):
+        key = run_pos[i:j] + n_steps
+        np.copyto(key, step_pos[i:j], where=has_step[i:j])
+        key *= n_m
+        key += measure[i:j]
+        key -= m_lo
+        key *= n_r
+        key += rater[i:j]
+        key -= r_lo
+        key = key[ok[i:j]]
+        if not key.size:
+            continue
+        cuts = np.flatnonzero(key[1:] <= key[:-1]) + 1
+        segments += cuts.size
+        if segments > 64:  # not a few sorted runs: leave it to the exact check
+            return False
+        for a, b in zip([0, *cuts.tolist()], [*cuts.tolist(), key.size], strict=True):
+            seg = key[a:b]
+            if seen[seg].any():
+                return False
+            seen[seg] = True
+    return True
 
 
 def _repeated(key: np.ndarray, space: int) -> np.ndarray:
@@ -2382,11 +2459,13 @@ def _join(recs: AnswerRecords, trace_ledger: pd.DataFrame, runs: pd.DataFrame,
                ["step"] * miss.size)
     # duplicated answers: the same rater answering the same question twice
     ok = ~fl.done
-    if ok.any():
+    mcodes, rcodes = _columns.codes(t["measure"])[0], _columns.codes(t["rater"])[0]
+    if ok.any() and not _distinct_questions(ok, has_step, step_pos, run_pos, len(steps), len(runs),
+                                            mcodes, rcodes):
         # one rater, one question: a question is a step (per-step measures) or a run
         question = run_pos + len(steps)
         np.copyto(question, step_pos, where=has_step)
-        parts = [question, _columns.codes(t["measure"])[0], _columns.codes(t["rater"])[0]]
+        parts = [question, mcodes, rcodes]
         rows_ok = None if ok.all() else np.flatnonzero(ok)
         if rows_ok is not None:
             parts = [p[rows_ok] for p in parts]
