@@ -200,17 +200,39 @@ class ExpansionDecision:
     threshold: float
     n_items: int
     message: str
+    n_one_sided: int = 0  # items one annotator answered and the other abstained on
+    one_sided: str = "disagree"
+
+
+#: The category a one-sided abstention becomes when it counts as a disagreement.
+ONE_SIDED_ABSTENTION = "(abstained)"
 
 
 def expansion_gate(first: Sequence[Any], second: Sequence[Any], *, threshold: float = 0.6,
                    statistic: str = "cohen_kappa", confidence_level: float = 0.95,
-                   abstain: Sequence[Any] = ("cannot_tell",), min_items: int = 30) -> ExpansionDecision:
+                   abstain: Sequence[Any] = ("cannot_tell",), min_items: int = 30,
+                   one_sided: str = "disagree") -> ExpansionDecision:
     """Release the next batch only if human-human agreement clears ``threshold`` at its lower bound.
 
     ``first`` and ``second`` are the two annotators' labels on the overlap sample (same
-    items, same order).  Items where either abstained leave the comparison and are
-    counted in the message; fewer than ``min_items`` answered by both never release.  ``statistic`` is ``"cohen_kappa"``, ``"gwet_ac1"`` or
-    ``"percent_agreement"``.
+    items, same order).  Items both annotators abstained on leave the comparison.  An
+    item only one of them abstained on is, by default (``one_sided="disagree"``), a
+    disagreement: the guidelines let one person answer where the other could not, and
+    dropping such items would let a vague guideline look consistent.  The abstention
+    then counts as its own category (:data:`ONE_SIDED_ABSTENTION`).
+    ``one_sided="drop"`` leaves them out instead (counted in the message).  Fewer than
+    ``min_items`` compared items never release.  ``statistic`` is ``"cohen_kappa"``,
+    ``"gwet_ac1"`` or ``"percent_agreement"``.
+
+    Examples
+    --------
+    >>> a = ["yes", "no"] * 20
+    >>> b = ["yes", "no"] * 15 + ["cannot_tell", "no"] * 5
+    >>> d = expansion_gate(a, b, statistic="percent_agreement", threshold=0.8)
+    >>> d.n_one_sided, d.release
+    (5, False)
+    >>> expansion_gate(a, b, statistic="percent_agreement", threshold=0.8, one_sided="drop").release
+    True
     """
     from . import agreement
 
@@ -218,26 +240,41 @@ def expansion_gate(first: Sequence[Any], second: Sequence[Any], *, threshold: fl
            "percent_agreement": agreement.percent_agreement}
     if statistic not in fns:
         raise ValueError(f"`statistic` must be one of {', '.join(fns)}; got {statistic!r}.")
+    if one_sided not in ("disagree", "drop"):
+        raise ValueError(f"`one_sided` must be 'disagree' or 'drop'; got {one_sided!r}.")
     if len(first) != len(second):
         raise ValueError("`first` and `second` must label the same items (same length).")
-    res = fns[statistic](list(first), list(second), abstain=list(abstain), confidence_level=confidence_level)
+    ab = {str(x) for x in abstain}
+    f_ab = np.array([str(x) in ab for x in first], bool)
+    s_ab = np.array([str(x) in ab for x in second], bool)
+    n_one_sided = int((f_ab ^ s_ab).sum())
+    x, y = list(first), list(second)
+    if one_sided == "disagree" and n_one_sided:
+        keep = ~(f_ab & s_ab)  # both abstained: no comparison
+        x = [ONE_SIDED_ABSTENTION if a else v for v, a, k in zip(first, f_ab, keep, strict=True) if k]
+        y = [ONE_SIDED_ABSTENTION if a else v for v, a, k in zip(second, s_ab, keep, strict=True) if k]
+    res = fns[statistic](x, y, abstain=list(abstain), confidence_level=confidence_level)
     ci = res.confidence_interval
     est = res.statistic
+    extra = {"n_one_sided": n_one_sided, "one_sided": one_sided}
     if isinstance(ci, Abstention) or isinstance(est, Abstention):
-        return ExpansionDecision(False, statistic, est, ci, threshold, res.n_units,
-                                 f"fix the guidelines first: {statistic} on the overlap sample is undefined ({ci})")
+        return ExpansionDecision(False, statistic, est, ci, threshold, len(first),
+                                 f"fix the guidelines first: {statistic} on the overlap sample is undefined ({ci})",
+                                 **extra)
     lo = ci[0]
-    dropped = res.n_units - res.n_units_pairable
+    dropped = len(first) - res.n_units_pairable
+    sided = (f"; {n_one_sided} one-sided abstention(s) counted as disagreement" if one_sided == "disagree"
+             and n_one_sided else f"; {n_one_sided} one-sided abstention(s) left out" if n_one_sided else "")
     if res.n_units_pairable < min_items:
-        return ExpansionDecision(False, statistic, est, ci, threshold, res.n_units,
-                                 f"fix the guidelines first: only {res.n_units_pairable} items were answered by "
-                                 f"both annotators ({dropped} dropped as abstentions or missing); at least "
-                                 f"{min_items} are needed before agreement can release a batch")
+        return ExpansionDecision(False, statistic, est, ci, threshold, len(first),
+                                 f"fix the guidelines first: only {res.n_units_pairable} items could be compared "
+                                 f"({dropped} dropped as abstentions or missing{sided}); at least "
+                                 f"{min_items} are needed before agreement can release a batch", **extra)
     if lo >= threshold:
         msg = (f"release: {statistic} {est:.3f} [{ci[0]:.3f}, {ci[1]:.3f}] on {res.n_units_pairable} "
-               f"double-labelled items clears {threshold:g} at its lower bound")
-        return ExpansionDecision(True, statistic, est, ci, threshold, res.n_units, msg)
+               f"double-labelled items clears {threshold:g} at its lower bound{sided}")
+        return ExpansionDecision(True, statistic, est, ci, threshold, len(first), msg, **extra)
     msg = (f"fix the guidelines first: {statistic} {est:.3f} [{ci[0]:.3f}, {ci[1]:.3f}] on "
            f"{res.n_units_pairable} double-labelled items; the lower bound {lo:.3f} is below {threshold:g}, "
-           "so more labels now would buy noise")
-    return ExpansionDecision(False, statistic, est, ci, threshold, res.n_units, msg)
+           f"so more labels now would buy noise{sided}")
+    return ExpansionDecision(False, statistic, est, ci, threshold, len(first), msg, **extra)

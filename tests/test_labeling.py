@@ -92,4 +92,22 @@ def test_labels_that_could_not_decide_and_duplicates_are_not_draws():
 def test_expansion_needs_enough_items_answered_by_both():
     a = ["yes", "no"] * 10
     d = expansion_gate(a, a, threshold=0.6)
-    assert not d.release and "only 20 items" in d.message
+    assert not d.release and "only 20 items could be compared" in d.message
+
+
+def test_one_sided_abstentions_count_as_disagreement_unless_told_to_drop():
+    """A guideline that lets one annotator answer where the other cannot is not consistent:
+    dropping those items would inflate agreement (here perfect on what is left)."""
+    a = ["yes", "no"] * 40
+    b = list(a)
+    for i in range(0, 80, 5):  # 16 items the second annotator could not decide
+        b[i] = "cannot_tell"
+    b[1] = a[1] = "cannot_tell"  # both abstained: no comparison either way
+    strict = expansion_gate(a, b, threshold=0.6)
+    assert strict.n_one_sided == 16 and not strict.release
+    assert "16 one-sided abstention(s) counted as disagreement" in strict.message
+    lenient = expansion_gate(a, b, threshold=0.6, one_sided="drop")
+    assert lenient.release and lenient.estimate == 1.0 and "left out" in lenient.message
+    assert strict.estimate < lenient.estimate
+    with pytest.raises(ValueError, match="one_sided"):
+        expansion_gate(a, b, one_sided="ignore")
