@@ -1771,11 +1771,8 @@ def _str_col(col: pd.Series) -> tuple[pd.Series, np.ndarray, np.ndarray]:
     """
     if isinstance(col.dtype, pd.StringDtype):
         s = col.astype(_STR)
-        # only the empty string counts as absent here, as it always has (the check was
-        # ``Series.str.len() == 0``, False for a missing value): a null in a ``str``
-        # column is not reported as "is required" (a null trace_id surfaces as an answer
-        # without run; a null rater or answer is kept)
-        empty = pc.fill_null(pc.equal(s.array._pa_array, ""), False)
+        # absent: a null or the empty string (a required field that is null is malformed)
+        empty = pc.fill_null(pc.equal(s.array._pa_array, ""), True)
         empty = np.asarray(empty.to_numpy(zero_copy_only=False), dtype=bool)
         if empty.any():
             s = s.where(~empty)
@@ -1797,14 +1794,13 @@ def _str_codes(col: pd.Series) -> tuple[pd.Series, np.ndarray, np.ndarray, np.nd
     through as it is, so an empty string stays in it (the rows it fills are absent,
     which the caller drops).
 
-    As in :func:`_str_col`, a ``str`` column's absent mask marks only its empty
-    strings, not its missing values (``Series.str.len() == 0`` is False for NaN).
+    As in :func:`_str_col`, absent means null or the empty string.
     """
     if isinstance(col.dtype, pd.StringDtype):
         s = col.astype(_STR).reset_index(drop=True)
         codes, uniq = _arrow_codes(s.array._pa_array)
         empty = np.flatnonzero(uniq == "")
-        miss = codes == empty[0] if empty.size else np.zeros(len(codes), bool)
+        miss = (codes == empty[0]) | (codes < 0) if empty.size else codes < 0
         if empty.size:
             codes = np.where(miss, -1, codes)
         return s, codes, uniq, miss, np.zeros(len(col), bool)

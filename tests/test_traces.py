@@ -727,7 +727,8 @@ def test_fast_path_and_validator_agree_on_random_records(tmp_path, data):
                                          "step.consequential"]))
         val = data.draw(_scalar)
         if key.startswith("step."):
-            if r["steps"]:
+            # an earlier draw may have replaced `steps` with a scalar: only perturb a real step
+            if isinstance(r["steps"], list) and r["steps"] and isinstance(r["steps"][0], dict):
                 r["steps"][0][key[5:]] = val
         else:
             r[key] = val
@@ -1004,3 +1005,19 @@ def test_fuzz_answer_csv_rows_give_a_ledger_or_an_input_error(tmp_path, rows):
     n = sum(1 for r in rows if any(c.strip() for c in r) or len(r) > 1)
     assert len(ing.ledger[ing.ledger["kind"] == "answer"]) == n
     assert set(ing.answers["answer"]) <= {"yes", "no", "cannot_tell", "none", "a_few", "lots"}
+
+
+@pytest.mark.parametrize("dtype", ["str", object])
+def test_a_null_required_answer_field_is_malformed_in_every_column_type(dtype):
+    """A null rater, answer, measure or trace_id is "malformed: is required", whether the
+    column holds Python objects or Arrow strings (a str column's nulls were once kept)."""
+    runs = [{"trace_id": "a", "task": "t", "status": "complete", "steps": []}]
+    a = pd.DataFrame({"trace_id": ["a", "a", "a", None, "a"], "measure": ["x_task", "x_task", None, "x_task", "x_task"],
+                      "rater": ["j1", None, "j3", "j4", "j5"], "answer": [None, "yes", "yes", "no", "yes"]})
+    a = a.astype({c: dtype for c in a.columns})
+    ing = ingest(runs, a)
+    led = ing.ledger[ing.ledger["kind"] == "answer"]
+    assert led["status"].tolist() == ["dropped"] * 4 + ["kept"]
+    assert led["field"].tolist()[:4] == ["answer", "rater", "measure", "trace_id"]
+    assert (led["reason"].iloc[:4] == "malformed: is required").all()
+    assert ing.answers["rater"].tolist() == ["j5"]
