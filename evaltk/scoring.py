@@ -176,11 +176,6 @@ class _Column:
         table = np.array([*self.reasons, ""], dtype=object)
         return table[self.reason]
 
-    def check(self, measure: str) -> None:
-        valued = ~np.isnan(self.value)
-        if (valued == (self.cause >= 0)).any():
-            raise AssertionError(f"internal: {measure} has a value and a cause, or neither")
-
 
 def _int_or_minus1(s: pd.Series) -> np.ndarray:
     """An integer column as int64 with -1 where missing (NaN, <NA>)."""
@@ -214,7 +209,6 @@ class _Prepared:
     raters: np.ndarray  # names
     answer: np.ndarray  # int codes into ``answers``
     answers: np.ndarray
-    step_pos: np.ndarray | None  # int64, -1 where missing; None when the table has no step_pos
     segments: dict[int, slice | None] = field(default_factory=dict)  # see _blocks
 
     @classmethod
@@ -225,11 +219,16 @@ class _Prepared:
         if rc.size and rc.min() < 0:
             raise ValueError("answers without a `rater`: ingest drops them, so this table did not come "
                              "through evaltk.traces.ingest.")
-        sp = _int_or_minus1(table["step_pos"]) if "step_pos" in table.columns else None
         return cls(table=table, measure=mc, measures=[str(x) for x in mu],
                    run_pos=_run_positions(table, runs), rater=rc, raters=np.asarray(ru, dtype=object),
-                   answer=ac, answers=np.asarray(au, dtype=object), step_pos=sp,
+                   answer=ac, answers=np.asarray(au, dtype=object),
                    segments=cls._blocks(mc))
+
+    def step_pos(self, idx: np.ndarray | slice) -> np.ndarray | None:
+        """The ``step_pos`` ingest fixed for rows ``idx`` (int64, -1 where missing), or None."""
+        if "step_pos" not in self.table.columns:
+            return None
+        return _int_or_minus1(self.table["step_pos"].iloc[idx])
 
     @property
     def step(self) -> np.ndarray:
@@ -506,7 +505,7 @@ def _score_ctx(prep: _Prepared | None, st: _Steps, n_runs: int, tier: str, part:
     n_unmatched = 0
     idx = np.zeros(0, np.int64) if prep is None else prep.select("x_ctx")
     if not (isinstance(idx, np.ndarray) and idx.size == 0):
-        pos = prep.step_pos[idx] if prep.step_pos is not None else None
+        pos = prep.step_pos(idx)
         if pos is None or pos.min() < 0:  # not located by ingest: find each (run, index) among the steps
             astep = prep.step[idx]
             if (astep < 0).any():
@@ -1098,8 +1097,6 @@ def _assemble(n: int, tid_dtype: pd.CategoricalDtype, cols: Mapping[tuple[str, s
     versions = sorted({SCORERS[m].version for _, m in cols})
     k = len(cols)
     keys = list(cols)
-    for (_, m), c in cols.items():
-        c.check(m)
     per = {  # one code per (tier, measure) block, repeated n times
         "measure": np.repeat(np.array([MEASURES.index(m) for _, m in keys], np.int8), n),
         "tier": np.repeat(np.array([TIERS.index(t) for t, _ in keys], np.int8), n),

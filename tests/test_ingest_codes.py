@@ -6,7 +6,8 @@ the final Arrow columns so scoring does not hash the same strings again.  For th
 steps it computes ``present`` (screen, target) and ``adjacent_equal`` (action,
 target) once.  The contract checked here, for every remembered ``(codes, uniques)``:
 
-* ``codes`` is an int64 ndarray and ``uniques`` an object ndarray of distinct values;
+* ``codes`` is a signed integer ndarray (the smallest type that holds the vocabulary) and
+  ``uniques`` an object ndarray of distinct values;
 * ``uniques[codes[i]]`` is row i's value for every non-missing row, and ``codes`` is
   -1 exactly where the value is missing;
 
@@ -45,7 +46,8 @@ def _check_codes(col: pd.Series) -> None:
     got = _columns.recall(col, "codes")
     assert got is not None, f"no codes remembered for {col.name}"
     codes, uniques = got
-    assert isinstance(codes, np.ndarray) and codes.dtype == np.int64 and codes.shape == (len(col),)
+    assert isinstance(codes, np.ndarray) and codes.dtype.kind == "i" and codes.shape == (len(col),)
+    assert np.iinfo(codes.dtype).max >= len(uniques)
     assert isinstance(uniques, np.ndarray) and uniques.dtype == object
     assert len(set(uniques.tolist())) == len(uniques), "uniques must be distinct"
     missing = col.isna().to_numpy()
