@@ -108,6 +108,7 @@ def one_size(n: int, peer: bool, reps: int) -> dict:
     assert len(ing.runs) == n, "ingest dropped runs from clean synthetic data"
 
     def timed(fn) -> tuple[float, float]:
+        fn()  # warm-up: lazy imports, the thread pool, first-touch of the allocator's pages
         walls, cpus = [], []
         for _ in range(reps):
             t0, c0 = time.perf_counter(), time.process_time()
@@ -142,7 +143,8 @@ def main() -> None:
     ap.add_argument("--sizes", type=int, nargs="+", default=[50_000, 100_000, 200_000])
     ap.add_argument("--peer-size", type=int, default=20_000,
                     help="size at which the naive peer is measured (it is slow)")
-    ap.add_argument("--reps", type=int, default=3, help="scoring repetitions per size (median reported)")
+    ap.add_argument("--reps", type=int, default=5,
+                    help="scoring repetitions per size after one warm-up call (median reported)")
     ap.add_argument("--child", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--peer", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -159,8 +161,8 @@ def main() -> None:
 
     print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f} at start")
     print("ingest: JSONL traces to tables (traces alone; then with the answers joined), wall and CPU.")
-    print(f"score: ingested tables to the score matrix, median of {a.reps}; 'score' may use a second core "
-          "for x_ctx, 'one core' does not.")
+    print(f"score: ingested tables to the score matrix, median of {a.reps} calls after a warm-up; 'score' may "
+          "use a second core for x_ctx, 'one core' does not.")
     print(f"{'traces':>8} {'answers':>9} {'ingest tr/s':>12} {'(CPU)':>9} {'+answers tr/s':>14} {'(CPU)':>9} "
           f"{'score tr/s':>11} {'(CPU)':>11} {'one core tr/s':>14} {'peak RSS MiB':>13}")
     rows = []
