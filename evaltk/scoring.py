@@ -401,9 +401,9 @@ def _votes(prep: _Prepared, idx: np.ndarray | slice, slot: np.ndarray, codes: np
 def _fold(counts: np.ndarray, raw: np.ndarray, words: Sequence[str], values: Sequence[float | None],
           fold: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     value, status, top = _fold_counts(counts, words, values)
-    if fold.name == "unanimity":  # any disagreement among the raters who answered abstains
-        split = (raw > 0).sum(axis=0) > 1
-        status = np.where(split & (status == 0), np.int8(2), status)
+    if fold.name == "unanimity":  # any disagreement among the raters who answered abstains as one,
+        split = (raw > 0).sum(axis=0) > 1  # whatever word leads (a cannot-tell plurality too)
+        status = np.where(split, np.int8(2), status)
         value = np.where(status == 0, value, np.nan)
     return value, status, top
 

@@ -12,7 +12,8 @@ index itself, normalises answer spellings itself, decides gradability itself, an
 with exact rational weights (a weighted tie is equality of the real-number weight sums;
 evaltk compares floats within a tolerance, so ``0.1 + 0.2`` against ``0.3`` must tie).
 
-One disagreement was found and is kept as strict xfails: see ``UNANIMITY_BUG``.
+It found one disagreement (unanimity with a cannot-tell plurality), since fixed; the
+case is pinned as ``MINIMAL_UNANIMITY_CASE``.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from __future__ import annotations
 import math
 import random
 import threading
-from collections import Counter, defaultdict
+from collections import defaultdict
 from fractions import Fraction
 from typing import Any
 
@@ -461,20 +462,9 @@ def _repro(runs: Any, rows: Any, rule: Rule) -> str:
     return f"rule={rule}\nruns={runs}\nanswers={rows}"
 
 
-# ---- A disagreement found by this file (kept as strict xfails, see below) -------------
-#
-# Under ``fold="unanimity"`` a question whose raters disagree is a tie ("any disagreement
-# abstains", docs/judges.md; ``evaltk.panel.fold_panel(rule="unanimity")`` says "raters
-# disagree (unanimity rule)"). evaltk.scoring instead reports a *cannot-tell majority*
-# whenever cannot_tell has strictly the most votes among disagreeing raters (e.g. yes,
-# cannot_tell, cannot_tell): x_task / x_eff give reason "cannot-tell majority" instead of
-# the disagreement reason, and such an x_ctx step is counted in x_ctx_n_cannot_tell instead
-# of x_ctx_n_tie. Values and causes (abstained) are the same either way.
-UNANIMITY_BUG = ("scoring's unanimity fold calls a disagreement with a strict cannot_tell plurality "
-                 "(yes, cannot_tell, cannot_tell) a cannot-tell majority, not a tie: x_task/x_eff reason "
-                 "'cannot-tell majority' instead of 'raters disagree (unanimity rule)', and the x_ctx step "
-                 "is counted in x_ctx_n_cannot_tell instead of x_ctx_n_tie (values and causes agree)")
-
+# ---- A case this file found: under unanimity, raters who disagree are a disagreement even
+# when cannot_tell leads (yes, cannot_tell, cannot_tell); scoring once called it a
+# cannot-tell majority. ``evaltk.panel.fold_panel(rule="unanimity")`` reads it the same way.
 MINIMAL_UNANIMITY_CASE = (
     [{"trace_id": "t", "task": "Send the report", "status": "complete",
       "steps": [{"index": 0, "action": "tap", "target": "a", "screen": "s"}]}],
@@ -485,25 +475,6 @@ MINIMAL_UNANIMITY_CASE = (
      {"trace_id": "t", "measure": "x_task", "step": None, "rater": "r2", "answer": "cannot_tell"},
      {"trace_id": "t", "measure": "x_task", "step": None, "rater": "r3", "answer": "cannot_tell"}],
 )
-
-
-def without_split_cannot_tell_plurality(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """``rows`` minus just enough cannot_tell answers that no question has raters who
-    disagree with cannot_tell strictly ahead (the case of UNANIMITY_BUG). Every other
-    case (unanimous cannot_tell, disagreements without a cannot_tell plurality, ties with
-    cannot_tell) is left in. Used only to keep checking the rest of the unanimity fold
-    while the known disagreement stands."""
-    by_q: dict[tuple[Any, ...], list[int]] = defaultdict(list)
-    for i, r in enumerate(rows):
-        by_q[r["trace_id"], _canonical_measure(r["measure"]), r["step"]].append(i)
-    drop = set()
-    for ids in by_q.values():
-        words = Counter(_canonical_word(rows[i]["answer"]) for i in ids)
-        cts = [i for i in ids if _canonical_word(rows[i]["answer"]) == "cannot_tell"]
-        while len(words) > 1 and words["cannot_tell"] > max(v for w, v in words.items() if w != "cannot_tell"):
-            drop.add(cts.pop())
-            words["cannot_tell"] -= 1
-    return [r for i, r in enumerate(rows) if i not in drop]
 
 
 SETTINGS = settings(max_examples=200, deadline=None,
@@ -522,35 +493,21 @@ def test_majority_matches_reference(corpus):
     assert_matches(score(runs, rows, rule), reference(runs, rows, rule), _repro(runs, rows, rule))
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=UNANIMITY_BUG)
 @SETTINGS
 @given(corpora())
-@example(MINIMAL_UNANIMITY_CASE)  # fails at once, deterministically (no shrinking)
+@example(MINIMAL_UNANIMITY_CASE)
 def test_unanimity_matches_reference(corpus):
     runs, rows = corpus
     rule = Rule("unanimity")
     assert_matches(score(runs, rows, rule), reference(runs, rows, rule), _repro(runs, rows, rule))
 
 
-@SETTINGS
-@given(corpora())
-def test_unanimity_matches_reference_apart_from_the_known_disagreement(corpus):
-    """Every other unanimity case, while UNANIMITY_BUG stands: same corpora minus the
-    cannot_tell answers that would make a disagreeing panel's plurality cannot_tell.
-    Delete this test (and the transform) once test_unanimity_matches_reference passes."""
-    runs, rows = corpus
-    rows = without_split_cannot_tell_plurality(rows)
-    rule = Rule("unanimity")
-    assert_matches(score(runs, rows, rule), reference(runs, rows, rule), _repro(runs, rows, rule))
-
-
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=UNANIMITY_BUG)
 def test_unanimity_disagreement_with_a_cannot_tell_plurality_is_a_tie():
     runs, rows = MINIMAL_UNANIMITY_CASE
     got = observed(score(runs, rows, Rule("unanimity")))["t"]
     assert got["x_ctx"]["cause"] == "abstained" and got["x_task"]["cause"] == "abstained"
-    assert got["x_task"]["why"] == "tie"  # evaltk: reason "cannot-tell majority"
-    assert (got["diag"]["x_ctx_n_tie"], got["diag"]["x_ctx_n_cannot_tell"]) == (1, 0)  # evaltk: (0, 1)
+    assert got["x_task"]["why"] == "tie"
+    assert (got["diag"]["x_ctx_n_tie"], got["diag"]["x_ctx_n_cannot_tell"]) == (1, 0)
 
 
 def test_the_panel_fold_calls_the_minimal_case_a_disagreement():
@@ -579,8 +536,6 @@ def test_results_do_not_depend_on_row_or_run_order(corpus, name, wrule, rnd):
     a, b = observed(score(runs, rows, rule)), observed(score(runs2, rows2, rule))
     assert a == b
     # and the permuted input gives the reference (per trace_id)
-    if name == "unanimity":  # the known disagreement is covered by test_unanimity_matches_reference
-        rows2 = without_split_cannot_tell_plurality(rows2)
     assert_matches(score(runs2, rows2, rule), reference(runs, rows2, rule), _repro(runs2, rows2, rule))
 
 
@@ -625,18 +580,11 @@ def _big_corpus(seed: int, n_runs: int = 300) -> tuple[list[dict[str, Any]], lis
     return runs, rows
 
 
-@pytest.mark.parametrize(("rule", "strip"), [
-    (Rule("majority"), False),
-    pytest.param(Rule("unanimity"), False, marks=pytest.mark.xfail(strict=True, raises=AssertionError,
-                                                                      reason=UNANIMITY_BUG)),
-    (Rule("unanimity"), True),  # minus the known disagreement's inputs
-    (Rule("weighted", WEIGHT_SETS[1]), False),
-    (Rule("weighted", WEIGHT_SETS[3]), False),
-], ids=["majority", "unanimity", "unanimity-apart-from-known", "weighted-tenths", "weighted-thirds"])
-def test_threaded_path_matches_reference(monkeypatch, rule, strip):
+@pytest.mark.parametrize("rule", [
+    Rule("majority"), Rule("unanimity"), Rule("weighted", WEIGHT_SETS[1]), Rule("weighted", WEIGHT_SETS[3]),
+], ids=["majority", "unanimity", "weighted-tenths", "weighted-thirds"])
+def test_threaded_path_matches_reference(monkeypatch, rule):
     runs, rows = _big_corpus(seed=11)
-    if strip:
-        rows = without_split_cannot_tell_plurality(rows)
     ref = reference(runs, rows, rule)
     threads = []
     real = evaltk.scoring._submit
