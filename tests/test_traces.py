@@ -1021,3 +1021,26 @@ def test_a_null_required_answer_field_is_malformed_in_every_column_type(dtype):
     assert led["field"].tolist()[:4] == ["answer", "rater", "measure", "trace_id"]
     assert (led["reason"].iloc[:4] == "malformed: is required").all()
     assert ing.answers["rater"].tolist() == ["j5"]
+
+
+def test_strict_parquet_with_a_bad_type_exits_65_and_never_aborts(tmp_path):
+    """pyarrow 26 aborts the interpreter at exit (134) after a Parquet table read through
+    io.BytesIO is converted to Python objects; the per-record validator does exactly that
+    on a column of an unexpected type.  Run in a fresh interpreter so an abort would show."""
+    import subprocess
+    import sys
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    p = tmp_path / "t.parquet"
+    pq.write_table(pa.table({"trace_id": [1, 2], "task": ["x", "y"], "status": ["complete", "complete"],
+                             "steps": [[], []]}), p)
+    for _ in range(4):  # the abort was a race at exit: several fresh interpreters
+        res = subprocess.run([sys.executable, "-m", "evaltk", "ingest", str(p), "--strict"],
+                             capture_output=True, text=True, check=False)
+        assert res.returncode == 65, res.stderr
+        assert "field `trace_id`" in res.stderr and "terminate" not in res.stderr
+    res = subprocess.run([sys.executable, "-m", "evaltk", "ingest", str(p)], capture_output=True, text=True,
+                         check=False)
+    assert res.returncode == 1, res.stderr
