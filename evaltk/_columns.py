@@ -166,3 +166,23 @@ def categories(s: pd.Series) -> pd.CategoricalDtype:
     once per column, not once per scoring.
     """
     return _view(s, "categories", lambda x: pd.CategoricalDtype(pd.Index(x.array)))
+
+
+def remember_positions(s: pd.Series, runs_trace_id: pd.Series, positions: np.ndarray) -> None:
+    """Record that row i of the table holding ``s`` (its ``trace_id`` column) belongs to
+    run ``positions[i]`` of the runs table whose ``trace_id`` column is ``runs_trace_id``.
+
+    The record holds only while both columns are the very arrays ingest built: sorting
+    or filtering either table builds new arrays, and then positions are found afresh.
+    """
+    runs_arr = _arrow(runs_trace_id)
+    if runs_arr is not None:
+        remember(s, "run_pos", (runs_arr, np.array(positions, dtype=np.int64, copy=True)))
+
+
+def positions(s: pd.Series, runs_trace_id: pd.Series) -> np.ndarray | None:
+    """The run positions recorded for ``s`` against exactly ``runs_trace_id``, or None."""
+    v = recall(s, "run_pos")
+    if v is None or v[0] is not _arrow(runs_trace_id):
+        return None
+    return v[1]

@@ -179,6 +179,11 @@ class _Column:
 
 def _int_or_minus1(s: pd.Series) -> np.ndarray:
     """An integer column as int64 with -1 where missing (NaN, <NA>)."""
+    arr = s.array
+    data, mask = getattr(arr, "_data", None), getattr(arr, "_mask", None)
+    if isinstance(data, np.ndarray) and data.dtype == np.int64 and isinstance(mask, np.ndarray) \
+            and not mask.any():  # nullable Int64 without a missing value: its data, no copy
+        return data
     if pd.api.types.is_integer_dtype(s.dtype):  # int64 or nullable Int64: no float round trip
         return s.to_numpy(dtype=np.int64, na_value=-1)
     v = pd.to_numeric(s, errors="coerce").to_numpy(float, na_value=np.nan)
@@ -230,12 +235,11 @@ class _Prepared:
             return None
         return _int_or_minus1(self.table["step_pos"].iloc[idx])
 
-    @property
-    def step(self) -> np.ndarray:
-        """The ``step`` column as int64, -1 where missing."""
+    def step_at(self, idx: np.ndarray | slice) -> np.ndarray:
+        """The ``step`` of rows ``idx`` as int64, -1 where missing."""
         if "step" not in self.table.columns:
-            return np.full(len(self.table), -1, np.int64)
-        return _int_or_minus1(self.table["step"])
+            return np.full(len(np.arange(len(self.table))[idx]), -1, np.int64)
+        return _int_or_minus1(self.table["step"].iloc[idx])
 
     def select(self, measure: str) -> np.ndarray | slice:
         """Rows answering ``measure``: a slice when they are contiguous, else positions."""
@@ -370,14 +374,22 @@ def _fold_counts(counts: np.ndarray, words: Sequence[str], values: Sequence[floa
     return value, status, top
 
 
-def _run_positions(table: pd.DataFrame, runs: pd.DataFrame) -> np.ndarray:
-    if "run_pos" in table.columns:
-        return table["run_pos"].to_numpy(np.int64)
+def _run_positions(table: pd.DataFrame, runs: pd.DataFrame, what: str = "answers") -> np.ndarray:
+    """Row in ``runs`` of each row of ``table``, by ``trace_id``.
+
+    A ``run_pos`` column is not trusted (sorting or filtering ``runs`` would silently
+    attach rows to the wrong run): the positions ingest recorded are used only while
+    both ``trace_id`` columns are the arrays ingest built, and are otherwise found
+    afresh from the trace ids.
+    """
+    known = _columns.positions(table["trace_id"], runs["trace_id"])
+    if known is not None and known.size == len(table):
+        return known
     pos = pd.Index(runs["trace_id"]).get_indexer(table["trace_id"])
     if (pos < 0).any():
         raise ValueError(
-            f"answers reference trace_id {table['trace_id'].iloc[int(np.flatnonzero(pos < 0)[0])]!r} "
-            "that is not among the kept runs"
+            f"{what} reference trace_id {table['trace_id'].iloc[int(np.flatnonzero(pos < 0)[0])]!r} "
+            "that is not among the runs given"
         )
     return pos.astype(np.int64)
 
@@ -455,8 +467,7 @@ class _Steps:
 
     @classmethod
     def of(cls, steps: pd.DataFrame, runs: pd.DataFrame) -> _Steps:
-        steps = _ordered_steps(steps, runs)
-        srp = steps["run_pos"].to_numpy(np.int64)
+        steps, srp = _ordered_steps(steps, runs)
         n = len(runs)
         n_steps = np.bincount(srp, minlength=n) if srp.size else np.zeros(n, np.int64)
         end = np.cumsum(n_steps)
@@ -506,8 +517,12 @@ def _score_ctx(prep: _Prepared | None, st: _Steps, n_runs: int, tier: str, part:
     idx = np.zeros(0, np.int64) if prep is None else prep.select("x_ctx")
     if not (isinstance(idx, np.ndarray) and idx.size == 0):
         pos = prep.step_pos(idx)
-        if pos is None or pos.min() < 0:  # not located by ingest: find each (run, index) among the steps
-            astep = prep.step[idx]
+        if pos is not None and pos.size and (pos.min() < 0 or pos.max() >= n_s or not (
+                np.array_equal(st.index[pos], prep.step_at(idx))
+                and np.array_equal(st.run[pos], prep.run_pos[idx]))):
+            pos = None  # a step_pos that does not point at the answer's (run, step): not trusted
+        if pos is None:  # not located by ingest: find each (run, index) among the steps
+            astep = prep.step_at(idx)
             if (astep < 0).any():
                 raise ValueError("x_ctx answers need a `step`; ingest should have dropped rows without one")
             width = int(max(st.index.max() if n_s else 0, astep.max())) + 1
@@ -609,11 +624,10 @@ def _unconfirmed(st: _Steps, rows: np.ndarray, tid_dtype: pd.CategoricalDtype) -
     })
 
 
-def _ordered_steps(steps: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
-    """Steps ordered by run then index (the segment reductions rely on it); a no-op when they are."""
-    if "run_pos" not in steps.columns:
-        steps = steps.assign(run_pos=_run_positions(steps, runs))
-    rp = steps["run_pos"].to_numpy(np.int64)
+def _ordered_steps(steps: pd.DataFrame, runs: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray]:
+    """Steps ordered by run then index (the segment reductions rely on it), and the run
+    position of each; a no-op when they are ordered already."""
+    rp = _run_positions(steps, runs, "steps")
     idx = steps["index"].to_numpy(np.int64)
     if len(rp) > 1:
         width = int(idx.max()) + 1 if idx.min() >= 0 else 0
@@ -624,12 +638,15 @@ def _ordered_steps(steps: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
             d_rp = np.diff(rp)
             ordered = not ((d_rp < 0).any() or ((d_rp == 0) & (np.diff(idx) <= 0)).any())
         if not ordered:
-            dup = steps.duplicated(["run_pos", "index"])
-            if dup.any():
-                row = steps[dup].iloc[0]
-                raise ValueError(f"trace {row['trace_id']!r} has step index {row['index']} twice")
-            steps = steps.sort_values(["run_pos", "index"], kind="stable").reset_index(drop=True)
-    return steps
+            order = np.lexsort((idx, rp))
+            rs, ix = rp[order], idx[order]
+            dup = np.flatnonzero((rs[1:] == rs[:-1]) & (ix[1:] == ix[:-1]))
+            if dup.size:
+                raise ValueError(f"trace {steps['trace_id'].iloc[order[dup[0]]]!r} has step index "
+                                 f"{ix[dup[0]]} twice")
+            steps = steps.take(order).reset_index(drop=True)
+            rp = rs
+    return steps, rp
 
 
 def _truncated(st: _Steps, runs: pd.DataFrame) -> np.ndarray:
@@ -655,7 +672,7 @@ def _guide_field(g: Any, key: str) -> Any:
     return g.get(key) if isinstance(g, Mapping) else None
 
 
-def _score_guides(runs: pd.DataFrame, steps: pd.DataFrame, n_runs: int,
+def _score_guides(runs: pd.DataFrame, steps: pd.DataFrame, srp: np.ndarray, n_runs: int,
                   outcome_rules: Mapping[str, Callable[..., bool | None]] | None
                   ) -> dict[str, _Column]:
     """The guide-level family.  Guides are small, irregular objects: one pass over the
@@ -693,7 +710,7 @@ def _score_guides(runs: pd.DataFrame, steps: pd.DataFrame, n_runs: int,
             c.set_abstain(i, "missing_evidence", "guide `steps` carry no `action` to follow")
         else:
             if actions_by_run is None:
-                actions_by_run = _actions_by_run(steps, runs, has_guide)
+                actions_by_run = _actions_by_run(steps, srp, has_guide)
             it = iter(actions_by_run.get(int(i), []))
             c.value[i] = float(all(any(a == w for a in it) for w in wanted))
     for m in ("g_retrieval", "g_fidelity", "g_adherence"):
@@ -723,8 +740,7 @@ def _score_guides(runs: pd.DataFrame, steps: pd.DataFrame, n_runs: int,
     return cols
 
 
-def _actions_by_run(steps: pd.DataFrame, runs: pd.DataFrame, sel: np.ndarray) -> dict[int, list[str]]:
-    srp = _run_positions(steps, runs)
+def _actions_by_run(steps: pd.DataFrame, srp: np.ndarray, sel: np.ndarray) -> dict[int, list[str]]:
     keep = sel[srp]
     out: dict[int, list[str]] = {}
     for rp, a in zip(srp[keep], steps["action"].to_numpy(object)[keep], strict=True):
@@ -1170,7 +1186,7 @@ def score_tables(runs: pd.DataFrame, steps: pd.DataFrame, answers: pd.DataFrame 
         elif prep is not None and not (isinstance(s := prep.select("x_safe"), np.ndarray) and s.size == 0):
             cols[(tier, "x_safe")] = _score_trace_level("x_safe", prep, n, tier, part, fold_rule)
         if tier == "automatic":
-            guide_cols = _score_guides(runs, st.table, n, outcome_rules)
+            guide_cols = _score_guides(runs, st.table, st.run, n, outcome_rules)
             flags = _review_flags(runs, st, n)
             tid_dtype = _trace_dtype(runs)
             population = population or _population_digest(runs)

@@ -1642,6 +1642,7 @@ def _dedupe(name: str, piece: _Piece, canon: Callable[[Sequence[int]], list[str]
     _columns.present(steps["target"])
     _columns.adjacent_equal(steps["action"])
     _columns.adjacent_equal(steps["target"])
+    _columns.remember_positions(steps["trace_id"], runs["trace_id"], steps["run_pos"].to_numpy())
     return TraceRecords(runs=runs, steps=steps, step_count_disagreements=dis, ledger=ledger)
 
 
@@ -2524,6 +2525,7 @@ def _join(recs: AnswerRecords, trace_ledger: pd.DataFrame, runs: pd.DataFrame,
     for c in ("measure", "rater", "answer"):
         codes, uniques = _columns.codes(t[c])
         _columns.remember(out[c], "codes", (codes[keep] if any_drop else codes, uniques))
+    _columns.remember_positions(out["trace_id"], runs["trace_id"], run_pos)
     return out, ledger
 
 

@@ -155,3 +155,60 @@ def test_per_step_answers_to_a_step_the_run_lacks_are_counted():
     m = score_tables(ing.runs, ing.steps, hand)
     assert m.unscored[["tier", "measure", "n_answers"]].values.tolist() == [["automatic", "x_ctx", 1]]
     assert m.wide().loc[0, "x_ctx"] == 1.0
+
+
+def _four_runs():
+    runs = [{"trace_id": f"r{i}", "task": "Buy a lamp", "status": "complete", "steps": [
+        {"index": 0, "action": "tap", "target": "x", "screen": "s", "consequential": i == 0},
+        {"index": 1, "action": "buy", "target": "y", "screen": "s", "consequential": True,
+         "needs_confirmation": False}]} for i in range(4)]
+    ans = pd.DataFrame([
+        {"trace_id": "r0", "measure": "x_task", "step": None, "rater": "j", "answer": "no"},
+        {"trace_id": "r3", "measure": "x_task", "step": None, "rater": "j", "answer": "yes"},
+        {"trace_id": "r1", "measure": "x_ctx", "step": 0, "rater": "j", "answer": "yes"},
+        {"trace_id": "r1", "measure": "x_ctx", "step": 1, "rater": "j", "answer": "no"},
+        {"trace_id": "r2", "measure": "x_ctx", "step": 1, "rater": "j", "answer": "yes"},
+    ])
+    return runs, ans
+
+
+def _by_trace(m) -> dict:
+    w = m.wide().set_index("trace_id")
+    return {t: tuple(None if pd.isna(v) else float(v) for v in w.loc[t, ["x_task", "x_ctx"]]) for t in w.index}
+
+
+def test_reordered_or_edited_tables_never_attach_scores_to_the_wrong_trace():
+    """run_pos / step_pos are positions into the tables ingest returned: sorting runs or
+    steps, or editing an answer's trace or step, must not leave stale positions in charge."""
+    runs, ans = _four_runs()
+    ing = ingest(runs, ans)
+    want = _by_trace(score_tables(ing.runs, ing.steps, ing.answers))
+    assert want["r0"][0] == 0.0 and want["r3"][0] == 1.0 and want["r1"][1] == 0.5 and want["r2"][1] == 1.0
+    # runs sorted the other way round, steps shuffled: the same score per trace
+    rev = ing.runs.sort_values("trace_id", ascending=False)
+    shuffled = ing.steps.sample(frac=1.0, random_state=1)
+    assert _by_trace(score_tables(rev, shuffled, ing.answers)) == want
+    # an answer's step edited in place (its step_pos is stale): scored where it now points
+    edited = ing.answers.copy()
+    edited.loc[edited["trace_id"] == "r2", "step"] = 0
+    got = _by_trace(score_tables(ing.runs, ing.steps, edited))
+    assert got["r2"][1] == 1.0 and got == want  # r2's step 0 is gradable too: same value
+    edited.loc[edited["trace_id"] == "r1", "answer"] = "yes"
+    assert _by_trace(score_tables(ing.runs, ing.steps, edited))["r1"][1] == 1.0
+    # an answer moved to another trace (run_pos stale): follows the trace id
+    moved = ing.answers.copy()
+    moved.loc[moved["trace_id"] == "r3", "trace_id"] = "r2"
+    got = _by_trace(score_tables(ing.runs, ing.steps, moved))
+    assert got["r2"][0] == 1.0 and got["r3"][0] is None
+    # a runs table missing some runs the steps refer to: a clear error, not a numpy one
+    with pytest.raises(ValueError, match="not among the runs given"):
+        score_tables(ing.runs[ing.runs["trace_id"].isin(["r2", "r3"])], ing.steps, ing.answers)
+
+
+def test_a_step_pos_that_points_elsewhere_is_not_trusted():
+    runs, ans = _four_runs()
+    ing = ingest(runs, ans)
+    bad = ing.answers.copy()
+    bad["step_pos"] = pd.array([pd.NA, pd.NA, 7, 6, 0], dtype="Int64")  # nonsense positions
+    assert _by_trace(score_tables(ing.runs, ing.steps, bad)) == _by_trace(score_tables(ing.runs, ing.steps,
+                                                                                        ing.answers))
