@@ -186,3 +186,25 @@ def positions(s: pd.Series, runs_trace_id: pd.Series) -> np.ndarray | None:
     if v is None or v[0] is not _arrow(runs_trace_id):
         return None
     return v[1]
+
+
+def remember_step_positions(s: pd.Series, steps_trace_id: pd.Series, step_pos: np.ndarray,
+                            steps: np.ndarray) -> None:
+    """Record that answer row i (of the table holding ``s``, its ``trace_id`` column) with
+    step value ``steps[i]`` is step row ``step_pos[i]`` of the steps table whose
+    ``trace_id`` column is ``steps_trace_id`` (-1 where the answer has no step)."""
+    arr = _arrow(steps_trace_id)
+    if arr is not None:
+        remember(s, "step_pos", (arr, np.array(step_pos, np.int64, copy=True), np.array(steps, np.int64, copy=True)))
+
+
+def step_positions(s: pd.Series, steps_trace_id: pd.Series) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(step_pos, steps)`` recorded for ``s`` against exactly ``steps_trace_id``, or None.
+
+    The caller must still compare the table's current step values with ``steps``: the
+    ``step`` column is NumPy-backed and can be edited in place.
+    """
+    v = recall(s, "step_pos")
+    if v is None or v[0] is not _arrow(steps_trace_id):
+        return None
+    return v[1], v[2]

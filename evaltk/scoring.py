@@ -516,11 +516,20 @@ def _score_ctx(prep: _Prepared | None, st: _Steps, n_runs: int, tier: str, part:
     n_unmatched = 0
     idx = np.zeros(0, np.int64) if prep is None else prep.select("x_ctx")
     if not (isinstance(idx, np.ndarray) and idx.size == 0):
-        pos = prep.step_pos(idx)
-        if pos is not None and pos.size and (pos.min() < 0 or pos.max() >= n_s or not (
-                np.array_equal(st.index[pos], prep.step_at(idx))
-                and np.array_equal(st.run[pos], prep.run_pos[idx]))):
-            pos = None  # a step_pos that does not point at the answer's (run, step): not trusted
+        pos = None
+        known = _columns.step_positions(prep.table["trace_id"], steps["trace_id"])
+        if known is not None and known[0].size == len(prep.table):
+            # ingest located these answers in exactly this steps table: trusted while the
+            # answers' step values are still the ones it located (the column is editable)
+            kp = known[0][idx]
+            if np.array_equal(prep.step_at(idx), known[1][idx]) and kp.min(initial=0) >= 0:
+                pos = kp
+        else:
+            pos = prep.step_pos(idx)
+            if pos is not None and pos.size and (pos.min() < 0 or pos.max() >= n_s or not (
+                    np.array_equal(st.index[pos], prep.step_at(idx))
+                    and np.array_equal(st.run[pos], prep.run_pos[idx]))):
+                pos = None  # a step_pos that does not point at the answer's (run, step): not trusted
         if pos is None:  # not located by ingest: find each (run, index) among the steps
             astep = prep.step_at(idx)
             if (astep < 0).any():

@@ -2526,6 +2526,8 @@ def _join(recs: AnswerRecords, trace_ledger: pd.DataFrame, runs: pd.DataFrame,
         codes, uniques = _columns.codes(t[c])
         _columns.remember(out[c], "codes", (codes[keep] if any_drop else codes, uniques))
     _columns.remember_positions(out["trace_id"], runs["trace_id"], run_pos)
+    _columns.remember_step_positions(out["trace_id"], steps["trace_id"], np.where(no_step, -1, step_pos),
+                                     out["step"].to_numpy(dtype=np.int64, na_value=-1))
     return out, ledger
 
 
