@@ -46,3 +46,17 @@ class UnreadableInput(InputError):
 
 class SchemaViolation(InputError):
     """The input was read but does not follow its documented schema."""
+
+
+class DuplicateKeyError(ValueError):
+    """A JSON object names the same key twice (which value counts would be a guess)."""
+
+
+def no_duplicate_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    """``json.loads(..., object_pairs_hook=no_duplicate_keys)``: refuse a repeated key."""
+    out: dict[str, object] = {}
+    for k, v in pairs:
+        if k in out:
+            raise DuplicateKeyError(k)
+        out[k] = v
+    return out

@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .errors import SchemaViolation, UnreadableInput
+from .errors import DuplicateKeyError, SchemaViolation, UnreadableInput, no_duplicate_keys
 from .values import Cause
 
 __all__ = [
@@ -631,8 +631,8 @@ def _read_document(path: Path) -> Any:
     yaml_first = path.suffix.lower() in (".yaml", ".yml")
     if not yaml_first:
         try:
-            return json.loads(text, object_pairs_hook=_no_duplicate_keys)
-        except _DuplicateKey as e:
+            return json.loads(text, object_pairs_hook=no_duplicate_keys)
+        except DuplicateKeyError as e:
             raise SchemaViolation(f"duplicate key {e.args[0]!r} in one object (which value counts "
                                   "would be a guess)", file=str(path), field=e.args[0]) from None
         except json.JSONDecodeError as e:
@@ -647,19 +647,6 @@ def _read_document(path: Path) -> Any:
         mark = getattr(e, "problem_mark", None)
         raise UnreadableInput(f"not JSON or YAML: {getattr(e, 'problem', None) or e}", file=str(path),
                               record=None if mark is None else mark.line + 1) from None
-
-
-class _DuplicateKey(ValueError):
-    pass
-
-
-def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in pairs:
-        if k in out:
-            raise _DuplicateKey(k)
-        out[k] = v
-    return out
 
 
 def load_suite_run(source: str | Path | Mapping[str, Any], *, file: str | None = None) -> SuiteRun:

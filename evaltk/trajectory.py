@@ -55,7 +55,13 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from .errors import EvaltkError, SchemaViolation, UnreadableInput
+from .errors import (
+    DuplicateKeyError,
+    EvaltkError,
+    SchemaViolation,
+    UnreadableInput,
+    no_duplicate_keys,
+)
 
 __all__ = [
     "DIMENSIONS",
@@ -250,19 +256,6 @@ def seal_lock(lock: Mapping[str, Any]) -> dict[str, Any]:
 # --------------------------------------------------------------------------- reading, schemas
 
 
-class _DuplicateKey(Exception):
-    pass
-
-
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in pairs:
-        if k in out:
-            raise _DuplicateKey(k)
-        out[k] = v
-    return out
-
-
 def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
@@ -289,8 +282,8 @@ def read_json(path: str | os.PathLike[str]) -> Any:
     except UnicodeDecodeError as e:
         raise UnreadableInput(f"not UTF-8 ({e.reason} at byte {e.start})", file=str(p)) from None
     try:
-        return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
-    except _DuplicateKey as e:
+        return json.loads(text, object_pairs_hook=no_duplicate_keys, parse_constant=_no_constant)
+    except DuplicateKeyError as e:
         raise SchemaViolation(f"duplicate object key {e.args[0]!r}", file=str(p)) from None
     except ValueError as e:
         msg = e.msg if isinstance(e, json.JSONDecodeError) else str(e)
