@@ -10,7 +10,7 @@ measurement runs in a fresh process so peak memory belongs to that one reader.
 Readers, all measured in the same run:
 
 ``evaltk``
-    :func:`evaltk.traces.ingest` on the file (Arrow parse, column-wise checks,
+    :func:`evaltk.ingest._traces.ingest` on the file (Arrow parse, column-wise checks,
     runs / steps / disagreements / ledger tables).
 ``naive``
     a per-record reference: ``json.loads`` per line, every field validated in
@@ -95,9 +95,9 @@ def make_answers(lines: list[str], path: Path, seed: int = 1) -> int:
 
 
 def read_evaltk(path: str, answers: str | None = None) -> int:
-    from evaltk.traces import ingest
+    from evaltk.ingest import ingest_traces
 
-    ing = ingest(path, answers=answers)
+    ing = ingest_traces(path, answers=answers)
     return len(ing.runs) + len(ing.steps) + len(ing.answers)
 
 
@@ -180,7 +180,7 @@ def worker(reader: str, path: str, answers: str | None) -> None:
     import pandas  # noqa: F401  - import cost is not ingest cost
     import pyarrow  # noqa: F401
 
-    import evaltk.traces  # noqa: F401
+    import evaltk.ingest._traces  # noqa: F401
 
     base = _peak_mib()
     t0, c0 = time.perf_counter(), time.process_time()

@@ -6,7 +6,7 @@ is at most the target, and the number of labels is recorded; the simulation repe
 different seeds and prints medians and the ratio, measured in the same run.
 
 * random: simple random sampling, Wilson interval;
-* active (evaltk.labeling): strata by panel uncertainty (does the judge contradict the rest of
+* active (evaltk.judges._labeling): strata by panel uncertainty (does the judge contradict the rest of
   the panel; the others' disagreement; the judge's confidence), labels allocated by expected variance reduction, uniform
   within strata, stratified estimate and interval.
 
@@ -23,10 +23,9 @@ import time
 import numpy as np
 import pandas as pd
 
-from evaltk.datasets import make_demo
-from evaltk.intervals import wilson_interval
-from evaltk.labeling import propose_batch, stratified_accuracy, uncertainty_strata
-from evaltk.panel import fold_panel
+from evaltk.data import make_demo
+from evaltk.judges import fold_panel, propose_batch, stratified_accuracy, uncertainty_strata
+from evaltk.stats import wilson_interval
 
 
 def build_pool(judge: str, n_traces: int, seed: int) -> pd.DataFrame:

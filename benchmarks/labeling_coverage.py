@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from labeling import build_pool  # noqa: E402
 
-from evaltk.labeling import propose_batch, stratified_accuracy  # noqa: E402
+from evaltk.judges._labeling import propose_batch, stratified_accuracy  # noqa: E402
 
 
 def main() -> None:

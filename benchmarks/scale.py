@@ -186,7 +186,7 @@ def child(args: argparse.Namespace) -> None:
     result: dict[str, object] = {"engine": args.engine, "n": args.n}
     if args.engine == "pandas":
         from evaltk.scoring import score_traces
-        from evaltk.summaries import calibration_table
+        from evaltk.stats import calibration_table
 
         with Peak() as pk:
             t0 = time.perf_counter()

@@ -90,9 +90,9 @@ def _plain(t: pd.DataFrame) -> pd.DataFrame:
 
 
 def one_size(n: int, peer: bool, reps: int) -> dict:
-    import evaltk.scoring as scoring
+    import evaltk.scoring._scoring as scoring
+    from evaltk.ingest import ingest_traces
     from evaltk.scoring import score_tables, score_traces
-    from evaltk.traces import ingest
 
     lines, answers = synth(n)
     with tempfile.TemporaryDirectory() as d:
@@ -100,10 +100,10 @@ def one_size(n: int, peer: bool, reps: int) -> dict:
         p.write_text("\n".join(lines) + "\n", encoding="utf-8")
         del lines
         t0, c0 = time.perf_counter(), time.process_time()
-        ingest(p)  # JSONL to tables: the traces alone
+        ingest_traces(p)  # JSONL to tables: the traces alone
         t_ingest, t_ingest_cpu = time.perf_counter() - t0, time.process_time() - c0
         t0, c0 = time.perf_counter(), time.process_time()
-        ing = ingest(p, answers)  # and with the answers joined (what scoring consumes)
+        ing = ingest_traces(p, answers)  # and with the answers joined (what scoring consumes)
         t_ingest_all, t_ingest_all_cpu = time.perf_counter() - t0, time.process_time() - c0
     assert len(ing.runs) == n, "ingest dropped runs from clean synthetic data"
 

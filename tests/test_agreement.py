@@ -1,4 +1,4 @@
-"""Tests for evaltk.agreement: published worked examples, peer cross-checks, undefined cases.
+"""Tests for evaltk.stats._agreement: published worked examples, peer cross-checks, undefined cases.
 
 Published values and their sources:
 
@@ -30,7 +30,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evaltk.agreement import (
+from evaltk.errors import InputError
+from evaltk.stats import (
     AgreementResult,
     CategoryDomainWarning,
     agreement_difference,
@@ -48,7 +49,6 @@ from evaltk.agreement import (
     scott_pi,
     weight_matrix,
 )
-from evaltk.errors import InputError
 from evaltk.values import Abstention, UndefinedWarning, check_value_cause
 
 N = None
@@ -604,7 +604,7 @@ def long_csv(tmp_path):
 def test_cli_agreement_json(long_csv, capsys):
     import json
 
-    from evaltk.cli import main
+    from evaltk.cli._main import main
     code = main(["agreement", str(long_csv), "--coefficient", "cohen_kappa", "--abstain", "Unsure", "--json"])
     assert code == 0
     out = json.loads(capsys.readouterr().out)
@@ -614,7 +614,7 @@ def test_cli_agreement_json(long_csv, capsys):
 
 
 def test_cli_agreement_exit_codes(long_csv, tmp_path, capsys):
-    from evaltk.cli import main
+    from evaltk.cli._main import main
     assert main(["agreement", str(long_csv), "--level", "nominal"]) == 0
     assert "krippendorff_alpha" in capsys.readouterr().out
     assert main(["agreement", str(long_csv)]) == 64                      # alpha without --level

@@ -1,4 +1,4 @@
-"""Tests for evaltk.bootstrap: the count-table engine, the general engine, undefined replicates.
+"""Tests for evaltk.stats._bootstrap: the count-table engine, the general engine, undefined replicates.
 
 Reference behaviour: Efron & Tibshirani (1993) ch. 13-14 (percentile, BCa) and
 Davison & Hinkley (1997) sec. 5.2 (basic); scipy.stats.bootstrap implements the
@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from evaltk.bootstrap import (
+from evaltk.stats import (
     BootstrapResult,
     UndefinedReplicateError,
     bootstrap,
@@ -203,7 +203,7 @@ def test_bca_falls_back_when_jackknife_has_no_spread():
 
 
 def test_bca_parameters_refuse_infinite_bias_correction():
-    from evaltk.bootstrap import _bca_parameters
+    from evaltk.stats._bootstrap import _bca_parameters
     z0, a, reason = _bca_parameters(0.0, np.linspace(0.1, 1.0, 50), (np.array([0.1, 0.2]), np.ones(2)))
     assert z0 is None and a is None and "one side" in reason
 

@@ -26,8 +26,9 @@ import pytest
 from statsmodels.stats.inter_rater import cohens_kappa
 from statsmodels.stats.multitest import multipletests
 
-from evaltk.agreement import cohen_kappa
-from evaltk.calibration import (
+from evaltk.cli._main import main
+from evaltk.errors import SchemaViolation, UnreadableInput
+from evaltk.judges._calibration import (
     AGENTREWARDBENCH_QUESTIONS,
     PROMOTION_CONDITIONS,
     AltTestResult,
@@ -46,9 +47,7 @@ from evaltk.calibration import (
     population_table,
     promotion_check,
 )
-from evaltk.cli import main
-from evaltk.errors import SchemaViolation, UnreadableInput
-from evaltk.intervals import wilson_interval, z_value
+from evaltk.stats import cohen_kappa, wilson_interval, z_value
 from evaltk.values import Abstention, Threshold, UndefinedWarning
 
 # --------------------------------------------------------------------------- helpers
@@ -534,7 +533,7 @@ def test_docs_agentrewardbench_table(shared_data):
 
 
 def test_ordinal_domain_subset_warns():
-    from evaltk.agreement import CategoryDomainWarning
+    from evaltk.stats import CategoryDomainWarning
 
     m = [["low", "mid"], ["mid", "mid"], ["low", "low"]]
     with pytest.warns(CategoryDomainWarning):

@@ -1,7 +1,7 @@
-"""Tests of evaltk.datasets: the demo corpus (issue 2 section 6) and the real-data loaders.
+"""Tests of evaltk.data._datasets: the demo corpus (issue 2 section 6) and the real-data loaders.
 
 The demo's formats are the public input contract of issue 2 section 3; its planted
-behaviours are the parameters in evaltk.datasets (AGENTS, JUDGES, HUMANS, P_*), and the
+behaviours are the parameters in evaltk.data._datasets (AGENTS, JUDGES, HUMANS, P_*), and the
 tests check that they are visible in the raw tables and recovered by the toolkit.
 """
 
@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from evaltk import datasets as D
+from evaltk.data import _datasets as D
 from evaltk.errors import InputError, SchemaViolation, UnreadableInput
 from evaltk.values import check_value_cause
 
@@ -293,7 +293,7 @@ def test_domain_is_readable_from_every_prompt(big: D.DemoData) -> None:
 
 
 def test_domain_readable_by_the_ingest_default_rule(small: D.DemoData) -> None:
-    traces = pytest.importorskip("evaltk.traces")
+    traces = pytest.importorskip("evaltk.ingest._traces")
     for rec, dom in zip(small.traces, small.truth["domain"], strict=True):
         assert traces.domain_from_task(rec["task"]) == dom, rec["task"]
 
@@ -540,8 +540,8 @@ def test_write_demo_refuses_other_objects(tmp_path: Path) -> None:
 
 
 def test_scoring_recovers_rule_based_truth() -> None:
-    scoring = pytest.importorskip("evaltk.scoring")
-    pytest.importorskip("evaltk.traces")
+    scoring = pytest.importorskip("evaltk.scoring._scoring")
+    pytest.importorskip("evaltk.ingest._traces")
     d = D.make_demo(n_traces=600, seed=7)
     careful = d.answers[d.answers["rater"] == "judge-careful"]
     m = scoring.score_traces(d.traces, careful)
@@ -565,7 +565,7 @@ def test_scoring_recovers_rule_based_truth() -> None:
 
 
 def test_cli_demo_writes_and_reports(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from evaltk.cli import main
+    from evaltk.cli._main import main
 
     out = tmp_path / "demo"
     assert main(["demo", str(out), "--n-traces", "20", "--seed", "2", "--json"]) == 0
@@ -766,8 +766,8 @@ def test_direction_and_canaries_recover_the_planted_judges(big: D.DemoData) -> N
     """The judge pipeline finds what was planted: against the human anchor the optimist
     overstates x_task and the careful judge shows no lean; canaries catch the optimist
     and never the careful judge or the abstainer."""
-    direction = pytest.importorskip("evaltk.direction")
-    selection = pytest.importorskip("evaltk.selection")
+    direction = pytest.importorskip("evaltk.stats._direction")
+    selection = pytest.importorskip("evaltk.judges._selection")
     human = big.labels[big.labels["measure"] == "x_task"].drop_duplicates("trace_id")[["trace_id", "answer"]]
     lean = {}
     for judge in ("judge-optimist", "judge-careful"):
@@ -786,8 +786,8 @@ def test_direction_and_canaries_recover_the_planted_judges(big: D.DemoData) -> N
 def test_ingest_ledger_drops_exactly_what_was_planted(small: D.DemoData) -> None:
     """Ingest drops the in-progress runs and the answers whose trace line was lost, and
     keeps every other record of the demo."""
-    traces = pytest.importorskip("evaltk.traces")
-    ing = traces.ingest(small.traces, small.answers, small.labels)
+    traces = pytest.importorskip("evaltk.ingest._traces")
+    ing = traces.ingest_traces(small.traces, small.answers, small.labels)
     led = ing.ledger
     dropped = led[led["status"] != "kept"]
     runs = dropped[dropped["kind"] == "run"]

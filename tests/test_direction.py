@@ -26,7 +26,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from statsmodels.stats.contingency_tables import SquareTable, mcnemar
 
-from evaltk.direction import (
+from evaltk.stats import (
     LEANS,
     NO_DETECTABLE_LEAN,
     OVERSTATES,

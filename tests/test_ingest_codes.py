@@ -24,7 +24,7 @@ import pandas as pd
 import pytest
 
 from evaltk import _columns
-from evaltk.traces import ingest
+from evaltk.ingest import ingest_traces
 
 CODED = ("measure", "rater", "answer")
 
@@ -94,7 +94,7 @@ def test_answers_and_labels_carry_codes_with_drops_and_missing_values(tmp_path: 
                       "b,x_task,,h2,nope\n"          # unknown word: dropped by read_answers
                       "b,x_task,,,no\n"              # empty rater: dropped
                       "b,x_task,,h1,n/a\n")          # not a word of x_task: dropped
-    ing = ingest(_runs(), answers, labels)
+    ing = ingest_traces(_runs(), answers, labels)
     # drops on both sides of the join happened (so the filtered-codes path ran)
     reasons = ing.ledger["reason"].dropna().tolist()
     assert any(r.startswith("duplicate answer: conflicting") for r in reasons)
@@ -120,7 +120,7 @@ def test_codes_from_jsonl_csv_and_records_without_drops(tmp_path: Path) -> None:
     csv = tmp_path / "answers.csv"
     pd.DataFrame(rows).to_csv(csv, index=False)
     for src in (jl, csv, rows, pd.DataFrame(rows)):
-        ing = ingest(_runs(), src)
+        ing = ingest_traces(_runs(), src)
         assert len(ing.answers) == len(rows)
         _check_table(ing.answers)
         _check_steps(ing.steps)
@@ -131,13 +131,13 @@ def test_several_sources_and_hand_made_values_still_get_codes(tmp_path: Path) ->
     a1 = [{"trace_id": "a", "measure": "x_task", "rater": "j1", "answer": "yes"}]
     a2 = [{"trace_id": "b", "measure": "X_TASK", "rater": "j1", "answer": "No"},
           {"trace_id": "b", "measure": "x_task", "rater": "j1", "answer": "no"}]  # identical: dropped
-    ing = ingest(_runs(), [pd.DataFrame(a1), pd.DataFrame(a2)])
+    ing = ingest_traces(_runs(), [pd.DataFrame(a1), pd.DataFrame(a2)])
     assert ing.ledger["reason"].str.startswith("duplicate answer: identical").sum() == 1
     _check_table(ing.answers)
 
 
 def test_codes_survive_copies_and_are_not_reused_after_an_edit() -> None:
-    ing = ingest(_runs(), [{"trace_id": "a", "measure": "x_task", "rater": "j1", "answer": "yes"},
+    ing = ingest_traces(_runs(), [{"trace_id": "a", "measure": "x_task", "rater": "j1", "answer": "yes"},
                            {"trace_id": "b", "measure": "x_task", "rater": "j2", "answer": "no"}])
     copy = ing.answers.copy()
     for c in CODED:
@@ -151,7 +151,7 @@ def test_codes_survive_copies_and_are_not_reused_after_an_edit() -> None:
 @pytest.mark.parametrize("n", [0, 1])
 def test_empty_and_single_answer_tables(n: int) -> None:
     rows = [{"trace_id": "a", "measure": "x_task", "rater": "j1", "answer": "yes"}][:n]
-    ing = ingest(_runs(), rows)
+    ing = ingest_traces(_runs(), rows)
     assert len(ing.answers) == n
     if n:
         _check_table(ing.answers)

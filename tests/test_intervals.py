@@ -25,7 +25,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from statsmodels.stats.proportion import confint_proportions_2indep, proportion_confint
 
-from evaltk.intervals import (
+from evaltk.stats import (
     PairedDifferenceResult,
     ProportionInterval,
     clopper_pearson_bounds,

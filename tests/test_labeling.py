@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from evaltk.labeling import expansion_gate, propose_batch, stratified_accuracy, uncertainty_strata
+from evaltk.judges import expansion_gate, propose_batch, stratified_accuracy, uncertainty_strata
 from evaltk.values import Abstention
 
 

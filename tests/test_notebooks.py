@@ -1,6 +1,6 @@
 """Every report notebook executed by papermill on small parameters, rendered to HTML.
 
-One module-scoped run of :func:`evaltk.report.render_report` executes all five notebooks
+One module-scoped run of :func:`evaltk.report._report.render_report` executes all five notebooks
 on a small generated demo corpus; the tests then read what it wrote.  A second, smaller
 run checks the real-data headlines (skipped without ../shared/data).
 """
@@ -15,8 +15,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from evaltk import report
-from evaltk.cli import main
+from evaltk.cli._main import main
+from evaltk.report import _report as report
 
 WEEK = "2026-W48"
 SMALL = {"n_traces": 300, "n_resamples": 200}

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from evaltk.panel import FoldRule, fold_pairwise_trials, fold_panel, review_queue
+from evaltk.judges import FoldRule, fold_pairwise_trials, fold_panel, review_queue
 
 
 def A(rows):

@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from evaltk.cli import main
-from evaltk.regression import GateRefused, gate
+from evaltk.cli._main import main
+from evaltk.judges import GateRefused, gate
 from evaltk.scoring import CalibrationRecord, score_tables
 from evaltk.values import Threshold
 

@@ -1,4 +1,4 @@
-"""Tests for evaltk.report: chart builders, the frontier, parameters, provenance, the runner's pieces.
+"""Tests for evaltk.report._report: chart builders, the frontier, parameters, provenance, the runner's pieces.
 
 The notebooks themselves are executed in tests/test_notebooks.py.
 """
@@ -15,8 +15,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from evaltk import report
+from evaltk.cli import report as cli_report
 from evaltk.errors import InputError, UnreadableInput
+from evaltk.report import _report as report
 
 
 def _layer_data(chart: alt.TopLevelMixin) -> list[pd.DataFrame]:
@@ -48,7 +49,7 @@ def test_chart_to_svg_is_svg_with_labels():
 
 
 def _judges():
-    from evaltk.selection import pareto_frontier
+    from evaltk.judges import pareto_frontier
 
     f = pd.DataFrame({"judge": ["a", "b", "c"], "accuracy": [0.9, 0.8, 0.7], "ci_low": [0.85, 0.7, 0.6],
                       "ci_high": [0.95, 0.88, 0.8], "cost": [2.0, 1.0, 1.5], "latency_ms": [900, 200, 300],
@@ -291,9 +292,9 @@ def test_notebook_failure_message_and_exit_codes():
     s = str(f)
     assert "notebook `calibration`" in s and "cell 4" in s and "In [3]" in s and "Parameters" in s
     assert "InputError: field `x`: bad" in s
-    assert report._exit_code([f]) == 65
-    assert report._exit_code([report.NotebookFailure("w", 1, 1, "", "FileNotFoundError", "x")]) == 66
-    assert report._exit_code([report.NotebookFailure("w", 1, 1, "", "ZeroDivisionError", "x")]) == 70
+    assert cli_report._exit_code([f]) == 65
+    assert cli_report._exit_code([report.NotebookFailure("w", 1, 1, "", "FileNotFoundError", "x")]) == 66
+    assert cli_report._exit_code([report.NotebookFailure("w", 1, 1, "", "ZeroDivisionError", "x")]) == 70
 
 
 def test_render_report_refuses_bad_input_before_running(tmp_path):
@@ -309,7 +310,7 @@ def test_render_report_refuses_bad_input_before_running(tmp_path):
 
 
 def test_cli_usage_errors(tmp_path, capsys):
-    from evaltk.cli import main
+    from evaltk.cli._main import main
 
     assert main(["report", "--week", "W48", "--out", str(tmp_path)]) == 65
     assert "ISO week" in capsys.readouterr().err
@@ -333,7 +334,7 @@ def test_exporter_template_has_no_scripts():
     assert "<text>hi</text></svg>" in main and "data:image/svg+xml;base64" not in main
     assert ">x<" not in body  # code excluded
     json.dumps(report.NOTEBOOKS)  # stable, serialisable names
-    assert Path(report.__file__).name == "report.py"
+    assert Path(report.__file__).name == "_report.py"
 
 
 # --------------------------------------------------------------------------- data sources
@@ -350,8 +351,7 @@ def test_data_sources_demo_only_and_errors(tmp_path):
 
 
 def test_data_sources_finds_demo_folder_and_reads_it(tmp_path):
-    from evaltk import datasets
-
+    from evaltk.data import _datasets as datasets
     datasets.write_demo(tmp_path / "demo", n_traces=30, seed=5)
     s = report.data_sources(str(tmp_path))
     assert s.demo == (tmp_path / "demo").resolve()
@@ -394,8 +394,7 @@ def test_check_params_file_parameters(tmp_path):
 
 
 def test_trajectory_grid_chart_on_the_shipped_cohort():
-    from evaltk import trajectory
-
+    from evaltk.trajectory import _trajectory as trajectory
     s = report.data_sources("")
     assert s.trajectory is not None  # the shipped example: lock, results that hold, design
     cohort = trajectory.grade_files(s.trajectory[0], s.trajectory[1], design=s.trajectory[2])

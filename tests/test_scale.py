@@ -27,7 +27,7 @@ dd = pytest.importorskip("dask.dataframe", reason="the Dask engine needs the `sc
 
 import dask  # noqa: E402
 
-from evaltk.datasets import make_demo  # noqa: E402
+from evaltk.data._datasets import make_demo  # noqa: E402
 from evaltk.errors import InputError  # noqa: E402
 from evaltk.scale import (  # noqa: E402
     SCORE_META,
@@ -38,8 +38,8 @@ from evaltk.scale import (  # noqa: E402
     summarize_dataset,
     write_store,
 )
-from evaltk.scoring import score_traces  # noqa: E402
-from evaltk.summaries import score_summary  # noqa: E402
+from evaltk.scoring._scoring import score_traces  # noqa: E402
+from evaltk.stats._tables import score_summary  # noqa: E402
 from evaltk.values import CAUSES  # noqa: E402
 
 N_TRACES = 240
@@ -125,7 +125,7 @@ def assert_same_calibration(a, b):
 
 def in_memory_calibration(whole):
     from evaltk.scale import CALIBRATION_CATEGORIES
-    from evaltk.summaries import calibration_table
+    from evaltk.stats import calibration_table
 
     return {m: calibration_table(whole.frame, m, categories=c) for m, c in CALIBRATION_CATEGORIES.items()}
 
@@ -205,7 +205,7 @@ def test_pass_counts_match_in_memory(results, whole):
     res, _ = results
     x = whole.scores().merge(whole.runs[["trace_id", "task"]], on="trace_id")
     x = x[x["measure"] == "x_task"]
-    from evaltk.summaries import pass_counts
+    from evaltk.stats import pass_counts
 
     exp = pass_counts(x["task"], x["value"])
     for r in res.values():
@@ -218,8 +218,8 @@ def test_pass_counts_match_in_memory(results, whole):
 
 def test_bootstrap_interval_is_identical_across_engines(results, whole):
     """Replicates are drawn from the combined count tables: same seed, same interval, in every engine,
-    and the same as the row bootstrap of evaltk.agreement on the in-memory pairs."""
-    from evaltk.agreement import cohen_kappa
+    and the same as the row bootstrap of evaltk.stats._agreement on the in-memory pairs."""
+    from evaltk.stats import cohen_kappa
 
     res, _ = results
     frames = {n: r.summary.calibration_frame(rng=2026, n_resamples=500) for n, r in res.items()}
@@ -359,7 +359,7 @@ def test_unknown_by_column_and_empty_partition(demo, tmp_path, results):
 
 
 def test_cli_score_and_summarize(store, whole, tmp_path, capsys):
-    from evaltk.cli import main
+    from evaltk.cli._main import main
 
     out = tmp_path / "cli-out"
     code = main(["scale", "score", str(store / "traces"), "--answers", str(store / "answers"), "--labels",
@@ -383,7 +383,7 @@ def test_cli_score_and_summarize(store, whole, tmp_path, capsys):
 
 def test_duckdb_summaries_are_partition_local(results, whole, monkeypatch):
     """One SQL query per partition (joins bounded by the partition), summaries added: same numbers."""
-    import evaltk.scale as scale
+    import evaltk.scale._scale as scale
 
     res, con = results
     monkeypatch.setattr(scale, "_FILES_PER_QUERY", 1)

@@ -1,4 +1,4 @@
-"""The score vector of seed 002 on hand-built tables (the ingest contract of evaltk.traces)."""
+"""The score vector of seed 002 on hand-built tables (the ingest contract of evaltk.ingest._traces)."""
 
 from __future__ import annotations
 
@@ -430,7 +430,7 @@ def test_regression_across_populations_and_superseded_definitions_refused():
 
 
 def test_declared_fold_rules_reach_scoring_and_are_recorded():
-    from evaltk.panel import FoldRule
+    from evaltk.judges import FoldRule
 
     r, s = tables({"t": [S("a")]})
     a = answers([("t", "x_task", None, "good", "no"), ("t", "x_task", None, "w1", "yes"),

@@ -15,11 +15,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import evaltk.scoring as scoring
+import evaltk.scoring._scoring as scoring
 from evaltk import _columns
-from evaltk.panel import FoldRule
-from evaltk.scoring import _CTX_STATE, _ctx_states, _fold, score_tables, score_traces
-from evaltk.traces import ingest
+from evaltk.ingest import ingest_traces
+from evaltk.judges import FoldRule
+from evaltk.scoring._scoring import _CTX_STATE, _ctx_states, _fold, score_tables, score_traces
 
 counts3 = st.lists(st.tuples(*(st.integers(0, 5),) * 3), min_size=1, max_size=60)
 
@@ -77,7 +77,7 @@ def _same(a, b) -> None:
                                                                  "h_j1": 1, "h_j2": 1, "h_j3": 1})])
 def test_threaded_and_serial_scoring_are_identical(monkeypatch, fold):
     runs, a = _corpus()
-    ing = ingest(runs, a, labels=a.assign(rater="h_" + a["rater"]))
+    ing = ingest_traces(runs, a, labels=a.assign(rater="h_" + a["rater"]))
     monkeypatch.setattr(scoring, "PARALLEL_MIN_WORK", None)
     serial = score_traces(ing, fold=fold)
     monkeypatch.setattr(scoring, "PARALLEL_MIN_WORK", 1)
@@ -90,7 +90,7 @@ def test_threaded_and_serial_scoring_are_identical(monkeypatch, fold):
 def test_remembered_codes_and_a_hand_built_table_score_alike(fold):
     """Ingest remembers codes; a plain (object-dtype) copy of the same tables is factorised afresh."""
     runs, a = _corpus(seed=5)
-    ing = ingest(runs, a)
+    ing = ingest_traces(runs, a)
     m1 = score_tables(ing.runs, ing.steps, ing.answers, fold=fold)
 
     def plain(t: pd.DataFrame) -> pd.DataFrame:
@@ -114,7 +114,7 @@ def test_measure_blocks_as_slices_and_interleaved_rows_give_the_same_scores():
 
 def test_an_edited_column_is_not_read_from_a_stale_memo():
     runs, a = _corpus(n=50, seed=11)
-    ing = ingest(runs, a)
+    ing = ingest_traces(runs, a)
     before = score_traces(ing)
     ans = ing.answers.copy()
     assert _columns.recall(ans["answer"], "codes") is not None  # a copy keeps the same Arrow array
@@ -149,7 +149,7 @@ def test_answers_no_scorer_reads_are_counted_with_the_reason(tmp_path):
 def test_per_step_answers_to_a_step_the_run_lacks_are_counted():
     runs = [{"trace_id": "a", "task": "t", "status": "complete",
              "steps": [{"index": 0, "action": "tap", "target": "x", "screen": "s"}]}]
-    ing = ingest(runs)
+    ing = ingest_traces(runs)
     hand = pd.DataFrame({"trace_id": ["a", "a"], "measure": ["x_ctx", "x_ctx"], "step": [0, 7],
                          "rater": ["j1", "j1"], "answer": ["yes", "yes"]})
     m = score_tables(ing.runs, ing.steps, hand)
@@ -181,7 +181,7 @@ def test_reordered_or_edited_tables_never_attach_scores_to_the_wrong_trace():
     """run_pos / step_pos are positions into the tables ingest returned: sorting runs or
     steps, or editing an answer's trace or step, must not leave stale positions in charge."""
     runs, ans = _four_runs()
-    ing = ingest(runs, ans)
+    ing = ingest_traces(runs, ans)
     want = _by_trace(score_tables(ing.runs, ing.steps, ing.answers))
     assert want["r0"][0] == 0.0 and want["r3"][0] == 1.0 and want["r1"][1] == 0.5 and want["r2"][1] == 1.0
     # runs sorted the other way round, steps shuffled: the same score per trace
@@ -207,7 +207,7 @@ def test_reordered_or_edited_tables_never_attach_scores_to_the_wrong_trace():
 
 def test_a_step_pos_that_points_elsewhere_is_not_trusted():
     runs, ans = _four_runs()
-    ing = ingest(runs, ans)
+    ing = ingest_traces(runs, ans)
     bad = ing.answers.copy()
     bad["step_pos"] = pd.array([pd.NA, pd.NA, 7, 6, 0], dtype="Int64")  # nonsense positions
     assert _by_trace(score_tables(ing.runs, ing.steps, bad)) == _by_trace(score_tables(ing.runs, ing.steps,

@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 import evaltk
-from evaltk.cli import main
-from evaltk.datasets import make_demo
+from evaltk.cli._main import main
+from evaltk.data import make_demo
 from evaltk.scoring import MEASURES, score_run, score_traces
 from evaltk.values import check_value_cause
 
@@ -117,7 +117,7 @@ def test_failure_taxonomy_finds_planted_unconfirmed_payments(demo, matrix):
 def test_cli_score_writes_matrix_and_exit_codes(tmp_path, capsys):
     d = make_demo(n_traces=120, seed=3)
     d_dir = tmp_path / "demo"
-    evaltk.datasets.write_demo(d_dir, n_traces=120, seed=3)
+    evaltk.data._datasets.write_demo(d_dir, n_traces=120, seed=3)
     traces = d_dir / "traces.jsonl"
     rc = main(["score", str(traces), "--answers", str(d_dir / "answers.csv"), "--labels",
                str(d_dir / "labels.csv"), "--out", str(tmp_path / "out"), "--json"])

@@ -1,6 +1,6 @@
 """A slow, obviously-correct reference for the four trace measures, and evaltk held to it.
 
-``evaltk.scoring`` computes x_task, x_eff, x_safe and x_ctx with integer codes, a
+``evaltk.scoring._scoring`` computes x_task, x_eff, x_safe and x_ctx with integer codes, a
 boolean-arithmetic fold, x_safe on sparse "events", x_ctx on a second thread for large
 inputs and a direct majority path for x_ctx. This file re-states the rules (README,
 "Scoring traces"; seed 002 as implemented) as plain per-trace Python, written from the
@@ -31,8 +31,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import evaltk
-import evaltk.scoring
-from evaltk.panel import FoldRule
+import evaltk.scoring._scoring
+from evaltk.judges import FoldRule
 
 MEASURES = ("x_task", "x_eff", "x_safe", "x_ctx")
 RATERS = ("r1", "r2", "r3", "r4")
@@ -464,7 +464,7 @@ def _repro(runs: Any, rows: Any, rule: Rule) -> str:
 
 # ---- A case this file found: under unanimity, raters who disagree are a disagreement even
 # when cannot_tell leads (yes, cannot_tell, cannot_tell); scoring once called it a
-# cannot-tell majority. ``evaltk.panel.fold_panel(rule="unanimity")`` reads it the same way.
+# cannot-tell majority. ``evaltk.judges._panel.fold_panel(rule="unanimity")`` reads it the same way.
 MINIMAL_UNANIMITY_CASE = (
     [{"trace_id": "t", "task": "Send the report", "status": "complete",
       "steps": [{"index": 0, "action": "tap", "target": "a", "screen": "s"}]}],
@@ -514,7 +514,7 @@ def test_the_panel_fold_calls_the_minimal_case_a_disagreement():
     """evaltk's own panel fold reads the unanimity rule as the reference does."""
     a = pd.DataFrame([{"trace_id": "t", "measure": "x_task", "rater": r, "answer": w}
                       for r, w in (("r1", "yes"), ("r2", "cannot_tell"), ("r3", "cannot_tell"))])
-    v = evaltk.panel.fold_panel(a, rule="unanimity").verdicts.iloc[0]
+    v = evaltk.judges._panel.fold_panel(a, rule="unanimity").verdicts.iloc[0]
     assert v["cause"] == "abstained" and v["reason"] != "cannot-tell majority"
 
 
@@ -587,7 +587,7 @@ def test_threaded_path_matches_reference(monkeypatch, rule):
     runs, rows = _big_corpus(seed=11)
     ref = reference(runs, rows, rule)
     threads = []
-    real = evaltk.scoring._submit
+    real = evaltk.scoring._scoring._submit
 
     def spy(work, fn, *args):
         def recorded(*a):
@@ -595,9 +595,9 @@ def test_threaded_path_matches_reference(monkeypatch, rule):
             return fn(*a)
         return real(work, recorded, *args)
 
-    monkeypatch.setattr(evaltk.scoring, "PARALLEL_MIN_WORK", 1)
-    monkeypatch.setattr(evaltk.scoring.os, "cpu_count", lambda: 2)
-    monkeypatch.setattr(evaltk.scoring, "_submit", spy)
+    monkeypatch.setattr(evaltk.scoring._scoring, "PARALLEL_MIN_WORK", 1)
+    monkeypatch.setattr(evaltk.scoring._scoring.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(evaltk.scoring._scoring, "_submit", spy)
     m = score(runs, rows, rule)
     assert any(threads), "no measure was scored on the second thread"
     assert_matches(m, ref, f"threaded, {rule}")

@@ -6,10 +6,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from evaltk.panel import fold_pairwise_trials
-from evaltk.selection import (
+from evaltk.judges import (
     anchor_correctness,
     canary_hits,
+    fold_pairwise_trials,
     judge_costs,
     pareto_frontier,
     select_judges,
@@ -114,7 +114,7 @@ def test_judgebench_published_accuracy_reproduced(shared_data):
 @pytest.mark.realdata
 def test_agentrewardbench_published_table_with_intervals(shared_data):
     """Lù et al. (2025), AgentRewardBench, Table (precision 'Overall', recall, F1) with intervals."""
-    from evaltk.selection import published_precision_recall
+    from evaltk.judges import published_precision_recall
 
     t = pd.read_csv(shared_data / "agentrewardbench" / "judge-leaderboard.csv")
     ann = pd.read_csv(shared_data / "agentrewardbench" / "annotations.csv")
@@ -133,7 +133,7 @@ def test_agentrewardbench_published_table_with_intervals(shared_data):
 
 
 def test_published_table_reconstruction_on_known_counts():
-    from evaltk.selection import published_precision_recall
+    from evaltk.judges import published_precision_recall
 
     # 80 positives; judge A: TP 60, FP 20 -> precision 0.75, recall 0.75
     t = pd.DataFrame({"judge": ["A"], "precision": [75.0], "recall": [75.0], "f1": [75.0]})

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evaltk import cli
+from evaltk.cli import _main as cli
 from evaltk.errors import SchemaViolation, UnreadableInput
 from evaltk.suite import (
     TrajectorySpec,
@@ -557,7 +557,7 @@ def test_vectorised_summary_matches_the_reference(d):
 @settings(max_examples=50)
 @given(st.lists(st.floats(0, 1), min_size=1, max_size=9))
 def test_row_mean_is_correctly_rounded(xs):
-    from evaltk.suite import _mean, _mean_rows
+    from evaltk.suite._suite import _mean, _mean_rows
 
     exact = float(sum(Fraction(x) for x in xs) / len(xs))
     got = _mean_rows(np.array([xs]))[0]
@@ -792,7 +792,7 @@ def test_load_summary_errors(tmp_path):
 
 @pytest.fixture
 def evaltk_main(monkeypatch):
-    monkeypatch.setattr(cli, "_MODULES", ("evaltk.suite",))
+    monkeypatch.setattr(cli, "_MODULES", ("evaltk.cli.suite",))
     return cli.main
 
 

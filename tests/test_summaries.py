@@ -2,8 +2,8 @@
 
 Property tests draw random partitionings of the same data; counts and abstention
 tallies must agree exactly and floats to 1e-12.  Cross-checks tie each summary's
-statistics to the in-memory functions (``ScoreMatrix.summary``, ``evaltk.agreement``,
-``evaltk.suite.pass_at_k``) and to the ``krippendorff`` package.
+statistics to the in-memory functions (``ScoreMatrix.summary``, ``evaltk.stats._agreement``,
+``evaltk.suite._suite.pass_at_k``) and to the ``krippendorff`` package.
 """
 
 from __future__ import annotations
@@ -17,11 +17,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from evaltk import agreement as ag
-from evaltk.datasets import make_demo
+from evaltk.data import make_demo
 from evaltk.scoring import score_traces
-from evaltk.suite import pass_at_k, pass_hat_k
-from evaltk.summaries import (
+from evaltk.stats import (
     PARTIAL_COLUMNS,
     ConfusionTable,
     PassCounts,
@@ -35,6 +33,8 @@ from evaltk.summaries import (
     score_summary,
     unit_patterns,
 )
+from evaltk.stats import _agreement as ag
+from evaltk.suite import pass_at_k, pass_hat_k
 from evaltk.values import CAUSES, Abstention, MeanSummary, summarize, summarize_frame
 
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -137,7 +137,7 @@ def test_scoring_in_pieces_then_combining_equals_whole(demo, whole, labels):
     """Score each piece of traces (with its answers and labels) separately; combine the summaries.
 
     The ``human`` tier is compared where the piece holds labels: ``score_tables`` adds that
-    tier only when its label table is non-empty (``evaltk.scale`` keeps it present in every
+    tier only when its label table is non-empty (``evaltk.scale._scale`` keeps it present in every
     partition of a store with labels; tested in tests/test_scale.py).
     """
     tids = np.array([t["trace_id"] for t in demo.traces])
@@ -212,7 +212,7 @@ def test_confusion_table_statistics_match_agreement():
     assert t.statistic("scott_pi") == pytest.approx(ag.scott_pi(a, b).statistic, abs=1e-12)
     assert t.statistic("pabak") == pytest.approx(ag.pabak(a, b).statistic, abs=1e-12)
     assert t.statistic("percent_agreement") == pytest.approx(ag.percent_agreement(a, b).statistic, abs=1e-12)
-    # the bootstrap from the table alone is the row bootstrap of evaltk.agreement, same seed
+    # the bootstrap from the table alone is the row bootstrap of evaltk.stats._agreement, same seed
     for method in ("percentile", "bca"):
         r1 = t.bootstrap("cohen_kappa", rng=5, n_resamples=400, method=method)
         r2 = ag.cohen_kappa(a, b, method=method, rng=5, n_resamples=400)

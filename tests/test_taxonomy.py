@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 from evaltk.errors import SchemaViolation
-from evaltk.scoring import score_tables
-from evaltk.taxonomy import DEFAULT_RULES, FailureRule, classify_failures, load_rules
+from evaltk.scoring import DEFAULT_RULES, FailureRule, classify_failures, load_rules, score_tables
 from tests.test_scoring import S, answers, tables
 
 

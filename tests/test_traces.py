@@ -30,7 +30,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from evaltk.errors import InputError, SchemaViolation, UnreadableInput
-from evaltk.traces import (
+from evaltk.ingest import (
     ANSWER_COLUMNS,
     LEDGER_COLUMNS,
     RUN_COLUMNS,
@@ -38,8 +38,8 @@ from evaltk.traces import (
     Ingested,
     KeywordDomainRule,
     domain_from_task,
-    ingest,
     ingest_one,
+    ingest_traces,
     normalize_answer,
     read_answers,
     read_traces,
@@ -84,7 +84,7 @@ def assert_ledger_accounts(ing: Ingested, n_records: int) -> None:
 
 
 def test_tables_have_the_contract_columns_and_types():
-    ing = ingest([run("a", agent="ckpt-1", domain="shopping",
+    ing = ingest_traces([run("a", agent="ckpt-1", domain="shopping",
                       guide={"id": "g1", "reference_id": "g1"}, step_counts={"agent": 2})],
                  answers=[{"trace_id": "a", "measure": "x_task", "rater": "j1", "answer": "yes"},
                           {"trace_id": "a", "measure": "x_ctx", "step": 1, "rater": "j1",
@@ -110,7 +110,7 @@ def test_tables_have_the_contract_columns_and_types():
 def test_in_progress_runs_are_dropped_with_a_ledger_entry():
     # seed 002 Ingest: "drop in-progress runs, since a mid-write trace carries an
     # incomplete span set"
-    ing = ingest([run("a"), {"trace_id": "b", "status": "in_progress", "steps": [step(0)]}],
+    ing = ingest_traces([run("a"), {"trace_id": "b", "status": "in_progress", "steps": [step(0)]}],
                  labels=[{"trace_id": "b", "measure": "x_task", "rater": "h1", "answer": "yes"}])
     assert ing.runs["trace_id"].tolist() == ["a"]
     assert set(ing.steps["trace_id"]) == {"a"}
@@ -122,7 +122,7 @@ def test_in_progress_runs_are_dropped_with_a_ledger_entry():
 
 
 def test_in_progress_record_then_complete_record_is_not_a_duplicate():
-    ing = ingest([{"trace_id": "a", "status": "in_progress"}, run("a")])
+    ing = ingest_traces([{"trace_id": "a", "status": "in_progress"}, run("a")])
     assert ing.runs["trace_id"].tolist() == ["a"]
     assert ing.ledger["reason"].tolist()[0] == "in_progress"
     assert ing.ledger["status"].tolist() == ["dropped", "kept"]
@@ -134,7 +134,7 @@ def test_canonical_step_count_and_disagreements_are_recorded():
     recs = [run("a", steps=[step(0), step(1), step(2)], step_counts={"agent": 3, "recorder": 5}),
             run("b", steps=[step(0)], step_counts={"recorder": 1, "agent": 0}),
             run("c", steps=[step(0)])]
-    ing = ingest(recs)
+    ing = ingest_traces(recs)
     assert ing.runs["n_steps"].tolist() == [3, 1, 1]
     d = ing.step_count_disagreements
     assert d[["trace_id", "source", "count", "canonical"]].values.tolist() == [
@@ -145,7 +145,7 @@ def test_canonical_step_count_and_disagreements_are_recorded():
 
 
 def test_index_gaps_flag_missing_steps_and_steps_are_ordered_by_index():
-    ing = ingest([run("a", steps=[step(3, "c"), step(0, "a"), step(1, "b")])])
+    ing = ingest_traces([run("a", steps=[step(3, "c"), step(0, "a"), step(1, "b")])])
     assert ing.steps["index"].tolist() == [0, 1, 3]
     assert ing.steps["action"].tolist() == ["a", "b", "c"]
     assert bool(ing.runs["steps_missing"].iloc[0])
@@ -156,14 +156,14 @@ def test_steps_without_any_index_take_their_list_order(tmp_path):
     recs = [run("a", steps=[{"action": "open"}, {"action": "confirm", "needs_confirmation": True},
                             {"action": "buy", "consequential": True}]),
             run("b", steps=[step(5), step(2)])]
-    for ing in (ingest(recs), ingest(write_jsonl(tmp_path / "t.jsonl", recs))):
+    for ing in (ingest_traces(recs), ingest_traces(write_jsonl(tmp_path / "t.jsonl", recs))):
         assert ing.steps["index"].tolist() == [0, 1, 2, 2, 5]
         assert ing.steps["action"].tolist()[:3] == ["open", "confirm", "buy"]
         assert ing.ledger["status"].tolist() == ["kept", "kept"]
 
 
 def test_steps_table_is_ordered_by_run_then_index_with_run_pos():
-    ing = ingest([run("x", steps=[step(1), step(0)]), run("y", steps=[]),
+    ing = ingest_traces([run("x", steps=[step(1), step(0)]), run("y", steps=[]),
                   run("z", steps=[step(0), step(2), step(1)])])
     assert ing.steps["trace_id"].tolist() == ["x", "x", "z", "z", "z"]
     assert ing.steps["index"].tolist() == [0, 1, 0, 1, 2]
@@ -176,7 +176,7 @@ def test_steps_table_is_ordered_by_run_then_index_with_run_pos():
 def test_step_defaults_and_blank_strings():
     # consequential / needs_confirmation default to false; null reads as absent; an
     # empty target or screen is no target / no captured screen
-    ing = ingest([run("a", steps=[{"index": 0, "action": "tap"},
+    ing = ingest_traces([run("a", steps=[{"index": 0, "action": "tap"},
                                   {"index": 1, "action": "tap", "target": "", "screen": "",
                                    "consequential": None, "needs_confirmation": True}])])
     s = ing.steps
@@ -187,7 +187,7 @@ def test_step_defaults_and_blank_strings():
 
 def test_duplicated_trace_ids_identical_keep_first_conflicting_keep_none():
     a = run("a")
-    ing = ingest([a, run("b"), a, run("b", task="Send an email")],
+    ing = ingest_traces([a, run("b"), a, run("b", task="Send an email")],
                  answers=[{"trace_id": "b", "measure": "x_task", "rater": "j", "answer": "yes"}])
     assert ing.runs["trace_id"].tolist() == ["a"]
     reasons = ing.ledger["reason"].tolist()
@@ -200,7 +200,7 @@ def test_duplicated_trace_ids_identical_keep_first_conflicting_keep_none():
 
 
 def test_labels_without_run_and_answers_without_run():
-    ing = ingest([run("a")],
+    ing = ingest_traces([run("a")],
                  answers=[{"trace_id": "zz", "measure": "x_task", "rater": "j", "answer": "no"}],
                  labels=[{"trace_id": "a", "measure": "x_task", "rater": "h", "answer": "no"},
                          {"trace_id": "q", "measure": "x_task", "rater": "h", "answer": "no"}])
@@ -214,7 +214,7 @@ def test_labels_without_run_and_answers_without_run():
 def test_human_vote_lives_only_in_labels():
     # seed 002: y(t) is carried among the observations, never shown to a judge; the
     # judges' table and the humans' table are never merged.
-    ing = ingest([run("a")],
+    ing = ingest_traces([run("a")],
                  answers=[{"trace_id": "a", "measure": "x_task", "rater": "judge", "answer": "yes"}],
                  labels=[{"trace_id": "a", "measure": "x_task", "rater": "human", "answer": "no"}])
     assert ing.answers["rater"].tolist() == ["judge"]
@@ -223,7 +223,7 @@ def test_human_vote_lives_only_in_labels():
 
 
 def test_answers_join_steps_and_report_unknown_steps():
-    ing = ingest([run("a", steps=[step(0), step(2)]), run("b", steps=[step(0)])],
+    ing = ingest_traces([run("a", steps=[step(0), step(2)]), run("b", steps=[step(0)])],
                  answers=[{"trace_id": "b", "measure": "x_ctx", "step": 0, "rater": "j", "answer": "yes"},
                           {"trace_id": "a", "measure": "x_ctx", "step": 2, "rater": "j", "answer": "no"},
                           {"trace_id": "a", "measure": "x_ctx", "step": 1, "rater": "j", "answer": "no"}])
@@ -284,7 +284,7 @@ def test_retrieval_identifiers_are_kept_verbatim():
 
 
 def test_domain_from_record_else_from_the_task_prompt():
-    ing = ingest([run("a", task="Send an email to Bob", domain="mail-app"),
+    ing = ingest_traces([run("a", task="Send an email to Bob", domain="mail-app"),
                   run("b", task="Send an email to Bob"),
                   run("c", task="[Travel] Book something"),
                   run("d", task="What's the weather?"),
@@ -302,16 +302,16 @@ def test_default_rule_earliest_keyword_wins():
 
 def test_domain_rule_is_replaceable():
     recs = [run("a", task="Order pizza"), run("b", task="Call mum")]
-    ing = ingest(recs, domain_rule=lambda task: "food" if "pizza" in task else None)
+    ing = ingest_traces(recs, domain_rule=lambda task: "food" if "pizza" in task else None)
     assert ing.runs["domain"].tolist() == ["food", "unknown"]
-    ing = ingest(recs, domain_rule={"food": ["pizza"], "phone": ["call"]})
+    ing = ingest_traces(recs, domain_rule={"food": ["pizza"], "phone": ["call"]})
     assert ing.runs["domain"].tolist() == ["food", "phone"]
     rule = KeywordDomainRule({"x": ["mum"]}, default="other")
-    assert ingest(recs, domain_rule=rule).runs["domain"].tolist() == ["other", "x"]
+    assert ingest_traces(recs, domain_rule=rule).runs["domain"].tolist() == ["other", "x"]
     with pytest.raises(TypeError, match="must return a str"):
-        ingest(recs, domain_rule=lambda task: 3)
+        ingest_traces(recs, domain_rule=lambda task: 3)
     with pytest.raises(TypeError, match="domain_rule"):
-        ingest(recs, domain_rule=3)
+        ingest_traces(recs, domain_rule=3)
 
 
 # --------------------------------------------------------------------------- malformed input
@@ -353,7 +353,7 @@ MALFORMED_EXPECTED = {
 
 
 def test_malformed_file_every_record_in_the_ledger_and_the_load_continues():
-    ing = ingest(MALFORMED)
+    ing = ingest_traces(MALFORMED)
     led = ing.ledger.set_index("record")
     # 35 lines, one blank (not a record)
     assert_ledger_accounts(ing, 34)
@@ -411,13 +411,13 @@ def test_the_same_malformations_from_python_records(tmp_path):
 
 
 def test_non_utf8_bytes_in_one_line():
-    ing = ingest(DATA / "bad_utf8_line.jsonl")
+    ing = ingest_traces(DATA / "bad_utf8_line.jsonl")
     assert ing.runs["trace_id"].tolist() == ["u-1", "u-3"]
     row = ing.ledger.iloc[1]
     assert (row["record"], row["status"]) == (2, "dropped")
     assert "not valid UTF-8" in row["reason"]
     with pytest.raises(SchemaViolation, match="line 2.*not valid UTF-8"):
-        ingest(DATA / "bad_utf8_line.jsonl", strict=True)
+        ingest_traces(DATA / "bad_utf8_line.jsonl", strict=True)
 
 
 @pytest.mark.parametrize("name,text", [("empty.jsonl", "empty"), ("blank_only.jsonl", "empty"),
@@ -425,28 +425,28 @@ def test_non_utf8_bytes_in_one_line():
 def test_unreadable_files_raise_in_both_modes(name, text):
     for strict in (False, True):
         with pytest.raises(UnreadableInput, match=text) as e:
-            ingest(DATA / name, strict=strict)
+            ingest_traces(DATA / name, strict=strict)
         assert e.value.file == str(DATA / name)
 
 
 def test_a_directory_and_a_csv_are_not_trace_files(tmp_path):
     with pytest.raises(UnreadableInput, match="directory"):
-        ingest(tmp_path)
+        ingest_traces(tmp_path)
     with pytest.raises(UnreadableInput, match="JSONL"):
-        ingest(BAD_ANSWERS)
+        ingest_traces(BAD_ANSWERS)
 
 
 def test_a_json_array_file_is_read_like_jsonl(tmp_path):
     recs = _sample_records(8, seed=2)
     (tmp_path / "t.json").write_text(json.dumps(recs), encoding="utf-8")
-    _assert_same(ingest(tmp_path / "t.json"), ingest(recs), ledger=False)
+    _assert_same(ingest_traces(tmp_path / "t.json"), ingest_traces(recs), ledger=False)
 
 
 def test_not_a_parquet_file(tmp_path):
     f = tmp_path / "t.parquet"
     f.write_bytes(b"PAR1 but not really")
     with pytest.raises(UnreadableInput, match="Parquet"):
-        ingest(f)
+        ingest_traces(f)
 
 
 #: answers_malformed.csv: file line -> (field, text in the reason).  Line 1 is the header.
@@ -472,7 +472,7 @@ ANSWERS_EXPECTED = {
 
 
 def test_malformed_answers_each_in_the_ledger():
-    ing = ingest(MALFORMED, answers=BAD_ANSWERS)
+    ing = ingest_traces(MALFORMED, answers=BAD_ANSWERS)
     led = ing.ledger[ing.ledger["kind"] == "answer"].set_index("record")
     n_trace_records = 34
     assert len(led) == 19  # 20 lines, one header
@@ -525,12 +525,12 @@ def test_empty_answer_tables_are_valid(tmp_path):
     f = tmp_path / "a.csv"
     f.write_text("trace_id,measure,step,rater,answer\n", encoding="utf-8")
     for src in (f, [], pd.DataFrame(columns=["trace_id", "measure", "rater", "answer"])):
-        ing = ingest([run("a")], answers=src)
+        ing = ingest_traces([run("a")], answers=src)
         assert ing.answers.empty and list(ing.answers.columns) == list(ANSWER_COLUMNS)
         assert_ledger_accounts(ing, 1)
     (tmp_path / "e.csv").write_bytes(b"")
     with pytest.raises(UnreadableInput, match="empty"):
-        ingest([run("a")], answers=tmp_path / "e.csv")
+        ingest_traces([run("a")], answers=tmp_path / "e.csv")
 
 
 def test_answers_jsonl_with_bad_lines(tmp_path):
@@ -560,7 +560,7 @@ def test_csv_with_blank_lines_and_quoted_newlines_keeps_line_numbers(tmp_path):
 
 def test_duplicate_identical_answers_keep_the_first():
     row = {"trace_id": "a", "measure": "x_task", "rater": "j", "answer": "yes"}
-    ing = ingest([run("a")], answers=[row, dict(row, answer="Yes")])
+    ing = ingest_traces([run("a")], answers=[row, dict(row, answer="Yes")])
     assert len(ing.answers) == 1
     assert ing.ledger["reason"].iloc[2] == "duplicate answer: identical to record 1"
 
@@ -620,24 +620,24 @@ def test_jsonl_parquet_dataframe_and_list_give_the_same_tables(tmp_path):
     answers = _sample_answers(recs)
     f = write_jsonl(tmp_path / "t.jsonl", recs)
     adf0 = pd.DataFrame(answers)
-    batch = ingest(f, answers=adf0)
-    from_list = ingest(recs, answers=answers)
+    batch = ingest_traces(f, answers=adf0)
+    from_list = ingest_traces(recs, answers=answers)
     _assert_same(batch, from_list)
     import pyarrow.json as pj
 
     pq.write_table(pj.read_json(f), tmp_path / "t.parquet")
-    _assert_same(batch, ingest(tmp_path / "t.parquet", answers=pd.DataFrame(answers)))
+    _assert_same(batch, ingest_traces(tmp_path / "t.parquet", answers=pd.DataFrame(answers)))
     df = pd.DataFrame(recs)
-    _assert_same(batch, ingest(df, answers=pd.DataFrame(answers)))
+    _assert_same(batch, ingest_traces(df, answers=pd.DataFrame(answers)))
     # a DataFrame read back from Parquet: numpy arrays and numpy scalars inside cells
-    _assert_same(batch, ingest(pd.read_parquet(tmp_path / "t.parquet"), answers=adf0))
+    _assert_same(batch, ingest_traces(pd.read_parquet(tmp_path / "t.parquet"), answers=adf0))
     # answers as CSV, JSONL and Parquet files
     adf = pd.DataFrame(answers)
     adf.to_csv(tmp_path / "a.csv", index=False)
     (tmp_path / "a.jsonl").write_text("".join(json.dumps(r) + "\n" for r in answers))
     adf.to_parquet(tmp_path / "a.parquet")
     for path in ("a.csv", "a.jsonl", "a.parquet"):
-        other = ingest(f, answers=tmp_path / path)
+        other = ingest_traces(f, answers=tmp_path / path)
         _assert_same(batch, other, ledger=False)
         assert len(other.ledger) == len(batch.ledger)
 
@@ -648,7 +648,7 @@ def test_online_ingest_one_gives_exactly_the_batch_rows(tmp_path):
     recs = _sample_records(16, seed=3)
     answers = pd.DataFrame(_sample_answers(recs, seed=3))
     labels = answers[answers["measure"] == "x_task"].assign(rater="human")
-    batch = ingest(write_jsonl(tmp_path / "t.jsonl", recs), answers=answers, labels=labels)
+    batch = ingest_traces(write_jsonl(tmp_path / "t.jsonl", recs), answers=answers, labels=labels)
     n_checked = 0
     for rec in recs:
         if rec["status"] != "complete":
@@ -698,8 +698,8 @@ def test_fast_path_semantic_errors_match_the_validator(tmp_path):
 def test_record_order_does_not_change_the_tables(tmp_path, seed, data):
     recs = _sample_records(12, seed=seed)
     perm = data.draw(st.permutations(range(len(recs))))
-    a = ingest(recs)
-    b = ingest([recs[i] for i in perm])
+    a = ingest_traces(recs)
+    b = ingest_traces([recs[i] for i in perm])
 
     def canon(ing):
         runs = ing.runs.drop(columns=["guide"]).sort_values("trace_id").reset_index(drop=True)
@@ -751,7 +751,7 @@ def test_ledger_accounts_for_every_record_on_a_mixed_load(tmp_path):
     f = write_jsonl(tmp_path / "t.jsonl", recs)
     with f.open("a", encoding="utf-8") as fh:
         fh.write("{broken\n")
-    ing = ingest(f, answers=answers, labels=labels)
+    ing = ingest_traces(f, answers=answers, labels=labels)
     assert_ledger_accounts(ing, len(recs) + 1 + len(answers) + len(labels))
     assert ing.summary()["n"].sum() == len(ing.ledger)
 
@@ -762,7 +762,7 @@ def test_several_answer_sources_concatenate(tmp_path):
     pd.DataFrame([{"trace_id": "a", "measure": "x_task", "rater": "j2", "answer": "maybe"},
                   {"trace_id": "a", "measure": "x_task", "rater": "j3", "answer": "no"}]
                  ).to_csv(p, index=False)
-    ing = ingest([run("a")], answers=[pd.DataFrame(a1), p])
+    ing = ingest_traces([run("a")], answers=[pd.DataFrame(a1), p])
     assert ing.answers["rater"].tolist() == ["j1", "j3"]
     led = ing.ledger[ing.ledger["kind"] == "answer"]
     assert led["source"].tolist() == ["<dataframe>", str(p), str(p)]
@@ -774,8 +774,8 @@ def test_guide_nulls_read_as_absent_in_every_path(tmp_path):
     recs = [run("a", guide={"id": "g1", "reference_id": None, "steps": [{"id": "s1"}]}),
             run("b", guide={"id": "g2", "must_keep": ["s1"], "steps": [{"id": "s1", "action": "tap"}]}),
             run("c")]
-    fast = ingest(write_jsonl(tmp_path / "g.jsonl", recs))
-    slow = ingest(recs)
+    fast = ingest_traces(write_jsonl(tmp_path / "g.jsonl", recs))
+    slow = ingest_traces(recs)
     assert fast.runs["guide"].tolist() == slow.runs["guide"].tolist() == [
         {"id": "g1", "steps": [{"id": "s1"}]},
         {"id": "g2", "must_keep": ["s1"], "steps": [{"id": "s1", "action": "tap"}]}, None]
@@ -785,7 +785,7 @@ def test_guide_nulls_read_as_absent_in_every_path(tmp_path):
 
 
 def _cli(capsys, *args):
-    from evaltk.cli import main
+    from evaltk.cli._main import main
 
     code = main([str(a) for a in args])
     out, err = capsys.readouterr()
@@ -846,7 +846,7 @@ def test_trace_schema_agrees_with_the_reader():
 def test_answers_schema_accepts_every_normalised_row():
     v = _schema("answers.schema.json")
     recs = _sample_records(10, seed=5)
-    ing = ingest(recs, answers=_sample_answers(recs, seed=5))
+    ing = ingest_traces(recs, answers=_sample_answers(recs, seed=5))
     rows = ing.answers.drop(columns=["run_pos", "step_pos"]).astype(object)
     rows = rows.where(rows.notna(), None).to_dict("records")
     assert rows
@@ -863,7 +863,7 @@ def test_bad_lines_in_a_large_file_keep_the_fast_path_for_the_rest(tmp_path, mon
     """A truncated last line (a file still being written) or a type that changes between
     lines makes Arrow refuse the whole file; ingest bisects, so only small chunks around
     the bad lines go through the per-record validator, with the same result."""
-    import evaltk.traces as tr
+    import evaltk.ingest._traces as tr
 
     recs = _sample_records(600, seed=9)
     lines = [json.dumps(r) for r in recs]
@@ -914,7 +914,7 @@ def test_agentrewardbench_expert_annotations_as_labels(shared_data):
     })
     runs = [run(t, task=f"web task {t}", domain=t.split("/")[0], steps=[])
             for t in ann["trace_id"].unique()]
-    ing = ingest(runs, labels=labels)
+    ing = ingest_traces(runs, labels=labels)
     assert len(ing.runs) == 1302
     assert_ledger_accounts(ing, 1302 + 1408)
     assert len(ing.labels) == 1408
@@ -926,7 +926,7 @@ def test_agentrewardbench_expert_annotations_as_labels(shared_data):
 def test_chunked_reading_gives_the_same_tables(tmp_path, monkeypatch):
     """Large JSONL is parsed in newline-aligned chunks; chunk edges change nothing:
     line numbers, duplicates across chunks, bad and blank lines inside chunks."""
-    import evaltk.traces as tr
+    import evaltk.ingest._traces as tr
 
     recs = _sample_records(120, seed=4)
     lines = [json.dumps(r) for r in recs]
@@ -999,7 +999,7 @@ def test_fuzz_answer_csv_rows_give_a_ledger_or_an_input_error(tmp_path, rows):
         w.writerow(["trace_id", "measure", "step", "rater", "answer"])
         w.writerows(rows)
     try:
-        ing = ingest([run("a", steps=[step(0), step(1)])], answers=f)
+        ing = ingest_traces([run("a", steps=[step(0), step(1)])], answers=f)
     except InputError:
         return
     n = sum(1 for r in rows if any(c.strip() for c in r) or len(r) > 1)
@@ -1015,7 +1015,7 @@ def test_a_null_required_answer_field_is_malformed_in_every_column_type(dtype):
     a = pd.DataFrame({"trace_id": ["a", "a", "a", None, "a"], "measure": ["x_task", "x_task", None, "x_task", "x_task"],
                       "rater": ["j1", None, "j3", "j4", "j5"], "answer": [None, "yes", "yes", "no", "yes"]})
     a = a.astype({c: dtype for c in a.columns})
-    ing = ingest(runs, a)
+    ing = ingest_traces(runs, a)
     led = ing.ledger[ing.ledger["kind"] == "answer"]
     assert led["status"].tolist() == ["dropped"] * 4 + ["kept"]
     assert led["field"].tolist()[:4] == ["answer", "rater", "measure", "trace_id"]

@@ -1,4 +1,4 @@
-"""Tests for evaltk.trajectory, written from seed 003 ("Eve SOTA long-horizon trajectory
+"""Tests for evaltk.trajectory._trajectory, written from seed 003 ("Eve SOTA long-horizon trajectory
 grading", September 2026) and issue 5.
 
 Every rule of the seed's "Eight independent dimensions" table, the three decisions, the
@@ -19,8 +19,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import evaltk.trajectory as tj
-from evaltk.cli import main
+import evaltk.trajectory._trajectory as tj
+from evaltk.cli._main import main
 from evaltk.errors import SchemaViolation, UnreadableInput
 from evaltk.trajectory import (
     DIMENSIONS,
@@ -137,7 +137,7 @@ def test_digest_is_sha256_of_canonical_bytes():
 
 
 def test_seal_lock_and_any_change_is_detected():
-    lock = seal_lock({"schema": "evaltk.trajectory-lock/1", "design_digest": "a" * 64,
+    lock = seal_lock({"schema": "evaltk.trajectory._trajectory-lock/1", "design_digest": "a" * 64,
                       "locked_at": "2026-01-01T00:00:00Z", "cases": {"c": policy_dict()}})
     assert lock["case_inventory"] == ["c"]
     assert lock["lock_digest"] == lock_digest(lock)
@@ -1049,7 +1049,7 @@ def test_reference_agrees_on_every_control():
     ({"kind": "terminal", "status": "abstained"}, "reason"),
 ])
 def test_results_schema_requires_each_kinds_fields(event, field):
-    results = {"schema": "evaltk.trajectory-results/1", "lock_digest": "0" * 64,
+    results = {"schema": "evaltk.trajectory._trajectory-results/1", "lock_digest": "0" * 64,
                "results_at": "2026-01-01T00:00:00Z",
                "cases": {"c": {"events": [{"id": "e1", "seq": 1, **event}]}}}
     with pytest.raises(SchemaViolation, match=f"`{field}` is missing") as ei:
@@ -1059,7 +1059,7 @@ def test_results_schema_requires_each_kinds_fields(event, field):
 
 @pytest.mark.parametrize("extra", [{}, {"bytes_base64": "UEFHRQ==", "sha256": "0" * 64}])
 def test_results_schema_wants_exactly_one_evidence_form(extra):
-    results = {"schema": "evaltk.trajectory-results/1", "lock_digest": "0" * 64,
+    results = {"schema": "evaltk.trajectory._trajectory-results/1", "lock_digest": "0" * 64,
                "results_at": "2026-01-01T00:00:00Z",
                "cases": {"c": {"events": [{"id": "e1", "seq": 1, "kind": "evidence",
                                            "evidence_id": "page", **extra}]}}}
@@ -1088,7 +1088,7 @@ def test_events_stamped_after_results_at_are_malformed(tmp_path):
     """Review finding: results cannot predate their own events (exit 65, naming case and field)."""
     import json as _json
 
-    from evaltk.cli import main as _main
+    from evaltk.cli._main import main as _main
 
     ex = Path(__file__).resolve().parent.parent / "data" / "examples" / "trajectory"
     d = _json.loads((ex / "results-pass.json").read_text())

@@ -1,0 +1,180 @@
+"""The ``evaltk`` command-line layer for ``evaltk.stats._agreement``."""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..errors import InputError
+from ..stats._agreement import (
+    _WEIGHT_NAMES,
+    INTERVAL_METHODS,
+    LEVELS,
+    AgreementResult,
+    brennan_prediger,
+    cohen_kappa,
+    conger_kappa,
+    fleiss_kappa,
+    gwet_ac1,
+    gwet_ac2,
+    krippendorff_alpha,
+    pabak,
+    percent_agreement,
+    scott_pi,
+)
+from ..values import Abstention, EvaltkWarning
+
+_CLI_COEFFICIENTS: dict[str, Callable[..., AgreementResult]] = {
+    "percent_agreement": percent_agreement, "cohen_kappa": cohen_kappa, "scott_pi": scott_pi,
+    "pabak": pabak, "fleiss_kappa": fleiss_kappa, "conger_kappa": conger_kappa,
+    "krippendorff_alpha": krippendorff_alpha, "gwet_ac1": gwet_ac1, "gwet_ac2": gwet_ac2,
+    "brennan_prediger": brennan_prediger,
+}
+
+
+def _read_long_table(path: str, fields: Sequence[str]) -> pd.DataFrame:
+    from ..errors import SchemaViolation, UnreadableInput
+
+    lower = path.lower()
+    try:
+        if lower.endswith(".parquet"):
+            frame = pd.read_parquet(path)
+        elif lower.endswith((".jsonl", ".ndjson")):
+            frame = pd.read_json(path, lines=True)
+        else:
+            frame = pd.read_csv(path)
+    except (FileNotFoundError, IsADirectoryError, PermissionError) as e:
+        raise UnreadableInput(f"cannot open: {e.strerror or e}", file=path) from None
+    except (UnicodeDecodeError, ValueError, pd.errors.ParserError, pd.errors.EmptyDataError) as e:
+        raise UnreadableInput(f"cannot parse as a table: {e}", file=path) from None
+    except ImportError as e:  # pragma: no cover - pyarrow is a dependency
+        raise UnreadableInput(f"cannot read Parquet ({e})", file=path) from None
+    for col in fields:
+        if col not in frame.columns:
+            raise SchemaViolation(f"column {col!r} is missing; columns are {list(frame.columns)!r}",
+                                  file=path, field=col)
+    return frame
+
+
+def _cli_categories(values: Sequence[str] | None, column: pd.Series) -> list[Any] | None:
+    """Declared categories from the command line, typed like the rating column."""
+    if not values:
+        return None
+    if pd.api.types.is_numeric_dtype(column):
+        out: list[Any] = []
+        for v in values:
+            try:
+                x = float(v)
+            except ValueError:
+                out.append(v)
+                continue
+            out.append(int(x) if x.is_integer() else x)
+        return out
+    return list(values)
+
+
+def _cmd_agreement(args: Any) -> int:
+    import json
+
+    from ..errors import SchemaViolation
+    from ._main import EXIT_USAGE, CliError
+
+    fn = _CLI_COEFFICIENTS[args.coefficient]
+    frame = _read_long_table(args.file, (args.item, args.rater, args.rating))
+    kwargs: dict[str, Any] = dict(
+        data=frame, item=args.item, rater=args.rater, rating=args.rating,
+        categories=_cli_categories(args.categories, frame[args.rating]),
+        abstain=None if args.abstain is None else tuple(args.abstain), confidence_level=args.confidence_level,
+        n_resamples=args.n_resamples, rng=args.seed,
+    )
+    if args.method is not None:
+        kwargs["method"] = args.method
+    if args.coefficient == "krippendorff_alpha":
+        if args.level is None:
+            raise CliError("usage: krippendorff_alpha needs --level (nominal, ordinal, interval, ratio)",
+                           EXIT_USAGE)
+        kwargs["level"] = args.level
+    elif args.level is not None:
+        raise CliError("usage: --level applies to krippendorff_alpha only", EXIT_USAGE)
+    if args.coefficient in ("gwet_ac2",) and args.weights is None:
+        raise CliError("usage: gwet_ac2 needs --weights", EXIT_USAGE)
+    if args.weights is not None:
+        if args.coefficient in ("gwet_ac1", "pabak", "krippendorff_alpha"):
+            raise CliError(f"usage: --weights does not apply to {args.coefficient}", EXIT_USAGE)
+        kwargs["weights"] = args.weights
+    if args.coefficient == "gwet_ac2":
+        kwargs.setdefault("categories", None)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", EvaltkWarning)
+            res = fn(**kwargs)
+    except InputError as e:
+        raise SchemaViolation(e.detail, file=args.file, record=e.record, field=e.field) from None
+    notes = [str(w.message) for w in caught if issubclass(w.category, EvaltkWarning)]
+    row = res.to_frame().iloc[0].to_dict()
+    row = {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()}
+    row = {k: (v.item() if isinstance(v, np.generic) else v) for k, v in row.items()}
+    if args.json:
+        out = {"result": row, "warnings": notes}
+        if res.per_category is not None:
+            pc = res.per_category.astype(object).where(res.per_category.notna(), None)
+            out["per_category"] = pc.to_dict(orient="records")
+        print(json.dumps(out, indent=2, default=str))
+        return 0
+    st = res.statistic
+    if isinstance(st, Abstention):
+        print(f"{args.coefficient}: undefined ({st.reason})")
+    else:
+        ci = res.confidence_interval
+        ci_txt = (f"[{ci[0]:.4f}, {ci[1]:.4f}]" if not isinstance(ci, Abstention) else "no interval")
+        se = res.standard_error
+        se_txt = f"{se:.4f}" if not isinstance(se, Abstention) else "n/a"
+        print(f"{args.coefficient} = {st:.4f}  SE {se_txt}  {res.confidence_level:.0%} CI {ci_txt} "
+              f"({res.method})")
+    cov = res.coverage
+    cov_txt = f"{cov:.3f}" if not isinstance(cov, Abstention) else "n/a"
+    print(f"units {res.n_units}, pairable units {res.n_units_pairable}, pairable ratings "
+          f"{res.n_pairable_ratings}, abstained {res.n_abstained}, coverage {cov_txt}")
+    for note in notes:
+        print(f"warning: {note}")
+    return 0
+
+
+def register_cli(subparsers: Any) -> None:
+    """Add ``evaltk agreement``: one coefficient, its SEs and interval, from a long table."""
+    import argparse
+
+    p = subparsers.add_parser(
+        "agreement",
+        help="an agreement coefficient with SE and interval from a long table (item, rater, rating)",
+        description=(
+            "Compute one agreement coefficient from a long CSV / JSONL / Parquet table with one row "
+            "per (item, rater).  Exit codes: 0 computed (an undefined coefficient is reported as such, "
+            "still 0); 64 usage error; 65 input violates the format (missing column, label outside "
+            "--categories, a rater rating an item twice); 66 unreadable file."),
+        epilog="Example: evaltk agreement labels.csv --coefficient krippendorff_alpha --level nominal "
+               "--abstain Unsure --json",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("file", help="long table: CSV, JSONL (.jsonl) or Parquet (.parquet)")
+    p.add_argument("--coefficient", default="krippendorff_alpha", choices=sorted(_CLI_COEFFICIENTS))
+    p.add_argument("--item", default="item_id", help="item column (default item_id)")
+    p.add_argument("--rater", default="rater", help="rater column (default rater)")
+    p.add_argument("--rating", default="rating", help="rating column (default rating)")
+    p.add_argument("--level", choices=list(LEVELS), help="Krippendorff level (required for alpha)")
+    p.add_argument("--weights", choices=list(_WEIGHT_NAMES), help="agreement weights")
+    p.add_argument("--categories", nargs="+", help="declared category domain, in order")
+    p.add_argument("--abstain", nargs="*", default=None,
+                   help="labels meaning 'declined' (counted); default: the usual spellings of cannot tell "
+                        "and Unsure; --abstain with no label: none")
+    p.add_argument("--method", choices=list(INTERVAL_METHODS), help="interval method")
+    p.add_argument("--confidence-level", type=float, default=0.95)
+    p.add_argument("--n-resamples", type=int, default=2000)
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=_cmd_agreement)

@@ -1,0 +1,50 @@
+"""The ``evaltk`` command-line layer for ``evaltk.data._datasets``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from ..data._datasets import (
+    make_demo,
+    write_demo,
+)
+
+# --------------------------------------------------------------------------- CLI
+
+
+def register_cli(subparsers: Any) -> None:
+    """``evaltk demo OUT [--n-traces N] [--seed S] [--json]``: write the demo corpus."""
+    p = subparsers.add_parser(
+        "demo", help="write the demo corpus (traces, judge answers, human labels, truth)",
+        description="Write the seeded demo corpus with its planted truth to a folder.",
+        epilog="Example: evaltk demo out/demo --n-traces 3000 --seed 0",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("out", help="folder to write (created if needed)")
+    p.add_argument("--n-traces", type=int, default=300, help="number of trace records (default 300)")
+    p.add_argument("--seed", type=int, default=0, help="generator seed (default 0)")
+    p.add_argument("--json", action="store_true", help="print a machine-readable summary")
+    p.set_defaults(func=_cli_demo)
+
+
+def _cli_demo(args: argparse.Namespace) -> int:
+    from ._main import EXIT_USAGE, CliError
+
+    if args.n_traces < 10:
+        raise CliError(f"--n-traces must be at least 10; got {args.n_traces}", EXIT_USAGE)
+    if args.seed < 0:
+        raise CliError(f"--seed must be non-negative; got {args.seed}", EXIT_USAGE)
+    data = make_demo(n_traces=args.n_traces, seed=args.seed)
+    paths = write_demo(args.out, data)
+    summary = {"out": str(Path(args.out)), "files": {k: str(v) for k, v in paths.items()},
+               "counts": data.manifest["counts"], "seed": args.seed}
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        c = data.manifest["counts"]
+        print(f"wrote {c['traces']} traces, {c['judge_answers']} judge answers, "
+              f"{c['human_labels']} human labels to {args.out}")
+    return 0

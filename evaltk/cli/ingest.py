@@ -1,0 +1,78 @@
+"""The ``evaltk`` command-line layer for ``evaltk.ingest._traces``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..ingest._traces import (
+    ingest_traces,
+)
+
+# --------------------------------------------------------------------------- CLI
+
+
+def register_cli(subparsers: Any) -> None:
+    """``evaltk ingest TRACES [--answers F] [--labels F] [--out DIR] [--json] [--strict]``."""
+    p = subparsers.add_parser(
+        "ingest", help="validate traces, answers and labels; write the tables and the ledger",
+        description="Read traces (JSONL/Parquet), judge answers and human labels "
+                    "(CSV/JSONL/Parquet); drop in-progress runs, malformed records and "
+                    "duplicated ids, each with a ledger entry; join on trace_id.",
+        epilog="Example: evaltk ingest data/demo/traces.jsonl --answers data/demo/answers.csv "
+               "--out out/ --json\nExit codes: 0 nothing dropped except in-progress runs, 1 some "
+               "record dropped for another reason (see the ledger), 65 with --strict: a malformed record, 66 unreadable input.",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("traces", help="trace file (JSONL, one run per line; or Parquet)")
+    p.add_argument("--answers", action="append", help="judge answers (CSV, JSONL, Parquet); repeatable")
+    p.add_argument("--labels", action="append", help="human labels (CSV, JSONL, Parquet); repeatable")
+    p.add_argument("--out", help="write runs, steps, answers, labels, disagreements (Parquet) and "
+                                 "ledger.csv here")
+    p.add_argument("--strict", action="store_true", help="stop at the first malformed record")
+    p.add_argument("--json", action="store_true", help="print a machine-readable summary")
+    p.set_defaults(func=_cli_ingest)
+
+
+def _cli_ingest(args: argparse.Namespace) -> int:
+    ing = ingest_traces(args.traces, args.answers, args.labels, strict=args.strict)
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        runs = ing.runs.copy()
+        runs["guide"] = [None if g is None else json.dumps(g, sort_keys=True) for g in runs["guide"]]
+        runs.to_parquet(out / "runs.parquet", index=False)
+        ing.steps.to_parquet(out / "steps.parquet", index=False)
+        ing.answers.to_parquet(out / "answers.parquet", index=False)
+        ing.labels.to_parquet(out / "labels.parquet", index=False)
+        ing.step_count_disagreements.to_parquet(out / "step_count_disagreements.parquet", index=False)
+        ing.ledger.to_csv(out / "ledger.csv", index=False)
+    led = ing.ledger
+    n_drop = int((led["status"] == "dropped").sum())
+    if args.json:
+        summ = ing.summary()
+        doc = {
+            "records": int(len(led)),
+            "kept": int(len(led) - n_drop),
+            "dropped": n_drop,
+            "runs": int(len(ing.runs)),
+            "steps": int(len(ing.steps)),
+            "answers": int(len(ing.answers)),
+            "labels": int(len(ing.labels)),
+            "step_count_disagreements": int(len(ing.step_count_disagreements)),
+            "by_reason": [{k: (None if isinstance(v, float) and math.isnan(v) else v)
+                           for k, v in r.items()} for r in summ.to_dict("records")],
+        }
+        print(json.dumps(doc, indent=2, default=int))
+    else:
+        print(f"{len(led)} records: {len(led) - n_drop} kept, {n_drop} dropped; "
+              f"{len(ing.runs)} runs, {len(ing.steps)} steps, {len(ing.answers)} answers, "
+              f"{len(ing.labels)} labels", file=sys.stdout)
+        for r in ing.dropped.head(20).itertuples(index=False):
+            print(f"  {r.source}:{r.record}: {r.kind} {r.trace_id if isinstance(r.trace_id, str) else '-'}: "
+                  f"{r.reason}" + (f" [{r.field}]" if isinstance(r.field, str) else ""), file=sys.stdout)
+    problems = led["reason"].notna() & ~led["reason"].isin(["in_progress", "run not kept: in_progress"])
+    return 1 if bool(problems.any()) else 0

@@ -1,0 +1,62 @@
+"""The ``evaltk`` command-line layer for ``evaltk.scoring._scoring``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from ..scoring._scoring import (
+    score_traces,
+)
+
+# --------------------------------------------------------------------------- CLI
+
+
+def register_cli(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "score", help="score traces into a score matrix, manifest and ledger",
+        description="Ingest a JSONL/Parquet trace file (and judge answers, human labels) and write "
+                    "scores.parquet, manifest.json, ledger.parquet and friends to --out.",
+        epilog="Example: evaltk score data/demo/traces.jsonl --answers data/demo/answers.csv "
+               "--labels data/demo/labels.csv --out out/",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("traces", help="trace file (JSONL, one run per line; or Parquet)")
+    p.add_argument("--answers", help="judge answers (CSV, JSONL or Parquet)")
+    p.add_argument("--labels", help="human labels (CSV, JSONL or Parquet)")
+    p.add_argument("--out", required=True, help="output directory")
+    p.add_argument("--strict", action="store_true", help="fail on the first malformed record")
+    p.add_argument("--json", action="store_true", help="print a machine-readable summary")
+    p.set_defaults(func=_cli_score)
+
+
+def _cli_score(args: argparse.Namespace) -> int:
+    m = score_traces(args.traces, args.answers, args.labels, strict=args.strict)
+    out = m.save(args.out)
+    led = m.ledger
+    dropped = led[led["status"] == "dropped"] if len(led) else led
+    summary = {
+        "out": str(out),
+        "runs": len(m.runs),
+        "ledger": {"records": len(led), "kept": int((led["status"] == "kept").sum()) if len(led) else 0,
+                   "dropped": len(dropped),
+                   "dropped_by_reason": {str(k): int(v) for k, v in
+                                         (dropped["reason"].astype(str).str.split(":").str[0].value_counts().items()
+                                          if len(dropped) else [])}},
+        "measures": json.loads(m.summary().to_json(orient="records")),
+        "unscored": json.loads(m.unscored.to_json(orient="records")),
+    }
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        print(f"scored {summary['runs']} runs -> {out}")
+        print(f"ledger: {summary['ledger']['records']} records, {summary['ledger']['kept']} kept, "
+              f"{summary['ledger']['dropped']} dropped")
+        for r in summary["measures"]:
+            mean = "abstain" if r["mean"] is None else f"{r['mean']:.3f}"
+            print(f"  {r['measure']:<12} mean {mean:>8}  n {r['n']:>6}  coverage {r['coverage']:.3f}",
+                  file=sys.stdout)
+        for r in summary["unscored"]:
+            print(f"  not scored: {r['n_answers']} {r['tier']} {r['measure']} answers: {r['reason']}",
+                  file=sys.stdout)
+    return 0

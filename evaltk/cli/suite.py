@@ -1,0 +1,121 @@
+"""The ``evaltk`` command-line layer for ``evaltk.suite._suite``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ..suite._suite import (
+    _read_document,
+    _read_jsonl,
+    check_summary,
+    gate_summary,
+    load_suite_run,
+    scored_events,
+    summarize_suite,
+)
+
+# --------------------------------------------------------------------------- CLI
+
+
+def _write_json(path: Path, doc: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(doc, indent=2, allow_nan=False) + "\n", encoding="utf-8")
+
+
+def _cmd_summarize(args: Any) -> int:
+    summary = summarize_suite(load_suite_run(args.run))
+    doc = summary.to_dict()
+    if args.out:
+        _write_json(Path(args.out), doc)
+    if args.events:
+        p = Path(args.events)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        with p.open("w", encoding="utf-8") as fh:
+            for e in scored_events(summary):
+                fh.write(json.dumps(e, allow_nan=False) + "\n")
+    if args.json or not args.out:
+        print(json.dumps(doc, indent=2, allow_nan=False))
+    else:
+        state = "passed" if summary.passed else "NOT passed"
+        print(f"{summary.run.suite}: {state}; wrote {args.out}")
+        for r in summary.reasons:
+            print(f"  {r}")
+    return 0
+
+
+def _cmd_gate(args: Any) -> int:
+    decision = gate_summary(args.summary)
+    if args.json:
+        print(json.dumps(decision.to_dict(), indent=2))
+    else:
+        print("PASSED" if decision.passed else "NOT PASSED")
+        for r in decision.reasons:
+            print(f"  {r}")
+    return 0 if decision.passed else 1
+
+
+def _cmd_check(args: Any) -> int:
+    events = _read_jsonl(Path(args.events)) if args.events else None
+    run = load_suite_run(args.run)
+    host = _read_document(Path(args.summary))
+    violations = check_summary(run, host, events=events)
+    if args.json:
+        print(json.dumps({"conforms": not violations, "violations": [x.to_dict() for x in violations]},
+                         indent=2, default=str))
+    elif violations:
+        print(f"{len(violations)} RFC 0246 violation(s) in {args.summary}:")
+        for x in violations:
+            print(f"  {x}")
+    else:
+        print(f"{args.summary} conforms to RFC 0246 for {args.run}")
+    return 1 if violations else 0
+
+
+def register_cli(subparsers: Any) -> None:
+    """Register ``evaltk suite summarize | gate | check``."""
+    import argparse
+
+    p = subparsers.add_parser(
+        "suite", help="suite gating (RFC 0246): summarize a run, gate on a summary, check a host's summary",
+        description="Suite gating under RFC 0246. Exit codes: 0 ok / passed / conforms, 1 not passed or "
+                    "violations, 64 usage, 65 invalid input, 66 unreadable input.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Examples:\n  evaltk suite summarize data/examples/suite/run.json --out summary.json "
+               "--events events.jsonl\n  evaltk suite gate summary.json\n"
+               "  evaltk suite check data/examples/suite/run.json host-summary.json")
+    sub = p.add_subparsers(dest="suite_command", metavar="SUBCOMMAND")
+    s = sub.add_parser("summarize", help="compute the EvalSummary of a suite run",
+                       description="Compute the RFC 0246 EvalSummary of a suite run (JSON or YAML). "
+                                   "Exit 0 when summarised (whether or not the suite passed).")
+    s.add_argument("run", help="suite run, .json / .yaml")
+    s.add_argument("--out", help="write the EvalSummary JSON here (stdout when omitted)")
+    s.add_argument("--events", help="write per-trial eval.scored events here (JSONL)")
+    s.add_argument("--json", action="store_true", help="print the summary JSON on stdout too")
+    s.set_defaults(func=_cmd_summarize)
+    g = sub.add_parser("gate", help="exit 0 when a summary passed, 1 when not (with why)",
+                       description="Read an EvalSummary and decide: exit 0 passed, 1 not passed "
+                                   "(also when the summary contradicts its own passed flag).")
+    g.add_argument("summary", help="EvalSummary JSON")
+    g.add_argument("--json", action="store_true", help="machine-readable output")
+    g.set_defaults(func=_cmd_gate)
+    c = sub.add_parser("check", help="check a host's summary of a run against RFC 0246",
+                       description="List every RFC 0246 violation in a host's summary of a run. "
+                                   "Exit 0 conforms, 1 violations.")
+    c.add_argument("run", help="suite run the host graded, .json / .yaml")
+    c.add_argument("summary", help="the host's EvalSummary JSON")
+    c.add_argument("--events", help="the host's eval.scored events (JSONL), checked too")
+    c.add_argument("--json", action="store_true", help="machine-readable output")
+    c.set_defaults(func=_cmd_check)
+
+    def _no_sub(args: Any) -> int:
+        import sys
+
+        p.print_help(sys.stderr)
+        from ._main import EXIT_USAGE, CliError
+
+        raise CliError("usage: evaltk suite needs a subcommand: summarize, gate or check", EXIT_USAGE)
+
+    p.set_defaults(func=_no_sub)
+

@@ -1,0 +1,139 @@
+"""The ``evaltk`` command-line layer for ``evaltk.trajectory._trajectory``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..errors import SchemaViolation
+from ..trajectory._trajectory import (
+    NEGATIVE_CONTROLS,
+    CohortReport,
+    _run_grade,
+    _write_json,
+    design_digest,
+    lock_digest,
+    read_json,
+    run_self_check,
+    seal_lock,
+    sha256_digest,
+    validate_document,
+)
+
+# --------------------------------------------------------------------------- CLI
+
+
+def _cmd_grade(args: argparse.Namespace) -> int:
+    from ._main import CliError
+
+    code, out = _run_grade(Path(args.lock), Path(args.results), Path(args.output),
+                           None if args.design is None else Path(args.design))
+    if not isinstance(out, CohortReport):
+        raise CliError(out.replace("\n", " "), code)
+    s = out.summary()
+    if args.json:
+        print(json.dumps(s, sort_keys=True))
+    else:
+        print(f"{s['cases']} case(s): {s['passed']} passed, {s['safely_abstained']} safely-abstained, "
+              f"{s['failed']} failed -> {s['decision']} (exit {code}); report: {args.output}")
+    return code
+
+
+def _cmd_self_check(args: argparse.Namespace) -> int:
+    results = run_self_check()
+    n = len(NEGATIVE_CONTROLS)
+    for i, r in enumerate(results, 1):
+        label = f"control {i:2d}/{n}" if i <= n else "final run  "
+        print(f"{label} {r.name:<30} {r.describe()}")
+    bad = [r.name for r in results if not r.ok]
+    if bad:
+        print(f"self-check FAILED: {', '.join(bad)}", file=sys.stderr)
+        return 1
+    print(f"self-check passed: {n} controls red for the right reason, final run green")
+    return 0
+
+
+def _cmd_seal(args: argparse.Namespace) -> int:
+    from ._main import CliError
+
+    draft = read_json(args.draft)
+    if not isinstance(draft, dict) or not isinstance(draft.get("cases"), dict):
+        raise SchemaViolation("a lock draft must be an object with `cases`", file=args.draft, field="cases")
+    if args.design is not None:
+        draft["design_digest"] = design_digest(read_json(args.design))
+    lock = seal_lock(draft)
+    validate_document(lock, "lock", file=args.draft)
+    if set(lock["case_inventory"]) != set(lock["cases"]):
+        raise CliError(f"{args.draft}: `case_inventory` and `cases` differ", 65)
+    _write_json(args.output, lock)
+    print(f"sealed {len(lock['cases'])} case(s): lock_digest {lock['lock_digest']}")
+    return 0
+
+
+def _cmd_digest(args: argparse.Namespace) -> int:
+    doc = read_json(args.file)
+    if args.lock:
+        if not isinstance(doc, dict):
+            raise SchemaViolation("a lock must be an object", file=args.file)
+        print(lock_digest(doc))
+    else:
+        print(sha256_digest(doc))
+    return 0
+
+
+def register_cli(subparsers: Any) -> None:
+    """Add ``evaltk trajectory grade`` and ``evaltk trajectory self-check``."""
+    p = subparsers.add_parser(
+        "trajectory", help="grade long-horizon agent trajectories against a pre-result lock",
+        description="Grade long-horizon trajectories (seed 003) on eight fail-closed dimensions.",
+        epilog="Example: evaltk trajectory grade --lock data/examples/trajectory/lock.json "
+               "--results data/examples/trajectory/results-pass.json --output out/report.json",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="trajectory_command", metavar="SUBCOMMAND")
+    g = sub.add_parser(
+        "grade", help="grade a locked cohort and write the report",
+        description=(
+            "Exit codes: 0 every locked case passed; 2 honest hold (some case failed or safely "
+            "abstained, all data valid); 10 lock or design digest changed; 11 lock not strictly before "
+            "the results; 12 locked case missing from the results; 13 unlocked case in the results; "
+            "65 malformed input (schema violation); 66 unreadable input (missing file, not JSON); "
+            "64 usage error."),
+        epilog="Example: evaltk trajectory grade --lock lock.json --results results.json "
+               "--output report.json --design design.json",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    g.add_argument("--lock", required=True, help="the lock (trajectory-lock.schema.json)")
+    g.add_argument("--results", required=True, help="the results (trajectory-results.schema.json)")
+    g.add_argument("--output", required=True, help="where to write the report")
+    g.add_argument("--design", help="the design record, to check the lock's design digest")
+    g.add_argument("--json", action="store_true", help="print the cohort summary as JSON")
+    g.set_defaults(func=_cmd_grade)
+    s = sub.add_parser("self-check", help="run the fourteen negative controls and a final green run")
+    s.set_defaults(func=_cmd_self_check)
+    z = sub.add_parser(
+        "seal", help="fill in a lock draft's case inventory, case-policy digest and lock digest",
+        description="Seal a lock before any result exists: fills `case_inventory` (when absent), "
+                    "`case_policy_digest`, `lock_digest` and, with --design, `design_digest`; "
+                    "validates the sealed lock against trajectory-lock.schema.json.",
+        epilog="Example: evaltk trajectory seal draft.json --design design.json --output lock.json")
+    z.add_argument("draft", help="the lock draft (JSON)")
+    z.add_argument("--output", required=True, help="where to write the sealed lock")
+    z.add_argument("--design", help="the design record whose digest the lock binds")
+    z.set_defaults(func=_cmd_seal)
+    h = sub.add_parser(
+        "digest", help="print the canonical SHA-256 of a JSON document (or of a lock, --lock)",
+        epilog="Example: evaltk trajectory digest design.json")
+    h.add_argument("file")
+    h.add_argument("--lock", action="store_true",
+                   help="digest the document without its `lock_digest` key (the lock's own digest)")
+    h.set_defaults(func=_cmd_digest)
+
+    def _no_sub(args: argparse.Namespace) -> int:
+        from ._main import EXIT_USAGE
+
+        p.print_help(sys.stderr)
+        return EXIT_USAGE
+
+    p.set_defaults(func=_no_sub)

@@ -1,0 +1,1334 @@
+"""Calibration against humans: the ceiling, the baseline, the alt-test and how many labels.
+
+Seed 002's promotion rule: a dimension is *calibrated* only with all five of a
+human ceiling, a degenerate baseline, a set held out from everything that shaped
+the scorer, a threshold set by decision cost, and a stated interval.  This module
+computes the three numbers that rule compares and checks the five conditions:
+
+* :func:`human_ceiling`: human-human agreement on the items two or more humans
+  labelled, with intervals (percent agreement with a Wilson interval, and
+  Krippendorff's alpha with an item bootstrap);
+* :func:`calibration_numbers`: the ceiling, judge-human agreement and an
+  always-majority baseline, all on the *same* items;
+* :func:`promotion_check`: the five conditions, which are met and on what evidence;
+* :func:`alt_test`: the alternative annotator test of Calderon, Reichart and Dror
+  (2025): can the judge replace the annotators?
+* :func:`kappa_sample_size`: how many human labels a target interval half-width
+  on kappa needs, by simulation;
+* :func:`load_agentrewardbench`: a reader for AgentRewardBench's expert
+  annotations (Lù et al. 2025), the real-data worked example.
+
+Abstentions ("Unsure", "Cannot tell", ``None``, NaN) are never a class: a rating
+that abstains leaves the comparison and is counted on the result.
+
+The coefficients and their bootstrap intervals come from :mod:`evaltk.agreement`
+(every replicate drawn at once from resampled count tables); judge-human
+pairs are resampled by item (cluster bootstrap), since the ratings of one item
+are not independent.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import numbers
+import warnings
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from ..errors import SchemaViolation, UnreadableInput
+from ..stats._agreement import (
+    AgreementResult,
+    CategoryDomainWarning,
+    cohen_kappa,
+    krippendorff_alpha,
+    percent_agreement,
+)
+from ..stats._bootstrap import check_rng
+from ..stats._intervals import ProportionInterval, check_confidence_level, wilson_interval, z_value
+from ..values import Abstention, Cause, Threshold, UndefinedWarning
+
+__all__ = [
+    "AGENTREWARDBENCH_QUESTIONS",
+    "CeilingResult",
+    "AgreementWithHumans",
+    "CalibrationNumbers",
+    "PromotionCheck",
+    "PROMOTION_CONDITIONS",
+    "AltTestResult",
+    "SampleSizePlan",
+    "load_agentrewardbench",
+    "agentrewardbench_ceiling",
+    "population_table",
+    "human_ceiling",
+    "calibration_numbers",
+    "promotion_check",
+    "calibration_record",
+    "alt_test",
+    "load_alt_test_annotations",
+    "kappa_sample_size",
+]
+
+_LEVELS = ("nominal", "ordinal")
+
+
+# --------------------------------------------------------------------------- label handling
+
+
+def _is_abstention(x: Any, abstain: frozenset) -> bool:
+    if x is None or isinstance(x, Abstention) or x is pd.NA:
+        return True
+    if isinstance(x, (float, np.floating)) and math.isnan(x):
+        return True
+    try:
+        return x in abstain
+    except TypeError:
+        return False
+
+
+def _domain(labels: Iterable[Any], categories: Sequence[Any] | None, level: str) -> list[Any]:
+    labels = list(labels)
+    if categories is not None:
+        cats = list(categories)
+        if len(set(cats)) != len(cats):
+            raise ValueError("`categories` has duplicates.")
+        known = set(cats)
+        bad = [x for x in labels if x not in known]
+        if bad:
+            raise ValueError(
+                f"label {_plain(bad[0])!r} is not among `categories` {cats}; declare it, or list it in `abstain`."
+            )
+        seen = set(labels)
+        if level == "ordinal" and seen and seen < known:
+            warnings.warn(
+                f"observed labels are a strict subset of the declared domain (unused: "
+                f"{[c for c in cats if c not in seen]}); ordinal distances use the declared domain",
+                CategoryDomainWarning,
+                stacklevel=3,
+            )
+        return cats
+    if level == "ordinal":
+        raise ValueError("an ordinal `level` needs the ordered scale in `categories` (lowest first).")
+    uniq = list(dict.fromkeys(labels))
+    try:
+        return sorted(uniq)
+    except TypeError:
+        return uniq
+
+
+def _plain(x: Any) -> Any:
+    """A NumPy scalar as the Python value (for readable messages)."""
+    return x.item() if isinstance(x, np.generic) else x
+
+
+def _check_level(level: str) -> str:
+    if level not in _LEVELS:
+        raise ValueError(f"`level` must be one of {', '.join(_LEVELS)}; got {level!r}.")
+    return level
+
+
+# --------------------------------------------------------------------------- vectorised coefficients
+
+
+def _kappa_from_tables(T: np.ndarray, weights: str | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Cohen's kappa and its large-sample SE (Fleiss, Cohen and Everitt 1969) for tables (m, k, k).
+
+    NaN where undefined (expected agreement 1, or an empty table).
+    """
+    T = np.asarray(T, dtype=float)
+    k = T.shape[-1]
+    n = T.sum(axis=(-2, -1))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p = T / n[:, None, None]
+        r = p.sum(axis=-1)
+        c = p.sum(axis=-2)
+        if weights is None:
+            w = np.eye(k)
+        else:
+            i = np.arange(k)
+            d = np.abs(i[:, None] - i[None, :]) / max(k - 1, 1)
+            w = 1.0 - (d if weights == "linear" else d * d)
+        po = np.einsum("mij,ij->m", p, w)
+        pe = np.einsum("mi,mj,ij->m", r, c, w)
+        kappa = (po - pe) / (1.0 - pe)
+        wr = np.einsum("ij,mj->mi", w, c)  # weighted column means  w_i. = sum_j w_ij p_.j
+        wc = np.einsum("ij,mi->mj", w, r)  # w_.j = sum_i w_ij p_i.
+        term = (w[None] - (wr[:, :, None] + wc[:, None, :]) * (1.0 - kappa[:, None, None])) ** 2
+        var = (np.einsum("mij,mij->m", p, term) - (kappa - pe * (1.0 - kappa)) ** 2) / (n * (1.0 - pe) ** 2)
+        se = np.sqrt(np.maximum(var, 0.0))
+    ok = (n > 0) & (pe < 1.0 - 1e-12)
+    return np.where(ok, kappa, np.nan), np.where(ok, se, np.nan)
+
+
+# --------------------------------------------------------------------------- human ceiling
+
+
+@dataclass(frozen=True)
+class CeilingResult:
+    """Human-human agreement on the items two or more humans labelled.
+
+    Attributes
+    ----------
+    statistic : float
+        Percent agreement: the mean over pairable items of the share of agreeing
+        pairs of ratings (with two ratings per item: the share of items whose two
+        ratings agree).
+    confidence_interval : tuple of float
+        Wilson interval when every pairable item has exactly two ratings (the
+        items are then Bernoulli trials); otherwise an item bootstrap.
+    interval_method : str
+    alpha : AgreementResult
+        Krippendorff's alpha at ``level`` (:func:`evaltk.agreement.krippendorff_alpha`)
+        with its item-bootstrap interval.
+    level : str
+    categories : tuple
+    items : tuple
+        The pairable items (two or more non-abstained ratings), in order.
+    n_items : int
+        Items in the data.
+    n_multiply_labelled : int
+        Items with two or more ratings (abstentions included).
+    n_pairable : int
+        Items with two or more non-abstained ratings: the denominator.
+    n_ratings_abstained : int
+        Ratings that abstained ("Unsure"), on multiply-labelled items.
+    n_items_lost_to_abstention : int
+        Multiply-labelled items that fell below two ratings because of abstentions.
+    confidence_level : float
+    """
+
+    statistic: float
+    confidence_interval: tuple[float, float]
+    interval_method: str
+    alpha: AgreementResult
+    level: str
+    categories: tuple[Any, ...]
+    items: tuple[Any, ...] = field(repr=False)
+    n_items: int
+    n_multiply_labelled: int
+    n_pairable: int
+    n_ratings_abstained: int
+    n_items_lost_to_abstention: int
+    confidence_level: float
+
+    @property
+    def coverage(self) -> float | Abstention:
+        """Share of multiply-labelled items that stayed pairable."""
+        if self.n_multiply_labelled == 0:
+            return Abstention(Cause.MISSING_EVIDENCE, "no item has two ratings")
+        return self.n_pairable / self.n_multiply_labelled
+
+    def to_frame(self) -> pd.DataFrame:
+        """Two tidy rows: ``percent_agreement`` and ``krippendorff_alpha``."""
+        a = self.alpha
+        a_stat = None if isinstance(a.statistic, Abstention) else a.statistic
+        a_ci = (None, None) if isinstance(a.confidence_interval, Abstention) else a.confidence_interval
+        cov = self.coverage
+        common = {"n_items": self.n_items, "n_multiply_labelled": self.n_multiply_labelled,
+                  "n_pairable": self.n_pairable, "n_ratings_abstained": self.n_ratings_abstained,
+                  "n_items_lost_to_abstention": self.n_items_lost_to_abstention,
+                  "coverage": None if isinstance(cov, Abstention) else cov,
+                  "confidence_level": self.confidence_level}
+        return pd.DataFrame([
+            {"statistic_name": "percent_agreement", "statistic": self.statistic,
+             "ci_low": self.confidence_interval[0], "ci_high": self.confidence_interval[1],
+             "interval_method": self.interval_method, **_causes(self.statistic, self.confidence_interval),
+             **common},
+            {"statistic_name": f"krippendorff_alpha_{self.level}", "statistic": a_stat,
+             "ci_low": a_ci[0], "ci_high": a_ci[1],
+             "interval_method": f"bootstrap_{a.method}_item", **_causes(a.statistic, a.confidence_interval),
+             **common},
+        ])
+
+
+def _long_frame(data: Any, item: str, rater: str, rating: str) -> pd.DataFrame:
+    if not isinstance(data, pd.DataFrame):
+        raise TypeError(f"`data` must be a long DataFrame with columns {item!r}, {rater!r}, {rating!r}.")
+    missing = [c for c in (item, rater, rating) if c not in data.columns]
+    if missing:
+        raise ValueError(f"`data` has no column `{missing[0]}`; columns are {list(data.columns)}.")
+    return data[[item, rater, rating]]
+
+
+def _units(frame: pd.DataFrame, item: str, rater: str, rating: str, abstain: frozenset
+           ) -> tuple[dict[Any, list[Any]], dict[str, int]]:
+    """Item -> non-abstained ratings (items with >= 2 ratings), and the abstention counts."""
+    dup = frame.duplicated([item, rater], keep=False)
+    if dup.any():
+        row = frame[dup].iloc[0]
+        raise ValueError(
+            f"rater {_plain(row[rater])!r} rated item {_plain(row[item])!r} more than once; "
+            "one rating per rater and item."
+        )
+    groups: dict[Any, list[Any]] = {}
+    for it, lab in zip(frame[item].tolist(), frame[rating].tolist(), strict=True):
+        groups.setdefault(it, []).append(lab)
+    multi = {k: v for k, v in groups.items() if len(v) >= 2}
+    units: dict[Any, list[Any]] = {}
+    n_abst = 0
+    lost = 0
+    for k, v in multi.items():
+        kept = [x for x in v if not _is_abstention(x, abstain)]
+        n_abst += len(v) - len(kept)
+        if len(kept) >= 2:
+            units[k] = kept
+        else:
+            lost += 1
+    return units, {"n_items": len(groups), "n_multiply_labelled": len(multi),
+                   "n_ratings_abstained": n_abst, "n_items_lost_to_abstention": lost}
+
+
+def human_ceiling(
+    data: pd.DataFrame,
+    *,
+    item: str = "item_id",
+    rater: str = "rater",
+    rating: str = "rating",
+    level: str = "nominal",
+    categories: Sequence[Any] | None = None,
+    abstain: Iterable[Any] = (),
+    confidence_level: float = 0.95,
+    method: str = "percentile",
+    n_resamples: int = 2000,
+    rng: Any = None,
+) -> CeilingResult | Abstention:
+    """Human-human agreement on the items two or more humans labelled, with intervals.
+
+    Parameters
+    ----------
+    data : DataFrame
+        Long format: one row per (item, rater) with the rating.
+    item, rater, rating : str
+        Column names.
+    level : {"nominal", "ordinal"}
+        Level of measurement for Krippendorff's alpha.  Ordinal needs ``categories``.
+    categories : sequence, optional
+        The declared domain (ordered, lowest first, for ordinal).
+    abstain : iterable of labels
+        Ratings that mean "cannot tell" ("Unsure"): excluded and counted.
+    confidence_level : float, default 0.95
+    method : {"percentile", "basic", "bca"}
+        Bootstrap interval method for alpha.
+    n_resamples : int, default 2000
+    rng : None, int or Generator
+
+    Returns
+    -------
+    CeilingResult or Abstention
+        An abstention (with a warning) when no item keeps two ratings.
+
+    Notes
+    -----
+    Percent agreement is Fleiss' :math:`\\bar P`: the mean over items of
+    :math:`\\sum_c n_{uc}(n_{uc}-1) / (m_u(m_u-1))`.  Alpha is
+    :math:`1 - (n-1)\\sum o_{ck}\\delta_{ck} / \\sum n_c n_k \\delta_{ck}` over the
+    coincidence matrix (Krippendorff 2011).  Because the raters differ from item
+    to item (AgentRewardBench pairs any two of eight experts), a pooled-marginal
+    coefficient (alpha, or Fleiss/Scott) is the right chance correction, not
+    Cohen's kappa, which assumes the same two raters throughout.
+
+    References
+    ----------
+    Krippendorff, K. (2011). Computing Krippendorff's alpha-reliability.
+    Fleiss, J. L. (1971). Measuring nominal scale agreement among many raters.
+    *Psychological Bulletin* 76, 378-382.
+
+    Examples
+    --------
+    >>> df = pd.DataFrame({"item_id": [1, 1, 2, 2, 3, 3, 4, 4],
+    ...                    "rater": ["a", "b", "a", "c", "b", "c", "a", "b"],
+    ...                    "rating": ["Yes", "Yes", "No", "No", "Yes", "No", "Yes", "Unsure"]})
+    >>> r = human_ceiling(df, abstain=["Unsure"], rng=0, n_resamples=200)
+    >>> round(r.statistic, 3), r.n_pairable, r.n_ratings_abstained
+    (0.667, 3, 1)
+    """
+    level = _check_level(level)
+    cl = check_confidence_level(confidence_level)
+    frame = _long_frame(data, item, rater, rating)
+    ab = frozenset(abstain)
+    units, counts = _units(frame, item, rater, rating, ab)
+    if not units:
+        warnings.warn("human ceiling undefined: no item keeps two non-abstained ratings",
+                      UndefinedWarning, stacklevel=2)
+        return Abstention(Cause.MISSING_EVIDENCE, "no item keeps two non-abstained ratings")
+    cats = _domain((x for v in units.values() for x in v), categories, level)
+    sizes = np.array([len(v) for v in units.values()])
+    per_item = np.array([_pairwise_agreement(v) for v in units.values()])
+    pa = float(per_item.mean())
+    gen = check_rng(rng)
+    keep = set(units)
+    sub = frame[frame[item].isin(keep)]
+    sub = sub[[not _is_abstention(x, ab) for x in sub[rating].tolist()]]
+    if (sizes == 2).all():
+        w = wilson_interval(int(round(float(per_item.sum()))), len(units), confidence_level=cl)
+        assert isinstance(w, ProportionInterval)
+        pa_ci, pa_method = w.confidence_interval, "wilson"
+    else:
+        res = percent_agreement(data=sub, item=item, rater=rater, rating=rating, categories=cats,
+                                method=method, n_resamples=n_resamples, confidence_level=cl, rng=gen)
+        ci = res.confidence_interval
+        pa_ci = (math.nan, math.nan) if isinstance(ci, Abstention) else ci
+        pa_method = f"bootstrap_{res.method}_item"
+    alpha = krippendorff_alpha(data=sub, item=item, rater=rater, rating=rating, level=level, categories=cats,
+                               method=method, n_resamples=n_resamples, confidence_level=cl, rng=gen)
+    return CeilingResult(
+        statistic=pa, confidence_interval=(float(pa_ci[0]), float(pa_ci[1])), interval_method=pa_method,
+        alpha=alpha, level=level, categories=tuple(cats), items=tuple(units),
+        n_pairable=len(units), confidence_level=cl, **counts,
+    )
+
+
+def _pairwise_agreement(labels: list[Any]) -> float:
+    m = len(labels)
+    counts = pd.Series(labels).value_counts().to_numpy(dtype=float)
+    return float((counts * (counts - 1.0)).sum() / (m * (m - 1.0)))
+
+
+# --------------------------------------------------------------------------- the three numbers
+
+
+@dataclass(frozen=True)
+class AgreementWithHumans:
+    """Agreement of one labeller (a judge, or the majority baseline) with the human ratings.
+
+    Every (item, human rating) pair counts once; the interval resamples items
+    (the pairs of an item are not independent).
+
+    Attributes
+    ----------
+    name : str
+        ``"judge"`` or ``"majority_baseline"``.
+    statistic : float
+        Percent agreement: share of (item, human rating) pairs the labeller matches.
+    confidence_interval : tuple of float
+    kappa : AgreementResult
+        Cohen's kappa of the labeller against the stacked human ratings (quadratic
+        weights for an ordinal level), item bootstrap.  For the always-majority
+        baseline kappa is 0 by construction.
+    n_items, n_pairs : int
+    label : Any
+        The constant label (baseline only).
+    """
+
+    name: str
+    statistic: float
+    confidence_interval: tuple[float, float]
+    kappa: AgreementResult
+    n_items: int
+    n_pairs: int
+    interval_method: str
+    label: Any = None
+
+
+@dataclass(frozen=True)
+class CalibrationNumbers:
+    """Seed 002's three numbers on the same items: human ceiling, judge, degenerate baseline.
+
+    Attributes
+    ----------
+    ceiling : CeilingResult
+    judge : AgreementWithHumans
+    baseline : AgreementWithHumans
+    items : tuple
+        The items all three are computed on.
+    n_judge_abstained : int
+        Pairable items the judge did not answer (left out of all three numbers).
+    n_judge_missing : int
+        Pairable items with no judge label at all.
+    """
+
+    ceiling: CeilingResult
+    judge: AgreementWithHumans
+    baseline: AgreementWithHumans
+    items: tuple[Any, ...] = field(repr=False)
+    n_judge_abstained: int
+    n_judge_missing: int
+
+    @property
+    def judge_coverage(self) -> float | Abstention:
+        total = len(self.items) + self.n_judge_abstained + self.n_judge_missing
+        if total == 0:
+            return Abstention(Cause.MISSING_EVIDENCE, "no pairable items")
+        return len(self.items) / total
+
+    def to_frame(self) -> pd.DataFrame:
+        """Tidy rows ``comparison, statistic_name, statistic, ci_low, ci_high, interval_method, n_items``,
+        and where the statistic or its interval abstains, the cause and reason."""
+        rows = []
+        c = self.ceiling
+        for _, r in c.to_frame().iterrows():
+            rows.append({"comparison": "human-human", "statistic_name": r["statistic_name"],
+                         "statistic": r["statistic"], "ci_low": r["ci_low"], "ci_high": r["ci_high"],
+                         "interval_method": r["interval_method"], "n_items": c.n_pairable,
+                         **{k: r[k] for k in _CAUSE_COLUMNS}})
+        for a in (self.judge, self.baseline):
+            comp = "judge-human" if a.name == "judge" else "majority baseline-human"
+            rows.append({"comparison": comp, "statistic_name": "percent_agreement", "statistic": a.statistic,
+                         "ci_low": a.confidence_interval[0], "ci_high": a.confidence_interval[1],
+                         "interval_method": a.interval_method, "n_items": a.n_items,
+                         **_causes(a.statistic, a.confidence_interval)})
+            k = a.kappa
+            kci = (None, None) if isinstance(k.confidence_interval, Abstention) else k.confidence_interval
+            rows.append({"comparison": comp, "statistic_name": "cohen_kappa" + (
+                "_quadratic" if c.level == "ordinal" else ""),
+                "statistic": None if isinstance(k.statistic, Abstention) else k.statistic,
+                "ci_low": kci[0], "ci_high": kci[1], "interval_method": f"bootstrap_{k.method}_cluster(item)",
+                "n_items": a.n_items, **_causes(k.statistic, k.confidence_interval)})
+        return pd.DataFrame(rows)
+
+
+def _labeller_agreement(name: str, labels: list[Any], units: list[list[Any]], items: Sequence[Any],
+                        cats: list[Any], level: str, *, method: str, n_resamples: int, cl: float,
+                        rng: np.random.Generator, constant: Any = None) -> AgreementWithHumans:
+    y1 = [lab for lab, hum in zip(labels, units, strict=True) for _ in hum]
+    y2 = [h for hum in units for h in hum]
+    clusters = [it for it, hum in zip(items, units, strict=True) for _ in hum]
+    weights = "quadratic" if level == "ordinal" else None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedWarning)
+        pa_res = percent_agreement(y1, y2, categories=cats, method=method, n_resamples=n_resamples,
+                                   confidence_level=cl, rng=rng, unit="cluster", clusters=clusters)
+        k_res = cohen_kappa(y1, y2, weights=weights, categories=cats, method=method, n_resamples=n_resamples,
+                            confidence_level=cl, rng=rng, unit="cluster", clusters=clusters)
+    ci = pa_res.confidence_interval
+    ci_t = (float(ci[0]), float(ci[1])) if not isinstance(ci, Abstention) else (math.nan, math.nan)
+    stat = pa_res.statistic
+    return AgreementWithHumans(name=name, statistic=math.nan if isinstance(stat, Abstention) else float(stat),
+                               confidence_interval=ci_t, kappa=k_res, n_items=len(units), n_pairs=len(y1),
+                               interval_method=f"bootstrap_{pa_res.method}_cluster(item)", label=constant)
+
+
+def calibration_numbers(
+    data: pd.DataFrame,
+    judge: Mapping[Any, Any] | pd.Series,
+    *,
+    item: str = "item_id",
+    rater: str = "rater",
+    rating: str = "rating",
+    level: str = "nominal",
+    categories: Sequence[Any] | None = None,
+    abstain: Iterable[Any] = (),
+    majority: Any = None,
+    confidence_level: float = 0.95,
+    method: str = "percentile",
+    n_resamples: int = 2000,
+    rng: Any = None,
+) -> CalibrationNumbers | Abstention:
+    """Human ceiling, judge-human agreement and an always-majority baseline on the same items.
+
+    Parameters
+    ----------
+    data : DataFrame
+        Human ratings, long format (see :func:`human_ceiling`).
+    judge : mapping or Series
+        The judge's label per item id.  Items the judge abstained on (or has no
+        label for) leave all three numbers and are counted.
+    level, categories, abstain, confidence_level, method, n_resamples, rng
+        As in :func:`human_ceiling`.
+    majority : label, optional
+        The baseline's constant label.  Default: the most frequent human rating
+        on these items (ties: first in ``categories`` order), which flatters the
+        baseline; pass the majority of a training split to avoid that.
+
+    Returns
+    -------
+    CalibrationNumbers or Abstention
+
+    Examples
+    --------
+    >>> df = pd.DataFrame({"item_id": np.repeat(np.arange(6), 2), "rater": ["a", "b"] * 6,
+    ...                    "rating": ["Y", "Y", "N", "N", "N", "N", "N", "Y", "N", "N", "Y", "Y"]})
+    >>> nums = calibration_numbers(df, {0: "Y", 1: "N", 2: "N", 3: "N", 4: "Y", 5: "Y"}, rng=0,
+    ...                            n_resamples=200)
+    >>> round(nums.ceiling.statistic, 3), round(nums.judge.statistic, 3), round(nums.baseline.statistic, 3)
+    (0.833, 0.75, 0.583)
+    """
+    level = _check_level(level)
+    cl = check_confidence_level(confidence_level)
+    frame = _long_frame(data, item, rater, rating)
+    ab = frozenset(abstain)
+    jmap = judge.to_dict() if isinstance(judge, pd.Series) else dict(judge)
+    units_all, _ = _units(frame, item, rater, rating, ab)
+    n_missing = sum(1 for k in units_all if k not in jmap)
+    n_jabst = sum(1 for k in units_all if k in jmap and _is_abstention(jmap[k], ab))
+    keep = [k for k in units_all if k in jmap and not _is_abstention(jmap[k], ab)]
+    if not keep:
+        warnings.warn("no pairable item has a judge label", UndefinedWarning, stacklevel=2)
+        return Abstention(Cause.MISSING_EVIDENCE, "no pairable item has a judge label")
+    sub = frame[frame[item].isin(set(keep))]
+    gen = check_rng(rng)
+    ceiling = human_ceiling(sub, item=item, rater=rater, rating=rating, level=level, categories=categories,
+                            abstain=ab, confidence_level=cl, method=method, n_resamples=n_resamples, rng=gen)
+    assert isinstance(ceiling, CeilingResult)
+    units = [units_all[k] for k in ceiling.items]
+    jl = [jmap[k] for k in ceiling.items]
+    cats = _domain([*ceiling.categories, *jl], categories if categories is not None else None, level) \
+        if categories is not None else _domain([x for v in units for x in v] + jl, None, level)
+    judge_res = _labeller_agreement("judge", jl, units, ceiling.items, cats, level, method=method,
+                                    n_resamples=n_resamples, cl=cl, rng=gen)
+    if majority is None:
+        flat = pd.Series([x for v in units for x in v])
+        counts = flat.value_counts()
+        top = counts[counts == counts.max()].index
+        majority = next(c for c in cats if c in set(top))
+    elif majority not in set(cats):
+        raise ValueError(f"`majority` {majority!r} is not among the categories {cats}.")
+    base = _labeller_agreement("majority_baseline", [majority] * len(units), units, ceiling.items, cats, level,
+                               method=method,
+                               n_resamples=n_resamples, cl=cl, rng=gen, constant=majority)
+    return CalibrationNumbers(ceiling=ceiling, judge=judge_res, baseline=base, items=ceiling.items,
+                              n_judge_abstained=n_jabst, n_judge_missing=n_missing)
+
+
+# --------------------------------------------------------------------------- promotion rule
+
+#: Seed 002's five conditions for "calibrated", in the seed's order.
+PROMOTION_CONDITIONS: tuple[str, ...] = (
+    "human ceiling",
+    "degenerate baseline",
+    "held-out set",
+    "threshold set by decision cost",
+    "stated interval",
+)
+
+
+@dataclass(frozen=True)
+class PromotionCheck:
+    """Which of seed 002's five promotion conditions are met, and on what evidence.
+
+    Attributes
+    ----------
+    conditions : DataFrame
+        ``condition, met, evidence``, one row per condition in :data:`PROMOTION_CONDITIONS`.
+    notes : tuple of str
+        Observations that are not conditions (the judge's interval against the
+        baseline and the ceiling).
+    """
+
+    conditions: pd.DataFrame
+    notes: tuple[str, ...] = ()
+
+    @property
+    def met(self) -> bool:
+        """True only when all five conditions are met."""
+        return bool(self.conditions["met"].all())
+
+    @property
+    def status(self) -> str:
+        """``"calibrated"`` when all five are met, else ``"provisional"``."""
+        return "calibrated" if self.met else "provisional"
+
+    @property
+    def missing(self) -> list[str]:
+        return self.conditions.loc[~self.conditions["met"], "condition"].tolist()
+
+    def to_frame(self) -> pd.DataFrame:
+        return self.conditions.copy()
+
+
+_CAUSE_COLUMNS = ("statistic_cause", "interval_cause", "interval_reason")
+
+
+def _causes(statistic: Any, interval: Any) -> dict[str, Any]:
+    """The cause of a missing statistic or interval (None where present): no NaN without a cause."""
+    return {"statistic_cause": statistic.cause.value if isinstance(statistic, Abstention) else None,
+            "interval_cause": interval.cause.value if isinstance(interval, Abstention) else None,
+            "interval_reason": interval.reason if isinstance(interval, Abstention) else None}
+
+
+def _finite_interval(ci: Any) -> bool:
+    if ci is None or isinstance(ci, Abstention):
+        return False
+    try:
+        lo, hi = (float(v) for v in ci)
+    except (TypeError, ValueError):
+        return False
+    return math.isfinite(lo) and math.isfinite(hi) and lo <= hi
+
+
+def promotion_check(
+    numbers: CalibrationNumbers | None,
+    *,
+    evaluation_items: Iterable[Any] | None = None,
+    tuning_items: Iterable[Any] | None = None,
+    threshold: Threshold | None = None,
+) -> PromotionCheck:
+    """Check seed 002's promotion rule: all five conditions, or the dimension stays provisional.
+
+    Parameters
+    ----------
+    numbers : CalibrationNumbers or None
+        From :func:`calibration_numbers` (None: nothing measured yet).
+    evaluation_items : iterable, optional
+        The item ids the agreement was measured on (default: ``numbers.items``).
+    tuning_items : iterable, optional
+        Every item that shaped the scorer (prompt examples, rubric tuning,
+        threshold fitting).  The held-out condition needs it declared, even if
+        empty, and needs no overlap.
+    threshold : Threshold, optional
+        Met only when ``validated=True`` with a ``source`` (the decision-cost record).
+
+    Returns
+    -------
+    PromotionCheck
+
+    Examples
+    --------
+    >>> promotion_check(None).status
+    'provisional'
+    >>> promotion_check(None).missing[:2]
+    ['human ceiling', 'degenerate baseline']
+    """
+    rows = []
+    notes: list[str] = []
+    # 1. human ceiling
+    if numbers is not None and _finite_interval(numbers.ceiling.confidence_interval):
+        c = numbers.ceiling
+        rows.append(("human ceiling", True, f"human-human percent agreement {c.statistic:.4g} "
+                     f"[{c.confidence_interval[0]:.4g}, {c.confidence_interval[1]:.4g}] on {c.n_pairable} items"))
+    else:
+        rows.append(("human ceiling", False, "no human-human agreement on multiply-labelled items"))
+    # 2. degenerate baseline
+    if numbers is not None and math.isfinite(numbers.baseline.statistic):
+        b = numbers.baseline
+        rows.append(("degenerate baseline", True,
+                     f"always-{b.label!r} agreement {b.statistic:.4g} on the same {b.n_items} items"))
+    else:
+        rows.append(("degenerate baseline", False, "no always-majority baseline on the same items"))
+    # 3. held-out set
+    eval_items = set(evaluation_items) if evaluation_items is not None else (
+        set(numbers.items) if numbers is not None else set())
+    if tuning_items is None:
+        rows.append(("held-out set", False, "the items that shaped the scorer are not declared (`tuning_items`)"))
+    elif not eval_items:
+        rows.append(("held-out set", False, "no evaluation items"))
+    else:
+        overlap = eval_items & set(tuning_items)
+        if overlap:
+            ex = sorted(map(str, overlap))[:3]
+            rows.append(("held-out set", False,
+                         f"{len(overlap)} evaluation item(s) also shaped the scorer (fitted, not held out), e.g. {ex}"))
+        else:
+            rows.append(("held-out set", True, f"{len(eval_items)} evaluation items, none among the tuning items"))
+    # 4. threshold by decision cost
+    if threshold is None:
+        rows.append(("threshold set by decision cost", False, "no threshold"))
+    elif not threshold.validated:
+        rows.append(("threshold set by decision cost", False,
+                     f"threshold {threshold.value:g} is not validated ({threshold.source or 'no source'})"))
+    elif not threshold.source:
+        rows.append(("threshold set by decision cost", False, "validated threshold has no recorded source"))
+    else:
+        rows.append(("threshold set by decision cost", True, f"threshold {threshold.value:g} ({threshold.source})"))
+    # 5. stated interval
+    if numbers is not None and _finite_interval(numbers.judge.confidence_interval):
+        j = numbers.judge
+        rows.append(("stated interval", True, f"judge-human agreement {j.statistic:.4g} "
+                     f"[{j.confidence_interval[0]:.4g}, {j.confidence_interval[1]:.4g}] ({j.interval_method})"))
+    else:
+        rows.append(("stated interval", False, "no interval on judge-human agreement"))
+    if numbers is not None:
+        j, b, c = numbers.judge, numbers.baseline, numbers.ceiling
+        if j.confidence_interval[0] <= b.statistic:
+            notes.append(f"the judge's interval reaches down to the majority baseline ({b.statistic:.4g}): "
+                         "it is not shown to beat always answering the majority label")
+        if j.confidence_interval[1] < c.confidence_interval[0]:
+            notes.append("the judge's interval lies below the human ceiling's")
+    frame = pd.DataFrame(rows, columns=["condition", "met", "evidence"])
+    return PromotionCheck(frame, tuple(notes))
+
+
+def calibration_record(
+    numbers: CalibrationNumbers,
+    *,
+    label_set: str,
+    tuning_items: Iterable[Any] | None,
+    threshold: Threshold | None = None,
+) -> Any:
+    """The :class:`evaltk.scoring.CalibrationRecord` these numbers support, for ``Manifest.calibrate``.
+
+    ``held_out`` is True only when ``tuning_items`` is declared and shares no item
+    with the evaluation items (the same rule as :func:`promotion_check`); the
+    estimate and interval are judge-human percent agreement, the ceiling is
+    human-human percent agreement with its interval, the baseline the
+    always-majority agreement.
+
+    Examples
+    --------
+    >>> df = pd.DataFrame({"item_id": np.repeat(np.arange(6), 2), "rater": ["a", "b"] * 6,
+    ...                    "rating": ["Y", "Y", "N", "N", "N", "N", "N", "Y", "N", "N", "Y", "Y"]})
+    >>> nums = calibration_numbers(df, {0: "Y", 1: "N", 2: "N", 3: "N", 4: "Y", 5: "Y"}, rng=0,
+    ...                            n_resamples=200)
+    >>> rec = calibration_record(nums, label_set="demo", tuning_items=[])
+    >>> rec.held_out, rec.unmet()
+    (True, ['threshold_by_decision_cost'])
+    """
+    from ..scoring._scoring import CalibrationRecord
+
+    held_out = tuning_items is not None and not (set(numbers.items) & set(tuning_items))
+    c, j, b = numbers.ceiling, numbers.judge, numbers.baseline
+    return CalibrationRecord(
+        label_set=label_set, statistic="percent_agreement", estimate=j.statistic,
+        interval=j.confidence_interval, confidence_level=c.confidence_level, held_out=held_out,
+        human_ceiling=(c.statistic, c.confidence_interval[0], c.confidence_interval[1]),
+        baseline=b.statistic, threshold=threshold, n_items=len(numbers.items),
+    )
+
+
+# --------------------------------------------------------------------------- alt-test
+
+
+@dataclass(frozen=True)
+class AltTestResult:
+    """The alternative annotator test (Calderon, Reichart and Dror 2025).
+
+    Attributes
+    ----------
+    statistic : float
+        The winning rate: the share of (tested) annotators for whom the null
+        "the judge is worse by more than epsilon" is rejected after
+        Benjamini-Yekutieli correction.
+    winning_rate : float
+    advantage_probability : float
+        Mean over annotators of the share of items where the judge matches the
+        remaining annotators at least as well as the left-out annotator.
+    passed : bool
+        ``winning_rate >= 0.5``.
+    per_annotator : DataFrame
+        ``annotator, n_items, rho_judge, rho_human, mean_difference, t_statistic,
+        pvalue, rejected``.
+    skipped : DataFrame
+        ``annotator, n_items, reason`` for annotators with too few items.
+    epsilon, q : float
+    metric : str
+    n_items_dropped : int
+        Items dropped for fewer than two annotators or no judge label.
+    """
+
+    statistic: float
+    winning_rate: float
+    advantage_probability: float
+    passed: bool
+    per_annotator: pd.DataFrame
+    skipped: pd.DataFrame
+    epsilon: float
+    q: float
+    metric: str
+    n_items_dropped: int
+
+    def to_frame(self) -> pd.DataFrame:
+        return pd.DataFrame([{"winning_rate": self.winning_rate,
+                              "advantage_probability": self.advantage_probability,
+                              "passed": self.passed, "epsilon": self.epsilon, "q": self.q,
+                              "metric": self.metric, "n_annotators_tested": len(self.per_annotator),
+                              "n_annotators_skipped": len(self.skipped),
+                              "n_items_dropped": self.n_items_dropped}])
+
+
+def _alt_metric(metric: str | Callable[[Any, list[Any]], float]) -> tuple[str, Callable[[Any, list[Any]], float]]:
+    if callable(metric):
+        return getattr(metric, "__name__", "custom"), metric
+    if metric == "accuracy":
+        return metric, lambda pred, anns: float(np.mean([pred == a for a in anns]))
+    if metric == "neg_rmse":
+        def neg_rmse(pred: Any, anns: list[Any]) -> float:
+            try:
+                return -float(np.sqrt(np.mean([(float(pred) - float(a)) ** 2 for a in anns])))
+            except (TypeError, ValueError):
+                raise ValueError(f"`metric='neg_rmse'` needs numeric labels; got {pred!r} and {anns!r}.") from None
+        return metric, neg_rmse
+    raise ValueError(f"`metric` must be 'accuracy', 'neg_rmse' or a callable; got {metric!r}.")
+
+
+def _by_reject(pvalues: np.ndarray, q: float) -> np.ndarray:
+    """Benjamini-Yekutieli step-up; NaN p-values never reject but count in m."""
+    from statsmodels.stats.multitest import multipletests
+
+    p = np.where(np.isfinite(pvalues), pvalues, 1.0)
+    if p.size == 0:
+        return np.zeros(0, dtype=bool)
+    reject, *_ = multipletests(p, alpha=q, method="fdr_by")
+    return np.asarray(reject, dtype=bool) & np.isfinite(pvalues)
+
+
+def _annotations(x: Any, name: str) -> dict[Any, dict[Any, Any]]:
+    if isinstance(x, pd.DataFrame):
+        cols = list(x.columns)
+        if len(cols) < 3:
+            raise ValueError(f"`{name}` as a DataFrame needs columns (annotator, item, label); got {cols}.")
+        a, i, lab = cols[:3]
+        out: dict[Any, dict[Any, Any]] = {}
+        for ann, it, v in zip(x[a], x[i], x[lab], strict=True):
+            out.setdefault(ann, {})[it] = v
+        return out
+    if not isinstance(x, Mapping):
+        raise TypeError(f"`{name}` must be {{annotator: {{item: label}}}} or a long DataFrame.")
+    return {k: dict(v) for k, v in x.items()}
+
+
+def _alt_matrix(hum: Mapping[Any, Mapping[Any, Any]], jd: Mapping[Any, Any], items: list[Any],
+                pos: Mapping[Any, int], metric: str) -> tuple[np.ndarray, np.ndarray]:
+    """Items x annotators values (NaN missing) and the judge's column, coded for ``metric``."""
+    n, A = len(items), len(hum)
+    if metric == "accuracy":
+        codes: dict[Any, int] = {}
+
+        def enc(v: Any) -> float:
+            try:
+                return float(codes.setdefault(v, len(codes)))
+            except TypeError:  # unhashable label
+                return float(codes.setdefault(repr(v), len(codes)))
+    else:
+        def enc(v: Any) -> float:
+            if isinstance(v, bool) or not isinstance(v, numbers.Real):
+                raise ValueError(f"`metric='neg_rmse'` needs numeric labels; got {v!r}.")
+            return float(v)
+    X = np.full((n, A), np.nan)
+    for c, d in enumerate(hum.values()):
+        for i, v in d.items():
+            t = pos.get(i)
+            if t is not None:
+                X[t, c] = enc(v)
+    J = np.array([enc(jd[i]) for i in items])
+    return X, J
+
+
+def _alt_indicators(matrix: tuple[np.ndarray, np.ndarray], col: int, rows: np.ndarray, metric: str
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    X, J = matrix
+    sub = X[rows]
+    rest = np.delete(sub, col, axis=1)
+    present = ~np.isnan(rest)
+    m = present.sum(axis=1)
+    own = sub[:, col][:, None]
+    judge = J[rows][:, None]
+    if metric == "accuracy":
+        hs = ((rest == own) & present).sum(axis=1) / m
+        js = ((rest == judge) & present).sum(axis=1) / m
+    else:
+        hs = -np.sqrt(np.where(present, (own - rest) ** 2, 0.0).sum(axis=1) / m)
+        js = -np.sqrt(np.where(present, (judge - rest) ** 2, 0.0).sum(axis=1) / m)
+    return (js >= hs).astype(float), (hs >= js).astype(float)
+
+
+def alt_test(
+    humans: Mapping[Any, Mapping[Any, Any]] | pd.DataFrame,
+    judge: Mapping[Any, Any] | pd.Series,
+    *,
+    metric: str | Callable[[Any, list[Any]], float] = "accuracy",
+    epsilon: float = 0.2,
+    q: float = 0.05,
+    min_items: int = 30,
+    min_humans_per_item: int = 2,
+    abstain: Iterable[Any] = (),
+) -> AltTestResult:
+    """The alternative annotator test: can the judge replace the human annotators?
+
+    Parameters
+    ----------
+    humans : mapping or DataFrame
+        ``{annotator: {item: label}}``, or a long DataFrame whose first three
+        columns are (annotator, item, label).
+    judge : mapping or Series
+        ``{item: label}``.
+    metric : {"accuracy", "neg_rmse"} or callable
+        Alignment of one label with the remaining annotators' labels: the share
+        that match (categorical), or minus the RMSE (ordinal / numeric).  A
+        callable takes ``(label, list_of_labels)`` and returns a float, higher is better.
+    epsilon : float, default 0.2
+        Cost-benefit margin (0.2 experts, 0.15 skilled, 0.1 crowd workers).
+    q : float, default 0.05
+        Benjamini-Yekutieli false discovery rate across annotators.
+    min_items : int, default 30
+        Annotators with fewer items are skipped (the t-test needs about 30).
+    min_humans_per_item : int, default 2
+    abstain : iterable of labels
+        Labels treated as missing (dropped before the test).
+
+    Returns
+    -------
+    AltTestResult
+
+    Notes
+    -----
+    Leave annotator ``j`` out.  On each item ``i`` that ``j`` labelled, score the
+    judge and ``j`` against the remaining annotators; ``W_ij = 1`` when the judge
+    scores at least as well, ``H_ij = 1`` when ``j`` does (a tie counts for
+    both).  ``rho_j = mean W_ij`` (the advantage probability), and the one-sided
+    one-sample t-test of ``H_ij - W_ij`` against ``epsilon`` (alternative:
+    less) gives ``p_j``.  Benjamini-Yekutieli at ``q`` across annotators; the
+    winning rate is the share rejected, and the judge passes when it is at least
+    0.5.  A zero-variance difference makes the t-test undefined: its p-value is
+    missing and it does not reject (as in the authors' implementation).
+
+    References
+    ----------
+    Calderon, N., Reichart, R. and Dror, R. (2025). The Alternative Annotator Test
+    for LLM-as-a-Judge: How to Statistically Justify Replacing Human Annotators
+    with LLMs. *ACL 2025*, 16051-16081.  Reference code: github.com/nitaytech/AltTest.
+    Benjamini, Y. and Yekutieli, D. (2001). *Annals of Statistics* 29, 1165-1188.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> truth = rng.integers(0, 2, 60)
+    >>> noisy = lambda p: {i: int(t if rng.random() > p else 1 - t) for i, t in enumerate(truth)}
+    >>> humans = {f"h{k}": noisy(0.25) for k in range(3)}
+    >>> r = alt_test(humans, noisy(0.02), epsilon=0.2)
+    >>> r.passed, r.winning_rate
+    (True, 1.0)
+    """
+    name, score = _alt_metric(metric)
+    for nm, v in (("epsilon", epsilon), ("q", q)):
+        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v):
+            raise TypeError(f"`{nm}` must be a finite float; got {v!r}.")
+    if not 0.0 < q < 1.0:
+        raise ValueError(f"`q` must be in (0, 1); got {q!r}.")
+    ab = frozenset(abstain)
+    hum = {a: {i: v for i, v in d.items() if not _is_abstention(v, ab)} for a, d in _annotations(humans, "humans").items()}
+    jd = judge.to_dict() if isinstance(judge, pd.Series) else dict(judge)
+    jd = {i: v for i, v in jd.items() if not _is_abstention(v, ab)}
+    by_item: dict[Any, list[Any]] = {}
+    for a, d in hum.items():
+        for i in d:
+            by_item.setdefault(i, []).append(a)
+    keep = {i for i, anns in by_item.items() if len(anns) >= min_humans_per_item and i in jd}
+    dropped = len(by_item) - len(keep)
+    rows, skipped = [], []
+    item_list = sorted(keep, key=str)
+    pos = {i: t for t, i in enumerate(item_list)}
+    ann_list = list(hum)
+    matrix = _alt_matrix(hum, jd, item_list, pos, name) if name in ("accuracy", "neg_rmse") else None
+    for col, a in enumerate(ann_list):
+        d = hum[a]
+        items = [i for i in d if i in keep]
+        if len(items) < min_items:
+            skipped.append({"annotator": a, "n_items": len(items),
+                            "reason": f"fewer than {min_items} items"})
+            continue
+        if matrix is not None:
+            w, h = _alt_indicators(matrix, col, np.array([pos[i] for i in items]), name)
+        else:
+            w = np.empty(len(items))
+            h = np.empty(len(items))
+            for t, i in enumerate(items):
+                rest = [hum[b][i] for b in by_item[i] if b != a]
+                hs = score(d[i], rest)
+                js = score(jd[i], rest)
+                w[t] = 1.0 if js >= hs else 0.0
+                h[t] = 1.0 if hs >= js else 0.0
+        diff = h - w
+        if np.ptp(diff) == 0:
+            tstat, p = math.nan, math.nan
+        else:
+            res = stats.ttest_1samp(diff, epsilon, alternative="less")
+            tstat, p = float(res.statistic), float(res.pvalue)
+        rows.append({"annotator": a, "n_items": len(items), "rho_judge": float(w.mean()),
+                     "rho_human": float(h.mean()), "mean_difference": float(diff.mean()),
+                     "t_statistic": tstat, "pvalue": p})
+    per = pd.DataFrame(rows, columns=["annotator", "n_items", "rho_judge", "rho_human", "mean_difference",
+                                      "t_statistic", "pvalue"])
+    per["rejected"] = _by_reject(per["pvalue"].to_numpy(dtype=float), q) if len(per) else []
+    if per.empty:
+        raise ValueError(
+            f"no annotator has at least `min_items` ({min_items}) items shared with the judge and another "
+            "annotator; the alt-test cannot run."
+        )
+    wr = float(per["rejected"].mean())
+    return AltTestResult(statistic=wr, winning_rate=wr, advantage_probability=float(per["rho_judge"].mean()),
+                         passed=wr >= 0.5, per_annotator=per,
+                         skipped=pd.DataFrame(skipped, columns=["annotator", "n_items", "reason"]),
+                         epsilon=float(epsilon), q=float(q), metric=name, n_items_dropped=dropped)
+
+
+def load_alt_test_annotations(path: str | Path) -> dict[Any, dict[Any, Any]]:
+    """Read ``{annotator_or_judge: {item: label}}`` JSON (the AltTest repository's format).
+
+    Raises
+    ------
+    UnreadableInput
+        Missing file, not UTF-8 or not JSON.
+    SchemaViolation
+        Not an object of objects.
+    """
+    p = Path(path)
+    try:
+        obj = json.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UnreadableInput("no such file", file=str(p)) from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise UnreadableInput(f"not UTF-8 JSON ({e})", file=str(p)) from None
+    if not isinstance(obj, dict):
+        raise SchemaViolation("expected an object {annotator: {item: label}}", file=str(p))
+    for k, v in obj.items():
+        if not isinstance(v, dict):
+            raise SchemaViolation("expected an object {item: label}", file=str(p), record=k)
+    return obj
+
+
+# --------------------------------------------------------------------------- precision planning
+
+
+@dataclass(frozen=True)
+class SampleSizePlan:
+    """How many double-labelled items a target half-width on kappa needs.
+
+    Attributes
+    ----------
+    n_required : int or Abstention
+        Smallest ``n`` on the grid whose ``assurance`` quantile of the simulated
+        half-width is at most ``target_half_width`` (an abstention when none is).
+    target_half_width, kappa, prevalence, assurance, confidence_level : float
+    table : DataFrame
+        ``n, median_half_width, assurance_half_width, share_within_target,
+        share_undefined`` per grid point.
+    n_simulations : int
+    """
+
+    n_required: int | Abstention
+    target_half_width: float
+    kappa: float
+    prevalence: float
+    assurance: float
+    confidence_level: float
+    table: pd.DataFrame
+    n_simulations: int
+
+    @property
+    def statistic(self) -> int | Abstention:
+        return self.n_required
+
+    def to_frame(self) -> pd.DataFrame:
+        return self.table.copy()
+
+
+def population_table(kappa: float, prevalence: float) -> np.ndarray:
+    """2x2 cell probabilities of two exchangeable raters with ``kappa`` and a shared ``prevalence``.
+
+    ``p11 = pi^2 + kappa pi (1 - pi)``, ``p10 = p01 = pi (1 - pi)(1 - kappa)``,
+    ``p00 = (1 - pi)^2 + kappa pi (1 - pi)``; Cohen's kappa of this table is ``kappa``.
+    """
+    pi = float(prevalence)
+    if not 0.0 < pi < 1.0:
+        raise ValueError(f"`prevalence` must be in (0, 1); got {prevalence!r}.")
+    v = pi * (1.0 - pi)
+    lo = max(-pi / (1.0 - pi), -(1.0 - pi) / pi)
+    if not lo <= kappa <= 1.0:
+        raise ValueError(f"`kappa` must be in [{lo:.4g}, 1] for prevalence {pi:g}; got {kappa!r}.")
+    return np.array([[pi * pi + kappa * v, v * (1.0 - kappa)], [v * (1.0 - kappa), (1 - pi) ** 2 + kappa * v]])
+
+
+def kappa_sample_size(
+    target_half_width: float,
+    *,
+    kappa: float,
+    prevalence: float = 0.5,
+    confidence_level: float = 0.95,
+    assurance: float = 0.5,
+    n_grid: Sequence[int] | None = None,
+    n_simulations: int = 2000,
+    rng: Any = None,
+) -> SampleSizePlan:
+    """How many items two humans must label so kappa's interval has a target half-width.
+
+    Simulates ``n_simulations`` samples of ``n`` items from a 2x2 population with
+    the given ``kappa`` and ``prevalence`` (:func:`population_table`) for each
+    ``n`` on the grid, computes the large-sample interval ``kappa +- z SE``
+    (Fleiss, Cohen and Everitt 1969) of each, and returns the smallest ``n`` whose
+    ``assurance`` quantile of the half-width is within the target.
+
+    Parameters
+    ----------
+    target_half_width : float
+        E.g. 0.1 for kappa +- 0.1.
+    kappa : float
+        The agreement you expect.
+    prevalence : float, default 0.5
+        Share of positives (rare positives need many more items).
+    confidence_level : float, default 0.95
+    assurance : float, default 0.5
+        0.5: the median half-width meets the target; 0.8: 80% of studies meet it.
+    n_grid : sequence of int, optional
+        Default: 20 to 5000 on a roughly geometric grid.
+    n_simulations : int, default 2000
+    rng : None, int or Generator
+
+    Returns
+    -------
+    SampleSizePlan
+
+    Notes
+    -----
+    Samples whose kappa is undefined (one category only) count as not meeting the
+    target, and their share is reported.
+
+    References
+    ----------
+    Fleiss, J. L., Cohen, J. and Everitt, B. S. (1969). Large sample standard errors
+    of kappa and weighted kappa. *Psychological Bulletin* 72, 323-327.
+    Donner, A. and Rotondi, M. A. (2010). Sample size requirements for interval
+    estimation of the kappa statistic. *Statistics in Medicine* 29, 2960-2967.
+
+    Examples
+    --------
+    >>> plan = kappa_sample_size(0.1, kappa=0.6, prevalence=0.5, rng=0, n_simulations=500)
+    >>> 150 <= plan.n_required <= 250
+    True
+    """
+    cl = check_confidence_level(confidence_level)
+    if not (isinstance(target_half_width, numbers.Real) and 0 < target_half_width < 2):
+        raise ValueError(f"`target_half_width` must be in (0, 2); got {target_half_width!r}.")
+    if not 0.0 < assurance < 1.0:
+        raise ValueError(f"`assurance` must be in (0, 1); got {assurance!r}.")
+    if int(n_simulations) < 10:
+        raise ValueError(f"`n_simulations` must be at least 10; got {n_simulations!r}.")
+    probs = population_table(kappa, prevalence).ravel()
+    grid = sorted({int(x) for x in (n_grid if n_grid is not None else np.unique(np.round(
+        np.geomspace(20, 5000, 60)).astype(int)))})
+    if not grid or grid[0] < 2:
+        raise ValueError("`n_grid` must hold sample sizes of at least 2.")
+    gen = check_rng(rng)
+    z = z_value(cl)
+    rows = []
+    n_req: int | Abstention | None = None
+    for n in grid:
+        tabs = gen.multinomial(n, probs, size=int(n_simulations)).reshape(-1, 2, 2)
+        _, se = _kappa_from_tables(tabs)
+        hw = z * se
+        undefined = ~np.isfinite(hw)
+        hw_filled = np.where(undefined, np.inf, hw)
+        q = float(np.quantile(hw_filled, assurance))
+        rows.append({"n": n, "median_half_width": float(np.median(hw_filled)), "assurance_half_width": q,
+                     "share_within_target": float(np.mean(hw_filled <= target_half_width)),
+                     "share_undefined": float(undefined.mean())})
+        if n_req is None and q <= target_half_width:
+            n_req = n
+    if n_req is None:
+        n_req = Abstention(Cause.MISSING_EVIDENCE, f"no n up to {grid[-1]} reaches the target half-width")
+    return SampleSizePlan(n_req, float(target_half_width), float(kappa), float(prevalence), float(assurance),
+                          cl, pd.DataFrame(rows), int(n_simulations))
+
+
+# --------------------------------------------------------------------------- AgentRewardBench
+
+#: AgentRewardBench's four questions: column, level, declared categories, abstention labels.
+AGENTREWARDBENCH_QUESTIONS: dict[str, dict[str, Any]] = {
+    "success": {"column": "trajectory_success", "level": "nominal",
+                "categories": ("Unsuccessful", "Successful"), "abstain": ("Unsure",)},
+    "side_effect": {"column": "trajectory_side_effect", "level": "nominal",
+                    "categories": ("No", "Yes"), "abstain": ("Unsure",)},
+    "optimality": {"column": "trajectory_optimality", "level": "ordinal",
+                   "categories": ("1. Complete Failure", "2. Suboptimal", "3. Somewhat Optimal",
+                                  "4. Completely Optimal"), "abstain": ("Unsure",)},
+    "looping": {"column": "trajectory_looping", "level": "nominal",
+                "categories": ("No", "Yes"), "abstain": ("Unsure",)},
+}
+_ARB_KEYS = ("annotator_name", "benchmark", "task_id", "model_name")
+
+
+def load_agentrewardbench(path: str | Path) -> pd.DataFrame:
+    """Read AgentRewardBench's ``annotations.csv`` into a long table of ratings.
+
+    Parameters
+    ----------
+    path : str or Path
+        The CSV (columns ``annotator_name, benchmark, task_id, model_name,
+        exp_name, trajectory_success, trajectory_side_effect,
+        trajectory_optimality, trajectory_looping``).
+
+    Returns
+    -------
+    DataFrame
+        ``item_id, benchmark, task_id, model_name, rater, question, rating,
+        line``: one row per (trajectory, annotator, question).  ``item_id`` is
+        ``benchmark/task_id/model_name``; ``rater`` is the annotator name with
+        surrounding spaces removed (the file has one " H"); ``rating`` keeps
+        "Unsure" (pass ``abstain=["Unsure"]`` downstream); ``line`` is the CSV
+        line number.
+
+    Raises
+    ------
+    UnreadableInput
+        Missing, not UTF-8 or not CSV.
+    SchemaViolation
+        A required column is absent, or a rating is empty or outside the
+        question's categories (names the line and field).
+
+    References
+    ----------
+    Lù, X. H. et al. (2025). AgentRewardBench: Evaluating Automatic Evaluations of
+    Web Agent Trajectories.  github.com/McGill-NLP/agent-reward-bench.
+    """
+    p = Path(path)
+    try:
+        raw = pd.read_csv(p, dtype=str, keep_default_na=False, encoding="utf-8")
+    except FileNotFoundError:
+        raise UnreadableInput("no such file", file=str(p)) from None
+    except (UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as e:
+        raise UnreadableInput(f"not a UTF-8 CSV ({e})", file=str(p)) from None
+    need = [*_ARB_KEYS, *(q["column"] for q in AGENTREWARDBENCH_QUESTIONS.values())]
+    for col in need:
+        if col not in raw.columns:
+            raise SchemaViolation(f"required column is missing (columns: {list(raw.columns)})",
+                                  file=str(p), field=col)
+    raw = raw.copy()
+    raw["line"] = np.arange(2, len(raw) + 2)
+    for col in _ARB_KEYS:
+        stripped = raw[col].str.strip()
+        empty = stripped == ""
+        if empty.any():
+            raise SchemaViolation("empty value", file=str(p), record=int(raw.loc[empty, "line"].iloc[0]), field=col)
+        raw[col] = stripped
+    frames = []
+    for q, spec in AGENTREWARDBENCH_QUESTIONS.items():
+        col = spec["column"]
+        vals = raw[col].str.strip()
+        allowed = set(spec["categories"]) | set(spec["abstain"])
+        bad = ~vals.isin(allowed)
+        if bad.any():
+            i = int(np.flatnonzero(bad.to_numpy())[0])
+            raise SchemaViolation(f"{vals.iloc[i]!r} is not one of {sorted(allowed)}", file=str(p),
+                                  record=int(raw["line"].iloc[i]), field=col)
+        frames.append(pd.DataFrame({
+            "item_id": raw["benchmark"] + "/" + raw["task_id"] + "/" + raw["model_name"],
+            "benchmark": raw["benchmark"], "task_id": raw["task_id"], "model_name": raw["model_name"],
+            "rater": raw["annotator_name"], "question": q, "rating": vals, "line": raw["line"],
+        }))
+    out = pd.concat(frames, ignore_index=True)
+    dup = out.duplicated(["item_id", "rater", "question"], keep=False)
+    if dup.any():
+        r = out[dup].iloc[0]
+        raise SchemaViolation(f"annotator {r['rater']!r} rated trajectory {r['item_id']!r} twice",
+                              file=str(p), record=int(r["line"]), field="annotator_name")
+    return out
+
+
+def agentrewardbench_ceiling(
+    path: str | Path, *, confidence_level: float = 0.95, method: str = "percentile",
+    n_resamples: int = 2000, rng: Any = 0,
+) -> pd.DataFrame:
+    """Human-human agreement per AgentRewardBench question on the double-annotated trajectories.
+
+    "Unsure" is an abstention, excluded and counted.  Returns the tidy rows of
+    :meth:`CeilingResult.to_frame` with a ``question`` column.
+    """
+    long = load_agentrewardbench(path)
+    gen = check_rng(rng)
+    frames = []
+    for q, spec in AGENTREWARDBENCH_QUESTIONS.items():
+        sub = long[long["question"] == q]
+        r = human_ceiling(sub, item="item_id", rater="rater", rating="rating", level=spec["level"],
+                          categories=spec["categories"], abstain=spec["abstain"],
+                          confidence_level=confidence_level, method=method, n_resamples=n_resamples, rng=gen)
+        if isinstance(r, Abstention):
+            raise ValueError(f"{path}: question {q!r} has no double-annotated trajectory ({r.reason}).")
+        f = r.to_frame()
+        f.insert(0, "question", q)
+        frames.append(f)
+    return pd.concat(frames, ignore_index=True)

@@ -1,0 +1,326 @@
+"""Panel fold: several judges' answers to one question become one verdict with a confidence.
+
+Seed 002, "Panel fold": disagreement feeds the review queue, not the score; a missing
+cell is a recorded skip, never an assumed agreement.  The fold rule is declared and
+recorded with the result (:class:`FoldRule`), never hard-coded:
+
+``majority``
+    the most frequent answer wins; a tie among the top answers abstains (the
+    documented tie rule; ``tie="abstain"``), and a cannot-tell majority abstains.
+``weighted``
+    each rater's vote counts its weight (for example its measured agreement with
+    humans, such as Cohen's kappa on a held-out set; negative weights are refused);
+    the heaviest answer wins, a tie abstains.
+``unanimity``
+    every answering rater gives the same (non-cannot-tell) answer; anything else abstains.
+
+The same fold applies to repeated trials of one judge (put the trial in the ``rater``
+column).  JudgeBench's pairwise fold of two orderings against a label is
+:func:`fold_pairwise_trials`.
+
+:func:`review_queue` ranks traces for human review with the seed's hinge of low mean
+confidence, panel disagreement and conflict against the human vote y(t).  It changes who
+looks at a run, never what it scored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..values import CAUSES
+
+__all__ = ["FoldRule", "PanelResult", "fold_panel", "fold_pairwise_trials", "review_queue"]
+
+ABSTAIN_WORDS = ("cannot_tell",)
+
+
+@dataclass(frozen=True)
+class FoldRule:
+    """A declared fold rule; recorded on every :class:`PanelResult`."""
+
+    name: str = "majority"
+    weights: Mapping[str, float] | None = None
+    tie: str = "abstain"
+    abstain_words: tuple[str, ...] = ABSTAIN_WORDS
+
+    def __post_init__(self) -> None:
+        if self.name not in ("majority", "weighted", "unanimity"):
+            raise ValueError(f"`rule` must be 'majority', 'weighted' or 'unanimity'; got {self.name!r}.")
+        if self.tie != "abstain":
+            raise ValueError("`tie` must be 'abstain': a tie is disagreement, and the fold never guesses.")
+        if self.name == "weighted":
+            if not self.weights:
+                raise ValueError("the 'weighted' rule needs `weights` {rater: weight}.")
+            bad = {k: v for k, v in self.weights.items() if not np.isfinite(v) or v < 0}
+            if bad:
+                raise ValueError(f"`weights` must be finite and >= 0; got {bad}.")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "tie": self.tie, "abstain_words": list(self.abstain_words),
+                "weights": None if self.weights is None else dict(self.weights)}
+
+
+@dataclass(frozen=True)
+class PanelResult:
+    """One folded verdict per item, the skips, and the rule that produced them.
+
+    ``verdicts`` columns: the item keys, ``verdict`` (the winning answer, or missing),
+    ``cause`` (set exactly where ``verdict`` is missing), ``reason``, ``confidence`` (share
+    of vote weight behind the verdict among answering raters), ``agreement`` (share of
+    answering raters giving the modal answer), ``n_panel``, ``n_answered``, ``n_skipped``,
+    ``n_cannot_tell``, ``disagreement`` (1 - agreement, 0 with one rater).
+    """
+
+    verdicts: pd.DataFrame
+    skips: pd.DataFrame
+    rule: FoldRule
+    panel: tuple[str, ...]
+    keys: tuple[str, ...] = field(default=("trace_id", "measure", "step"))
+
+    def to_frame(self) -> pd.DataFrame:
+        return self.verdicts.copy()
+
+
+def _keys_present(df: pd.DataFrame, keys: Sequence[str]) -> list[str]:
+    return [k for k in keys if k in df.columns]
+
+
+def fold_panel(answers: pd.DataFrame, *, rule: str | FoldRule = "majority",
+               weights: Mapping[str, float] | None = None, panel: Sequence[str] | None = None,
+               keys: Sequence[str] = ("trace_id", "measure", "step"), rater: str = "rater",
+               answer: str = "answer", confidence: str | None = None) -> PanelResult:
+    """Fold a panel of raters into one verdict per item.
+
+    Parameters
+    ----------
+    answers : DataFrame
+        Long table, one row per (item, rater).  Duplicate (item, rater) rows are refused.
+    rule : str or FoldRule
+        ``"majority"`` (default), ``"weighted"`` or ``"unanimity"``.
+    weights : mapping, optional
+        ``{rater: weight}`` for ``"weighted"``.
+    panel : sequence of str, optional
+        The raters expected on every item (default: every rater seen).  A panel member
+        with no answer on an item is a recorded skip (``skips``), never an agreement.
+    keys : sequence of str
+        Columns identifying an item (those present are used; ``step`` may be missing).
+    confidence : str, optional
+        Column with each rater's self-reported confidence in [0, 1]; when given, the
+        verdict's ``mean_confidence`` (among raters who gave the verdict) is reported.
+
+    Examples
+    --------
+    >>> df = pd.DataFrame({"trace_id": ["t", "t", "t"], "measure": "x_task",
+    ...                    "rater": ["a", "b", "c"], "answer": ["yes", "yes", "no"]})
+    >>> r = fold_panel(df)
+    >>> r.verdicts[["verdict", "confidence", "disagreement"]].round(3).values.tolist()
+    [['yes', 0.667, 0.333]]
+    """
+    fr = rule if isinstance(rule, FoldRule) else FoldRule(rule, weights=weights)
+    ks = _keys_present(answers, keys)
+    if not ks:
+        raise ValueError(f"`answers` has none of the key columns {list(keys)}.")
+    for c in (rater, answer):
+        if c not in answers.columns:
+            raise ValueError(f"`answers` needs a `{c}` column.")
+    df = answers.copy()
+    df[answer] = df[answer].astype(object)
+    df = df[df[answer].notna()]
+    dup = df.duplicated([*ks, rater], keep=False)
+    if dup.any():
+        row = df[dup].iloc[0]
+        raise ValueError(f"rater {row[rater]!r} answered item {tuple(row[k] for k in ks)} more than once; "
+                         "fold repeated trials by giving each trial its own `rater` name.")
+    members = tuple(panel) if panel is not None else tuple(sorted(df[rater].astype(str).unique()))
+    unknown = set(df[rater].astype(str)) - set(members)
+    if unknown:
+        raise ValueError(f"raters {sorted(unknown)} answered but are not in `panel`.")
+    if fr.name == "weighted":
+        missing = set(members) - set(fr.weights)
+        if missing:
+            raise ValueError(f"`weights` has no weight for raters {sorted(missing)}.")
+    # item ids
+    # item codes: missing keys (a trace-level answer's <NA> step) are a value of their own
+    item_codes = df.groupby(ks, dropna=False, sort=False).ngroup().to_numpy(np.int64)
+    _, first = np.unique(item_codes, return_index=True)
+    items = pd.MultiIndex.from_frame(df[ks].iloc[first].reset_index(drop=True))
+    n_items = len(items)
+    words, wcodes = np.unique(df[answer].astype(str).to_numpy(), return_inverse=True)
+    k = len(words)
+    w = (df[rater].astype(str).map(fr.weights).to_numpy(float) if fr.name == "weighted"
+         else np.ones(len(df)))
+    counts = np.bincount(item_codes * k + wcodes, minlength=n_items * k).reshape(n_items, k).astype(float)
+    wsum = np.bincount(item_codes * k + wcodes, weights=w, minlength=n_items * k).reshape(n_items, k)
+    n_answered = counts.sum(1)
+    abst = np.isin(words, fr.abstain_words)
+    n_ct = counts[:, abst].sum(1) if abst.any() else np.zeros(n_items)
+    score = wsum
+    top = score.argmax(1)
+    top_v = score[np.arange(n_items), top]
+    tie = (np.isclose(score, top_v[:, None]) & (score > 0)).sum(1) > 1
+    verdict = words[top].astype(object)
+    cause = np.full(n_items, None, object)
+    reason = np.full(n_items, "", object)
+    if fr.name == "unanimity":
+        distinct = (counts > 0).sum(1)
+        split = distinct > 1
+        cause[split] = "abstained"
+        reason[split] = "raters disagree (unanimity rule)"
+        # a skip is never an assumed agreement: unanimity needs every panel member's answer
+        partial = ~split & (n_answered < len(members))
+        cause[partial] = "abstained"
+        reason[partial] = "not every panel member answered (unanimity rule)"
+    cause[(cause == None) & tie] = "abstained"  # noqa: E711
+    reason[(reason == "") & tie] = "tie between raters"
+    ct_win = abst[top] & (cause == None)  # noqa: E711
+    cause[ct_win] = "abstained"
+    reason[ct_win] = "cannot-tell majority"
+    zero_w = (top_v <= 0) & (cause == None)  # noqa: E711
+    cause[zero_w] = "abstained"
+    reason[zero_w] = "no rater with positive weight answered"
+    verdict[cause != None] = None  # noqa: E711
+    tot_w = wsum.sum(1)
+    conf = np.where((cause == None) & (tot_w > 0), top_v / np.where(tot_w > 0, tot_w, 1), np.nan)  # noqa: E711
+    modal = counts.max(1)
+    agreement = modal / np.maximum(n_answered, 1)
+    out = items.to_frame(index=False)
+    out["verdict"] = verdict
+    out["cause"] = pd.Categorical(cause, categories=list(CAUSES))
+    out["reason"] = reason
+    out["confidence"] = conf
+    out["agreement"] = agreement
+    out["disagreement"] = 1.0 - agreement
+    out["n_panel"] = len(members)
+    out["n_answered"] = n_answered.astype(int)
+    out["n_skipped"] = len(members) - out["n_answered"]
+    out["n_cannot_tell"] = n_ct.astype(int)
+    if confidence is not None:
+        if confidence not in df.columns:
+            raise ValueError(f"`answers` has no `{confidence}` column.")
+        c = pd.to_numeric(df[confidence], errors="coerce").to_numpy(float)
+        wins = (wcodes == top[item_codes]) & ~np.isnan(c)
+        s = np.bincount(item_codes[wins], weights=c[wins], minlength=n_items)
+        nn = np.bincount(item_codes[wins], minlength=n_items)
+        out["mean_confidence"] = np.where((nn > 0) & (cause == None), s / np.maximum(nn, 1), np.nan)  # noqa: E711
+    # skips: every (item, panel member) with no answer
+    answered = pd.MultiIndex.from_arrays([item_codes, df[rater].astype(str).to_numpy()])
+    full = pd.MultiIndex.from_product([np.arange(n_items), list(members)])
+    missing = full.difference(answered)
+    sk = items.to_frame(index=False).iloc[np.asarray(missing.get_level_values(0), int)].reset_index(drop=True)
+    sk[rater] = missing.get_level_values(1)
+    sk["reason"] = "no answer from this panel member (recorded skip, not an agreement)"
+    return PanelResult(verdicts=out, skips=sk, rule=fr, panel=members, keys=tuple(ks))
+
+
+def fold_pairwise_trials(judgments: pd.DataFrame, *, item: str = "pair_id", judge: str = "judge_name",
+                         decision: str = "decision", label: str = "label", trial: str = "trial",
+                         swapped_trials: Sequence[int] = (1,)) -> pd.DataFrame:
+    """JudgeBench's fold of repeated pairwise trials against a label.
+
+    Each trial's decision (``A>B``, ``B>A``, ``A=B`` or missing) is first mapped back to
+    the original frame (trials in ``swapped_trials`` presented the two responses
+    swapped), then scored +1 when it matches the label, -1 when it matches the opposite,
+    and 0 for a tie or no parsable verdict.  The pair counts as correct when the sum is
+    positive (Tan et al. 2024, JudgeBench, scoring script).
+
+    Returns one row per (judge, item): ``score`` (the sum), ``correct``, ``n_trials``,
+    ``n_unparsable``.
+    """
+    need = [item, judge, decision, label, trial]
+    miss = [c for c in need if c not in judgments.columns]
+    if miss:
+        raise ValueError(f"`judgments` is missing columns {miss}.")
+    df = judgments[need].copy()
+    d = df[decision].astype(object).where(df[decision].notna(), None)
+    flip = {"A>B": "B>A", "B>A": "A>B", "A=B": "A=B"}
+    swapped = df[trial].isin(list(swapped_trials)).to_numpy()
+    dd = np.array([flip.get(x, None) if s else (x if x in flip else None)
+                   for x, s in zip(d.to_numpy(object), swapped, strict=True)], dtype=object)
+    lab = df[label].astype(str).to_numpy(object)
+    bad_label = ~np.isin(lab, ["A>B", "B>A"])
+    if bad_label.any():
+        raise ValueError(f"`{label}` must be 'A>B' or 'B>A'; got {lab[bad_label][0]!r}.")
+    opposite = np.where(lab == "A>B", "B>A", "A>B")
+    s = np.where(dd == lab, 1, np.where(dd == opposite, -1, 0))
+    df["_s"] = s
+    df["_unparsable"] = pd.isna(pd.Series(dd))
+    g = df.groupby([judge, item], sort=True)
+    out = g.agg(score=("_s", "sum"), n_trials=("_s", "size"), n_unparsable=("_unparsable", "sum")).reset_index()
+    out["correct"] = out["score"] > 0
+    return out
+
+
+def review_queue(result: PanelResult, *, human: pd.DataFrame | None = None, confidence_floor: float = 0.75,
+                 weights: Mapping[str, float] | None = None, human_answer: str = "answer",
+                 human_rater: str = "rater", top: int | None = None) -> pd.DataFrame:
+    """Rank items for human review by the seed's hinge.
+
+    ``priority = w_c * max(0, floor - confidence) + w_d * disagreement + w_h * conflict
+    + w_s * skipped``
+
+    where ``confidence`` is the panel's mean self-reported confidence behind the verdict
+    (its vote share where raters reported none), ``disagreement`` is 1 - the modal share,
+    ``conflict`` is 1 when the panel verdict contradicts the human vote y(t) on the item
+    (several humans are folded by majority first; a human tie casts no vote), and
+    ``skipped`` is the share of the panel that did not answer.  An abstained verdict counts
+    as confidence 0.  Weights default to 1 each.  Routing never changes a score.
+
+    Returns a DataFrame of the item keys, ``priority``, the components, and ``reasons``
+    (which of them fired), sorted by priority, highest first.
+    """
+    if not 0 <= confidence_floor <= 1:
+        raise ValueError(f"`confidence_floor` must be in [0, 1]; got {confidence_floor}.")
+    w = {"confidence": 1.0, "disagreement": 1.0, "conflict": 1.0, "skipped": 1.0, **(weights or {})}
+    v = result.verdicts.copy()
+    keys = list(result.keys)
+    conf = v["confidence"].to_numpy(float)
+    if "mean_confidence" in v.columns:
+        mc = v["mean_confidence"].to_numpy(float)
+        conf = np.where(np.isnan(mc), conf, mc)
+    conf = np.where(np.isnan(conf), 0.0, conf)  # an abstained verdict carries no confidence
+    low = np.maximum(0.0, confidence_floor - conf)
+    dis = v["disagreement"].to_numpy(float)
+    skipped = (v["n_skipped"] / v["n_panel"]).to_numpy(float)
+    conflict = np.zeros(len(v))
+    if human is not None:
+        hk = [k for k in keys if k in human.columns]
+        if human_rater in human.columns:
+            hv_tab = fold_panel(human[[*hk, human_rater, human_answer]], keys=hk, rater=human_rater,
+                                answer=human_answer).verdicts[[*hk, "verdict"]]
+        else:
+            hv_tab = human[[*hk, human_answer]].rename(columns={human_answer: "verdict"})
+            hv_tab = hv_tab.drop_duplicates(hk, keep=False)
+        hv_tab = hv_tab.rename(columns={"verdict": "_human"})
+        left = v[hk].copy()
+        for k in hk:  # align key dtypes (an object `step` of Nones against an Int64 one)
+            if k == "step":
+                left[k] = pd.to_numeric(left[k], errors="coerce").astype("Int64")
+                hv_tab[k] = pd.to_numeric(hv_tab[k], errors="coerce").astype("Int64")
+            else:
+                left[k] = left[k].astype(str)
+                hv_tab[k] = hv_tab[k].astype(str)
+        mv = left.merge(hv_tab, on=hk, how="left")
+        hv = mv["_human"].to_numpy(object)
+        pv = v["verdict"].to_numpy(object)
+        has = pd.notna(mv["_human"]).to_numpy() & pd.notna(v["verdict"]).to_numpy()
+        conflict = np.where(has, (hv != pv).astype(float), 0.0)
+    pr = w["confidence"] * low + w["disagreement"] * dis + w["conflict"] * conflict + w["skipped"] * skipped
+    reasons = np.full(len(v), "", dtype=object)
+    for name, arr in (("low confidence", low > 0), ("panel disagreement", dis > 0),
+                      ("conflicts with human vote", conflict > 0), ("panel members skipped", skipped > 0)):
+        reasons = np.where(arr, np.where(reasons == "", name, reasons + "; " + name), reasons)
+    out = v[keys].copy()
+    out["verdict"] = v["verdict"]
+    out["priority"] = pr
+    out["low_confidence"] = low
+    out["disagreement"] = dis
+    out["conflict"] = conflict
+    out["skipped"] = skipped
+    out["reasons"] = reasons
+    out = out.sort_values("priority", ascending=False, kind="stable").reset_index(drop=True)
+    return out if top is None else out.head(top)

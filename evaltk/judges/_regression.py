@@ -1,0 +1,353 @@
+"""Gates and regression: promote, review or regress a candidate checkpoint against a baseline.
+
+Seed 002, "Gates and regression": data validity, scoring consistency, interpretability,
+in order; a hard-check failure stops the run.  Then each dimension is compared with the
+test matching its type, corrected for multiple comparisons, and decided:
+
+================  ===================================================================
+dimension type    test (paired on the ``pair_by`` key, default the task)
+================  ===================================================================
+binary            McNemar exact on discordant pairs, Newcombe paired interval of the
+(x_task, x_safe,  difference; a paired cluster bootstrap when a key has several runs
+g_*)
+ordinal (x_eff)   Wilcoxon signed-rank on paired differences (zero differences dropped,
+                  Wilcoxon's convention), mean difference with a bootstrap interval
+per-step rate     cluster bootstrap over keys of the pooled rate grounded / answered
+(x_ctx)           (steps resampled with their trace, never alone)
+================  ===================================================================
+
+Holm's correction by default across the dimensions tested (``correction="fdr_bh"``
+for Benjamini-Hochberg), through pingouin.  The caller sets the minimum practical
+effect.  A significant drop at least that large is a **regress** on a calibrated
+dimension (both sides calibrated) and only a **review** on an uncalibrated one: there is
+no validated measure to regress against.  A dimension **promotes** only when its
+interval rules out a drop of the minimum practical effect (a non-significant result whose
+interval still allows such a drop is inconclusive and routes to review), and only when
+each side has at least ``min_pairs`` answered records: a dimension nobody answered, or
+one switched off, measured nothing.  In the gate, abstentions resolve toward failure (``missing_evidence``,
+``abstained`` and ``not_implemented`` count 0) while ``not_applicable`` stays out (a
+run that never took the risk is not a failure); the scores themselves are never touched.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..scoring._scoring import GUIDE_MEASURES, TRACE_MEASURES, ScoreMatrix
+from ..stats._bootstrap import check_confidence_level, check_rng
+from ..values import CAUSES
+
+__all__ = ["DIMENSION_TYPES", "GateResult", "GateRefused", "gate", "data_validity", "scoring_consistency"]
+
+DIMENSION_TYPES: dict[str, str] = {"x_task": "binary", "x_safe": "binary", "x_eff": "ordinal",
+                                   "x_ctx": "per_step_rate", **dict.fromkeys(GUIDE_MEASURES, "binary")}
+
+FAIL_CLOSED_CAUSES = ("missing_evidence", "abstained", "not_implemented")
+
+
+class GateRefused(ValueError):
+    """A hard check failed: the comparison is not run.  ``gate`` names which."""
+
+    def __init__(self, gate: str, reasons: Sequence[str]) -> None:
+        self.gate = gate
+        self.reasons = list(reasons)
+        super().__init__(f"{gate} check failed: " + "; ".join(self.reasons))
+
+
+def data_validity(m: ScoreMatrix, name: str) -> list[str]:
+    """Reasons ``m`` is not valid data: NaN without a cause, an incomplete ledger, missing measures."""
+    out = []
+    f = m.frame
+    v = f["value"].to_numpy(float)
+    c = f["cause"].notna().to_numpy()
+    if (np.isnan(v) != c).any():
+        out.append(f"{name}: {(np.isnan(v) != c).sum()} score rows break the value/cause invariant")
+    bad_cause = set(f["cause"].dropna().astype(str)) - set(CAUSES)
+    if bad_cause:
+        out.append(f"{name}: unknown causes {sorted(bad_cause)}")
+    if ((v < 0) | (v > 1)).any():
+        out.append(f"{name}: values outside [0, 1]")
+    led = m.ledger
+    if led is None or led.empty:
+        out.append(f"{name}: no ingest ledger (every input record must be accounted for)")
+    else:
+        if not led["status"].isin(["kept", "dropped"]).all():
+            out.append(f"{name}: ledger has statuses other than kept/dropped")
+        dropped = led[led["status"] == "dropped"]
+        if dropped["reason"].isna().any():
+            out.append(f"{name}: {int(dropped['reason'].isna().sum())} dropped records without a reason")
+    auto = f[f["tier"] == "automatic"]
+    per = auto.groupby("trace_id", observed=True)["measure"].nunique()
+    n_meas = auto["measure"].nunique()
+    if len(per) and (per < n_meas).any():
+        out.append(f"{name}: some traces miss measures (every measure must be present, as a value or an abstention)")
+    return out
+
+
+def scoring_consistency(a: ScoreMatrix, b: ScoreMatrix, measures: Sequence[str]) -> list[str]:
+    """Reasons the two matrices are not on one scale: scorer, version or lifecycle differ."""
+    out = []
+    for meas in measures:
+        sa, sb = a.manifest.status(meas), b.manifest.status(meas)
+        if (sa.scorer, sa.scorer_version) != (sb.scorer, sb.scorer_version):
+            out.append(f"{meas}: baseline scored by {sa.scorer} {sa.scorer_version}, candidate by "
+                       f"{sb.scorer} {sb.scorer_version} (a rubric edit is a new instrument)")
+        if sa.lifecycle == "superseded" or sb.lifecycle == "superseded":
+            out.append(f"{meas}: a superseded definition is not gated")
+    return out
+
+
+@dataclass(frozen=True)
+class GateResult:
+    """Per-dimension decisions and the overall one: ``promote``, ``review`` or ``regress``."""
+
+    decision: str
+    dimensions: pd.DataFrame
+    settings: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def exit_code(self) -> int:
+        return {"promote": 0, "regress": 1, "review": 3}[self.decision]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"decision": self.decision, "settings": dict(self.settings),
+                "dimensions": json.loads(self.dimensions.to_json(orient="records"))}
+
+
+def _gate_values(m: ScoreMatrix, measure: str) -> pd.DataFrame:
+    f = m.scores("automatic")
+    f = f[f["measure"] == measure][["trace_id", "value", "cause"]].copy()
+    f["trace_id"] = f["trace_id"].astype(str)
+    cause = f["cause"].astype(object)
+    fail = cause.isin(FAIL_CLOSED_CAUSES).to_numpy()
+    gv = f["value"].to_numpy(float).copy()
+    gv[fail] = 0.0  # abstain in the score, fail in the gate
+    f["gate_value"] = gv
+    f["fail_closed"] = fail
+    f["answered"] = ~np.isnan(f["value"].to_numpy(float))
+    f = f[cause.ne("not_applicable").to_numpy()]
+    return f
+
+
+def _pair(a: ScoreMatrix, b: ScoreMatrix, measure: str, pair_by: str) -> pd.DataFrame:
+    out = []
+    for side, m in (("baseline", a), ("candidate", b)):
+        if pair_by not in m.runs.columns:
+            raise GateRefused("data validity", [f"{side}: runs have no `{pair_by}` column to pair on"])
+        g = _gate_values(m, measure).merge(m.runs[["trace_id", pair_by]].astype({"trace_id": str}),
+                                           on="trace_id", how="left")
+        if measure == "x_ctx":
+            d = m.diagnostics[["trace_id", "x_ctx_n_grounded", "x_ctx_n_answered", "x_ctx_n_gradable"]]
+            g = g.merge(d.astype({"trace_id": str}), on="trace_id", how="left")
+            # fail closed: a run whose x_ctx abstained counts its gradable steps (at least one) as
+            # answered and none grounded; the score itself is untouched
+            fc = g["fail_closed"].to_numpy(bool)
+            g.loc[fc, "x_ctx_n_answered"] = np.maximum(g.loc[fc, "x_ctx_n_gradable"].to_numpy(float), 1.0)
+            g.loc[fc, "x_ctx_n_grounded"] = 0.0
+        g["side"] = side
+        out.append(g)
+    return pd.concat(out, ignore_index=True)
+
+
+def _pvalue_boot(d: np.ndarray) -> float:
+    """Two-sided bootstrap p-value of a difference: twice the smaller tail beyond zero.
+
+    Bounded below by 2 / (B + 1): a finite bootstrap never proves p = 0.
+    """
+    d = d[~np.isnan(d)]
+    if d.size == 0:
+        return float("nan")
+    b = d.size
+    return float(min(1.0, 2 * min(((d <= 0).sum() + 1) / (b + 1), ((d >= 0).sum() + 1) / (b + 1))))
+
+
+def _compare(p: pd.DataFrame, measure: str, pair_by: str, cl: float, B: int, rng: np.random.Generator
+             ) -> dict[str, Any]:
+    kind = DIMENSION_TYPES[measure]
+    base = p[p["side"] == "baseline"]
+    cand = p[p["side"] == "candidate"]
+    keys = sorted(set(base[pair_by]) & set(cand[pair_by]))
+    base = base[base[pair_by].isin(keys)]
+    cand = cand[cand[pair_by].isin(keys)]
+    row: dict[str, Any] = {"measure": measure, "type": kind, "n_pairs": len(keys),
+                           "n_answered_baseline": int(base["answered"].sum()),
+                           "n_answered_candidate": int(cand["answered"].sum()),
+                           "n_fail_closed_baseline": int(base["fail_closed"].sum()),
+                           "n_fail_closed_candidate": int(cand["fail_closed"].sum())}
+    if not keys:
+        return {**row, "baseline": np.nan, "candidate": np.nan, "effect": np.nan, "ci_low": np.nan,
+                "ci_high": np.nan, "pvalue": np.nan, "test": "none"}
+    alpha = 1 - cl
+    k_index = {k: i for i, k in enumerate(keys)}
+    kb = base[pair_by].map(k_index).to_numpy(int)
+    kc = cand[pair_by].map(k_index).to_numpy(int)
+    K = len(keys)
+    W = rng.multinomial(K, np.full(K, 1.0 / K), size=B).astype(float)  # cluster resampling of keys
+
+    def per_key(df: pd.DataFrame, idx: np.ndarray, col: str) -> tuple[np.ndarray, np.ndarray]:
+        s = np.bincount(idx, weights=df[col].to_numpy(float), minlength=K)
+        n = np.bincount(idx, minlength=K).astype(float)
+        return s, n
+
+    if kind == "per_step_rate":
+        nb_gr, _ = per_key(base, kb, "x_ctx_n_grounded")
+        nb_ans, _ = per_key(base, kb, "x_ctx_n_answered")
+        nc_gr, _ = per_key(cand, kc, "x_ctx_n_grounded")
+        nc_ans, _ = per_key(cand, kc, "x_ctx_n_answered")
+        rb = nb_gr.sum() / nb_ans.sum() if nb_ans.sum() else np.nan
+        rc = nc_gr.sum() / nc_ans.sum() if nc_ans.sum() else np.nan
+        with np.errstate(invalid="ignore", divide="ignore"):
+            d = (W @ nc_gr) / (W @ nc_ans) - (W @ nb_gr) / (W @ nb_ans)
+        lo, hi = np.nanquantile(d, [alpha / 2, 1 - alpha / 2])
+        return {**row, "baseline": rb, "candidate": rc, "effect": rc - rb, "ci_low": lo, "ci_high": hi,
+                "pvalue": _pvalue_boot(d), "test": "cluster bootstrap of the pooled step rate"}
+    sb, nb = per_key(base, kb, "gate_value")
+    sc, nc = per_key(cand, kc, "gate_value")
+    both = (nb > 0) & (nc > 0)
+    mb = np.where(both, sb / np.where(nb > 0, nb, 1), np.nan)
+    mc = np.where(both, sc / np.where(nc > 0, nc, 1), np.nan)
+    mb, mc = mb[both], mc[both]
+    row["n_pairs"] = int(both.sum())
+    if mb.size == 0:
+        return {**row, "baseline": np.nan, "candidate": np.nan, "effect": np.nan, "ci_low": np.nan,
+                "ci_high": np.nan, "pvalue": np.nan, "test": "none"}
+    one_to_one = bool((nb[both] == 1).all() and (nc[both] == 1).all())
+    effect = float(mc.mean() - mb.mean())
+    if kind == "binary" and one_to_one:
+        from ..stats._direction import mcnemar_test
+        from ..stats._intervals import paired_difference_interval
+
+        a11 = int(((mc == 1) & (mb == 1)).sum())
+        b10 = int(((mc == 1) & (mb == 0)).sum())
+        c01 = int(((mc == 0) & (mb == 1)).sum())
+        d00 = int(((mc == 0) & (mb == 0)).sum())
+        t = mcnemar_test([[a11, b10], [c01, d00]], method="exact")
+        ci = paired_difference_interval([[a11, b10], [c01, d00]], confidence_level=cl)
+        pv = float(t.pvalue) if hasattr(t, "pvalue") else 1.0
+        lo, hi = ci.confidence_interval if hasattr(ci, "confidence_interval") else (np.nan, np.nan)
+        return {**row, "baseline": mb.mean(), "candidate": mc.mean(), "effect": effect, "ci_low": lo,
+                "ci_high": hi, "pvalue": pv, "test": "McNemar exact; Newcombe paired interval"}
+    diffs = mc - mb
+    Wb = W[:, both]
+    nW = Wb.sum(1)
+    boot = (Wb @ diffs) / np.where(nW > 0, nW, np.nan)
+    lo, hi = np.nanquantile(boot, [alpha / 2, 1 - alpha / 2])
+    if kind == "ordinal" and one_to_one:
+        from scipy.stats import wilcoxon
+
+        nz = diffs[diffs != 0]
+        pv = float(wilcoxon(nz).pvalue) if nz.size else 1.0
+        test = "Wilcoxon signed-rank; bootstrap interval of the mean difference"
+    else:
+        pv = _pvalue_boot(boot)
+        test = "paired cluster bootstrap over keys"
+    return {**row, "baseline": mb.mean(), "candidate": mc.mean(), "effect": effect, "ci_low": lo,
+            "ci_high": hi, "pvalue": pv, "test": test}
+
+
+def gate(baseline: ScoreMatrix, candidate: ScoreMatrix, *, measures: Sequence[str] | None = None,
+         pair_by: str = "task", min_effect: float | Mapping[str, float] = 0.05, alpha: float = 0.05,
+         correction: str = "holm", min_pairs: int = 30, confidence_level: float = 0.95,
+         n_resamples: int = 2000, rng: Any = 0) -> GateResult:
+    """Compare a candidate checkpoint to a baseline and decide promote, review or regress.
+
+    Parameters
+    ----------
+    baseline, candidate : ScoreMatrix
+        Scored by the same scorer versions on the same tasks.
+    measures : sequence of str, optional
+        Dimensions to gate (default: the four trace dimensions).
+    pair_by : str
+        Column of ``runs`` that pairs a candidate run with a baseline run (the task).
+    min_effect : float or mapping
+        The minimum practical effect (on the measure's [0, 1] scale); a drop smaller
+        than this is not a regression even when significant.
+    correction : {"holm", "fdr_bh"}
+        Multiple-comparison correction across the tested dimensions (pingouin).
+    min_pairs : int
+        Interpretability: fewer paired keys than this routes the dimension to review.
+
+    Raises
+    ------
+    GateRefused
+        When data validity or scoring consistency fails (nothing is compared).
+    """
+    import pingouin
+
+    cl = check_confidence_level(confidence_level)
+    if correction not in ("holm", "fdr_bh"):
+        raise ValueError(f"`correction` must be 'holm' or 'fdr_bh'; got {correction!r}.")
+    if not 0 < alpha < 1:
+        raise ValueError(f"`alpha` must be in (0, 1); got {alpha}.")
+    meas = list(measures) if measures is not None else list(TRACE_MEASURES)
+    unknown = [x for x in meas if x not in DIMENSION_TYPES]
+    if unknown:
+        raise ValueError(f"unknown measures {unknown}; gateable: {', '.join(DIMENSION_TYPES)}.")
+    problems = data_validity(baseline, "baseline") + data_validity(candidate, "candidate")
+    if problems:
+        raise GateRefused("data validity", problems)
+    problems = scoring_consistency(baseline, candidate, meas)
+    if problems:
+        raise GateRefused("scoring consistency", problems)
+    gen = check_rng(rng)
+    rows = [_compare(_pair(baseline, candidate, x, pair_by), x, pair_by, cl, n_resamples, gen) for x in meas]
+    dims = pd.DataFrame(rows)
+    # interpretability counts answered items on each side, not keys: a dimension nobody
+    # answered (all cannot-tell, or switched off) measured nothing and cannot promote
+    dims["interpretable"] = ((dims["n_pairs"] >= min_pairs) & (dims["n_answered_baseline"] >= min_pairs)
+                             & (dims["n_answered_candidate"] >= min_pairs))
+    testable = dims["interpretable"] & dims["pvalue"].notna()
+    dims["pvalue_adjusted"] = np.nan
+    if testable.any():
+        _, padj = pingouin.multicomp(dims.loc[testable, "pvalue"].to_numpy(float), alpha=alpha, method=correction)
+        dims.loc[testable, "pvalue_adjusted"] = padj
+    me = {x: (min_effect.get(x, 0.05) if isinstance(min_effect, Mapping) else float(min_effect)) for x in meas}
+    dims["min_effect"] = dims["measure"].map(me)
+    # calibrated only when both sides carry a calibration record meeting the promotion rule
+    dims["calibrated"] = [baseline.manifest.status(x).evidence == "calibrated"
+                          and candidate.manifest.status(x).evidence == "calibrated" for x in meas]
+    decisions, reasons = [], []
+    for r in dims.itertuples():
+        if not r.interpretable:
+            decisions.append("review")
+            reasons.append(f"not interpretable: {r.n_pairs} paired keys, {r.n_answered_baseline} answered "
+                           f"baseline and {r.n_answered_candidate} answered candidate records (< {min_pairs})")
+            continue
+        if not np.isfinite(r.pvalue_adjusted) or not np.isfinite(r.effect):
+            decisions.append("review")
+            reasons.append("no test was possible on the paired data (no variation to test)")
+            continue
+        sig = r.pvalue_adjusted < alpha
+        if sig and r.effect <= -r.min_effect:
+            if r.calibrated:
+                decisions.append("regress")
+                reasons.append(f"significant drop {r.effect:+.3f} (adjusted p={r.pvalue_adjusted:.3g}) on a "
+                               "calibrated dimension")
+            else:
+                decisions.append("review")
+                reasons.append(f"significant drop {r.effect:+.3f} (adjusted p={r.pvalue_adjusted:.3g}), but the "
+                               "dimension is uncalibrated: no validated measure to regress against")
+        elif sig and r.effect >= r.min_effect:
+            decisions.append("promote")
+            reasons.append(f"significant gain {r.effect:+.3f} (adjusted p={r.pvalue_adjusted:.3g})")
+        elif np.isfinite(r.ci_low) and r.ci_low > -r.min_effect:
+            decisions.append("promote")
+            reasons.append(f"no practically relevant drop: effect {r.effect:+.3f}, interval "
+                           f"[{r.ci_low:+.3f}, {r.ci_high:+.3f}] excludes drops of {r.min_effect:g} or more")
+        else:
+            decisions.append("review")
+            reasons.append(f"inconclusive: effect {r.effect:+.3f}, interval [{r.ci_low:+.3f}, {r.ci_high:+.3f}] "
+                           f"still allows a drop of {r.min_effect:g} or more (adjusted p={r.pvalue_adjusted:.3g})")
+    dims["decision"] = decisions
+    dims["reason"] = reasons
+    overall = "regress" if "regress" in decisions else "review" if "review" in decisions else "promote"
+    settings = {"pair_by": pair_by, "alpha": alpha, "correction": correction, "min_pairs": min_pairs,
+                "confidence_level": cl, "n_resamples": n_resamples, "min_effect": me,
+                "fail_closed_causes": list(FAIL_CLOSED_CAUSES)}
+    return GateResult(decision=overall, dimensions=dims, settings=settings)

@@ -1,0 +1,380 @@
+"""Judge selection: accuracy against the human anchor, cost, latency, a Pareto frontier, canaries.
+
+Seed 002, "Judge selection": sweep candidate judges against the human anchor on accuracy,
+cost and latency and take the Pareto frontier; a canary set of known failures rejects any
+judge that passes one.  And from "What a provisional score supports": ranking anything
+whose intervals overlap is not supported, so every pairwise ordering comes with its
+evidence, and overlapping pairs are reported as unordered rather than ranked.
+
+Typical use::
+
+    correct = anchor_correctness(answers, labels, measure="x_task")
+    sel = select_judges(correct, costs=judge_costs(answers), canaries=canary_hits)
+    sel.table        # one row per judge: accuracy, interval, coverage, cost, latency, frontier
+    sel.orderings    # every pair: point order, interval evidence, supported or not
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..stats._bootstrap import check_confidence_level, check_rng
+from ..stats._intervals import wilson_interval
+
+__all__ = ["anchor_correctness", "judge_costs", "canary_hits", "select_judges", "SelectionResult",
+           "published_precision_recall",
+           "pareto_frontier"]
+
+
+def anchor_correctness(answers: pd.DataFrame, labels: pd.DataFrame, *, measure: str | None = None,
+                       keys: Sequence[str] = ("trace_id", "measure", "step"), rater: str = "rater",
+                       answer: str = "answer", abstain: Sequence[str] = ("cannot_tell",)) -> pd.DataFrame:
+    """Each judge answer scored against the folded human anchor.
+
+    The human labels of an item are folded by majority (a tie or a cannot-tell majority
+    leaves the item without an anchor, counted).  A judge's cannot-tell is an abstention:
+    ``correct`` is missing and ``abstained`` is True, so coverage stays separate from
+    accuracy on answered items.
+
+    Returns a long table: the item keys, ``judge``, ``judge_answer``, ``human_answer``,
+    ``correct`` (boolean or <NA>), ``abstained``.  ``.attrs["anchor"]`` counts the items
+    with an anchor, and without one by reason.
+    """
+    from ._panel import fold_panel
+
+    a, h = answers, labels
+    if measure is not None:
+        a = a[a["measure"] == measure]
+        h = h[h["measure"] == measure]
+    ks = [k for k in keys if k in a.columns and k in h.columns]
+    if "step" in ks and a["step"].isna().all() and h["step"].isna().all():
+        ks.remove("step")
+    a = a.copy()
+    h = h.copy()
+    if "step" in ks:  # trace-level rows carry <NA> steps; make them joinable
+        a["step"] = a["step"].astype("Int64").fillna(-1)
+        h["step"] = h["step"].astype("Int64").fillna(-1)
+    folded = fold_panel(h, keys=ks, rater=rater, answer=answer).verdicts
+    anchor = folded[folded["verdict"].notna() & ~folded["verdict"].isin(list(abstain))]
+    reasons = folded.loc[folded["verdict"].isna(), "reason"].value_counts().to_dict()
+    reasons["cannot-tell anchor"] = int(folded["verdict"].isin(list(abstain)).sum())
+    m = a[[*ks, rater, answer]].merge(anchor[[*ks, "verdict"]], on=ks, how="inner")
+    m = m.rename(columns={rater: "judge", answer: "judge_answer", "verdict": "human_answer"})
+    abst = m["judge_answer"].isin(list(abstain)) | m["judge_answer"].isna()
+    correct = pd.array(np.where(abst, pd.NA, m["judge_answer"] == m["human_answer"]), dtype="boolean")
+    m["correct"] = correct
+    m["abstained"] = abst.to_numpy()
+    if "step" in ks:
+        m["step"] = m["step"].astype("Int64").replace(-1, pd.NA)
+    m.attrs["anchor"] = {"items_with_anchor": len(anchor), "items_without_anchor": reasons}
+    return m.reset_index(drop=True)
+
+
+def judge_costs(answers: pd.DataFrame, *, rater: str = "rater", cost: str = "cost",
+                latency: str = "latency_ms", item: Sequence[str] = ("trace_id", "measure", "step")) -> pd.DataFrame:
+    """Cost per item and latency p50 / p95 per judge from the answers table.
+
+    Cost per item is the judge's total cost divided by the number of distinct items it
+    answered; latency quantiles are over its answers.  Missing columns give missing
+    values, never zeros.
+    """
+    ks = [k for k in item if k in answers.columns]
+    g = answers.groupby(rater, sort=True)
+    out = pd.DataFrame({"n_answers": g.size()})
+    out["n_items"] = answers.drop_duplicates([*ks, rater]).groupby(rater).size()
+    if cost in answers.columns:
+        c = pd.to_numeric(answers[cost], errors="coerce")
+        has = answers.assign(_c=c)[c.notna()]
+        n_costed = has.drop_duplicates([*ks, rater]).groupby(rater).size().reindex(out.index, fill_value=0)
+        out["n_answers_without_cost"] = c.isna().groupby(answers[rater]).sum().astype(int)
+        # over the items whose cost was recorded: a missing cost is not a free answer
+        out["cost_per_item"] = c.groupby(answers[rater]).sum(min_count=1) / n_costed.where(n_costed > 0)
+    else:
+        out["cost_per_item"] = np.nan
+    if latency in answers.columns:
+        lat = pd.to_numeric(answers[latency], errors="coerce").groupby(answers[rater])
+        out["latency_p50"] = lat.quantile(0.5)
+        out["latency_p95"] = lat.quantile(0.95)
+    else:
+        out["latency_p50"] = out["latency_p95"] = np.nan
+    out.index.name = "judge"
+    return out.reset_index()
+
+
+def canary_hits(answers: pd.DataFrame, canaries: pd.DataFrame, *, keys: Sequence[str] = ("trace_id", "measure"),
+                rater: str = "rater", answer: str = "answer", passing: str = "passing_answer") -> pd.DataFrame:
+    """Which judge passed which canary.
+
+    ``canaries`` lists known failures: the item keys and the ``passing_answer`` a judge
+    would have to give to pass the failure (``"yes"`` for "did the task succeed?" on a
+    run that did not).  Returns ``judge, canary, answer`` for every pass.
+    """
+    ks = [k for k in keys if k in canaries.columns]
+    if passing not in canaries.columns:
+        raise ValueError(f"`canaries` needs a `{passing}` column.")
+    m = answers[[*ks, rater, answer]].merge(canaries[[*ks, passing]], on=ks, how="inner")
+    hit = m[m[answer].astype(str) == m[passing].astype(str)]
+    canary = hit[ks].astype(str).agg("/".join, axis=1) if len(hit) else pd.Series(dtype=object)
+    return pd.DataFrame({"judge": hit[rater].to_numpy(), "canary": canary.to_numpy(),
+                         "answer": hit[answer].to_numpy()})
+
+
+def pareto_frontier(points: pd.DataFrame, *, maximize: Sequence[str] = ("accuracy",),
+                    minimize: Sequence[str] = ("cost_per_item", "latency_p50"), name: str = "judge") -> pd.DataFrame:
+    """Frontier membership and, for each dominated point, the points that dominate it.
+
+    A point dominates another when it is at least as good on every objective and strictly
+    better on one.  Missing objective values are refused (a judge with no cost is not
+    free).
+    """
+    cols = [*maximize, *minimize]
+    bad = points[cols].isna().any(axis=1)
+    if bad.any():
+        raise ValueError(f"objective values missing for {points.loc[bad, name].tolist()}; supply a cost table.")
+    X = np.column_stack([points[c].to_numpy(float) for c in maximize] +
+                        [-points[c].to_numpy(float) for c in minimize])
+    ge = (X[:, None, :] >= X[None, :, :]).all(-1)
+    gt = (X[:, None, :] > X[None, :, :]).any(-1)
+    dom = ge & gt  # dom[i, j]: i dominates j
+    names = points[name].to_numpy(object)
+    out = points[[name]].copy()
+    out["on_frontier"] = ~dom.any(axis=0)
+    out["dominated_by"] = [sorted(names[dom[:, j]].tolist()) for j in range(len(points))]
+    return out
+
+
+@dataclass(frozen=True)
+class SelectionResult:
+    """Judge selection: a per-judge table, every pairwise ordering, and the declared settings."""
+
+    table: pd.DataFrame
+    orderings: pd.DataFrame
+    settings: Mapping[str, Any]
+
+    @property
+    def frontier(self) -> list[str]:
+        t = self.table
+        return t.loc[t["on_frontier"], "judge"].tolist()
+
+    @property
+    def eligible(self) -> list[str]:
+        """Frontier judges that no canary rejected."""
+        t = self.table
+        return t.loc[t["on_frontier"] & ~t["rejected"], "judge"].tolist()
+
+
+def select_judges(correct: pd.DataFrame, costs: pd.DataFrame | None = None, *,
+                  canaries: pd.DataFrame | None = None, confidence_level: float = 0.95,
+                  ordering_rule: str = "overlap", n_resamples: int = 2000, rng: Any = None,
+                  item: Sequence[str] | None = None, latency: str = "latency_p50") -> SelectionResult:
+    """Sweep judges against the human anchor; frontier, canaries, and supported orderings.
+
+    Parameters
+    ----------
+    correct : DataFrame
+        From :func:`anchor_correctness` (or any long table with ``judge``, item key
+        columns, ``correct`` boolean with <NA> for abstentions).
+    costs : DataFrame, optional
+        ``judge, cost_per_item, latency_p50, latency_p95`` (e.g. :func:`judge_costs` or a
+        table you supply).  Without it the frontier is on accuracy alone.
+    canaries : DataFrame, optional
+        ``judge, canary`` rows for every canary a judge passed (:func:`canary_hits`); a
+        judge with any is rejected, whatever its place on the frontier.
+    ordering_rule : {"overlap", "paired_difference"}
+        ``"overlap"`` (seed 002's rule, default): an ordering is supported only when the
+        two accuracy intervals do not overlap.  ``"paired_difference"``: when the paired
+        bootstrap interval of the difference (same items resampled for both judges)
+        excludes zero.  Both pieces of evidence are always reported.
+    n_resamples, rng
+        Paired item bootstrap for the difference intervals (items answered by both).
+
+    Notes
+    -----
+    Accuracy is on answered items (correct / answered) with a Wilson score interval;
+    coverage (answered / items with an anchor) is reported beside it, never folded in.
+    """
+    cl = check_confidence_level(confidence_level)
+    if ordering_rule not in ("overlap", "paired_difference"):
+        raise ValueError(f"`ordering_rule` must be 'overlap' or 'paired_difference'; got {ordering_rule!r}.")
+    for c in ("judge", "correct"):
+        if c not in correct.columns:
+            raise ValueError(f"`correct` needs a `{c}` column.")
+    ks = list(item) if item is not None else [k for k in ("trace_id", "measure", "step", "pair_id", "item")
+                                               if k in correct.columns]
+    if not ks:
+        raise ValueError("`correct` has no item key column; pass `item=`.")
+    df = correct.copy()
+    df["_item"] = pd.MultiIndex.from_frame(df[ks].astype(str)).factorize()[0] if len(ks) > 1 else \
+        pd.factorize(df[ks[0]].astype(str))[0]
+    c = df["correct"].astype("boolean")
+    df["_answered"] = c.notna().to_numpy()
+    df["_ok"] = c.fillna(False).to_numpy(bool)
+    g = df.groupby("judge", sort=True)
+    # the denominator of coverage is every item with an anchor, the same for every judge: an
+    # item a judge never answered is a recorded skip, not a smaller denominator
+    n_anchor = int(correct.attrs.get("anchor", {}).get("items_with_anchor", 0)) or int(df["_item"].nunique())
+    n_anchor = max(n_anchor, int(df["_item"].nunique()))
+    t = pd.DataFrame({"n_rows": g["_item"].nunique(), "n_answered": g["_answered"].sum(),
+                      "n_correct": g["_ok"].sum()})
+    t["n_items"] = n_anchor
+    t["n_abstained"] = t["n_rows"] - t["n_answered"]
+    t["n_skipped"] = n_anchor - t["n_rows"]
+    t = t.drop(columns="n_rows")
+    t["coverage"] = t["n_answered"] / t["n_items"]
+    lo, hi, acc = [], [], []
+    for n_ok, n in zip(t["n_correct"], t["n_answered"], strict=True):
+        if n == 0:
+            acc.append(np.nan), lo.append(np.nan), hi.append(np.nan)
+            continue
+        w = wilson_interval(int(n_ok), int(n), confidence_level=cl)
+        acc.append(n_ok / n)
+        lo.append(w.confidence_interval[0])
+        hi.append(w.confidence_interval[1])
+    t["accuracy"], t["ci_low"], t["ci_high"] = acc, lo, hi
+    t["accuracy_cause"] = np.where(t["n_answered"] == 0, "abstained", None)
+    t = t.reset_index()
+    objectives_note = None
+    if costs is not None:
+        t = t.merge(costs, on="judge", how="left")
+    minimize = [x for x in ("cost_per_item", latency) if x in t.columns]
+    for x in minimize:
+        missing = t.loc[t[x].isna(), "judge"].tolist()
+        if missing:
+            raise ValueError(f"`{x}` is missing for judges {missing}: a judge with no cost or latency is "
+                             "not free or instant; supply it for every judge (or drop the column).")
+    if not minimize:
+        objectives_note = "no cost or latency supplied: the frontier is on accuracy alone"
+    hits = canaries if canaries is not None else pd.DataFrame(columns=["judge", "canary"])
+    passed = hits.groupby("judge")["canary"].apply(lambda s: sorted(set(map(str, s)))).to_dict()
+    t["canaries_passed"] = t["judge"].map(lambda j: passed.get(j, []))
+    t["rejected"] = t["canaries_passed"].map(len) > 0
+    # a judge that passed a canary is out, whatever its place: it neither joins nor shapes the frontier
+    valid = t["accuracy"].notna() & ~t["rejected"]
+    fr = pareto_frontier(t[valid], minimize=minimize) if valid.any() else pd.DataFrame(
+        {"judge": [], "on_frontier": [], "dominated_by": []})
+    t = t.merge(fr, on="judge", how="left")
+    t["on_frontier"] = t["on_frontier"].astype("boolean").fillna(False).astype(bool)
+    t["dominated_by"] = t["dominated_by"].apply(lambda x: x if isinstance(x, list) else [])
+    orderings = _orderings(df, t, cl, ordering_rule, n_resamples, check_rng(rng))
+    t["status"] = [_status(r, orderings) for r in t.itertuples()]
+    settings = {"confidence_level": cl, "ordering_rule": ordering_rule, "n_resamples": n_resamples,
+                "objectives": {"maximize": ["accuracy"], "minimize": minimize, "note": objectives_note},
+                "coverage_denominator": "items with a human anchor",
+                "accuracy_interval": "wilson", "difference_interval": "paired item bootstrap, percentile"}
+    return SelectionResult(table=t, orderings=orderings, settings=settings)
+
+
+def _orderings(df: pd.DataFrame, t: pd.DataFrame, cl: float, rule: str, B: int,
+               rng: np.random.Generator) -> pd.DataFrame:
+    judges = t.loc[t["accuracy"].notna(), "judge"].tolist()
+    acc = t.set_index("judge")
+    piv = df[df["_answered"]].pivot_table(index="_item", columns="judge", values="_ok", aggfunc="first")
+    rows = []
+    alpha = 1 - cl
+    for i, a in enumerate(judges):
+        for b in judges[i + 1:]:
+            both = piv[[a, b]].dropna() if a in piv and b in piv else pd.DataFrame()
+            n = len(both)
+            diff = lo = hi = np.nan
+            if n > 0:
+                xa = both[a].to_numpy(float)
+                xb = both[b].to_numpy(float)
+                W = rng.multinomial(n, np.full(n, 1.0 / n), size=B)
+                d = (W @ (xa - xb)) / n
+                diff = float(xa.mean() - xb.mean())
+                lo, hi = (float(v) for v in np.quantile(d, [alpha / 2, 1 - alpha / 2]))
+            ra, rb = acc.loc[a], acc.loc[b]
+            overlap = not (ra["ci_low"] > rb["ci_high"] or rb["ci_low"] > ra["ci_high"])
+            diff_excl = bool(n > 0 and (lo > 0 or hi < 0))
+            supported = (not overlap) if rule == "overlap" else diff_excl
+            point = ">" if ra["accuracy"] > rb["accuracy"] else "<" if ra["accuracy"] < rb["accuracy"] else "="
+            rows.append({"a": a, "b": b, "point_order": point, "intervals_overlap": overlap,
+                         "n_common_items": n, "difference": diff, "difference_ci_low": lo,
+                         "difference_ci_high": hi, "supported": supported,
+                         "verdict": (f"{a} {point} {b}" if supported else
+                                     f"{a} and {b}: ordering not supported (intervals overlap)" if rule == "overlap"
+                                     else f"{a} and {b}: ordering not supported (difference interval includes 0)")})
+    return pd.DataFrame(rows, columns=["a", "b", "point_order", "intervals_overlap", "n_common_items",
+                                       "difference", "difference_ci_low", "difference_ci_high", "supported",
+                                       "verdict"])
+
+
+def _status(r: Any, orderings: pd.DataFrame) -> str:
+    if r.rejected:
+        return f"rejected: passed canary {', '.join(r.canaries_passed)}"
+    if np.isnan(r.accuracy):
+        return "no answered item with a human anchor"
+    if r.on_frontier:
+        return "on the frontier"
+    doms = r.dominated_by
+    sup = []
+    for d in doms:
+        o = orderings[((orderings.a == d) & (orderings.b == r.judge)) | ((orderings.a == r.judge) & (orderings.b == d))]
+        sup.append(bool(len(o) and o["supported"].iloc[0]))
+    if any(sup):
+        return f"dominated by {', '.join(doms)}"
+    return (f"dominated by {', '.join(doms)} on point estimates; the accuracy ordering is not supported "
+            "by the intervals")
+
+
+def published_precision_recall(table: pd.DataFrame, n_positive: int, *, judge: str = "judge",
+                               precision: str = "precision", recall: str = "recall", f1: str | None = "f1",
+                               percent: bool = True, confidence_level: float = 0.95) -> SelectionResult:
+    """Put intervals on a published precision / recall table and say which orderings hold.
+
+    A leaderboard reports point estimates.  With the number of positives in the labelled
+    set, each judge's counts follow: ``TP = recall * n_positive`` (rounded), ``FP = TP /
+    precision - TP``.  Wilson intervals then go on both rates, the published F1 is checked
+    against ``2PR / (P + R)`` (a transcription check), and every pair of judges gets the
+    seed's overlap rule on precision: an ordering is supported only when the intervals do
+    not overlap.
+
+    Returns a :class:`SelectionResult` whose ``table`` has the reconstructed counts and
+    intervals and whose ``orderings`` compare precision.
+    """
+    cl = check_confidence_level(confidence_level)
+    if n_positive < 1:
+        raise ValueError(f"`n_positive` must be >= 1; got {n_positive}.")
+    s = 100.0 if percent else 1.0
+    t = table[[judge, precision, recall] + ([f1] if f1 and f1 in table.columns else [])].copy()
+    t.columns = ["judge", "precision", "recall"] + (["f1_published"] if f1 and f1 in table.columns else [])
+    t["precision"] = t["precision"].astype(float) / s
+    t["recall"] = t["recall"].astype(float) / s
+    tp = np.rint(t["recall"].to_numpy() * n_positive).astype(int)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        fp = np.rint(np.where(t["precision"] > 0, tp / t["precision"].to_numpy() - tp, np.nan))
+    t["tp"], t["fp"], t["fn"] = tp, fp, n_positive - tp
+    if "f1_published" in t.columns:
+        t["f1_published"] = t["f1_published"].astype(float) / s
+        p_, r_ = t["precision"], t["recall"]
+        t["f1_from_pr"] = 2 * p_ * r_ / (p_ + r_)
+        t["f1_consistent"] = (t["f1_from_pr"] - t["f1_published"]).abs() <= 0.0015 + 1e-9
+    for name, num, den in (("precision", tp, tp + fp), ("recall", tp, np.full(len(t), n_positive))):
+        lo, hi = [], []
+        for a, b in zip(num, den, strict=True):
+            if not np.isfinite(b) or b <= 0:
+                lo.append(np.nan), hi.append(np.nan)
+                continue
+            w = wilson_interval(int(a), int(b), confidence_level=cl).confidence_interval
+            lo.append(w[0]), hi.append(w[1])
+        t[f"{name}_ci_low"], t[f"{name}_ci_high"] = lo, hi
+    rows = []
+    names = t["judge"].tolist()
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            ra, rb = t.iloc[i], t[t["judge"] == b].iloc[0]
+            overlap = not (ra["precision_ci_low"] > rb["precision_ci_high"]
+                           or rb["precision_ci_low"] > ra["precision_ci_high"])
+            point = ">" if ra["precision"] > rb["precision"] else "<" if ra["precision"] < rb["precision"] else "="
+            rows.append({"a": a, "b": b, "point_order": point, "intervals_overlap": overlap,
+                         "supported": not overlap,
+                         "verdict": f"{a} {point} {b}" if not overlap else
+                         f"{a} and {b}: precision ordering not supported (intervals overlap)"})
+    settings = {"n_positive": n_positive, "confidence_level": cl, "interval": "wilson",
+                "ordering_rule": "overlap", "counts": "reconstructed from published precision and recall"}
+    return SelectionResult(table=t, orderings=pd.DataFrame(rows), settings=settings)

@@ -1,0 +1,1100 @@
+"""Scale past one machine: score and summarise a trace store with DuckDB or Dask, same numbers.
+
+Scoring is row-local (one trace never changes another's row) and every aggregate is
+a mergeable summary (:mod:`evaltk.summaries`), so a store too large for memory is
+scored one partition at a time and the partial summaries are added.  The engines
+(an optional extra: ``pip install "evaltk[scale]"``):
+
+``"pandas"``
+    partitions one after another in this process (no extra dependency); the reference.
+``"duckdb"`` or a ``duckdb.DuckDBPyConnection``
+    a single machine with more data than memory: DuckDB checks the store (trace ids
+    unique across partitions), selects each partition's answers when they are not
+    stored beside it (a semi-join), and computes every summary with SQL over the
+    written score dataset, under the memory limit you set (``memory_limit="4GB"``;
+    DuckDB spills to ``temp_directory``).  Scoring memory is bounded by the largest
+    partition.
+``"dask"`` or a ``distributed.Client``
+    a cluster: one task per partition on the workers, partial summaries combined by
+    a tree reduction on the cluster.  :func:`score_partitions` scores a Dask
+    DataFrame of trace records with ``map_partitions`` and a declared output schema
+    (:data:`SCORE_META`); :func:`dask_score_summary` reduces a score DataFrame.
+
+The trace store
+---------------
+A file, or a folder of JSONL or Parquet trace files, hive-partitioned or not
+(``traces/week=2026-W40/part-0.parquet``, ``traces/agent=a1/part-0.jsonl``).  One file
+is one partition: the unit of work.  Answers and labels (CSV, JSONL or Parquet) are
+either *co-partitioned* (a folder with a file at the same relative path, extension
+aside, holding the answers of that partition's traces: the fast layout) or one file
+or folder for the whole store (each partition's rows are then selected by trace id).
+A trace id must not occur in two partitions (checked with DuckDB when it is
+installed); ``key=value`` folder names become run columns when the records lack them.
+
+Output (``out=``): ``scores/``, ``runs/`` and ``ledger/`` Parquet datasets mirroring
+the store's partitions, and ``manifest.json``.  ``summarize_dataset(out, ...)``
+reads them back with any engine.
+
+Results are identical to the in-memory path (``score_traces`` on the whole store):
+counts and abstention tallies exactly, sums and means to floating-point rounding
+(different addition order, well under 1e-12), bootstrap intervals identical for the
+same ``rng`` (they are drawn from the combined count tables).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from ..errors import InputError, UnreadableInput
+from ..stats._tables import (
+    PARTIAL_COLUMNS,
+    ConfusionTable,
+    PassCounts,
+    ScoreSummary,
+    calibration_table,
+    combine_all,
+    pass_counts,
+    score_partials,
+)
+from ..values import CAUSES, Abstention
+
+__all__ = [
+    "ENGINES",
+    "SCORE_META",
+    "CALIBRATION_CATEGORIES",
+    "Partition",
+    "DatasetSummary",
+    "ScoredDataset",
+    "discover_partitions",
+    "score_dataset",
+    "summarize_dataset",
+    "score_partitions",
+    "dask_score_summary",
+    "write_store",
+]
+
+#: Engine names accepted by ``engine=`` (an engine object works too).
+ENGINES: tuple[str, ...] = ("pandas", "duckdb", "dask")
+
+#: The declared output schema of a scored partition (``ScoreMatrix.frame`` with plain strings).
+SCORE_META: pd.DataFrame = pd.DataFrame({
+    "trace_id": pd.Series(dtype=object), "measure": pd.Series(dtype=object), "tier": pd.Series(dtype=object),
+    "value": pd.Series(dtype=np.float64), "cause": pd.Series(dtype=object), "reason": pd.Series(dtype=object),
+    "scorer": pd.Series(dtype=object), "scorer_version": pd.Series(dtype=object),
+    "n_raters": pd.Series(dtype=np.int32)})
+
+#: Judge-vs-human tables kept for calibration: measure -> declared category domain.
+CALIBRATION_CATEGORIES: dict[str, tuple[float, ...]] = {"x_task": (0.0, 1.0), "x_eff": (0.0, 0.5, 1.0)}
+
+_TRACE_SUFFIXES = (".parquet", ".jsonl", ".ndjson", ".json")
+_ANSWER_SUFFIXES = (".parquet", ".jsonl", ".ndjson", ".json", ".csv")
+_RUN_OUT = ("trace_id", "task", "domain", "domain_source", "status", "n_steps", "agent", "steps_missing", "guide")
+_HIVE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
+_TIER_MARKER = "evaltk:tier-marker"
+
+
+# =========================================================================== the summary of a dataset
+
+
+@dataclass(frozen=True)
+class DatasetSummary:
+    """Every aggregate of a scored dataset, as mergeable summaries.
+
+    Attributes
+    ----------
+    scores : ScoreSummary
+        Means with abstentions per cause and coverage, grouped by ``measure, tier``
+        (and the ``by`` run columns).
+    calibration : mapping of str to ConfusionTable
+        Judge (``automatic``) vs human tables per measure of :data:`CALIBRATION_CATEGORIES`.
+    pass_counts : PassCounts
+        ``x_task`` (automatic tier) trials and passes per task: pass@k and pass^k.
+    tasks : frozenset of str
+        Distinct task prompts (the population digest of the manifest).
+    n_runs : int
+        Kept runs.
+    """
+
+    scores: ScoreSummary
+    calibration: Mapping[str, ConfusionTable] = field(default_factory=dict)
+    pass_counts: PassCounts = field(default_factory=PassCounts)
+    tasks: frozenset[str] = frozenset()
+    n_runs: int = 0
+
+    def combine(self, other: DatasetSummary) -> DatasetSummary:
+        """Summary of the union of two disjoint sets of partitions."""
+        cal = dict(self.calibration)
+        for m, t in other.calibration.items():
+            cal[m] = cal[m].combine(t) if m in cal else t
+        return DatasetSummary(self.scores.combine(other.scores), cal,
+                              self.pass_counts.combine(other.pass_counts), self.tasks | other.tasks,
+                              self.n_runs + other.n_runs)
+
+    __add__ = combine
+
+    @property
+    def population(self) -> str:
+        """The manifest's population label: a digest of the task set (as ``score_traces``)."""
+        from ..scoring._scoring import _population_digest
+
+        return _population_digest(pd.DataFrame({"task": sorted(self.tasks)}))
+
+    def to_frame(self, *, tier: str = "automatic") -> pd.DataFrame:
+        """The table ``ScoreMatrix.summary(by=...)`` gives for ``tier``: one row per measure (and group)."""
+        keys = self.scores.keys
+        ti = keys.index("tier")
+        groups = {k[:ti] + k[ti + 1:]: s for k, s in self.scores.groups.items() if k[ti] == tier}
+        return ScoreSummary(keys[:ti] + keys[ti + 1:], groups).to_frame()
+
+    def calibration_frame(self, *, statistic: str = "cohen_kappa", confidence_level: float = 0.95,
+                          n_resamples: int = 2000, rng: Any = None, method: str = "percentile") -> pd.DataFrame:
+        """Judge-vs-human coefficient per measure with its bootstrap interval, from the combined tables.
+
+        One row per measure: ``measure, statistic, ci_low, ci_high, n_units, n_pairable,
+        coverage`` and the units each side left out per cause.  The replicates are drawn
+        from the combined count table (never from rows), so every engine gives the same
+        interval for the same ``rng``.
+        """
+        from ..stats._bootstrap import check_rng
+
+        gen = check_rng(rng)
+        rows = []
+        for m in sorted(self.calibration):
+            t = self.calibration[m]
+            r = t.bootstrap(statistic, method=method, n_resamples=n_resamples,
+                            confidence_level=confidence_level, rng=gen)
+            st, ci = r.statistic, r.confidence_interval
+            row = {"measure": m, "statistic_name": statistic,
+                   "statistic": None if isinstance(st, Abstention) else st,
+                   "ci_low": None if isinstance(ci, Abstention) else ci[0],
+                   "ci_high": None if isinstance(ci, Abstention) else ci[1],
+                   "n_units": t.n_units, "n_pairable": t.n_pairable,
+                   "coverage": None if isinstance(t.coverage, Abstention) else t.coverage}
+            row.update({f"judge_n_{c}": t.excluded_a[c] for c in CAUSES})
+            row.update({f"human_n_{c}": t.excluded_b[c] for c in CAUSES})
+            rows.append(row)
+        return pd.DataFrame(rows)
+
+
+@dataclass(frozen=True)
+class ScoredDataset:
+    """What :func:`score_dataset` wrote and the summary it combined while scoring.
+
+    Attributes
+    ----------
+    out : Path
+        The output folder (``scores/``, ``runs/``, ``ledger/``, ``manifest.json``).
+    summary : DatasetSummary
+    n_partitions : int
+    engine : str
+    """
+
+    out: Path
+    summary: DatasetSummary
+    n_partitions: int
+    engine: str
+
+
+def _summary_of(scores: pd.DataFrame, runs: pd.DataFrame, by: Sequence[str]) -> DatasetSummary:
+    """The summary of one scored partition (frames as written)."""
+    keys = ["measure", "tier", *by]
+    f = scores
+    if by:
+        f = f.merge(runs[["trace_id", *by]], on="trace_id", how="left")
+    s = ScoreSummary.from_partials(score_partials(f, keys), keys)
+    cal = {m: calibration_table(scores, m, categories=cats) for m, cats in CALIBRATION_CATEGORIES.items()}
+    x = scores[((scores["measure"] == "x_task") & (scores["tier"] == "automatic")).to_numpy(bool, na_value=False)]
+    pos = pd.Index(runs["trace_id"].astype(str)).get_indexer(x["trace_id"].astype(str))
+    task = runs["task"].to_numpy(dtype=object)[pos]
+    return DatasetSummary(s, cal, pass_counts(task, x["value"].to_numpy(float)),
+                          frozenset(str(t) for t in runs["task"].unique()), len(runs))
+
+
+def _empty_summary(by: Sequence[str]) -> DatasetSummary:
+    return DatasetSummary(ScoreSummary(("measure", "tier", *by)),
+                          {m: ConfusionTable(c, np.zeros((len(c), len(c)), np.int64), 0)
+                           for m, c in CALIBRATION_CATEGORIES.items()})
+
+
+# =========================================================================== partitions
+
+
+@dataclass(frozen=True)
+class Partition:
+    """One unit of work: a trace file and the answers and labels of its traces.
+
+    Attributes
+    ----------
+    key : str
+        Relative path of the trace file without its extension (``week=2026-W40/part-0``).
+    traces : str
+    answers, labels : str or None
+        A co-partitioned file; None when there is none.
+    hive : tuple of (str, str)
+        ``key=value`` folder names on the way to the file.
+    """
+
+    key: str
+    traces: str
+    answers: str | None = None
+    labels: str | None = None
+    hive: tuple[tuple[str, str], ...] = ()
+
+
+def _files(root: Path, suffixes: Sequence[str]) -> list[Path]:
+    if root.is_file():
+        return [root]
+    if not root.is_dir():
+        raise UnreadableInput("no such file or folder", file=str(root))
+    out = sorted(p for p in root.rglob("*") if p.is_file() and p.suffix.lower() in suffixes
+                 and not any(part.startswith((".", "_")) for part in p.relative_to(root).parts))
+    return out
+
+
+def _stem_key(root: Path, p: Path) -> str:
+    if root.is_file():
+        return p.with_suffix("").name
+    return p.relative_to(root).with_suffix("").as_posix()
+
+
+def discover_partitions(traces: str | Path, answers: str | Path | None = None,
+                        labels: str | Path | None = None) -> tuple[list[Partition], dict[str, str | None]]:
+    """The partitions of a trace store, and the answer/label sources that are *not* co-partitioned.
+
+    Returns ``(partitions, shared)`` where ``shared["answers"]`` (``"labels"``) is the
+    path of an answer source that must be selected by trace id (None when the answers
+    are co-partitioned or absent).
+    """
+    root = Path(traces)
+    files = _files(root, _TRACE_SUFFIXES)
+    if not files:
+        raise UnreadableInput("no trace file (.parquet, .jsonl) in the store", file=str(root))
+    keys = [_stem_key(root, p) for p in files]
+    if len(set(keys)) != len(keys):
+        dup = next(k for k in keys if keys.count(k) > 1)
+        raise InputError(f"two trace files share the partition key {dup!r} (same name, different "
+                         "extension); keep one per partition", file=str(root))
+    shared: dict[str, str | None] = {"answers": None, "labels": None}
+    co: dict[str, dict[str, str]] = {"answers": {}, "labels": {}}
+    for name, src in (("answers", answers), ("labels", labels)):
+        if src is None:
+            continue
+        sroot = Path(src)
+        if sroot.is_dir() and root.is_dir():
+            found = {_stem_key(sroot, p): str(p) for p in _files(sroot, _ANSWER_SUFFIXES)}
+            if found and set(found) <= set(keys):
+                co[name] = found
+                continue
+        if not sroot.exists():
+            raise UnreadableInput("no such file or folder", file=str(sroot))
+        shared[name] = str(sroot)
+    parts = []
+    for p, k in zip(files, keys, strict=True):
+        hive = tuple((m.group(1), m.group(2)) for seg in Path(k).parent.parts if (m := _HIVE.match(seg)))
+        parts.append(Partition(k, str(p), co["answers"].get(k), co["labels"].get(k), hive))
+    return parts, shared
+
+
+# =========================================================================== one partition
+
+
+def _duckdb_read_sql(path: str) -> str:
+    """A DuckDB table function reading an answer source (a file or a folder)."""
+    p = Path(path)
+    files = _files(p, _ANSWER_SUFFIXES)
+    if not files:
+        raise UnreadableInput("no answer file (.parquet, .jsonl, .csv)", file=path)
+    suf = {f.suffix.lower() for f in files}
+    lit = "[" + ", ".join("'" + str(f).replace("'", "''") + "'" for f in files) + "]"
+    if suf <= {".parquet"}:
+        return f"read_parquet({lit}, union_by_name = true, hive_partitioning = false)"
+    if suf <= {".csv"}:
+        return f"read_csv({lit}, union_by_name = true, hive_partitioning = false)"
+    if suf <= {".jsonl", ".ndjson", ".json"}:
+        return f"read_json({lit}, format = 'newline_delimited', union_by_name = true, hive_partitioning = false)"
+    raise InputError(f"an answer source mixes formats {sorted(suf)}; use one", file=path)
+
+
+def _trace_ids(path: str) -> pa.Array:
+    p = Path(path)
+    if p.suffix.lower() == ".parquet":
+        return pq.read_table(path, columns=["trace_id"]).column("trace_id").combine_chunks().cast(pa.string())
+    ids = []
+    with open(path, "rb") as fh:
+        for line in fh:
+            line = line.strip()
+            if line:
+                with contextlib.suppress(ValueError, AttributeError):
+                    ids.append(str(json.loads(line).get("trace_id")))
+    return pa.array(ids, pa.string())
+
+
+def _select_rows(source: str, trace_file: str, con: Any = None) -> pd.DataFrame:
+    """The rows of an answer source whose ``trace_id`` is in ``trace_file`` (a DuckDB semi-join)."""
+    import duckdb
+
+    own = con is None
+    c = duckdb.connect() if own else con.cursor()
+    try:
+        ids = pa.table({"trace_id": _trace_ids(trace_file)})  # noqa: F841 - read by DuckDB
+        c.register("evaltk_ids", ids)
+        df = c.execute(f"SELECT * FROM {_duckdb_read_sql(source)} WHERE CAST(trace_id AS VARCHAR) IN "
+                       "(SELECT trace_id FROM evaltk_ids)").df()
+        c.unregister("evaltk_ids")
+        return df
+    finally:
+        c.close()
+
+
+_MARKER_ID = "\x00evaltk:tier-marker"
+
+
+def _norm_measure(m: Any) -> str:
+    from ..ingest._traces import MEASURE_ALIASES
+
+    k = str(m).strip().lower()
+    return MEASURE_ALIASES.get(k, k)
+
+
+def _marker_measures(measures: Any) -> tuple[str, ...]:
+    """Trace-level label measures whose blocks a partition must carry (``x_task`` always: the tier)."""
+    from ..ingest._traces import ANSWER_VOCABULARIES, PER_STEP_MEASURES
+
+    ms = {_norm_measure(m) for m in measures if m is not None and not pd.isna(m)}
+    keep = {m for m in ms if m in ANSWER_VOCABULARIES and m not in PER_STEP_MEASURES}
+    return tuple(sorted(keep | {"x_task"}))
+
+
+def _with_marker(ing: Any, measures: Sequence[str]) -> Any:
+    """Append a marker run (no steps) with one label per measure the whole store's labels hold.
+
+    ``score_tables`` adds the ``human`` tier, and a measure's block within it, only when
+    the label table holds rows (of that measure); a partition with few or no labels would
+    then lack blocks the whole store has.  The marker run carries those rows, so every
+    real run gets exactly the rows the whole store gives it; the marker's own rows are
+    dropped after scoring.
+    """
+    from ..ingest._traces import ANSWER_VOCABULARIES
+
+    runs = ing.runs
+    n = len(runs)
+    dummy = {c: None for c in runs.columns}
+    dummy.update(trace_id=_MARKER_ID, task=_MARKER_ID, status="complete", n_steps=0, steps_missing=False)
+    runs2 = pd.concat([runs.astype(object), pd.DataFrame([dummy], columns=runs.columns).astype(object)],
+                      ignore_index=True)
+    for c in ("n_steps",):
+        if c in runs2.columns:
+            runs2[c] = runs2[c].astype(np.int64)
+    t = ing.labels
+    rows = pd.DataFrame({c: [None] * len(measures) for c in t.columns})
+    rows["trace_id"] = _MARKER_ID
+    rows["measure"] = list(measures)
+    rows["rater"] = _TIER_MARKER
+    rows["answer"] = [ANSWER_VOCABULARIES[m][0] for m in measures]
+    rows["run_pos"] = n
+    for c in ("step", "step_pos"):
+        if c in rows.columns:
+            rows[c] = pd.array([pd.NA] * len(measures), dtype="Int64")
+    labels2 = pd.concat([t.astype(object), rows.astype(object)], ignore_index=True)
+    for c in ("step", "step_pos"):
+        if c in labels2.columns:
+            labels2[c] = pd.array(labels2[c].tolist(), dtype="Int64")
+    labels2["run_pos"] = labels2["run_pos"].astype(np.int64)
+    return replace(ing, runs=runs2, labels=labels2)
+
+
+def _drop_marker(frame: pd.DataFrame) -> pd.DataFrame:
+    keep = (frame["trace_id"] != _MARKER_ID).to_numpy(bool)
+    return frame if keep.all() else frame[keep].reset_index(drop=True)
+
+
+def _plain_table(frame: pd.DataFrame) -> pa.Table:
+    """Arrow table with categoricals decoded to plain strings and text columns as ``string`` (C++ casts;
+    a Python pass only for object columns that mix types)."""
+    cols = {}
+    for c in frame.columns:
+        s = frame[c]
+        arr = None
+        if isinstance(s.dtype, pd.CategoricalDtype):
+            arr = pc.cast(pa.array(s).dictionary_decode(), pa.string())
+        elif s.dtype == object or pd.api.types.is_string_dtype(s.dtype):
+            with contextlib.suppress(pa.ArrowInvalid, pa.ArrowTypeError):
+                a = pa.array(s, from_pandas=True)
+                if pa.types.is_string(a.type) or pa.types.is_large_string(a.type) or pa.types.is_null(a.type):
+                    arr = pc.cast(a, pa.string())
+            if arr is None:
+                arr = pa.array([None if (x is None or x is pd.NA or (isinstance(x, float) and math.isnan(x)))
+                                else (x if isinstance(x, str) else str(x)) for x in s.tolist()], pa.string())
+        else:
+            arr = pa.Array.from_pandas(s)
+        cols[c] = arr
+    return pa.table(cols)
+
+
+def _as_meta(frame: pd.DataFrame) -> pd.DataFrame:
+    out = pd.DataFrame({c: (frame[c].astype(object).where(frame[c].notna(), None)
+                            if SCORE_META[c].dtype == object else frame[c].astype(SCORE_META[c].dtype))
+                        for c in SCORE_META.columns})
+    return out.reset_index(drop=True)
+
+
+def _write(frame: pd.DataFrame, out: Path, table: str, key: str) -> None:
+    path = out / table / f"{key}.parquet"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(_plain_table(frame), path)
+
+
+def _score_partition(part: Partition, *, out: str | None, by: Sequence[str], shared: Mapping[str, str | None],
+                     label_measures: Sequence[str], options: Mapping[str, Any]) -> DatasetSummary:
+    """Ingest, score, write and summarise one partition (runs on a worker)."""
+    from ..ingest._traces import ingest_traces
+    from ..scoring._scoring import score_traces
+
+    answers: Any = part.answers
+    labels: Any = part.labels
+    if shared.get("answers"):
+        answers = _select_rows(shared["answers"], part.traces)  # type: ignore[arg-type]
+    if shared.get("labels"):
+        labels = _select_rows(shared["labels"], part.traces)  # type: ignore[arg-type]
+    ing = ingest_traces(part.traces, answers, labels, strict=options.get("strict", False),
+                 domain_rule=options.get("domain_rule"))
+    if len(ing.runs) == 0:  # nothing kept: only the ledger says why (no empty score or run file)
+        if out is not None:
+            _write(ing.ledger, Path(out), "ledger", part.key)
+        return _empty_summary(by)
+    if label_measures:
+        ing = _with_marker(ing, label_measures)
+    m = score_traces(ing, outcome_rules=options.get("outcome_rules"), population="partition")
+    scores = _drop_marker(m.frame)  # written with plain strings (SCORE_META's columns, in its order)
+    runs = _drop_marker(m.runs)
+    if label_measures:
+        runs = runs.astype({c: ing.runs[c].dtype for c in runs.columns if c in ing.runs.columns}, errors="ignore")
+    for k, v in part.hive:
+        if k not in runs.columns:
+            runs = runs.assign(**{k: v})
+        else:
+            runs[k] = runs[k].where(runs[k].notna(), v)
+    runs = runs[[c for c in dict.fromkeys((*_RUN_OUT, *(k for k, _ in part.hive))) if c in runs.columns]]
+    if "guide" in runs.columns:
+        runs = runs.assign(guide=runs["guide"].map(
+            lambda g: json.dumps(g, sort_keys=True) if isinstance(g, Mapping) else None))
+    _write_outputs(part, out, scores, runs, ing.ledger)
+    missing = [b for b in by if b not in runs.columns]
+    if missing:
+        raise InputError(f"`by` names {missing}, not a run column (have {list(runs.columns)})", field="by")
+    summary = _summary_of(scores, runs, by)
+    del ing, m, scores, runs
+    _release_memory()
+    return summary
+
+
+def _release_memory() -> None:
+    """Hand freed memory back to the system between partitions (Arrow's pool and glibc keep it
+    otherwise), so a long-lived process or worker stays at the size of one partition."""
+    import gc
+
+    gc.collect()
+    pa.default_memory_pool().release_unused()
+    with contextlib.suppress(OSError, AttributeError):
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+
+
+def _write_outputs(part: Partition, out: str | None, scores: pd.DataFrame, runs: pd.DataFrame,
+                   ledger: pd.DataFrame) -> None:
+    if out is None:
+        return
+    o = Path(out)
+    _write(scores, o, "scores", part.key)
+    _write(runs, o, "runs", part.key)
+    _write(ledger, o, "ledger", part.key)
+
+
+def _combine_pair(a: DatasetSummary, b: DatasetSummary) -> DatasetSummary:
+    return a.combine(b)
+
+
+# =========================================================================== engines
+
+
+def _engine_kind(engine: Any) -> str:
+    if isinstance(engine, str):
+        if engine not in ENGINES:
+            raise ValueError(f"`engine` must be one of {', '.join(map(repr, ENGINES))}, a DuckDB connection "
+                             f"or a dask.distributed Client; got {engine!r}.")
+        return engine
+    mod = type(engine).__module__
+    if mod.startswith("duckdb") or mod.startswith("_duckdb"):
+        return "duckdb"
+    if mod.startswith("distributed"):
+        return "dask"
+    raise TypeError(f"`engine` must be one of {', '.join(map(repr, ENGINES))}, a DuckDB connection or a "
+                    f"dask.distributed Client; got {type(engine).__name__}.")
+
+
+def _need(module: str) -> Any:
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise ImportError(f"this engine needs `{module}`: pip install \"evaltk[scale]\"") from None
+
+
+@contextlib.contextmanager
+def _duckdb(engine: Any, memory_limit: str | None, threads: int | None, temp_directory: str | None
+            ) -> Iterator[Any]:
+    duckdb = _need("duckdb")
+    own = isinstance(engine, str)
+    con = duckdb.connect() if own else engine
+    try:
+        if memory_limit is not None:
+            con.execute(f"SET memory_limit = '{_check_size(memory_limit)}'")
+        if threads is not None:
+            con.execute(f"SET threads = {int(threads)}")
+        if temp_directory is not None:
+            con.execute(f"SET temp_directory = '{str(temp_directory)}'".replace("\\", "/"))
+        yield con
+    finally:
+        if own:
+            con.close()
+
+
+def _check_size(s: str) -> str:
+    if not isinstance(s, str) or not re.fullmatch(r"\s*\d+(\.\d+)?\s*[KMGT]i?B\s*", s, re.IGNORECASE):
+        raise ValueError(f"`memory_limit` must be a size such as '4GB' or '512MiB'; got {s!r}.")
+    return s.strip()
+
+
+@contextlib.contextmanager
+def _dask_client(engine: Any, memory_limit: str | None, n_workers: int | None) -> Iterator[Any]:
+    distributed = _need("distributed")
+    if not isinstance(engine, str):
+        yield engine
+        return
+    try:
+        client = distributed.get_client()
+        yield client
+        return
+    except ValueError:
+        pass
+    cluster = distributed.LocalCluster(n_workers=n_workers or 2, threads_per_worker=1, processes=True,
+                                       memory_limit=memory_limit or "auto", dashboard_address=None)
+    client = distributed.Client(cluster)
+    try:
+        yield client
+    finally:
+        client.close()
+        cluster.close()
+
+
+def _check_unique_ids(parts: Sequence[Partition], *, memory_limit: str | None = None,
+                      temp_directory: str | None = None) -> None:
+    """A trace id in two partitions would be scored twice: refuse, naming both files (SQL in DuckDB).
+
+    Runs in its own short-lived DuckDB connection (closed afterwards, so its memory goes
+    back) on 64-bit hashes of the ids tagged with a file number; only hashes seen in two
+    files are then checked on the ids themselves.
+    """
+    if len(parts) < 2:
+        return
+    duckdb = _need("duckdb")
+
+    def read(i: int, f: str, cols: str) -> str:
+        q = "'" + f.replace("'", "''") + "'"
+        if Path(f).suffix.lower() == ".parquet":
+            src = f"read_parquet({q}, hive_partitioning = false)"
+        else:
+            src = (f"read_json({q}, format = 'newline_delimited', columns = {{'trace_id': 'VARCHAR'}}, "
+                   "hive_partitioning = false, ignore_errors = true)")
+        return f"SELECT {cols.format(i=i)} FROM {src} WHERE trace_id IS NOT NULL"
+
+    files = [p.traces for p in parts]
+    con = duckdb.connect()
+    try:
+        if memory_limit is not None:
+            con.execute(f"SET memory_limit = '{_check_size(memory_limit)}'")
+        if temp_directory is not None:
+            con.execute(f"SET temp_directory = '{str(temp_directory)}'".replace("\\", "/"))
+        hashed = " UNION ALL ".join(read(i, f, "hash(CAST(trace_id AS VARCHAR)) AS h, {i} AS f")
+                                    for i, f in enumerate(files))
+        cand = [r[0] for r in con.execute(
+            f"SELECT h FROM (SELECT DISTINCT h, f FROM ({hashed})) GROUP BY h HAVING count(*) > 1").fetchall()]
+        if not cand:
+            return
+        con.register("evaltk_cand", pa.table({"h": pa.array(cand, pa.uint64())}))
+        ids = " UNION ALL ".join(read(i, f, "CAST(trace_id AS VARCHAR) AS trace_id, {i} AS f")
+                                 for i, f in enumerate(files))
+        row = con.execute(f"SELECT trace_id, min(f), max(f) FROM ({ids}) WHERE hash(trace_id) IN "
+                          "(SELECT h FROM evaltk_cand) GROUP BY trace_id HAVING count(DISTINCT f) > 1 "
+                          "ORDER BY trace_id LIMIT 1").fetchone()
+    finally:
+        con.close()
+    if row is not None:
+        a, b = files[int(row[1])], files[int(row[2])]
+        raise InputError(f"trace_id {row[0]!r} occurs in two partitions ({a} and {b}); a trace's "
+                         "steps must stay in one partition", file=a, record=str(row[0]), field="trace_id")
+
+
+def _write_manifest(out: Path, summary: DatasetSummary) -> None:
+    from ..scoring._scoring import Manifest
+
+    doc = Manifest.default(summary.population).to_dict()
+    (out / "manifest.json").write_text(json.dumps(doc, indent=2, sort_keys=True), encoding="utf-8")
+
+
+def _store_label_measures(parts: Sequence[Partition], shared: Mapping[str, str | None]) -> set[str]:
+    """The measure names in the store's label files (one column read per file)."""
+    files = [Path(p.labels) for p in parts if p.labels]
+    if shared.get("labels"):
+        files += _files(Path(shared["labels"]), _ANSWER_SUFFIXES)  # type: ignore[arg-type]
+    out: set[str] = set()
+    for f in files:
+        suf = f.suffix.lower()
+        try:
+            if suf == ".parquet":
+                col = pq.read_table(f, columns=["measure"]).column("measure").to_pylist()
+            elif suf == ".csv":
+                col = pd.read_csv(f, usecols=["measure"], dtype=str)["measure"].tolist()
+            else:
+                col = []
+                with open(f, "rb") as fh:
+                    for line in fh:
+                        with contextlib.suppress(ValueError, AttributeError):
+                            col.append(json.loads(line).get("measure"))
+        except (ValueError, KeyError, OSError, pa.ArrowException):
+            continue  # unreadable or without a measure column: ingest reports it per partition
+        out.update(str(x) for x in set(col) if x is not None)
+    return out
+
+
+def score_dataset(traces: str | Path, answers: str | Path | None = None, labels: str | Path | None = None, *,
+                  out: str | Path, engine: Any = "pandas", by: str | Sequence[str] | None = None,
+                  memory_limit: str | None = None, threads: int | None = None,
+                  temp_directory: str | Path | None = None, n_workers: int | None = None,
+                  strict: bool = False, domain_rule: Callable[[str], str | None] | None = None,
+                  outcome_rules: Mapping[str, Callable[..., bool | None]] | None = None,
+                  check_ids: bool = True) -> ScoredDataset:
+    """Score a trace store partition by partition, write the score matrix, and summarise it.
+
+    Parameters
+    ----------
+    traces : path
+        A JSONL or Parquet trace file, or a folder of them (hive-partitioned or not).
+    answers, labels : path, optional
+        Judges' answers and human labels: co-partitioned folders (a file per trace
+        partition, same relative path) or one file or folder for the whole store.
+    out : path
+        Output folder: ``scores/``, ``runs/``, ``ledger/`` (Parquet, one file per
+        partition, same folders as the store) and ``manifest.json``.
+    engine : {"pandas", "duckdb", "dask"}, a DuckDB connection or a dask.distributed Client
+        ``"dask"`` uses the current client when there is one, else starts a
+        ``LocalCluster`` of ``n_workers`` (default 2) single-threaded workers.
+    by : str or sequence of str, optional
+        Run columns (``agent``, ``domain``, a hive key) to group the score summary by.
+    memory_limit : str, optional
+        DuckDB's memory limit (``"4GB"``), or each Dask worker's for a cluster evaltk starts.
+    threads, temp_directory : optional
+        DuckDB's thread count and spill folder.
+    n_workers : int, optional
+        Workers of a ``LocalCluster`` evaltk starts.
+    strict, domain_rule, outcome_rules
+        As in :func:`evaltk.scoring.score_traces`.
+    check_ids : bool, default True
+        Refuse a store whose trace ids repeat across partitions (needs DuckDB; skipped
+        without it).
+
+    Returns
+    -------
+    ScoredDataset
+        ``summary`` combines the partitions' summaries (with ``engine="duckdb"`` it is
+        computed by SQL over the written dataset).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib, pandas as pd
+    >>> from evaltk.datasets import make_demo
+    >>> d = make_demo(n_traces=40, seed=0)
+    >>> tmp = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (tmp / "t").mkdir(), (tmp / "a").mkdir()
+    >>> pd.DataFrame(d.traces).to_json(tmp / "t" / "p0.jsonl", orient="records", lines=True)
+    >>> d.answers.to_csv(tmp / "a" / "p0.csv", index=False)
+    >>> res = score_dataset(tmp / "t", tmp / "a", out=tmp / "out")
+    >>> res.summary.n_runs, sorted(p.name for p in (tmp / "out").iterdir())  # one run is in progress
+    (39, ['ledger', 'manifest.json', 'runs', 'scores'])
+    """
+    kind = _engine_kind(engine)
+    keys = [] if by is None else ([by] if isinstance(by, str) else list(by))
+    parts, shared = discover_partitions(traces, answers, labels)
+    o = Path(out)
+    for sub in ("scores", "runs", "ledger"):
+        if (o / sub).exists() and any((o / sub).rglob("*.parquet")):
+            raise InputError(f"`out` already holds a {sub}/ dataset; choose an empty folder", file=str(o))
+    o.mkdir(parents=True, exist_ok=True)
+    marker = _marker_measures(_store_label_measures(parts, shared)) if labels is not None else ()
+    options = {"strict": strict, "domain_rule": domain_rule, "outcome_rules": outcome_rules}
+    kw = {"out": str(o), "by": keys, "shared": shared, "label_measures": marker, "options": options}
+    if kind == "duckdb":
+        with _duckdb(engine, memory_limit, threads, None if temp_directory is None else str(temp_directory)) as con:
+            if check_ids:
+                _check_unique_ids(parts, memory_limit=memory_limit,
+                                  temp_directory=None if temp_directory is None else str(temp_directory))
+            for p in parts:
+                _score_partition(p, **kw)
+            summary = _summarize_duckdb(con, o, keys)
+    elif kind == "dask":
+        if check_ids:
+            _maybe_check_ids(parts, memory_limit)
+        with _dask_client(engine, memory_limit, n_workers) as client:
+            futures = client.map(_score_partition, parts, pure=False, **kw)
+            summary = _tree_reduce(client, futures)
+    else:
+        if check_ids:
+            _maybe_check_ids(parts, memory_limit)
+        summary = combine_all([_score_partition(p, **kw) for p in parts])
+    _write_manifest(o, summary)
+    return ScoredDataset(o, summary, len(parts), kind)
+
+
+def _maybe_check_ids(parts: Sequence[Partition], memory_limit: str | None = None,
+                    temp_directory: str | None = None) -> None:
+    try:
+        import duckdb  # noqa: F401
+    except ImportError:  # pragma: no cover - the check needs the extra
+        return
+    _check_unique_ids(parts, memory_limit=memory_limit, temp_directory=temp_directory)
+
+
+def _tree_reduce(client: Any, futures: list[Any], split_every: int = 2) -> DatasetSummary:
+    """Combine summaries on the cluster, pairwise, as a balanced tree; only the root comes back."""
+    while len(futures) > 1:
+        nxt = []
+        for i in range(0, len(futures), split_every):
+            group = futures[i:i + split_every]
+            nxt.append(group[0] if len(group) == 1 else client.submit(_combine_many, *group, pure=False))
+        futures = nxt
+    return futures[0].result()
+
+
+def _combine_many(*items: DatasetSummary) -> DatasetSummary:
+    return combine_all(items)
+
+
+# =========================================================================== summaries of a scored dataset
+
+
+def _pairs(out: Path) -> list[tuple[str, str]]:
+    sroot, rroot = out / "scores", out / "runs"
+    if not sroot.is_dir() or not rroot.is_dir():
+        raise UnreadableInput("not a scored dataset (scores/ and runs/ folders expected)", file=str(out))
+    files = _files(sroot, (".parquet",))
+    return [(str(f), str(rroot / f.relative_to(sroot))) for f in files]
+
+
+def _summary_of_files(pair: tuple[str, str], by: Sequence[str]) -> DatasetSummary:
+    s = pq.read_table(pair[0]).to_pandas()
+    r = pq.read_table(pair[1]).to_pandas()
+    if len(r) == 0:
+        return _empty_summary(by)
+    missing = [b for b in by if b not in r.columns]
+    if missing:
+        raise InputError(f"`by` names {missing}, not a run column", file=pair[1], field="by")
+    return _summary_of(s, r, by)
+
+
+def _sql_list(files: Sequence[str]) -> str:
+    return "[" + ", ".join("'" + f.replace("'", "''") + "'" for f in files) + "]"
+
+
+#: Partitions aggregated by one SQL query: joins stay partition-local, so memory does not grow with the store.
+_FILES_PER_QUERY = 8
+
+
+def _summarize_duckdb(con: Any, out: Path, by: Sequence[str]) -> DatasetSummary:
+    """Every summary with SQL pushed into DuckDB (scans, joins and group-bys spill under the memory limit).
+
+    A trace's rows never leave its partition, so the joins (scores with runs, judge tier
+    with human tier) run on a few partitions at a time and their summaries are added:
+    the hash tables are bounded by the partition size, not by the store.
+    """
+    pairs = _pairs(out)
+    if not pairs:
+        return _empty_summary(by)
+    return combine_all([_summarize_duckdb_files(con, pairs[i:i + _FILES_PER_QUERY], out, by)
+                        for i in range(0, len(pairs), _FILES_PER_QUERY)])
+
+
+def _summarize_duckdb_files(con: Any, pairs: Sequence[tuple[str, str]], out: Path, by: Sequence[str]
+                            ) -> DatasetSummary:
+    sf = _sql_list([s for s, _ in pairs])
+    rf = _sql_list([r for _, r in pairs])
+    scores = f"read_parquet({sf}, union_by_name = true, hive_partitioning = false)"
+    runs = f"read_parquet({rf}, union_by_name = true, hive_partitioning = false)"
+    valued = "(s.value IS NOT NULL AND NOT isnan(s.value))"
+    cause_cols = ", ".join(f"count(*) FILTER (WHERE s.cause = '{c}') AS n_{c}" for c in CAUSES)
+    by_sel = "".join(f", r.\"{b}\" AS \"{b}\"" for b in by)
+    join = f" JOIN {runs} r ON r.trace_id = s.trace_id" if by else ""
+    where = (" WHERE " + " AND ".join(f"r.\"{b}\" IS NOT NULL" for b in by)) if by else ""
+    q = (f"SELECT s.measure AS measure, s.tier AS tier{by_sel}, count(*) AS n, "
+         f"count(*) FILTER (WHERE {valued}) AS n_valued, "
+         f"coalesce(sum(s.value) FILTER (WHERE {valued}), 0.0) AS total, "
+         f"coalesce(sum(s.value * s.value) FILTER (WHERE {valued}), 0.0) AS total_sq, {cause_cols} "
+         f"FROM {scores} s{join}{where} GROUP BY ALL")
+    try:
+        part = con.execute(q).df()
+    except Exception as e:  # a `by` column no run file has: DuckDB's binder names it
+        if by and type(e).__name__ == "BinderException":
+            raise InputError(f"`by` names a column the runs do not have ({e})", file=str(out / "runs"),
+                             field="by") from None
+        raise
+    keys = ["measure", "tier", *by]
+    s = ScoreSummary.from_partials(part[[*keys, *PARTIAL_COLUMNS]], keys)
+    cal = {}
+    for m, cats in CALIBRATION_CATEGORIES.items():
+        g = con.execute(
+            f"SELECT a.value AS va, a.cause AS ca, h.value AS vb, h.cause AS cb, count(*) AS n "
+            f"FROM (SELECT trace_id, value, cause FROM {scores} WHERE tier = 'human' AND measure = '{m}') h "
+            f"LEFT JOIN (SELECT trace_id, value, cause FROM {scores} WHERE tier = 'automatic' AND measure = '{m}') a "
+            "ON a.trace_id = h.trace_id GROUP BY ALL").df()
+        cal[m] = _confusion_from_grouped(g, cats)
+    pc = con.execute(
+        f"SELECT r.task AS task, count(*) FILTER (WHERE {valued}) AS n, "
+        f"count(*) FILTER (WHERE {valued} AND s.value >= 1.0) AS c, "
+        f"count(*) FILTER (WHERE NOT {valued}) AS a "
+        f"FROM (SELECT trace_id, value FROM {scores} WHERE tier = 'automatic' AND measure = 'x_task') s "
+        f"JOIN {runs} r ON r.trace_id = s.trace_id GROUP BY ALL").df()
+    counts = {str(t): (int(n), int(c), int(a)) for t, n, c, a in pc.itertuples(index=False)}
+    tasks = frozenset(str(t) for (t,) in con.execute(f"SELECT DISTINCT task FROM {runs}").fetchall())
+    n_runs = int(con.execute(f"SELECT count(*) FROM {runs}").fetchone()[0])
+    return DatasetSummary(s, cal, PassCounts(counts), tasks, n_runs)
+
+
+def _confusion_from_grouped(g: pd.DataFrame, cats: tuple[Any, ...]) -> ConfusionTable:
+    """A ConfusionTable from grouped rows ``va, ca, vb, cb, n`` (one row per distinct combination)."""
+    q = len(cats)
+    index = {float(c): i for i, c in enumerate(cats)}
+    counts = np.zeros((q, q), np.int64)
+    ex_a = dict.fromkeys(CAUSES, 0)
+    ex_b = dict.fromkeys(CAUSES, 0)
+    total = 0
+    for va, ca, vb, cb, n in g[["va", "ca", "vb", "cb", "n"]].itertuples(index=False):
+        n = int(n)
+        total += n
+        a_ok = va is not None and not pd.isna(va)
+        b_ok = vb is not None and not pd.isna(vb)
+        if not a_ok:
+            ex_a[ca if isinstance(ca, str) else "missing_evidence"] += n
+        if not b_ok:
+            ex_b[cb if isinstance(cb, str) else "missing_evidence"] += n
+        if a_ok and b_ok:
+            if float(va) not in index or float(vb) not in index:
+                raise InputError(f"value {va!r} or {vb!r} is not among the categories {list(cats)}",
+                                 field="value")
+            counts[index[float(va)], index[float(vb)]] += n
+    return ConfusionTable(cats, counts, total, ex_a, ex_b)
+
+
+def summarize_dataset(out: str | Path, *, by: str | Sequence[str] | None = None, engine: Any = "pandas",
+                      memory_limit: str | None = None, threads: int | None = None,
+                      temp_directory: str | Path | None = None, n_workers: int | None = None) -> DatasetSummary:
+    """Summarise a scored dataset (the ``out`` folder of :func:`score_dataset`) with any engine.
+
+    ``engine="duckdb"`` runs the aggregation as SQL in DuckDB (a join of scores and
+    runs when ``by`` is given), under ``memory_limit``; ``"dask"`` summarises each
+    partition on the workers and combines by a tree reduction; ``"pandas"`` reads one
+    partition at a time.  All three return equal summaries.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib, pandas as pd
+    >>> from evaltk.datasets import make_demo
+    >>> d = make_demo(n_traces=40, seed=0)
+    >>> tmp = pathlib.Path(tempfile.mkdtemp())
+    >>> pd.DataFrame(d.traces).to_json(tmp / "t.jsonl", orient="records", lines=True)
+    >>> _ = score_dataset(tmp / "t.jsonl", out=tmp / "out")
+    >>> s = summarize_dataset(tmp / "out", by="agent")
+    >>> s.n_runs, int(s.to_frame()["n"].sum()) == 39 * 8
+    (39, True)
+    """
+    kind = _engine_kind(engine)
+    keys = [] if by is None else ([by] if isinstance(by, str) else list(by))
+    o = Path(out)
+    if kind == "duckdb":
+        with _duckdb(engine, memory_limit, threads, None if temp_directory is None else str(temp_directory)) as con:
+            return _summarize_duckdb(con, o, keys)
+    pairs = _pairs(o)
+    if not pairs:
+        return _empty_summary(keys)
+    if kind == "dask":
+        with _dask_client(engine, memory_limit, n_workers) as client:
+            futures = client.map(_summary_of_files, pairs, by=keys, pure=False)
+            return _tree_reduce(client, futures)
+    return combine_all([_summary_of_files(p, keys) for p in pairs])
+
+
+# =========================================================================== Dask DataFrame API
+
+
+def _score_frames(traces: pd.DataFrame, answers: pd.DataFrame | None = None, labels: pd.DataFrame | None = None,
+                  *, label_measures: Sequence[str] = ()) -> pd.DataFrame:
+    from ..ingest._traces import ingest_traces
+    from ..scoring._scoring import score_traces
+
+    if len(traces) == 0:
+        return SCORE_META.iloc[0:0].copy()
+    steps = traces["steps"].dropna() if "steps" in traces.columns else pd.Series(dtype=object)
+    if len(steps) and isinstance(steps.iloc[0], str):
+        raise InputError("the `steps` column holds strings, not lists of step objects: Dask turned the "
+                         "nested column into text; build the DataFrame under "
+                         "dask.config.set({'dataframe.convert-string': False})", field="steps")
+    ing = ingest_traces(traces, answers if answers is not None and len(answers) else None,
+                 labels if labels is not None and len(labels) else None)
+    if len(ing.runs) == 0:
+        return SCORE_META.iloc[0:0].copy()
+    if label_measures:
+        ing = _with_marker(ing, label_measures)
+    return _as_meta(_drop_marker(score_traces(ing, population="partition").frame))
+
+
+def score_partitions(traces: Any, answers: Any = None, labels: Any = None) -> Any:
+    """Score a Dask DataFrame of trace records with ``map_partitions`` and the declared schema :data:`SCORE_META`.
+
+    Parameters
+    ----------
+    traces : dask.dataframe.DataFrame
+        One row per trace record (``trace_id, task, status, steps, ...``), partitioned
+        by trace: every step of a trace is in its row.
+    answers, labels : dask.dataframe.DataFrame, optional
+        Long answer tables with the same number of partitions, *co-partitioned*:
+        partition ``i`` holds the answers of the traces in partition ``i`` of ``traces``.
+
+    Returns
+    -------
+    dask.dataframe.DataFrame
+        The long score matrix (lazy), columns of :data:`SCORE_META`.
+
+    Notes
+    -----
+    Build ``traces`` with ``dask.config.set({"dataframe.convert-string": False})``:
+    by default Dask turns object columns (the nested ``steps``) into text.
+    """
+    dd = _need("dask.dataframe")
+    args = [traces]
+    for name, x in (("answers", answers), ("labels", labels)):
+        if x is not None and x.npartitions != traces.npartitions:
+            raise ValueError(f"`{name}` has {x.npartitions} partitions and `traces` {traces.npartitions}; "
+                             "they must be co-partitioned (partition i holds the answers of partition i).")
+    marker: tuple[str, ...] = ()
+    if labels is not None:  # the label measures of the whole table: one small distributed unique()
+        marker = _marker_measures(labels["measure"].dropna().astype(str).unique().compute().tolist())
+    if answers is not None:
+        args.append(answers)
+    if labels is not None:
+        if answers is None:
+            return dd.map_partitions(_score_labels_only, traces, labels, meta=SCORE_META, align_dataframes=False,
+                                     enforce_metadata=False, label_measures=marker)
+        args.append(labels)
+    return dd.map_partitions(_score_frames, *args, meta=SCORE_META, align_dataframes=False, enforce_metadata=False,
+                             label_measures=marker)
+
+
+def _score_labels_only(traces: pd.DataFrame, labels: pd.DataFrame, *, label_measures: Sequence[str] = ()
+                       ) -> pd.DataFrame:
+    return _score_frames(traces, None, labels, label_measures=label_measures)
+
+
+def _partials_chunk(frame: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
+    return score_partials(frame, list(keys))
+
+
+def _partials_agg(frame: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
+    if len(frame) == 0:
+        return frame
+    return frame.groupby(list(keys), sort=True, observed=True)[list(PARTIAL_COLUMNS)].sum().reset_index()
+
+
+def dask_score_summary(scores: Any, by: str | Sequence[str] = ("measure", "tier"), *, split_every: int = 8,
+                       compute: bool = True) -> Any:
+    """The :class:`~evaltk.summaries.ScoreSummary` of a Dask score DataFrame, by a tree reduction.
+
+    Each partition yields its partial table (:func:`evaltk.summaries.score_partials`);
+    partial tables are summed ``split_every`` at a time up a tree; the root becomes a
+    ``ScoreSummary``.  ``compute=False`` returns the lazy partial table instead.
+    """
+    keys = [by] if isinstance(by, str) else list(by)
+    meta = pd.DataFrame({**{k: pd.Series(dtype=object) for k in keys},
+                         **{c: pd.Series(dtype=np.float64 if c.startswith("total") else np.int64)
+                            for c in PARTIAL_COLUMNS}})
+    red = scores.reduction(chunk=_partials_chunk, aggregate=_partials_agg, combine=_partials_agg,
+                           chunk_kwargs={"keys": keys}, aggregate_kwargs={"keys": keys},
+                           combine_kwargs={"keys": keys}, split_every=split_every, meta=meta)
+    if not compute:
+        return red
+    return ScoreSummary.from_partials(red.compute(), keys)
+
+
+# --------------------------------------------------------------------------- helpers for writing a store
+
+
+def write_store(traces: Sequence[Mapping[str, Any]], answers: pd.DataFrame | None, folder: str | Path, *,
+                partition_by: str, labels: pd.DataFrame | None = None, fmt: str = "parquet") -> Path:
+    """Write trace records (and their answers and labels) as a co-partitioned, hive-partitioned store.
+
+    ``folder/traces/<partition_by>=<value>/part-0.<fmt>`` and the same paths under
+    ``answers/`` and ``labels/``; answers of traces absent from ``traces`` go to a
+    partition of their own (``<partition_by>=__orphan__``) so ingest records them.
+    """
+    if fmt not in ("parquet", "jsonl"):
+        raise ValueError(f"`fmt` must be 'parquet' or 'jsonl'; got {fmt!r}.")
+    root = Path(folder)
+    recs = list(traces)
+    key_of = {str(r["trace_id"]): str(r.get(partition_by, "__none__")) for r in recs}
+    by_part: dict[str, list[Mapping[str, Any]]] = {}
+    for r in recs:
+        by_part.setdefault(key_of[str(r["trace_id"])], []).append(r)
+    for v, rs in by_part.items():
+        p = root / "traces" / f"{partition_by}={v}" / f"part-0.{fmt}"
+        p.parent.mkdir(parents=True, exist_ok=True)
+        if fmt == "jsonl":
+            with open(p, "w", encoding="utf-8") as fh:
+                for r in rs:
+                    fh.write(json.dumps(r, default=_json_default) + "\n")
+        else:
+            pq.write_table(pa.Table.from_struct_array(pa.array([dict(r) for r in rs])), p)  # every key
+    for name, table in (("answers", answers), ("labels", labels)):
+        if table is None:
+            continue
+        part = table["trace_id"].astype(str).map(key_of).fillna("__orphan__")
+        for v, sub in table.groupby(part, sort=True):
+            if v == "__orphan__":
+                continue  # no trace file to pair with: these rows cannot join any run
+            p = root / name / f"{partition_by}={v}" / f"part-0.{'parquet' if fmt == 'parquet' else 'jsonl'}"
+            p.parent.mkdir(parents=True, exist_ok=True)
+            if fmt == "parquet":
+                sub.to_parquet(p, index=False)
+            else:
+                sub.to_json(p, orient="records", lines=True)
+    return root
+
+
+def _json_default(x: Any) -> Any:
+    if isinstance(x, np.generic):
+        return x.item()
+    raise TypeError(f"not JSON serialisable: {type(x).__name__}")
+
+
+# =========================================================================== CLI

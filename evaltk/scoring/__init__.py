@@ -1,0 +1,57 @@
+"""Scoring: the four-dimension score vector per trace (the fast path), the score matrix,
+the manifest with the promotion rule, what a provisional score supports, and the failure
+taxonomy."""
+
+from ._scoring import (
+    DIRECTION_OF_ERROR,
+    GUIDE_MEASURES,
+    MEASURES,
+    SCORERS,
+    TIERS,
+    TRACE_MEASURES,
+    USES,
+    VOCABULARIES,
+    CalibrationRecord,
+    Manifest,
+    MeasureStatus,
+    ScoreMatrix,
+    UnsupportedUse,
+    check_use,
+    compare_measure,
+    rank_supported,
+    score_run,
+    score_tables,
+    score_traces,
+)
+from ._taxonomy import (
+    DEFAULT_RULES,
+    FailureRule,
+    classify_failures,
+    load_rules,
+)
+
+__all__ = [
+    "TRACE_MEASURES",
+    "GUIDE_MEASURES",
+    "MEASURES",
+    "TIERS",
+    "VOCABULARIES",
+    "DIRECTION_OF_ERROR",
+    "SCORERS",
+    "ScoreMatrix",
+    "Manifest",
+    "MeasureStatus",
+    "CalibrationRecord",
+    "score_traces",
+    "score_run",
+    "score_tables",
+    "UnsupportedUse",
+    "USES",
+    "check_use",
+    "compare_measure",
+    "rank_supported",
+    "FailureRule",
+    "DEFAULT_RULES",
+    "classify_failures",
+    "load_rules",
+]

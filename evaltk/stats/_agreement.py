@@ -1,0 +1,2103 @@
+"""Agreement coefficients with standard errors, intervals, declared domains and counted abstentions.
+
+Two-rater coefficients (:func:`cohen_kappa`, :func:`scott_pi`, :func:`pabak`) take
+two label sequences; multi-rater coefficients (:func:`percent_agreement`,
+:func:`fleiss_kappa`, :func:`conger_kappa`, :func:`krippendorff_alpha`,
+:func:`gwet_ac1`, :func:`gwet_ac2`, :func:`brennan_prediger`) take a units x raters
+array-like (missing ratings as ``None``/NaN), two sequences, or a long DataFrame
+via ``data=, item=, rater=, rating=``.  Every function returns an
+:class:`AgreementResult`: the coefficient (a float, or an
+:class:`~evaltk.values.Abstention` with its cause when undefined), the general
+standard error, the standard error under the null hypothesis of chance agreement
+where the literature defines one, an interval, the counts (units, pairable
+ratings, abstained ratings, coverage) and ``to_frame()``.
+
+Abstentions: ratings whose label is in ``abstain=`` (e.g. ``"cannot_tell"``,
+``"Unsure"``) are excluded from the coefficient like missing ratings, but are
+counted apart, and ``coverage`` (answered / (answered + abstained)) is reported
+beside the agreement.
+
+Interval methods: ``method="analytic"`` (statistic +- z * general SE, clipped to
+[-1, 1]) wherever a general SE exists; ``"percentile"``, ``"basic"`` and
+``"bca"`` bootstrap the units (all replicates at once from resampled count
+tables, :func:`evaltk.bootstrap.bootstrap_table`), with ``unit=``,
+``clusters=``, ``strata=``, ``n_resamples=``, ``rng=``.
+
+Judge-vs-anchor classification metrics (:func:`classification_metrics`,
+:func:`classification_report`) report accuracy on answered items with coverage
+separate.
+
+References
+----------
+Cohen, J. (1960). A coefficient of agreement for nominal scales. *Educ. Psychol. Meas.* 20, 37-46.
+Cohen, J. (1968). Weighted kappa. *Psychol. Bull.* 70, 213-220.
+Fleiss, J. L., Cohen, J. & Everitt, B. S. (1969). Large sample standard errors of kappa and
+weighted kappa. *Psychol. Bull.* 72, 323-327.
+Scott, W. A. (1955). Reliability of content analysis. *Public Opinion Quarterly* 19, 321-325.
+Fleiss, J. L. (1971). Measuring nominal scale agreement among many raters. *Psychol. Bull.* 76, 378-382.
+Fleiss, J. L., Nee, J. C. M. & Landis, J. R. (1979). Large sample variance of kappa in the case
+of different sets of raters. *Psychol. Bull.* 86, 974-977.
+Conger, A. J. (1980). Integration and generalization of kappas for multiple raters.
+*Psychol. Bull.* 88, 322-328.
+Brennan, R. L. & Prediger, D. J. (1981). Coefficient kappa: some uses, misuses, and
+alternatives. *Educ. Psychol. Meas.* 41, 687-699.
+Byrt, T., Bishop, J. & Carlin, J. B. (1993). Bias, prevalence and kappa. *J. Clin. Epidemiol.* 46, 423-429.
+Gwet, K. L. (2008). Computing inter-rater reliability and its variance in the presence of high
+agreement. *Br. J. Math. Stat. Psychol.* 61, 29-48.
+Gwet, K. L. (2014). *Handbook of Inter-Rater Reliability*, 4th ed. Advanced Analytics.
+Krippendorff, K. (2011). Computing Krippendorff's Alpha-Reliability. Annenberg School for
+Communication, University of Pennsylvania.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import numbers
+import warnings
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy.special import ndtri
+
+from ..errors import InputError
+from ..values import Abstention, Cause, EvaltkWarning, UndefinedWarning
+from ._bootstrap import (
+    BootstrapResult,
+    bootstrap_table,
+    check_confidence_level,
+    check_rng,
+    user_stacklevel,
+)
+
+__all__ = [
+    "AgreementResult",
+    "ClassificationResult",
+    "CategoryDomainWarning",
+    "percent_agreement",
+    "cohen_kappa",
+    "scott_pi",
+    "fleiss_kappa",
+    "conger_kappa",
+    "krippendorff_alpha",
+    "gwet_ac1",
+    "gwet_ac2",
+    "brennan_prediger",
+    "pabak",
+    "agreement_difference",
+    "weight_matrix",
+    "classification_metrics",
+    "classification_report",
+    "INTERVAL_METHODS",
+    "LEVELS",
+]
+
+#: ``method=`` values of every agreement function.
+INTERVAL_METHODS: tuple[str, ...] = ("analytic", "percentile", "basic", "bca")
+#: Krippendorff's levels of measurement.
+LEVELS: tuple[str, ...] = ("nominal", "ordinal", "interval", "ratio")
+_WEIGHT_NAMES: tuple[str, ...] = ("identity", "linear", "quadratic", "ordinal", "ratio")
+_EPS = 1e-12
+
+
+class CategoryDomainWarning(EvaltkWarning):
+    """The observed labels are a strict subset of the declared category domain (weighted/ordinal)."""
+
+
+# =========================================================================== input
+
+
+@dataclass(frozen=True)
+class _Ratings:
+    """Ratings encoded as category codes: -1 missing, -2 abstained, else index in ``categories``."""
+
+    codes: np.ndarray  # (n_units, n_raters) int
+    categories: tuple[Any, ...]
+    n_missing: int
+    n_abstained: int
+    observed: np.ndarray  # bool (q,), category observed among pairable ratings
+    declared: bool
+
+
+def _sort_labels(labels: list[Any]) -> list[Any]:
+    try:
+        return sorted(labels)
+    except TypeError:
+        return labels
+
+
+def _int_uniques(x: np.ndarray, lo: int | None = None, hi: int | None = None
+                 ) -> tuple[np.ndarray, list[Any], np.ndarray] | None:
+    """Codes, unique values and counts of an int array by bincount (None when the range is huge).
+
+    ``lo`` and ``hi`` may pass the known minimum and maximum.
+    """
+    if x.size == 0:
+        return np.zeros(0, dtype=np.intp), [], np.zeros(0, dtype=np.intp)
+    if lo is None or hi is None:
+        lo, hi = int(x.min()), int(x.max())
+    if hi - lo > 1_000_000:
+        return None
+    shifted = x - lo if lo else x
+    cnt = np.bincount(shifted, minlength=hi - lo + 1)
+    present = cnt > 0
+    if bool(present.all()):             # every value in [lo, hi] occurs: the shift is the code
+        return shifted, list(range(lo, hi + 1)), cnt
+    lookup = np.cumsum(present, dtype=np.intp) - 1
+    return np.take(lookup, shifted), (np.flatnonzero(present) + lo).tolist(), cnt[present]
+
+
+#: Labels treated as abstentions when ``abstain=`` is not given (pass ``abstain=()`` for none).
+DEFAULT_ABSTAIN: frozenset[str] = frozenset({
+    "cannot_tell", "cannot tell", "Cannot tell", "Cannot Tell", "CANNOT_TELL",
+    "unsure", "Unsure", "UNSURE",
+})
+
+
+def _encode(values: np.ndarray, *, categories: Sequence[Any] | None, abstain: Iterable[Any],
+            fn: str, units: Sequence[Any] | None = None, raters: Sequence[Any] | None = None,
+            where: str = "ratings") -> _Ratings:
+    """Encode a (n, r) label array (any dtype) into category codes (vectorised, no per-cell Python)."""
+    if values.ndim != 2:
+        raise InputError(f"{fn}: ratings must be units x raters (2-D); got {values.ndim}-D.", field=where)
+    n, r = values.shape
+    if abstain is None:  # the field's usual abstention words, unless declared as real categories
+        abstain_set = set(DEFAULT_ABSTAIN) - set(categories or ())
+    else:
+        abstain_set = set(abstain)
+    flat = values.reshape(-1)
+    missing: np.ndarray | None = None      # None: nothing missing
+    got = None
+    if flat.dtype.kind in "iub":
+        got = _int_uniques(flat.astype(np.int64) if flat.dtype.kind == "b" else flat)
+        if got is None:
+            u, inv, c = np.unique(flat, return_inverse=True, return_counts=True)
+            got = inv.reshape(-1), u.tolist(), c
+    elif flat.dtype.kind == "f":
+        miss = np.isnan(flat)
+        has_missing = bool(miss.any())
+        got = None
+        if flat.size and not bool(miss.all()):
+            mn, mx = float(np.fmin.reduce(flat)), float(np.fmax.reduce(flat))
+            if abs(mn) < 2 ** 52 and abs(mx) < 2 ** 52 and mx - mn <= 1_000_000:
+                # integer-valued floats (the usual case): bincount with NaN as a sentinel below min
+                if has_missing:
+                    filled = flat.copy()
+                    np.copyto(filled, mn - 1.0, where=miss)
+                else:
+                    filled = flat
+                iv = filled.astype(np.int64)
+                if np.array_equal(iv, filled):
+                    got = _int_uniques(iv, int(mn) - 1 if has_missing else int(mn), int(mx))
+                    if got is not None and has_missing:
+                        codes0, labels0, counts0 = got
+                        # the sentinel is unique value 0: shift it to -1 (missing)
+                        got = codes0 - 1, labels0[1:], counts0[1:]
+        if got is None:
+            vals = flat[~miss] if has_missing else flat
+            u, inv, c = np.unique(vals, return_inverse=True, return_counts=True)
+            got = inv.reshape(-1), u.tolist(), c
+            if has_missing:
+                full = np.full(flat.shape, -1, dtype=np.intp)
+                full[~miss] = got[0]
+                got = (full, got[1], got[2])
+        if has_missing:
+            missing = miss
+    else:
+        obj = flat.astype(object) if flat.dtype.kind != "O" else flat
+        ucodes, u = pd.factorize(obj, use_na_sentinel=True)
+        miss = ucodes < 0
+        if miss.any():
+            missing = miss
+        got = ucodes.astype(np.intp), list(u), np.bincount(ucodes[~miss], minlength=len(u))
+    ucodes, labels, ucount = got
+    # map unique labels to category codes (-2 abstained)
+    is_abst = np.array([_in_set(x, abstain_set) for x in labels], dtype=bool)
+    answer_labels = [x for x, a in zip(labels, is_abst, strict=True) if not a]
+    if categories is None:
+        cats = tuple(_sort_labels(list(answer_labels)))
+        declared = False
+    else:
+        cats = tuple(categories)
+        if len(set(map(_hashable, cats))) != len(cats):
+            raise ValueError(f"{fn}: `categories` has duplicates: {list(cats)!r}.")
+        declared = True
+    index = {_hashable(c): i for i, c in enumerate(cats)}
+    umap = np.empty(len(labels) + 1, dtype=np.intp)
+    umap[-1] = -1                                   # ucodes == -1 (missing) maps here
+    for j, (lab, ab) in enumerate(zip(labels, is_abst, strict=True)):
+        if ab:
+            umap[j] = -2
+            continue
+        k = index.get(_hashable(lab))
+        if k is None:
+            pos = int(np.flatnonzero(ucodes == j)[0])
+            i, g = divmod(pos, r)
+            rec = units[i] if units is not None else i
+            rname = raters[g] if raters is not None else g
+            raise InputError(
+                f"{fn}: label {lab!r} (rater {rname!r}) is not in the declared `categories` "
+                f"{list(cats)!r} and not an `abstain` label.", record=rec, field=where)
+        umap[j] = k
+    if np.array_equal(umap[:-1], np.arange(len(labels))):
+        codes = ucodes.reshape(n, r)          # labels are already the category codes
+    else:
+        codes = np.take(umap, ucodes).reshape(n, r)
+    n_missing = int(missing.sum()) if missing is not None else 0
+    u_map = umap[:-1]
+    n_abst = int(ucount[u_map == -2].sum())
+    observed = np.zeros(len(cats), dtype=bool)
+    ok = (u_map >= 0) & (ucount > 0)
+    observed[u_map[ok]] = True
+    return _Ratings(codes, cats, n_missing, n_abst, observed, declared)
+
+
+def _hashable(x: Any) -> Any:
+    if isinstance(x, float) and x.is_integer():
+        return int(x)
+    if isinstance(x, np.generic):
+        return _hashable(x.item())
+    return x
+
+
+def _in_set(x: Any, s: set[Any]) -> bool:
+    try:
+        return x in s
+    except TypeError:
+        return False
+
+
+def _to_matrix(ratings: Any, y2: Any, data: Any, item: str, rater: str, rating: str, fn: str
+               ) -> tuple[np.ndarray, list[Any] | None, list[Any] | None]:
+    """Return (values (n, r), unit labels, rater labels)."""
+    if data is not None:
+        if ratings is not None or y2 is not None:
+            raise TypeError(f"{fn}: pass either ratings (array-like) or `data=` (long DataFrame), not both.")
+        if not isinstance(data, pd.DataFrame):
+            raise TypeError(f"{fn}: `data` must be a long pandas DataFrame; got {type(data).__name__}.")
+        for col, name in ((item, "item"), (rater, "rater"), (rating, "rating")):
+            if col not in data.columns:
+                raise InputError(f"{fn}: column {col!r} (`{name}=`) is missing; columns are "
+                                 f"{list(data.columns)!r}.", field=col)
+        for col in (item, rater):
+            if data[col].isna().any():
+                i = data.index[data[col].isna().to_numpy()][0]
+                raise InputError(f"{fn}: missing {col!r} label.", record=i, field=col)
+        dup = data.duplicated([item, rater], keep="first")
+        if dup.any():
+            i = data.index[dup.to_numpy()][0]
+            raise InputError(
+                f"{fn}: rater {data.loc[i, rater]!r} rated item {data.loc[i, item]!r} more than once.",
+                record=i, field=rating)
+        units_codes, units = pd.factorize(data[item], sort=False)
+        rater_codes, raters = pd.factorize(data[rater], sort=False)
+        vals = data[rating].to_numpy()
+        out = np.empty((len(units), len(raters)), dtype=object if vals.dtype.kind not in "f" else float)
+        out[:] = None if out.dtype == object else np.nan
+        out[units_codes, rater_codes] = vals
+        return out, list(units), list(raters)
+    if ratings is None:
+        raise TypeError(f"{fn}: no ratings given (pass a units x raters array, two sequences, or `data=`).")
+    if y2 is not None:
+        a, b = _as_1d(ratings, fn, "y1"), _as_1d(y2, fn, "y2")
+        if a.shape[0] != b.shape[0]:
+            raise InputError(f"{fn}: `y1` and `y2` must have one label per unit; got lengths "
+                             f"{a.shape[0]} and {b.shape[0]}.", field="y2")
+        if a.dtype.kind == b.dtype.kind and a.dtype.kind in "iuf":
+            return np.column_stack([a, b]), None, None
+        return np.column_stack([a.astype(object), b.astype(object)]), None, None
+    if isinstance(ratings, pd.DataFrame):
+        return ratings.to_numpy(), list(ratings.index), list(ratings.columns)
+    arr = _as_array(ratings) if not isinstance(ratings, np.ndarray) else ratings
+    if arr.dtype.kind not in "iufbO":
+        arr = arr.astype(object)
+    if arr.ndim != 2:
+        raise InputError(f"{fn}: ratings must be a units x raters array (2-D); got shape {arr.shape}. "
+                         "For two label sequences pass them as two arguments.", field="ratings")
+    return arr, None, None
+
+
+def _as_array(x: Any) -> np.ndarray:
+    """np.asarray, but a list mixing numbers and strings keeps its Python types (object)."""
+    if isinstance(x, (pd.Series, pd.Index)):
+        return x.to_numpy()
+    a = np.asarray(x)
+    if a.dtype.kind in "US" and not isinstance(x, np.ndarray):
+        a = np.empty(len(x), dtype=object) if a.ndim == 1 else np.asarray(x, dtype=object)
+        if a.ndim == 1:
+            a[:] = list(x)
+    return a
+
+
+def _as_1d(x: Any, fn: str, name: str) -> np.ndarray:
+    a = _as_array(x)
+    if a.ndim != 1:
+        raise InputError(f"{fn}: `{name}` must be a 1-D sequence of labels; got shape {a.shape}.", field=name)
+    if a.dtype.kind not in "iufbO":
+        a = a.astype(object)
+    return a
+
+
+def _prepare(ratings: Any, y2: Any, data: Any, item: str, rater: str, rating: str,
+             categories: Any, abstain: Any, fn: str, *, two: bool) -> _Ratings:
+    values, units, raters = _to_matrix(ratings, y2, data, item, rater, rating, fn)
+    if values.shape[0] == 0:
+        raise InputError(f"{fn}: no units to rate (empty input).", field="ratings")
+    if two and values.shape[1] != 2:
+        raise InputError(f"{fn} is a two-rater coefficient; got {values.shape[1]} raters.", field="ratings")
+    if values.shape[1] < 2:
+        raise InputError(f"{fn}: agreement needs at least two raters; got {values.shape[1]}.", field="ratings")
+    if isinstance(abstain, (str, bytes)):
+        abstain = (abstain,)
+    if categories is not None and (isinstance(categories, (str, bytes)) or not isinstance(categories, Iterable)):
+        raise TypeError(f"{fn}: `categories` must be a sequence of labels; got {categories!r}.")
+    return _encode(values, categories=None if categories is None else list(categories),
+                   abstain=abstain, fn=fn, units=units, raters=raters,
+                   where=rating if data is not None else "ratings")
+
+
+# =========================================================================== weights
+
+
+def weight_matrix(categories: Sequence[Any], weights: Any = None) -> np.ndarray:
+    """Agreement weights ``w[k, l]`` in [0, 1] with ones on the diagonal.
+
+    Parameters
+    ----------
+    categories : sequence
+        The ordered category domain.  ``"linear"`` and ``"quadratic"`` use the
+        category *values* when all are numbers (Gwet 2014, ch. 3) and their ranks
+        otherwise; ``"ratio"`` needs positive numbers.
+    weights : None, "identity", "linear", "quadratic", "ordinal", "ratio", or a (q, q) matrix
+        ``None``/``"identity"``: 1 on the diagonal, 0 elsewhere.
+        ``"linear"``: ``1 - |x_k - x_l| / (x_max - x_min)``;
+        ``"quadratic"``: ``1 - (x_k - x_l)^2 / (x_max - x_min)^2``;
+        ``"ordinal"``: Gwet's ordinal weights ``1 - C(|k-l|+1, 2) / C(q, 2)`` on ranks;
+        ``"ratio"``: ``1 - ((x_k - x_l)/(x_k + x_l))^2 / max``.
+        A matrix gives the agreement weights directly.
+
+    Examples
+    --------
+    >>> weight_matrix([1, 2, 3], "linear")
+    array([[1. , 0.5, 0. ],
+           [0.5, 1. , 0.5],
+           [0. , 0.5, 1. ]])
+    """
+    q = len(categories)
+    if weights is None or (isinstance(weights, str) and weights == "identity"):
+        return np.eye(q)
+    if isinstance(weights, str):
+        if weights not in _WEIGHT_NAMES:
+            raise ValueError(f"`weights` must be None, one of {', '.join(map(repr, _WEIGHT_NAMES))} "
+                             f"or a (q, q) matrix; got {weights!r}.")
+        numeric = all(isinstance(c, numbers.Real) and not isinstance(c, bool) for c in categories)
+        x = np.array(categories, dtype=float) if numeric else np.arange(1, q + 1, dtype=float)
+        if q < 2:
+            return np.ones((q, q))
+        d = x[:, None] - x[None, :]
+        if weights == "linear":
+            span = x.max() - x.min()
+            return 1.0 - np.abs(d) / span if span > 0 else np.eye(q)
+        if weights == "quadratic":
+            span = x.max() - x.min()
+            return 1.0 - d ** 2 / span ** 2 if span > 0 else np.eye(q)
+        if weights == "ordinal":
+            rk = np.arange(1, q + 1)
+            m = np.abs(rk[:, None] - rk[None, :]) + 1
+            nk = m * (m - 1) / 2.0
+            return 1.0 - nk / nk.max()
+        # ratio
+        if not numeric or np.any(x <= 0):
+            raise ValueError("`weights='ratio'` needs positive numeric categories.")
+        rr = (d / (x[:, None] + x[None, :])) ** 2
+        return 1.0 - rr / rr.max()
+    w = np.asarray(weights, dtype=float)
+    if w.shape != (q, q):
+        raise ValueError(f"`weights` matrix must be ({q}, {q}) for categories {list(categories)!r}; "
+                         f"got shape {w.shape}.")
+    if not np.all(np.isfinite(w)) or np.any(w < 0) or np.any(w > 1):
+        raise ValueError("`weights` matrix entries must be agreement weights in [0, 1].")
+    if not np.allclose(np.diag(w), 1.0):
+        raise ValueError("`weights` matrix must have ones on the diagonal (full agreement).")
+    return w
+
+
+def _check_domain(rt: _Ratings, weighted: bool, fn: str) -> None:
+    if weighted and rt.declared and not rt.observed.all():
+        unseen = [c for c, o in zip(rt.categories, rt.observed, strict=False) if not o]
+        warnings.warn(
+            f"{fn}: observed labels are a strict subset of the declared categories "
+            f"(unseen: {unseen!r}); the weights and chance agreement use the declared domain.",
+            CategoryDomainWarning, stacklevel=user_stacklevel())
+
+
+# =========================================================================== result
+
+
+@dataclass(frozen=True, eq=False)
+class AgreementResult:
+    """An agreement coefficient with its uncertainty and the counts behind it.
+
+    Attributes
+    ----------
+    coefficient : str
+        Name of the coefficient (``"cohen_kappa"``, ``"fleiss_kappa"``, ...).
+    statistic : float or Abstention
+        The coefficient; an abstention (with cause and reason) when undefined.
+    standard_error : float or Abstention
+        General (non-null) standard error: the large-sample SE of Fleiss, Cohen &
+        Everitt (1969) for Cohen's kappa, Gwet's (2008, 2014) linearised SE for the
+        multi-rater coefficients; the bootstrap SE where no analytic SE exists and
+        a bootstrap was run.
+    standard_error_null : float or Abstention
+        SE under the hypothesis of chance agreement (kappa = 0), for testing only,
+        where the literature defines one (Cohen's kappa; Fleiss' kappa with a
+        constant number of raters, Fleiss, Nee & Landis 1979).  Never use it for
+        an interval.
+    confidence_interval : (float, float) or Abstention
+    confidence_level : float
+    method : str
+        Interval method actually used.
+    observed_agreement, expected_agreement : float or Abstention
+        ``p_a`` and ``p_e`` (coefficient = (p_a - p_e) / (1 - p_e)).
+    n_units : int
+        Units given (rows), including ones with no usable rating.
+    n_units_pairable : int
+        Units with at least two answered ratings (they carry agreement information).
+    n_ratings : int
+        Ratings present (answered plus abstained; missing cells not counted).
+    n_pairable_ratings : int
+        Answered ratings in pairable units.
+    n_abstained : int
+        Ratings with an ``abstain=`` label.
+    n_missing : int
+        Missing cells (None/NaN, or a rater who did not rate a unit).
+    coverage : float or Abstention
+        Answered / (answered + abstained) ratings.
+    categories : tuple
+        The category domain used.
+    weights : str
+        ``"identity"``, a weight name, ``"custom"``, or the Krippendorff level.
+    per_category : pandas.DataFrame or None
+        Per-category kappas (Fleiss 1971) where the coefficient defines them
+        (built on access from ``per_category_columns``).
+    bootstrap : BootstrapResult or None
+        The bootstrap behind the interval, when one was run.
+    """
+
+    coefficient: str
+    statistic: float | Abstention
+    standard_error: float | Abstention
+    standard_error_null: float | Abstention
+    confidence_interval: tuple[float, float] | Abstention
+    confidence_level: float
+    method: str
+    observed_agreement: float | Abstention
+    expected_agreement: float | Abstention
+    n_units: int
+    n_units_pairable: int
+    n_ratings: int
+    n_pairable_ratings: int
+    n_abstained: int
+    n_missing: int
+    coverage: float | Abstention
+    categories: tuple[Any, ...]
+    weights: str
+    per_category_columns: dict[str, Any] | None = field(default=None, repr=False)
+    bootstrap: BootstrapResult | None = field(default=None, repr=False)
+
+    @property
+    def per_category(self) -> pd.DataFrame | None:
+        """Per-category table (``category, proportion, kappa, cause, standard_error_null``), or None."""
+        if self.per_category_columns is None:
+            return None
+        return pd.DataFrame(self.per_category_columns)
+
+    def __float__(self) -> float:
+        return float(self.statistic)  # raises for an abstention, by design
+
+    def to_frame(self) -> pd.DataFrame:
+        """One tidy row: ``coefficient, statistic, cause, reason, standard_error, ...``."""
+        def num(x: Any) -> float | None:
+            return None if isinstance(x, Abstention) else x
+
+        st = self.statistic
+        ci = self.confidence_interval
+        row = {
+            "coefficient": self.coefficient,
+            "statistic": num(st),
+            "cause": st.cause.value if isinstance(st, Abstention) else None,
+            "reason": st.reason if isinstance(st, Abstention) else None,
+            "standard_error": num(self.standard_error),
+            "standard_error_null": num(self.standard_error_null),
+            "ci_low": None if isinstance(ci, Abstention) else ci[0],
+            "ci_high": None if isinstance(ci, Abstention) else ci[1],
+            "confidence_level": self.confidence_level,
+            "method": self.method,
+            "observed_agreement": num(self.observed_agreement),
+            "expected_agreement": num(self.expected_agreement),
+            "n_units": self.n_units,
+            "n_units_pairable": self.n_units_pairable,
+            "n_ratings": self.n_ratings,
+            "n_pairable_ratings": self.n_pairable_ratings,
+            "n_abstained": self.n_abstained,
+            "n_missing": self.n_missing,
+            "coverage": num(self.coverage),
+            "weights": self.weights,
+            "n_categories": len(self.categories),
+            "n_resamples": None if self.bootstrap is None else self.bootstrap.n_resamples,
+            "n_undefined_resamples": None if self.bootstrap is None else self.bootstrap.n_undefined,
+        }
+        return pd.DataFrame([row])
+
+
+# =========================================================================== engines
+#
+# Every coefficient is computed by a *batch* function of type counts W, shape
+# (B, T): row b says how many units of each type a (re)sample holds.  The point
+# estimate is the batch function on the observed counts; a bootstrap calls it on
+# multinomial count matrices (evaltk.bootstrap.bootstrap_table).
+
+
+def _safe_ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    """``num / den``, NaN where ``|den| <= 1e-12`` (an undefined replicate), without warnings."""
+    ok = np.abs(den) > _EPS
+    if ok.all():
+        return num / den
+    out = np.full(np.broadcast(num, den).shape, np.nan)
+    np.divide(num, den, out=out, where=ok)
+    return out
+
+
+# ---------------------------------------------------------------- two-rater tables
+
+_TWO_RATER = ("cohen", "scott", "pabak")
+
+
+def _pair_table_batch(kind: str, w: np.ndarray, q: int) -> Callable[[np.ndarray], np.ndarray]:
+    def stat(W: np.ndarray) -> np.ndarray:
+        P = W.reshape(W.shape[0], q, q)
+        n = P.sum(axis=(1, 2))
+        P = P / np.where(n > 0, n, 1.0)[:, None, None]
+        pa = np.einsum("bkl,kl->b", P, w)
+        pe = _pair_pe(kind, P, w, q)
+        out = _safe_ratio(pa - pe, 1.0 - pe)
+        out[n < 1] = np.nan
+        return out
+    return stat
+
+
+def _pair_pe(kind: str, P: np.ndarray, w: np.ndarray, q: int) -> np.ndarray:
+    r, c = P.sum(axis=2), P.sum(axis=1)
+    if kind == "cohen":
+        return np.einsum("bk,kl,bl->b", r, w, c)
+    if kind == "scott":
+        pi = (r + c) / 2.0
+        return np.einsum("bk,kl,bl->b", pi, w, pi)
+    return np.full(P.shape[0], w.sum() / q ** 2)  # pabak / Brennan-Prediger
+
+
+def _pair_se(kind: str, P: np.ndarray, w: np.ndarray, n: float, q: int, coef: float
+             ) -> tuple[float, float | None]:
+    """General SE and null SE (two raters).
+
+    Cohen: Fleiss, Cohen & Everitt (1969) eqs. for var(kappa_w) and var_0(kappa_w).
+    Scott: Gwet (2014) eq. for Scott's pi on a contingency table.
+    PABAK / Brennan-Prediger: Gwet (2014), var = (sum p_kl w_kl^2 - p_a^2) / (n (1 - p_e)^2).
+    """
+    r, c = P.sum(axis=1), P.sum(axis=0)
+    pa = float((P * w).sum())
+    if kind == "cohen":
+        pe = float(r @ w @ c)
+        wr = w @ c   # wbar_k. = sum_l p_.l w_kl
+        wc = r @ w   # wbar_.l = sum_k p_k. w_kl
+        a = (P * (w - (wr[:, None] + wc[None, :]) * (1.0 - coef)) ** 2).sum()
+        var = (a - (coef - pe * (1.0 - coef)) ** 2) / (n * (1.0 - pe) ** 2)
+        a0 = (np.outer(r, c) * (w - (wr[:, None] + wc[None, :])) ** 2).sum()
+        var0 = (a0 - pe ** 2) / (n * (1.0 - pe) ** 2)
+        return math.sqrt(max(var, 0.0)), math.sqrt(max(var0, 0.0))
+    if kind == "scott":
+        pi = (r + c) / 2.0
+        pe = float(pi @ w @ pi)
+        pbk = ((w * c[:, None]).sum(axis=0) + (w * r[:, None]).sum(axis=0)) / 2.0
+        a = (P * (w - (1.0 - coef) * (pbk[:, None] + pbk[None, :])) ** 2).sum()
+        var = (a - (pa - 2.0 * (1.0 - coef) * pe) ** 2) / (n * (1.0 - pe) ** 2)
+        return math.sqrt(max(var, 0.0)), None
+    pe = w.sum() / q ** 2
+    var = ((P * w ** 2).sum() - pa ** 2) / (n * (1.0 - pe) ** 2)
+    return math.sqrt(max(var, 0.0)), None
+
+
+# ---------------------------------------------------------------- multi-rater patterns
+
+
+@dataclass(frozen=True)
+class _Patterns:
+    C: np.ndarray          # (T, q) category counts per unit type
+    r: np.ndarray          # (T,) answered ratings per unit type
+    type_index: np.ndarray  # (n_rated_units,) type of each unit with >= 1 answered rating
+    counts: np.ndarray     # (T,) observed units per type
+    unit_codes: np.ndarray  # (n_rated_units, n_raters) codes of those units (Conger)
+    rated: np.ndarray | None = None  # mask of units with an answered rating (None: all)
+
+
+def _row_types(rows: np.ndarray, base: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Distinct rows of a small non-negative int matrix: (representative rows, type index, counts).
+
+    Rows are encoded as base-``base`` integers when that fits in int64 (then a 1-D
+    bincount or unique), which is much faster than ``np.unique(axis=0)``.
+    """
+    m, q = rows.shape
+    if q and base ** q < 2 ** 62:
+        key = rows[:, q - 1].astype(np.int64)
+        for j in range(q - 2, -1, -1):           # Horner: a column loop beats an axis-1 reduction
+            key *= base
+            key += rows[:, j]
+        got = _int_uniques(key)
+        if got is None:
+            _, tidx, tcounts = np.unique(key, return_inverse=True, return_counts=True)
+            tidx = tidx.reshape(-1)
+        else:
+            tidx, _, tcounts = got
+        rep = np.empty(tcounts.size, dtype=np.intp)
+        rep[tidx] = np.arange(m)
+        return rows[rep], tidx.astype(np.intp), tcounts
+    uniq, tidx, tcounts = np.unique(rows, axis=0, return_inverse=True, return_counts=True)
+    return uniq, tidx.reshape(-1).astype(np.intp), tcounts
+
+
+def _patterns(rt: _Ratings, *, by_rater: bool = False, dedupe: bool = True) -> _Patterns:
+    """Unit types for the batch statistics.
+
+    A unit's type is its vector of category counts (``by_rater=True``: its row of
+    rater-specific codes, for Conger).  ``dedupe=True`` merges units of the same
+    type (few types: the bootstrap draws one multinomial cell per type);
+    ``dedupe=False`` may keep one type per unit when merging would cost more than
+    it saves (only the point estimate and the analytic SE are needed then).
+    """
+    codes = rt.codes
+    q = len(rt.categories)
+    n, R = codes.shape
+    base = R + 1
+    if not by_rater and q and base ** q <= 1_000_000:
+        # The count vector as one base-(R+1) integer, summed straight from the codes:
+        # key_i = sum_g base ** code_ig (missing / abstained cells add 0).
+        pw = np.zeros(q + 2, dtype=np.int64)
+        pw[:q] = base ** np.arange(q, dtype=np.int64)
+        key = np.take(pw, codes[:, 0])
+        for g in range(1, R):
+            key += np.take(pw, codes[:, g])
+        rated_mask = None
+        codes_r = codes
+        if rt.n_missing or rt.n_abstained:
+            rated = key > 0
+            if not bool(rated.all()):
+                rated_mask = rated
+                key = key[rated]
+                codes_r = codes[rated]
+        # small key range: the distinct types come from one bincount
+        got = _int_uniques(key)
+        assert got is not None  # the key range is at most 10^6
+        tidx, labels, tcounts = got
+        ukeys = np.asarray(labels, dtype=np.int64)
+        C = ((ukeys[:, None] // pw[None, :q]) % base).astype(float)
+        return _Patterns(C=C, r=C.sum(axis=1), type_index=np.asarray(tidx, dtype=np.intp),
+                         counts=np.asarray(tcounts, dtype=float), unit_codes=codes_r, rated=rated_mask)
+    # general path: the count matrix, then distinct rows
+    key2 = np.maximum(codes, -1)
+    key2 += (np.arange(n) * (q + 1) + 1)[:, None]
+    full = np.bincount(key2.reshape(-1), minlength=n * (q + 1)).reshape(n, q + 1)
+    rated = full[:, 0] < R
+    rated_mask = None if bool(rated.all()) else rated
+    codes_r = codes if rated_mask is None else codes[rated]
+    cnt = full[:, 1:] if rated_mask is None else full[rated, 1:]
+    if by_rater:
+        uniq, tidx, tcounts = _row_types(np.where(codes_r >= 0, codes_r + 1, 0), q + 1)
+        uniq = uniq - 1
+        C = cnt[np.unique(tidx, return_index=True)[1]].astype(float)
+    elif dedupe:
+        uniq_c, tidx, tcounts = _row_types(cnt, R + 1)
+        C = uniq_c.astype(float)
+        uniq = np.zeros((C.shape[0], 0), dtype=np.intp)
+    else:
+        m = cnt.shape[0]
+        C, tidx, tcounts = cnt.astype(float), np.arange(m, dtype=np.intp), np.ones(m)
+        uniq = np.zeros((m, 0), dtype=np.intp)
+    return _Patterns(C=C, r=C.sum(axis=1), type_index=tidx,
+                     counts=tcounts.astype(float), unit_codes=uniq if by_rater else codes_r,
+                     rated=rated_mask)
+
+
+def _multi_parts(W: np.ndarray, pat: _Patterns, w: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Return pa (B,), pi (B, q), n (B,), n2 (B,) - Gwet's raw-data components."""
+    C, r = pat.C, pat.r
+    two = r >= 2
+    cw = C @ w.T                              # agree.mat.w: sum_l w_kl r_il
+    sum_q = (C * (cw - 1.0)).sum(axis=1)
+    pa_t = np.zeros_like(r)
+    pa_t[two] = sum_q[two] / (r[two] * (r[two] - 1.0))
+    n = W.sum(axis=1)
+    n2 = W @ two.astype(float)
+    pa = _safe_ratio(W @ pa_t, n2)
+    pi = _safe_ratio_2d(W @ (C / r[:, None]), n)
+    return pa, pi, n, n2
+
+
+def _safe_ratio_2d(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    """Rows of ``num`` divided by ``den``; NaN rows where ``den <= 0``."""
+    ok = den > 0
+    if ok.all():
+        return num / den[:, None]
+    out = np.full(num.shape, np.nan)
+    np.divide(num, den[:, None], out=out, where=ok[:, None])
+    return out
+
+
+def _multi_pe(kind: str, pi: np.ndarray, w: np.ndarray, q: int) -> np.ndarray:
+    if kind == "fleiss":
+        return np.einsum("bk,kl,bl->b", pi, w, pi)
+    if kind == "gwet":
+        if q < 2:
+            return np.full(pi.shape[0], np.nan)
+        return w.sum() * (pi * (1.0 - pi)).sum(axis=1) / (q * (q - 1))
+    if kind == "bp":
+        return np.full(pi.shape[0], w.sum() / q ** 2)
+    if kind == "pa":
+        return np.zeros(pi.shape[0])
+    raise ValueError(kind)
+
+
+def _multi_batch(kind: str, pat: _Patterns, w: np.ndarray, q: int) -> Callable[[np.ndarray], np.ndarray]:
+    def stat(W: np.ndarray) -> np.ndarray:
+        pa, pi, n, n2 = _multi_parts(W, pat, w)
+        if kind == "pa":
+            return pa
+        pe = _multi_pe(kind, pi, w, q)
+        return _safe_ratio(pa - pe, 1.0 - pe)
+    return stat
+
+
+def _multi_se(kind: str, pat: _Patterns, w: np.ndarray, q: int, coef: float, pa: float, pe: float,
+              pi: np.ndarray) -> float:
+    """Gwet's (2008; 2014, ch. 5) linearised variance over units; f = 0 (infinite population)."""
+    C, r, cnt = pat.C, pat.r, pat.counts
+    n = cnt.sum()
+    two = r >= 2
+    n2 = cnt[two].sum()
+    cw = C @ w.T
+    sum_q = (C * (cw - 1.0)).sum(axis=1)
+    den = r * (r - 1.0)
+    pa_i = np.where(two, sum_q / np.where(two, den, 1.0), 0.0)
+    if kind == "pa":
+        x = (n / n2) * pa_i
+        x_star, centre = x, pa
+    else:
+        pe_r2 = pe * two
+        k_i = (n / n2) * (pa_i - pe_r2) / (1.0 - pe)
+        if kind == "fleiss":
+            piw = (w @ pi + w.T @ pi) / 2.0
+            pe_i = (C @ piw) / r
+        elif kind == "gwet":
+            pe_i = (w.sum() / (q * (q - 1))) * (C @ (1.0 - pi)) / r
+        else:  # bp: chance agreement is a constant
+            pe_i = np.full_like(r, pe)
+        x_star = k_i - 2.0 * (1.0 - coef) * (pe_i - pe) / (1.0 - pe)
+        centre = coef
+    if n < 2:
+        return math.nan
+    var = float((cnt * (x_star - centre) ** 2).sum()) / (n * (n - 1.0))
+    return math.sqrt(max(var, 0.0))
+
+
+# ---------------------------------------------------------------- Krippendorff
+
+
+def _kripp_weights_batch(level: str, cats: tuple[Any, ...], nc: np.ndarray) -> np.ndarray:
+    """(B, q, q) agreement weights 1 - delta^2 / max(delta^2), Krippendorff (2011) metrics."""
+    B, q = nc.shape
+    if level == "nominal":
+        return np.broadcast_to(np.eye(q), (B, q, q))
+    if level == "ordinal":
+        S = np.cumsum(nc, axis=1)
+        Sm = np.concatenate([np.zeros((B, 1)), S[:, :-1]], axis=1)
+        k = np.arange(q)
+        lo = np.minimum(k[:, None], k[None, :])
+        hi = np.maximum(k[:, None], k[None, :])
+        d = S[:, hi] - Sm[:, lo] - (nc[:, lo] + nc[:, hi]) / 2.0
+        d2 = d ** 2
+    else:
+        x = np.asarray(cats, dtype=float)
+        diff = x[:, None] - x[None, :]
+        if level == "interval":
+            d2 = np.broadcast_to(diff ** 2, (B, q, q))
+        else:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                d2 = np.broadcast_to(np.nan_to_num((diff / (x[:, None] + x[None, :])) ** 2), (B, q, q))
+    mx = d2.max(axis=(1, 2))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = 1.0 - d2 / mx[:, None, None]
+    out[~(mx > 0)] = np.nan
+    return out
+
+
+def _kripp_batch(pat: _Patterns, level: str, cats: tuple[Any, ...]) -> Callable[[np.ndarray], np.ndarray]:
+    C, r = pat.C, pat.r
+    two = r >= 2
+    all_two = bool(two.all())
+    C2, r2 = (C, r) if all_two else (C[two], r[two])
+    nominal_sq = (C2 * (C2 - 1.0)).sum(axis=1) / (r2 - 1.0)
+    q = C.shape[1]
+    if level != "nominal":
+        outer2 = (C2[:, :, None] * C2[:, None, :]).reshape(C2.shape[0], q * q) / (r2 - 1.0)[:, None]
+        r_frac = r2 / (r2 - 1.0)
+
+    def stat(W: np.ndarray) -> np.ndarray:
+        W2 = W if all_two else W[:, two]
+        n = W2.sum(axis=1)
+        tot = W2 @ r2                      # sum of pairable values n..
+        nc = W2 @ C2                       # value marginals n_c
+        if level == "nominal":            # identity weights: no (B, T, q) intermediate
+            pa = _safe_ratio(W2 @ nominal_sq, tot)
+            pi = _safe_ratio_2d(nc, tot)
+            pe = (pi * pi).sum(axis=1)
+            eps = _safe_ratio(np.ones_like(tot), tot)
+            out = _safe_ratio((1.0 - eps) * pa + eps - pe, 1.0 - pe)
+            out[n < 1] = np.nan
+            return out
+        wts = _kripp_weights_batch(level, cats, nc)   # (B, q, q)
+        # observed: sum_i sum_kl w_kl C_ik C_il / (r_i - 1) - sum_i r_i / (r_i - 1), over units, / n..
+        # = sum_kl w_kl coinc_kl - const; coinc = sum_i W_i C_ik C_il / (r_i - 1) is one matmul
+        coinc = (W2 @ outer2).reshape(-1, q, q)
+        sq = np.einsum("bkl,bkl->b", wts, coinc) - W2 @ r_frac
+        pa = _safe_ratio(sq, tot)
+        # Krippendorff: D_e uses n..(n.. - 1); Gwet's form: pa' and pe on pi = n_c / n..
+        pi = _safe_ratio_2d(nc, tot)
+        pe = np.einsum("bk,bkl,bl->b", pi, wts, pi)
+        eps = _safe_ratio(np.ones_like(tot), tot)
+        pa_full = (1.0 - eps) * pa + eps  # Gwet (2014): p_a = (1 - 1/n..) p_a' + 1/n..
+        out = _safe_ratio(pa_full - pe, 1.0 - pe)
+        out[n < 1] = np.nan
+        return out
+    return stat
+
+
+def _kripp_se(pat: _Patterns, w: np.ndarray, pe: float) -> float:
+    """Gwet's (2014) linearised SE of Krippendorff's alpha (irrCAC ``krippen.alpha.raw``)."""
+    two = pat.r >= 2
+    if two.all():
+        C, r, cnt = pat.C, pat.r, pat.counts
+    else:
+        C, r, cnt = pat.C[two], pat.r[two], pat.counts[two]
+    n = cnt.sum()
+    if n < 2:
+        return math.nan
+    rbar = float((cnt * r).sum() / n)
+    nominal = bool(np.array_equal(w, np.eye(w.shape[0])))
+    cw = C if nominal else C @ w.T
+    sum_q = (C * (cw - 1.0)).sum(axis=1)
+    paprime = float((cnt * sum_q / (rbar * (r - 1.0))).sum() / n)
+    pi = (cnt @ C) / (n * rbar)
+    alpha_p = (paprime - pe) / (1.0 - pe)
+    eps = 1.0 / float((cnt * r).sum())
+    pa = (1.0 - eps) * paprime + eps
+    # centring term uses p_a, as irrCAC's published output does (Gwet 2014 worked examples)
+    pa_i = sum_q / (rbar * (r - 1.0)) - pa * (r - rbar) / rbar
+    k_i = (pa_i - pe) / (1.0 - pe)
+    piw = pi if nominal else (w @ pi + w.T @ pi) / 2.0
+    pe_i = (C @ piw) / rbar - pe * (r - rbar) / rbar
+    x = k_i - 2.0 * (1.0 - alpha_p) * (pe_i - pe) / (1.0 - pe)
+    dev = x - alpha_p
+    var = float(np.dot(cnt, dev * dev)) / (n * (n - 1.0))
+    return math.sqrt(max(var, 0.0))
+
+
+# ---------------------------------------------------------------- Conger
+
+
+def _conger_parts(W: np.ndarray, pat: _Patterns, w: np.ndarray, q: int, R: int
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """pa and pe (B,) for Conger's kappa from rater-specific unit patterns."""
+    pa, _, _, _ = _multi_parts(W, pat, w)
+    U = pat.unit_codes                                # (T, R)
+    onehot = np.zeros((U.shape[0], R, q))
+    t_idx, g_idx = np.nonzero(U >= 0)
+    onehot[t_idx, g_idx, U[t_idx, g_idx]] = 1.0
+    cl = (W @ onehot.reshape(U.shape[0], R * q)).reshape(-1, R, q)   # (B, R, q)
+    ng = cl.sum(axis=2)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        pgk = cl / ng[:, :, None]
+    pbar = pgk.mean(axis=1)                             # (B, q)
+    s2 = (np.einsum("bgk,bgl->bkl", pgk, pgk) - R * np.einsum("bk,bl->bkl", pbar, pbar)) / (R - 1)
+    pe = np.einsum("kl,bkl->b", w, np.einsum("bk,bl->bkl", pbar, pbar) - s2 / R)
+    bad = ~(ng > 0).all(axis=1)
+    pe[bad] = np.nan
+    return pa, pe
+
+
+def _conger_se(codes: np.ndarray, C: np.ndarray, r: np.ndarray, w: np.ndarray, q: int,
+               coef: float, pe: float) -> float:
+    """Gwet's (2014) linearised SE of Conger's kappa (irrCAC ``conger.kappa.raw``), per unit."""
+    n, R = codes.shape
+    valid = codes >= 0
+    delta = np.zeros((n, R, q))
+    ii, gg = np.nonzero(valid)
+    delta[ii, gg, codes[ii, gg]] = 1.0
+    ng = valid.sum(axis=0).astype(float)
+    pgk = delta.sum(axis=0) / ng[:, None]               # (R, q)
+    eps = valid.astype(float)
+    A = delta - (eps - ng[None, :] / n)[:, :, None] * pgk[None, :, :]      # (n, R, q_l)
+    lam = np.einsum("nrl,kl->nrk", A, w) * (n / ng)[None, :, None]         # (n, R, q_k)
+    fac = R * pgk.mean(axis=0)[None, :] - pgk                             # (R, q_k)
+    pe_i = (lam * fac[None, :, :]).sum(axis=(1, 2)) / (R * (R - 1))
+    two = r >= 2
+    n2 = two.sum()
+    cw = C @ w.T
+    sum_q = (C * (cw - 1.0)).sum(axis=1)
+    pa_i = np.where(two, sum_q / np.where(two, r * (r - 1.0), 1.0), 0.0)
+    k_i = (n / n2) * (pa_i - pe * two) / (1.0 - pe)
+    x = k_i - 2.0 * (1.0 - coef) * (pe_i - pe) / (1.0 - pe)
+    if n < 2:
+        return math.nan
+    var = float(((x - coef) ** 2).sum()) / (n * (n - 1.0))
+    return math.sqrt(max(var, 0.0))
+
+
+# =========================================================================== shared driver
+
+
+def _check_method(method: Any) -> str:
+    if not isinstance(method, str) or method not in INTERVAL_METHODS:
+        raise ValueError(f"`method` must be one of {', '.join(map(repr, INTERVAL_METHODS))}; got {method!r}.")
+    return method
+
+
+def _undefined(reason: str, fn: str) -> Abstention:
+    warnings.warn(f"{fn} is undefined: {reason}.", UndefinedWarning, stacklevel=user_stacklevel())
+    return Abstention(Cause.MISSING_EVIDENCE, reason)
+
+
+def _analytic_ci(stat: float, se: float | Abstention, confidence_level: float
+                 ) -> tuple[float, float] | Abstention:
+    if isinstance(se, Abstention) or not math.isfinite(se):
+        return Abstention(Cause.MISSING_EVIDENCE, "no standard error")
+    z = float(ndtri(0.5 + confidence_level / 2.0))
+    return (max(-1.0, stat - z * se), min(1.0, stat + z * se))
+
+
+def _finish(
+    *, fn: str, rt: _Ratings, coef: float, pa: float, pe: float, se: float | None,
+    se0: float | None, se0_reason: str, n_pairable_units: int, n_pairable_ratings: int,
+    undefined_reason: str | None, weights_name: str, method: str, confidence_level: float,
+    boot: Callable[[], BootstrapResult] | None, per_category: dict[str, Any] | None = None,
+    no_se_reason: str = "no analytic standard error is defined; use a bootstrap method",
+    no_interval_reason: str | None = None,
+) -> AgreementResult:
+    n_units = rt.codes.shape[0]
+    if undefined_reason is None and n_pairable_units < 2:
+        # one unit cannot support agreement beyond chance: never a 0.0 or 1.0 by accident
+        undefined_reason = f"{n_pairable_units} pairable unit(s): agreement needs at least two"
+    answered = int(rt.codes.size - rt.n_missing - rt.n_abstained)
+    n_ratings = answered + rt.n_abstained
+    coverage: float | Abstention = (answered / n_ratings if n_ratings
+                                    else Abstention(Cause.MISSING_EVIDENCE, "no ratings"))
+    common = dict(
+        coefficient=fn, confidence_level=confidence_level, n_units=n_units,
+        n_units_pairable=n_pairable_units, n_ratings=n_ratings,
+        n_pairable_ratings=n_pairable_ratings, n_abstained=rt.n_abstained, n_missing=rt.n_missing,
+        coverage=coverage, categories=rt.categories, weights=weights_name,
+    )
+    if undefined_reason is not None:
+        ab = _undefined(undefined_reason, fn)
+        pa_v: float | Abstention = pa if math.isfinite(pa) else ab
+        pe_v: float | Abstention = pe if math.isfinite(pe) else ab
+        return AgreementResult(statistic=ab, standard_error=ab, standard_error_null=ab,
+                               confidence_interval=ab, method=method, observed_agreement=pa_v,
+                               expected_agreement=pe_v, per_category_columns=per_category, **common)
+    few = "fewer than two pairable units: the standard error is undefined"
+    se_v: float | Abstention
+    if se is None:
+        se_v = Abstention(Cause.NOT_APPLICABLE, no_se_reason)
+    elif not math.isfinite(se):
+        se_v = Abstention(Cause.MISSING_EVIDENCE, few)
+    else:
+        se_v = se
+    se0_v: float | Abstention
+    if se0 is None:
+        se0_v = Abstention(Cause.NOT_APPLICABLE, se0_reason)
+    elif not math.isfinite(se0):
+        se0_v = Abstention(Cause.MISSING_EVIDENCE, few)
+    else:
+        se0_v = se0
+    bres = None
+    if method == "analytic":
+        if se is None:
+            raise ValueError(f"{fn}: method='analytic' is unavailable ({no_se_reason}); "
+                             "pass method='percentile', 'basic' or 'bca'.")
+        if isinstance(se_v, Abstention):
+            warnings.warn(f"{fn}: no interval ({few}).", UndefinedWarning, stacklevel=user_stacklevel())
+            ci = se_v
+        else:
+            ci = _analytic_ci(coef, se_v, confidence_level)
+        used = "analytic"
+    else:
+        assert boot is not None
+        bres = boot()
+        ci = bres.confidence_interval
+        used = bres.method
+        if isinstance(se_v, Abstention):
+            se_v = bres.standard_error
+    if no_interval_reason is not None:  # a boundary where every resample repeats the estimate
+        warnings.warn(f"{fn}: no interval ({no_interval_reason}).", UndefinedWarning,
+                      stacklevel=user_stacklevel())
+        se_v = ci = Abstention(Cause.MISSING_EVIDENCE, no_interval_reason)
+    return AgreementResult(statistic=coef, standard_error=se_v, standard_error_null=se0_v,
+                           confidence_interval=ci, method=used, observed_agreement=pa,
+                           expected_agreement=pe, per_category_columns=per_category, bootstrap=bres, **common)
+
+
+def _boot_factory(type_index: np.ndarray | Callable[[], np.ndarray], n_types: int,
+                  stat: Callable[[np.ndarray], np.ndarray],
+                  rt_rated: np.ndarray | None, *, n_all_units: int, method: str, confidence_level: float, n_resamples: int,
+                  rng: Any, unit: str, clusters: Any, strata: Any, undefined: str
+                  ) -> Callable[[], BootstrapResult]:
+    def run() -> BootstrapResult:
+        cl = None if clusters is None else np.asarray(clusters, dtype=object)
+        stt = None if strata is None else np.asarray(strata, dtype=object)
+        n_units = n_all_units
+        keep = slice(None) if rt_rated is None else rt_rated
+        for name, arr in (("clusters", cl), ("strata", stt)):
+            if arr is not None and arr.shape != (n_units,):
+                raise InputError(f"`{name}` must have one label per unit ({n_units}); got shape {arr.shape}.",
+                                 field=name)
+        return bootstrap_table(
+            type_index() if callable(type_index) else type_index, stat, n_types=n_types, method=method, unit=unit,
+            clusters=None if cl is None else cl[keep], strata=None if stt is None else stt[keep],
+            n_resamples=n_resamples, confidence_level=confidence_level, rng=check_rng(rng),
+            undefined=undefined)
+    return run
+
+
+def _weights_name(weights: Any) -> str:
+    if weights is None:
+        return "identity"
+    return weights if isinstance(weights, str) else "custom"
+
+
+# =========================================================================== two-rater API
+
+_DOC_COMMON = """
+    categories : sequence, optional
+        The declared category domain, in order.  Labels outside it (and not in
+        ``abstain``) raise :class:`~evaltk.errors.InputError`; declared but unseen
+        categories count in chance agreement for the weighted forms (with a
+        :class:`CategoryDomainWarning`).
+    abstain : label or sequence of labels, optional
+        Labels that mean "the rater declined": excluded from agreement, counted in
+        ``n_abstained`` and ``coverage``.  By default the usual spellings of
+        "cannot tell" and "Unsure" (:data:`DEFAULT_ABSTAIN`, less any label declared in
+        ``categories``); pass ``abstain=()`` to treat every label as a category.
+    confidence_level : float, default 0.95
+    method : {"analytic", "percentile", "basic", "bca"}
+        Interval: analytic (normal, general SE) or a bootstrap over units.
+    n_resamples, rng, unit, clusters, strata, undefined
+        Bootstrap options (see :func:`evaltk.bootstrap.bootstrap_table`);
+        ``clusters``/``strata`` carry one label per unit (row).
+    data, item, rater, rating
+        A long DataFrame and its column names instead of arrays.
+"""
+
+
+
+_MULTI_DOC = """
+    Parameters
+    ----------
+    ratings : array-like (units x raters) or DataFrame (rows units, columns raters)
+        Labels; None/NaN where a rater did not rate a unit.  With ``y2`` given,
+        ``ratings`` and ``y2`` are two raters' sequences.
+    y2 : sequence, optional
+""" + _DOC_COMMON
+
+
+def _fill_doc(f: Callable[..., Any]) -> Callable[..., Any]:
+    """Insert the shared parameter descriptions into a public docstring."""
+    if f.__doc__:
+        f.__doc__ = f.__doc__.replace("{multi}", _MULTI_DOC).replace("{common}", _DOC_COMMON)
+    return f
+
+
+def _int_pair_table(y1: Any, y2: Any, categories: Any, fn: str
+                    ) -> tuple[_Ratings, np.ndarray, Callable[[], np.ndarray]] | None:
+    """Fast path for two int label arrays: the q x q table straight from one bincount.
+
+    Returns None when the inputs are not plain int arrays of a small range (the
+    general path handles them).  The per-unit cell codes (needed only by a
+    cluster or stratified bootstrap) are computed lazily.
+    """
+    if isinstance(y1, pd.Series):
+        y1 = y1.to_numpy()
+    if isinstance(y2, pd.Series):
+        y2 = y2.to_numpy()
+    if y2 is None or not isinstance(y1, np.ndarray) or not isinstance(y2, np.ndarray):
+        return None
+    if y1.ndim != 1 or y2.ndim != 1 or y1.dtype.kind not in "iu" or y2.dtype.kind not in "iu":
+        return None
+    if y1.shape[0] != y2.shape[0] or y1.shape[0] == 0:
+        return None
+    lo = int(min(y1.min(), y2.min()))
+    hi = int(max(y1.max(), y2.max()))
+    span = hi - lo + 1
+    if span > 256:
+        return None
+    raw = y1.astype(np.intp, copy=True)
+    if lo:
+        raw -= lo
+    raw *= span
+    raw += y2
+    if lo:
+        raw -= lo
+    full = np.bincount(raw, minlength=span * span).reshape(span, span)
+    present = (full.sum(axis=0) + full.sum(axis=1)) > 0
+    values = (np.flatnonzero(present) + lo).tolist()
+    if categories is None:
+        cats = tuple(values)
+        pos = np.arange(len(values))
+        declared = False
+    else:
+        if isinstance(categories, (str, bytes)) or not isinstance(categories, Iterable):
+            raise TypeError(f"{fn}: `categories` must be a sequence of labels; got {categories!r}.")
+        cats = tuple(categories)
+        if len(set(map(_hashable, cats))) != len(cats):
+            raise ValueError(f"{fn}: `categories` has duplicates: {list(cats)!r}.")
+        index = {_hashable(c): i for i, c in enumerate(cats)}
+        pos_list = []
+        for v in values:
+            k = index.get(v)
+            if k is None:
+                bad = np.flatnonzero((y1 == v) | (y2 == v))[0]
+                rname = 0 if y1[bad] == v else 1
+                raise InputError(
+                    f"{fn}: label {v!r} (rater {rname!r}) is not in the declared `categories` "
+                    f"{list(cats)!r} and not an `abstain` label.", record=int(bad), field="ratings")
+            pos_list.append(k)
+        pos = np.asarray(pos_list, dtype=np.intp)
+        declared = True
+    q = len(cats)
+    obs_idx = np.flatnonzero(present)
+    table = np.zeros((q, q))
+    table[np.ix_(pos, pos)] = full[np.ix_(obs_idx, obs_idx)]
+    observed = np.zeros(q, dtype=bool)
+    observed[pos] = True
+    n = y1.shape[0]
+    rt = _Ratings(codes=np.broadcast_to(np.zeros(1, dtype=np.intp), (n, 2)), categories=cats,
+                  n_missing=0, n_abstained=0, observed=observed, declared=declared)
+
+    def cells() -> np.ndarray:
+        lookup = np.full(span * span, -1, dtype=np.intp)
+        src = (obs_idx[:, None] * span + obs_idx[None, :]).reshape(-1)
+        dst = (pos[:, None] * q + pos[None, :]).reshape(-1)
+        lookup[src] = dst
+        return lookup[raw]
+
+    return rt, table.reshape(-1), cells
+
+
+def _two_rater(kind: str, fn: str, y1: Any, y2: Any, *, weights: Any, categories: Any, abstain: Any,
+               confidence_level: float, method: str, n_resamples: int, rng: Any, unit: str,
+               clusters: Any, strata: Any, undefined: str, data: Any, item: str, rater: str,
+               rating: str) -> AgreementResult:
+    confidence_level = check_confidence_level(confidence_level)
+    method = _check_method(method)
+    fast = _int_pair_table(y1, y2, categories, fn) if data is None and not abstain else None
+    cells: np.ndarray | Callable[[], np.ndarray]
+    if fast is not None:
+        rt, table, cells = fast
+        q = len(rt.categories)
+        both = None
+    else:
+        rt = _prepare(y1, y2, data, item, rater, rating, categories, abstain, fn, two=True)
+        q = len(rt.categories)
+        if rt.n_missing == 0 and rt.n_abstained == 0:
+            both = None
+            cells = rt.codes[:, 0] * q + rt.codes[:, 1]
+        else:
+            both = (rt.codes[:, 0] >= 0) & (rt.codes[:, 1] >= 0)
+            cells = rt.codes[both, 0] * q + rt.codes[both, 1]
+        table = np.bincount(cells, minlength=q * q).astype(float)
+    w = weight_matrix(rt.categories, weights)
+    _check_domain(rt, weights is not None and _weights_name(weights) != "identity", fn)
+    n = int(table.sum())
+    stat = _pair_table_batch(kind, w, q)
+    P = table.reshape(q, q) / max(n, 1)
+    pa = float((P * w).sum()) if n else math.nan
+    pe = float(_pair_pe(kind, P[None], w, q)[0]) if n else math.nan
+    reason = None
+    if n < 1:
+        reason = "no unit has two answered ratings"
+    elif q < 2:
+        reason = "the category domain has a single category, so chance agreement is 1"
+    elif 1.0 - pe <= _EPS:
+        reason = "expected (chance) agreement is 1: every rating falls in one category"
+    coef, se, se0 = math.nan, None, None
+    if reason is None:
+        coef = float(stat(table[None])[0])
+        se, se0 = _pair_se(kind, P, w, n, q, coef) if n >= 2 else (math.nan, math.nan)
+    se0_reason = ("the literature defines a null-hypothesis SE for Cohen's kappa only"
+                  if kind != "cohen" else "undefined")
+    no_interval = None
+    if reason is None and kind == "cohen" and min((P.sum(axis=1) > 0).sum(), (P.sum(axis=0) > 0).sum()) == 1:
+        # one rater used a single category: p_o = p_e in this sample and in every resample of
+        # it, so kappa is 0 with a large-sample SE of 0 -- a boundary, not precision
+        no_interval = ("one rater used a single category, so kappa is 0 in this sample and in every "
+                       "resample of it; its standard error is 0 at this boundary and no interval "
+                       "follows from the sample")
+    boot = _boot_factory(cells, q * q, stat, both, n_all_units=rt.codes.shape[0], method=method,
+                         confidence_level=confidence_level, n_resamples=n_resamples, rng=rng,
+                         unit=unit, clusters=clusters, strata=strata, undefined=undefined)
+    return _finish(fn=fn, rt=rt, coef=coef, pa=pa, pe=pe, se=se, se0=se0, se0_reason=se0_reason,
+                   n_pairable_units=n, n_pairable_ratings=2 * n, undefined_reason=reason,
+                   weights_name=_weights_name(weights), method=method,
+                   confidence_level=confidence_level, boot=boot, no_interval_reason=no_interval)
+
+
+@_fill_doc
+def cohen_kappa(
+    y1: Any = None, y2: Any = None, *, weights: Any = None, categories: Sequence[Any] | None = None,
+    abstain: Any = None, confidence_level: float = 0.95, method: str = "analytic",
+    n_resamples: int = 2000, rng: Any = None, unit: str = "item", clusters: Any = None,
+    strata: Any = None, undefined: str = "drop", data: pd.DataFrame | None = None,
+    item: str = "item_id", rater: str = "rater", rating: str = "rating",
+) -> AgreementResult:
+    """Cohen's kappa (weighted or not) between two raters.
+
+    Parameters
+    ----------
+    y1, y2 : sequence
+        The two raters' labels, one per unit (None/NaN missing).  Alternatively
+        ``y1`` is a units x 2 array, or pass ``data=``.
+    weights : None, "linear", "quadratic", "ordinal", "ratio", or a (q, q) matrix
+        Agreement weights (Cohen 1968); see :func:`weight_matrix`.  A matrix holds
+        agreement weights (1 on the diagonal), not disagreement weights.
+    {common}
+    Returns
+    -------
+    AgreementResult
+        ``standard_error`` is the large-sample SE of Fleiss, Cohen & Everitt (1969);
+        ``standard_error_null`` the SE under kappa = 0 (for a test, not an interval).
+
+    Notes
+    -----
+    ``kappa_w = (p_o - p_e) / (1 - p_e)`` with ``p_o = sum w_kl p_kl`` and
+    ``p_e = sum w_kl p_k. p_.l``.  Units with a missing or abstained rating from
+    either rater are left out (and counted).
+
+    References
+    ----------
+    Cohen (1960); Cohen (1968); Fleiss, Cohen & Everitt (1969).
+
+    Examples
+    --------
+    >>> res = cohen_kappa(["a", "a", "b", "b", "a"], ["a", "b", "b", "b", "a"])
+    >>> round(res.statistic, 4), res.n_units_pairable
+    (0.6154, 5)
+    """
+    return _two_rater("cohen", "cohen_kappa", y1, y2, weights=weights, categories=categories,
+                      abstain=abstain, confidence_level=confidence_level, method=method,
+                      n_resamples=n_resamples, rng=rng, unit=unit, clusters=clusters, strata=strata,
+                      undefined=undefined, data=data, item=item, rater=rater, rating=rating)
+
+
+@_fill_doc
+def scott_pi(
+    y1: Any = None, y2: Any = None, *, weights: Any = None, categories: Sequence[Any] | None = None,
+    abstain: Any = None, confidence_level: float = 0.95, method: str = "analytic",
+    n_resamples: int = 2000, rng: Any = None, unit: str = "item", clusters: Any = None,
+    strata: Any = None, undefined: str = "drop", data: pd.DataFrame | None = None,
+    item: str = "item_id", rater: str = "rater", rating: str = "rating",
+) -> AgreementResult:
+    """Scott's pi between two raters (chance agreement from the pooled marginals).
+
+    Parameters
+    ----------
+    y1, y2 : sequence
+        The two raters' labels.
+    weights : None, weight name or matrix
+        As in :func:`cohen_kappa` (weighted pi, Gwet 2014).
+    {common}
+    Returns
+    -------
+    AgreementResult
+        ``standard_error`` from Gwet (2014), contingency-table form.
+
+    Notes
+    -----
+    ``p_e = sum w_kl pi_k pi_l`` with ``pi_k = (p_k. + p_.k) / 2``.
+
+    References
+    ----------
+    Scott (1955); Gwet (2014), ch. 5.
+
+    Examples
+    --------
+    >>> round(scott_pi(["a", "a", "b", "b", "a"], ["a", "b", "b", "b", "a"]).statistic, 4)
+    0.6
+    """
+    return _two_rater("scott", "scott_pi", y1, y2, weights=weights, categories=categories,
+                      abstain=abstain, confidence_level=confidence_level, method=method,
+                      n_resamples=n_resamples, rng=rng, unit=unit, clusters=clusters, strata=strata,
+                      undefined=undefined, data=data, item=item, rater=rater, rating=rating)
+
+
+@_fill_doc
+def pabak(
+    y1: Any = None, y2: Any = None, *, categories: Sequence[Any] | None = None,
+    abstain: Any = None, confidence_level: float = 0.95, method: str = "analytic",
+    n_resamples: int = 2000, rng: Any = None, unit: str = "item", clusters: Any = None,
+    strata: Any = None, undefined: str = "drop", data: pd.DataFrame | None = None,
+    item: str = "item_id", rater: str = "rater", rating: str = "rating",
+) -> AgreementResult:
+    """Prevalence-adjusted bias-adjusted kappa between two raters.
+
+    ``PABAK = (q p_o - 1) / (q - 1)``, which is ``2 p_o - 1`` for two categories
+    (Byrt, Bishop & Carlin 1993) and Brennan-Prediger's coefficient with the
+    uniform chance agreement ``1/q``.  ``q`` is the size of the *declared* domain
+    when ``categories=`` is given, so declare it: a binary task where only one
+    label was seen still has ``q = 2``.
+
+    Parameters
+    ----------
+    y1, y2 : sequence
+        The two raters' labels.
+    {common}
+    Returns
+    -------
+    AgreementResult
+
+    References
+    ----------
+    Byrt, Bishop & Carlin (1993); Brennan & Prediger (1981); Gwet (2014).
+
+    Examples
+    --------
+    >>> round(pabak([1, 1, 0, 0, 1], [1, 0, 0, 0, 1]).statistic, 4)
+    0.6
+    """
+    return _two_rater("pabak", "pabak", y1, y2, weights=None, categories=categories,
+                      abstain=abstain, confidence_level=confidence_level, method=method,
+                      n_resamples=n_resamples, rng=rng, unit=unit, clusters=clusters, strata=strata,
+                      undefined=undefined, data=data, item=item, rater=rater, rating=rating)
+
+
+# =========================================================================== multi-rater API
+
+
+def _multi(kind: str, fn: str, ratings: Any, y2: Any, *, weights: Any, categories: Any, abstain: Any,
+           confidence_level: float, method: str, n_resamples: int, rng: Any, unit: str,
+           clusters: Any, strata: Any, undefined: str, data: Any, item: str, rater: str,
+           rating: str) -> AgreementResult:
+    confidence_level = check_confidence_level(confidence_level)
+    method = _check_method(method)
+    rt = _prepare(ratings, y2, data, item, rater, rating, categories, abstain, fn, two=False)
+    q = len(rt.categories)
+    w = weight_matrix(rt.categories, weights)
+    _check_domain(rt, _weights_name(weights) != "identity" or kind == "bp", fn)
+    by_rater = kind == "conger"
+    if by_rater:
+        # a rater with no answered rating has undefined marginals and rates no pair: drop them
+        active = (rt.codes >= 0).any(axis=0)
+        if not bool(active.all()):
+            rt = dataclasses.replace(rt, codes=np.ascontiguousarray(rt.codes[:, active]))
+    pat = _patterns(rt, by_rater=by_rater, dedupe=method != "analytic")
+    rated = pat.rated
+    R = rt.codes.shape[1]
+    if kind == "conger":
+        def stat(W: np.ndarray) -> np.ndarray:
+            pa_b, pe_b = _conger_parts(W, pat, w, q, R)
+            return _safe_ratio(pa_b - pe_b, 1.0 - pe_b)
+    else:
+        stat = _multi_batch(kind, pat, w, q)
+    two = pat.r >= 2
+    n_pair_units = int(pat.counts[two].sum())
+    n_pair_ratings = int((pat.counts * pat.r)[two].sum())
+    obs = pat.counts[None, :]
+    reason = None
+    pa = pe = coef = math.nan
+    pi = np.full(q, np.nan)
+    if n_pair_units < 1:
+        reason = "no unit has two or more answered ratings"
+    else:
+        pa_b, pi_b, _, _ = _multi_parts(obs, pat, w)
+        pa, pi = float(pa_b[0]), pi_b[0]
+        if kind == "conger":
+            pe = float(_conger_parts(obs, pat, w, q, R)[1][0])
+        else:
+            pe = float(_multi_pe(kind, pi_b, w, q)[0]) if q >= 2 or kind == "pa" else math.nan
+        if kind != "pa" and q < 2:
+            reason = "the category domain has a single category, so chance agreement is 1"
+        elif kind != "pa" and not (1.0 - pe > _EPS):
+            reason = "expected (chance) agreement is 1: every rating falls in one category"
+        else:
+            coef = float(stat(obs)[0])
+            if not math.isfinite(coef):
+                reason = "a rater has no answered rating, so their marginals are undefined"
+    se = se0 = None
+    se0_reason = "the literature defines no null-hypothesis SE for this coefficient"
+    per_cat = None
+    if reason is None:
+        if kind == "conger":
+            codes_r = rt.codes if rated is None else rt.codes[rated]
+            keep = (codes_r >= 0).any(axis=0)
+            uc = _unit_counts(codes_r, q)
+            se = _conger_se(codes_r[:, keep], uc, uc.sum(axis=1), w, q, coef, pe)
+        else:
+            se = _multi_se(kind, pat, w, q, coef, pa, pe, pi)
+        if kind == "fleiss":
+            per_cat, se0, se0_reason = _fleiss_extras(pat, pi, rt.categories, _weights_name(weights))
+    boot = _boot_factory(pat.type_index, pat.C.shape[0], stat, rated, n_all_units=rt.codes.shape[0], method=method,
+                         confidence_level=confidence_level, n_resamples=n_resamples, rng=rng,
+                         unit=unit, clusters=clusters, strata=strata, undefined=undefined)
+    if kind == "pa":
+        # percent agreement lives in [0, 1]: report p_e = 0 and keep the same result shape
+        pe = 0.0 if reason is None else pe
+    return _finish(fn=fn, rt=rt, coef=coef, pa=pa, pe=pe, se=se, se0=se0, se0_reason=se0_reason,
+                   n_pairable_units=n_pair_units, n_pairable_ratings=n_pair_ratings,
+                   undefined_reason=reason, weights_name=_weights_name(weights), method=method,
+                   confidence_level=confidence_level, boot=boot, per_category=per_cat)
+
+
+def _unit_counts(codes: np.ndarray, q: int) -> np.ndarray:
+    n, R = codes.shape
+    valid = codes >= 0
+    rows = np.repeat(np.arange(n), R)[valid.reshape(-1)]
+    return np.bincount(rows * q + codes[valid], minlength=n * q).reshape(n, q).astype(float)
+
+
+def _fleiss_extras(pat: _Patterns, pi: np.ndarray, cats: tuple[Any, ...], wname: str
+                   ) -> tuple[dict[str, Any], float | None, str]:
+    """Per-category kappas (Fleiss 1971) and null SEs (Fleiss, Nee & Landis 1979)."""
+    two = pat.r >= 2
+    C, r, cnt = pat.C[two], pat.r[two], pat.counts[two]
+    N = cnt.sum()
+    # p_j over pairable units, weighting every rating alike (Fleiss 1971: p_j = sum x_ij / (N m))
+    p = (cnt @ C) / (cnt @ r)
+    qj = 1.0 - p
+    dis = (cnt[:, None] * C * (r[:, None] - C) / (r * (r - 1.0))[:, None]).sum(axis=0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        kj = 1.0 - dis / (N * p * qj)
+    constant_m = bool(np.all(r == r[0]))
+    m = float(r[0])
+    se0_j = np.full(len(cats), math.sqrt(2.0 / (N * m * (m - 1.0)))) if constant_m else np.full(len(cats), np.nan)
+    undefined_j = ~(p * qj > _EPS)
+    frame = {
+        "category": list(cats),
+        "proportion": p,
+        "kappa": np.where(undefined_j, np.nan, kj),
+        "cause": np.where(undefined_j, Cause.MISSING_EVIDENCE.value, None),
+        "standard_error_null": np.where(undefined_j, np.nan, se0_j),
+    }
+    if not constant_m:
+        return frame, None, ("Fleiss, Nee & Landis (1979) define the null SE for a constant number "
+                             "of raters per unit; the units here have different numbers")
+    if wname != "identity":
+        return frame, None, "the null SE of Fleiss, Nee & Landis (1979) is for unweighted kappa"
+    pq = p * qj
+    s = pq.sum()
+    var0 = 2.0 / (N * m * (m - 1.0)) * (s ** 2 - (pq * (qj - p)).sum()) / s ** 2
+    return frame, math.sqrt(max(var0, 0.0)), ""
+
+
+
+
+
+@_fill_doc
+def fleiss_kappa(
+    ratings: Any = None, y2: Any = None, *, weights: Any = None,
+    categories: Sequence[Any] | None = None, abstain: Any = None, confidence_level: float = 0.95,
+    method: str = "analytic", n_resamples: int = 2000, rng: Any = None, unit: str = "item",
+    clusters: Any = None, strata: Any = None, undefined: str = "drop",
+    data: pd.DataFrame | None = None, item: str = "item_id", rater: str = "rater",
+    rating: str = "rating",
+) -> AgreementResult:
+    """Fleiss' kappa for any number of raters (Gwet's generalisation to missing ratings and weights).
+    {multi}
+    weights : None, weight name or matrix
+        Weighted form as Gwet (2014) defines it.
+
+    Returns
+    -------
+    AgreementResult
+        ``standard_error``: Gwet's (2008) general linearised SE (valid without the
+        independence hypothesis).  ``standard_error_null``: Fleiss, Nee & Landis
+        (1979) SE under kappa = 0, defined for a constant number of raters and
+        unweighted kappa; on Fleiss' (1971) table it is about half the general
+        SE, so never build an interval from it.  ``per_category``: per-category
+        kappas (Fleiss 1971, eq. 20) with their null SEs.
+
+    Notes
+    -----
+    ``p_a`` averages over units with two or more ratings
+    ``sum_k r_ik (r*_ik - 1) / (r_i (r_i - 1))``, ``r*_ik = sum_l w_kl r_il``;
+    ``pi_k`` averages ``r_ik / r_i`` over units with a rating;
+    ``p_e = sum w_kl pi_k pi_l``.  With complete data and no weights this is
+    Fleiss' (1971) kappa.
+
+    References
+    ----------
+    Fleiss (1971); Fleiss, Nee & Landis (1979); Gwet (2008; 2014).
+
+    Examples
+    --------
+    >>> r = [[1, 1, 1], [1, 2, 2], [2, 2, 2], [1, 1, 2]]
+    >>> round(fleiss_kappa(r).statistic, 4)
+    0.3333
+    """
+    return _multi("fleiss", "fleiss_kappa", ratings, y2, weights=weights, categories=categories,
+                  abstain=abstain, confidence_level=confidence_level, method=method,
+                  n_resamples=n_resamples, rng=rng, unit=unit, clusters=clusters, strata=strata,
+                  undefined=undefined, data=data, item=item, rater=rater, rating=rating)
+
+
+@_fill_doc
+def conger_kappa(
+    ratings: Any = None, y2: Any = None, *, weights: Any = None,
+    categories: Sequence[Any] | None = None, abstain: Any = None, confidence_level: float = 0.95,
+    method: str = "analytic", n_resamples: int = 2000, rng: Any = None, unit: str = "item",
+    clusters: Any = None, strata: Any = None, undefined: str = "drop",
+    data: pd.DataFrame | None = None, item: str = "item_id", rater: str = "rater",
+    rating: str = "rating",
+) -> AgreementResult:
+    """Conger's (1980) kappa: Cohen's kappa generalised to several fixed raters.
+    {multi}
+    weights : None, weight name or matrix
+
+    Returns
+    -------
+    AgreementResult
+        ``standard_error``: Gwet's (2014) linearised SE.
+
+    Notes
+    -----
+    Same ``p_a`` as :func:`fleiss_kappa`; chance agreement from the rater-specific
+    marginals ``p_gk``: ``p_e = sum w_kl (pbar_k pbar_l - s2_kl / r)`` with
+    ``s2_kl`` the covariance of ``p_gk`` and ``p_gl`` across the ``r`` raters.
+    With two raters and complete data this equals Cohen's kappa.
+
+    References
+    ----------
+    Conger (1980); Gwet (2014), ch. 5.
+
+    Examples
+    --------
+    >>> round(conger_kappa([[1, 1], [1, 2], [2, 2], [2, 2]]).statistic, 4)
+    0.5
+    """
+    return _multi("conger", "conger_kappa", ratings, y2, weights=weights, categories=categories,
+                  abstain=abstain, confidence_level=confidence_level, method=method,
+                  n_resamples=n_resamples, rng=rng, unit=unit, clusters=clusters, strata=strata,
+                  undefined=undefined, data=data, item=item, rater=rater, rating=rating)
+
+
+@_fill_doc
+def gwet_ac1(
+    ratings: Any = None, y2: Any = None, *, categories: Sequence[Any] | None = None,
+    abstain: Any = None, confidence_level: float = 0.95, method: str = "analytic",
+    n_resamples: int = 2000, rng: Any = None, unit: str = "item", clusters: Any = None,
+    strata: Any = None, undefined: str = "drop", data: pd.DataFrame | None = None,
+    item: str = "item_id", rater: str = "rater", rating: str = "rating",
+) -> AgreementResult:
+    """Gwet's AC1 for any number of raters.
+    {multi}
+    Returns
+    -------
+    AgreementResult
+        ``standard_error``: Gwet's (2008) linearised SE.
+
+    Notes
+    -----
+    ``p_e = sum_k pi_k (1 - pi_k) / (q - 1)``; ``q`` is the size of the declared
+    domain (``categories=``), so declare unseen categories.
+
+    References
+    ----------
+    Gwet (2008); Gwet (2014), ch. 5.
+
+    Examples
+    --------
+    >>> round(gwet_ac1([[1, 1], [1, 2], [2, 2], [2, 2]]).statistic, 4)
+    0.5294
+    """
+    return _multi("gwet", "gwet_ac1", ratings, y2, weights=None, categories=categories,
+                  abstain=abstain, confidence_level=confidence_level, method=method,
+                  n_resamples=n_resamples, rng=rng, unit=unit, clusters=clusters, strata=strata,
+                  undefined=undefined, data=data, item=item, rater=rater, rating=rating)
+
+
+@_fill_doc
+def gwet_ac2(
+    ratings: Any = None, y2: Any = None, *, weights: Any, categories: Sequence[Any] | None,
+    abstain: Any = None, confidence_level: float = 0.95, method: str = "analytic",
+    n_resamples: int = 2000, rng: Any = None, unit: str = "item", clusters: Any = None,
+    strata: Any = None, undefined: str = "drop", data: pd.DataFrame | None = None,
+    item: str = "item_id", rater: str = "rater", rating: str = "rating",
+) -> AgreementResult:
+    """Gwet's AC2: AC1 with agreement weights for ordered (or partially agreeing) categories.
+
+    ``weights`` and ``categories`` are required (``categories=None`` is accepted
+    only explicitly, meaning "the observed labels"): the weights and chance
+    agreement depend on the whole domain.
+    {multi}
+    weights : weight name or matrix
+        Required, see :func:`weight_matrix`.
+
+    Returns
+    -------
+    AgreementResult
+
+    Notes
+    -----
+    ``p_e = (sum_kl w_kl) sum_k pi_k (1 - pi_k) / (q (q - 1))``.
+
+    References
+    ----------
+    Gwet (2014), ch. 5.
+
+    Examples
+    --------
+    >>> r = [[1, 1], [1, 2], [2, 3], [3, 3]]
+    >>> round(gwet_ac2(r, weights="quadratic", categories=[1, 2, 3]).statistic, 4)
+    0.6364
+    """
+    return _multi("gwet", "gwet_ac2", ratings, y2, weights=weights, categories=categories,
+                  abstain=abstain, confidence_level=confidence_level, method=method,
+                  n_resamples=n_resamples, rng=rng, unit=unit, clusters=clusters, strata=strata,
+                  undefined=undefined, data=data, item=item, rater=rater, rating=rating)
+
+
+@_fill_doc
+def brennan_prediger(
+    ratings: Any = None, y2: Any = None, *, weights: Any = None,
+    categories: Sequence[Any] | None = None, abstain: Any = None, confidence_level: float = 0.95,
+    method: str = "analytic", n_resamples: int = 2000, rng: Any = None, unit: str = "item",
+    clusters: Any = None, strata: Any = None, undefined: str = "drop",
+    data: pd.DataFrame | None = None, item: str = "item_id", rater: str = "rater",
+    rating: str = "rating",
+) -> AgreementResult:
+    """Brennan-Prediger coefficient (uniform chance agreement) for any number of raters.
+    {multi}
+    weights : None, weight name or matrix
+
+    Returns
+    -------
+    AgreementResult
+
+    Notes
+    -----
+    ``p_e = sum_kl w_kl / q^2`` over the declared domain (``1/q`` unweighted).
+    With two raters and two categories this is PABAK.
+
+    References
+    ----------
+    Brennan & Prediger (1981); Gwet (2014), ch. 5.
+
+    Examples
+    --------
+    >>> brennan_prediger([[1, 1], [1, 2], [2, 2], [2, 2]]).statistic
+    0.5
+    """
+    return _multi("bp", "brennan_prediger", ratings, y2, weights=weights, categories=categories,
+                  abstain=abstain, confidence_level=confidence_level, method=method,
+                  n_resamples=n_resamples, rng=rng, unit=unit, clusters=clusters, strata=strata,
+                  undefined=undefined, data=data, item=item, rater=rater, rating=rating)
+
+
+@_fill_doc
+def percent_agreement(
+    ratings: Any = None, y2: Any = None, *, weights: Any = None,
+    categories: Sequence[Any] | None = None, abstain: Any = None, confidence_level: float = 0.95,
+    method: str = "analytic", n_resamples: int = 2000, rng: Any = None, unit: str = "item",
+    clusters: Any = None, strata: Any = None, undefined: str = "drop",
+    data: pd.DataFrame | None = None, item: str = "item_id", rater: str = "rater",
+    rating: str = "rating",
+) -> AgreementResult:
+    """Percent agreement: the share of agreeing rater pairs, averaged over units.
+    {multi}
+    weights : None, weight name or matrix
+
+    Returns
+    -------
+    AgreementResult
+        ``expected_agreement`` is 0 (no chance correction).
+
+    Notes
+    -----
+    ``p_a = mean_i sum_k r_ik (r*_ik - 1) / (r_i (r_i - 1))`` over units with two
+    or more answered ratings (Gwet 2014); for two raters the share of units on
+    which they agree.
+
+    References
+    ----------
+    Gwet (2014), ch. 2.
+
+    Examples
+    --------
+    >>> percent_agreement(["a", "a", "b", "b"], ["a", "b", "b", "b"]).statistic
+    0.75
+    """
+    return _multi("pa", "percent_agreement", ratings, y2, weights=weights, categories=categories,
+                  abstain=abstain, confidence_level=confidence_level, method=method,
+                  n_resamples=n_resamples, rng=rng, unit=unit, clusters=clusters, strata=strata,
+                  undefined=undefined, data=data, item=item, rater=rater, rating=rating)
+
+
+@_fill_doc
+def krippendorff_alpha(
+    ratings: Any = None, y2: Any = None, *, level: str, categories: Sequence[Any] | None = None,
+    abstain: Any = None, confidence_level: float = 0.95, method: str | None = None,
+    n_resamples: int = 2000, rng: Any = None, unit: str = "item", clusters: Any = None,
+    strata: Any = None, undefined: str = "drop", data: pd.DataFrame | None = None,
+    item: str = "item_id", rater: str = "rater", rating: str = "rating",
+) -> AgreementResult:
+    """Krippendorff's alpha for any number of raters, missing data and any level of measurement.
+    {multi}
+    level : {"nominal", "ordinal", "interval", "ratio"}
+        Required: no silent default (the ``krippendorff`` package defaults to
+        interval).  ``interval`` and ``ratio`` need numeric categories;
+        ``ordinal`` uses the order of ``categories`` (sorted labels if undeclared).
+    method : None or {"analytic", "percentile", "basic", "bca"}
+        Default: ``"analytic"`` (Gwet's 2014 linearised SE) for nominal, interval
+        and ratio; ``"percentile"`` bootstrap for ordinal, whose metric depends on
+        the marginal frequencies and has no analytic SE here.
+
+    Returns
+    -------
+    AgreementResult
+
+    Notes
+    -----
+    ``alpha = 1 - D_o / D_e`` on the coincidence matrix of pairable values
+    (units with two or more values), with Krippendorff's (2011) metrics
+    ``delta^2``: nominal ``[c != k]``, ordinal
+    ``(sum_{g=c}^{k} n_g - (n_c + n_k)/2)^2``, interval ``(c - k)^2``, ratio
+    ``((c - k)/(c + k))^2``.  Computed in Gwet's equivalent agreement form with
+    weights ``1 - delta^2 / max delta^2``.
+
+    References
+    ----------
+    Krippendorff (2011); Gwet (2014), ch. 5.
+
+    Examples
+    --------
+    >>> r = [[1, 1], [1, 2], [2, 2], [2, 2]]
+    >>> round(krippendorff_alpha(r, level="nominal").statistic, 4)
+    0.5333
+    """
+    if not isinstance(level, str) or level not in LEVELS:
+        raise ValueError(f"`level` must be one of {', '.join(map(repr, LEVELS))}; got {level!r}.")
+    if method is None:
+        method = "percentile" if level == "ordinal" else "analytic"
+    confidence_level = check_confidence_level(confidence_level)
+    method = _check_method(method)
+    fn = "krippendorff_alpha"
+    rt = _prepare(ratings, y2, data, item, rater, rating, categories, abstain, fn, two=False)
+    q = len(rt.categories)
+    if level in ("interval", "ratio"):
+        if not all(isinstance(c, numbers.Real) and not isinstance(c, bool) for c in rt.categories):
+            raise InputError(f"{fn}: level={level!r} needs numeric values; categories are "
+                             f"{list(rt.categories)!r}.", field="ratings")
+        if level == "ratio" and any(float(c) < 0 for c in rt.categories):
+            raise InputError(f"{fn}: level='ratio' needs non-negative values.", field="ratings")
+    _check_domain(rt, level != "nominal", fn)
+    pat = _patterns(rt, dedupe=method != "analytic")
+    rated = pat.rated
+    stat = _kripp_batch(pat, level, rt.categories)
+    two = pat.r >= 2
+    n_pair_units = int(pat.counts[two].sum())
+    n_pair_ratings = int((pat.counts * pat.r)[two].sum())
+    reason = None
+    coef = pa = pe = math.nan
+    se = None
+    if n_pair_units < 1:
+        reason = "no unit has two or more answered ratings (no pairable values)"
+    else:
+        obs = pat.counts[None, :]
+        nc = obs @ pat.C if bool(two.all()) else obs[:, two] @ pat.C[two]
+        wts = np.eye(q) if level == "nominal" else _kripp_weights_batch(level, rt.categories, nc)[0]
+        pi = nc[0] / nc[0].sum()
+        if q < 2 or not np.all(np.isfinite(wts)):
+            reason = "all pairable values are equal (one category), so expected disagreement is 0"
+        else:
+            pe = float(pi @ wts @ pi)
+            if not (1.0 - pe > _EPS):
+                reason = "all pairable values are equal (one category), so expected disagreement is 0"
+            else:
+                coef = float(stat(obs)[0])
+                pa = coef * (1.0 - pe) + pe
+                if level != "ordinal":
+                    se = _kripp_se(pat, wts, pe)
+    boot = _boot_factory(pat.type_index, pat.C.shape[0], stat, rated, n_all_units=rt.codes.shape[0], method=method,
+                         confidence_level=confidence_level, n_resamples=n_resamples, rng=rng,
+                         unit=unit, clusters=clusters, strata=strata, undefined=undefined)
+    return _finish(fn=fn, rt=rt, coef=coef, pa=pa, pe=pe, se=se, se0=None,
+                   se0_reason="the literature defines no null-hypothesis SE for alpha",
+                   n_pairable_units=n_pair_units, n_pairable_ratings=n_pair_ratings,
+                   undefined_reason=reason, weights_name=level, method=method,
+                   confidence_level=confidence_level, boot=boot,
+                   no_se_reason="no analytic SE for ordinal alpha (its metric depends on the "
+                                "marginals); use a bootstrap method")
+
+
+# =========================================================================== paired difference
+
+_PAIR_KINDS = {"cohen_kappa": "cohen", "scott_pi": "scott", "pabak": "pabak"}
+
+
+def agreement_difference(
+    judge_a: Any, judge_b: Any, anchor: Any, *, coefficient: str = "cohen_kappa", weights: Any = None,
+    categories: Sequence[Any] | None = None, abstain: Any = None, confidence_level: float = 0.95,
+    method: str = "percentile", n_resamples: int = 2000, rng: Any = None, unit: str = "item",
+    clusters: Any = None, strata: Any = None, undefined: str = "drop",
+) -> BootstrapResult:
+    """Paired bootstrap of ``agreement(judge_a, anchor) - agreement(judge_b, anchor)``.
+
+    Both judges are scored on the same items, so the items are resampled once
+    for both (a paired bootstrap): each item is typed by its (judge_a, judge_b,
+    anchor) triple and every replicate's two tables come from one multinomial
+    draw.  Only items answered by all three are used.
+
+    Parameters
+    ----------
+    judge_a, judge_b, anchor : sequence
+        Labels per item (None/NaN missing; ``abstain`` labels excluded).
+    coefficient : {"cohen_kappa", "scott_pi", "pabak"}
+    weights, categories, abstain, confidence_level, method, n_resamples, rng, unit, clusters,
+    strata, undefined
+        As in :func:`cohen_kappa` and :func:`evaltk.bootstrap.bootstrap_table`.
+
+    Returns
+    -------
+    BootstrapResult
+        ``statistic`` is the difference a - b.
+
+    Examples
+    --------
+    >>> a = [1, 1, 0, 0, 1, 0, 1, 1, 0, 0] * 5
+    >>> b = [1, 0, 0, 1, 1, 0, 0, 1, 0, 1] * 5
+    >>> h = [1, 1, 0, 0, 1, 0, 1, 0, 0, 0] * 5
+    >>> res = agreement_difference(a, b, h, rng=0, n_resamples=500)
+    >>> round(res.statistic, 4)
+    0.8
+    """
+    if coefficient not in _PAIR_KINDS:
+        raise ValueError(f"`coefficient` must be one of {', '.join(map(repr, _PAIR_KINDS))}; got {coefficient!r}.")
+    kind = _PAIR_KINDS[coefficient]
+    fn = "agreement_difference"
+    cols = [_as_1d(x, fn, name) for x, name in ((judge_a, "judge_a"), (judge_b, "judge_b"), (anchor, "anchor"))]
+    if len({c.shape[0] for c in cols}) != 1:
+        raise InputError(f"{fn}: judge_a, judge_b and anchor must have one label per item; got lengths "
+                         f"{[c.shape[0] for c in cols]}.", field="anchor")
+    values = np.column_stack([c.astype(object) for c in cols])
+    if isinstance(abstain, (str, bytes)) or abstain is None:
+        abstain = () if abstain is None else (abstain,)
+    rt = _encode(values, categories=None if categories is None else list(categories), abstain=abstain, fn=fn)
+    q = len(rt.categories)
+    w = weight_matrix(rt.categories, weights)
+    all3 = (rt.codes >= 0).all(axis=1)
+    c = rt.codes[all3]
+    if c.shape[0] == 0:
+        raise InputError(f"{fn}: no item has answers from judge_a, judge_b and anchor.", field="anchor")
+    cell = (c[:, 0] * q + c[:, 1]) * q + c[:, 2]
+    # marginalise the q^3 triple table onto the two judge-vs-anchor tables
+    stat_a = _pair_table_batch(kind, w, q)
+
+    def stat(W: np.ndarray) -> np.ndarray:
+        T3 = W.reshape(-1, q, q, q)
+        ta = T3.sum(axis=2).reshape(-1, q * q)
+        tb = T3.sum(axis=1).reshape(-1, q * q)
+        return stat_a(ta) - stat_a(tb)
+
+    cl = None if clusters is None else np.asarray(clusters, dtype=object)[all3]
+    stt = None if strata is None else np.asarray(strata, dtype=object)[all3]
+    return bootstrap_table(cell, stat, n_types=q ** 3, method=method, unit=unit, clusters=cl, strata=stt,
+                           n_resamples=n_resamples, confidence_level=confidence_level, rng=rng,
+                           undefined=undefined)
+
+
+# =========================================================================== classification
+
+
+@dataclass(frozen=True, eq=False)
+class ClassificationResult:
+    """Judge-vs-anchor classification metrics, on answered items, with coverage apart.
+
+    Every metric is a float in [0, 1] or an :class:`~evaltk.values.Abstention`
+    (e.g. precision when the judge never said positive).  ``coverage`` is the
+    share of items with an anchor label on which the judge answered; the
+    metrics are computed on the answered items only, so a judge that abstains
+    on hard items shows high accuracy *and* low coverage - read them together.
+    """
+
+    positive: Any
+    accuracy: float | Abstention
+    balanced_accuracy: float | Abstention
+    precision: float | Abstention
+    recall: float | Abstention
+    f1: float | Abstention
+    tpr: float | Abstention
+    tnr: float | Abstention
+    coverage: float | Abstention
+    n_items: int
+    n_anchored: int
+    n_answered: int
+    n_judge_abstained: int
+    n_judge_missing: int
+    n_anchor_unusable: int
+    confusion: pd.DataFrame = field(repr=False)
+
+    def to_frame(self) -> pd.DataFrame:
+        """Tidy rows ``metric, value, cause, reason, numerator, denominator`` plus the counts."""
+        cm = self.confusion.to_numpy(dtype=float)
+        labels = list(self.confusion.index)
+        k = labels.index(self.positive) if self.positive in labels else None
+        tp = cm[k, k] if k is not None else math.nan
+        fp = cm[:, k].sum() - tp if k is not None else math.nan
+        fn_ = cm[k, :].sum() - tp if k is not None else math.nan
+        tn = cm.sum() - tp - fp - fn_ if k is not None else math.nan
+        rows = [
+            ("accuracy", self.accuracy, np.trace(cm), cm.sum()),
+            ("balanced_accuracy", self.balanced_accuracy, math.nan, math.nan),
+            ("precision", self.precision, tp, tp + fp),
+            ("recall", self.recall, tp, tp + fn_),
+            ("f1", self.f1, 2 * tp, 2 * tp + fp + fn_),
+            ("tpr", self.tpr, tp, tp + fn_),
+            ("tnr", self.tnr, tn, tn + fp),
+            ("coverage", self.coverage, self.n_answered, self.n_anchored),
+        ]
+        out = []
+        for name, v, num, den in rows:
+            ab = isinstance(v, Abstention)
+            out.append({
+                "metric": name, "value": None if ab else v,
+                "cause": v.cause.value if ab else None, "reason": v.reason if ab else None,
+                "numerator": num, "denominator": den, "positive": self.positive,
+                "n_items": self.n_items, "n_anchored": self.n_anchored, "n_answered": self.n_answered,
+                "n_judge_abstained": self.n_judge_abstained, "coverage": None if isinstance(
+                    self.coverage, Abstention) else self.coverage,
+            })
+        return pd.DataFrame(out)
+
+
+def _ratio(num: float, den: float, what: str) -> float | Abstention:
+    if den <= 0:
+        return Abstention(Cause.MISSING_EVIDENCE, f"{what}: denominator is 0")
+    return float(num / den)
+
+
+def classification_metrics(
+    judge: Any, anchor: Any, *, positive: Any, categories: Sequence[Any] | None = None,
+    abstain: Any = None,
+) -> ClassificationResult:
+    """Accuracy, balanced accuracy, precision, recall, F1, TPR and TNR of a judge against an anchor.
+
+    Parameters
+    ----------
+    judge, anchor : sequence
+        Labels per item.  Items whose anchor is missing or abstained are not
+        scored (counted in ``n_anchor_unusable``); items where the judge is
+        missing or abstained are not scored and lower ``coverage``.
+    positive : label
+        The positive class (for precision, recall, F1, TPR, TNR; with more than
+        two classes, everything else is negative).
+    categories : sequence, optional
+        Declared domain; other labels raise.
+    abstain : label or labels
+        Labels meaning "declined" (``"cannot_tell"``).
+
+    Returns
+    -------
+    ClassificationResult
+
+    Notes
+    -----
+    Balanced accuracy is the mean recall over the anchor's classes present on
+    answered items.  An undefined metric (e.g. precision with no positive
+    prediction) is an abstention with cause ``missing_evidence`` and a warning,
+    never 0.
+
+    Examples
+    --------
+    >>> res = classification_metrics([1, 1, 0, "cannot_tell"], [1, 0, 0, 1], positive=1,
+    ...                               abstain="cannot_tell")
+    >>> res.accuracy, res.coverage, res.precision
+    (0.6666666666666666, 0.75, 0.5)
+    """
+    fn = "classification_metrics"
+    a, b = _as_1d(judge, fn, "judge"), _as_1d(anchor, fn, "anchor")
+    if a.shape[0] != b.shape[0]:
+        raise InputError(f"{fn}: `judge` and `anchor` must have one label per item; got lengths "
+                         f"{a.shape[0]} and {b.shape[0]}.", field="anchor")
+    if isinstance(abstain, (str, bytes)) or abstain is None:
+        abstain = () if abstain is None else (abstain,)
+    values = np.column_stack([a.astype(object), b.astype(object)])
+    rt = _encode(values, categories=None if categories is None else list(categories), abstain=abstain, fn=fn)
+    cats = list(rt.categories)
+    if _hashable(positive) not in {_hashable(c) for c in cats}:
+        raise ValueError(f"`positive` {positive!r} is not among the labels {cats!r}.")
+    k = [_hashable(c) for c in cats].index(_hashable(positive))
+    jc, ac = rt.codes[:, 0], rt.codes[:, 1]
+    anchored = ac >= 0
+    answered = anchored & (jc >= 0)
+    q = len(cats)
+    cm = np.bincount(ac[answered] * q + jc[answered], minlength=q * q).reshape(q, q).astype(float)
+    n_ans = int(answered.sum())
+    tp = cm[k, k]
+    fp = cm[:, k].sum() - tp
+    fn_ = cm[k, :].sum() - tp
+    tn = cm.sum() - tp - fp - fn_
+    acc = _ratio(np.trace(cm), cm.sum(), "accuracy (no answered item)")
+    rec = _ratio(tp, tp + fn_, "recall (no anchor positive among answered items)")
+    prec = _ratio(tp, tp + fp, "precision (the judge never said positive)")
+    tnr = _ratio(tn, tn + fp, "TNR (no anchor negative among answered items)")
+    f1 = _ratio(2 * tp, 2 * tp + fp + fn_, "F1 (no positive in judge or anchor)")
+    row_tot = cm.sum(axis=1)
+    present = row_tot > 0
+    bal = (float(np.mean(np.diag(cm)[present] / row_tot[present])) if present.any()
+           else Abstention(Cause.MISSING_EVIDENCE, "balanced accuracy (no answered item)"))
+    n_anch = int(anchored.sum())
+    cov = _ratio(n_ans, n_anch, "coverage (no anchored item)")
+    for name, v in (("accuracy", acc), ("precision", prec), ("recall", rec), ("f1", f1), ("tnr", tnr)):
+        if isinstance(v, Abstention):
+            warnings.warn(f"{fn}: {name} is undefined ({v.reason}).", UndefinedWarning, stacklevel=user_stacklevel())
+    conf = pd.DataFrame(cm.astype(int), index=pd.Index(cats, name="anchor"),
+                        columns=pd.Index(cats, name="judge"))
+    return ClassificationResult(
+        positive=positive, accuracy=acc, balanced_accuracy=bal, precision=prec, recall=rec, f1=f1,
+        tpr=rec, tnr=tnr, coverage=cov, n_items=int(rt.codes.shape[0]), n_anchored=n_anch,
+        n_answered=n_ans, n_judge_abstained=int((anchored & (jc == -2)).sum()),
+        n_judge_missing=int((anchored & (jc == -1)).sum()), n_anchor_unusable=int((~anchored).sum()),
+        confusion=conf)
+
+
+def classification_report(
+    judge: Any, anchor: Any, *, positive: Any, categories: Sequence[Any] | None = None,
+    abstain: Any = None,
+) -> pd.DataFrame:
+    """Tidy table of :func:`classification_metrics`: one row per metric.
+
+    Columns ``metric, value, cause, reason, numerator, denominator, positive,
+    n_items, n_anchored, n_answered, n_judge_abstained, coverage``; ``value`` is
+    missing exactly where ``cause`` is set.
+
+    Examples
+    --------
+    >>> t = classification_report([1, 0, 1, 1], [1, 0, 0, 1], positive=1)
+    >>> round(float(t.set_index("metric").loc["precision", "value"]), 4)
+    0.6667
+    """
+    return classification_metrics(judge, anchor, positive=positive, categories=categories,
+                                  abstain=abstain).to_frame()
+
+
+# =========================================================================== CLI

@@ -1,0 +1,1001 @@
+"""Direction of error: which way a judge leans against a human anchor.
+
+Seed 002 ("What stands in for each construct, and which way the error runs")
+asks, per dimension, whether the measure *overstates*, *understates*, has *no
+detectable lean*, or whether the direction is *unknown* because there is no
+anchor.  This module fills that table from paired data (a judge's label and a
+human's label on the same items) instead of by hand:
+
+* :func:`signed_bias`: judge positive rate minus human positive rate, with
+  Newcombe's paired hybrid score interval (:func:`evaltk.intervals.paired_difference_interval`);
+* :func:`mcnemar_test`: exact, mid-p and asymptotic (with or without continuity
+  correction) McNemar tests of the same hypothesis;
+* :func:`stuart_maxwell_test`: marginal homogeneity for k categories;
+* :func:`class_bias`: per-class over- and under-prediction, one row per class;
+* :func:`confusion_asymmetry`: per pair of classes, how often the judge says i
+  where the human says j against the reverse;
+* :func:`mean_signed_difference`: for ordinal scales, the mean of judge minus
+  human on the declared scale, with a t interval;
+* :func:`direction_of_error` and :func:`direction_table`: the lean in words.
+
+Abstentions ("Cannot tell", "Unsure", ``None``, NaN, an
+:class:`~evaltk.values.Abstention`) on either side take the pair out of every
+count; how many left, and on which side, is reported on each result.
+
+The lean is read from the interval: ``overstates`` when its lower limit is above
+zero (the judge gives the positive or higher label more often than the human),
+``understates`` when its upper limit is below zero, ``no detectable lean`` when
+it covers zero, ``unknown`` when there is no anchor (no human labels, or no item
+labelled by both).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import warnings
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from ..values import Abstention, Cause, UndefinedWarning
+from ._intervals import PairedDifferenceResult, check_confidence_level, paired_difference_interval
+
+__all__ = [
+    "LEANS",
+    "OVERSTATES",
+    "UNDERSTATES",
+    "NO_DETECTABLE_LEAN",
+    "UNKNOWN",
+    "PairCounts",
+    "SignedBiasResult",
+    "McNemarResult",
+    "StuartMaxwellResult",
+    "MeanSignedDifferenceResult",
+    "DirectionResult",
+    "signed_bias",
+    "mcnemar_test",
+    "stuart_maxwell_test",
+    "class_bias",
+    "confusion_asymmetry",
+    "mean_signed_difference",
+    "lean_from_interval",
+    "direction_of_error",
+    "direction_table",
+]
+
+OVERSTATES = "overstates"
+UNDERSTATES = "understates"
+NO_DETECTABLE_LEAN = "no detectable lean"
+UNKNOWN = "unknown"
+#: The four words a lean is stated in, in seed 002's order.
+LEANS: tuple[str, ...] = (OVERSTATES, UNDERSTATES, NO_DETECTABLE_LEAN, UNKNOWN)
+
+_MCNEMAR_METHODS = ("exact", "mid-p", "asymptotic")
+
+
+# --------------------------------------------------------------------------- pairing
+
+
+def _is_missing(x: Any, abstain: frozenset) -> bool:
+    if x is None or isinstance(x, Abstention):
+        return True
+    if isinstance(x, float) and math.isnan(x):
+        return True
+    if isinstance(x, np.floating) and np.isnan(x):
+        return True
+    if x is pd.NA or x is pd.NaT:
+        return True
+    try:
+        return x in abstain
+    except TypeError:  # unhashable label
+        return False
+
+
+@dataclass(frozen=True)
+class PairCounts:
+    """How many items were paired and how many left, on which side.
+
+    Attributes
+    ----------
+    n_items : int
+        Items given.
+    n_pairs : int
+        Items with a judge label and a human label (the denominator).
+    n_judge_abstained : int
+        Items where only the judge abstained.
+    n_human_abstained : int
+        Items where only the human abstained.
+    n_both_abstained : int
+        Items where both abstained.
+    """
+
+    n_items: int
+    n_pairs: int
+    n_judge_abstained: int
+    n_human_abstained: int
+    n_both_abstained: int
+
+    @property
+    def n_excluded(self) -> int:
+        return self.n_items - self.n_pairs
+
+    @property
+    def coverage(self) -> float | Abstention:
+        """Share of items that entered the comparison."""
+        if self.n_items == 0:
+            return Abstention(Cause.MISSING_EVIDENCE, "no items")
+        return self.n_pairs / self.n_items
+
+    def as_dict(self) -> dict[str, Any]:
+        cov = self.coverage
+        return {
+            "n_items": self.n_items,
+            "n_pairs": self.n_pairs,
+            "n_excluded": self.n_excluded,
+            "n_judge_abstained": self.n_judge_abstained,
+            "n_human_abstained": self.n_human_abstained,
+            "n_both_abstained": self.n_both_abstained,
+            "coverage": None if isinstance(cov, Abstention) else cov,
+        }
+
+
+def _as_list(x: Any, name: str) -> list[Any]:
+    if isinstance(x, (str, bytes)) or not isinstance(x, Iterable):
+        raise TypeError(f"`{name}` must be a sequence of labels; got {type(x).__name__}.")
+    if isinstance(x, pd.Series):
+        return x.tolist()
+    if isinstance(x, np.ndarray):
+        if x.ndim != 1:
+            raise ValueError(f"`{name}` must be one-dimensional; got shape {x.shape}.")
+        return x.tolist()
+    return list(x)
+
+
+def _pair(judge: Any, human: Any, abstain: Iterable[Any]) -> tuple[list[Any], list[Any], PairCounts]:
+    j = _as_list(judge, "judge")
+    h = _as_list(human, "human")
+    if len(j) != len(h):
+        raise ValueError(
+            f"`judge` and `human` must label the same items; got {len(j)} and {len(h)} labels."
+        )
+    ab = frozenset(abstain)
+    jm = [_is_missing(x, ab) for x in j]
+    hm = [_is_missing(x, ab) for x in h]
+    keep = [not a and not b for a, b in zip(jm, hm, strict=True)]
+    counts = PairCounts(
+        n_items=len(j),
+        n_pairs=sum(keep),
+        n_judge_abstained=sum(a and not b for a, b in zip(jm, hm, strict=True)),
+        n_human_abstained=sum(b and not a for a, b in zip(jm, hm, strict=True)),
+        n_both_abstained=sum(a and b for a, b in zip(jm, hm, strict=True)),
+    )
+    return [x for x, k in zip(j, keep, strict=True) if k], [x for x, k in zip(h, keep, strict=True) if k], counts
+
+
+def _binary(labels: list[Any], positive: Any, name: str, negative: Any = None) -> np.ndarray:
+    if positive is None:
+        raise ValueError(f"`positive` must name the positive label of `{name}`; got None.")
+    out = np.fromiter((x == positive for x in labels), dtype=bool, count=len(labels))
+    if negative is not None:
+        bad = [x for x in labels if x != positive and x != negative]
+        if bad:
+            raise ValueError(
+                f"`{name}` has label {bad[0]!r}, neither `positive` ({positive!r}) nor "
+                f"`negative` ({negative!r}); declare it in `abstain` if it is an abstention."
+            )
+    return out
+
+
+def _table_from_binary(j: np.ndarray, h: np.ndarray) -> list[list[int]]:
+    a = int(np.sum(j & h))
+    b = int(np.sum(j & ~h))
+    c = int(np.sum(~j & h))
+    d = int(np.sum(~j & ~h))
+    return [[a, b], [c, d]]
+
+
+def lean_from_interval(low: float, high: float) -> str:
+    """``overstates`` if ``low > 0``, ``understates`` if ``high < 0``, else ``no detectable lean``.
+
+    Examples
+    --------
+    >>> lean_from_interval(0.02, 0.3), lean_from_interval(-0.2, -0.01), lean_from_interval(-0.1, 0.1)
+    ('overstates', 'understates', 'no detectable lean')
+    """
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return UNKNOWN
+    if low > 0:
+        return OVERSTATES
+    if high < 0:
+        return UNDERSTATES
+    return NO_DETECTABLE_LEAN
+
+
+# --------------------------------------------------------------------------- McNemar
+
+
+@dataclass(frozen=True)
+class McNemarResult:
+    """McNemar test of ``b == c`` in a paired 2x2 table.
+
+    Attributes
+    ----------
+    statistic : float
+        ``min(b, c)`` for the exact and mid-p tests (as statsmodels reports it),
+        the chi-square statistic for the asymptotic test.
+    pvalue : float
+        Two-sided.
+    method : str
+        ``"exact"``, ``"mid-p"`` or ``"asymptotic"``.
+    correction : bool
+        Continuity correction (asymptotic only).
+    b, c : int
+        Discordant counts: first positive only, second positive only.
+    """
+
+    statistic: float
+    pvalue: float
+    method: str
+    correction: bool
+    b: int
+    c: int
+
+    def to_frame(self) -> pd.DataFrame:
+        return pd.DataFrame([{"statistic": self.statistic, "pvalue": self.pvalue, "method": self.method,
+                              "correction": self.correction, "b": self.b, "c": self.c}])
+
+
+def _discordant(table: Any) -> tuple[int, int]:
+    arr = np.asarray(table)
+    if arr.shape != (2, 2):
+        raise ValueError(f"`table` must be a 2x2 table of counts; got shape {arr.shape}.")
+    if not np.issubdtype(arr.dtype, np.number) or (arr < 0).any() or (np.asarray(arr, float) % 1 != 0).any():
+        raise ValueError("`table` must hold non-negative whole counts.")
+    return int(arr[0, 1]), int(arr[1, 0])
+
+
+def mcnemar_test(
+    table: Any, *, method: str = "mid-p", correction: bool = False
+) -> McNemarResult | Abstention:
+    """McNemar's test for paired binary labels: exact, mid-p or asymptotic.
+
+    Parameters
+    ----------
+    table : array_like, shape (2, 2)
+        ``[[a, b], [c, d]]``: rows the first source (positive, negative), columns the second.
+    method : {"mid-p", "exact", "asymptotic"}, default "mid-p"
+        Fagerland, Lydersen and Laake (2013) recommend the mid-p and the
+        uncorrected asymptotic tests; the exact conditional test is conservative.
+    correction : bool, default False
+        Edwards' continuity correction for the asymptotic test.
+
+    Returns
+    -------
+    McNemarResult or Abstention
+        The asymptotic test is undefined without discordant pairs (an abstention
+        with a warning); the exact and mid-p tests then give p = 1.
+
+    Notes
+    -----
+    With ``m = b + c`` and ``X ~ Binomial(m, 1/2)``: exact ``p = min(1, 2 P(X <= min(b, c)))``;
+    mid-p ``p = 2 [P(X <= min(b, c)) - P(X = min(b, c)) / 2]``; asymptotic
+    ``chi2 = (b - c)^2 / m`` or ``(|b - c| - 1)^2 / m`` with correction, on 1 df.
+    With correction and ``b == c`` the statistic is set to 0 (p = 1); R's
+    ``mcnemar.test`` and statsmodels square ``-1`` and report ``1 / m``.
+
+    References
+    ----------
+    McNemar, Q. (1947). Psychometrika 12, 153-157.
+    Fagerland, M. W., Lydersen, S. and Laake, P. (2013). The McNemar test for binary
+    matched-pairs data: mid-p and asymptotic are better than exact conditional.
+    *BMC Medical Research Methodology* 13, 91.
+
+    Examples
+    --------
+    Bentur et al. (2009), as analysed by Fagerland et al. (2013): b = 1, c = 7.
+
+    >>> round(mcnemar_test([[1, 1], [7, 12]], method="mid-p").pvalue, 3)
+    0.039
+    >>> round(mcnemar_test([[1, 1], [7, 12]], method="exact").pvalue, 3)
+    0.07
+    """
+    if method not in _MCNEMAR_METHODS:
+        raise ValueError(f"`method` must be one of {', '.join(_MCNEMAR_METHODS)}; got {method!r}.")
+    b, c = _discordant(table)
+    m = b + c
+    k = min(b, c)
+    if method == "asymptotic":
+        if m == 0:
+            warnings.warn("McNemar's asymptotic test is undefined without discordant pairs",
+                          UndefinedWarning, stacklevel=2)
+            return Abstention(Cause.MISSING_EVIDENCE, "no discordant pairs")
+        num = (abs(b - c) - 1.0) ** 2 if correction else float(b - c) ** 2
+        if correction and abs(b - c) < 1:
+            num = 0.0
+        chi2 = num / m
+        return McNemarResult(chi2, float(stats.chi2.sf(chi2, 1)), method, correction, b, c)
+    cdf = float(stats.binom.cdf(k, m, 0.5)) if m else 1.0
+    if method == "exact":
+        p = min(1.0, 2.0 * cdf)
+    else:
+        pmf = float(stats.binom.pmf(k, m, 0.5)) if m else 1.0
+        p = min(1.0, 2.0 * (cdf - 0.5 * pmf)) if m else 1.0
+    return McNemarResult(float(k), p, method, False, b, c)
+
+
+# --------------------------------------------------------------------------- Stuart-Maxwell
+
+
+@dataclass(frozen=True)
+class StuartMaxwellResult:
+    """Stuart-Maxwell test of marginal homogeneity in a k x k table.
+
+    Attributes
+    ----------
+    statistic : float
+        Chi-square statistic ``d' V^-1 d``.
+    df : int
+        Degrees of freedom (k - 1 over the categories that carry off-diagonal counts).
+    pvalue : float
+    categories : tuple
+        Categories used (those with no off-diagonal count add nothing and are dropped).
+    """
+
+    statistic: float
+    df: int
+    pvalue: float
+    categories: tuple[Any, ...]
+    method: str = "stuart_maxwell"
+
+    def to_frame(self) -> pd.DataFrame:
+        return pd.DataFrame([{"statistic": self.statistic, "df": self.df, "pvalue": self.pvalue,
+                              "method": self.method, "categories": list(self.categories)}])
+
+
+def stuart_maxwell_test(
+    table: Any, *, categories: Sequence[Any] | None = None, method: str = "stuart_maxwell"
+) -> StuartMaxwellResult | Abstention:
+    """Stuart-Maxwell test that the judge's and the human's marginal distributions agree.
+
+    Parameters
+    ----------
+    table : array_like, shape (k, k)
+        Counts, rows the judge's label, columns the human's, in one category order.
+    categories : sequence, optional
+        Names of the k categories (for the result).
+    method : {"stuart_maxwell", "bhapkar"}
+        Bhapkar's (1966) variant uses the unrestricted covariance estimate:
+        ``W = S / (1 - S / n)`` with ``S`` the Stuart-Maxwell statistic; it is
+        slightly larger (more powerful, less conservative).
+
+    Returns
+    -------
+    StuartMaxwellResult or Abstention
+        An abstention (with a warning) when fewer than two categories carry
+        off-diagonal counts.
+
+    Notes
+    -----
+    With ``d_i = n_i. - n_.i`` for the first k - 1 categories and
+    ``V_ii = n_i. + n_.i - 2 n_ii``, ``V_ij = -(n_ij + n_ji)``, the statistic
+    ``d' V^{-1} d`` is chi-square on k - 1 df under marginal homogeneity.  A
+    category with no off-diagonal count makes V singular; it carries no
+    information about the margins and is dropped (df falls by one).
+
+    References
+    ----------
+    Stuart, A. (1955). A test for homogeneity of the marginal distributions in a
+    two-way classification. *Biometrika* 42, 412-416.
+    Maxwell, A. E. (1970). Comparing the classification of subjects by two
+    independent judges. *British Journal of Psychiatry* 116, 651-655.
+    Bhapkar, V. P. (1966). A note on the equivalence of two test criteria for
+    hypotheses in categorical data. *JASA* 61, 228-235.
+
+    Examples
+    --------
+    >>> r = stuart_maxwell_test([[20, 5, 1], [2, 15, 4], [1, 1, 30]])
+    >>> r.df, round(r.statistic, 4)
+    (2, 1.8305)
+    """
+    if method not in ("stuart_maxwell", "bhapkar"):
+        raise ValueError(f"`method` must be one of stuart_maxwell, bhapkar; got {method!r}.")
+    arr = np.asarray(table, dtype=float)
+    if arr.ndim != 2 or arr.shape[0] != arr.shape[1] or arr.shape[0] < 2:
+        raise ValueError(f"`table` must be a square k x k table with k >= 2; got shape {arr.shape}.")
+    if np.isnan(arr).any() or (arr < 0).any():
+        raise ValueError("`table` must hold non-negative counts.")
+    k = arr.shape[0]
+    cats = tuple(categories) if categories is not None else tuple(range(k))
+    if len(cats) != k:
+        raise ValueError(f"`categories` has {len(cats)} names for a {k} x {k} table.")
+    off = arr.copy()
+    np.fill_diagonal(off, 0.0)
+    used = np.flatnonzero(off.sum(axis=0) + off.sum(axis=1) > 0)
+    if used.size < 2:
+        warnings.warn("Stuart-Maxwell is undefined: fewer than two categories carry disagreements",
+                      UndefinedWarning, stacklevel=2)
+        return Abstention(Cause.MISSING_EVIDENCE, "no disagreement between the two sources")
+    sub = arr[np.ix_(used, used)]
+    row, col = sub.sum(axis=1), sub.sum(axis=0)
+    d = (row - col)[:-1]
+    v = -(sub + sub.T)
+    np.fill_diagonal(v, row + col - 2.0 * np.diag(sub))
+    v = v[:-1, :-1]
+    try:
+        chi2 = float(d @ np.linalg.solve(v, d))
+    except np.linalg.LinAlgError:
+        chi2 = float(d @ np.linalg.pinv(v) @ d)
+    df = int(used.size - 1)
+    if method == "bhapkar":
+        n = float(arr.sum())
+        chi2 = chi2 / (1.0 - chi2 / n) if chi2 < n else math.inf
+    return StuartMaxwellResult(chi2, df, float(stats.chi2.sf(chi2, df)), tuple(cats[i] for i in used), method)
+
+
+# --------------------------------------------------------------------------- signed bias
+
+
+@dataclass(frozen=True)
+class SignedBiasResult:
+    """Judge positive rate minus human positive rate, on the items both labelled.
+
+    Attributes
+    ----------
+    statistic : float
+        ``judge_rate - human_rate``.
+    confidence_interval : tuple of float
+        Newcombe's paired hybrid score interval.
+    judge_rate, human_rate : float
+    table : tuple of int
+        ``(both positive, judge only, human only, neither)``.
+    counts : PairCounts
+    lean : str
+        One of :data:`LEANS`.
+    mcnemar : McNemarResult
+        Mid-p McNemar test of the same hypothesis.
+    confidence_level : float
+    """
+
+    statistic: float
+    confidence_interval: tuple[float, float]
+    judge_rate: float
+    human_rate: float
+    table: tuple[int, int, int, int]
+    counts: PairCounts
+    lean: str
+    mcnemar: McNemarResult
+    confidence_level: float
+
+    @property
+    def over_predicted(self) -> int:
+        """Items the judge calls positive and the human does not."""
+        return self.table[1]
+
+    @property
+    def under_predicted(self) -> int:
+        """Items the human calls positive and the judge does not."""
+        return self.table[2]
+
+    def to_frame(self) -> pd.DataFrame:
+        row = {
+            "statistic": self.statistic,
+            "ci_low": self.confidence_interval[0],
+            "ci_high": self.confidence_interval[1],
+            "judge_rate": self.judge_rate,
+            "human_rate": self.human_rate,
+            "over_predicted": self.over_predicted,
+            "under_predicted": self.under_predicted,
+            "lean": self.lean,
+            "mcnemar_midp": self.mcnemar.pvalue,
+            "confidence_level": self.confidence_level,
+        }
+        row.update(self.counts.as_dict())
+        return pd.DataFrame([row])
+
+
+def signed_bias(
+    judge: Sequence[Any],
+    human: Sequence[Any],
+    *,
+    positive: Any = True,
+    negative: Any = None,
+    abstain: Iterable[Any] = (),
+    confidence_level: float = 0.95,
+) -> SignedBiasResult | Abstention:
+    """Signed bias of a binary judge against a human anchor, with a paired interval.
+
+    Parameters
+    ----------
+    judge, human : sequence
+        Labels on the same items, in the same order.  ``None``, NaN, an
+        :class:`~evaltk.values.Abstention` or a label in ``abstain`` is an
+        abstention: the item leaves the comparison and is counted.
+    positive : label, default True
+        The positive label ("Yes", "Successful", 1).
+    negative : label, optional
+        The negative label.  When given, any other label is an error (a typo
+        such as "yes " would otherwise count silently as negative).
+    abstain : iterable of labels
+        Labels that mean "cannot tell" ("Unsure", "Cannot tell").
+    confidence_level : float, default 0.95
+
+    Returns
+    -------
+    SignedBiasResult or Abstention
+        An abstention (``missing_evidence``, with a warning) when no item has
+        both labels.
+
+    Notes
+    -----
+    With ``b`` items the judge calls positive and the human does not, and ``c``
+    the reverse, the bias is ``(b - c) / n``; the interval is Newcombe's (1998b)
+    method 10 (:func:`evaltk.intervals.paired_difference_interval`), which
+    accounts for the pairing.  Positive bias: the judge overstates the positive
+    label.
+
+    Examples
+    --------
+    >>> j = ["Yes"] * 30 + ["No"] * 20
+    >>> h = ["Yes"] * 20 + ["No"] * 30
+    >>> r = signed_bias(j, h, positive="Yes")
+    >>> round(r.statistic, 2), r.lean
+    (0.2, 'overstates')
+    """
+    cl = check_confidence_level(confidence_level)
+    jl, hl, counts = _pair(judge, human, abstain)
+    if counts.n_pairs == 0:
+        warnings.warn("signed bias is undefined: no item has both a judge and a human label",
+                      UndefinedWarning, stacklevel=2)
+        return Abstention(Cause.MISSING_EVIDENCE, "no item has both a judge and a human label")
+    jb = _binary(jl, positive, "judge", negative)
+    hb = _binary(hl, positive, "human", negative)
+    table = _table_from_binary(jb, hb)
+    diff = paired_difference_interval(table, confidence_level=cl)
+    assert isinstance(diff, PairedDifferenceResult)  # n_pairs > 0
+    mc = mcnemar_test(table, method="mid-p")
+    assert isinstance(mc, McNemarResult)
+    return SignedBiasResult(
+        statistic=diff.statistic,
+        confidence_interval=diff.confidence_interval,
+        judge_rate=diff.p1,
+        human_rate=diff.p2,
+        table=diff.table,
+        counts=counts,
+        lean=lean_from_interval(*diff.confidence_interval),
+        mcnemar=mc,
+        confidence_level=cl,
+    )
+
+
+# --------------------------------------------------------------------------- k categories
+
+
+def _categories(jl: list[Any], hl: list[Any], categories: Sequence[Any] | None) -> list[Any]:
+    if categories is None:
+        seen = list(dict.fromkeys([*hl, *jl]))
+        try:
+            return sorted(seen)
+        except TypeError:
+            return seen
+    cats = list(categories)
+    if len(set(cats)) != len(cats):
+        raise ValueError("`categories` has duplicates.")
+    unknown = [x for x in (*jl, *hl) if x not in set(cats)]
+    if unknown:
+        raise ValueError(
+            f"label {unknown[0]!r} is not among `categories` {cats}; declare it, or list it in `abstain`."
+        )
+    return cats
+
+
+def _square_table(jl: list[Any], hl: list[Any], cats: list[Any]) -> np.ndarray:
+    idx = {c: i for i, c in enumerate(cats)}
+    k = len(cats)
+    ji = np.fromiter((idx[x] for x in jl), dtype=np.int64, count=len(jl))
+    hi = np.fromiter((idx[x] for x in hl), dtype=np.int64, count=len(hl))
+    return np.bincount(ji * k + hi, minlength=k * k).reshape(k, k)
+
+
+def class_bias(
+    judge: Sequence[Any],
+    human: Sequence[Any],
+    *,
+    categories: Sequence[Any] | None = None,
+    abstain: Iterable[Any] = (),
+    confidence_level: float = 0.95,
+) -> pd.DataFrame:
+    """Per-class over- and under-prediction of a judge against a human anchor.
+
+    One row per class: how often the judge uses it against how often the human
+    does, on the items both labelled, with the one-vs-rest paired interval.
+
+    Returns
+    -------
+    DataFrame
+        ``category, judge_rate, human_rate, bias, ci_low, ci_high, over_predicted,
+        under_predicted, lean, n_pairs`` (plus ``n_items``, ``n_excluded`` and the
+        per-side abstention counts).  ``over_predicted`` counts items the judge
+        puts in the class and the human does not; ``under_predicted`` the reverse.
+
+    Examples
+    --------
+    >>> j = ["A", "A", "B", "C", "A", "B"]
+    >>> h = ["A", "B", "B", "C", "B", "B"]
+    >>> class_bias(j, h)[["category", "over_predicted", "under_predicted"]].values.tolist()
+    [['A', 2, 0], ['B', 0, 2], ['C', 0, 0]]
+    """
+    cl = check_confidence_level(confidence_level)
+    jl, hl, counts = _pair(judge, human, abstain)
+    cats = _categories(jl, hl, categories)
+    cols = ["category", "judge_rate", "human_rate", "bias", "ci_low", "ci_high",
+            "over_predicted", "under_predicted", "lean", *counts.as_dict().keys()]
+    if counts.n_pairs == 0:
+        warnings.warn("class bias is undefined: no item has both a judge and a human label",
+                      UndefinedWarning, stacklevel=2)
+        rows = [{"category": c, "lean": UNKNOWN, **counts.as_dict()} for c in cats]
+        return pd.DataFrame(rows, columns=cols)
+    tab = _square_table(jl, hl, cats)
+    n = int(tab.sum())
+    rows = []
+    for i, c in enumerate(cats):
+        a = int(tab[i, i])
+        b = int(tab[i, :].sum() - a)  # judge says c, human another class
+        cc = int(tab[:, i].sum() - a)  # human says c, judge another class
+        d = n - a - b - cc
+        r = paired_difference_interval([[a, b], [cc, d]], confidence_level=cl)
+        assert isinstance(r, PairedDifferenceResult)
+        rows.append({
+            "category": c, "judge_rate": r.p1, "human_rate": r.p2, "bias": r.statistic,
+            "ci_low": r.confidence_interval[0], "ci_high": r.confidence_interval[1],
+            "over_predicted": b, "under_predicted": cc, "lean": lean_from_interval(*r.confidence_interval),
+            **counts.as_dict(),
+        })
+    return pd.DataFrame(rows, columns=cols)
+
+
+def confusion_asymmetry(
+    judge: Sequence[Any],
+    human: Sequence[Any],
+    *,
+    categories: Sequence[Any] | None = None,
+    abstain: Iterable[Any] = (),
+) -> pd.DataFrame:
+    """Asymmetry of the confusion table, one row per unordered pair of classes.
+
+    For classes ``i`` before ``j`` in ``categories``: ``judge_i_human_j`` items the
+    judge labels i where the human says j, ``judge_j_human_i`` the reverse,
+    ``asymmetry = (judge_i_human_j - judge_j_human_i) / (sum)`` in [-1, 1]
+    (positive: the judge pushes items toward ``i``), and the mid-p McNemar
+    p-value of that pair (the pairwise components of Bowker's test).  A pair with
+    no confusion has no asymmetry: the value is missing and ``cause`` says why.
+
+    Examples
+    --------
+    >>> j = ["Yes", "Yes", "Yes", "No", "Yes"]
+    >>> h = ["No", "No", "Yes", "No", "Yes"]
+    >>> confusion_asymmetry(j, h, categories=["Yes", "No"])[["class_i", "class_j", "asymmetry"]].values.tolist()
+    [['Yes', 'No', 1.0]]
+    """
+    jl, hl, counts = _pair(judge, human, abstain)
+    cats = _categories(jl, hl, categories)
+    tab = _square_table(jl, hl, cats) if jl else np.zeros((len(cats), len(cats)), dtype=np.int64)
+    rows = []
+    for i in range(len(cats)):
+        for j in range(i + 1, len(cats)):
+            nij, nji = int(tab[i, j]), int(tab[j, i])
+            m = nij + nji
+            mc = mcnemar_test([[0, nij], [nji, 0]], method="mid-p")
+            assert isinstance(mc, McNemarResult)
+            rows.append({
+                "class_i": cats[i], "class_j": cats[j],
+                "judge_i_human_j": nij, "judge_j_human_i": nji,
+                "asymmetry": (nij - nji) / m if m else np.nan,
+                "cause": None if m else Cause.MISSING_EVIDENCE.value,
+                "mcnemar_midp": mc.pvalue if m else np.nan,
+                "n_pairs": counts.n_pairs,
+            })
+    return pd.DataFrame(rows, columns=["class_i", "class_j", "judge_i_human_j", "judge_j_human_i",
+                                       "asymmetry", "cause", "mcnemar_midp", "n_pairs"])
+
+
+# --------------------------------------------------------------------------- ordinal
+
+
+@dataclass(frozen=True)
+class MeanSignedDifferenceResult:
+    """Mean of judge minus human on an ordinal scale, with a t interval.
+
+    Attributes
+    ----------
+    statistic : float
+        Mean signed difference, in scale units (positions when ``categories`` was given).
+    confidence_interval : tuple of float
+    std_error : float
+    counts : PairCounts
+    lean : str
+    confidence_level : float
+    """
+
+    statistic: float
+    confidence_interval: tuple[float, float]
+    std_error: float
+    counts: PairCounts
+    lean: str
+    confidence_level: float
+
+    def to_frame(self) -> pd.DataFrame:
+        row = {"statistic": self.statistic, "ci_low": self.confidence_interval[0],
+               "ci_high": self.confidence_interval[1], "std_error": self.std_error,
+               "lean": self.lean, "confidence_level": self.confidence_level}
+        row.update(self.counts.as_dict())
+        return pd.DataFrame([row])
+
+
+def _scores(labels: list[Any], categories: Sequence[Any] | Mapping[Any, float] | None, name: str) -> np.ndarray:
+    if categories is None:
+        bad = [x for x in labels if isinstance(x, bool) or not isinstance(x, numbers.Real)]
+        if bad:
+            raise ValueError(
+                f"`{name}` has non-numeric label {bad[0]!r}; pass the ordered scale as `categories`."
+            )
+        return np.asarray(labels, dtype=float)
+    mapping = dict(categories) if isinstance(categories, Mapping) else {c: float(i) for i, c in enumerate(categories)}
+    unknown = [x for x in labels if x not in mapping]
+    if unknown:
+        raise ValueError(
+            f"`{name}` has label {unknown[0]!r} outside the declared scale {list(mapping)}; "
+            "declare it, or list it in `abstain`."
+        )
+    return np.asarray([mapping[x] for x in labels], dtype=float)
+
+
+def mean_signed_difference(
+    judge: Sequence[Any],
+    human: Sequence[Any],
+    *,
+    categories: Sequence[Any] | Mapping[Any, float] | None = None,
+    abstain: Iterable[Any] = (),
+    confidence_level: float = 0.95,
+) -> MeanSignedDifferenceResult | Abstention:
+    """Mean signed difference (judge minus human) on an ordinal scale.
+
+    Parameters
+    ----------
+    judge, human : sequence
+        Labels on the same items.
+    categories : sequence or mapping, optional
+        The declared scale, lowest first (positions 0, 1, ...), or a mapping
+        label -> score (seed 002's efficiency: ``{"Lots": 0.0, "A few": 0.5,
+        "None": 1.0}``).  Required unless the labels are numbers.
+    abstain : iterable of labels
+    confidence_level : float, default 0.95
+
+    Returns
+    -------
+    MeanSignedDifferenceResult or Abstention
+        An abstention when fewer than two items have both labels.
+
+    Notes
+    -----
+    ``d_i = s(judge_i) - s(human_i)``; the interval is ``mean(d) +- t_{n-1} sd(d)/sqrt(n)``.
+    When every difference is equal the standard error is 0 and the interval
+    collapses to the point; the lean then follows its sign.
+
+    Examples
+    --------
+    >>> scale = ["Lots", "A few", "None"]
+    >>> r = mean_signed_difference(["None", "None", "A few", "None"], ["A few", "None", "Lots", "A few"],
+    ...                            categories=scale)
+    >>> r.statistic
+    0.75
+    """
+    cl = check_confidence_level(confidence_level)
+    jl, hl, counts = _pair(judge, human, abstain)
+    if counts.n_pairs < 2:
+        warnings.warn("mean signed difference needs at least two paired items",
+                      UndefinedWarning, stacklevel=2)
+        return Abstention(Cause.MISSING_EVIDENCE, f"{counts.n_pairs} paired item(s); at least two needed")
+    d = _scores(jl, categories, "judge") - _scores(hl, categories, "human")
+    n = d.size
+    mean = float(d.mean())
+    se = float(d.std(ddof=1) / math.sqrt(n))
+    t = float(stats.t.ppf(0.5 + cl / 2.0, n - 1))
+    ci = (mean - t * se, mean + t * se)
+    return MeanSignedDifferenceResult(mean, ci, se, counts, lean_from_interval(*ci), cl)
+
+
+# --------------------------------------------------------------------------- the lean in words
+
+
+@dataclass(frozen=True)
+class DirectionResult:
+    """Which way a judge's error runs on one dimension, in words and numbers.
+
+    Attributes
+    ----------
+    lean : str
+        One of :data:`LEANS`.
+    statistic : float or None
+        Signed bias (binary) or mean signed difference (ordinal); None when unknown.
+    confidence_interval : tuple of float or None
+    pvalue : float or None
+        Mid-p McNemar (binary) or the t test of a zero mean (ordinal).
+    scale : str
+        ``"binary"`` or ``"ordinal"``.
+    method : str
+    counts : PairCounts or None
+    reason : str
+        Why the lean is unknown, or what the statistic is.
+    """
+
+    lean: str
+    statistic: float | None
+    confidence_interval: tuple[float, float] | None
+    pvalue: float | None
+    scale: str
+    method: str
+    counts: PairCounts | None
+    reason: str = ""
+    detail: Any = field(default=None, repr=False, compare=False)
+
+    def to_frame(self) -> pd.DataFrame:
+        ci = self.confidence_interval or (None, None)
+        row = {"lean": self.lean, "statistic": self.statistic, "ci_low": ci[0], "ci_high": ci[1],
+               "pvalue": self.pvalue, "scale": self.scale, "method": self.method, "reason": self.reason}
+        row.update(self.counts.as_dict() if self.counts else {})
+        return pd.DataFrame([row])
+
+
+_SCALES = ("binary", "ordinal")
+
+
+def direction_of_error(
+    judge: Sequence[Any],
+    human: Sequence[Any] | None,
+    *,
+    scale: str = "binary",
+    positive: Any = True,
+    negative: Any = None,
+    categories: Sequence[Any] | Mapping[Any, float] | None = None,
+    abstain: Iterable[Any] = (),
+    confidence_level: float = 0.95,
+) -> DirectionResult:
+    """State which way a judge's error runs against a human anchor.
+
+    Parameters
+    ----------
+    judge : sequence
+        The judge's labels.
+    human : sequence or None
+        The human anchor on the same items; ``None`` when no human labels exist
+        (the lean is then ``"unknown"``: seed 002's efficiency row).
+    scale : {"binary", "ordinal"}
+        Binary: signed bias of the ``positive`` rate (:func:`signed_bias`).
+        Ordinal: :func:`mean_signed_difference` on ``categories``.
+    positive, negative : label
+        For a binary scale.
+    categories : sequence or mapping
+        For an ordinal scale (lowest first, or label -> score).
+    abstain : iterable of labels
+    confidence_level : float, default 0.95
+
+    Returns
+    -------
+    DirectionResult
+
+    Examples
+    --------
+    >>> direction_of_error(["Yes", "No"], None, positive="Yes").lean
+    'unknown'
+    >>> j = ["Yes"] * 40 + ["No"] * 60
+    >>> h = ["Yes"] * 60 + ["No"] * 40
+    >>> direction_of_error(j, h, positive="Yes").lean
+    'understates'
+    """
+    if scale not in _SCALES:
+        raise ValueError(f"`scale` must be one of {', '.join(_SCALES)}; got {scale!r}.")
+    cl = check_confidence_level(confidence_level)
+    if human is None:
+        return DirectionResult(UNKNOWN, None, None, None, scale, "none", None,
+                               "no human anchor: there is nothing to establish a lean against")
+    if scale == "binary":
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UndefinedWarning)
+            r = signed_bias(judge, human, positive=positive, negative=negative, abstain=abstain,
+                            confidence_level=cl)
+        if isinstance(r, Abstention):
+            _, _, counts = _pair(judge, human, abstain)
+            return DirectionResult(UNKNOWN, None, None, None, scale, "signed_bias", counts,
+                                   f"no anchor on these items: {r.reason}")
+        return DirectionResult(
+            r.lean, r.statistic, r.confidence_interval, r.mcnemar.pvalue, scale,
+            "signed_bias (Newcombe hybrid score) + McNemar mid-p", r.counts,
+            f"judge positive rate {r.judge_rate:.4g} vs human {r.human_rate:.4g}", detail=r,
+        )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedWarning)
+        m = mean_signed_difference(judge, human, categories=categories, abstain=abstain, confidence_level=cl)
+    if isinstance(m, Abstention):
+        _, _, counts = _pair(judge, human, abstain)
+        return DirectionResult(UNKNOWN, None, None, None, scale, "mean_signed_difference", counts,
+                               f"no anchor on these items: {m.reason}")
+    if m.std_error > 0:
+        tstat = m.statistic / m.std_error
+        p = float(2.0 * stats.t.sf(abs(tstat), m.counts.n_pairs - 1))
+    else:
+        p = 1.0 if m.statistic == 0 else 0.0
+    return DirectionResult(m.lean, m.statistic, m.confidence_interval, p, scale,
+                           "mean_signed_difference (t interval)", m.counts,
+                           "mean of judge minus human on the declared scale", detail=m)
+
+
+def direction_table(
+    data: pd.DataFrame,
+    *,
+    dimension: str = "dimension",
+    judge: str = "judge",
+    human: str = "human",
+    scales: Mapping[str, str] | None = None,
+    positive: Mapping[str, Any] | Any = True,
+    categories: Mapping[str, Sequence[Any] | Mapping[Any, float]] | None = None,
+    abstain: Iterable[Any] = (),
+    confidence_level: float = 0.95,
+) -> pd.DataFrame:
+    """Seed 002's direction-of-error table, filled from data: one row per dimension.
+
+    Parameters
+    ----------
+    data : DataFrame
+        Long format: one row per (dimension, item) with the judge's label and the
+        human's label (missing where there is none).
+    dimension, judge, human : str
+        Column names.
+    scales : mapping dimension -> "binary" | "ordinal", optional
+        Default binary.
+    positive : label or mapping dimension -> label
+        The positive label of each binary dimension.
+    categories : mapping dimension -> scale, optional
+        The ordered scale of each ordinal dimension.
+    abstain : iterable of labels
+    confidence_level : float
+
+    Returns
+    -------
+    DataFrame
+        ``dimension, lean, statistic, ci_low, ci_high, pvalue, scale, method, reason,
+        n_items, n_pairs, n_excluded, ...``.  A dimension whose human column is
+        empty reads ``unknown``.
+
+    Examples
+    --------
+    >>> df = pd.DataFrame({"dimension": ["t_task"] * 4 + ["t_eff"] * 2,
+    ...                    "judge": ["Yes", "No", "No", "No", "None", "Lots"],
+    ...                    "human": ["Yes", "Yes", "Yes", "No", None, None]})
+    >>> direction_table(df, positive="Yes").set_index("dimension").loc["t_eff", "lean"]
+    'unknown'
+    """
+    for col in (dimension, judge, human):
+        if col not in data.columns:
+            raise ValueError(f"`data` has no column `{col}`; columns are {list(data.columns)}.")
+    scales = dict(scales or {})
+    categories = dict(categories or {})
+    frames = []
+    for dim, g in data.groupby(dimension, sort=False):
+        sc = scales.get(dim, "binary")
+        pos = positive.get(dim, True) if isinstance(positive, Mapping) else positive
+        hcol = g[human]
+        anchor = None if hcol.isna().all() else g[human].tolist()
+        r = direction_of_error(g[judge].tolist(), anchor, scale=sc, positive=pos,
+                               categories=categories.get(dim), abstain=abstain,
+                               confidence_level=confidence_level)
+        f = r.to_frame()
+        if r.counts is None:
+            f = f.assign(n_items=len(g), n_pairs=0, n_excluded=len(g))
+        f.insert(0, "dimension", dim)
+        frames.append(f)
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["dimension", "lean"])
