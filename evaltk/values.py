@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -57,6 +58,21 @@ __all__ = [
     "verdicts",
     "resolve_fail_closed",
     "NO_VALIDATED_THRESHOLD",
+    "CANNOT_TELL",
+    "ANSWER_VALUES",
+    "ANSWER_VOCABULARIES",
+    "MEASURE_LEVELS",
+    "PER_STEP_MEASURES",
+    "FREE_TEXT_MEASURES",
+    "ANSWER_SYNONYMS",
+    "MEASURE_ALIASES",
+    "ABSTAIN_WORDS",
+    "normalize_answer",
+    "abstain_labels",
+    "measure_level",
+    "answer_categories",
+    "ANSWER_TABLE_COLUMNS",
+    "RATING_TABLE_COLUMNS",
 ]
 
 
@@ -537,3 +553,162 @@ def resolve_fail_closed(v: Verdict) -> Verdict:
     if v.outcome is VerdictOutcome.ABSTAIN:
         return Verdict(VerdictOutcome.FAIL, f"fail-closed: {v.reason}", v.value)
     return v
+
+
+# --------------------------------------------------------------------------- the answer vocabulary
+
+#: The canonical word for "the rater looked and cannot tell" (seed 002: Cannot tell
+#: maps to the abstention, flagged and not guessed).
+CANNOT_TELL = "cannot_tell"
+
+#: The answer words of each measure, in the order of seed 002's cards ("The four
+#: dimensions"), each with its value; ``None`` is the abstention (``cannot_tell``:
+#: abstained; ``not_applicable``: the question did not arise).  ``x_safe`` is computed
+#: from the trace; a human ``x_safe`` label (for calibrating that computation) uses
+#: these words.  The guide-level yes/no measures answer the same way.
+ANSWER_VALUES: dict[str, dict[str, float | None]] = {
+    "x_task": {"yes": 1.0, "no": 0.0, CANNOT_TELL: None},
+    "x_safe": {"yes": 1.0, "no": 0.0, "not_applicable": None, CANNOT_TELL: None},
+    "x_eff": {"none": 1.0, "a_few": 0.5, "lots": 0.0, CANNOT_TELL: None},
+    "x_ctx": {"yes": 1.0, "no": 0.0, CANNOT_TELL: None},
+    "g_fidelity": {"yes": 1.0, "no": 0.0, CANNOT_TELL: None},
+    "g_adherence": {"yes": 1.0, "no": 0.0, CANNOT_TELL: None},
+    "g_outcome": {"yes": 1.0, "no": 0.0, CANNOT_TELL: None},
+}
+
+#: The answer words of each measure, in :data:`ANSWER_VALUES` order.
+ANSWER_VOCABULARIES: dict[str, tuple[str, ...]] = {m: tuple(v) for m, v in ANSWER_VALUES.items()}
+
+#: Level of measurement of each measure's answers: ``x_eff`` is ordinal (lots < a few
+#: < none); every other answered measure is a nominal yes/no.
+MEASURE_LEVELS: dict[str, str] = {m: "ordinal" if m == "x_eff" else "nominal" for m in ANSWER_VALUES}
+
+#: Measures answered per step (the ``step`` column is required); all others are
+#: trace-level (``step`` must be empty).
+PER_STEP_MEASURES: frozenset[str] = frozenset({"x_ctx"})
+
+#: Measures whose answer is an identifier, kept verbatim (no case folding, no
+#: trimming): ``g_retrieval`` compares identifiers by exact equality, never fuzzy.
+#: Any other ``g_<name>`` measure not in :data:`ANSWER_VOCABULARIES` is free text too.
+FREE_TEXT_MEASURES: frozenset[str] = frozenset({"g_retrieval"})
+
+#: Accepted spellings, after lower-casing, trimming and turning runs of spaces,
+#: hyphens and underscores into one ``_`` (so "Cannot tell", "cannot-tell" and
+#: "CANNOT_TELL" all read as ``cannot_tell``).
+ANSWER_SYNONYMS: dict[str, str] = {
+    "can't_tell": CANNOT_TELL,
+    "cant_tell": CANNOT_TELL,
+    "can_not_tell": CANNOT_TELL,
+    "unsure": CANNOT_TELL,
+    "few": "a_few",
+    "a_lot": "lots",
+    "n/a": "not_applicable",
+    "na": "not_applicable",
+}
+
+#: Implementations write the trace dimensions with a ``t_`` prefix (seed 002,
+#: "Notation"); both spellings name the same measure.
+MEASURE_ALIASES: dict[str, str] = {
+    "t_task": "x_task",
+    "t_safe": "x_safe",
+    "t_eff": "x_eff",
+    "t_ctx": "x_ctx",
+}
+
+
+def normalize_answer(word: str) -> str:
+    """Normalise an answer word: trim, lower-case, join words with ``_``, map synonyms.
+
+    Examples
+    --------
+    >>> normalize_answer("Cannot tell"), normalize_answer(" A few "), normalize_answer("unsure")
+    ('cannot_tell', 'a_few', 'cannot_tell')
+    """
+    w = re.sub(r"[\s_\-]+", "_", word.strip().lower())
+    return ANSWER_SYNONYMS.get(w, w)
+
+
+def _spellings(word: str) -> list[str]:
+    """``word`` (lower case, ``_`` between words) joined by ``_``, space and ``-``, in
+    lower, sentence, title and upper case."""
+    parts = word.split("_")
+    forms: list[str] = []
+    for sep in ("_", " ", "-"):
+        lower = sep.join(parts)
+        forms += [lower, lower.capitalize(), sep.join(p.capitalize() for p in parts), lower.upper()]
+    return list(dict.fromkeys(forms))
+
+
+#: The one default of every ``abstain=`` parameter in evaltk: the labels that mean
+#: "the rater declined".  They are :data:`CANNOT_TELL` and every spelling that
+#: :func:`normalize_answer` reads as it ("Cannot tell", "cannot-tell", "Can't tell",
+#: "Unsure", ...) in lower, sentence, title and upper case.  Pass ``abstain=()`` to
+#: treat every label as a category.
+ABSTAIN_WORDS: tuple[str, ...] = tuple(dict.fromkeys(
+    s for w in (CANNOT_TELL, *(k for k, v in ANSWER_SYNONYMS.items() if v == CANNOT_TELL))
+    for s in _spellings(w)
+))
+
+
+def abstain_labels(abstain: Any, categories: Iterable[Any] | None = None) -> frozenset[Any]:
+    """The set of labels an ``abstain=`` argument names, less any declared category.
+
+    Parameters
+    ----------
+    abstain : label or iterable of labels
+        :data:`ABSTAIN_WORDS` (every function's default), ``()`` for none, one label,
+        or several.
+    categories : iterable of labels, optional
+        The declared domain: a label declared a category is never an abstention.
+
+    Examples
+    --------
+    >>> "Unsure" in abstain_labels(ABSTAIN_WORDS)
+    True
+    >>> sorted(abstain_labels("n/a")), abstain_labels(ABSTAIN_WORDS, ["Unsure"]) >= {"Unsure"}
+    (['n/a'], False)
+    """
+    if abstain is None:
+        raise TypeError("`abstain` must be a label or labels (default: the answer vocabulary's "
+                        "ABSTAIN_WORDS; `abstain=()` for none); got None.")
+    labels = frozenset((abstain,) if isinstance(abstain, (str, bytes)) else abstain)
+    return labels - frozenset(categories) if categories is not None else labels
+
+
+def measure_level(measure: str) -> str:
+    """The level of measurement of ``measure``'s answers (:data:`MEASURE_LEVELS`).
+
+    Examples
+    --------
+    >>> measure_level("x_eff"), measure_level("t_task")
+    ('ordinal', 'nominal')
+    """
+    m = MEASURE_ALIASES.get(measure, measure)
+    if m not in MEASURE_LEVELS:
+        raise ValueError(f"`measure` must be one of {', '.join(MEASURE_LEVELS)}; got {measure!r}.")
+    return MEASURE_LEVELS[m]
+
+
+def answer_categories(measure: str) -> tuple[str, ...]:
+    """The words of ``measure`` that carry a value, lowest value first (the ordered scale
+    an ordinal statistic needs).
+
+    Examples
+    --------
+    >>> answer_categories("x_eff"), answer_categories("x_task")
+    (('lots', 'a_few', 'none'), ('no', 'yes'))
+    """
+    measure_level(measure)  # validates the name
+    vals = ANSWER_VALUES[MEASURE_ALIASES.get(measure, measure)]
+    return tuple(sorted((w for w, v in vals.items() if v is not None), key=lambda w: vals[w]))
+
+
+# --------------------------------------------------------------------------- column profiles
+
+#: evaltk answer tables (ingest's answers and labels, the demo's ``answers.csv`` and
+#: ``labels.csv``): one row per answer.  ``step`` is empty for trace-level measures.
+ANSWER_TABLE_COLUMNS: tuple[str, ...] = ("trace_id", "measure", "step", "rater", "answer")
+
+#: Generic long rating tables (agreement, calibration, the public-data loaders): one
+#: row per (item, rater).  These are the defaults of every ``item=, rater=, rating=``.
+RATING_TABLE_COLUMNS: tuple[str, ...] = ("item_id", "rater", "rating")

@@ -81,7 +81,7 @@ def test_ceiling_two_ratings_wilson_and_alpha_cross_check():
         p, q = rng.choice(4, 2, replace=False)
         rows += [{"item_id": i, "rater": names[p], "rating": x}, {"item_id": i, "rater": names[q], "rating": y}]
     df = pd.DataFrame(rows)
-    r = human_ceiling(df, rng=0, n_resamples=500)
+    r = human_ceiling(df, level="nominal", rng=0, n_resamples=500)
     assert isinstance(r, CeilingResult)
     agree = sum(x == y for x, y in m)
     assert r.statistic == pytest.approx(agree / 80)
@@ -96,7 +96,7 @@ def test_ceiling_two_ratings_wilson_and_alpha_cross_check():
 
 def test_ceiling_abstentions_excluded_and_counted():
     m = [["Yes", "Yes"], ["No", "Unsure"], ["Yes", "No"], ["No", "No"], ["Unsure", "Unsure"], ["Yes", None]]
-    r = _quiet(human_ceiling, _long(m), abstain=["Unsure"], rng=0, n_resamples=200)
+    r = _quiet(human_ceiling, _long(m), level="nominal", rng=0, n_resamples=200)
     assert r.n_items == 6  # every item given
     assert r.n_multiply_labelled == 5  # the last has one rating
     assert r.n_ratings_abstained == 3
@@ -110,7 +110,7 @@ def test_ceiling_abstentions_excluded_and_counted():
 
 def test_ceiling_more_than_two_raters_uses_bootstrap_and_fleiss_pbar():
     m = [["a", "a", "a"], ["a", "b", "a"], ["b", "b", None], ["a", "b", "c"], ["c", "c", "c"]]
-    r = human_ceiling(_long(m), rng=1, n_resamples=300)
+    r = human_ceiling(_long(m), level="nominal", rng=1, n_resamples=300)
     # Fleiss' P-bar: (1 + 1/3 + 1 + 0 + 1) / 5
     assert r.statistic == pytest.approx((1 + 1 / 3 + 1 + 0 + 1) / 5)
     assert r.interval_method.startswith("bootstrap_percentile")
@@ -131,16 +131,16 @@ def test_ceiling_ordinal_needs_scale_and_matches_krippendorff():
 
 def test_ceiling_errors_and_undefined():
     with pytest.raises(ValueError, match="no column `rating`"):
-        human_ceiling(pd.DataFrame({"item_id": [1], "rater": ["a"]}))
+        human_ceiling(pd.DataFrame({"item_id": [1], "rater": ["a"]}), level="nominal")
     dup = pd.DataFrame({"item_id": [1, 1], "rater": ["a", "a"], "rating": ["x", "y"]})
     with pytest.raises(ValueError, match="rater 'a' rated item 1 more than once"):
-        human_ceiling(dup)
+        human_ceiling(dup, level="nominal")
     with pytest.raises(ValueError, match="`level` must be one of nominal, ordinal"):
         human_ceiling(_long([["a", "a"]]), level="interval")
     with pytest.raises(ValueError, match="label 'z' is not among `categories`"):
-        human_ceiling(_long([["a", "z"]]), categories=["a", "b"])
+        human_ceiling(_long([["a", "z"]]), level="nominal", categories=["a", "b"])
     with pytest.warns(UndefinedWarning):
-        assert isinstance(human_ceiling(_long([["a", None], ["b", "Unsure"]]), abstain=["Unsure"]), Abstention)
+        assert isinstance(human_ceiling(_long([["a", None], ["b", "Unsure"]]), level="nominal"), Abstention)
 
 
 # --------------------------------------------------------------------------- the three numbers
@@ -155,7 +155,7 @@ def _three_numbers_data():
 
 def test_calibration_numbers_hand_computed():
     df, judge, h = _three_numbers_data()
-    nums = _quiet(calibration_numbers, df, judge, rng=0, n_resamples=300)
+    nums = _quiet(calibration_numbers, df, judge, level="nominal", rng=0, n_resamples=300)
     assert isinstance(nums, CalibrationNumbers)
     assert nums.ceiling.statistic == pytest.approx(6 / 8)
     pairs = [(judge[i], x) for i, row in enumerate(h) for x in row]
@@ -185,17 +185,17 @@ def test_calibration_numbers_judge_abstentions_leave_all_three():
     judge = dict(judge)
     judge[0] = "Cannot tell"
     del judge[1]
-    nums = _quiet(calibration_numbers, df, judge, abstain=["Cannot tell"], rng=0, n_resamples=200)
+    nums = _quiet(calibration_numbers, df, judge, level="nominal", rng=0, n_resamples=200)
     assert nums.n_judge_abstained == 1 and nums.n_judge_missing == 1
     assert nums.items == (2, 3, 4, 5, 6, 7)
     assert nums.ceiling.n_pairable == 6 and nums.baseline.n_items == 6
     assert nums.judge_coverage == pytest.approx(6 / 8)
-    forced = _quiet(calibration_numbers, df, judge, abstain=["Cannot tell"], majority="Y", rng=0, n_resamples=200)
+    forced = _quiet(calibration_numbers, df, judge, level="nominal", majority="Y", rng=0, n_resamples=200)
     assert forced.baseline.label == "Y"
     with pytest.raises(ValueError, match="`majority` 'Q'"):
-        _quiet(calibration_numbers, df, judge, abstain=["Cannot tell"], majority="Q")
+        _quiet(calibration_numbers, df, judge, level="nominal", majority="Q")
     with pytest.warns(UndefinedWarning):
-        assert isinstance(calibration_numbers(df, {}), Abstention)
+        assert isinstance(calibration_numbers(df, {}, level="nominal"), Abstention)
 
 
 # --------------------------------------------------------------------------- promotion rule
@@ -210,7 +210,7 @@ def test_promotion_check_nothing_measured():
 
 def test_promotion_check_all_five_and_each_missing():
     df, judge, _ = _three_numbers_data()
-    nums = _quiet(calibration_numbers, df, judge, rng=0, n_resamples=200)
+    nums = _quiet(calibration_numbers, df, judge, level="nominal", rng=0, n_resamples=200)
     th = Threshold(0.8, validated=True, source="decision-cost record 2026-W40")
     full = promotion_check(nums, tuning_items=[100, 101], threshold=th)
     assert full.met and full.status == "calibrated" and full.missing == []
@@ -229,7 +229,7 @@ def test_promotion_check_all_five_and_each_missing():
 
 def test_calibration_record_feeds_the_manifest_rule():
     df, judge, _ = _three_numbers_data()
-    nums = _quiet(calibration_numbers, df, judge, rng=0, n_resamples=200)
+    nums = _quiet(calibration_numbers, df, judge, level="nominal", rng=0, n_resamples=200)
     th = Threshold(0.8, validated=True, source="decision-cost record")
     rec = calibration_record(nums, label_set="demo-2026-W40", tuning_items=[99], threshold=th)
     assert rec.unmet() == [] and rec.held_out
@@ -493,12 +493,18 @@ def test_cli_ceiling(tmp_path, capsys):
     df = _long([["Y", "Y"], ["N", "N"], ["Y", "N"], ["N", "Unsure"], ["Y", "Y"]], ["a", "b"])
     p = tmp_path / "labels.csv"
     df.to_csv(p, index=False)
-    assert main(["calibration", "ceiling", str(p), "--abstain", "Unsure", "--json"]) == 0
-    rows = json.loads(capsys.readouterr().out)
-    assert rows[0]["statistic_name"] == "percent_agreement" and rows[0]["statistic"] == pytest.approx(3 / 4)
-    assert rows[0]["n_ratings_abstained"] == 1
-    assert main(["calibration", "ceiling", str(p), "--rating", "nope"]) == 65
-    assert main(["calibration", "ceiling", str(tmp_path / "none.csv")]) == 66
+    for abstain in (["--abstain", "Unsure"], []):  # "Unsure" is one of the default abstain words
+        assert main(["calibration", "ceiling", str(p), "--level", "nominal", *abstain, "--json"]) == 0
+        rows = json.loads(capsys.readouterr().out)
+        assert rows[0]["statistic_name"] == "percent_agreement" and rows[0]["statistic"] == pytest.approx(3 / 4)
+        assert rows[0]["n_ratings_abstained"] == 1
+    assert main(["calibration", "ceiling", str(p), "--level", "nominal", "--abstain", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)  # no abstain words: "Unsure" is a category
+    assert rows[0]["statistic"] == pytest.approx(3 / 5) and rows[0]["n_ratings_abstained"] == 0
+    assert main(["calibration", "ceiling", str(p)]) == 64  # no silent level of measurement
+    assert "--level --measure is required" in capsys.readouterr().err
+    assert main(["calibration", "ceiling", str(p), "--level", "nominal", "--rating", "nope"]) == 65
+    assert main(["calibration", "ceiling", str(tmp_path / "none.csv"), "--level", "nominal"]) == 66
 
 
 # --------------------------------------------------------------------------- docs worked example
@@ -549,3 +555,46 @@ def test_cli_agentrewardbench(shared_data, capsys, tmp_path):
     bad = tmp_path / "a.csv"
     bad.write_text("annotator_name,benchmark\nA,x\n", encoding="utf-8")
     assert main(["calibration", "agentrewardbench", str(bad)]) == 65
+
+
+# --------------------------------------------------------------------------- one abstain default (issue 13)
+
+
+def _unsure_frame():
+    """Four items, two raters each; item 3 has one "Unsure" rating (issue 13's example)."""
+    return pd.DataFrame({"item_id": [0, 0, 1, 1, 2, 2, 3, 3, 4, 4],
+                         "rater": ["a", "b"] * 5,
+                         "rating": ["Yes", "Yes", "No", "No", "Yes", "Yes", "Yes", "No", "No", "Unsure"]})
+
+
+def test_ceiling_and_percent_agreement_agree_on_an_unsure_rating():
+    from evaltk.stats import percent_agreement
+
+    d = _unsure_frame()
+    pa = percent_agreement(data=d)
+    r = human_ceiling(d, level="nominal", rng=0, n_resamples=200)
+    assert pa.statistic == pytest.approx(0.75)
+    assert r.statistic == pytest.approx(pa.statistic)
+    assert r.n_ratings_abstained == 1
+    # opting out makes "Unsure" a category in both doors, and they still agree
+    pa0 = percent_agreement(data=d, abstain=())
+    r0 = human_ceiling(d, level="nominal", abstain=(), rng=0, n_resamples=200)
+    assert r0.statistic == pytest.approx(pa0.statistic) == pytest.approx(3 / 5)
+
+
+def test_level_is_declared_or_taken_from_the_measure():
+    d = _long([["yes", "yes"], ["no", "no"], ["yes", "no"], ["no", "cannot_tell"]])
+    with pytest.raises(TypeError, match="`level` is required"):
+        human_ceiling(d)
+    with pytest.raises(TypeError, match="`level` is required"):
+        calibration_numbers(d, {0: "yes", 1: "no", 2: "yes"})
+    r = human_ceiling(d, measure="x_task", rng=0, n_resamples=200)
+    assert r.level == "nominal" and r.categories == ("no", "yes") and r.n_ratings_abstained == 1
+    e = _long([["none", "a_few"], ["lots", "lots"], ["none", "none"], ["a_few", "a_few"]])
+    r = human_ceiling(e, measure="x_eff", rng=0, n_resamples=200)
+    assert r.level == "ordinal" and r.categories == ("lots", "a_few", "none")
+    assert r.to_frame()["statistic_name"].tolist()[1] == "krippendorff_alpha_ordinal"
+    with pytest.raises(ValueError, match="contradicts the vocabulary"):
+        human_ceiling(e, measure="x_eff", level="nominal")
+    with pytest.raises(ValueError, match="`measure` must be one of"):
+        human_ceiling(e, measure="x_nope")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+import inspect
 import math
 
 import numpy as np
@@ -11,15 +13,24 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from evaltk.values import (
+    ABSTAIN_WORDS,
+    ANSWER_VALUES,
+    ANSWER_VOCABULARIES,
+    CANNOT_TELL,
     CAUSES,
+    MEASURE_LEVELS,
     NO_VALIDATED_THRESHOLD,
     Abstention,
     Cause,
     MeanSummary,
     Threshold,
     VerdictOutcome,
+    abstain_labels,
+    answer_categories,
     check_value_cause,
     make_score,
+    measure_level,
+    normalize_answer,
     resolve_fail_closed,
     summarize,
     summarize_frame,
@@ -189,3 +200,106 @@ def test_summarize_frame_keeps_rows_whose_group_key_is_missing():
                        "cause": [None, None, "abstained"]})
     out = summarize_frame(df, "agent")
     assert out["n"].sum() == 3 and len(out) == 2
+
+
+# --------------------------------------------------------------------------- the answer vocabulary (issue 13)
+
+_SUBPACKAGES = ("evaltk.stats", "evaltk.judges", "evaltk.ingest", "evaltk.scoring", "evaltk.data",
+                "evaltk.scale", "evaltk.suite", "evaltk.trajectory", "evaltk.fixtures", "evaltk.report")
+
+
+def _public_callables():
+    """Every public function (and class constructor) of every subpackage, once."""
+    seen = {}
+    for name in _SUBPACKAGES:
+        mod = importlib.import_module(name)
+        for attr in getattr(mod, "__all__", ()):
+            obj = getattr(mod, attr)
+            if callable(obj) and id(obj) not in seen:
+                seen[id(obj)] = (f"{name}.{attr}", obj)
+    return list(seen.values())
+
+
+def _params(obj):
+    try:
+        return inspect.signature(obj).parameters
+    except (TypeError, ValueError):
+        return {}
+
+
+def test_every_abstain_parameter_defaults_to_the_vocabulary():
+    found = []
+    for name, obj in _public_callables():
+        for pname in ("abstain", "abstain_words"):
+            p = _params(obj).get(pname)
+            if p is not None:
+                found.append(name)
+                assert p.default is ABSTAIN_WORDS, f"{name}({pname}=...) defaults to {p.default!r}"
+    # the doors issue 13 names, and the panel fold's rule
+    for must in ("evaltk.stats.percent_agreement", "evaltk.stats.cohen_kappa", "evaltk.stats.signed_bias",
+                 "evaltk.judges.human_ceiling", "evaltk.judges.calibration_numbers", "evaltk.judges.alt_test",
+                 "evaltk.judges.expansion_gate", "evaltk.judges.anchor_correctness", "evaltk.judges.FoldRule"):
+        assert must in found, must
+
+
+def test_no_level_parameter_has_a_silent_default():
+    found = []
+    for name, obj in _public_callables():
+        p = _params(obj).get("level")
+        if p is not None:
+            found.append(name)
+            assert p.default in (inspect.Parameter.empty, None), f"{name}(level={p.default!r})"
+    assert "evaltk.judges.human_ceiling" in found and "evaltk.stats.krippendorff_alpha" in found
+
+
+def test_abstain_words_are_every_spelling_of_cannot_tell():
+    assert ABSTAIN_WORDS[0] == CANNOT_TELL
+    assert len(set(ABSTAIN_WORDS)) == len(ABSTAIN_WORDS)
+    assert {normalize_answer(w) for w in ABSTAIN_WORDS} == {CANNOT_TELL}
+    for w in ("Cannot tell", "cannot tell", "CANNOT_TELL", "Unsure", "unsure", "Can't tell", "cannot-tell"):
+        assert w in ABSTAIN_WORDS
+    for w in ("no", "not_applicable", "none", "N/A", ""):
+        assert w not in ABSTAIN_WORDS
+
+
+def test_abstain_labels():
+    assert abstain_labels(()) == frozenset()
+    assert abstain_labels("Unsure") == {"Unsure"}
+    assert abstain_labels(["a", "b"], categories=["b"]) == {"a"}
+    assert "Unsure" not in abstain_labels(ABSTAIN_WORDS, categories=["Yes", "Unsure"])
+    with pytest.raises(TypeError, match="`abstain` must be a label or labels"):
+        abstain_labels(None)
+
+
+def test_vocabulary_words_values_order_and_levels():
+    assert ANSWER_VOCABULARIES["x_eff"] == ("none", "a_few", "lots", "cannot_tell")
+    assert ANSWER_VALUES["x_eff"] == {"none": 1.0, "a_few": 0.5, "lots": 0.0, "cannot_tell": None}
+    assert ANSWER_VALUES["x_task"]["cannot_tell"] is None and ANSWER_VALUES["x_safe"]["not_applicable"] is None
+    assert MEASURE_LEVELS == {"x_task": "nominal", "x_safe": "nominal", "x_eff": "ordinal", "x_ctx": "nominal",
+                              "g_fidelity": "nominal", "g_adherence": "nominal", "g_outcome": "nominal"}
+    assert answer_categories("x_eff") == ("lots", "a_few", "none")
+    assert answer_categories("x_ctx") == ("no", "yes")
+    assert measure_level("t_eff") == "ordinal"
+    with pytest.raises(ValueError, match="`measure` must be one of"):
+        measure_level("g_retrieval")  # free text: no level
+    for m, words in ANSWER_VOCABULARIES.items():
+        assert CANNOT_TELL in words and tuple(ANSWER_VALUES[m]) == words
+        assert all(normalize_answer(w) == w for w in words)
+
+
+def test_one_home_for_the_vocabulary():
+    import evaltk.data as data
+    import evaltk.ingest as ingest
+    import evaltk.scoring as scoring
+    import evaltk.values as values
+
+    assert ingest.ANSWER_VOCABULARIES is values.ANSWER_VOCABULARIES
+    assert ingest.MEASURE_ALIASES is values.MEASURE_ALIASES and ingest.normalize_answer is values.normalize_answer
+    assert scoring.VOCABULARIES is values.ANSWER_VALUES
+    assert data.TASK_WORDS is values.ANSWER_VOCABULARIES["x_task"]
+    assert data.EFF_WORDS is values.ANSWER_VOCABULARIES["x_eff"]
+    import evaltk.judges._panel as panel
+    import evaltk.stats._agreement as agreement
+
+    assert not hasattr(agreement, "DEFAULT_ABSTAIN")
+    assert panel.FoldRule().abstain_words is values.ABSTAIN_WORDS

@@ -27,7 +27,7 @@ from ..stats._agreement import (
     percent_agreement,
     scott_pi,
 )
-from ..values import Abstention, EvaltkWarning
+from ..values import ABSTAIN_WORDS, Abstention, EvaltkWarning
 
 _CLI_COEFFICIENTS: dict[str, Callable[..., AgreementResult]] = {
     "percent_agreement": percent_agreement, "cohen_kappa": cohen_kappa, "scott_pi": scott_pi,
@@ -89,7 +89,7 @@ def _cmd_agreement(args: Any) -> int:
     kwargs: dict[str, Any] = dict(
         data=frame, item=args.item, rater=args.rater, rating=args.rating,
         categories=_cli_categories(args.categories, frame[args.rating]),
-        abstain=None if args.abstain is None else tuple(args.abstain), confidence_level=args.confidence_level,
+        abstain=ABSTAIN_WORDS if args.abstain is None else tuple(args.abstain), confidence_level=args.confidence_level,
         n_resamples=args.n_resamples, rng=args.seed,
     )
     if args.method is not None:
@@ -170,8 +170,8 @@ def register_cli(subparsers: Any) -> None:
     p.add_argument("--weights", choices=list(_WEIGHT_NAMES), help="agreement weights")
     p.add_argument("--categories", nargs="+", help="declared category domain, in order")
     p.add_argument("--abstain", nargs="*", default=None,
-                   help="labels meaning 'declined' (counted); default: the usual spellings of cannot tell "
-                        "and Unsure; --abstain with no label: none")
+                   help="labels meaning 'declined' (counted); default: the vocabulary's abstain words (cannot tell, "
+                        "Unsure, ...); --abstain with no label: none")
     p.add_argument("--method", choices=list(INTERVAL_METHODS), help="interval method")
     p.add_argument("--confidence-level", type=float, default=0.95)
     p.add_argument("--n-resamples", type=int, default=2000)

@@ -16,7 +16,7 @@ from ..judges._calibration import (
     human_ceiling,
     load_alt_test_annotations,
 )
-from ..values import Abstention
+from ..values import ABSTAIN_WORDS, MEASURE_LEVELS, Abstention
 
 # --------------------------------------------------------------------------- CLI
 
@@ -30,7 +30,7 @@ def register_cli(subparsers: Any) -> None:
         help="human ceiling and the alternative annotator test",
         description="Calibration against humans: human-human agreement with intervals (ceiling) and the "
                     "alternative annotator test (alt-test).",
-        epilog="Example: evaltk calibration ceiling labels.csv --abstain Unsure",
+        epilog="Example: evaltk calibration ceiling labels.csv --level nominal --abstain Unsure",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sub = group.add_subparsers(dest="calibration_command", metavar="SUBCOMMAND",
@@ -60,19 +60,24 @@ def register_cli(subparsers: Any) -> None:
     c = sub.add_parser(
         "ceiling",
         help="human-human agreement on multiply-labelled items, with 95%% intervals",
-        description="Human ceiling from a long CSV (item, rater, rating). 'Unsure'-style labels given with "
-                    "--abstain are excluded and counted.",
+        description="Human ceiling from a long CSV (item, rater, rating). Abstentions (by default the "
+                    "vocabulary's abstain words: cannot tell, Unsure, ...) are excluded and counted.",
         epilog="Example: evaltk calibration ceiling labels.csv --item item_id --rater rater --rating rating "
-               "--abstain Unsure --json",
+               "--level nominal --abstain Unsure --json",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     c.add_argument("csv", help="long CSV: one row per (item, rater)")
     c.add_argument("--item", default="item_id")
     c.add_argument("--rater", default="rater")
     c.add_argument("--rating", default="rating")
-    c.add_argument("--level", default="nominal", choices=list(_LEVELS))
+    lv = c.add_mutually_exclusive_group(required=True)  # a level of measurement is declared, never defaulted
+    lv.add_argument("--level", choices=list(_LEVELS), help="level of measurement of the ratings")
+    lv.add_argument("--measure", choices=list(MEASURE_LEVELS),
+                    help="an evaltk measure: its vocabulary's level and ordered words")
     c.add_argument("--categories", nargs="+", help="declared domain (ordinal: lowest first)")
-    c.add_argument("--abstain", nargs="*", default=[])
+    c.add_argument("--abstain", nargs="*", default=None,
+                   help="labels meaning 'declined' (counted); default: the vocabulary's abstain words "
+                        "(cannot tell, Unsure, ...); --abstain with no label: none")
     c.add_argument("--confidence-level", type=float, default=0.95)
     c.add_argument("--seed", type=int, default=0)
     c.add_argument("--json", action="store_true")
@@ -164,8 +169,9 @@ def _cli_ceiling(args: Any) -> int:
         if col not in df.columns:
             raise SchemaViolation(f"column missing (columns: {list(df.columns)})", file=str(p), field=col)
     df[args.rating] = df[args.rating].str.strip()
-    abstain = [*args.abstain, ""]
+    abstain = [*(ABSTAIN_WORDS if args.abstain is None else args.abstain), ""]
     r = human_ceiling(df, item=args.item, rater=args.rater, rating=args.rating, level=args.level,
+                      measure=args.measure,
                       categories=args.categories, abstain=abstain, confidence_level=args.confidence_level,
                       rng=args.seed)
     if isinstance(r, Abstention):

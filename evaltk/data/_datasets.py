@@ -42,6 +42,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import SchemaViolation, UnreadableInput
+from ..values import ANSWER_TABLE_COLUMNS, ANSWER_VALUES, ANSWER_VOCABULARIES
 
 __all__ = [
     "GENERATOR_VERSION",
@@ -164,11 +165,14 @@ HARM_PROXY_VERSION = "harm-proxy-2025.11"
 P_HARM_WRONG_ACTION = 0.40  # a consequential action aimed at the wrong element
 P_HARM_OTHER_ACTION = 0.03  # any other run with a consequential action
 
-TASK_WORDS: tuple[str, ...] = ("yes", "no", "cannot_tell")
-SAFE_WORDS: tuple[str, ...] = ("yes", "no", "not_applicable", "cannot_tell")
-EFF_WORDS: tuple[str, ...] = ("none", "a_few", "lots", "cannot_tell")
-EFF_VALUES: tuple[float, ...] = (1.0, 0.5, 0.0)
-EFF_CATEGORIES: tuple[str, ...] = ("none", "a_few", "lots")
+#: The answer words the generator draws, from the one vocabulary (:mod:`evaltk.values`);
+#: its probability tables index them in this order.
+TASK_WORDS: tuple[str, ...] = ANSWER_VOCABULARIES["x_task"]
+SAFE_WORDS: tuple[str, ...] = ANSWER_VOCABULARIES["x_safe"]
+EFF_WORDS: tuple[str, ...] = ANSWER_VOCABULARIES["x_eff"]
+EFF_CATEGORIES: tuple[str, ...] = tuple(w for w in EFF_WORDS if ANSWER_VALUES["x_eff"][w] is not None)
+EFF_VALUES: tuple[float, ...] = tuple(ANSWER_VALUES["x_eff"][w] for w in EFF_CATEGORIES)
+_VOCABULARY = {m: ANSWER_VOCABULARIES[m] for m in ("x_task", "x_ctx", "x_eff", "x_safe")}
 
 
 @dataclass(frozen=True)
@@ -265,10 +269,9 @@ DEMO_FILES: dict[str, str] = {
     "manifest": "manifest.json",
 }
 
-ANSWER_COLUMNS: tuple[str, ...] = (
-    "trace_id", "measure", "step", "rater", "answer", "confidence", "cost", "latency_ms",
-    "rater_version",
-)
+#: The demo's answer tables: evaltk's answer-table profile
+#: (:data:`evaltk.values.ANSWER_TABLE_COLUMNS`) and what each answer cost.
+ANSWER_COLUMNS: tuple[str, ...] = (*ANSWER_TABLE_COLUMNS, "confidence", "cost", "latency_ms", "rater_version")
 
 # --------------------------------------------------------------------------- task templates
 
@@ -1210,7 +1213,7 @@ def _raters_table() -> pd.DataFrame:
         "x_eff": EFF_CATEGORIES,
         "x_safe": ("all_confirmed", "unconfirmed", "not_applicable", "missing_evidence"),
     }
-    words = {"x_task": TASK_WORDS, "x_ctx": TASK_WORDS, "x_eff": EFF_WORDS, "x_safe": SAFE_WORDS}
+    words = _VOCABULARY
     for name, p in {**JUDGES, **HUMANS}.items():
         tables = [("x_task", p.task), ("x_ctx", p.ctx), ("x_eff", p.eff)]
         if p.safe is not None:
@@ -1413,9 +1416,6 @@ def _to_bool(frame: pd.DataFrame, col: str, path: Path) -> pd.Series:
 def _objects(s: pd.Series) -> pd.Series:
     """Text column as object dtype with None where empty (the way make_demo builds it)."""
     return pd.Series(np.where(s.notna().to_numpy(), s.to_numpy(object), None), index=s.index, dtype=object)
-
-
-_VOCABULARY = {"x_task": TASK_WORDS, "x_ctx": TASK_WORDS, "x_eff": EFF_WORDS, "x_safe": SAFE_WORDS}
 
 
 def _read_answer_table(path: Path, key: str) -> pd.DataFrame:

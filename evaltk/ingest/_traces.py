@@ -55,6 +55,14 @@ import pyarrow.compute as pc
 
 from .. import _columns
 from ..errors import SchemaViolation, UnreadableInput
+from ..values import (  # the one answer vocabulary; re-exported by evaltk.ingest
+    ANSWER_SYNONYMS,
+    ANSWER_VOCABULARIES,
+    FREE_TEXT_MEASURES,
+    MEASURE_ALIASES,
+    PER_STEP_MEASURES,
+    normalize_answer,
+)
 
 __all__ = [
     "TRACE_STATUSES",
@@ -86,51 +94,6 @@ __all__ = [
 #: Values of a trace record's ``status``.  ``in_progress`` runs are dropped by ingest.
 TRACE_STATUSES: tuple[str, ...] = ("complete", "in_progress")
 
-#: Canonical answer words per measure (seed 002, "The four dimensions").  ``x_safe``
-#: is computed from the trace; a human ``x_safe`` label (for calibrating that
-#: computation) uses ``yes / no / not_applicable / cannot_tell``.
-ANSWER_VOCABULARIES: dict[str, tuple[str, ...]] = {
-    "x_task": ("yes", "no", "cannot_tell"),
-    "x_ctx": ("yes", "no", "cannot_tell"),
-    "x_eff": ("none", "a_few", "lots", "cannot_tell"),
-    "x_safe": ("yes", "no", "not_applicable", "cannot_tell"),
-    "g_fidelity": ("yes", "no", "cannot_tell"),
-    "g_adherence": ("yes", "no", "cannot_tell"),
-    "g_outcome": ("yes", "no", "cannot_tell"),
-}
-
-#: Measures answered per step (the ``step`` column is required); all others are
-#: trace-level (``step`` must be empty).
-PER_STEP_MEASURES: frozenset[str] = frozenset({"x_ctx"})
-
-#: Measures whose answer is an identifier, kept verbatim (no case folding, no
-#: trimming): ``g_retrieval`` compares identifiers by exact equality, never fuzzy.
-#: Any other ``g_<name>`` measure not in :data:`ANSWER_VOCABULARIES` is free text too.
-FREE_TEXT_MEASURES: frozenset[str] = frozenset({"g_retrieval"})
-
-#: Accepted spellings, after lower-casing, trimming and turning runs of spaces,
-#: hyphens and underscores into one ``_`` (so "Cannot tell", "cannot-tell" and
-#: "CANNOT_TELL" all read as ``cannot_tell``).
-ANSWER_SYNONYMS: dict[str, str] = {
-    "can't_tell": "cannot_tell",
-    "cant_tell": "cannot_tell",
-    "can_not_tell": "cannot_tell",
-    "unsure": "cannot_tell",
-    "few": "a_few",
-    "a_lot": "lots",
-    "n/a": "not_applicable",
-    "na": "not_applicable",
-}
-
-#: Implementations write the trace dimensions with a ``t_`` prefix (seed 002,
-#: "Notation"); both spellings name the same measure.
-MEASURE_ALIASES: dict[str, str] = {
-    "t_task": "x_task",
-    "t_safe": "x_safe",
-    "t_eff": "x_eff",
-    "t_ctx": "x_ctx",
-}
-
 _G_MEASURE = re.compile(r"^g_[a-z0-9_]+$")
 
 #: Columns of :attr:`Ingested.ledger`.
@@ -150,18 +113,6 @@ try:  # pandas' default ``str`` dtype (Arrow-backed, NaN where missing)
     _STR = pd.StringDtype("pyarrow", na_value=np.nan)
 except TypeError:  # pragma: no cover - pandas < 2.3 spells it differently
     _STR = pd.StringDtype("pyarrow_numpy")
-
-
-def normalize_answer(word: str) -> str:
-    """Normalise an answer word: trim, lower-case, join words with ``_``, map synonyms.
-
-    Examples
-    --------
-    >>> normalize_answer("Cannot tell"), normalize_answer(" A few "), normalize_answer("unsure")
-    ('cannot_tell', 'a_few', 'cannot_tell')
-    """
-    w = re.sub(r"[\s_\-]+", "_", word.strip().lower())
-    return ANSWER_SYNONYMS.get(w, w)
 
 
 # --------------------------------------------------------------------------- domain rule

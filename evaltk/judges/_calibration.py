@@ -52,7 +52,16 @@ from ..stats._agreement import (
 )
 from ..stats._bootstrap import check_rng
 from ..stats._intervals import ProportionInterval, check_confidence_level, wilson_interval, z_value
-from ..values import Abstention, Cause, Threshold, UndefinedWarning
+from ..values import (
+    ABSTAIN_WORDS,
+    Abstention,
+    Cause,
+    Threshold,
+    UndefinedWarning,
+    abstain_labels,
+    answer_categories,
+    measure_level,
+)
 
 __all__ = [
     "AGENTREWARDBENCH_QUESTIONS",
@@ -127,10 +136,24 @@ def _plain(x: Any) -> Any:
     return x.item() if isinstance(x, np.generic) else x
 
 
-def _check_level(level: str) -> str:
+def _check_level(level: str | None, measure: str | None = None,
+                 categories: Sequence[Any] | None = None) -> tuple[str, Sequence[Any] | None]:
+    """The declared level of measurement and domain: ``level`` as given, else the answer
+    vocabulary's level for ``measure`` (with its ordered words as the domain when
+    ``categories`` is not given).  Never a silent default (STYLE item 7)."""
+    if measure is not None:
+        known = measure_level(measure)
+        if level is not None and level != known:
+            raise ValueError(f"`level` {level!r} contradicts the vocabulary: {measure} is {known}.")
+        level = known
+        if categories is None:
+            categories = answer_categories(measure)
+    if level is None:
+        raise TypeError("`level` is required (one of " + ", ".join(_LEVELS) + "), or name a `measure` "
+                        "of the answer vocabulary to take its level; there is no default.")
     if level not in _LEVELS:
         raise ValueError(f"`level` must be one of {', '.join(_LEVELS)}; got {level!r}.")
-    return level
+    return level, categories
 
 
 # --------------------------------------------------------------------------- vectorised coefficients
@@ -290,9 +313,10 @@ def human_ceiling(
     item: str = "item_id",
     rater: str = "rater",
     rating: str = "rating",
-    level: str = "nominal",
+    level: str | None = None,
+    measure: str | None = None,
     categories: Sequence[Any] | None = None,
-    abstain: Iterable[Any] = (),
+    abstain: Iterable[Any] = ABSTAIN_WORDS,
     confidence_level: float = 0.95,
     method: str = "percentile",
     n_resamples: int = 2000,
@@ -307,11 +331,17 @@ def human_ceiling(
     item, rater, rating : str
         Column names.
     level : {"nominal", "ordinal"}
-        Level of measurement for Krippendorff's alpha.  Ordinal needs ``categories``.
+        Level of measurement for Krippendorff's alpha.  Required unless ``measure``
+        is given (there is no default).  Ordinal needs ``categories``.
+    measure : str, optional
+        A measure of the answer vocabulary (``"x_task"``, ``"x_eff"``, ...): its level
+        (:data:`evaltk.values.MEASURE_LEVELS`) and, unless ``categories`` is given, its
+        ordered words (:func:`evaltk.values.answer_categories`).
     categories : sequence, optional
         The declared domain (ordered, lowest first, for ordinal).
-    abstain : iterable of labels
-        Ratings that mean "cannot tell" ("Unsure"): excluded and counted.
+    abstain : label or labels, default :data:`evaltk.values.ABSTAIN_WORDS`
+        Labels meaning "the rater declined" ("cannot_tell", "Unsure", ...): excluded
+        and counted.  ``abstain=()`` for none; a declared category never abstains.
     confidence_level : float, default 0.95
     method : {"percentile", "basic", "bca"}
         Bootstrap interval method for alpha.
@@ -344,14 +374,14 @@ def human_ceiling(
     >>> df = pd.DataFrame({"item_id": [1, 1, 2, 2, 3, 3, 4, 4],
     ...                    "rater": ["a", "b", "a", "c", "b", "c", "a", "b"],
     ...                    "rating": ["Yes", "Yes", "No", "No", "Yes", "No", "Yes", "Unsure"]})
-    >>> r = human_ceiling(df, abstain=["Unsure"], rng=0, n_resamples=200)
+    >>> r = human_ceiling(df, level="nominal", rng=0, n_resamples=200)
     >>> round(r.statistic, 3), r.n_pairable, r.n_ratings_abstained
     (0.667, 3, 1)
     """
-    level = _check_level(level)
+    level, categories = _check_level(level, measure, categories)
     cl = check_confidence_level(confidence_level)
     frame = _long_frame(data, item, rater, rating)
-    ab = frozenset(abstain)
+    ab = abstain_labels(abstain, categories)
     units, counts = _units(frame, item, rater, rating, ab)
     if not units:
         warnings.warn("human ceiling undefined: no item keeps two non-abstained ratings",
@@ -511,9 +541,10 @@ def calibration_numbers(
     item: str = "item_id",
     rater: str = "rater",
     rating: str = "rating",
-    level: str = "nominal",
+    level: str | None = None,
+    measure: str | None = None,
     categories: Sequence[Any] | None = None,
-    abstain: Iterable[Any] = (),
+    abstain: Iterable[Any] = ABSTAIN_WORDS,
     majority: Any = None,
     confidence_level: float = 0.95,
     method: str = "percentile",
@@ -529,8 +560,8 @@ def calibration_numbers(
     judge : mapping or Series
         The judge's label per item id.  Items the judge abstained on (or has no
         label for) leave all three numbers and are counted.
-    level, categories, abstain, confidence_level, method, n_resamples, rng
-        As in :func:`human_ceiling`.
+    level, measure, categories, abstain, confidence_level, method, n_resamples, rng
+        As in :func:`human_ceiling` (``level`` or ``measure`` is required).
     majority : label, optional
         The baseline's constant label.  Default: the most frequent human rating
         on these items (ties: first in ``categories`` order), which flatters the
@@ -544,15 +575,15 @@ def calibration_numbers(
     --------
     >>> df = pd.DataFrame({"item_id": np.repeat(np.arange(6), 2), "rater": ["a", "b"] * 6,
     ...                    "rating": ["Y", "Y", "N", "N", "N", "N", "N", "Y", "N", "N", "Y", "Y"]})
-    >>> nums = calibration_numbers(df, {0: "Y", 1: "N", 2: "N", 3: "N", 4: "Y", 5: "Y"}, rng=0,
-    ...                            n_resamples=200)
+    >>> nums = calibration_numbers(df, {0: "Y", 1: "N", 2: "N", 3: "N", 4: "Y", 5: "Y"},
+    ...                            level="nominal", rng=0, n_resamples=200)
     >>> round(nums.ceiling.statistic, 3), round(nums.judge.statistic, 3), round(nums.baseline.statistic, 3)
     (0.833, 0.75, 0.583)
     """
-    level = _check_level(level)
+    level, categories = _check_level(level, measure, categories)
     cl = check_confidence_level(confidence_level)
     frame = _long_frame(data, item, rater, rating)
-    ab = frozenset(abstain)
+    ab = abstain_labels(abstain, categories)
     jmap = judge.to_dict() if isinstance(judge, pd.Series) else dict(judge)
     units_all, _ = _units(frame, item, rater, rating, ab)
     n_missing = sum(1 for k in units_all if k not in jmap)
@@ -763,8 +794,8 @@ def calibration_record(
     --------
     >>> df = pd.DataFrame({"item_id": np.repeat(np.arange(6), 2), "rater": ["a", "b"] * 6,
     ...                    "rating": ["Y", "Y", "N", "N", "N", "N", "N", "Y", "N", "N", "Y", "Y"]})
-    >>> nums = calibration_numbers(df, {0: "Y", 1: "N", 2: "N", 3: "N", 4: "Y", 5: "Y"}, rng=0,
-    ...                            n_resamples=200)
+    >>> nums = calibration_numbers(df, {0: "Y", 1: "N", 2: "N", 3: "N", 4: "Y", 5: "Y"},
+    ...                            level="nominal", rng=0, n_resamples=200)
     >>> rec = calibration_record(nums, label_set="demo", tuning_items=[])
     >>> rec.held_out, rec.unmet()
     (True, ['threshold_by_decision_cost'])
@@ -926,7 +957,7 @@ def alt_test(
     q: float = 0.05,
     min_items: int = 30,
     min_humans_per_item: int = 2,
-    abstain: Iterable[Any] = (),
+    abstain: Iterable[Any] = ABSTAIN_WORDS,
 ) -> AltTestResult:
     """The alternative annotator test: can the judge replace the human annotators?
 
@@ -948,8 +979,9 @@ def alt_test(
     min_items : int, default 30
         Annotators with fewer items are skipped (the t-test needs about 30).
     min_humans_per_item : int, default 2
-    abstain : iterable of labels
-        Labels treated as missing (dropped before the test).
+    abstain : label or labels, default :data:`evaltk.values.ABSTAIN_WORDS`
+        Labels meaning "the rater declined" ("cannot_tell", "Unsure", ...): treated as
+        missing (dropped before the test).  ``abstain=()`` for none.
 
     Returns
     -------
@@ -990,7 +1022,7 @@ def alt_test(
             raise TypeError(f"`{nm}` must be a finite float; got {v!r}.")
     if not 0.0 < q < 1.0:
         raise ValueError(f"`q` must be in (0, 1); got {q!r}.")
-    ab = frozenset(abstain)
+    ab = abstain_labels(abstain)
     hum = {a: {i: v for i, v in d.items() if not _is_abstention(v, ab)} for a, d in _annotations(humans, "humans").items()}
     jd = judge.to_dict() if isinstance(judge, pd.Series) else dict(judge)
     jd = {i: v for i, v in jd.items() if not _is_abstention(v, ab)}

@@ -33,7 +33,7 @@ import pandas as pd
 from scipy.stats import norm
 
 from ..stats._bootstrap import check_confidence_level, check_rng
-from ..values import Abstention
+from ..values import ABSTAIN_WORDS, Abstention, abstain_labels
 
 __all__ = ["uncertainty_strata", "propose_batch", "stratified_accuracy", "StratifiedEstimate",
            "expansion_gate", "ExpansionDecision"]
@@ -210,7 +210,7 @@ ONE_SIDED_ABSTENTION = "(abstained)"
 
 def expansion_gate(first: Sequence[Any], second: Sequence[Any], *, threshold: float = 0.6,
                    statistic: str = "cohen_kappa", confidence_level: float = 0.95,
-                   abstain: Sequence[Any] = ("cannot_tell",), min_items: int = 30,
+                   abstain: Sequence[Any] = ABSTAIN_WORDS, min_items: int = 30,
                    one_sided: str = "disagree") -> ExpansionDecision:
     """Release the next batch only if human-human agreement clears ``threshold`` at its lower bound.
 
@@ -222,7 +222,9 @@ def expansion_gate(first: Sequence[Any], second: Sequence[Any], *, threshold: fl
     then counts as its own category (:data:`ONE_SIDED_ABSTENTION`).
     ``one_sided="drop"`` leaves them out instead (counted in the message).  Fewer than
     ``min_items`` compared items never release.  ``statistic`` is ``"cohen_kappa"``,
-    ``"gwet_ac1"`` or ``"percent_agreement"``.
+    ``"gwet_ac1"`` or ``"percent_agreement"``.  ``abstain`` (default
+    :data:`evaltk.values.ABSTAIN_WORDS`: "cannot_tell", "Unsure", ...; ``abstain=()`` for
+    none) names the labels meaning "the rater declined".
 
     Examples
     --------
@@ -244,7 +246,7 @@ def expansion_gate(first: Sequence[Any], second: Sequence[Any], *, threshold: fl
         raise ValueError(f"`one_sided` must be 'disagree' or 'drop'; got {one_sided!r}.")
     if len(first) != len(second):
         raise ValueError("`first` and `second` must label the same items (same length).")
-    ab = {str(x) for x in abstain}
+    ab = {str(x) for x in abstain_labels(abstain)}
     f_ab = np.array([str(x) in ab for x in first], bool)
     s_ab = np.array([str(x) in ab for x in second], bool)
     n_one_sided = int((f_ab ^ s_ab).sum())
@@ -253,7 +255,7 @@ def expansion_gate(first: Sequence[Any], second: Sequence[Any], *, threshold: fl
         keep = ~(f_ab & s_ab)  # both abstained: no comparison
         x = [ONE_SIDED_ABSTENTION if a else v for v, a, k in zip(first, f_ab, keep, strict=True) if k]
         y = [ONE_SIDED_ABSTENTION if a else v for v, a, k in zip(second, s_ab, keep, strict=True) if k]
-    res = fns[statistic](x, y, abstain=list(abstain), confidence_level=confidence_level)
+    res = fns[statistic](x, y, abstain=ab, confidence_level=confidence_level)
     ci = res.confidence_interval
     est = res.statistic
     extra = {"n_one_sided": n_one_sided, "one_sided": one_sided}

@@ -32,12 +32,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..values import CAUSES
+from ..values import ABSTAIN_WORDS, CAUSES
 
 __all__ = ["FoldRule", "PanelResult", "fold_panel", "fold_pairwise_trials", "review_queue"]
-
-ABSTAIN_WORDS = ("cannot_tell",)
-
 
 @dataclass(frozen=True)
 class FoldRule:

@@ -25,6 +25,7 @@ import pandas as pd
 
 from ..stats._bootstrap import check_confidence_level, check_rng
 from ..stats._intervals import wilson_interval
+from ..values import ABSTAIN_WORDS, abstain_labels
 
 __all__ = ["anchor_correctness", "judge_costs", "canary_hits", "select_judges", "SelectionResult",
            "published_precision_recall",
@@ -33,7 +34,7 @@ __all__ = ["anchor_correctness", "judge_costs", "canary_hits", "select_judges", 
 
 def anchor_correctness(answers: pd.DataFrame, labels: pd.DataFrame, *, measure: str | None = None,
                        keys: Sequence[str] = ("trace_id", "measure", "step"), rater: str = "rater",
-                       answer: str = "answer", abstain: Sequence[str] = ("cannot_tell",)) -> pd.DataFrame:
+                       answer: str = "answer", abstain: Sequence[str] = ABSTAIN_WORDS) -> pd.DataFrame:
     """Each judge answer scored against the folded human anchor.
 
     The human labels of an item are folded by majority (a tie or a cannot-tell majority
@@ -43,9 +44,11 @@ def anchor_correctness(answers: pd.DataFrame, labels: pd.DataFrame, *, measure: 
 
     Returns a long table: the item keys, ``judge``, ``judge_answer``, ``human_answer``,
     ``correct`` (boolean or <NA>), ``abstained``.  ``.attrs["anchor"]`` counts the items
-    with an anchor, and without one by reason.
+    with an anchor, and without one by reason.  ``abstain`` (default
+    :data:`evaltk.values.ABSTAIN_WORDS`: "cannot_tell", "Unsure", ...; ``abstain=()`` for
+    none) names the answers meaning "the rater declined", for the fold and the judges alike.
     """
-    from ._panel import fold_panel
+    from ._panel import FoldRule, fold_panel
 
     a, h = answers, labels
     if measure is not None:
@@ -59,13 +62,15 @@ def anchor_correctness(answers: pd.DataFrame, labels: pd.DataFrame, *, measure: 
     if "step" in ks:  # trace-level rows carry <NA> steps; make them joinable
         a["step"] = a["step"].astype("Int64").fillna(-1)
         h["step"] = h["step"].astype("Int64").fillna(-1)
-    folded = fold_panel(h, keys=ks, rater=rater, answer=answer).verdicts
-    anchor = folded[folded["verdict"].notna() & ~folded["verdict"].isin(list(abstain))]
+    ab = sorted(abstain_labels(abstain), key=str)
+    folded = fold_panel(h, rule=FoldRule("majority", abstain_words=tuple(ab)), keys=ks, rater=rater,
+                        answer=answer).verdicts
+    anchor = folded[folded["verdict"].notna() & ~folded["verdict"].isin(ab)]
     reasons = folded.loc[folded["verdict"].isna(), "reason"].value_counts().to_dict()
-    reasons["cannot-tell anchor"] = int(folded["verdict"].isin(list(abstain)).sum())
+    reasons["cannot-tell anchor"] = int(folded["verdict"].isin(ab).sum())
     m = a[[*ks, rater, answer]].merge(anchor[[*ks, "verdict"]], on=ks, how="inner")
     m = m.rename(columns={rater: "judge", answer: "judge_answer", "verdict": "human_answer"})
-    abst = m["judge_answer"].isin(list(abstain)) | m["judge_answer"].isna()
+    abst = m["judge_answer"].isin(ab) | m["judge_answer"].isna()
     correct = pd.array(np.where(abst, pd.NA, m["judge_answer"] == m["human_answer"]), dtype="boolean")
     m["correct"] = correct
     m["abstained"] = abst.to_numpy()

@@ -363,7 +363,7 @@ _MARKER_ID = "\x00evaltk:tier-marker"
 
 
 def _norm_measure(m: Any) -> str:
-    from ..ingest._traces import MEASURE_ALIASES
+    from ..values import MEASURE_ALIASES
 
     k = str(m).strip().lower()
     return MEASURE_ALIASES.get(k, k)
@@ -371,7 +371,7 @@ def _norm_measure(m: Any) -> str:
 
 def _marker_measures(measures: Any) -> tuple[str, ...]:
     """Trace-level label measures whose blocks a partition must carry (``x_task`` always: the tier)."""
-    from ..ingest._traces import ANSWER_VOCABULARIES, PER_STEP_MEASURES
+    from ..values import ANSWER_VOCABULARIES, PER_STEP_MEASURES
 
     ms = {_norm_measure(m) for m in measures if m is not None and not pd.isna(m)}
     keep = {m for m in ms if m in ANSWER_VOCABULARIES and m not in PER_STEP_MEASURES}
@@ -387,7 +387,7 @@ def _with_marker(ing: Any, measures: Sequence[str]) -> Any:
     real run gets exactly the rows the whole store gives it; the marker's own rows are
     dropped after scoring.
     """
-    from ..ingest._traces import ANSWER_VOCABULARIES
+    from ..values import ANSWER_VOCABULARIES
 
     runs = ing.runs
     n = len(runs)
@@ -727,7 +727,7 @@ def score_dataset(traces: str | Path, answers: str | Path | None = None, labels:
     Examples
     --------
     >>> import tempfile, pathlib, pandas as pd
-    >>> from evaltk.datasets import make_demo
+    >>> from evaltk.data import make_demo
     >>> d = make_demo(n_traces=40, seed=0)
     >>> tmp = pathlib.Path(tempfile.mkdtemp())
     >>> _ = (tmp / "t").mkdir(), (tmp / "a").mkdir()
@@ -921,7 +921,7 @@ def summarize_dataset(out: str | Path, *, by: str | Sequence[str] | None = None,
     Examples
     --------
     >>> import tempfile, pathlib, pandas as pd
-    >>> from evaltk.datasets import make_demo
+    >>> from evaltk.data import make_demo
     >>> d = make_demo(n_traces=40, seed=0)
     >>> tmp = pathlib.Path(tempfile.mkdtemp())
     >>> pd.DataFrame(d.traces).to_json(tmp / "t.jsonl", orient="records", lines=True)

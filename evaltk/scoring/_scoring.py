@@ -40,6 +40,7 @@ from .. import __version__ as _evaltk_version
 from .. import _columns
 from ..stats._tables import score_summary
 from ..values import (
+    ANSWER_VALUES,
     CAUSES,
     Abstention,
     Cause,
@@ -77,14 +78,9 @@ MEASURES: tuple[str, ...] = TRACE_MEASURES + GUIDE_MEASURES
 #: Provenance tiers, kept apart (seed 002, "Score matrix").
 TIERS: tuple[str, ...] = ("automatic", "proxy", "human", "diagnostic")
 
-#: Answer vocabularies (seed 002, "The four dimensions"); value of each word.
-VOCABULARIES: dict[str, dict[str, float | None]] = {
-    "x_task": {"yes": 1.0, "no": 0.0, "cannot_tell": None},
-    # human (or proxy) safety labels, an anchor for the rule-based x_safe; never a judge's score
-    "x_safe": {"yes": 1.0, "no": 0.0, "not_applicable": None, "cannot_tell": None},
-    "x_eff": {"none": 1.0, "a_few": 0.5, "lots": 0.0, "cannot_tell": None},
-    "x_ctx": {"yes": 1.0, "no": 0.0, "cannot_tell": None},
-}
+#: Answer vocabularies (seed 002, "The four dimensions"); value of each word: the one
+#: vocabulary, :data:`evaltk.values.ANSWER_VALUES`.
+VOCABULARIES = ANSWER_VALUES
 
 #: Seed 002, "What stands in for each construct, and which way the error runs".
 DIRECTION_OF_ERROR: dict[str, str] = {

@@ -64,7 +64,14 @@ import pandas as pd
 from scipy.special import ndtri
 
 from ..errors import InputError
-from ..values import Abstention, Cause, EvaltkWarning, UndefinedWarning
+from ..values import (
+    ABSTAIN_WORDS,
+    Abstention,
+    Cause,
+    EvaltkWarning,
+    UndefinedWarning,
+    abstain_labels,
+)
 from ._bootstrap import (
     BootstrapResult,
     bootstrap_table,
@@ -150,13 +157,6 @@ def _int_uniques(x: np.ndarray, lo: int | None = None, hi: int | None = None
     return np.take(lookup, shifted), (np.flatnonzero(present) + lo).tolist(), cnt[present]
 
 
-#: Labels treated as abstentions when ``abstain=`` is not given (pass ``abstain=()`` for none).
-DEFAULT_ABSTAIN: frozenset[str] = frozenset({
-    "cannot_tell", "cannot tell", "Cannot tell", "Cannot Tell", "CANNOT_TELL",
-    "unsure", "Unsure", "UNSURE",
-})
-
-
 def _encode(values: np.ndarray, *, categories: Sequence[Any] | None, abstain: Iterable[Any],
             fn: str, units: Sequence[Any] | None = None, raters: Sequence[Any] | None = None,
             where: str = "ratings") -> _Ratings:
@@ -164,10 +164,7 @@ def _encode(values: np.ndarray, *, categories: Sequence[Any] | None, abstain: It
     if values.ndim != 2:
         raise InputError(f"{fn}: ratings must be units x raters (2-D); got {values.ndim}-D.", field=where)
     n, r = values.shape
-    if abstain is None:  # the field's usual abstention words, unless declared as real categories
-        abstain_set = set(DEFAULT_ABSTAIN) - set(categories or ())
-    else:
-        abstain_set = set(abstain)
+    abstain_set = set(abstain_labels(abstain, categories))  # a declared category never abstains
     flat = values.reshape(-1)
     missing: np.ndarray | None = None      # None: nothing missing
     got = None
@@ -1097,9 +1094,10 @@ _DOC_COMMON = """
         :class:`CategoryDomainWarning`).
     abstain : label or sequence of labels, optional
         Labels that mean "the rater declined": excluded from agreement, counted in
-        ``n_abstained`` and ``coverage``.  By default the usual spellings of
-        "cannot tell" and "Unsure" (:data:`DEFAULT_ABSTAIN`, less any label declared in
-        ``categories``); pass ``abstain=()`` to treat every label as a category.
+        ``n_abstained`` and ``coverage``.  Default: the answer vocabulary's abstain
+        words (:data:`evaltk.values.ABSTAIN_WORDS`: "cannot_tell", "Cannot tell",
+        "Unsure", ...); a label declared in ``categories`` is never an abstention.
+        ``abstain=()`` treats every label as a category.
     confidence_level : float, default 0.95
     method : {"analytic", "percentile", "basic", "bca"}
         Interval: analytic (normal, general SE) or a bootstrap over units.
@@ -1211,7 +1209,8 @@ def _two_rater(kind: str, fn: str, y1: Any, y2: Any, *, weights: Any, categories
                rating: str) -> AgreementResult:
     confidence_level = check_confidence_level(confidence_level)
     method = _check_method(method)
-    fast = _int_pair_table(y1, y2, categories, fn) if data is None and not abstain else None
+    fast = (_int_pair_table(y1, y2, categories, fn)  # a text abstain label never matches an int
+            if data is None and all(isinstance(a, (str, bytes)) for a in abstain_labels(abstain)) else None)
     cells: np.ndarray | Callable[[], np.ndarray]
     if fast is not None:
         rt, table, cells = fast
@@ -1266,7 +1265,7 @@ def _two_rater(kind: str, fn: str, y1: Any, y2: Any, *, weights: Any, categories
 @_fill_doc
 def cohen_kappa(
     y1: Any = None, y2: Any = None, *, weights: Any = None, categories: Sequence[Any] | None = None,
-    abstain: Any = None, confidence_level: float = 0.95, method: str = "analytic",
+    abstain: Any = ABSTAIN_WORDS, confidence_level: float = 0.95, method: str = "analytic",
     n_resamples: int = 2000, rng: Any = None, unit: str = "item", clusters: Any = None,
     strata: Any = None, undefined: str = "drop", data: pd.DataFrame | None = None,
     item: str = "item_id", rater: str = "rater", rating: str = "rating",
@@ -1313,7 +1312,7 @@ def cohen_kappa(
 @_fill_doc
 def scott_pi(
     y1: Any = None, y2: Any = None, *, weights: Any = None, categories: Sequence[Any] | None = None,
-    abstain: Any = None, confidence_level: float = 0.95, method: str = "analytic",
+    abstain: Any = ABSTAIN_WORDS, confidence_level: float = 0.95, method: str = "analytic",
     n_resamples: int = 2000, rng: Any = None, unit: str = "item", clusters: Any = None,
     strata: Any = None, undefined: str = "drop", data: pd.DataFrame | None = None,
     item: str = "item_id", rater: str = "rater", rating: str = "rating",
@@ -1354,7 +1353,7 @@ def scott_pi(
 @_fill_doc
 def pabak(
     y1: Any = None, y2: Any = None, *, categories: Sequence[Any] | None = None,
-    abstain: Any = None, confidence_level: float = 0.95, method: str = "analytic",
+    abstain: Any = ABSTAIN_WORDS, confidence_level: float = 0.95, method: str = "analytic",
     n_resamples: int = 2000, rng: Any = None, unit: str = "item", clusters: Any = None,
     strata: Any = None, undefined: str = "drop", data: pd.DataFrame | None = None,
     item: str = "item_id", rater: str = "rater", rating: str = "rating",
@@ -1515,7 +1514,7 @@ def _fleiss_extras(pat: _Patterns, pi: np.ndarray, cats: tuple[Any, ...], wname:
 @_fill_doc
 def fleiss_kappa(
     ratings: Any = None, y2: Any = None, *, weights: Any = None,
-    categories: Sequence[Any] | None = None, abstain: Any = None, confidence_level: float = 0.95,
+    categories: Sequence[Any] | None = None, abstain: Any = ABSTAIN_WORDS, confidence_level: float = 0.95,
     method: str = "analytic", n_resamples: int = 2000, rng: Any = None, unit: str = "item",
     clusters: Any = None, strata: Any = None, undefined: str = "drop",
     data: pd.DataFrame | None = None, item: str = "item_id", rater: str = "rater",
@@ -1563,7 +1562,7 @@ def fleiss_kappa(
 @_fill_doc
 def conger_kappa(
     ratings: Any = None, y2: Any = None, *, weights: Any = None,
-    categories: Sequence[Any] | None = None, abstain: Any = None, confidence_level: float = 0.95,
+    categories: Sequence[Any] | None = None, abstain: Any = ABSTAIN_WORDS, confidence_level: float = 0.95,
     method: str = "analytic", n_resamples: int = 2000, rng: Any = None, unit: str = "item",
     clusters: Any = None, strata: Any = None, undefined: str = "drop",
     data: pd.DataFrame | None = None, item: str = "item_id", rater: str = "rater",
@@ -1603,7 +1602,7 @@ def conger_kappa(
 @_fill_doc
 def gwet_ac1(
     ratings: Any = None, y2: Any = None, *, categories: Sequence[Any] | None = None,
-    abstain: Any = None, confidence_level: float = 0.95, method: str = "analytic",
+    abstain: Any = ABSTAIN_WORDS, confidence_level: float = 0.95, method: str = "analytic",
     n_resamples: int = 2000, rng: Any = None, unit: str = "item", clusters: Any = None,
     strata: Any = None, undefined: str = "drop", data: pd.DataFrame | None = None,
     item: str = "item_id", rater: str = "rater", rating: str = "rating",
@@ -1638,7 +1637,7 @@ def gwet_ac1(
 @_fill_doc
 def gwet_ac2(
     ratings: Any = None, y2: Any = None, *, weights: Any, categories: Sequence[Any] | None,
-    abstain: Any = None, confidence_level: float = 0.95, method: str = "analytic",
+    abstain: Any = ABSTAIN_WORDS, confidence_level: float = 0.95, method: str = "analytic",
     n_resamples: int = 2000, rng: Any = None, unit: str = "item", clusters: Any = None,
     strata: Any = None, undefined: str = "drop", data: pd.DataFrame | None = None,
     item: str = "item_id", rater: str = "rater", rating: str = "rating",
@@ -1679,7 +1678,7 @@ def gwet_ac2(
 @_fill_doc
 def brennan_prediger(
     ratings: Any = None, y2: Any = None, *, weights: Any = None,
-    categories: Sequence[Any] | None = None, abstain: Any = None, confidence_level: float = 0.95,
+    categories: Sequence[Any] | None = None, abstain: Any = ABSTAIN_WORDS, confidence_level: float = 0.95,
     method: str = "analytic", n_resamples: int = 2000, rng: Any = None, unit: str = "item",
     clusters: Any = None, strata: Any = None, undefined: str = "drop",
     data: pd.DataFrame | None = None, item: str = "item_id", rater: str = "rater",
@@ -1716,7 +1715,7 @@ def brennan_prediger(
 @_fill_doc
 def percent_agreement(
     ratings: Any = None, y2: Any = None, *, weights: Any = None,
-    categories: Sequence[Any] | None = None, abstain: Any = None, confidence_level: float = 0.95,
+    categories: Sequence[Any] | None = None, abstain: Any = ABSTAIN_WORDS, confidence_level: float = 0.95,
     method: str = "analytic", n_resamples: int = 2000, rng: Any = None, unit: str = "item",
     clusters: Any = None, strata: Any = None, undefined: str = "drop",
     data: pd.DataFrame | None = None, item: str = "item_id", rater: str = "rater",
@@ -1755,7 +1754,7 @@ def percent_agreement(
 @_fill_doc
 def krippendorff_alpha(
     ratings: Any = None, y2: Any = None, *, level: str, categories: Sequence[Any] | None = None,
-    abstain: Any = None, confidence_level: float = 0.95, method: str | None = None,
+    abstain: Any = ABSTAIN_WORDS, confidence_level: float = 0.95, method: str | None = None,
     n_resamples: int = 2000, rng: Any = None, unit: str = "item", clusters: Any = None,
     strata: Any = None, undefined: str = "drop", data: pd.DataFrame | None = None,
     item: str = "item_id", rater: str = "rater", rating: str = "rating",
@@ -1856,7 +1855,7 @@ _PAIR_KINDS = {"cohen_kappa": "cohen", "scott_pi": "scott", "pabak": "pabak"}
 
 def agreement_difference(
     judge_a: Any, judge_b: Any, anchor: Any, *, coefficient: str = "cohen_kappa", weights: Any = None,
-    categories: Sequence[Any] | None = None, abstain: Any = None, confidence_level: float = 0.95,
+    categories: Sequence[Any] | None = None, abstain: Any = ABSTAIN_WORDS, confidence_level: float = 0.95,
     method: str = "percentile", n_resamples: int = 2000, rng: Any = None, unit: str = "item",
     clusters: Any = None, strata: Any = None, undefined: str = "drop",
 ) -> BootstrapResult:
@@ -1899,8 +1898,6 @@ def agreement_difference(
         raise InputError(f"{fn}: judge_a, judge_b and anchor must have one label per item; got lengths "
                          f"{[c.shape[0] for c in cols]}.", field="anchor")
     values = np.column_stack([c.astype(object) for c in cols])
-    if isinstance(abstain, (str, bytes)) or abstain is None:
-        abstain = () if abstain is None else (abstain,)
     rt = _encode(values, categories=None if categories is None else list(categories), abstain=abstain, fn=fn)
     q = len(rt.categories)
     w = weight_matrix(rt.categories, weights)
@@ -1997,7 +1994,7 @@ def _ratio(num: float, den: float, what: str) -> float | Abstention:
 
 def classification_metrics(
     judge: Any, anchor: Any, *, positive: Any, categories: Sequence[Any] | None = None,
-    abstain: Any = None,
+    abstain: Any = ABSTAIN_WORDS,
 ) -> ClassificationResult:
     """Accuracy, balanced accuracy, precision, recall, F1, TPR and TNR of a judge against an anchor.
 
@@ -2012,8 +2009,8 @@ def classification_metrics(
         two classes, everything else is negative).
     categories : sequence, optional
         Declared domain; other labels raise.
-    abstain : label or labels
-        Labels meaning "declined" (``"cannot_tell"``).
+    abstain : label or labels, default :data:`evaltk.values.ABSTAIN_WORDS`
+        Labels meaning "the rater declined"; ``abstain=()`` for none.
 
     Returns
     -------
@@ -2038,8 +2035,6 @@ def classification_metrics(
     if a.shape[0] != b.shape[0]:
         raise InputError(f"{fn}: `judge` and `anchor` must have one label per item; got lengths "
                          f"{a.shape[0]} and {b.shape[0]}.", field="anchor")
-    if isinstance(abstain, (str, bytes)) or abstain is None:
-        abstain = () if abstain is None else (abstain,)
     values = np.column_stack([a.astype(object), b.astype(object)])
     rt = _encode(values, categories=None if categories is None else list(categories), abstain=abstain, fn=fn)
     cats = list(rt.categories)
@@ -2082,7 +2077,7 @@ def classification_metrics(
 
 def classification_report(
     judge: Any, anchor: Any, *, positive: Any, categories: Sequence[Any] | None = None,
-    abstain: Any = None,
+    abstain: Any = ABSTAIN_WORDS,
 ) -> pd.DataFrame:
     """Tidy table of :func:`classification_metrics`: one row per metric.
 

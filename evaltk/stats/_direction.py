@@ -42,7 +42,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ..values import Abstention, Cause, UndefinedWarning
+from ..values import ABSTAIN_WORDS, Abstention, Cause, UndefinedWarning, abstain_labels
 from ._intervals import PairedDifferenceResult, check_confidence_level, paired_difference_interval
 
 __all__ = [
@@ -163,7 +163,7 @@ def _pair(judge: Any, human: Any, abstain: Iterable[Any]) -> tuple[list[Any], li
         raise ValueError(
             f"`judge` and `human` must label the same items; got {len(j)} and {len(h)} labels."
         )
-    ab = frozenset(abstain)
+    ab = abstain_labels(abstain)
     jm = [_is_missing(x, ab) for x in j]
     hm = [_is_missing(x, ab) for x in h]
     keep = [not a and not b for a, b in zip(jm, hm, strict=True)]
@@ -504,7 +504,7 @@ def signed_bias(
     *,
     positive: Any = True,
     negative: Any = None,
-    abstain: Iterable[Any] = (),
+    abstain: Iterable[Any] = ABSTAIN_WORDS,
     confidence_level: float = 0.95,
 ) -> SignedBiasResult | Abstention:
     """Signed bias of a binary judge against a human anchor, with a paired interval.
@@ -520,8 +520,9 @@ def signed_bias(
     negative : label, optional
         The negative label.  When given, any other label is an error (a typo
         such as "yes " would otherwise count silently as negative).
-    abstain : iterable of labels
-        Labels that mean "cannot tell" ("Unsure", "Cannot tell").
+    abstain : label or labels, default :data:`evaltk.values.ABSTAIN_WORDS`
+        Labels meaning "the rater declined" ("cannot_tell", "Unsure", ...): excluded
+        and counted.  ``abstain=()`` for none.
     confidence_level : float, default 0.95
 
     Returns
@@ -606,7 +607,7 @@ def class_bias(
     human: Sequence[Any],
     *,
     categories: Sequence[Any] | None = None,
-    abstain: Iterable[Any] = (),
+    abstain: Iterable[Any] = ABSTAIN_WORDS,
     confidence_level: float = 0.95,
 ) -> pd.DataFrame:
     """Per-class over- and under-prediction of a judge against a human anchor.
@@ -663,7 +664,7 @@ def confusion_asymmetry(
     human: Sequence[Any],
     *,
     categories: Sequence[Any] | None = None,
-    abstain: Iterable[Any] = (),
+    abstain: Iterable[Any] = ABSTAIN_WORDS,
 ) -> pd.DataFrame:
     """Asymmetry of the confusion table, one row per unordered pair of classes.
 
@@ -759,7 +760,7 @@ def mean_signed_difference(
     human: Sequence[Any],
     *,
     categories: Sequence[Any] | Mapping[Any, float] | None = None,
-    abstain: Iterable[Any] = (),
+    abstain: Iterable[Any] = ABSTAIN_WORDS,
     confidence_level: float = 0.95,
 ) -> MeanSignedDifferenceResult | Abstention:
     """Mean signed difference (judge minus human) on an ordinal scale.
@@ -772,7 +773,9 @@ def mean_signed_difference(
         The declared scale, lowest first (positions 0, 1, ...), or a mapping
         label -> score (seed 002's efficiency: ``{"Lots": 0.0, "A few": 0.5,
         "None": 1.0}``).  Required unless the labels are numbers.
-    abstain : iterable of labels
+    abstain : label or labels, default :data:`evaltk.values.ABSTAIN_WORDS`
+        Labels meaning "the rater declined" ("cannot_tell", "Unsure", ...): excluded
+        and counted.  ``abstain=()`` for none.
     confidence_level : float, default 0.95
 
     Returns
@@ -862,7 +865,7 @@ def direction_of_error(
     positive: Any = True,
     negative: Any = None,
     categories: Sequence[Any] | Mapping[Any, float] | None = None,
-    abstain: Iterable[Any] = (),
+    abstain: Iterable[Any] = ABSTAIN_WORDS,
     confidence_level: float = 0.95,
 ) -> DirectionResult:
     """State which way a judge's error runs against a human anchor.
@@ -881,7 +884,9 @@ def direction_of_error(
         For a binary scale.
     categories : sequence or mapping
         For an ordinal scale (lowest first, or label -> score).
-    abstain : iterable of labels
+    abstain : label or labels, default :data:`evaltk.values.ABSTAIN_WORDS`
+        Labels meaning "the rater declined" ("cannot_tell", "Unsure", ...): excluded
+        and counted.  ``abstain=()`` for none.
     confidence_level : float, default 0.95
 
     Returns
@@ -943,7 +948,7 @@ def direction_table(
     scales: Mapping[str, str] | None = None,
     positive: Mapping[str, Any] | Any = True,
     categories: Mapping[str, Sequence[Any] | Mapping[Any, float]] | None = None,
-    abstain: Iterable[Any] = (),
+    abstain: Iterable[Any] = ABSTAIN_WORDS,
     confidence_level: float = 0.95,
 ) -> pd.DataFrame:
     """Seed 002's direction-of-error table, filled from data: one row per dimension.
@@ -961,7 +966,9 @@ def direction_table(
         The positive label of each binary dimension.
     categories : mapping dimension -> scale, optional
         The ordered scale of each ordinal dimension.
-    abstain : iterable of labels
+    abstain : label or labels, default :data:`evaltk.values.ABSTAIN_WORDS`
+        Labels meaning "the rater declined" ("cannot_tell", "Unsure", ...): excluded
+        and counted.  ``abstain=()`` for none.
     confidence_level : float
 
     Returns

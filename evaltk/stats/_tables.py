@@ -51,7 +51,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..values import CAUSES, Abstention, Cause, MeanSummary, UndefinedWarning, check_value_cause
+from ..values import (
+    ABSTAIN_WORDS,
+    CAUSES,
+    Abstention,
+    Cause,
+    MeanSummary,
+    UndefinedWarning,
+    abstain_labels,
+    check_value_cause,
+)
 from ._bootstrap import (
     BootstrapResult,
     _interval_from_replicates,
@@ -754,16 +763,18 @@ class UnitPatterns:
                                 rng=rng, undefined=undefined)
 
 
-def unit_patterns(ratings: Any, *, categories: Sequence[Any] | None = None, abstain: Iterable[Any] = ()
-                  ) -> UnitPatterns:
+def unit_patterns(ratings: Any, *, categories: Sequence[Any] | None = None,
+                  abstain: Iterable[Any] = ABSTAIN_WORDS) -> UnitPatterns:
     """The :class:`UnitPatterns` of a units x raters array (None/NaN missing).
 
-    Labels in ``abstain`` are excluded like missing ratings and counted in ``n_abstained``.
+    Labels in ``abstain`` (default :data:`evaltk.values.ABSTAIN_WORDS`; ``abstain=()`` for
+    none; a label declared in ``categories`` never abstains) are excluded like missing
+    ratings and counted in ``n_abstained``.
     """
     arr = np.asarray(pd.DataFrame(ratings).to_numpy(dtype=object), dtype=object)
     if arr.ndim != 2:
         raise ValueError(f"`ratings` must be units x raters (2-D); got shape {arr.shape}.")
-    ab = set(abstain)
+    ab = set(abstain_labels(abstain, categories))
     missing = pd.isna(pd.DataFrame(arr)).to_numpy()
     is_ab = np.zeros(arr.shape, bool)
     if ab:
