@@ -29,7 +29,7 @@ from evaltk.stats import wilson_interval
 
 
 def build_pool(judge: str, n_traces: int, seed: int) -> pd.DataFrame:
-    d = make_demo(n_traces=n_traces, seed=seed)
+    d = make_demo(n_traces=n_traces, rng=seed)
     a = d.answers[d.answers["measure"] == "x_task"]
     truth = d.truth.set_index("trace_id")["x_task"]
     mine = a[(a["rater"] == judge) & a["answer"].isin(["yes", "no"])]

@@ -25,7 +25,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=HERE / "demo")
     args = parser.parse_args()
-    data = make_demo(n_traces=args.n_traces, seed=args.seed)
+    data = make_demo(n_traces=args.n_traces, rng=args.seed)
     paths = write_demo(args.out, data)
     counts = data.manifest["counts"]
     print(f"wrote {counts['traces']} traces, {counts['judge_answers']} judge answers and "

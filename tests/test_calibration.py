@@ -27,6 +27,7 @@ from statsmodels.stats.inter_rater import cohens_kappa
 from statsmodels.stats.multitest import multipletests
 
 from evaltk.cli._main import main
+from evaltk.data import load_alt_test_annotations
 from evaltk.errors import SchemaViolation, UnreadableInput
 from evaltk.judges._calibration import (
     AGENTREWARDBENCH_QUESTIONS,
@@ -43,7 +44,6 @@ from evaltk.judges._calibration import (
     human_ceiling,
     kappa_sample_size,
     load_agentrewardbench,
-    load_alt_test_annotations,
     population_table,
     promotion_check,
 )
@@ -345,11 +345,11 @@ def test_by_procedure_matches_statsmodels():
 
 
 def test_load_alt_test_annotations_errors(tmp_path):
-    with pytest.raises(UnreadableInput, match="no such file"):
+    with pytest.raises(UnreadableInput, match="not found"):
         load_alt_test_annotations(tmp_path / "none.json")
     bad = tmp_path / "bad.json"
     bad.write_text("{not json", encoding="utf-8")
-    with pytest.raises(UnreadableInput, match="not UTF-8 JSON"):
+    with pytest.raises(UnreadableInput, match="not JSON"):
         load_alt_test_annotations(bad)
     shape = tmp_path / "shape.json"
     shape.write_text(json.dumps({"h1": ["a", "b"]}), encoding="utf-8")

@@ -27,12 +27,12 @@ STEP_KEYS = {"index", "action", "target", "screen", "consequential", "needs_conf
 
 @pytest.fixture(scope="module")
 def big() -> D.DemoData:
-    return D.make_demo(n_traces=3000, seed=0)
+    return D.make_demo(n_traces=3000, rng=0)
 
 
 @pytest.fixture(scope="module")
 def small() -> D.DemoData:
-    return D.make_demo(n_traces=300, seed=0)
+    return D.make_demo(n_traces=300, rng=0)
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +63,7 @@ def _task_state(d: D.DemoData) -> pd.Series:
 
 
 def test_same_seed_same_corpus(small: D.DemoData) -> None:
-    again = D.make_demo(n_traces=300, seed=0)
+    again = D.make_demo(n_traces=300, rng=0)
     assert again.traces == small.traces
     for key in ("answers", "labels", "proxies", "truth", "step_truth", "canaries", "costs", "raters"):
         pd.testing.assert_frame_equal(getattr(again, key), getattr(small, key))
@@ -71,7 +71,7 @@ def test_same_seed_same_corpus(small: D.DemoData) -> None:
 
 
 def test_other_seed_other_corpus(small: D.DemoData) -> None:
-    other = D.make_demo(n_traces=300, seed=1)
+    other = D.make_demo(n_traces=300, rng=1)
     assert other.traces != small.traces
     assert other.manifest["seed"] == 1
 
@@ -85,14 +85,26 @@ def test_too_few_traces_refused(bad: int) -> None:
 def test_bad_argument_types_refused() -> None:
     with pytest.raises(TypeError, match="n_traces"):
         D.make_demo(n_traces=12.5)  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="seed"):
-        D.make_demo(n_traces=20, seed=-1)
-    with pytest.raises(TypeError, match="seed"):
-        D.make_demo(n_traces=20, seed=np.random.default_rng(0))  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="`rng` must be a non-negative int seed or a numpy Generator"):
+        D.make_demo(n_traces=20, rng=-1)
+    with pytest.raises(TypeError, match="`rng` must be"):
+        D.make_demo(n_traces=20, rng=1.5)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="`rng` must be"):
+        D.make_demo(n_traces=20, rng=True)
+
+
+def test_a_generator_draws_one_seed_and_records_it() -> None:
+    d = D.make_demo(n_traces=20, rng=np.random.default_rng(123))
+    seed = d.manifest["seed"]
+    assert isinstance(seed, int) and seed == int(np.random.default_rng(123).integers(2**63))
+    again = D.make_demo(n_traces=20, rng=seed)  # the recorded seed repeats the corpus
+    assert again.traces == d.traces and again.manifest == d.manifest
+    pd.testing.assert_frame_equal(again.answers, d.answers)
+    assert D.make_demo(n_traces=20, rng=np.random.default_rng(124)).traces != d.traces
 
 
 def test_small_corpora_still_complete() -> None:
-    d = D.make_demo(n_traces=10, seed=5)
+    d = D.make_demo(n_traces=10, rng=5)
     assert len(d.traces) == 10
     assert d.manifest["orphan_trace_ids"] == []
 
@@ -472,16 +484,16 @@ def test_write_then_load_round_trip(written: Path, small: D.DemoData) -> None:
 
 
 def test_load_demo_without_path_generates() -> None:
-    d = D.load_demo(n_traces=20, seed=4)
+    d = D.load_demo(n_traces=20, rng=4)
     assert d.manifest["n_traces"] == 20 and d.manifest["seed"] == 4
 
 
 def test_committed_sample_is_the_generator_output(tmp_path: Path) -> None:
-    """data/demo is exactly write_demo(n_traces=300, seed=0): regenerate and compare."""
+    """data/demo is exactly write_demo(n_traces=300, rng=0): regenerate and compare."""
     if not SAMPLE.is_dir():
         pytest.skip("data/demo is not present")
     manifest = json.loads((SAMPLE / "manifest.json").read_text(encoding="utf-8"))
-    D.write_demo(tmp_path, n_traces=manifest["n_traces"], seed=manifest["seed"])
+    D.write_demo(tmp_path, n_traces=manifest["n_traces"], rng=manifest["seed"])
     assert (tmp_path / "traces.jsonl").read_bytes() == (SAMPLE / "traces.jsonl").read_bytes()
     assert json.loads((tmp_path / "manifest.json").read_text()) == manifest
     committed, fresh = D.load_demo(SAMPLE), D.load_demo(tmp_path)
@@ -542,7 +554,7 @@ def test_write_demo_refuses_other_objects(tmp_path: Path) -> None:
 def test_scoring_recovers_rule_based_truth() -> None:
     scoring = pytest.importorskip("evaltk.scoring._scoring")
     pytest.importorskip("evaltk.ingest._traces")
-    d = D.make_demo(n_traces=600, seed=7)
+    d = D.make_demo(n_traces=600, rng=7)
     careful = d.answers[d.answers["rater"] == "judge-careful"]
     m = scoring.score_traces(d.traces, careful)
     wide = m.wide().set_index("trace_id")
@@ -571,7 +583,7 @@ def test_cli_demo_writes_and_reports(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert main(["demo", str(out), "--n-traces", "20", "--seed", "2", "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["counts"]["traces"] == 20
-    assert D.load_demo(out).traces == D.make_demo(n_traces=20, seed=2).traces
+    assert D.load_demo(out).traces == D.make_demo(n_traces=20, rng=2).traces
     assert main(["demo", str(out), "--n-traces", "3"]) == 64
     assert main(["demo"]) == 64
 
@@ -691,11 +703,11 @@ ALTTEST_TABLE = {
 def test_alttest_real_datasets(shared_data: Path, dataset: str) -> None:
     f = D.load_alttest(shared_data / "alttest", dataset)
     humans, items = ALTTEST_TABLE[dataset]
-    assert list(f.columns) == ["dataset", "item", "rater", "rating", "rater_kind"]
+    assert list(f.columns) == ["dataset", "item_id", "rater", "rating", "rater_kind"]
     assert f.loc[f["rater_kind"] == "human", "rater"].nunique() == humans
-    assert f["item"].nunique() == items
+    assert f["item_id"].nunique() == items
     assert 4 <= f.loc[f["rater_kind"] == "llm", "rater"].nunique() <= 6
-    assert not f.duplicated(["item", "rater"]).any()
+    assert not f.duplicated(["item_id", "rater"]).any()
     assert f["rating"].notna().all()
     # the long table holds exactly the ratings in the two files
     raw = {k: json.loads((shared_data / "alttest" / dataset / f"{k}_annotations.json").read_text())
@@ -716,12 +728,23 @@ def _alt(tmp_path: Path, human: object, llm: object, name: str = "toy") -> Path:
 def test_alttest_toy_long_table(tmp_path: Path) -> None:
     root = _alt(tmp_path, {"h1": {"i1": 3, "i2": 4}, "h2": {"i1": 2}}, {"gpt": {"i1": 3, "i2": 5}})
     f = D.load_alttest(root, "toy")
-    assert f[["item", "rater", "rating", "rater_kind"]].values.tolist() == [
+    assert f[["item_id", "rater", "rating", "rater_kind"]].values.tolist() == [
         ["i1", "h1", 3, "human"], ["i2", "h1", 4, "human"], ["i1", "h2", 2, "human"],
         ["i1", "gpt", 3, "llm"], ["i2", "gpt", 5, "llm"]]
     assert f["rating"].dtype == np.int64
     root = _alt(tmp_path, {"h1": {"i1": "yes"}}, {"gpt": {"i1": "no"}}, "text")
     assert D.load_alttest(root, "text")["rating"].tolist() == ["yes", "no"]
+    # the one reader: the long table is exactly the two files load_alt_test_annotations reads
+    files = {k: D.load_alt_test_annotations(root / "toy" / f"{k}_annotations.json") for k in ("human", "llm")}
+    assert [tuple(r) for r in f[["rater_kind", "rater", "item_id", "rating"]].values.tolist()] == [
+        (k, r, i, v) for k, d in (("human", files["human"]), ("llm", files["llm"]))
+        for r, per in d.items() for i, v in per.items()]
+    # the generic long-table profile: the calibration functions read it with their defaults
+    from evaltk.judges import human_ceiling
+    from evaltk.values import RATING_TABLE_COLUMNS
+
+    assert set(RATING_TABLE_COLUMNS) <= set(f.columns)
+    assert human_ceiling(f[f["rater_kind"] == "human"], level="nominal", rng=0, n_resamples=50).n_pairable == 1
 
 
 @pytest.mark.parametrize(

@@ -352,14 +352,14 @@ def test_data_sources_demo_only_and_errors(tmp_path):
 
 def test_data_sources_finds_demo_folder_and_reads_it(tmp_path):
     from evaltk.data import _datasets as datasets
-    datasets.write_demo(tmp_path / "demo", n_traces=30, seed=5)
+    datasets.write_demo(tmp_path / "demo", n_traces=30, rng=5)
     s = report.data_sources(str(tmp_path))
     assert s.demo == (tmp_path / "demo").resolve()
     d, files, note = report.demo_data(s)
     assert len(d.traces) == 30 and "read from" in note
     assert {p.name for p in files} >= {"traces.jsonl", "answers.csv", "labels.csv"}
     d2, files2, note2 = report.demo_data(report.data_sources(""), n_traces=20, seed=1)
-    assert len(d2.traces) == 20 and files2 == [] and "make_demo(n_traces=20, seed=1)" in note2
+    assert len(d2.traces) == 20 and files2 == [] and "make_demo(n_traces=20, rng=1)" in note2
     assert "demo corpus" in s.describe()["source"].tolist()
 
 

@@ -56,7 +56,7 @@ def client():
 
 @pytest.fixture(scope="module")
 def demo():
-    return make_demo(n_traces=N_TRACES, seed=11)
+    return make_demo(n_traces=N_TRACES, rng=11)
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ from evaltk.values import check_value_cause
 
 @pytest.fixture(scope="module")
 def demo():
-    return make_demo(n_traces=600, seed=7)
+    return make_demo(n_traces=600, rng=7)
 
 
 @pytest.fixture(scope="module")
@@ -115,9 +115,9 @@ def test_failure_taxonomy_finds_planted_unconfirmed_payments(demo, matrix):
 
 
 def test_cli_score_writes_matrix_and_exit_codes(tmp_path, capsys):
-    d = make_demo(n_traces=120, seed=3)
+    d = make_demo(n_traces=120, rng=3)
     d_dir = tmp_path / "demo"
-    evaltk.data._datasets.write_demo(d_dir, n_traces=120, seed=3)
+    evaltk.data._datasets.write_demo(d_dir, n_traces=120, rng=3)
     traces = d_dir / "traces.jsonl"
     rc = main(["score", str(traces), "--answers", str(d_dir / "answers.csv"), "--labels",
                str(d_dir / "labels.csv"), "--out", str(tmp_path / "out"), "--json"])

@@ -42,7 +42,7 @@ SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[Healt
 
 @pytest.fixture(scope="module")
 def demo():
-    return make_demo(n_traces=120, seed=3)
+    return make_demo(n_traces=120, rng=3)
 
 
 @pytest.fixture(scope="module")

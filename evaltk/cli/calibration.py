@@ -8,13 +8,13 @@ from typing import Any
 
 import pandas as pd
 
+from ..data import load_alt_test_annotations
 from ..errors import SchemaViolation, UnreadableInput
 from ..judges._calibration import (
     _LEVELS,
     agentrewardbench_ceiling,
     alt_test,
     human_ceiling,
-    load_alt_test_annotations,
 )
 from ..values import ABSTAIN_WORDS, MEASURE_LEVELS, Abstention
 

@@ -37,7 +37,7 @@ def _cli_demo(args: argparse.Namespace) -> int:
         raise CliError(f"--n-traces must be at least 10; got {args.n_traces}", EXIT_USAGE)
     if args.seed < 0:
         raise CliError(f"--seed must be non-negative; got {args.seed}", EXIT_USAGE)
-    data = make_demo(n_traces=args.n_traces, seed=args.seed)
+    data = make_demo(n_traces=args.n_traces, rng=args.seed)
     paths = write_demo(args.out, data)
     summary = {"out": str(Path(args.out)), "files": {k: str(v) for k, v in paths.items()},
                "counts": data.manifest["counts"], "seed": args.seed}

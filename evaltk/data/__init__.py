@@ -21,6 +21,7 @@ from ._datasets import (
     RaterProfile,
     domain_of_prompt,
     judgebench_pair_outcomes,
+    load_alt_test_annotations,
     load_alttest,
     load_demo,
     load_judgebench,
@@ -53,4 +54,5 @@ __all__ = [
     "judgebench_pair_outcomes",
     "ALTTEST_DATASETS",
     "load_alttest",
+    "load_alt_test_annotations",
 ]

@@ -69,6 +69,7 @@ __all__ = [
     "judgebench_pair_outcomes",
     "ALTTEST_DATASETS",
     "load_alttest",
+    "load_alt_test_annotations",
 ]
 
 #: Bumped whenever the same seed would produce different data.
@@ -573,13 +574,16 @@ def _validate_n(n_traces: Any) -> int:
     return int(n_traces)
 
 
-def _rng(seed: Any) -> np.random.Generator:
-    if isinstance(seed, np.random.Generator):
-        raise TypeError("`seed` must be an int so the corpus can be named and reproduced; "
-                        "got a Generator.")
-    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
-        raise ValueError(f"`seed` must be a non-negative int; got {seed!r}.")
-    return np.random.default_rng(int(seed))
+def _seed(rng: Any) -> int:
+    """The int seed the corpus is generated from: ``rng`` itself when an int, else one
+    drawn from the Generator (recorded, so ``make_demo(rng=manifest["seed"])`` repeats it)."""
+    if isinstance(rng, np.random.Generator):
+        return int(rng.integers(2**63))
+    if isinstance(rng, bool) or not isinstance(rng, int | np.integer):
+        raise TypeError(f"`rng` must be a non-negative int seed or a numpy Generator; got {type(rng).__name__}.")
+    if rng < 0:
+        raise ValueError(f"`rng` must be a non-negative int seed or a numpy Generator; got {rng!r}.")
+    return int(rng)
 
 
 def _draw(rng: np.random.Generator, probs: np.ndarray) -> np.ndarray:
@@ -629,10 +633,10 @@ def _adheres(actions: Sequence[str], wanted: Sequence[str]) -> bool:
     return all(any(a == w for a in it) for w in wanted)
 
 
-def make_demo(*, n_traces: int = 3000, seed: int = 0) -> DemoData:
+def make_demo(*, n_traces: int = 3000, rng: int | np.random.Generator = 0) -> DemoData:
     """Generate the demo corpus: traces, judge answers, human labels and the planted truth.
 
-    Deterministic: the same ``n_traces`` and ``seed`` give identical output (one
+    Deterministic: the same ``n_traces`` and seed give identical output (one
     :class:`numpy.random.Generator` seeded once, draws in a fixed order).
 
     Parameters
@@ -640,8 +644,10 @@ def make_demo(*, n_traces: int = 3000, seed: int = 0) -> DemoData:
     n_traces : int
         Number of trace records (at least 10).  A few further runs exist only in
         the answer tables (their trace line was "lost"): ``manifest["orphan_trace_ids"]``.
-    seed : int
-        Seed of the generator.
+    rng : int or numpy Generator, default 0
+        The seed (a non-negative int), or a Generator from which one seed is drawn.
+        Either way the seed used is recorded in ``manifest["seed"]``, and
+        ``make_demo(n_traces=n, rng=manifest["seed"])`` gives the same corpus.
 
     Returns
     -------
@@ -657,14 +663,15 @@ def make_demo(*, n_traces: int = 3000, seed: int = 0) -> DemoData:
 
     Examples
     --------
-    >>> d = make_demo(n_traces=50, seed=1)
+    >>> d = make_demo(n_traces=50, rng=1)
     >>> len(d.traces), sorted(d.answers["measure"].unique())
     (50, ['x_ctx', 'x_eff', 'x_task'])
     >>> bool(d.truth["agent"].isin(AGENTS).all())
     True
     """
     n_traces = _validate_n(n_traces)
-    rng = _rng(seed)
+    seed = _seed(rng)
+    rng = np.random.default_rng(seed)
     n_orphan = max(1, round(P_ORPHAN * n_traces)) if n_traces >= 50 else 0
     n = n_traces + n_orphan
     agent_names = list(AGENTS)
@@ -1259,7 +1266,7 @@ def _parameters() -> dict[str, Any]:
 
 
 def write_demo(directory: str | Path, data: DemoData | None = None, *, n_traces: int = 300,
-               seed: int = 0) -> dict[str, Path]:
+               rng: int | np.random.Generator = 0) -> dict[str, Path]:
     """Write the demo corpus to ``directory`` (created if needed); return the paths written.
 
     Files (:data:`DEMO_FILES`): ``traces.jsonl`` (one run per line), ``answers.csv``
@@ -1272,20 +1279,21 @@ def write_demo(directory: str | Path, data: DemoData | None = None, *, n_traces:
     directory : path
         Target folder.
     data : DemoData, optional
-        What to write; by default ``make_demo(n_traces=n_traces, seed=seed)``.
-    n_traces, seed : int
+        What to write; by default ``make_demo(n_traces=n_traces, rng=rng)``.
+    n_traces : int
+    rng : int or numpy Generator
         Passed to :func:`make_demo` when ``data`` is None.
 
     Examples
     --------
     >>> import tempfile
     >>> with tempfile.TemporaryDirectory() as d:
-    ...     paths = write_demo(d, n_traces=20, seed=3)
+    ...     paths = write_demo(d, n_traces=20, rng=3)
     ...     sorted(p.name for p in paths.values())[:3]
     ['README.md', 'answers.csv', 'canaries.csv']
     """
     if data is None:
-        data = make_demo(n_traces=n_traces, seed=seed)
+        data = make_demo(n_traces=n_traces, rng=rng)
     if not isinstance(data, DemoData):
         raise TypeError(f"`data` must be a DemoData; got {type(data).__name__}.")
     out = Path(directory)
@@ -1437,15 +1445,17 @@ def _read_answer_table(path: Path, key: str) -> pd.DataFrame:
     return out
 
 
-def load_demo(path: str | Path | None = None, *, n_traces: int = 3000, seed: int = 0) -> DemoData:
+def load_demo(path: str | Path | None = None, *, n_traces: int = 3000,
+              rng: int | np.random.Generator = 0) -> DemoData:
     """The demo corpus for a notebook: generated in memory, or read back from a folder.
 
     Parameters
     ----------
     path : path, optional
         A folder written by :func:`write_demo` (for example the committed
-        ``data/demo``).  When None, ``make_demo(n_traces=n_traces, seed=seed)``.
-    n_traces, seed : int
+        ``data/demo``).  When None, ``make_demo(n_traces=n_traces, rng=rng)``.
+    n_traces : int
+    rng : int or numpy Generator
         Used only when ``path`` is None.
 
     Raises
@@ -1458,12 +1468,12 @@ def load_demo(path: str | Path | None = None, *, n_traces: int = 3000, seed: int
 
     Examples
     --------
-    >>> d = load_demo(n_traces=30, seed=2)
+    >>> d = load_demo(n_traces=30, rng=2)
     >>> d.manifest["seed"], len(d.traces)
     (2, 30)
     """
     if path is None:
-        return make_demo(n_traces=n_traces, seed=seed)
+        return make_demo(n_traces=n_traces, rng=rng)
     folder = Path(path)
     if not folder.is_dir():
         raise UnreadableInput("not a folder written by write_demo", file=str(folder))
@@ -1713,6 +1723,47 @@ ALTTEST_DATASETS: tuple[str, ...] = (
 _ALTTEST_FILES = (("human", "human_annotations.json"), ("llm", "llm_annotations.json"))
 
 
+def load_alt_test_annotations(path: str | Path) -> dict[str, dict[str, Any]]:
+    """Read one AltTest annotation file, ``{rater: {item: rating}}`` (the AltTest
+    repository's format), as that mapping (what :func:`evaltk.judges.alt_test` takes).
+
+    The one reader of the format: :func:`load_alttest` reads a dataset's two files
+    with it.
+
+    Raises
+    ------
+    UnreadableInput
+        Missing file, not UTF-8 or not JSON (names the file and the line).
+    SchemaViolation
+        Not an object of objects, or a rating that is null, boolean or nested (names
+        the file, the rater/item and the field).
+
+    Examples
+    --------
+    >>> import json, tempfile, pathlib
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     p = pathlib.Path(d, "human_annotations.json")
+    ...     _ = p.write_text(json.dumps({"h1": {"i1": 4, "i2": 2}}))
+    ...     load_alt_test_annotations(p)
+    {'h1': {'i1': 4, 'i2': 2}}
+    """
+    fp = Path(path)
+    data = _read_json(fp)
+    if not isinstance(data, dict):
+        raise SchemaViolation(f"expected an object {{rater: {{item: rating}}}}, got {type(data).__name__}",
+                              file=str(fp))
+    for rater, per_item in data.items():
+        if not isinstance(per_item, dict):
+            raise SchemaViolation(f"expected an object {{item: rating}}, got {type(per_item).__name__}",
+                                  file=str(fp), record=rater, field=rater)
+        for item, r in per_item.items():
+            if isinstance(r, bool) or not isinstance(r, str | int | float) or (
+                    isinstance(r, float) and math.isnan(r)):
+                raise SchemaViolation(f"a rating must be text or a number; got {r!r}",
+                                      file=str(fp), record=f"{rater}/{item}", field="rating")
+    return data
+
+
 def load_alttest(path: str | Path, dataset: str) -> pd.DataFrame:
     """Read one Alternative Annotator Test dataset into a long table of ratings.
 
@@ -1726,7 +1777,9 @@ def load_alttest(path: str | Path, dataset: str) -> pd.DataFrame:
     Returns
     -------
     DataFrame
-        ``dataset, item, rater, rating, rater_kind`` (``human`` or ``llm``), one row
+        ``dataset, item_id, rater, rating, rater_kind`` (``human`` or ``llm``): the
+        generic long-table profile (:data:`evaltk.values.RATING_TABLE_COLUMNS`, the
+        source's item keys renamed to ``item_id``) with the dataset and rater kind; one row
         per rating actually given (raters skip items: no row, never a filler value),
         in file order.  ``rating`` is int64 when every rating is an integer, float64
         when all are numbers, text otherwise.
@@ -1755,7 +1808,7 @@ def load_alttest(path: str | Path, dataset: str) -> pd.DataFrame:
     ...     _ = (toy / "human_annotations.json").write_text(json.dumps({"h1": {"i1": 4, "i2": 2}}))
     ...     _ = (toy / "llm_annotations.json").write_text(json.dumps({"gpt-4o": {"i1": 5}}))
     ...     f = load_alttest(d, "toy")
-    >>> f[["item", "rater", "rating", "rater_kind"]].values.tolist()
+    >>> f[["item_id", "rater", "rating", "rater_kind"]].values.tolist()
     [['i1', 'h1', 4, 'human'], ['i2', 'h1', 2, 'human'], ['i1', 'gpt-4o', 5, 'llm']]
     """
     if not isinstance(dataset, str) or not dataset or dataset != Path(dataset).name or dataset in (".", ".."):
@@ -1773,23 +1826,12 @@ def load_alttest(path: str | Path, dataset: str) -> pd.DataFrame:
     seen: dict[str, str] = {}
     for kind, name in _ALTTEST_FILES:
         fp = folder / name
-        data = _read_json(fp)
-        if not isinstance(data, dict):
-            raise SchemaViolation(f"expected an object {{rater: {{item: rating}}}}, got {type(data).__name__}",
-                                  file=str(fp))
-        for rater, per_item in data.items():
+        for rater, per_item in load_alt_test_annotations(fp).items():
             if rater in seen:
                 raise SchemaViolation(f"rater also appears among the {seen[rater]} annotations",
                                       file=str(fp), record=rater, field="rater")
             seen[rater] = kind
-            if not isinstance(per_item, dict):
-                raise SchemaViolation(f"expected an object {{item: rating}}, got {type(per_item).__name__}",
-                                      file=str(fp), record=rater, field=rater)
             for item, r in per_item.items():
-                if isinstance(r, bool) or not isinstance(r, str | int | float) or (
-                        isinstance(r, float) and math.isnan(r)):
-                    raise SchemaViolation(f"a rating must be text or a number; got {r!r}",
-                                          file=str(fp), record=f"{rater}/{item}", field="rating")
                 items.append(item)
                 raters.append(rater)
                 ratings.append(r)
@@ -1805,6 +1847,6 @@ def load_alttest(path: str | Path, dataset: str) -> pd.DataFrame:
     else:
         rating = pd.Series(ratings, dtype=object)
     return pd.DataFrame({
-        "dataset": dataset, "item": pd.Series(items, dtype=object), "rater": pd.Series(raters, dtype=object),
+        "dataset": dataset, "item_id": pd.Series(items, dtype=object), "rater": pd.Series(raters, dtype=object),
         "rating": rating, "rater_kind": pd.Series(kinds, dtype=object),
     })

@@ -17,7 +17,6 @@ from ._calibration import (
     human_ceiling,
     kappa_sample_size,
     load_agentrewardbench,
-    load_alt_test_annotations,
     population_table,
     promotion_check,
 )
@@ -76,7 +75,6 @@ __all__ = [
     "promotion_check",
     "calibration_record",
     "alt_test",
-    "load_alt_test_annotations",
     "kappa_sample_size",
     "anchor_correctness",
     "judge_costs",

@@ -29,7 +29,6 @@ are not independent.
 
 from __future__ import annotations
 
-import json
 import math
 import numbers
 import warnings
@@ -80,7 +79,6 @@ __all__ = [
     "promotion_check",
     "calibration_record",
     "alt_test",
-    "load_alt_test_annotations",
     "kappa_sample_size",
 ]
 
@@ -1077,31 +1075,6 @@ def alt_test(
                          passed=wr >= 0.5, per_annotator=per,
                          skipped=pd.DataFrame(skipped, columns=["annotator", "n_items", "reason"]),
                          epsilon=float(epsilon), q=float(q), metric=name, n_items_dropped=dropped)
-
-
-def load_alt_test_annotations(path: str | Path) -> dict[Any, dict[Any, Any]]:
-    """Read ``{annotator_or_judge: {item: label}}`` JSON (the AltTest repository's format).
-
-    Raises
-    ------
-    UnreadableInput
-        Missing file, not UTF-8 or not JSON.
-    SchemaViolation
-        Not an object of objects.
-    """
-    p = Path(path)
-    try:
-        obj = json.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UnreadableInput("no such file", file=str(p)) from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise UnreadableInput(f"not UTF-8 JSON ({e})", file=str(p)) from None
-    if not isinstance(obj, dict):
-        raise SchemaViolation("expected an object {annotator: {item: label}}", file=str(p))
-    for k, v in obj.items():
-        if not isinstance(v, dict):
-            raise SchemaViolation("expected an object {item: label}", file=str(p), record=k)
-    return obj
 
 
 # --------------------------------------------------------------------------- precision planning

@@ -791,8 +791,8 @@ def demo_data(sources: DataSources, *, n_traces: int = 3000, seed: int = 0) -> t
         d = datasets.load_demo(sources.demo)
         files = sorted(p for p in sources.demo.iterdir() if p.is_file() and p.name in set(datasets.DEMO_FILES.values()))
         return d, files, f"demo corpus read from {sources.demo}"
-    d = datasets.make_demo(n_traces=n_traces, seed=seed)
-    note = (f"demo corpus generated in memory: evaltk.datasets.make_demo(n_traces={n_traces}, seed={seed}), "
+    d = datasets.make_demo(n_traces=n_traces, rng=seed)
+    note = (f"demo corpus generated in memory: evaltk.data.make_demo(n_traces={n_traces}, rng={seed}), "
             f"generator version {datasets.GENERATOR_VERSION}; synthetic data with planted judge behaviours")
     return d, [], note
 

@@ -728,7 +728,7 @@ def score_dataset(traces: str | Path, answers: str | Path | None = None, labels:
     --------
     >>> import tempfile, pathlib, pandas as pd
     >>> from evaltk.data import make_demo
-    >>> d = make_demo(n_traces=40, seed=0)
+    >>> d = make_demo(n_traces=40, rng=0)
     >>> tmp = pathlib.Path(tempfile.mkdtemp())
     >>> _ = (tmp / "t").mkdir(), (tmp / "a").mkdir()
     >>> pd.DataFrame(d.traces).to_json(tmp / "t" / "p0.jsonl", orient="records", lines=True)
@@ -922,7 +922,7 @@ def summarize_dataset(out: str | Path, *, by: str | Sequence[str] | None = None,
     --------
     >>> import tempfile, pathlib, pandas as pd
     >>> from evaltk.data import make_demo
-    >>> d = make_demo(n_traces=40, seed=0)
+    >>> d = make_demo(n_traces=40, rng=0)
     >>> tmp = pathlib.Path(tempfile.mkdtemp())
     >>> pd.DataFrame(d.traces).to_json(tmp / "t.jsonl", orient="records", lines=True)
     >>> _ = score_dataset(tmp / "t.jsonl", out=tmp / "out")
