@@ -47,7 +47,8 @@ import altair as alt
 import pandas as pd
 from IPython.display import Markdown, display
 
-from evaltk import calibration, report, selection
+import evaltk
+from evaltk import report
 from evaltk.errors import InputError
 from evaltk.values import Abstention, Threshold, UndefinedWarning
 
@@ -94,17 +95,17 @@ with warnings.catch_warnings():
         level, cats = LEVELS[dim]
         hum = demo.labels[demo.labels["measure"] == dim]
         human = pd.DataFrame({"item_id": item_ids(hum), "rater": hum["rater"], "rating": hum["answer"]})
-        ceiling = calibration.human_ceiling(human, level=level, categories=cats, abstain=["cannot_tell"],
+        ceiling = evaltk.human_ceiling(human, level=level, categories=cats, abstain=["cannot_tell"],
                                             confidence_level=confidence_level, n_resamples=n_resamples, rng=seed)
         # a rater with a label on every item, so that the baseline covers every double-labelled item
         every_item = pd.Series(cats[0], index=human["item_id"].unique())
-        base = calibration.calibration_numbers(human, every_item, level=level, categories=cats,
+        base = evaltk.calibration_numbers(human, every_item, level=level, categories=cats,
                                                abstain=["cannot_tell"], confidence_level=confidence_level,
                                                n_resamples=n_resamples, rng=seed)
         bands[dim] = (ceiling, base)
         jd = answers[answers["measure"] == dim]
         for j, g in jd.groupby("rater", sort=True):
-            nums = calibration.calibration_numbers(
+            nums = evaltk.calibration_numbers(
                 human, pd.Series(g["answer"].to_numpy(), index=item_ids(g)), level=level, categories=cats,
                 abstain=["cannot_tell"], confidence_level=confidence_level, n_resamples=n_resamples, rng=seed)
             if isinstance(nums, Abstention):
@@ -127,7 +128,7 @@ charts = []
 for dim in dimensions:
     ceiling, base = bands[dim]
     sub = agree[agree["dimension"] == dim]
-    if isinstance(ceiling, calibration.CeilingResult) and len(sub):
+    if isinstance(ceiling, evaltk.CeilingResult) and len(sub):
         charts.append(report.agreement_chart(
             sub, ceiling=(ceiling.statistic, *ceiling.confidence_interval),
             baseline=None if isinstance(base, Abstention) else base.baseline.statistic,
@@ -165,7 +166,7 @@ t[["dimension", "judge", "agreement [interval]", "kappa [interval]", "human ceil
 # %%
 conf_charts = []
 for dim in dimensions:
-    c = selection.anchor_correctness(answers, demo.labels, measure=dim)
+    c = evaltk.anchor_correctness(answers, demo.labels, measure=dim)
     counts = c.groupby(["judge", "human_answer", "judge_answer"], as_index=False).size().rename(columns={"size": "n"})
     order = [*LEVELS[dim][1], "cannot_tell"]
     conf_charts.append(report.confusion_heatmap(counts, truth="human_answer", predicted="judge_answer", count="n",
@@ -190,7 +191,7 @@ for dim in dimensions:
     best = sub.iloc[0]["judge"]
     th = (Threshold(thresholds[dim], validated=bool(threshold_source), source=threshold_source or "report parameter")
           if dim in thresholds else None)
-    pc = calibration.promotion_check(numbers[(dim, best)], threshold=th).to_frame()
+    pc = evaltk.promotion_check(numbers[(dim, best)], threshold=th).to_frame()
     pc.insert(0, "dimension", f"{dim} ({best})")
     checks.append(pc)
 pd.concat(checks, ignore_index=True).set_index("dimension") if checks else None
@@ -214,7 +215,7 @@ else:
     inputs.append(sources.agentrewardbench)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UndefinedWarning)
-        arb = calibration.agentrewardbench_ceiling(sources.agentrewardbench, confidence_level=confidence_level,
+        arb = evaltk.agentrewardbench_ceiling(sources.agentrewardbench, confidence_level=confidence_level,
                                                    n_resamples=n_resamples, rng=seed)
     pa = arb[arb["statistic_name"] == "percent_agreement"].rename(columns={"question": "judge"})
     display(Markdown(f"Source: {sources.agentrewardbench}."))
@@ -229,11 +230,11 @@ else:
         inputs.append(sources.agentrewardbench_leaderboard)
         # intervals on the published table: counts reconstructed from precision, recall and the number of
         # trajectories the experts judged successful (first annotation of each trajectory; docs/judges.md)
-        ratings = calibration.load_agentrewardbench(sources.agentrewardbench)
+        ratings = evaltk.load_agentrewardbench(sources.agentrewardbench)
         success = ratings[ratings["question"] == "success"].drop_duplicates("item_id")
         n_pos = int((success["rating"] == "Successful").sum())
         board = pd.read_csv(sources.agentrewardbench_leaderboard)
-        pub = selection.published_precision_recall(board, n_pos, judge="Judge", precision="Overall",
+        pub = evaltk.published_precision_recall(board, n_pos, judge="Judge", precision="Overall",
                                                    recall="Recall", f1="F1", confidence_level=confidence_level)
         pt = pub.table.rename(columns={"precision": "statistic", "precision_ci_low": "ci_low",
                                        "precision_ci_high": "ci_high"})

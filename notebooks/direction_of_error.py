@@ -47,7 +47,8 @@ dimensions = ["x_task", "x_ctx", "x_eff"]  # demo dimensions to analyse
 import pandas as pd
 from IPython.display import Markdown, display
 
-from evaltk import datasets, direction, report, scoring, selection
+import evaltk
+from evaltk import report, scoring
 from evaltk.errors import InputError
 
 params = report.check_params(week=week, data_dir=data_dir, confidence_level=confidence_level, seed=seed,
@@ -77,13 +78,13 @@ if judges:
     answers = answers[answers["rater"].isin(judges)]
 frames = []
 for dim in dimensions:
-    c = selection.anchor_correctness(answers, demo.labels, measure=dim)
+    c = evaltk.anchor_correctness(answers, demo.labels, measure=dim)
     frames.append(pd.DataFrame({"dimension": dim, "judge": c["judge"], "judge_answer": c["judge_answer"],
                                 "human": c["human_answer"]}))
 pairs = pd.concat(frames, ignore_index=True)
 rows = []
 for j, g in pairs.groupby("judge", sort=True):
-    t = direction.direction_table(
+    t = evaltk.direction_table(
         g.rename(columns={"judge_answer": "judge_label"}), judge="judge_label", human="human",
         scales={d: SCALES[d] for d in dimensions}, positive="yes",
         categories={"x_eff": {"lots": 0.0, "a_few": 0.5, "none": 1.0}}, abstain=["cannot_tell"],
@@ -141,10 +142,10 @@ if sources.judgebench is None:
                      "Run with `--data ../shared/data` to include it.*"))
 else:
     inputs.append(sources.judgebench)
-    shownjb = report.judgebench_presented(datasets.load_judgebench(sources.judgebench))
+    shownjb = report.judgebench_presented(evaltk.load_judgebench(sources.judgebench))
     jb_rows = []
     for j, g in shownjb.groupby("judge", sort=True):
-        r = direction.signed_bias(g["decision"].tolist(), g["label_presented"].tolist(), positive="A>B",
+        r = evaltk.signed_bias(g["decision"].tolist(), g["label_presented"].tolist(), positive="A>B",
                                   negative="B>A", abstain=["A=B"], confidence_level=confidence_level)
         f = r.to_frame()
         f.insert(0, "judge", j)

@@ -41,7 +41,8 @@ judge_costs = {}  # JudgeBench has no prices: a mapping judge_name to cost per p
 import pandas as pd
 from IPython.display import Markdown, display
 
-from evaltk import datasets, report, selection
+import evaltk
+from evaltk import report
 from evaltk.errors import InputError
 
 params = report.check_params(week=week, data_dir=data_dir, confidence_level=confidence_level, seed=seed,
@@ -69,10 +70,10 @@ if judges:
 if answers.empty:
     raise InputError(f"the demo answers have no measure {measure!r}; "
                             f"measures: {sorted(demo.answers['measure'].unique())}.", field="measure")
-correct = selection.anchor_correctness(answers, demo.labels, measure=measure)
-costs = selection.judge_costs(answers)
-hits = selection.canary_hits(answers, demo.canaries)
-sel = selection.select_judges(correct, costs, canaries=hits, confidence_level=confidence_level,
+correct = evaltk.anchor_correctness(answers, demo.labels, measure=measure)
+costs = evaltk.judge_costs(answers)
+hits = evaltk.canary_hits(answers, demo.canaries)
+sel = evaltk.select_judges(correct, costs, canaries=hits, confidence_level=confidence_level,
                               n_resamples=n_resamples, rng=seed)
 display(Markdown(f"Source: {demo_note}. Human anchor: {correct.attrs['anchor']['items_with_anchor']} "
                  f"labelled items on `{measure}`; canary set: {len(demo.canaries)} known failures."))
@@ -133,8 +134,8 @@ if sources.judgebench is None:
     jb_table = None
 else:
     inputs.append(sources.judgebench)
-    jb = datasets.load_judgebench(sources.judgebench)
-    outcomes = datasets.judgebench_pair_outcomes(jb)
+    jb = evaltk.load_judgebench(sources.judgebench)
+    outcomes = evaltk.judgebench_pair_outcomes(jb)
     # the judge is the model; judge_name is only the prompt family (arena_hard, reward_model)
     jb_correct = outcomes.rename(columns={"judge_model": "judge"})[["judge", "pair_id", "correct"]]
     jb_costs = None
@@ -143,7 +144,7 @@ else:
         if missing:
             raise InputError(f"`judge_costs` has no price for {missing}.", field="judge_costs")
         jb_costs = pd.DataFrame({"judge": list(judge_costs), "cost_per_item": list(judge_costs.values())})
-    jb_sel = selection.select_judges(jb_correct, jb_costs, confidence_level=confidence_level,
+    jb_sel = evaltk.select_judges(jb_correct, jb_costs, confidence_level=confidence_level,
                                      n_resamples=n_resamples, rng=seed, item=["pair_id"])
     jb_table = jb_sel.table
     display(Markdown(f"Source: {sources.judgebench} ({len(jb)} judgments, "

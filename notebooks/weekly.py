@@ -48,17 +48,8 @@ import warnings
 import pandas as pd
 from IPython.display import Markdown, display
 
-from evaltk import (
-    calibration,
-    datasets,
-    direction,
-    regression,
-    report,
-    scoring,
-    selection,
-    suite,
-    trajectory,
-)
+import evaltk
+from evaltk import report, scoring, suite, trajectory
 from evaltk.errors import InputError
 from evaltk.values import Abstention, Threshold, UndefinedWarning, summarize_frame, verdicts
 
@@ -82,13 +73,13 @@ sm = scoring.score_traces(demo.traces, demo.answers, demo.labels)
 auto = sm.frame[sm.frame["tier"] == "automatic"]
 # judge selection on `measure`
 ans = demo.answers[demo.answers["measure"] == measure]
-correct = selection.anchor_correctness(ans, demo.labels, measure=measure)
-sel = selection.select_judges(correct, selection.judge_costs(ans), canaries=selection.canary_hits(ans, demo.canaries),
+correct = evaltk.anchor_correctness(ans, demo.labels, measure=measure)
+sel = evaltk.select_judges(correct, evaltk.judge_costs(ans), canaries=evaltk.canary_hits(ans, demo.canaries),
                               confidence_level=confidence_level, n_resamples=n_resamples, rng=seed)
 # direction of error of each judge on `measure`
 lean_rows = []
 for j, g in correct.groupby("judge", sort=True):
-    r = direction.direction_of_error(g["judge_answer"].tolist(), g["human_answer"].tolist(),
+    r = evaltk.direction_of_error(g["judge_answer"].tolist(), g["human_answer"].tolist(),
                                      scale="ordinal" if measure == "x_eff" else "binary", positive="yes",
                                      categories={"lots": 0.0, "a_few": 0.5, "none": 1.0} if measure == "x_eff" else None,
                                      abstain=["cannot_tell"], confidence_level=confidence_level)
@@ -99,7 +90,7 @@ leans = pd.DataFrame(lean_rows)
 hum = demo.labels[demo.labels["measure"] == measure]
 item = hum["trace_id"].astype(str) + hum["step"].astype("Int64").astype(str).replace("<NA>", "").map(
     lambda s: f"#{s}" if s else "")
-ceiling = calibration.human_ceiling(pd.DataFrame({"item_id": item, "rater": hum["rater"], "rating": hum["answer"]}),
+ceiling = evaltk.human_ceiling(pd.DataFrame({"item_id": item, "rater": hum["rater"], "rating": hum["answer"]}),
                                     level="ordinal" if measure == "x_eff" else "nominal",
                                     categories=["lots", "a_few", "none"] if measure == "x_eff" else ["no", "yes"],
                                     abstain=["cannot_tell"], confidence_level=confidence_level,
@@ -148,15 +139,15 @@ if sources.trajectory is not None:
                                               f"safely abstained, {_c['failed']} failed of {_c['cases']} cases"))
 if sources.agentrewardbench is not None:
     inputs.append(sources.agentrewardbench)
-    arb = calibration.agentrewardbench_ceiling(sources.agentrewardbench, confidence_level=confidence_level,
+    arb = evaltk.agentrewardbench_ceiling(sources.agentrewardbench, confidence_level=confidence_level,
                                                n_resamples=n_resamples, rng=seed)
     pa = arb[arb["statistic_name"] == "percent_agreement"]
     rows.append(("AgentRewardBench human ceiling (expert-expert agreement)",
                  "; ".join(f"{r.question} {fmt(r.statistic, r.ci_low, r.ci_high)}" for r in pa.itertuples())))
 if sources.judgebench is not None:
     inputs.append(sources.judgebench)
-    jb = datasets.judgebench_pair_outcomes(datasets.load_judgebench(sources.judgebench))
-    jb_sel = selection.select_judges(jb.rename(columns={"judge_model": "judge"})[["judge", "pair_id", "correct"]],
+    jb = evaltk.judgebench_pair_outcomes(evaltk.load_judgebench(sources.judgebench))
+    jb_sel = evaltk.select_judges(jb.rename(columns={"judge_model": "judge"})[["judge", "pair_id", "correct"]],
                                      confidence_level=confidence_level, n_resamples=n_resamples, rng=seed,
                                      item=["pair_id"])
     jt = jb_sel.table.sort_values("accuracy", ascending=False)
@@ -231,9 +222,9 @@ else:
                                            demo.answers[demo.answers["trace_id"].isin(ids)],
                                            demo.labels[demo.labels["trace_id"].isin(ids)])
     try:
-        g = regression.gate(matrices[baseline_agent], matrices[candidate_agent], confidence_level=confidence_level,
+        g = evaltk.gate(matrices[baseline_agent], matrices[candidate_agent], confidence_level=confidence_level,
                             n_resamples=n_resamples, rng=seed)
-    except regression.GateRefused as e:
+    except evaltk.GateRefused as e:
         display(Markdown(f"**The gate refused to compare:** {e}"))
     else:
         display(Markdown(f"**{candidate_agent} against {baseline_agent}: {g.decision.upper()}**"))
