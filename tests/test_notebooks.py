@@ -1,6 +1,6 @@
 """Every report notebook executed by papermill on small parameters, rendered to HTML.
 
-One module-scoped run of :func:`evaltk.report._report.render_report` executes all five notebooks
+One module-scoped run of :func:`evaltk.report.render_report` executes all five notebooks
 on a small generated demo corpus; the tests then read what it wrote.  A second, smaller
 run checks the real-data headlines (skipped without ../shared/data).
 """
@@ -15,8 +15,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from evaltk import report
 from evaltk.cli._main import main
-from evaltk.report import _report as report
+from evaltk.report import _render
 
 WEEK = "2026-W48"
 SMALL = {"n_traces": 300, "n_resamples": 200}
@@ -141,7 +142,7 @@ def test_bad_parameter_fails_with_a_clear_message(tmp_path):
     nb = jupytext.read(report.notebooks_dir() / "suite_gating.py", fmt="py:percent")
     src = tmp_path / "suite_gating.ipynb"
     nbformat.write(nb, src)
-    with report._report_kernel() as kernel, pytest.raises(PapermillExecutionError) as e:
+    with _render._report_kernel() as kernel, pytest.raises(PapermillExecutionError) as e:
         pm.execute_notebook(str(src), str(tmp_path / "out.ipynb"), parameters={"week": "2026-W99"},
                             kernel_name=kernel, progress_bar=False, cwd=str(tmp_path))
     assert e.value.ename == "InputError"

@@ -1,4 +1,4 @@
-"""Tests for evaltk.report._report: chart builders, the frontier, parameters, provenance, the runner's pieces.
+"""Tests for evaltk.report: chart builders, the frontier, parameters, provenance, the runner's pieces.
 
 The notebooks themselves are executed in tests/test_notebooks.py.
 """
@@ -8,16 +8,16 @@ from __future__ import annotations
 import json
 import os
 import sys
-from pathlib import Path
 
 import altair as alt
 import numpy as np
 import pandas as pd
 import pytest
 
+from evaltk import report
 from evaltk.cli import report as cli_report
 from evaltk.errors import InputError, UnreadableInput
-from evaltk.report import _report as report
+from evaltk.report import _params, _provenance, _render
 
 
 def _layer_data(chart: alt.TopLevelMixin) -> list[pd.DataFrame]:
@@ -182,7 +182,7 @@ def test_format_interval():
 def test_check_params_normalises_and_names_the_field(tmp_path):
     out = report.check_params(week="", data_dir=str(tmp_path), confidence_level=0.9, seed=0,
                               judges=["a"], thresholds={"x_task": 0.7}, pass_score=1, n_resamples=10)
-    assert report._WEEK_RE.match(out["week"])
+    assert _params._WEEK_RE.match(out["week"])
     assert out["data_dir"] == str(tmp_path.resolve())
     assert out["pass_score"] == 1.0
     cases = [
@@ -209,28 +209,28 @@ def test_check_params_normalises_and_names_the_field(tmp_path):
 
 def test_plan_parameters_routes_and_refuses_unknown():
     declared = {"weekly": {"week": {}, "confidence_level": {}}, "calibration": {"confidence_level": {}, "seed": {}}}
-    per = report._plan_parameters(declared, {"confidence_level": 0.9, "calibration": {"seed": 3}}, None)
+    per = _render._plan_parameters(declared, {"confidence_level": 0.9, "calibration": {"seed": 3}}, None)
     assert per == {"weekly": {"confidence_level": 0.9}, "calibration": {"confidence_level": 0.9, "seed": 3}}
-    per = report._plan_parameters(declared, {"confidence_level": 0.9, "calibration": {"confidence_level": 0.8}}, None)
+    per = _render._plan_parameters(declared, {"confidence_level": 0.9, "calibration": {"confidence_level": 0.8}}, None)
     assert per["calibration"]["confidence_level"] == 0.8 and per["weekly"]["confidence_level"] == 0.9
     with pytest.raises(InputError, match="no notebook takes a parameter `colour`"):
-        report._plan_parameters(declared, {"colour": "red"}, "p.yaml")
+        _render._plan_parameters(declared, {"colour": "red"}, "p.yaml")
     with pytest.raises(InputError, match="notebook `weekly` has no parameter `seed`"):
-        report._plan_parameters(declared, {"weekly": {"seed": 1}}, None)
+        _render._plan_parameters(declared, {"weekly": {"seed": 1}}, None)
 
 
 def test_load_params_file(tmp_path):
     p = tmp_path / "p.yaml"
     p.write_text("confidence_level: 0.9\ncalibration:\n  seed: 2\n")
-    assert report._load_params(p) == ({"confidence_level": 0.9, "calibration": {"seed": 2}}, str(p))
+    assert _render._load_params(p) == ({"confidence_level": 0.9, "calibration": {"seed": 2}}, str(p))
     (tmp_path / "bad.json").write_text("{not json")
     with pytest.raises(UnreadableInput, match="not valid JSON"):
-        report._load_params(tmp_path / "bad.json")
+        _render._load_params(tmp_path / "bad.json")
     (tmp_path / "list.yaml").write_text("- 1\n- 2\n")
     with pytest.raises(InputError, match="must be a mapping"):
-        report._load_params(tmp_path / "list.yaml")
+        _render._load_params(tmp_path / "list.yaml")
     with pytest.raises(UnreadableInput, match="no such parameters file"):
-        report._load_params(tmp_path / "absent.yaml")
+        _render._load_params(tmp_path / "absent.yaml")
 
 
 def test_current_week_iso():
@@ -252,7 +252,7 @@ def test_provenance_digests_inputs_and_exposes_json(tmp_path):
     d = p.to_dict()
     assert d["inputs"] == [{"path": str(f), "sha256": hashlib.sha256(b"a,b\n1,2\n").hexdigest()}]
     bundle = p._repr_mimebundle_()
-    assert bundle[report._PROVENANCE_MIME]["parameters"] == {"seed": 1}
+    assert bundle[_provenance._PROVENANCE_MIME]["parameters"] == {"seed": 1}
     assert "sha256" in bundle["text/html"] and "evaltk version" in bundle["text/html"]
     with pytest.raises(UnreadableInput):
         report.provenance("x", {}, [tmp_path / "absent.csv"])
@@ -265,7 +265,7 @@ def test_report_kernel_runs_this_interpreter_and_restores_env():
     from jupyter_client.kernelspec import KernelSpecManager
 
     before = os.environ.get("JUPYTER_PATH")
-    with report._report_kernel() as name:
+    with _render._report_kernel() as name:
         spec = KernelSpecManager().get_kernel_spec(name)
         assert spec.argv[0] == sys.executable
         assert "ipykernel_launcher" in " ".join(spec.argv)
@@ -328,13 +328,12 @@ def test_exporter_template_has_no_scripts():
     nb.cells = [nbformat.v4.new_code_cell("x", outputs=[nbformat.v4.new_output(
         "display_data", data={"image/svg+xml": "<svg xmlns='http://www.w3.org/2000/svg'><text>hi</text></svg>",
                               "text/plain": "chart"})])]
-    body, _ = report._html_exporter().from_notebook_node(nb)
+    body, _ = _render._html_exporter().from_notebook_node(nb)
     assert "<script" not in body
     main = body[body.index("<main>"):]
     assert "<text>hi</text></svg>" in main and "data:image/svg+xml;base64" not in main
     assert ">x<" not in body  # code excluded
     json.dumps(report.NOTEBOOKS)  # stable, serialisable names
-    assert Path(report.__file__).name == "_report.py"
 
 
 # --------------------------------------------------------------------------- data sources

@@ -1,35 +1,54 @@
-"""Reports: the theme, charts, parameters, provenance and the papermill renderer of the
-weekly report."""
+"""Reports: the theme, the charts, the tables the notebooks show, parameters, data
+sources, provenance and the papermill renderer of the weekly report.
 
-from ._report import (
-    CAUSE_COLORS,
-    NOTEBOOKS,
+One private module per concern (``_theme``, ``_format``, ``_charts``, ``_tables``,
+``_params``, ``_sources``, ``_provenance``, ``_render``); the public names are these.
+Rounding and styling happen here and nowhere else in evaltk (STYLE.md, 8): the table
+functions return unrounded numbers, :func:`format_interval` and the ``format_*``
+helpers turn them into text at display.
+"""
+
+from ._charts import (
     OUTCOME_COLORS,
-    THEME_NAME,
-    DataSources,
-    NotebookFailure,
-    Provenance,
-    ReportFailed,
     abstention_chart,
     agreement_chart,
     bias_forest_chart,
-    chart_to_svg,
-    check_params,
     confusion_heatmap,
+    judge_accuracy_chart,
+    judge_frontier_chart,
+    suite_gating_chart,
+    trajectory_grid_chart,
+)
+from ._format import (
+    format_interval,
+)
+from ._params import (
+    check_params,
     current_week,
+)
+from ._provenance import (
+    Provenance,
+    file_digest,
+    provenance,
+)
+from ._render import (
+    NOTEBOOKS,
+    NotebookFailure,
+    ReportFailed,
+    notebooks_dir,
+    render_report,
+)
+from ._sources import (
+    DataSources,
     data_sources,
     demo_data,
     example_path,
-    file_digest,
-    format_interval,
-    judge_accuracy_chart,
-    judge_frontier_chart,
     judgebench_presented,
-    notebooks_dir,
-    provenance,
-    render_report,
-    suite_gating_chart,
-    trajectory_grid_chart,
+)
+from ._theme import (
+    CAUSE_COLORS,
+    THEME_NAME,
+    chart_to_svg,
     use_theme,
 )
 
