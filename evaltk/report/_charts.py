@@ -499,3 +499,44 @@ def trajectory_grid_chart(
     ).properties(width=120, height=alt.Step(26), title="decision")
     return alt.hconcat(grid, words, spacing=6).resolve_scale(color="independent").properties(
         title=alt.Title(title, subtitle="one failing dimension holds the case; only 'passed' is promotion-eligible"))
+
+
+def calibration_chart(agreement: pd.DataFrame, ceilings: pd.DataFrame, *,
+                      statistic_title: str = "percent agreement with the human labels") -> Any:
+    """One :func:`agreement_chart` per dimension, stacked: each judge's agreement
+    (:func:`judge_agreement_table`) against the human-ceiling band and the majority
+    baseline of that dimension (:func:`human_ceiling_table`).
+
+    A dimension whose ceiling abstains (no item has two human labels) or that no judge
+    answered is drawn as a title that says so, never as a band at 0.
+    """
+    import altair as alt
+
+    _need(_frame(agreement, "agreement"), ["measure", "judge", "statistic", "ci_low", "ci_high"], "agreement")
+    _need(_frame(ceilings, "ceilings"), ["measure", "statistic", "ci_low", "ci_high", "n_pairable", "baseline"],
+          "ceilings")
+    charts = []
+    for c in ceilings.itertuples(index=False):
+        sub = agreement[(agreement["measure"] == c.measure) & agreement["statistic"].notna()]
+        if pd.isna(c.statistic) or sub.empty:
+            why = ("no item has two human labels, so there is no ceiling to draw" if pd.isna(c.statistic)
+                   else "no judge agreement to draw")
+            charts.append(alt.Chart(pd.DataFrame({"x": [0]})).mark_text().properties(
+                title=f"{c.measure}: {why}", height=10))
+            continue
+        charts.append(agreement_chart(
+            sub, ceiling=(c.statistic, c.ci_low, c.ci_high), baseline=None if pd.isna(c.baseline) else c.baseline,
+            statistic_title=statistic_title,
+            title=f"{c.measure}: judge agreement against the human ceiling ({c.n_pairable} double-labelled items)"))
+    return alt.vconcat(*charts)
+
+
+def gate_chart(dimensions: pd.DataFrame, *, baseline: str, candidate: str) -> Any:
+    """The checkpoint gate per dimension (:attr:`evaltk.GateResult.dimensions`): each effect
+    of ``candidate`` against ``baseline`` with its interval and the decision beside it."""
+    return bias_forest_chart(dimensions.assign(dimension=f"{candidate} − {baseline}"), judge="measure",
+                             bias="effect", lean="decision",
+                             bias_title="candidate − baseline (gate values, paired by task)",
+                             title="Checkpoint gate per dimension",
+                             subtitle="left of zero: the candidate is worse; the decision is beside each dimension",
+                             estimate_header="effect [interval]", lean_header="decision")

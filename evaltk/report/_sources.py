@@ -48,6 +48,11 @@ class DataSources:
     suite_run: Path | None
     trajectory: tuple[Path, Path, Path | None] | None = None
 
+    def files(self) -> list[Path]:
+        """The real-data files present (suite run, AgentRewardBench, JudgeBench, trajectory lock,
+        results and design), in the order the weekly page reads them: its provenance inputs."""
+        return [p for p in (self.suite_run, self.agentrewardbench, self.judgebench, *(self.trajectory or ())) if p]
+
     def describe(self) -> pd.DataFrame:
         """One row per source: what it is, and the file or "generated in memory"."""
         rows = [
