@@ -44,22 +44,16 @@ dimensions = ["x_task", "x_ctx", "x_eff"]  # demo dimensions to analyse
 
 # %%
 # ruff: noqa: E402  (in a notebook the imports follow the parameters cell)
-import pandas as pd
 from IPython.display import Markdown, display
 
-from evaltk import datasets, direction, report, scoring, selection
-from evaltk.errors import InputError
+import evaltk
+from evaltk import report
 
 params = report.check_params(week=week, data_dir=data_dir, confidence_level=confidence_level, seed=seed,
                              n_traces=n_traces, judges=judges, dimensions=dimensions)
 report.use_theme()
 sources = report.data_sources(params["data_dir"])
 inputs = []
-SCALES = {"x_task": "binary", "x_ctx": "binary", "x_eff": "ordinal"}
-unknown = sorted(set(dimensions) - set(SCALES))
-if unknown:
-    raise InputError(f"no judge-vs-human comparison for {unknown}; choose among {sorted(SCALES)}.",
-                     field="dimensions")
 display(Markdown(f"**Week {params['week']}** · confidence level {confidence_level:.0%}"))
 
 # %% [markdown]
@@ -68,29 +62,8 @@ display(Markdown(f"**Week {params['week']}** · confidence level {confidence_lev
 # %%
 demo, demo_files, demo_note = report.demo_data(sources, n_traces=n_traces, seed=seed)
 inputs += demo_files
-answers = demo.answers
-if judges:
-    missing = sorted(set(judges) - set(answers["rater"]))
-    if missing:
-        raise InputError(f"no answers from judge(s) {missing}; judges present: "
-                         f"{sorted(answers['rater'].unique())}.", field="judges")
-    answers = answers[answers["rater"].isin(judges)]
-frames = []
-for dim in dimensions:
-    c = selection.anchor_correctness(answers, demo.labels, measure=dim)
-    frames.append(pd.DataFrame({"dimension": dim, "judge": c["judge"], "judge_answer": c["judge_answer"],
-                                "human": c["human_answer"]}))
-pairs = pd.concat(frames, ignore_index=True)
-rows = []
-for j, g in pairs.groupby("judge", sort=True):
-    t = direction.direction_table(
-        g.rename(columns={"judge_answer": "judge_label"}), judge="judge_label", human="human",
-        scales={d: SCALES[d] for d in dimensions}, positive="yes",
-        categories={"x_eff": {"lots": 0.0, "a_few": 0.5, "none": 1.0}}, abstain=["cannot_tell"],
-        confidence_level=confidence_level)
-    t.insert(0, "judge", j)
-    rows.append(t)
-table = pd.concat(rows, ignore_index=True)
+answers = report.select_answers(demo.answers, judges=judges)
+table = report.judge_direction_table(answers, demo.labels, measures=dimensions, confidence_level=confidence_level)
 display(Markdown(f"Source: {demo_note}."))
 report.bias_forest_chart(table.rename(columns={"statistic": "bias"}),
                          bias_title="judge − human (binary: yes-rate difference; x_eff: mean on 0..1)",
@@ -103,13 +76,7 @@ report.bias_forest_chart(table.rename(columns={"statistic": "bias"}),
 # than the humans (more "yes", less waste); left of it, harsher.
 
 # %%
-shown = table.copy()
-shown["estimate [interval]"] = [report.format_interval(s, lo, hi, digits=3) for s, lo, hi in
-                                zip(shown["statistic"], shown["ci_low"], shown["ci_high"], strict=True)]
-shown["p"] = shown["pvalue"].map(lambda p: "—" if pd.isna(p) else f"{p:.3g}")
-shown["coverage"] = shown["coverage"].map(lambda c: "—" if pd.isna(c) else f"{c:.0%}")
-shown[["judge", "dimension", "lean", "estimate [interval]", "p", "n_pairs", "n_excluded", "coverage",
-       "method"]].set_index(["judge", "dimension"])
+report.show_direction(table)
 
 # %% [markdown]
 # ### What the standard says the proxies measure, beside what was measured here
@@ -119,10 +86,7 @@ shown[["judge", "dimension", "lean", "estimate [interval]", "p", "n_pairs", "n_e
 # answer different questions and both belong in a reading of the scores.
 
 # %%
-pd.DataFrame({"dimension": dimensions,
-              "seed 002 direction of error (the construct)": [scoring.DIRECTION_OF_ERROR[d] for d in dimensions],
-              "judges measured here": [", ".join(f"{r.judge}: {r.lean}" for r in table[table["dimension"] == d].itertuples())
-                                       for d in dimensions]}).set_index("dimension")
+report.show_construct_direction(report.construct_direction_table(table))
 
 # %% [markdown]
 # ## JudgeBench: position bias of real judges
@@ -141,27 +105,14 @@ if sources.judgebench is None:
                      "Run with `--data ../shared/data` to include it.*"))
 else:
     inputs.append(sources.judgebench)
-    shownjb = report.judgebench_presented(datasets.load_judgebench(sources.judgebench))
-    jb_rows = []
-    for j, g in shownjb.groupby("judge", sort=True):
-        r = direction.signed_bias(g["decision"].tolist(), g["label_presented"].tolist(), positive="A>B",
-                                  negative="B>A", abstain=["A=B"], confidence_level=confidence_level)
-        f = r.to_frame()
-        f.insert(0, "judge", j)
-        jb_rows.append(f)
-    jb_table = pd.concat(jb_rows, ignore_index=True)
-    jb_table["dimension"] = "first position wins"
+    jb_table = report.position_bias_table(evaltk.load_judgebench(sources.judgebench), confidence_level=confidence_level)
     display(Markdown(f"Source: {sources.judgebench}."))
     display(report.bias_forest_chart(jb_table.rename(columns={"statistic": "bias"}),
                                      bias_title="judge 'first wins' rate − label 'first wins' rate",
                                      title="JudgeBench: position bias per judge",
                                      subtitle="right of zero: the judge picks the first-shown response "
                                               "more often than the labels do"))
-    jb_table["bias [interval]"] = [report.format_interval(s, lo, hi, digits=3) for s, lo, hi in
-                                   zip(jb_table["statistic"], jb_table["ci_low"], jb_table["ci_high"], strict=True)]
-    display(jb_table[["judge", "lean", "bias [interval]", "judge_rate", "human_rate", "n_pairs",
-                      "n_judge_abstained", "mcnemar_midp"]].rename(
-        columns={"human_rate": "label_rate"}).set_index("judge"))
+    display(report.show_position_bias(jb_table))
 
 # %% [markdown]
 # ## How this report was made

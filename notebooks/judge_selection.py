@@ -38,11 +38,10 @@ judge_costs = {}  # JudgeBench has no prices: a mapping judge_name to cost per p
 
 # %%
 # ruff: noqa: E402  (in a notebook the imports follow the parameters cell)
-import pandas as pd
 from IPython.display import Markdown, display
 
-from evaltk import datasets, report, selection
-from evaltk.errors import InputError
+import evaltk
+from evaltk import report
 
 params = report.check_params(week=week, data_dir=data_dir, confidence_level=confidence_level, seed=seed,
                              n_traces=n_traces, measure=measure, judges=judges, n_resamples=n_resamples,
@@ -59,21 +58,10 @@ display(Markdown(f"**Week {params['week']}** · confidence level {confidence_lev
 # %%
 demo, demo_files, demo_note = report.demo_data(sources, n_traces=n_traces, seed=seed)
 inputs += demo_files
-answers = demo.answers[demo.answers["measure"] == measure]
-if judges:
-    unknown = sorted(set(judges) - set(answers["rater"]))
-    if unknown:
-        raise InputError(f"no answers from judge(s) {unknown} on {measure}; "
-                                f"judges present: {sorted(answers['rater'].unique())}.", field="judges")
-    answers = answers[answers["rater"].isin(judges)]
-if answers.empty:
-    raise InputError(f"the demo answers have no measure {measure!r}; "
-                            f"measures: {sorted(demo.answers['measure'].unique())}.", field="measure")
-correct = selection.anchor_correctness(answers, demo.labels, measure=measure)
-costs = selection.judge_costs(answers)
-hits = selection.canary_hits(answers, demo.canaries)
-sel = selection.select_judges(correct, costs, canaries=hits, confidence_level=confidence_level,
-                              n_resamples=n_resamples, rng=seed)
+answers = report.select_answers(demo.answers, judges=judges, measure=measure)
+correct = evaltk.anchor_correctness(answers, demo.labels, measure=measure)
+sel = evaltk.select_judges(correct, evaltk.judge_costs(answers), canaries=evaltk.canary_hits(answers, demo.canaries),
+                           confidence_level=confidence_level, n_resamples=n_resamples, rng=seed)
 display(Markdown(f"Source: {demo_note}. Human anchor: {correct.attrs['anchor']['items_with_anchor']} "
                  f"labelled items on `{measure}`; canary set: {len(demo.canaries)} known failures."))
 report.judge_frontier_chart(sel.table, cost="cost_per_item", latency="latency_p50",
@@ -87,17 +75,7 @@ report.judge_frontier_chart(sel.table, cost="cost_per_item", latency="latency_p5
 # answered) is in the table, never folded into accuracy.
 
 # %%
-t = sel.table.copy()
-t["accuracy [interval]"] = [report.format_interval(a, lo, hi, digits=3)
-                            for a, lo, hi in zip(t["accuracy"], t["ci_low"], t["ci_high"], strict=True)]
-t["coverage"] = t["coverage"].map("{:.0%}".format)
-t["cost per item (USD)"] = t["cost_per_item"].map("{:.4f}".format)
-t["latency p50 / p95 (ms)"] = [f"{a:.0f} / {b:.0f}" for a, b in zip(t["latency_p50"], t["latency_p95"], strict=True)]
-t["canaries passed"] = t["canaries_passed"].map(
-    lambda x: "none" if not len(x) else f"{len(x)}: " + ", ".join(x[:3]) + (", …" if len(x) > 3 else ""))
-t["status"] = [("rejected by the canary set" if rej else s_) for rej, s_ in zip(t["rejected"], t["status"], strict=True)]
-t[["judge", "accuracy [interval]", "coverage", "n_answered", "cost per item (USD)", "latency p50 / p95 (ms)",
-   "canaries passed", "status"]].set_index("judge")
+report.show_judges(sel.table)
 
 # %% [markdown]
 # ### Which orderings the data supports
@@ -107,10 +85,7 @@ t[["judge", "accuracy [interval]", "coverage", "n_answered", "cost per item (USD
 # is supported only when the intervals do not overlap.
 
 # %%
-o = sel.orderings.copy()
-o["difference [interval]"] = [report.format_interval(d, lo, hi, digits=3) for d, lo, hi in
-                              zip(o["difference"], o["difference_ci_low"], o["difference_ci_high"], strict=True)]
-o[["verdict", "difference [interval]", "n_common_items"]]
+report.show_orderings(sel.orderings)
 
 # %% [markdown]
 # ## JudgeBench: published judges on real pairwise data
@@ -130,35 +105,19 @@ o[["verdict", "difference [interval]", "n_common_items"]]
 if sources.judgebench is None:
     display(Markdown("*No `judgebench/judgments.csv` under the data folder: this section is empty. "
                      "Run with `--data ../shared/data` to include it.*"))
-    jb_table = None
 else:
     inputs.append(sources.judgebench)
-    jb = datasets.load_judgebench(sources.judgebench)
-    outcomes = datasets.judgebench_pair_outcomes(jb)
-    # the judge is the model; judge_name is only the prompt family (arena_hard, reward_model)
-    jb_correct = outcomes.rename(columns={"judge_model": "judge"})[["judge", "pair_id", "correct"]]
-    jb_costs = None
-    if judge_costs:
-        missing = sorted(set(jb_correct["judge"]) - set(judge_costs))
-        if missing:
-            raise InputError(f"`judge_costs` has no price for {missing}.", field="judge_costs")
-        jb_costs = pd.DataFrame({"judge": list(judge_costs), "cost_per_item": list(judge_costs.values())})
-    jb_sel = selection.select_judges(jb_correct, jb_costs, confidence_level=confidence_level,
-                                     n_resamples=n_resamples, rng=seed, item=["pair_id"])
-    jb_table = jb_sel.table
-    display(Markdown(f"Source: {sources.judgebench} ({len(jb)} judgments, "
-                     f"{outcomes['pair_id'].nunique()} response pairs, {jb_table.shape[0]} judges)."))
-    if jb_costs is not None:
-        display(report.judge_frontier_chart(jb_table, cost="cost_per_item", latency=None,
-                                            cost_title="cost per pair (your prices)",
-                                            title="JudgeBench: accuracy against the cost you supplied"))
-    else:
-        display(report.judge_accuracy_chart(jb_table, accuracy_title="pair accuracy (JudgeBench fold)",
-                                            title="JudgeBench: per-judge accuracy with intervals"))
-    jt = jb_table.copy()
-    jt["accuracy [interval]"] = [report.format_interval(a, lo, hi, digits=3)
-                                 for a, lo, hi in zip(jt["accuracy"], jt["ci_low"], jt["ci_high"], strict=True)]
-    display(jt[["judge", "accuracy [interval]", "n_answered", "n_correct", "status"]].set_index("judge"))
+    jb = evaltk.load_judgebench(sources.judgebench)
+    jb_sel = report.judgebench_selection(jb, judge_costs=judge_costs, confidence_level=confidence_level,
+                                         n_resamples=n_resamples, rng=seed)
+    display(Markdown(f"Source: {sources.judgebench} ({len(jb)} judgments, {jb['pair_id'].nunique()} response pairs, "
+                     f"{jb_sel.table.shape[0]} judges)."))
+    display(report.judge_frontier_chart(jb_sel.table, cost="cost_per_item", latency=None,
+                                        cost_title="cost per pair (your prices)",
+                                        title="JudgeBench: accuracy against the cost you supplied") if judge_costs
+            else report.judge_accuracy_chart(jb_sel.table, accuracy_title="pair accuracy (JudgeBench fold)",
+                                             title="JudgeBench: per-judge accuracy with intervals"))
+    display(report.show_judge_accuracy(jb_sel.table))
     display(jb_sel.orderings[["verdict"]])
 
 # %% [markdown]

@@ -86,23 +86,13 @@ report.suite_gating_chart(tasks, task="task_id", gated="gated_shown",
 # trajectory or a fixture: the answer may have been good, the path was not.
 
 # %%
-t = tasks.copy()
-t["reported"] = t["score"].map("{:.3f}".format)
-t["gating"] = [f"{g:.3f}" if (rep or g != s) else "= reported (no trajectory)" for g, s, rep in
-               zip(t["gated_score"], t["score"], t["gated_score_reported"], strict=True)]
-t["pass@k / pass^k"] = [f"{a:.2f} / {b:.2f}" for a, b in zip(t["pass_at_k"], t["pass_hat_k"], strict=True)]
-t["trials failing trajectory"] = t["n_trajectory_failed"]
-t["fixture misses"] = t["n_fixture_miss"]
-t[["task_id", "type", "reported", "gating", "passed", "n_passed", "n_trials", "trials failing trajectory",
-   "fixture misses", "pass@k / pass^k"]].set_index("task_id")
+report.show_suite_tasks(tasks)
 
 # %% [markdown]
 # ### Every trial
 
 # %%
-trials = summary.to_frame("trial")
-trials["trajectory_matched"] = [("n/a (no trajectory)" if pd.isna(m) else bool(m)) for m in trials["trajectory_matched"]]
-trials.set_index(["task_id", "trial"])
+report.show_suite_trials(summary.to_frame("trial"))
 
 # %% [markdown]
 # ## Another host's summary, checked against RFC 0246

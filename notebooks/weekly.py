@@ -45,125 +45,45 @@ candidate_agent = "agent-v3"  # checkpoint gate: the candidate agent
 # ruff: noqa: E402  (in a notebook the imports follow the parameters cell)
 import warnings
 
-import pandas as pd
 from IPython.display import Markdown, display
 
-from evaltk import (
-    calibration,
-    datasets,
-    direction,
-    regression,
-    report,
-    scoring,
-    selection,
-    suite,
-    trajectory,
-)
-from evaltk.errors import InputError
-from evaltk.values import Abstention, Threshold, UndefinedWarning, summarize_frame, verdicts
+import evaltk
+from evaltk import report, scoring
 
 params = report.check_params(week=week, data_dir=data_dir, confidence_level=confidence_level, seed=seed,
                              n_traces=n_traces, measure=measure, n_resamples=n_resamples, thresholds=thresholds,
                              threshold_source=threshold_source, baseline_agent=baseline_agent,
                              candidate_agent=candidate_agent)
 report.use_theme()
-if measure not in ("x_task", "x_ctx", "x_eff"):
-    raise InputError(f"judges are selected on x_task, x_ctx or x_eff; got {measure!r}.", field="measure")
-unknown = sorted(set(thresholds) - set(scoring.MEASURES))
-if unknown:
-    raise InputError(f"no dimension {unknown}; thresholds apply to {', '.join(scoring.MEASURES)}.", field="thresholds")
+th = report.thresholds_of(thresholds, threshold_source)
 sources = report.data_sources(params["data_dir"])
 demo, demo_files, demo_note = report.demo_data(sources, n_traces=n_traces, seed=seed)
-inputs = list(demo_files)
-warnings.simplefilter("ignore", UndefinedWarning)  # undefined replicates are counted on each result
-
-# scores of the week (automatic tier: what the judges and the trace scorers produced)
-sm = scoring.score_traces(demo.traces, demo.answers, demo.labels)
-auto = sm.frame[sm.frame["tier"] == "automatic"]
-# judge selection on `measure`
-ans = demo.answers[demo.answers["measure"] == measure]
-correct = selection.anchor_correctness(ans, demo.labels, measure=measure)
-sel = selection.select_judges(correct, selection.judge_costs(ans), canaries=selection.canary_hits(ans, demo.canaries),
-                              confidence_level=confidence_level, n_resamples=n_resamples, rng=seed)
-# direction of error of each judge on `measure`
-lean_rows = []
-for j, g in correct.groupby("judge", sort=True):
-    r = direction.direction_of_error(g["judge_answer"].tolist(), g["human_answer"].tolist(),
-                                     scale="ordinal" if measure == "x_eff" else "binary", positive="yes",
-                                     categories={"lots": 0.0, "a_few": 0.5, "none": 1.0} if measure == "x_eff" else None,
-                                     abstain=["cannot_tell"], confidence_level=confidence_level)
-    lean_rows.append({"judge": j, "lean": r.lean, "estimate": r.statistic,
-                      "ci": r.confidence_interval or (None, None)})
-leans = pd.DataFrame(lean_rows)
-# the human ceiling on `measure`
-hum = demo.labels[demo.labels["measure"] == measure]
-item = hum["trace_id"].astype(str) + hum["step"].astype("Int64").astype(str).replace("<NA>", "").map(
-    lambda s: f"#{s}" if s else "")
-ceiling = calibration.human_ceiling(pd.DataFrame({"item_id": item, "rater": hum["rater"], "rating": hum["answer"]}),
-                                    level="ordinal" if measure == "x_eff" else "nominal",
-                                    categories=["lots", "a_few", "none"] if measure == "x_eff" else ["no", "yes"],
-                                    abstain=["cannot_tell"], confidence_level=confidence_level,
-                                    n_resamples=n_resamples, rng=seed)
-# the suite gate
-summary = suite.summarize_suite(sources.suite_run) if sources.suite_run else None
-if sources.suite_run:
-    inputs.append(sources.suite_run)
+inputs = [*demo_files, *sources.files()]
+warnings.simplefilter("ignore", evaltk.UndefinedWarning)  # undefined replicates are counted on each result
+sm = evaltk.score_traces(demo.traces, demo.answers, demo.labels)  # the week's scores
+auto = sm.scores("automatic")
+ans = report.select_answers(demo.answers, measure=measure)
+sel = report.judge_selection(ans, demo.labels, demo.canaries, measure=measure, confidence_level=confidence_level,
+                             n_resamples=n_resamples, rng=seed)
+leans = report.judge_direction_table(ans, demo.labels, measures=[measure], confidence_level=confidence_level)
+ceilings = report.human_ceiling_table(demo.labels, measures=[measure], confidence_level=confidence_level,
+                                      n_resamples=n_resamples, rng=seed, baseline=False)
+summary = evaltk.summarize_suite(sources.suite_run) if sources.suite_run else None
+cohort = evaltk.grade_files(*sources.trajectory[:2], design=sources.trajectory[2]) if sources.trajectory else None
+arb = (evaltk.agentrewardbench_ceiling(sources.agentrewardbench, confidence_level=confidence_level,
+                                       n_resamples=n_resamples, rng=seed) if sources.agentrewardbench else None)
+jb = (report.judgebench_selection(evaltk.load_judgebench(sources.judgebench), confidence_level=confidence_level,
+                                  n_resamples=n_resamples, rng=seed) if sources.judgebench else None)
 
 # %% [markdown]
 # ## This week at a glance
 
 # %%
-fmt = report.format_interval
-t = sel.table
-eligible = sel.eligible
-best = t[t["judge"].isin(eligible)].sort_values("accuracy", ascending=False)
-rows = [("week", params["week"]),
-        ("runs scored", f"{auto['trace_id'].nunique()} traces, {len(auto)} scores, scorer versions "
-                        f"{', '.join(sorted(auto['scorer_version'].astype(str).unique()))} (all dimensions provisional)")]
-cov = summarize_frame(auto, by="measure")
-rows.append(("coverage per dimension", "; ".join(f"{r.measure} {r.coverage:.0%}" for r in cov.itertuples())))
-rows.append((f"judges on the frontier ({measure}), not rejected by a canary",
-             "; ".join(f"{r.judge}: accuracy {fmt(r.accuracy, r.ci_low, r.ci_high)}, "
-                       f"${r.cost_per_item:.4f}/item, p50 {r.latency_p50:.0f} ms" for r in best.itertuples()) or "none"))
-rej = t[t["rejected"]]
-rows.append(("rejected by the canary set", "; ".join(f"{r.judge} (passed {len(r.canaries_passed)})"
-                                                    for r in rej.itertuples()) or "none"))
-unsupported = sel.orderings[~sel.orderings["supported"]]
-rows.append(("orderings the data does not support", "; ".join(unsupported["verdict"].str.split(":").str[0]) or "none"))
-rows.append((f"direction of error on {measure}", "; ".join(f"{r.judge}: {r.lean}" for r in leans.itertuples())))
-if isinstance(ceiling, Abstention):
-    rows.append((f"human ceiling on {measure}", f"unknown ({ceiling})"))
-else:
-    rows.append((f"human ceiling on {measure}", f"{fmt(ceiling.statistic, *ceiling.confidence_interval)} percent "
-                                                f"agreement on {ceiling.n_pairable} double-labelled items"))
-if summary is not None:
-    rows.append((f"suite {summary.run.suite}", ("PASSED" if summary.passed else "DID NOT PASS") +
-                 f": gated aggregate {summary.gated_aggregate_score:.3f} (reported {summary.aggregate_score:.3f}), "
-                 f"passScore {summary.run.thresholds.to_dict()['passScore']}"))
-else:
-    rows.append(("suite gate", "no suite run found"))
-if sources.trajectory is not None:
-    _c = trajectory.grade_files(sources.trajectory[0], sources.trajectory[1], design=sources.trajectory[2]).summary()
-    rows.append(("long-horizon trajectories", f"{_c['decision']}: {_c['passed']} passed, {_c['safely_abstained']} "
-                                              f"safely abstained, {_c['failed']} failed of {_c['cases']} cases"))
-if sources.agentrewardbench is not None:
-    inputs.append(sources.agentrewardbench)
-    arb = calibration.agentrewardbench_ceiling(sources.agentrewardbench, confidence_level=confidence_level,
-                                               n_resamples=n_resamples, rng=seed)
-    pa = arb[arb["statistic_name"] == "percent_agreement"]
-    rows.append(("AgentRewardBench human ceiling (expert-expert agreement)",
-                 "; ".join(f"{r.question} {fmt(r.statistic, r.ci_low, r.ci_high)}" for r in pa.itertuples())))
-if sources.judgebench is not None:
-    inputs.append(sources.judgebench)
-    jb = datasets.judgebench_pair_outcomes(datasets.load_judgebench(sources.judgebench))
-    jb_sel = selection.select_judges(jb.rename(columns={"judge_model": "judge"})[["judge", "pair_id", "correct"]],
-                                     confidence_level=confidence_level, n_resamples=n_resamples, rng=seed,
-                                     item=["pair_id"])
-    jt = jb_sel.table.sort_values("accuracy", ascending=False)
-    rows.append(("JudgeBench pair accuracy (published fold)",
-                 "; ".join(f"{r.judge} {fmt(r.accuracy, r.ci_low, r.ci_high)}" for r in jt.itertuples())))
+glance = report.week_at_a_glance(week=params["week"], measure=measure, scores=auto, selection=sel, directions=leans,
+                                 ceilings=ceilings, suite=summary, trajectory=cohort and cohort.summary(),
+                                 agentrewardbench=arb, judgebench=jb)
 display(Markdown(f"Sources: {demo_note}" + (f"; real data from {sources.data_dir}" if sources.data_dir else "") + "."))
-display(Markdown("\n".join(f"- **{k}**: {v}" for k, v in rows)))
+display(Markdown(report.markdown_list(glance)))
 
 # %% [markdown]
 # ## Coverage is part of the result
@@ -181,13 +101,7 @@ report.abstention_chart(auto, title="Scores this week: valued and abstained, per
 # levels: the levels are provisional.
 
 # %%
-agents = pd.DataFrame({"trace_id": [t_["trace_id"] for t_ in demo.traces],
-                       "agent": [t_.get("agent", "unknown") for t_ in demo.traces]})
-by_agent = summarize_frame(auto.merge(agents, on="trace_id", how="left"), by=["measure", "agent"])
-by_agent = by_agent[by_agent["measure"].isin(scoring.TRACE_MEASURES)]
-by_agent["mean (coverage)"] = [("—" if pd.isna(m) else f"{m:.3f}") + f" ({c:.0%})"
-                               for m, c in zip(by_agent["mean"], by_agent["coverage"], strict=True)]
-by_agent.pivot(index="measure", columns="agent", values="mean (coverage)")
+report.show_agents(sm.summary(by="agent"), measures=scoring.TRACE_MEASURES)
 
 # %% [markdown]
 # ## Value is not verdict
@@ -198,14 +112,7 @@ by_agent.pivot(index="measure", columns="agent", values="mean (coverage)")
 # may then fail closed, a score never does.
 
 # %%
-if not thresholds:
-    display(Markdown("*No thresholds given: no verdicts.*"))
-else:
-    th = {m: Threshold(v, validated=bool(threshold_source), source=threshold_source or "report parameter")
-          for m, v in thresholds.items()}
-    v = verdicts(auto[auto["measure"].isin(list(thresholds))].astype({"measure": str}), th)
-    counts = v.groupby(["measure", "verdict", "verdict_reason"], observed=True).size().rename("runs")
-    display(counts.reset_index().set_index(["measure", "verdict"]))
+report.verdict_table(auto, th).set_index(["measure", "verdict"]) if th else Markdown("*No thresholds given: no verdicts.*")
 
 # %% [markdown]
 # ## Checkpoint gate: candidate against baseline
@@ -218,35 +125,17 @@ else:
 # scores above are untouched.
 
 # %%
-agent_of = {t_["trace_id"]: t_.get("agent") for t_ in demo.traces}
-present = sorted({a for a in agent_of.values() if a})
-if baseline_agent not in present or candidate_agent not in present:
-    display(Markdown(f"*No runs of `{baseline_agent}` and `{candidate_agent}` in these traces "
-                     f"(agents present: {', '.join(present) or 'none'}): no checkpoint gate.*"))
+try:
+    g = report.checkpoint_gate(demo, baseline_agent=baseline_agent, candidate_agent=candidate_agent,
+                               confidence_level=confidence_level, n_resamples=n_resamples, rng=seed)
+except evaltk.InputError as e:
+    display(Markdown(f"*{e}*"))
+except evaltk.GateRefused as e:
+    display(Markdown(f"**The gate refused to compare:** {e}"))
 else:
-    matrices = {}
-    for a in (baseline_agent, candidate_agent):
-        ids = {k for k, v in agent_of.items() if v == a}
-        matrices[a] = scoring.score_traces([t_ for t_ in demo.traces if t_["trace_id"] in ids],
-                                           demo.answers[demo.answers["trace_id"].isin(ids)],
-                                           demo.labels[demo.labels["trace_id"].isin(ids)])
-    try:
-        g = regression.gate(matrices[baseline_agent], matrices[candidate_agent], confidence_level=confidence_level,
-                            n_resamples=n_resamples, rng=seed)
-    except regression.GateRefused as e:
-        display(Markdown(f"**The gate refused to compare:** {e}"))
-    else:
-        display(Markdown(f"**{candidate_agent} against {baseline_agent}: {g.decision.upper()}**"))
-        gd = g.dimensions.assign(dimension=f"{candidate_agent} − {baseline_agent}")
-        display(report.bias_forest_chart(gd, judge="measure", bias="effect", lean="decision",
-                                         bias_title="candidate − baseline (gate values, paired by task)",
-                                         title="Checkpoint gate per dimension",
-                                         subtitle="left of zero: the candidate is worse; the decision is beside "
-                                                  "each dimension",
-                                         estimate_header="effect [interval]", lean_header="decision"))
-        gt = g.dimensions.copy()
-        gt["adjusted p"] = gt["pvalue_adjusted"].map(lambda p: "—" if pd.isna(p) else f"{p:.3g}")
-        display(gt[["measure", "type", "decision", "reason", "n_pairs", "adjusted p", "calibrated"]].set_index("measure"))
+    display(Markdown(f"**{candidate_agent} against {baseline_agent}: {g.decision.upper()}**"))
+    display(report.gate_chart(g.dimensions, baseline=baseline_agent, candidate=candidate_agent))
+    display(report.show_gate(g.dimensions))
 
 # %% [markdown]
 # ## Long-horizon trajectories (seed 003)
@@ -256,17 +145,11 @@ else:
 # success.  Detail: `evaltk trajectory` (docs/trajectory.md).
 
 # %%
-if sources.trajectory is None:
+if cohort is None:
     display(Markdown("*No trajectory lock and results found: nothing to show.*"))
 else:
-    lock_path, results_path, design_path = sources.trajectory
-    inputs += [p for p in sources.trajectory if p]
-    cohort = trajectory.grade_files(lock_path, results_path, design=design_path)
-    s_ = cohort.summary()
-    display(Markdown(f"Source: {results_path} against {lock_path}. **{s_['decision'].upper()}**: "
-                     f"{s_['passed']} passed, {s_['safely_abstained']} safely abstained, {s_['failed']} failed "
-                     f"of {s_['cases']} locked cases."))
-    display(report.trajectory_grid_chart(cohort.to_frame(), dimensions=trajectory.DIMENSIONS))
+    display(Markdown(report.trajectory_note(sources.trajectory, cohort.summary())))
+    display(report.trajectory_grid_chart(cohort.to_frame(), dimensions=evaltk.trajectory.DIMENSIONS))
 
 # %% [markdown]
 # ## Judge frontier on this week's anchor

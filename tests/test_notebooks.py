@@ -1,6 +1,6 @@
 """Every report notebook executed by papermill on small parameters, rendered to HTML.
 
-One module-scoped run of :func:`evaltk.report._report.render_report` executes all five notebooks
+One module-scoped run of :func:`evaltk.report.render_report` executes all five notebooks
 on a small generated demo corpus; the tests then read what it wrote.  A second, smaller
 run checks the real-data headlines (skipped without ../shared/data).
 """
@@ -15,8 +15,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from evaltk import report
 from evaltk.cli._main import main
-from evaltk.report import _report as report
+from evaltk.report import _render
 
 WEEK = "2026-W48"
 SMALL = {"n_traces": 300, "n_resamples": 200}
@@ -36,6 +37,73 @@ def _text(html: str) -> str:
 
 
 # --------------------------------------------------------------------------- the stored notebooks
+
+
+MAX_CODE_LINES = 66  # "about 60" (issue #13): a notebook calls evaltk and displays; logic lives in evaltk.report
+
+
+def _domain_words() -> set[str]:
+    """Measure names and answer words: a literal holding one is a domain table."""
+    from evaltk import scoring
+    from evaltk.ingest._traces import ANSWER_VOCABULARIES
+
+    words = set(scoring.MEASURES) | {w for v in scoring.VOCABULARIES.values() for w in v}
+    return words | {w for v in ANSWER_VOCABULARIES.values() for w in v}
+
+
+def _code_cells(name: str) -> tuple[str, list[str]]:
+    import jupytext
+
+    nb = jupytext.reads((report.notebooks_dir() / f"{name}.py").read_text(encoding="utf-8"), fmt="py:percent")
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    params = [c.source for c in code if "parameters" in c.metadata.get("tags", [])]
+    return params[0], [c.source for c in code if "parameters" not in c.metadata.get("tags", [])]
+
+
+def _limit_violations(params: str, cells: list[str], domain: set[str]) -> list[str]:
+    """What breaks "notebooks only call and display": too many code lines, a ``def``,
+    an ``isinstance``, a dict / list / tuple / set literal of domain words outside the
+    parameters cell."""
+    out = []
+    lines = [ln for src in [params, *cells] for ln in src.splitlines() if ln.strip() and not ln.strip().startswith("#")]
+    if len(lines) > MAX_CODE_LINES:
+        out.append(f"{len(lines)} code lines (at most {MAX_CODE_LINES})")
+    for src in cells:
+        for node in ast.walk(ast.parse(src)):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef):
+                out.append(f"line {node.lineno}: defines a function or class")
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "isinstance":
+                out.append(f"line {node.lineno}: isinstance on a result")
+            if isinstance(node, ast.Dict | ast.List | ast.Tuple | ast.Set):
+                elts = [*node.keys, *node.values] if isinstance(node, ast.Dict) else node.elts
+                found = {e.value for e in elts if isinstance(e, ast.Constant) and e.value in domain}
+                if found:
+                    out.append(f"line {node.lineno}: a literal of domain words {sorted(found)}")
+    return out
+
+
+@pytest.mark.parametrize("name", report.NOTEBOOKS)
+def test_notebook_only_calls_and_displays(name):
+    params, cells = _code_cells(name)
+    assert _limit_violations(params, cells, _domain_words()) == []
+
+
+def test_notebook_limits_catch_logic():
+    """The limit check fails on what the notebooks held before issue #13."""
+    domain = _domain_words()
+    assert _limit_violations("x = 1\n", ["y = 2\n"], domain) == []
+    bad = _limit_violations("x = 1\n", [
+        'LEVELS = {"x_task": ("nominal", ["no", "yes"])}\n',
+        "def item_ids(frame):\n    return frame\n",
+        "ok = isinstance(r, float)\n",
+        'cats = {"lots": 0.0, "a_few": 0.5, "none": 1.0} if m == "x_eff" else None\n',
+    ], domain)
+    assert any("domain words ['x_task']" in b for b in bad) and any("domain words ['no', 'yes']" in b for b in bad)
+    assert any("defines a function" in b for b in bad) and any("isinstance" in b for b in bad)
+    assert any("'a_few', 'lots', 'none'" in b for b in bad)
+    assert _limit_violations("\n".join(f"p{i} = {i}" for i in range(MAX_CODE_LINES + 1)), [], domain)
+
+
 
 
 @pytest.mark.parametrize("name", report.NOTEBOOKS)
@@ -141,7 +209,7 @@ def test_bad_parameter_fails_with_a_clear_message(tmp_path):
     nb = jupytext.read(report.notebooks_dir() / "suite_gating.py", fmt="py:percent")
     src = tmp_path / "suite_gating.ipynb"
     nbformat.write(nb, src)
-    with report._report_kernel() as kernel, pytest.raises(PapermillExecutionError) as e:
+    with _render._report_kernel() as kernel, pytest.raises(PapermillExecutionError) as e:
         pm.execute_notebook(str(src), str(tmp_path / "out.ipynb"), parameters={"week": "2026-W99"},
                             kernel_name=kernel, progress_bar=False, cwd=str(tmp_path))
     assert e.value.ename == "InputError"

@@ -1,4 +1,4 @@
-"""Tests for evaltk.report._report: chart builders, the frontier, parameters, provenance, the runner's pieces.
+"""Tests for evaltk.report: chart builders, the frontier, parameters, provenance, the runner's pieces.
 
 The notebooks themselves are executed in tests/test_notebooks.py.
 """
@@ -6,18 +6,20 @@ The notebooks themselves are executed in tests/test_notebooks.py.
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
-from pathlib import Path
 
 import altair as alt
 import numpy as np
 import pandas as pd
 import pytest
 
+from evaltk import report
 from evaltk.cli import report as cli_report
 from evaltk.errors import InputError, UnreadableInput
-from evaltk.report import _report as report
+from evaltk.report import _params, _provenance, _render
+from evaltk.values import UndefinedWarning
 
 
 def _layer_data(chart: alt.TopLevelMixin) -> list[pd.DataFrame]:
@@ -182,7 +184,7 @@ def test_format_interval():
 def test_check_params_normalises_and_names_the_field(tmp_path):
     out = report.check_params(week="", data_dir=str(tmp_path), confidence_level=0.9, seed=0,
                               judges=["a"], thresholds={"x_task": 0.7}, pass_score=1, n_resamples=10)
-    assert report._WEEK_RE.match(out["week"])
+    assert _params._WEEK_RE.match(out["week"])
     assert out["data_dir"] == str(tmp_path.resolve())
     assert out["pass_score"] == 1.0
     cases = [
@@ -209,28 +211,28 @@ def test_check_params_normalises_and_names_the_field(tmp_path):
 
 def test_plan_parameters_routes_and_refuses_unknown():
     declared = {"weekly": {"week": {}, "confidence_level": {}}, "calibration": {"confidence_level": {}, "seed": {}}}
-    per = report._plan_parameters(declared, {"confidence_level": 0.9, "calibration": {"seed": 3}}, None)
+    per = _render._plan_parameters(declared, {"confidence_level": 0.9, "calibration": {"seed": 3}}, None)
     assert per == {"weekly": {"confidence_level": 0.9}, "calibration": {"confidence_level": 0.9, "seed": 3}}
-    per = report._plan_parameters(declared, {"confidence_level": 0.9, "calibration": {"confidence_level": 0.8}}, None)
+    per = _render._plan_parameters(declared, {"confidence_level": 0.9, "calibration": {"confidence_level": 0.8}}, None)
     assert per["calibration"]["confidence_level"] == 0.8 and per["weekly"]["confidence_level"] == 0.9
     with pytest.raises(InputError, match="no notebook takes a parameter `colour`"):
-        report._plan_parameters(declared, {"colour": "red"}, "p.yaml")
+        _render._plan_parameters(declared, {"colour": "red"}, "p.yaml")
     with pytest.raises(InputError, match="notebook `weekly` has no parameter `seed`"):
-        report._plan_parameters(declared, {"weekly": {"seed": 1}}, None)
+        _render._plan_parameters(declared, {"weekly": {"seed": 1}}, None)
 
 
 def test_load_params_file(tmp_path):
     p = tmp_path / "p.yaml"
     p.write_text("confidence_level: 0.9\ncalibration:\n  seed: 2\n")
-    assert report._load_params(p) == ({"confidence_level": 0.9, "calibration": {"seed": 2}}, str(p))
+    assert _render._load_params(p) == ({"confidence_level": 0.9, "calibration": {"seed": 2}}, str(p))
     (tmp_path / "bad.json").write_text("{not json")
     with pytest.raises(UnreadableInput, match="not valid JSON"):
-        report._load_params(tmp_path / "bad.json")
+        _render._load_params(tmp_path / "bad.json")
     (tmp_path / "list.yaml").write_text("- 1\n- 2\n")
     with pytest.raises(InputError, match="must be a mapping"):
-        report._load_params(tmp_path / "list.yaml")
+        _render._load_params(tmp_path / "list.yaml")
     with pytest.raises(UnreadableInput, match="no such parameters file"):
-        report._load_params(tmp_path / "absent.yaml")
+        _render._load_params(tmp_path / "absent.yaml")
 
 
 def test_current_week_iso():
@@ -252,7 +254,7 @@ def test_provenance_digests_inputs_and_exposes_json(tmp_path):
     d = p.to_dict()
     assert d["inputs"] == [{"path": str(f), "sha256": hashlib.sha256(b"a,b\n1,2\n").hexdigest()}]
     bundle = p._repr_mimebundle_()
-    assert bundle[report._PROVENANCE_MIME]["parameters"] == {"seed": 1}
+    assert bundle[_provenance._PROVENANCE_MIME]["parameters"] == {"seed": 1}
     assert "sha256" in bundle["text/html"] and "evaltk version" in bundle["text/html"]
     with pytest.raises(UnreadableInput):
         report.provenance("x", {}, [tmp_path / "absent.csv"])
@@ -265,7 +267,7 @@ def test_report_kernel_runs_this_interpreter_and_restores_env():
     from jupyter_client.kernelspec import KernelSpecManager
 
     before = os.environ.get("JUPYTER_PATH")
-    with report._report_kernel() as name:
+    with _render._report_kernel() as name:
         spec = KernelSpecManager().get_kernel_spec(name)
         assert spec.argv[0] == sys.executable
         assert "ipykernel_launcher" in " ".join(spec.argv)
@@ -328,13 +330,12 @@ def test_exporter_template_has_no_scripts():
     nb.cells = [nbformat.v4.new_code_cell("x", outputs=[nbformat.v4.new_output(
         "display_data", data={"image/svg+xml": "<svg xmlns='http://www.w3.org/2000/svg'><text>hi</text></svg>",
                               "text/plain": "chart"})])]
-    body, _ = report._html_exporter().from_notebook_node(nb)
+    body, _ = _render._html_exporter().from_notebook_node(nb)
     assert "<script" not in body
     main = body[body.index("<main>"):]
     assert "<text>hi</text></svg>" in main and "data:image/svg+xml;base64" not in main
     assert ">x<" not in body  # code excluded
     json.dumps(report.NOTEBOOKS)  # stable, serialisable names
-    assert Path(report.__file__).name == "_report.py"
 
 
 # --------------------------------------------------------------------------- data sources
@@ -418,3 +419,184 @@ def test_data_sources_trajectory_folder(tmp_path):
     s = report.data_sources(str(tmp_path))
     assert s.trajectory[0].name == "lock.json" and s.trajectory[1].name == "results.json"
     assert s.trajectory[2] is None
+
+
+# --------------------------------------------------------------------------- the notebook tables (_tables, _format)
+
+
+@pytest.fixture(scope="module")
+def small_demo():
+    from evaltk.data import make_demo
+
+    return make_demo(n_traces=300, seed=0)
+
+
+def _labels(rows):
+    """Hand-built human labels: (trace_id, rater, answer) on x_task."""
+    return pd.DataFrame([{"trace_id": t, "measure": "x_task", "step": pd.NA, "rater": r, "answer": a}
+                         for t, r, a in rows])
+
+
+def _answers(rows):
+    return pd.DataFrame([{"trace_id": t, "measure": "x_task", "step": pd.NA, "rater": r, "answer": a,
+                          "cost": 0.01, "latency_ms": 100} for t, r, a in rows])
+
+
+def test_answer_order_reads_the_scoring_vocabulary():
+    from evaltk.scoring import VOCABULARIES
+
+    assert report.answer_order("x_task") == ["no", "yes", "cannot_tell"]
+    assert report.answer_order("x_eff")[:3] == sorted((w for w, v in VOCABULARIES["x_eff"].items() if v is not None),
+                                                      key=VOCABULARIES["x_eff"].get)
+    with pytest.raises(InputError):
+        report.answer_order("x_safe")  # computed from the trace: no judge answers to order
+
+
+def test_select_answers_refuses_absent_judges_and_measures(small_demo):
+    a = report.select_answers(small_demo.answers, judges=["judge-careful"], measure="x_task")
+    assert set(a["rater"]) == {"judge-careful"} and set(a["measure"]) == {"x_task"}
+    with pytest.raises(InputError, match="no answers from judge"):
+        report.select_answers(small_demo.answers, judges=["nobody"])
+    with pytest.raises(InputError, match="no measure"):
+        report.select_answers(small_demo.answers, measure="x_nope")
+
+
+def test_human_ceiling_and_agreement_tables_on_the_demo(small_demo):
+    from evaltk import calibration_numbers, human_ceiling
+
+    kw = {"confidence_level": 0.9, "n_resamples": 50, "rng": 1}
+    ceil = report.human_ceiling_table(small_demo.labels, measures=["x_task", "x_eff"], **kw)
+    assert list(ceil["measure"]) == ["x_task", "x_eff"] and list(ceil["level"]) == ["nominal", "ordinal"]
+    # the same number as the library's, unrounded
+    lab = small_demo.labels[small_demo.labels["measure"] == "x_task"]
+    human = pd.DataFrame({"item_id": lab["trace_id"].astype(str), "rater": lab["rater"], "rating": lab["answer"]})
+    c = human_ceiling(human, level="nominal", categories=["no", "yes"], abstain=["cannot_tell"], **kw)
+    assert ceil.loc[0, "statistic"] == c.statistic and ceil.loc[0, "n_pairable"] == c.n_pairable
+    agree = report.judge_agreement_table(small_demo.answers, small_demo.labels, measures=["x_task"], **kw)
+    assert set(agree["judge"]) == set(small_demo.answers.loc[small_demo.answers["measure"] == "x_task", "rater"])
+    g = small_demo.answers[(small_demo.answers["measure"] == "x_task") & (small_demo.answers["rater"] == "judge-careful")]
+    nums = calibration_numbers(human, pd.Series(g["answer"].to_numpy(), index=g["trace_id"].astype(str)),
+                               level="nominal", categories=["no", "yes"], abstain=["cannot_tell"], **kw)
+    row = agree.set_index("judge").loc["judge-careful"]
+    assert row["statistic"] == nums.judge.statistic and row["n_items"] == nums.judge.n_items
+    assert agree["statistic"].between(0, 1).all() and agree["statistic_cause"].isna().all()
+    shown = report.show_agreement(agree)
+    assert shown.index.names == ["dimension", "judge"] and "[" in shown.iloc[0]["agreement [interval]"]
+    with pytest.raises(InputError, match="x_safe"):
+        report.judge_agreement_table(small_demo.answers, small_demo.labels, measures=["x_safe"], **kw)
+
+
+def test_abstained_ceiling_and_agreement_show_their_cause():
+    kw = {"confidence_level": 0.95, "n_resamples": 20, "rng": 0}
+    one_each = _labels([("t1", "h1", "yes"), ("t2", "h1", "no")])  # no item has two human labels
+    ceil = report.human_ceiling_table(one_each, measures=["x_task"], **kw)
+    assert math.isnan(ceil.loc[0, "statistic"]) and ceil.loc[0, "statistic_cause"] == "missing_evidence"
+    assert ceil.loc[0, "n_pairable"] == 0
+    agree = report.judge_agreement_table(_answers([("t1", "j", "yes"), ("t2", "j", "cannot_tell")]), one_each,
+                                         measures=["x_task"], **kw)
+    assert math.isnan(agree.loc[0, "statistic"]) and agree.loc[0, "statistic_cause"] == "missing_evidence"
+    shown = report.show_agreement(agree)
+    assert shown.iloc[0]["agreement [interval]"].startswith("abstained (missing_evidence")
+    assert report.promotion_table(_answers([("t1", "j", "yes")]), one_each, agree).empty
+    chart = report.calibration_chart(agree, ceil).to_dict()
+    assert "no item has two human labels" in json.dumps(chart)
+
+
+def test_agreement_with_abstaining_judge_counts_the_abstentions():
+    kw = {"confidence_level": 0.95, "n_resamples": 20, "rng": 0}
+    labels = _labels([(t, h, a) for t, a in [("t1", "yes"), ("t2", "no"), ("t3", "yes"), ("t4", "no")]
+                      for h in ("h1", "h2")])
+    answers = _answers([("t1", "j", "yes"), ("t2", "j", "no"), ("t3", "j", "cannot_tell"), ("t4", "j", "yes")])
+    row = report.judge_agreement_table(answers, labels, measures=["x_task"], **kw).iloc[0]
+    assert row["n_judge_abstained"] == 1 and row["n_items"] == 3
+    assert row["statistic"] == pytest.approx(2 / 3) and row["coverage"] == pytest.approx(3 / 4)
+    assert row["ceiling"] == 1.0
+    promo = report.promotion_table(answers, labels, report.judge_agreement_table(answers, labels, measures=["x_task"], **kw),
+                                   thresholds={"x_task": 0.8}, **kw)
+    assert set(promo["judge"]) == {"j"} and not promo["met"].all()  # no held-out set declared: provisional
+    with pytest.raises(InputError, match="no dimension"):
+        report.thresholds_of({"x_nope": 1.0})
+    assert report.thresholds_of({"x_task": 0.8}, "cost memo")["x_task"].validated
+    assert not report.thresholds_of({"x_task": 0.8})["x_task"].validated
+
+
+def test_confusion_counts_keep_the_judges_abstentions():
+    labels = _labels([("t1", "h1", "yes"), ("t1", "h2", "yes"), ("t2", "h1", "no"), ("t2", "h2", "no")])
+    answers = _answers([("t1", "j", "cannot_tell"), ("t2", "j", "yes")])
+    c = report.confusion_counts(answers, labels, measure="x_task")
+    assert set(zip(c["human_answer"], c["judge_answer"], c["n"], strict=True)) == {("yes", "cannot_tell", 1), ("no", "yes", 1)}
+
+
+def test_direction_tables_on_hand_built_data():
+    labels = _labels([(f"t{i}", "h1", a) for i, a in enumerate(["yes"] * 5 + ["no"] * 5)])
+    # a kind judge: yes on every item but one, which it abstains on
+    answers = _answers([(f"t{i}", "kind", "cannot_tell" if i == 9 else "yes") for i in range(10)])
+    t = report.judge_direction_table(answers, labels, measures=["x_task"])
+    row = t.iloc[0]
+    assert row["judge"] == "kind" and row["dimension"] == "x_task"
+    assert row["statistic"] > 0  # more yes than the humans
+    assert row["n_excluded"] == 1 and row["lean"] in ("overstates", "no detectable lean")
+    shown = report.show_direction(t)
+    assert shown.index.names == ["judge", "dimension"]
+    c = report.construct_direction_table(t)
+    from evaltk.scoring import DIRECTION_OF_ERROR
+
+    assert c.loc[0, "construct"] == DIRECTION_OF_ERROR["x_task"] and c.loc[0, "judges"] == f"kind: {row['lean']}"
+
+
+def test_position_bias_table_shows_an_undefined_bias_with_its_cause():
+    # judge b only ever ties: no pair to compare, an abstention, not a 0
+    rows = []
+    for i in range(6):
+        for trial in (0, 1):
+            rows.append({"judge_model": "a", "pair_id": f"p{i}", "trial": trial, "label": "A>B",
+                         "decision": "A>B"})
+            rows.append({"judge_model": "b", "pair_id": f"p{i}", "trial": trial, "label": "A>B", "decision": "A=B"})
+    with pytest.warns(UndefinedWarning):
+        t = report.position_bias_table(pd.DataFrame(rows)).set_index("judge")
+    assert t.loc["a", "statistic"] > 0 and t.loc["a", "lean"] == "overstates"
+    assert math.isnan(t.loc["b", "statistic"]) and isinstance(t.loc["b", "statistic_cause"], str)
+    assert report.show_position_bias(t.reset_index()).loc["b", "bias [interval]"].startswith("abstained (")
+
+
+def test_judge_selection_and_formatting_on_the_demo(small_demo):
+    sel = report.judge_selection(small_demo.answers, small_demo.labels, small_demo.canaries, measure="x_task",
+                                 n_resamples=50, rng=0)
+    shown = report.show_judges(sel.table)
+    assert list(shown.index) == list(sel.table["judge"])
+    assert all(v == "none" or v[0].isdigit() for v in shown["canaries passed"])
+    o = report.show_orderings(sel.orderings)
+    assert list(o.columns) == ["verdict", "difference [interval]", "n_common_items"]
+    sm = __import__("evaltk").score_traces(small_demo.traces, small_demo.answers, small_demo.labels)
+    agents = report.show_agents(sm.summary(by="agent"), measures=("x_task", "x_safe"))
+    assert list(agents.index) == ["x_task", "x_safe"]  # the measures' order, not the alphabet
+    leans = report.judge_direction_table(small_demo.answers, small_demo.labels, measures=["x_task"])
+    ceil = report.human_ceiling_table(small_demo.labels, measures=["x_task"], n_resamples=20, baseline=False)
+    glance = report.week_at_a_glance(week="2026-W49", measure="x_task", scores=sm.scores("automatic"), selection=sel,
+                                     directions=leans, ceilings=ceil)
+    assert glance.iloc[0].tolist() == ["week", "2026-W49"]
+    assert "suite gate" in set(glance["item"]) and math.isnan(ceil.loc[0, "baseline"])
+    assert report.markdown_list(glance).startswith("- **week**: 2026-W49")
+    v = report.verdict_table(sm.scores("automatic"), report.thresholds_of({"x_safe": 1.0}))
+    assert set(v["verdict"]) == {"abstain"} and v["runs"].sum() == (sm.scores("automatic")["measure"] == "x_safe").sum()
+
+
+def test_checkpoint_gate_scores_each_agent_and_refuses_absent_ones(small_demo):
+    from evaltk import GateResult
+
+    g = report.checkpoint_gate(small_demo, baseline_agent="agent-v2", candidate_agent="agent-v3", n_resamples=50)
+    assert isinstance(g, GateResult) and set(g.dimensions["measure"]) >= {"x_task", "x_safe"}
+    assert report.show_gate(g.dimensions).index.name == "measure"
+    with pytest.raises(InputError, match="agents present"):
+        report.checkpoint_gate(small_demo, baseline_agent="agent-v9", candidate_agent="agent-v3")
+
+
+def test_format_abstention_and_suite_tables():
+    assert report.format_abstention("not_applicable") == "abstained (not_applicable)"
+    from evaltk import summarize_suite
+
+    s = summarize_suite(report.example_path("suite", "run.json"))
+    t = report.show_suite_tasks(s.to_frame())
+    assert t.index.name == "task_id" and {"reported", "gating"} <= set(t.columns)
+    tr = report.show_suite_trials(s.to_frame("trial"))
+    assert tr.index.names == ["task_id", "trial"]

@@ -1,4 +1,4 @@
-"""The ``evaltk`` command-line layer for ``evaltk.report._report``."""
+"""The ``evaltk`` command-line layer for ``evaltk.report``."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from ..report._report import (
+from ..report import (
     NOTEBOOKS,
     NotebookFailure,
     ReportFailed,

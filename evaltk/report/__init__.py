@@ -1,35 +1,92 @@
-"""Reports: the theme, charts, parameters, provenance and the papermill renderer of the
-weekly report."""
+"""Reports: the theme, the charts, the tables the notebooks show, parameters, data
+sources, provenance and the papermill renderer of the weekly report.
 
-from ._report import (
-    CAUSE_COLORS,
-    NOTEBOOKS,
+One private module per concern (``_theme``, ``_format``, ``_charts``, ``_tables``,
+``_params``, ``_sources``, ``_provenance``, ``_render``); the public names are these.
+Rounding and styling happen here and nowhere else in evaltk (STYLE.md, 8): the table
+functions return unrounded numbers, :func:`format_interval` and the ``format_*``
+helpers turn them into text at display.
+"""
+
+from ._charts import (
     OUTCOME_COLORS,
-    THEME_NAME,
-    DataSources,
-    NotebookFailure,
-    Provenance,
-    ReportFailed,
     abstention_chart,
     agreement_chart,
     bias_forest_chart,
-    chart_to_svg,
-    check_params,
+    calibration_chart,
     confusion_heatmap,
+    gate_chart,
+    judge_accuracy_chart,
+    judge_frontier_chart,
+    suite_gating_chart,
+    trajectory_grid_chart,
+)
+from ._format import (
+    format_abstention,
+    format_interval,
+    markdown_list,
+    orderings_note,
+    published_precision_note,
+    show_agents,
+    show_agreement,
+    show_ceiling,
+    show_construct_direction,
+    show_direction,
+    show_gate,
+    show_judge_accuracy,
+    show_judges,
+    show_orderings,
+    show_position_bias,
+    show_promotion,
+    show_suite_tasks,
+    show_suite_trials,
+    trajectory_note,
+    week_at_a_glance,
+)
+from ._params import (
+    check_params,
     current_week,
+)
+from ._provenance import (
+    Provenance,
+    file_digest,
+    provenance,
+)
+from ._render import (
+    NOTEBOOKS,
+    NotebookFailure,
+    ReportFailed,
+    notebooks_dir,
+    render_report,
+)
+from ._sources import (
+    DataSources,
     data_sources,
     demo_data,
     example_path,
-    file_digest,
-    format_interval,
-    judge_accuracy_chart,
-    judge_frontier_chart,
     judgebench_presented,
-    notebooks_dir,
-    provenance,
-    render_report,
-    suite_gating_chart,
-    trajectory_grid_chart,
+)
+from ._tables import (
+    answer_order,
+    checkpoint_gate,
+    confusion_counts,
+    construct_direction_table,
+    human_ceiling_table,
+    judge_agreement_table,
+    judge_direction_table,
+    judge_selection,
+    judgebench_selection,
+    position_bias_table,
+    promotion_table,
+    published_precision_table,
+    select_answers,
+    thresholds_of,
+    verdict_table,
+)
+from ._theme import (
+    CAUSE_COLORS,
+    THEME_NAME,
+    chart_to_svg,
     use_theme,
 )
 
@@ -48,6 +105,42 @@ __all__ = [
     "trajectory_grid_chart",
     "OUTCOME_COLORS",
     "format_interval",
+    "format_abstention",
+    "show_agreement",
+    "show_promotion",
+    "show_ceiling",
+    "show_direction",
+    "show_construct_direction",
+    "show_position_bias",
+    "show_judges",
+    "show_judge_accuracy",
+    "show_orderings",
+    "show_agents",
+    "show_gate",
+    "show_suite_tasks",
+    "show_suite_trials",
+    "published_precision_note",
+    "orderings_note",
+    "calibration_chart",
+    "answer_order",
+    "select_answers",
+    "human_ceiling_table",
+    "judge_agreement_table",
+    "promotion_table",
+    "confusion_counts",
+    "judge_direction_table",
+    "construct_direction_table",
+    "position_bias_table",
+    "published_precision_table",
+    "judgebench_selection",
+    "judge_selection",
+    "checkpoint_gate",
+    "thresholds_of",
+    "verdict_table",
+    "week_at_a_glance",
+    "markdown_list",
+    "gate_chart",
+    "trajectory_note",
     "DataSources",
     "data_sources",
     "demo_data",

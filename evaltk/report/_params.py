@@ -1,0 +1,160 @@
+"""Notebook parameters: the ISO week and every parameter a notebook declares, checked
+before any cell computes."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError, UnreadableInput
+
+_WEEK_RE = re.compile(r"^(\d{4})-W(\d{2})$")
+
+
+def current_week(today: _dt.date | None = None) -> str:
+    """The ISO week of ``today`` as ``YYYY-Www``.
+
+    Examples
+    --------
+    >>> current_week(_dt.date(2026, 11, 30))
+    '2026-W49'
+    """
+    y, w, _ = (today or _dt.date.today()).isocalendar()
+    return f"{y}-W{w:02d}"
+
+
+def _check_week(week: Any) -> str:
+    if week is None or week == "":
+        return current_week()
+    if not isinstance(week, str) or not _WEEK_RE.match(week):
+        raise InputError(f"must be an ISO week like '2026-W48'; got {week!r}.", field="week")
+    y, w = map(int, _WEEK_RE.match(week).groups())  # type: ignore[union-attr]
+    last = _dt.date(y, 12, 28).isocalendar()[1]
+    if not 1 <= w <= last:
+        raise InputError(f"week {w} does not exist in {y} (it has {last} ISO weeks); got {week!r}.", field="week")
+    return week
+
+
+def _check_str_list(name: str, v: Any) -> list[str]:
+    if isinstance(v, str) or not isinstance(v, list | tuple) or not all(isinstance(x, str) and x for x in v):
+        raise InputError(f"must be a list of names (an empty list means all); got {v!r}.", field=name)
+    return list(v)
+
+
+def _check_unit(name: str, v: Any, *, open_: bool) -> float:
+    if isinstance(v, bool) or not isinstance(v, int | float) or math.isnan(float(v)):
+        raise InputError(f"must be a number; got {v!r}.", field=name)
+    v = float(v)
+    ok = 0.0 < v < 1.0 if open_ else 0.0 <= v <= 1.0
+    if not ok:
+        raise InputError(f"must be in {'(0, 1)' if open_ else '[0, 1]'}; got {v!r}.", field=name)
+    return v
+
+
+def check_params(**params: Any) -> dict[str, Any]:
+    """Validate a notebook's parameters and return them normalised (for the record).
+
+    Every notebook calls this right after its ``parameters`` cell, so a bad value
+    stops the notebook in its second cell with a message that names the
+    parameter.  Known names are checked by rule; any other name must hold a
+    literal (str, number, bool, None, or a list / dict of those).
+
+    Rules: ``week`` an ISO week ``YYYY-Www`` ("" means the current week);
+    ``data_dir`` "" (embedded demo data) or an existing folder; ``suite_run``,
+    ``host_summary`` and names ending in ``_path`` / ``_file`` "" or an existing file;
+    ``confidence_level`` in (0, 1); ``seed`` and ``n_resamples`` non-negative /
+    positive ints; ``judges``, ``dimensions`` lists of names; ``thresholds`` and
+    ``judge_costs`` mappings of name to number (thresholds in [0, 1]); names
+    ending in ``_threshold`` or ``_score`` numbers in [0, 1].
+
+    Raises
+    ------
+    evaltk.errors.InputError
+        ``field`` names the parameter.
+
+    Examples
+    --------
+    >>> check_params(week="2026-W48", confidence_level=0.9)["confidence_level"]
+    0.9
+    >>> check_params(confidence_level=1.5)
+    Traceback (most recent call last):
+    ...
+    evaltk.errors.InputError: field `confidence_level`: must be in (0, 1); got 1.5.
+    """
+    out: dict[str, Any] = {}
+    for name, v in params.items():
+        if name == "week":
+            out[name] = _check_week(v)
+        elif name == "data_dir":
+            if v is None or v == "":
+                out[name] = ""
+            elif not isinstance(v, str):
+                raise InputError(f"must be a folder path or '' for the demo data; got {v!r}.", field=name)
+            else:
+                p = Path(v).expanduser()
+                if not p.is_dir():
+                    raise UnreadableInput(f"no such folder: {v!r}.", field=name)
+                out[name] = str(p.resolve())
+        elif _is_path_param(name) and name != "data_dir":
+            if v is None or v == "":
+                out[name] = ""
+            elif not isinstance(v, str):
+                raise InputError(f"must be a file path or ''; got {v!r}.", field=name)
+            elif not Path(v).expanduser().is_file():
+                raise UnreadableInput(f"no such file: {v!r}.", field=name)
+            else:
+                out[name] = str(Path(v).expanduser().resolve())
+        elif name == "confidence_level":
+            out[name] = _check_unit(name, v, open_=True)
+        elif name in ("seed",):
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise InputError(f"must be a non-negative int; got {v!r}.", field=name)
+            out[name] = v
+        elif name.startswith("n_") or name.startswith("max_") or name.startswith("min_"):
+            if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
+                raise InputError(f"must be a positive int; got {v!r}.", field=name)
+            out[name] = v
+        elif name in ("judges", "dimensions", "measures", "tasks"):
+            out[name] = _check_str_list(name, v)
+        elif name in ("thresholds", "judge_costs", "judge_latency_ms"):
+            if not isinstance(v, Mapping):
+                raise InputError(f"must be a mapping of name to number; got {v!r}.", field=name)
+            d = {}
+            for k, x in v.items():
+                if name == "thresholds":
+                    d[str(k)] = _check_unit(f"{name}.{k}", x, open_=False)
+                else:
+                    if isinstance(x, bool) or not isinstance(x, int | float) or x < 0:
+                        raise InputError(f"must be a non-negative number; got {x!r}.", field=f"{name}.{k}")
+                    d[str(k)] = float(x)
+            out[name] = d
+        elif name.endswith("_threshold") or name.endswith("_score"):
+            out[name] = _check_unit(name, v, open_=False)
+        else:
+            _check_literal(name, v)
+            out[name] = v
+    return out
+
+
+def _check_literal(name: str, v: Any) -> None:
+    if v is None or isinstance(v, str | bool | int | float):
+        return
+    if isinstance(v, list | tuple):
+        for i, x in enumerate(v):
+            _check_literal(f"{name}[{i}]", x)
+        return
+    if isinstance(v, Mapping):
+        for k, x in v.items():
+            if not isinstance(k, str):
+                raise InputError(f"mapping keys must be strings; got {k!r}.", field=name)
+            _check_literal(f"{name}.{k}", x)
+        return
+    raise InputError(f"must be a literal (text, number, bool, list or mapping); got {type(v).__name__}.", field=name)
+
+
+def _is_path_param(name: str) -> bool:
+    return name in ("data_dir", "suite_run", "host_summary") or name.endswith(("_path", "_file"))

@@ -1,0 +1,405 @@
+"""Charts in the evaltk theme, and the weekly report rendered from parameterised notebooks.
+
+Two halves:
+
+* **Chart builders** take small tidy frames (one row per judge, per task, per
+  judge x dimension) and return an :class:`altair.Chart`; the one builder that
+  receives a big table (:func:`abstention_chart`, fed a score matrix) aggregates
+  it with :func:`evaltk.values.summarize_frame` before it charts.  Rounding and
+  styling happen here and nowhere else in evaltk (STYLE.md, 8).
+* **The runner** :func:`render_report` converts each notebook under
+  ``notebooks/`` (stored as jupytext ``py:percent``) to ``.ipynb``, executes it
+  with papermill on a kernel that runs *this* interpreter, and renders code-free
+  HTML with nbconvert (charts inline as SVG, no JavaScript, readable offline)
+  into ``reports/<week>/``; the ``weekly`` notebook becomes ``index.html``.
+
+``evaltk report`` is the command-line face of :func:`render_report`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import json
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError, UnreadableInput
+from ._params import _check_literal, _check_week, _is_path_param, check_params
+from ._provenance import _PROVENANCE_MIME, file_digest
+
+#: The notebooks, in the order they run; ``weekly`` last (it becomes index.html).
+NOTEBOOKS: tuple[str, ...] = ("calibration", "judge_selection", "direction_of_error", "suite_gating", "weekly")
+_INDEX = "weekly"
+_KERNEL_NAME = "evaltk-report"
+
+
+def notebooks_dir() -> Path:
+    """Where the stored notebooks (``<name>.py``, jupytext py:percent) are.
+
+    In order: ``$EVALTK_NOTEBOOKS``; ``evaltk/notebooks/`` inside the installed
+    package (package data of a non-editable install); ``notebooks/`` beside the
+    package (a source checkout or an editable install).
+    """
+    env = os.environ.get("EVALTK_NOTEBOOKS")
+    candidates = [Path(env)] if env else []
+    here = Path(__file__).resolve().parent.parent
+    candidates += [here / "notebooks", here.parent / "notebooks"]
+    for c in candidates:
+        if c.is_dir() and any((c / f"{n}.py").is_file() for n in NOTEBOOKS):
+            return c
+    raise UnreadableInput(
+        "cannot find the report notebooks (looked in "
+        + ", ".join(str(c) for c in candidates)
+        + "); set EVALTK_NOTEBOOKS to the folder holding weekly.py and the others."
+    )
+
+
+@dataclass(frozen=True)
+class NotebookFailure:
+    """One notebook that did not run to the end: which cell, and the error."""
+
+    notebook: str
+    cell: int | None
+    execution_count: int | None
+    cell_source: str
+    error_name: str
+    error_value: str
+    section: str = ""
+
+    def __str__(self) -> str:
+        where = f"cell {self.cell}" if self.cell is not None else "before any cell ran"
+        if self.execution_count is not None:
+            where += f" (In [{self.execution_count}])"
+        if self.section:
+            where += f" under '{self.section}'"
+        first = next((ln.strip() for ln in self.cell_source.splitlines() if ln.strip()), "")
+        code = f" `{first[:80]}`" if first else ""
+        return f"notebook `{self.notebook}` failed in {where}{code}: {self.error_name}: {self.error_value}"
+
+
+class ReportFailed(Exception):
+    """One or more notebooks failed; ``failures`` names each notebook, cell and error."""
+
+    def __init__(self, failures: Sequence[NotebookFailure], out_dir: Path) -> None:
+        self.failures = list(failures)
+        self.out_dir = out_dir
+        super().__init__("; ".join(str(f) for f in self.failures))
+
+
+@contextlib.contextmanager
+def _report_kernel() -> Iterator[str]:
+    """A kernelspec that runs this interpreter, in a temporary JUPYTER_PATH entry.
+
+    Whatever kernels the machine (or the user's ~/.local/share/jupyter) has, the
+    notebooks run on the Python that runs evaltk, with evaltk importable.
+    """
+    try:
+        from ipykernel.kernelspec import write_kernel_spec
+    except ImportError:  # pragma: no cover - depends on the environment
+        raise InputError(
+            "`evaltk report` needs the notebooks extra (ipykernel, nbconvert, jupytext): "
+            "pip install 'evaltk[notebooks]'."
+        ) from None
+    old = os.environ.get("JUPYTER_PATH")
+    with tempfile.TemporaryDirectory(prefix="evaltk-kernel-") as tmp:
+        kdir = Path(tmp) / "kernels" / _KERNEL_NAME
+        write_kernel_spec(kdir, overrides={"display_name": f"evaltk report (Python {sys.version.split()[0]})"})
+        spec = json.loads((kdir / "kernel.json").read_text())
+        spec["argv"][0] = sys.executable
+        spec["argv"].append("--IPKernelApp.log_level=ERROR")  # no transport chatter on the terminal
+        (kdir / "kernel.json").write_text(json.dumps(spec))
+        os.environ["JUPYTER_PATH"] = tmp + (os.pathsep + old if old else "")
+        try:
+            yield _KERNEL_NAME
+        finally:
+            if old is None:
+                os.environ.pop("JUPYTER_PATH", None)
+            else:
+                os.environ["JUPYTER_PATH"] = old
+
+
+_TEMPLATE = """{%- extends 'index.html.j2' -%}
+{%- block html_head_js_requirejs -%}{%- endblock html_head_js_requirejs -%}
+{%- block html_head_js_mathjax -%}{%- endblock html_head_js_mathjax -%}
+{%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
+{% block data_svg scoped -%}
+<div class="jp-RenderedSVG jp-OutputArea-output {{ extra_class }}" data-mime-type="image/svg+xml">
+{{ output.data['image/svg+xml'] }}
+</div>
+{%- endblock data_svg %}
+{% block extra_css %}
+<style type="text/css">
+  main { max-width: 1100px; margin: 0 auto; }
+  .jp-RenderedSVG svg { max-width: 100%; height: auto; }
+  table.dataframe, table.evaltk-provenance { font-size: 12px; }
+  table.evaltk-provenance td { word-break: break-all; }
+</style>
+{% endblock extra_css %}
+"""
+
+
+def _html_exporter() -> Any:
+    from jinja2 import DictLoader
+    from nbconvert import HTMLExporter
+
+    return HTMLExporter(
+        template_name="lab",
+        extra_loaders=[DictLoader({"evaltk_report.html.j2": _TEMPLATE})],
+        template_file="evaltk_report.html.j2",
+        exclude_input=True,
+        exclude_input_prompt=True,
+        exclude_output_prompt=True,
+        embed_images=True,
+    )
+
+
+def _load_params(params: Mapping[str, Any] | str | os.PathLike[str] | None) -> tuple[dict[str, Any], str | None]:
+    if params is None:
+        return {}, None
+    if isinstance(params, Mapping):
+        return dict(params), None
+    path = Path(params)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UnreadableInput("no such parameters file.", file=str(path)) from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise UnreadableInput(f"cannot read the parameters file: {e}.", file=str(path)) from None
+    import yaml
+
+    try:
+        data = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
+    except (json.JSONDecodeError, yaml.YAMLError) as e:
+        raise UnreadableInput(f"not valid {'JSON' if path.suffix.lower() == '.json' else 'YAML'}: {e}",
+                              file=str(path)) from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise InputError("must be a mapping of parameter names to values (or of notebook names "
+                         "to such mappings).", file=str(path))
+    return data, str(path)
+
+
+def _plan_parameters(
+    declared: Mapping[str, Mapping[str, Any]], given: Mapping[str, Any], source: str | None
+) -> dict[str, dict[str, Any]]:
+    """Split ``given`` into per-notebook parameters; refuse names no notebook declares."""
+    per: dict[str, dict[str, Any]] = {nb: {} for nb in declared}
+    known = set().union(*[set(d) for d in declared.values()]) if declared else set()
+    for key, v in given.items():
+        if key in declared and isinstance(v, Mapping):
+            for k2, v2 in v.items():
+                if k2 not in declared[key]:
+                    raise InputError(
+                        f"notebook `{key}` has no parameter `{k2}`; it takes: {', '.join(sorted(declared[key]))}.",
+                        file=source, field=f"{key}.{k2}")
+                _check_literal(f"{key}.{k2}", v2)
+                per[key][k2] = v2
+        elif key in known:
+            _check_literal(key, v)
+            for nb, names in declared.items():
+                if key in names and key not in per[nb]:
+                    per[nb][key] = v
+        else:
+            raise InputError(
+                f"no notebook takes a parameter `{key}`; known parameters: {', '.join(sorted(known))}; "
+                f"notebook sections: {', '.join(declared)}.", file=source, field=key)
+    # notebook sections win over top-level values
+    for key, v in given.items():
+        if key in declared and isinstance(v, Mapping):
+            per[key].update(v)
+    return per
+
+
+def render_report(
+    *,
+    week: str | None = None,
+    data: str | os.PathLike[str] | None = None,
+    params: Mapping[str, Any] | str | os.PathLike[str] | None = None,
+    out: str | os.PathLike[str] = "reports",
+    notebooks: Sequence[str] | None = None,
+    progress: Callable[[str], None] | None = None,
+    start_timeout: int = 120,
+) -> Path:
+    """Execute the report notebooks with papermill and render code-free HTML.
+
+    Parameters
+    ----------
+    week : str, optional
+        ISO week ``YYYY-Www`` labelling the report (default: the current week).
+        Passed to every notebook as ``week``; the output folder is ``out/<week>``.
+    data : path, optional
+        A data folder passed to every notebook as ``data_dir`` (default: the
+        embedded demo data).  Notebooks recognise, under it,
+        ``agentrewardbench/annotations.csv`` and ``judgebench/judgments.csv``.
+    params : mapping or path to a YAML/JSON file, optional
+        Parameter values: top-level names apply to every notebook that declares
+        them; a key naming a notebook (``calibration: {confidence_level: 0.9}``)
+        applies to that notebook only.  A name no notebook declares is an error.
+    out : path
+        Root folder of the reports.
+    notebooks : sequence of str, optional
+        Subset of :data:`NOTEBOOKS` to run (default all).
+    progress : callable, optional
+        Called with one line of text per step (the CLI prints it on stderr).
+
+    Returns
+    -------
+    Path
+        ``out/<week>/index.html`` (or the first rendered page when ``weekly`` is not run).
+
+    Raises
+    ------
+    ReportFailed
+        When a notebook fails; every other notebook still runs, the failing one is
+        rendered too (its error is visible in its page), and ``run.json`` records it.
+    InputError, UnreadableInput
+        Bad ``week``, ``data`` or ``params`` (before any notebook runs).
+    """
+    import jupytext
+    import nbformat
+    import papermill as pm
+    from papermill.exceptions import PapermillExecutionError
+
+    from .. import __version__
+
+    say = progress or (lambda _msg: None)
+    week = _check_week(week)
+    data_dir = ""
+    if data is not None and str(data) != "":
+        data_dir = check_params(data_dir=str(data))["data_dir"]
+    given, params_file = _load_params(params)
+    names = list(NOTEBOOKS if notebooks is None else notebooks)
+    unknown = [n for n in names if n not in NOTEBOOKS]
+    if unknown or not names:
+        raise InputError(f"unknown notebook(s) {unknown}; choose among {', '.join(NOTEBOOKS)}.", field="notebooks")
+    src_dir = notebooks_dir()
+    out_dir = Path(out) / week
+    nb_dir = out_dir / "notebooks"
+    nb_dir.mkdir(parents=True, exist_ok=True)
+
+    # 1. convert every notebook and read its declared parameters
+    converted: dict[str, Path] = {}
+    declared: dict[str, dict[str, Any]] = {}
+    with tempfile.TemporaryDirectory(prefix="evaltk-report-") as tmp:
+        for name in names:
+            src = src_dir / f"{name}.py"
+            if not src.is_file():
+                raise UnreadableInput("notebook source is missing.", file=str(src))
+            nb = jupytext.read(src, fmt="py:percent")
+            nb.metadata["kernelspec"] = {"name": _KERNEL_NAME, "display_name": "evaltk report", "language": "python"}
+            nb.metadata.setdefault("language_info", {"name": "python"})
+            ipynb = Path(tmp) / f"{name}.ipynb"
+            nbformat.write(nb, ipynb)
+            converted[name] = ipynb
+            declared[name] = pm.inspect_notebook(str(ipynb))
+            if not declared[name]:
+                raise InputError(f"notebook `{name}` has no cell tagged `parameters`.", file=str(src))
+        per = _plan_parameters(declared, given, params_file)
+        # relative paths resolve inside the parameters file's folder (or the current folder for a
+        # mapping): the kernels run with out/<week> as their working folder
+        base = Path(params_file).resolve().parent if params_file else Path.cwd()
+        for values in per.values():
+            for k, v in values.items():
+                if _is_path_param(k) and isinstance(v, str) and v and not Path(v).expanduser().is_absolute():
+                    values[k] = str((base / v).resolve())
+        for name in names:
+            if "week" in declared[name]:
+                per[name].setdefault("week", week)
+            if "data_dir" in declared[name] and data_dir:
+                per[name].setdefault("data_dir", data_dir)
+            try:  # fail fast, before any kernel starts; the notebooks check again themselves
+                check_params(**per[name])
+            except InputError as e:
+                raise type(e)(f"notebook `{name}`: {e.detail}", file=params_file, field=e.field) from None
+
+        # 2. execute and render
+        failures: list[NotebookFailure] = []
+        records: dict[str, Any] = {}
+        exporter = _html_exporter()
+        with _report_kernel() as kernel:
+            for i, name in enumerate(names, 1):
+                t0 = time.monotonic()
+                say(f"[{i}/{len(names)}] {name}: executing")
+                executed = nb_dir / f"{name}.ipynb"
+                failure: NotebookFailure | None = None
+                try:
+                    pm.execute_notebook(
+                        str(converted[name]), str(executed), parameters=per[name], kernel_name=kernel,
+                        progress_bar=False, log_output=False, cwd=str(out_dir), start_timeout=start_timeout,
+                    )
+                except PapermillExecutionError as e:
+                    failure = NotebookFailure(name, int(e.cell_index), e.exec_count, e.source or "",
+                                              e.ename, str(e.evalue))
+                except Exception as e:  # kernel died, could not start, ...
+                    failure = NotebookFailure(name, None, None, "", type(e).__name__, str(e))
+                page = out_dir / ("index.html" if name == _INDEX else f"{name}.html")
+                if executed.is_file():
+                    result = nbformat.read(executed, as_version=4)
+                    if failure is not None and failure.cell is not None:
+                        failure = replace(failure, section=_section_of(result, failure.cell))
+                    body, _ = exporter.from_notebook_node(result, resources={"metadata": {"name": _title(name, week)}})
+                    page.write_text(body, encoding="utf-8")
+                    prov = _collect_provenance(result)
+                else:
+                    prov = []
+                records[name] = {
+                    "status": "failed" if failure else "ok",
+                    "page": page.name if page.is_file() else None,
+                    "parameters": per[name],
+                    "provenance": prov,
+                    "error": str(failure) if failure else None,
+                    "seconds": round(time.monotonic() - t0, 2),
+                }
+                if failure:
+                    failures.append(failure)
+                    say(f"[{i}/{len(names)}] {name}: FAILED ({time.monotonic() - t0:.1f}s): {failure}")
+                else:
+                    say(f"[{i}/{len(names)}] {name}: ok ({time.monotonic() - t0:.1f}s) -> {page}")
+
+    run = {
+        "week": week,
+        "evaltk_version": __version__,
+        "python": sys.version.split()[0],
+        "generated_at": _dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat(),
+        "data_dir": data_dir or None,
+        "params_file": None if params_file is None else {"path": params_file, "sha256": file_digest(params_file)},
+        "notebooks": records,
+    }
+    (out_dir / "run.json").write_text(json.dumps(run, indent=2, default=str), encoding="utf-8")
+    if failures:
+        raise ReportFailed(failures, out_dir)
+    if _INDEX in names:
+        return out_dir / "index.html"
+    return out_dir / f"{names[0]}.html"
+
+
+def _title(name: str, week: str) -> str:
+    return f"evaltk {name.replace('_', ' ')} report, {week}"
+
+
+def _section_of(nb: Any, index: int) -> str:
+    """The last markdown heading at or before cell ``index`` (how a reader finds the cell)."""
+    for cell in reversed(nb.cells[: index + 1]):
+        if cell.cell_type == "markdown":
+            for line in cell.source.splitlines():
+                if line.lstrip().startswith("#"):
+                    return line.lstrip("# ").strip()
+    return ""
+
+
+def _collect_provenance(nb: Any) -> list[dict[str, Any]]:
+    found = []
+    for cell in nb.cells:
+        for o in cell.get("outputs", []):
+            data = o.get("data", {})
+            if _PROVENANCE_MIME in data:
+                found.append(data[_PROVENANCE_MIME])
+    return found
