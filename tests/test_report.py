@@ -428,7 +428,7 @@ def test_data_sources_trajectory_folder(tmp_path):
 def small_demo():
     from evaltk.data import make_demo
 
-    return make_demo(n_traces=300, seed=0)
+    return make_demo(n_traces=300, rng=0)
 
 
 def _labels(rows):
