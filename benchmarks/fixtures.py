@@ -1,4 +1,4 @@
-"""Benchmark: `evaltk.fixtures._fixtures.validate_suite` against the peer, PyYAML + jsonschema.
+"""Benchmark: `evaltk.fixtures.validate_suite` against the peer, PyYAML + jsonschema.
 
 The peer reads every task.yaml with ``yaml.safe_load`` (libyaml's CSafeLoader when
 available) and validates it with ``jsonschema`` against evaltk's own

@@ -1,7 +1,7 @@
 """Seed 003's frozen grader-performance check, run exactly.
 
 1,000 warm-up grades, then four measured batches of 5,000 independent six-event
-synthetic grades, all through :func:`evaltk.trajectory._trajectory.grade_case` (the function
+synthetic grades, all through :func:`evaltk.trajectory.grade_case` (the function
 ``evaltk trajectory grade`` calls for every case; no special path).  Prints the
 worst batch's grades per second and the growth of the process's maximum RSS, with
 the seed's floor (5,000 grades/s, 128 MiB) and the project's target (100,000 grades/s,
@@ -158,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     peer = _peer(_batch(99, 1_000))
 
     print(f"trajectory grading, seed 003 frozen check: {WARMUP} warm-up grades, {BATCHES} batches of "
-          f"{BATCH_SIZE} six-event grades through evaltk.trajectory._trajectory.grade_case")
+          f"{BATCH_SIZE} six-event grades through evaltk.trajectory.grade_case")
     for i, (r, c) in enumerate(zip(rates, cpu_rates, strict=True), 1):
         print(f"  batch {i}: {r:>10,.0f} grades/s wall clock  ({c:,.0f} per CPU-second of this process)")
     print(f"  decisions over the measured batches: {dict(sorted(totals.items()))}")

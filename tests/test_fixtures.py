@@ -1,4 +1,4 @@
-"""Tests for evaltk.fixtures._fixtures: task.yaml validation, journeys, holdout hygiene (seed 004).
+"""Tests for evaltk.fixtures: task.yaml validation, journeys, holdout hygiene (seed 004).
 
 Every rule of seed 004 ("Evaluation Task Schema", ../shared/seeds/004_*.txt) and of
 issue 6 has one failing example in tests/fixture_corpus/invalid/<case>/ (overlaid on
@@ -831,7 +831,7 @@ def test_demo_suite_is_valid():
 @pytest.mark.parametrize("case", ["duplicate-key", "yaml-syntax", "phase-name", "not-utf8"])
 def test_same_findings_without_libyaml(tmp_path, monkeypatch, case):
     # The fast (libyaml) and the pure-Python parsers must report the same findings.
-    import evaltk.fixtures._fixtures as fxm
+    import evaltk.fixtures._yaml as fxm
     d = suite_copy(tmp_path, case)
     fast, fast_rows = validate_suite(d), load_suite(d)
     monkeypatch.setattr(fxm, "_FastLoader", fxm._FixtureLoader)
@@ -882,7 +882,7 @@ def test_flat_quoting_never_changes_valid_yaml(values):
     # Invariance: a document YAML already reads is read identically after the seed's
     # flat lines are quoted; a document YAML rejects either stays rejected or reads
     # each quoted line as the text written (comment removed).
-    from evaltk.fixtures._fixtures import _load_yaml_text, _quote_flat_values
+    from evaltk.fixtures._yaml import _load_yaml_text, _quote_flat_values
 
     text = "".join(f"k{i}: {v}\n" for i, v in enumerate(values))
     data, _, problems = _load_yaml_text(text)
@@ -907,7 +907,7 @@ def test_flat_quoting_never_changes_valid_yaml(values):
     ("line one\nline/two", False), ("plain", False),
 ])
 def test_what_counts_as_a_context_file_reference(ref, is_ref):
-    from evaltk.fixtures._fixtures import _context_refs
+    from evaltk.fixtures._validate import _context_refs
 
     assert bool(_context_refs(ref, "context", False, set())) is is_ref
     # inside an explicit `file:` entry everything is a reference

@@ -395,7 +395,7 @@ def test_check_params_file_parameters(tmp_path):
 
 
 def test_trajectory_grid_chart_on_the_shipped_cohort():
-    from evaltk.trajectory import _trajectory as trajectory
+    from evaltk import trajectory
     s = report.data_sources("")
     assert s.trajectory is not None  # the shipped example: lock, results that hold, design
     cohort = trajectory.grade_files(s.trajectory[0], s.trajectory[1], design=s.trajectory[2])

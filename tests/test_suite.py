@@ -557,7 +557,7 @@ def test_vectorised_summary_matches_the_reference(d):
 @settings(max_examples=50)
 @given(st.lists(st.floats(0, 1), min_size=1, max_size=9))
 def test_row_mean_is_correctly_rounded(xs):
-    from evaltk.suite._suite import _mean, _mean_rows
+    from evaltk.suite._scores import _mean, _mean_rows
 
     exact = float(sum(Fraction(x) for x in xs) / len(xs))
     got = _mean_rows(np.array([xs]))[0]
@@ -1002,7 +1002,7 @@ def test_duplicate_keys_and_null_trajectories_are_refused(tmp_path):
     p = tmp_path / "run.json"
     p.write_text('{"suite": "s", "thresholds": {"passScore": 0.5}, "tasks": [{"id": "a", '
                  '"trials": [{"score": 1, "score": 0}]}]}')
-    with pytest.raises(SchemaViolation, match="duplicate key 'score'"):
+    with pytest.raises(SchemaViolation, match="duplicate object key 'score'"):
         load_suite_run(p)
     doc_ = {"suite": "s", "thresholds": {"passScore": 0.5},
             "tasks": [{"id": "a", "expected": {"trajectory": None}, "trials": [{"score": 1.0}]}]}

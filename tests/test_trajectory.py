@@ -1,4 +1,4 @@
-"""Tests for evaltk.trajectory._trajectory, written from seed 003 ("Eve SOTA long-horizon trajectory
+"""Tests for evaltk.trajectory, written from seed 003 ("Eve SOTA long-horizon trajectory
 grading", September 2026) and issue 5.
 
 Every rule of the seed's "Eight independent dimensions" table, the three decisions, the
@@ -19,7 +19,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import evaltk.trajectory._trajectory as tj
+import evaltk.trajectory as tj
+import evaltk.trajectory._controls as controls
 from evaltk.cli._main import main
 from evaltk.errors import SchemaViolation, UnreadableInput
 from evaltk.trajectory import (
@@ -137,7 +138,7 @@ def test_digest_is_sha256_of_canonical_bytes():
 
 
 def test_seal_lock_and_any_change_is_detected():
-    lock = seal_lock({"schema": "evaltk.trajectory._trajectory-lock/1", "design_digest": "a" * 64,
+    lock = seal_lock({"schema": "evaltk.trajectory-lock/1", "design_digest": "a" * 64,
                       "locked_at": "2026-01-01T00:00:00Z", "cases": {"c": policy_dict()}})
     assert lock["case_inventory"] == ["c"]
     assert lock["lock_digest"] == lock_digest(lock)
@@ -593,7 +594,7 @@ def test_committed_example_reports_are_current(kind):
 
 @pytest.fixture()
 def docs():
-    design, lock, results = tj._control_documents()
+    design, lock, results = controls._control_documents()
     return design, lock, results
 
 
@@ -622,7 +623,7 @@ def test_cli_green_exit_0_and_report_validates(tmp_path, docs, capsys):
 
 def test_cli_hold_exit_2(tmp_path, docs, capsys):
     design, lock, results = docs
-    tj._excess_step(design, lock, results)
+    controls._excess_step(design, lock, results)
     code, _, _ = _cli(_write(tmp_path, design, lock, results), capsys)
     assert code == 2
     report = json.loads((tmp_path / "out" / "report.json").read_text("utf-8"))
@@ -648,7 +649,7 @@ def test_cli_hold_exit_2(tmp_path, docs, capsys):
 def test_cli_failure_codes(tmp_path, docs, capsys, plant, code, fragment):
     design, lock, results = docs
     if plant == "lock_drift":
-        tj._lock_drift(design, lock, results)
+        controls._lock_drift(design, lock, results)
     elif plant == "design_drift":
         design["title"] += " (edited)"
     elif plant == "policy_digest":
@@ -658,7 +659,7 @@ def test_cli_failure_codes(tmp_path, docs, capsys, plant, code, fragment):
     elif plant == "other_lock":
         results["lock_digest"] = "f" * 64
     elif plant == "post_result":
-        tj._post_result_lock(design, lock, results)
+        controls._post_result_lock(design, lock, results)
     elif plant == "equal_times":
         lock.update(seal_lock({**lock, "locked_at": results["results_at"]}))
         results["lock_digest"] = lock["lock_digest"]
@@ -666,9 +667,9 @@ def test_cli_failure_codes(tmp_path, docs, capsys, plant, code, fragment):
         lock.update(seal_lock({**lock, "locked_at": "2026-09-02T10:00:10Z"}))
         results["lock_digest"] = lock["lock_digest"]
     elif plant == "missing_case":
-        tj._missing_case(design, lock, results)
+        controls._missing_case(design, lock, results)
     elif plant == "unlocked_case":
-        tj._unlocked_case(design, lock, results)
+        controls._unlocked_case(design, lock, results)
     elif plant == "schema":
         results["results_at"] = "yesterday"
     elif plant == "duplicate_ids":
@@ -716,8 +717,8 @@ def test_design_is_optional(tmp_path, docs, capsys):
 
 def test_grade_cohort_raises_typed_errors(docs):
     design, lock, results = docs
-    for plant, exc in [(tj._lock_drift, LockChanged), (tj._post_result_lock, PostResultLock),
-                       (tj._missing_case, MissingCase), (tj._unlocked_case, UnlockedCase)]:
+    for plant, exc in [(controls._lock_drift, LockChanged), (controls._post_result_lock, PostResultLock),
+                       (controls._missing_case, MissingCase), (controls._unlocked_case, UnlockedCase)]:
         d, lk, r = copy.deepcopy(docs)
         plant(d, lk, r)
         with pytest.raises(exc):
@@ -738,7 +739,7 @@ def test_self_check_controls_all_red_for_the_right_reason_then_green():
 
 @pytest.mark.parametrize("control", tj.NEGATIVE_CONTROLS, ids=lambda c: c.name)
 def test_each_control_is_red(control):
-    design, lock, results = tj._control_documents()
+    design, lock, results = controls._control_documents()
     control.mutate(design, lock, results)
     if control.decision is None:
         with pytest.raises((tj.TrajectoryBindingError, SchemaViolation)) as ei:
@@ -756,7 +757,9 @@ def test_each_control_is_red(control):
                                              ("_recovered", "unresolved recovery")])
 def test_controls_catch_a_sabotaged_grader(monkeypatch, target, control):
     # a grader that silently stops checking a rule must turn its control red
-    monkeypatch.setattr(tj, target, lambda *a, **k: True)
+    import evaltk.trajectory._grade as rules
+
+    monkeypatch.setattr(rules, target, lambda *a, **k: True)
     results = {r.name: r for r in run_self_check()}
     assert not results[control].ok
     assert "UNEXPECTED" in results[control].describe()
@@ -773,7 +776,7 @@ def test_cli_self_check_prints_each_control(capsys):
 
 def test_verify_report_rejects_dropped_dimension_and_promoted_abstention(docs):
     design, lock, results = docs
-    tj._promote_safe_abstention(design, lock, results)
+    controls._promote_safe_abstention(design, lock, results)
     report = grade_cohort(lock, results).to_dict()
     verify_report(report, lock, results)
     dropped = copy.deepcopy(report)
@@ -864,7 +867,7 @@ def test_removing_a_required_milestone_never_passes(evs):
 
 
 def test_read_json_errors(tmp_path):
-    with pytest.raises(UnreadableInput, match="file not found"):
+    with pytest.raises(UnreadableInput, match="no such file"):
         tj.read_json(tmp_path / "nope.json")
     (tmp_path / "bad.json").write_bytes(b"\xff\xfe{}")
     with pytest.raises(UnreadableInput, match="not UTF-8"):
@@ -1029,10 +1032,10 @@ def test_reference_agrees_on_every_control():
     for control in tj.NEGATIVE_CONTROLS:
         if control.decision is None:
             continue
-        design, lock, results = tj._control_documents()
+        design, lock, results = controls._control_documents()
         control.mutate(design, lock, results)
         for cid, case in results["cases"].items():
-            g = grade_case(tj._compile(cid, lock["cases"][cid]), case["events"])
+            g = grade_case(tj.compile_case_policy(cid, lock["cases"][cid]), case["events"])
             assert (g.decision, {d: g.dimension(d).outcome for d in DIMENSIONS}) == reference_grade(
                 lock["cases"][cid], case["events"]), (control.name, cid)
 
@@ -1049,7 +1052,7 @@ def test_reference_agrees_on_every_control():
     ({"kind": "terminal", "status": "abstained"}, "reason"),
 ])
 def test_results_schema_requires_each_kinds_fields(event, field):
-    results = {"schema": "evaltk.trajectory._trajectory-results/1", "lock_digest": "0" * 64,
+    results = {"schema": "evaltk.trajectory-results/1", "lock_digest": "0" * 64,
                "results_at": "2026-01-01T00:00:00Z",
                "cases": {"c": {"events": [{"id": "e1", "seq": 1, **event}]}}}
     with pytest.raises(SchemaViolation, match=f"`{field}` is missing") as ei:
@@ -1059,7 +1062,7 @@ def test_results_schema_requires_each_kinds_fields(event, field):
 
 @pytest.mark.parametrize("extra", [{}, {"bytes_base64": "UEFHRQ==", "sha256": "0" * 64}])
 def test_results_schema_wants_exactly_one_evidence_form(extra):
-    results = {"schema": "evaltk.trajectory._trajectory-results/1", "lock_digest": "0" * 64,
+    results = {"schema": "evaltk.trajectory-results/1", "lock_digest": "0" * 64,
                "results_at": "2026-01-01T00:00:00Z",
                "cases": {"c": {"events": [{"id": "e1", "seq": 1, "kind": "evidence",
                                            "evidence_id": "page", **extra}]}}}

@@ -1,4 +1,4 @@
-"""The ``evaltk`` command-line layer for ``evaltk.fixtures._fixtures``."""
+"""``evaltk fixtures``: validate, list, seen and retire (a thin layer over :mod:`evaltk.fixtures`)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from ..fixtures._fixtures import (
+from ..fixtures import (
     ERROR,
     Finding,
     load_suite,

@@ -1,4 +1,4 @@
-"""The ``evaltk`` command-line layer for ``evaltk.suite._suite``."""
+"""``evaltk suite``: summarize, gate and check (a thin layer over :mod:`evaltk.suite`)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..suite._suite import (
-    _read_document,
-    _read_jsonl,
+from .._io import write_json
+from ..suite import (
     check_summary,
     gate_summary,
     load_suite_run,
@@ -19,16 +18,11 @@ from ..suite._suite import (
 # --------------------------------------------------------------------------- CLI
 
 
-def _write_json(path: Path, doc: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(doc, indent=2, allow_nan=False) + "\n", encoding="utf-8")
-
-
 def _cmd_summarize(args: Any) -> int:
     summary = summarize_suite(load_suite_run(args.run))
     doc = summary.to_dict()
     if args.out:
-        _write_json(Path(args.out), doc)
+        write_json(args.out, doc)
     if args.events:
         p = Path(args.events)
         p.parent.mkdir(parents=True, exist_ok=True)
@@ -57,10 +51,7 @@ def _cmd_gate(args: Any) -> int:
 
 
 def _cmd_check(args: Any) -> int:
-    events = _read_jsonl(Path(args.events)) if args.events else None
-    run = load_suite_run(args.run)
-    host = _read_document(Path(args.summary))
-    violations = check_summary(run, host, events=events)
+    violations = check_summary(args.run, args.summary, events=args.events)
     if args.json:
         print(json.dumps({"conforms": not violations, "violations": [x.to_dict() for x in violations]},
                          indent=2, default=str))

@@ -1,4 +1,4 @@
-"""The ``evaltk`` command-line layer for ``evaltk.trajectory._trajectory``."""
+"""``evaltk trajectory``: grade, self-check, seal and digest (a thin layer over :mod:`evaltk.trajectory`)."""
 
 from __future__ import annotations
 
@@ -8,15 +8,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from .._io import write_json
 from ..errors import SchemaViolation
-from ..trajectory._trajectory import (
+from ..trajectory import (
     NEGATIVE_CONTROLS,
     CohortReport,
-    _run_grade,
-    _write_json,
     design_digest,
     lock_digest,
     read_json,
+    run_grade,
     run_self_check,
     seal_lock,
     sha256_digest,
@@ -29,7 +29,7 @@ from ..trajectory._trajectory import (
 def _cmd_grade(args: argparse.Namespace) -> int:
     from ._main import CliError
 
-    code, out = _run_grade(Path(args.lock), Path(args.results), Path(args.output),
+    code, out = run_grade(Path(args.lock), Path(args.results), Path(args.output),
                            None if args.design is None else Path(args.design))
     if not isinstance(out, CohortReport):
         raise CliError(out.replace("\n", " "), code)
@@ -68,7 +68,7 @@ def _cmd_seal(args: argparse.Namespace) -> int:
     validate_document(lock, "lock", file=args.draft)
     if set(lock["case_inventory"]) != set(lock["cases"]):
         raise CliError(f"{args.draft}: `case_inventory` and `cases` differ", 65)
-    _write_json(args.output, lock)
+    write_json(args.output, lock)
     print(f"sealed {len(lock['cases'])} case(s): lock_digest {lock['lock_digest']}")
     return 0
 

@@ -1,29 +1,28 @@
-"""Suite gating (seed 000, RFC 0246): the gating score, pass rules and conformance."""
+"""Suite gating (seed 000, RFC 0246): the gating score, pass rules and conformance.
 
-from ._suite import (
+Modules (private; the public names are the ones below): ``_model`` (pass rules,
+trajectory specs, thresholds, :class:`SuiteRun`), ``_read`` (suite runs from files,
+mappings and frames), ``_scores`` (exact means and threshold comparisons), ``_suite``
+(pass@k and pass^k), ``_summary`` (the RFC 0246 summary and ``eval.scored`` events),
+``_gate`` (schemas and the gate on a summary) and ``_conformance`` (checking a host's
+summary).
+"""
+
+from ._conformance import Violation, check_summary
+from ._gate import GateDecision, gate_summary, load_summary, schema, validate_summary
+from ._model import (
     AGGREGATIONS,
     MATCH_MODES,
     PASS_RULES,
-    SCORE_TOLERANCE,
-    EvalSummary,
-    GateDecision,
     SuiteRun,
     SuiteThresholds,
     TrajectorySpec,
-    Violation,
-    check_summary,
-    gate_summary,
-    load_suite_run,
-    load_summary,
-    pass_at_k,
-    pass_hat_k,
-    schema,
-    scored_events,
-    suite_run_from_frame,
-    summarize_suite,
     trajectory_matches,
-    validate_summary,
 )
+from ._read import load_suite_run, suite_run_from_frame
+from ._scores import SCORE_TOLERANCE
+from ._suite import pass_at_k, pass_hat_k
+from ._summary import EvalSummary, scored_events, summarize_suite
 
 __all__ = [
     "PASS_RULES",

@@ -1,42 +1,64 @@
-"""Long-horizon trajectory grading (seed 003): eight fail-closed dimensions, the
-pre-result lock, three decisions and the negative controls."""
+"""Long-horizon trajectory grading (seed 003): pre-result lock, eight fail-closed dimensions,
+three decisions and the negative controls.
 
-from ._trajectory import (
-    DECISIONS,
-    DIMENSIONS,
+Seed 003 ("long-horizon trajectory grading").  A correct or polished final answer
+is not enough: the grader decides, separately and from the ordered events a runtime
+emitted, eight dimensions against per-case policies that were locked before any
+result existed.  The rules, one function per dimension, are tabled in ``evaltk/trajectory/_grade.py`` and in
+``docs/trajectory.md``.
+
+Decisions: ``passed`` (the only promotion-eligible one), ``safely-abstained``
+(an honest terminal state; goal completion stays failed and it never counts as
+success) and ``failed`` (everything else).  One failing dimension holds the case
+even when its terminal says completed.
+
+Three documents, each with a JSON Schema in ``evaltk/schemas/``: the lock
+(``trajectory-lock.schema.json``), the results (``trajectory-results.schema.json``)
+and the report (``trajectory-report.schema.json``); the design record the lock
+binds by digest has ``trajectory-design.schema.json``.  The formats, the canonical
+serialisation behind every digest and the CLI exit codes are in
+``docs/trajectory.md``.
+
+Modules (private; the public names are the ones below): ``_lock`` (the dimension names,
+canonical JSON and the digests), ``_documents`` (strict reading, the schemas, timestamps,
+the precise event checks), ``_policy`` (a case's compiled lock entry), ``_grade`` (one
+case, one function per dimension), ``_cohort`` (bindings, the report, exit codes) and
+``_controls`` (the negative controls).
+"""
+
+from ._cohort import (
     EXIT_HOLD,
     EXIT_LOCK_CHANGED,
     EXIT_MISSING_CASE,
     EXIT_PASS,
     EXIT_POST_RESULT_LOCK,
     EXIT_UNLOCKED_CASE,
-    NEGATIVE_CONTROLS,
-    OUTCOMES,
-    CaseGrade,
-    CasePolicy,
     CohortReport,
-    ControlResult,
-    DimensionOutcome,
     LockChanged,
     MissingCase,
     PostResultLock,
     TrajectoryBindingError,
     UnlockedCase,
-    canonical_json,
-    case_policy_digest,
-    compile_case_policy,
-    design_digest,
-    grade_case,
     grade_cohort,
     grade_files,
-    lock_digest,
-    read_json,
-    run_self_check,
-    seal_lock,
-    sha256_digest,
-    validate_document,
+    run_grade,
     verify_report,
 )
+from ._controls import NEGATIVE_CONTROLS, ControlResult, run_self_check
+from ._documents import read_json, validate_document
+from ._grade import CaseGrade, DimensionOutcome, grade_case
+from ._lock import (
+    DECISIONS,
+    DIMENSIONS,
+    OUTCOMES,
+    canonical_json,
+    case_policy_digest,
+    design_digest,
+    lock_digest,
+    seal_lock,
+    sha256_digest,
+)
+from ._policy import CasePolicy, compile_case_policy
 
 __all__ = [
     "DIMENSIONS",
@@ -69,6 +91,7 @@ __all__ = [
     "CohortReport",
     "grade_cohort",
     "grade_files",
+    "run_grade",
     "verify_report",
     "ControlResult",
     "NEGATIVE_CONTROLS",

@@ -34,7 +34,7 @@ def _b64(b: bytes) -> str:
 
 def documents() -> tuple[dict, dict, dict, dict]:
     design = {
-        "schema": "evaltk.trajectory._trajectory-design/1",
+        "schema": "evaltk.trajectory-design/1",
         "design_id": "support-agent-2026-09",
         "title": "Support agent, long-horizon tasks (worked example)",
         "description": "Synthetic contract cases showing the lock / results / report formats.",
@@ -91,7 +91,7 @@ def documents() -> tuple[dict, dict, dict, dict]:
         },
     }
     lock = seal_lock({
-        "schema": "evaltk.trajectory._trajectory-lock/1",
+        "schema": "evaltk.trajectory-lock/1",
         "lock_id": "support-agent-2026-09/trajectory",
         "design_digest": design_digest(design),
         "locked_at": "2026-09-01T08:00:00Z",
@@ -140,7 +140,7 @@ def documents() -> tuple[dict, dict, dict, dict]:
          "answer": "You can return items within 30 days of delivery."},
     ]
     results_pass = {
-        "schema": "evaltk.trajectory._trajectory-results/1",
+        "schema": "evaltk.trajectory-results/1",
         "lock_digest": lock["lock_digest"],
         "results_at": "2026-09-03T15:00:00Z",
         "producer": "worked example (synthetic)",

@@ -1,0 +1,555 @@
+"""Reading a suite run: JSON or YAML documents, mappings and long frames, validated with
+errors naming the task and field."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .. import _io
+from ..errors import SchemaViolation, UnreadableInput
+from ._model import (
+    AGGREGATIONS,
+    MATCH_MODES,
+    PASS_RULES,
+    SuiteRun,
+    SuiteThresholds,
+    TrajectorySpec,
+    _tool_name,
+)
+
+_TOP_KEYS = {"suite", "suiteId", "version", "suiteVersion", "description", "name", "metadata",
+             "modes", "targetAgentId", "allowedModels", "evaluatedModelClass", "aggregation",
+             "thresholds", "trials", "tasks"}
+_THRESHOLD_KEYS = {"passScore", "maxCost", "maxCostUsd", "maxLatencyMs", "maxP95LatencyMs"}
+_TRIALS_KEYS = {"count", "passRule", "k"}
+_TASK_KEYS = {"id", "taskId", "type", "kind", "expected", "trials", "input", "description", "name",
+              "metadata", "fixtures"}
+_TRIAL_KEYS = {"score", "toolCalls", "trajectoryMatched", "fixtureMiss", "cost", "costUsd",
+               "latencyMs", "trialIndex", "metadata"}
+_TRAJ_KEYS = {"match", "tools", "forbidden"}
+_SHORT_TASK_KEYS = _TASK_KEYS | _TRIAL_KEYS
+
+
+def _norm_key(k: str) -> str:
+    return "".join(ch for ch in k.lower() if ch.isalnum())
+
+
+def _near_miss(key: str, known: Iterable[str]) -> str | None:
+    """The known key ``key`` looks like a misspelling of, if any."""
+    import difflib
+
+    norm = {_norm_key(k): k for k in known}
+    nk = _norm_key(key)
+    if nk in norm:
+        return norm[nk]
+    close = difflib.get_close_matches(nk, list(norm), n=1, cutoff=0.8)
+    return norm[close[0]] if close else None
+
+
+class _Ctx:
+    """Names the file for every error raised while reading one run."""
+
+    def __init__(self, file: str | None) -> None:
+        self.file = file
+
+    def fail(self, message: str, *, record: Any = None, field: str | None = None) -> SchemaViolation:
+        return SchemaViolation(message, file=self.file, record=record, field=field)
+
+    def keys(self, obj: Mapping[str, Any], allowed: set[str], *, record: Any, where: str,
+             lenient: bool = False) -> None:
+        """Refuse unknown keys; ``lenient`` refuses only near-misses of known keys.
+
+        Lenient objects (the document, tasks, trials) may carry extra information
+        (``output``, ``notes``); a misspelt decision field (``fixturemiss``,
+        ``tool_calls``, ``scores``) is refused either way, since ignoring it would
+        silently change a gate.
+        """
+        if obj.keys() <= allowed:
+            return
+        extra = [k for k in obj if k not in allowed and not str(k).startswith("x-")]
+        if lenient:
+            extra = [k for k in extra if _near_miss(str(k), allowed)]
+            if extra:
+                k = extra[0]
+                raise self.fail(f"unknown field; did you mean `{_near_miss(str(k), allowed)}`?",
+                                record=record, field=f"{where}{k}")
+        if extra:
+            raise self.fail(
+                f"unknown field(s) {sorted(map(str, extra))}; allowed: {', '.join(sorted(allowed))} "
+                "(and `x-` extensions)", record=record, field=f"{where}{extra[0]}")
+
+    def mapping(self, v: Any, *, record: Any, field: str) -> Mapping[str, Any]:
+        if not isinstance(v, Mapping):
+            raise self.fail(f"must be an object; got {type(v).__name__}", record=record, field=field)
+        return v
+
+    def unit(self, v: Any, *, record: Any, field: str) -> float:
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise self.fail(f"must be a number in [0, 1]; got {v!r}", record=record, field=field)
+        f = float(v)
+        if math.isnan(f):
+            raise self.fail("is NaN; a score must be a number in [0, 1]", record=record, field=field)
+        if not 0.0 <= f <= 1.0:
+            raise self.fail(f"must be in [0, 1]; got {f!r}", record=record, field=field)
+        return f
+
+    def nonneg(self, v: Any, *, record: Any, field: str) -> float:
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or math.isnan(float(v)) \
+                or not 0.0 <= float(v) < math.inf:
+            raise self.fail(f"must be a finite number >= 0; got {v!r}", record=record, field=field)
+        return float(v)
+
+    def boolean(self, v: Any, *, record: Any, field: str) -> bool:
+        if not isinstance(v, bool):
+            raise self.fail(f"must be true or false; got {v!r}", record=record, field=field)
+        return v
+
+    def string(self, v: Any, *, record: Any, field: str) -> str:
+        if not isinstance(v, str) or not v:
+            raise self.fail(f"must be a non-empty string; got {v!r}", record=record, field=field)
+        return v
+
+
+def _read_document(path: Path) -> Any:
+    """A JSON or YAML document: ``.yaml`` / ``.yml`` as YAML, ``.json`` as strict JSON, any
+    other name as JSON first and YAML when it is not JSON.  ``NaN`` is let through so that
+    the loader names the field that holds it."""
+    text = _io.read_text(path)
+    if path.suffix.lower() not in (".yaml", ".yml"):
+        try:
+            return _io.loads_json(text, file=str(path), allow_nan=True)
+        except UnreadableInput:
+            if path.suffix.lower() == ".json":
+                raise
+    import yaml
+
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        raise UnreadableInput(f"not JSON or YAML: {getattr(e, 'problem', None) or e}", file=str(path),
+                              record=None if mark is None else mark.line + 1) from None
+
+
+def load_suite_run(source: str | Path | Mapping[str, Any], *, file: str | None = None) -> SuiteRun:
+    """Read and validate a suite run (JSON or YAML file, or an already-parsed mapping).
+
+    Parameters
+    ----------
+    source : path or mapping
+        A ``.json`` / ``.yaml`` / ``.yml`` file (YAML read with ``yaml.safe_load``), or
+        the parsed document.  The format is ``evaltk/schemas/suite-run.schema.json``.
+    file : str, optional
+        Name to use in error messages when ``source`` is a mapping.
+
+    Returns
+    -------
+    SuiteRun
+
+    Raises
+    ------
+    UnreadableInput
+        The file is missing, not UTF-8, or not JSON / YAML.
+    SchemaViolation
+        The document breaks the format; the message names the file, the task id
+        (``record``) and the field (``trials[2].score``).
+
+    Examples
+    --------
+    >>> run = load_suite_run({"suite": "demo", "thresholds": {"passScore": 0.7},
+    ...     "tasks": [{"id": "t1", "trials": [{"score": 0.9}]}]})
+    >>> run.count, run.pass_rule, run.task_ids
+    (1, 'mean', ('t1',))
+    """
+    if isinstance(source, (str, Path)):
+        path = Path(source)
+        doc = _read_document(path)
+        file = str(path)
+    else:
+        doc = source
+    ctx = _Ctx(file)
+    doc = ctx.mapping(doc, record=None, field="(document)")
+    ctx.keys(doc, _TOP_KEYS, record=None, where="", lenient=True)
+    suite = doc.get("suite", doc.get("suiteId", doc.get("name")))
+    if suite is None:  # a name is for reading only; without one, the file's stem stands in
+        suite = Path(file).stem if file else "unnamed-suite"
+    suite = ctx.string(suite, record=None, field="suite")
+    version = doc.get("version", doc.get("suiteVersion"))
+    if version is not None:
+        version = ctx.string(version, record=None, field="version")
+
+    th = ctx.mapping(doc.get("thresholds"), record=None, field="thresholds")
+    ctx.keys(th, _THRESHOLD_KEYS, record=None, where="thresholds.")
+    if "passScore" not in th:
+        raise ctx.fail("is required (the bar the gating aggregate must reach)", field="thresholds.passScore")
+    pass_score = ctx.unit(th["passScore"], record=None, field="thresholds.passScore")
+    max_cost = th.get("maxCost", th.get("maxCostUsd"))
+    if max_cost is not None:
+        max_cost = ctx.nonneg(max_cost, record=None, field="thresholds.maxCost")
+    max_lat = th.get("maxLatencyMs", th.get("maxP95LatencyMs"))
+    if max_lat is not None:
+        max_lat = ctx.nonneg(max_lat, record=None, field="thresholds.maxLatencyMs")
+    thresholds = SuiteThresholds(pass_score, max_cost, max_lat)
+
+    trials_block = doc.get("trials")
+    if trials_block is None:
+        count, pass_rule, k = 1, "mean", None
+    else:
+        trials_block = ctx.mapping(trials_block, record=None, field="trials")
+        ctx.keys(trials_block, _TRIALS_KEYS, record=None, where="trials.")
+        count = trials_block.get("count", 1)
+        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+            raise ctx.fail(f"must be an integer >= 1; got {count!r}", field="trials.count")
+        pass_rule = trials_block.get("passRule", "mean")
+        if pass_rule not in PASS_RULES:
+            raise ctx.fail(f"unknown pass rule {pass_rule!r}; allowed: {', '.join(PASS_RULES)}",
+                           field="trials.passRule")
+        k = trials_block.get("k")
+    if k is None:
+        k = count
+    elif isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= count:
+        raise ctx.fail(f"must be an integer in [1, count] = [1, {count}]; got {k!r}", field="trials.k")
+    aggregation = doc.get("aggregation", "mean")
+    if aggregation not in AGGREGATIONS:
+        raise ctx.fail(f"unknown aggregation {aggregation!r}; allowed: {', '.join(AGGREGATIONS)}",
+                       field="aggregation")
+
+    tasks = doc.get("tasks")
+    if not isinstance(tasks, list) or not tasks:
+        raise ctx.fail("must be a non-empty list of tasks", field="tasks")
+    t = len(tasks)
+    score = np.empty((t, count))
+    matched = np.ones((t, count), dtype=bool)
+    miss = np.zeros((t, count), dtype=bool)
+    cost = np.full((t, count), np.nan)
+    lat = np.full((t, count), np.nan)
+    ids: list[str] = []
+    types: list[str | None] = []
+    trajs: list[TrajectorySpec | None] = []
+    seen: dict[str, int] = {}
+    for i, task in enumerate(tasks):
+        task = ctx.mapping(task, record=f"tasks[{i}]", field="(task)")
+        tid = task.get("id", task.get("taskId"))
+        if not isinstance(tid, str) or not tid:
+            raise ctx.fail(f"every task needs a non-empty string `id`; got {tid!r}",
+                           record=f"tasks[{i}]", field="id")
+        if tid in seen:
+            raise ctx.fail(f"duplicate task id (also tasks[{seen[tid]}])", record=tid, field="id")
+        seen[tid] = i
+        if "trials" in task:
+            both = sorted(k for k in _TRIAL_KEYS if k in task and k != "metadata")
+            if both:
+                raise ctx.fail("a task carries either `trials` or its single trial's fields, not both",
+                               record=tid, field=both[0])
+        ctx.keys(task, _TASK_KEYS if "trials" in task else _SHORT_TASK_KEYS, record=tid, where="",
+                 lenient=True)
+        ttype = task.get("type", task.get("kind"))
+        if ttype is not None and (not isinstance(ttype, str) or not ttype):
+            raise ctx.fail(f"must be a non-empty string (golden, rubric, ...); got {ttype!r}",
+                           record=tid, field="type")
+        expected = task.get("expected")
+        spec = None
+        if expected is not None:
+            expected = ctx.mapping(expected, record=tid, field="expected")
+            if "trajectory" in expected and expected["trajectory"] is None:
+                # a null trajectory would silently un-gate the task: say what was meant instead
+                raise ctx.fail("is null: omit `trajectory` for a task without one, or give the spec",
+                               record=tid, field="expected.trajectory")
+            traj = expected.get("trajectory")
+            if traj is not None:
+                spec = _parse_trajectory(ctx, traj, tid)
+        trials = task.get("trials")
+        if trials is None:
+            if "score" not in task and task.get("fixtureMiss") is not True:
+                raise ctx.fail("every task needs `trials` (a list of trial records)", record=tid,
+                               field="trials")
+            trials = [{key: task[key] for key in _TRIAL_KEYS if key in task}]
+        if not isinstance(trials, list):
+            raise ctx.fail(f"must be a list of trials; got {type(trials).__name__}", record=tid,
+                           field="trials")
+        if len(trials) != count:
+            what = "no trials" if not trials else f"{len(trials)} trial(s)"
+            raise ctx.fail(
+                f"has {what} but trials.count is {count}: every (task, trial) slot must be present, "
+                "a missing or extra trial is not a smaller or larger denominator", record=tid, field="trials")
+        for j, trial in enumerate(trials):
+            # Fast path for well-formed trials; anything unusual goes through the checks
+            # that build the error message (they name the task and the field).
+            if trial.__class__ is not dict or not trial.keys() <= _TRIAL_KEYS:
+                trial = ctx.mapping(trial, record=tid, field=f"trials[{j}]")
+                ctx.keys(trial, _TRIAL_KEYS, record=tid, where=f"trials[{j}].", lenient=True)
+            sc = trial.get("score", _MISSING)
+            if sc.__class__ is float and 0.0 <= sc <= 1.0:
+                score[i, j] = sc
+            elif (sc is _MISSING or sc is None) and trial.get("fixtureMiss") is True:
+                score[i, j] = 0.0  # a trial that failed closed scores 0 (RFC 0244 D as amended)
+            elif sc is _MISSING:
+                raise ctx.fail("is required", record=tid, field=f"trials[{j}].score")
+            else:
+                score[i, j] = ctx.unit(sc, record=tid, field=f"trials[{j}].score")
+            fm = trial.get("fixtureMiss")
+            if fm is True:
+                miss[i, j] = True
+            elif fm is not None and fm is not False:
+                ctx.boolean(fm, record=tid, field=f"trials[{j}].fixtureMiss")
+            c = trial.get("cost")
+            if c is None:
+                c = trial.get("costUsd")
+            if c is not None:
+                cost[i, j] = c if (c.__class__ is float and 0.0 <= c < math.inf) else \
+                    ctx.nonneg(c, record=tid, field=f"trials[{j}].cost")
+            lt = trial.get("latencyMs")
+            if lt is not None:
+                lat[i, j] = lt if (lt.__class__ is int and lt >= 0) else \
+                    ctx.nonneg(lt, record=tid, field=f"trials[{j}].latencyMs")
+            host = trial.get("trajectoryMatched")
+            if host is not None and host.__class__ is not bool:
+                ctx.boolean(host, record=tid, field=f"trials[{j}].trajectoryMatched")
+            calls = trial.get("toolCalls")
+            if calls is not None and calls.__class__ is not list:
+                raise ctx.fail(f"must be a list of tool calls; got {type(calls).__name__}", record=tid,
+                               field=f"trials[{j}].toolCalls")
+            if spec is not None:
+                if calls is None and host is None:
+                    raise ctx.fail(
+                        "the task has expected.trajectory, so each trial needs `toolCalls` or the "
+                        "host's `trajectoryMatched`", record=tid, field=f"trials[{j}].toolCalls")
+                ok = True
+                if calls is not None:
+                    try:
+                        ok = _match_cached(spec, calls)
+                    except ValueError as e:
+                        raise ctx.fail(str(e), record=tid, field=f"trials[{j}].toolCalls") from None
+                # Both present: the trajectory matched only if both say so (a gate fails safe).
+                if not ok or host is False:
+                    matched[i, j] = False
+            elif calls:
+                for c_ in calls:
+                    if c_.__class__ is not str:
+                        try:
+                            _tool_name(c_, where="toolCalls")
+                        except ValueError as e:
+                            raise ctx.fail(str(e), record=tid, field=f"trials[{j}].toolCalls") from None
+        ids.append(tid)
+        types.append(ttype)
+        trajs.append(spec)
+    return SuiteRun(suite=suite, version=version, thresholds=thresholds, count=count, pass_rule=pass_rule,
+                    k=k, aggregation=aggregation, task_ids=tuple(ids), task_types=tuple(types),
+                    trajectories=tuple(trajs), score=score, trajectory_matched=matched,
+                    fixture_miss=miss, cost=cost, latency_ms=lat, source=file)
+
+
+_MISSING = object()
+_MATCH_CACHE: dict[tuple[TrajectorySpec, tuple[str, ...]], bool] = {}
+
+
+def _match_cached(spec: TrajectorySpec, calls: list[Any]) -> bool:
+    """:meth:`TrajectorySpec.matches`, memoised on (spec, calls) for string calls."""
+    if not all(c.__class__ is str for c in calls):
+        return spec.matches(calls)
+    key = (spec, tuple(calls))
+    hit = _MATCH_CACHE.get(key)
+    if hit is None:
+        if len(_MATCH_CACHE) > 100_000:
+            _MATCH_CACHE.clear()
+        hit = _MATCH_CACHE[key] = spec.matches(calls)
+    return hit
+
+
+def suite_run_from_frame(
+    trials: pd.DataFrame,
+    *,
+    suite: str,
+    pass_score: float,
+    pass_rule: str = "mean",
+    k: int | None = None,
+    aggregation: str = "mean",
+    max_cost: float | None = None,
+    max_latency_ms: float | None = None,
+    version: str | None = None,
+    task: str = "task_id",
+    trial: str = "trial",
+    score: str = "score",
+    trajectory_matched: str = "trajectory_matched",
+    fixture_miss: str = "fixture_miss",
+    cost: str = "cost",
+    latency_ms: str = "latency_ms",
+) -> SuiteRun:
+    """Build a suite run from a tidy trial table (one row per task and trial), vectorised.
+
+    The columnar way in for large runs (a Parquet file, a warehouse query).  The table
+    carries the trajectory *verdicts*, not the specifications: ``trajectory_matched``
+    is True / False on every trial of a task with an expected trajectory and missing
+    (``<NA>`` / None) on every trial of a task without one.  ``SuiteRun.to_frame()``
+    gives the same table back.
+
+    Parameters
+    ----------
+    trials : DataFrame
+        Columns ``task`` and ``trial`` (unique together), ``score`` in [0, 1]; optional
+        ``trajectory_matched`` (nullable bool), ``fixture_miss`` (bool, default False),
+        ``cost`` and ``latency_ms`` (>= 0, NaN where not recorded).
+    suite, pass_score, pass_rule, k, aggregation, max_cost, max_latency_ms, version
+        As in the run file (``k`` defaults to the trial count).
+    task, trial, score, trajectory_matched, fixture_miss, cost, latency_ms : str
+        Column names.
+
+    Raises
+    ------
+    SchemaViolation
+        A bad value or shape, naming the task, the trial and the column: a score
+        outside [0, 1] or missing, a task whose trial count differs from the others,
+        a repeated (task, trial), a task mixing known and missing trajectory verdicts.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> t = pd.DataFrame({"task_id": ["a", "a", "b", "b"], "trial": [0, 1, 0, 1],
+    ...                   "score": [0.9, 0.9, 0.9, 0.9],
+    ...                   "trajectory_matched": [True, True, False, False]})
+    >>> from evaltk.suite import summarize_suite
+    >>> s = summarize_suite(suite_run_from_frame(t, suite="demo", pass_score=0.7))
+    >>> s.aggregate_score, s.gated_aggregate_score, s.passed
+    (0.9, 0.45, False)
+    """
+    ctx = _Ctx("(table)")
+    if not isinstance(trials, pd.DataFrame):
+        raise TypeError(f"`trials` must be a pandas DataFrame; got {type(trials).__name__}.")
+    for col in (task, trial, score):
+        if col not in trials.columns:
+            raise ctx.fail(f"column is missing; columns: {', '.join(map(str, trials.columns))}",
+                           field=col)
+    if trials.empty:
+        raise ctx.fail("the table has no rows", field=task)
+    ps = ctx.unit(pass_score, record=None, field="pass_score")
+    if pass_rule not in PASS_RULES:
+        raise ctx.fail(f"unknown pass rule {pass_rule!r}; allowed: {', '.join(PASS_RULES)}",
+                       field="pass_rule")
+    if aggregation not in AGGREGATIONS:
+        raise ctx.fail(f"unknown aggregation {aggregation!r}; allowed: {', '.join(AGGREGATIONS)}",
+                       field="aggregation")
+    if max_cost is not None:
+        max_cost = ctx.nonneg(max_cost, record=None, field="max_cost")
+    if max_latency_ms is not None:
+        max_latency_ms = ctx.nonneg(max_latency_ms, record=None, field="max_latency_ms")
+    codes, uniques = pd.factorize(trials[task], sort=False)  # codes in order of first appearance
+    if (codes < 0).any():
+        raise ctx.fail("a row has no task id", field=task)
+    ids = [str(x) for x in np.asarray(uniques, dtype=object)]
+    try:
+        order = np.lexsort((trials[trial].to_numpy(), codes))
+    except TypeError:
+        raise ctx.fail("trial labels must be comparable (all numbers or all strings)", field=trial) from None
+    frame = trials.iloc[order]
+    codes = codes[order]
+    sizes = np.bincount(codes)
+    count = int(sizes[0])
+    bad = np.flatnonzero(sizes != count)
+    if bad.size:
+        i = int(bad[0])
+        raise ctx.fail(f"has {int(sizes[i])} trial(s) but task {ids[0]!r} has {count}: every task needs "
+                       "the same number of trials (no missing or extra trial)", record=ids[i], field=trial)
+    dup = frame.duplicated([task, trial]).to_numpy()
+    if dup.any():
+        r = int(np.flatnonzero(dup)[0])
+        raise ctx.fail(f"trial {frame[trial].iloc[r]!r} appears twice", record=ids[int(codes[r])],
+                       field=trial)
+    t = len(ids)
+
+    def where(mask: np.ndarray) -> tuple[str, Any]:
+        r = int(np.flatnonzero(mask)[0])
+        return ids[int(codes[r])], frame[trial].iloc[r]
+
+    raw = frame[score]
+    vals = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float)
+    is_bool = raw.map(lambda x: isinstance(x, (bool, np.bool_))).to_numpy() if raw.dtype == object \
+        else np.full(len(raw), raw.dtype == bool)
+    bad = np.isnan(vals) | (vals < 0) | (vals > 1) | is_bool
+    if bad.any():
+        tid, tr = where(bad)
+        r = int(np.flatnonzero(bad)[0])
+        raise ctx.fail(f"trial {tr!r}: must be a number in [0, 1]; got {raw.iloc[r]!r}", record=tid,
+                       field=score)
+    score_arr = vals.reshape(t, count)
+
+    def optional_float(col: str, name: str) -> np.ndarray:
+        if col not in frame.columns:
+            return np.full((t, count), np.nan)
+        x = pd.to_numeric(frame[col], errors="coerce").to_numpy(dtype=float)
+        badx = (frame[col].notna().to_numpy() & np.isnan(x)) | (x < 0) | np.isinf(x)
+        if badx.any():
+            tid, tr = where(badx)
+            raise ctx.fail(f"trial {tr!r}: must be a finite number >= 0; got "
+                           f"{frame[col].iloc[int(np.flatnonzero(badx)[0])]!r}", record=tid, field=name)
+        return x.reshape(t, count)
+
+    miss = np.zeros((t, count), dtype=bool)
+    if fixture_miss in frame.columns:
+        fm = frame[fixture_miss]
+        if fm.dtype == bool:
+            ok = np.ones(len(fm), dtype=bool)
+        else:
+            ok = fm.map(lambda x: isinstance(x, (bool, np.bool_))).to_numpy()
+        if not ok.all():
+            tid, tr = where(~ok)
+            raise ctx.fail(f"trial {tr!r}: must be true or false", record=tid, field=fixture_miss)
+        miss = fm.to_numpy(dtype=bool).reshape(t, count)
+    matched = np.ones((t, count), dtype=bool)
+    declared = np.zeros(t, dtype=bool)
+    if trajectory_matched in frame.columns:
+        tm = frame[trajectory_matched]
+        known = tm.notna().to_numpy().reshape(t, count)
+        mixed = known.any(axis=1) & ~known.all(axis=1)
+        if mixed.any():
+            raise ctx.fail("mixes known and missing trajectory verdicts: a task either has an expected "
+                           "trajectory (every trial True/False) or not (every trial missing)",
+                           record=ids[int(np.flatnonzero(mixed)[0])], field=trajectory_matched)
+        if tm.dtype == bool or isinstance(tm.dtype, pd.BooleanDtype):
+            okb = np.ones(len(tm), dtype=bool)
+        else:
+            okb = np.array([x is None or x is pd.NA or isinstance(x, (bool, np.bool_))
+                            or (isinstance(x, float) and math.isnan(x)) for x in tm.to_numpy(dtype=object)])
+        if not okb.all():
+            tid, tr = where(~okb)
+            raise ctx.fail(f"trial {tr!r}: must be true, false or missing", record=tid,
+                           field=trajectory_matched)
+        declared = known.all(axis=1)
+        matched = np.where(known, tm.fillna(True).to_numpy(dtype=bool).reshape(t, count), True)
+    if k is None:
+        k = count
+    elif isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= count:
+        raise ctx.fail(f"must be an integer in [1, count] = [1, {count}]; got {k!r}", field="k")
+    return SuiteRun(suite=ctx.string(suite, record=None, field="suite"), version=version,
+                    thresholds=SuiteThresholds(ps, max_cost, max_latency_ms), count=count,
+                    pass_rule=pass_rule, k=k, aggregation=aggregation, task_ids=tuple(ids),
+                    task_types=(None,) * t, trajectories=(None,) * t, score=score_arr,
+                    trajectory_matched=matched, fixture_miss=miss,
+                    cost=optional_float(cost, cost), latency_ms=optional_float(latency_ms, latency_ms),
+                    source=None, trajectory_declared=declared)
+
+
+def _parse_trajectory(ctx: _Ctx, traj: Any, tid: str) -> TrajectorySpec:
+    traj = ctx.mapping(traj, record=tid, field="expected.trajectory")
+    ctx.keys(traj, _TRAJ_KEYS, record=tid, where="expected.trajectory.")
+    match = traj.get("match", "strict")
+    if match not in MATCH_MODES:
+        raise ctx.fail(f"unknown match mode {match!r}; allowed: {', '.join(MATCH_MODES)}", record=tid,
+                       field="expected.trajectory.match")
+    tools = traj.get("tools")
+    if tools is not None:
+        if not isinstance(tools, list):
+            raise ctx.fail("must be a list of tool names", record=tid, field="expected.trajectory.tools")
+        try:
+            tools = tuple(_tool_name(x, where="tools") for x in tools)
+        except ValueError as e:
+            raise ctx.fail(str(e), record=tid, field="expected.trajectory.tools") from None
+    forbidden = traj.get("forbidden", [])
+    if not isinstance(forbidden, list) or not all(isinstance(x, str) and x for x in forbidden):
+        raise ctx.fail("must be a list of tool names", record=tid, field="expected.trajectory.forbidden")
+    return TrajectorySpec(match=match, tools=tools, forbidden=tuple(forbidden))

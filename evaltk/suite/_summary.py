@@ -1,0 +1,399 @@
+"""The RFC 0246 summary of a run: scores stay measurements, the gate reads gating scores,
+and the summary says why (sections A to D)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..values import Cause
+from ._model import SuiteRun
+from ._read import load_suite_run
+from ._scores import _aggregate, _decimal_path, _decimal_scale, _geq, _int_if_whole, _mean_rows
+from ._suite import _k_tables
+
+# --------------------------------------------------------------------------- the summary
+
+
+def _cost_sums(cost: np.ndarray) -> tuple[np.ndarray, float]:
+    """Per-task and total sums of recorded costs, exact on decimals (0.02 + 0.015 + 0.021 = 0.056)."""
+    known = np.where(np.isnan(cost), 0.0, cost)
+    d = _decimal_scale([known], known.size)
+    if d is None:
+        return known.sum(axis=1), math.fsum(known.ravel())
+    q = 10**d
+    ints = np.rint(known * q).astype(np.int64)
+    return ints.sum(axis=1) / q, int(ints.sum()) / q
+
+
+def _p95(x: np.ndarray) -> float:
+    """Nearest-rank 95th percentile: an observed value, the maximum below 20 values."""
+    srt = np.sort(x)
+    return float(srt[max(math.ceil(0.95 * srt.size), 1) - 1])
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.6g}"
+
+
+@dataclass(frozen=True, eq=False)
+class EvalSummary:
+    """The RFC 0246 summary of a suite run.  Build it with :func:`summarize_suite`.
+
+    Attributes
+    ----------
+    run : SuiteRun
+        The run it summarises.
+    aggregate_score : float
+        The aggregation of task scores (section C: a measurement, never gated).
+    gated_aggregate_score : float
+        The same aggregation of task gating scores (section A); the gate reads it.
+    passed : bool
+        ``gated_aggregate_score >= passScore`` and the cost and latency conditions.
+    reasons : tuple of str
+        Why it passed or not: each condition, with the numbers.
+    conditions : tuple of dict
+        The same, machine-readable: ``condition, value, threshold, met, detail``.
+    task_score, task_gated_score, pass_at_k, pass_hat_k : ndarray of float
+        Per task.
+    task_passed, gated_score_present : ndarray of bool
+        Per task; ``gated_score_present`` says where ``gatedScore`` is reported.
+    trial_gating_score : ndarray of float
+        Per trial (shape ``(tasks, count)``).
+    trial_passed : ndarray of bool
+        Per trial verdict: score >= passScore, trajectory matched where expected,
+        no fixture miss.
+    total_cost, p95_latency_ms : float or None
+        ``None`` when some trial did not record it.
+    """
+
+    run: SuiteRun
+    aggregate_score: float
+    gated_aggregate_score: float
+    gated_aggregate_present: bool
+    passed: bool
+    reasons: tuple[str, ...]
+    conditions: tuple[Mapping[str, Any], ...]
+    task_score: np.ndarray
+    task_gated_score: np.ndarray
+    gated_score_present: np.ndarray
+    task_passed: np.ndarray
+    pass_at_k: np.ndarray
+    pass_hat_k: np.ndarray
+    trial_gating_score: np.ndarray
+    trial_passed: np.ndarray
+    total_cost: float | None
+    p95_latency_ms: float | None
+    _extras: Mapping[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def statistic(self) -> float:
+        """The number the gate reads: the gated aggregate score."""
+        return self.gated_aggregate_score
+
+    @property
+    def passed_count(self) -> int:
+        return int(self.task_passed.sum())
+
+    def to_dict(self) -> dict[str, Any]:
+        """The EvalSummary JSON (``evaltk/schemas/eval-summary.schema.json``)."""
+        run = self.run
+        out: dict[str, Any] = {"suite": run.suite}
+        if run.version is not None:
+            out["suiteVersion"] = run.version
+        out["thresholds"] = run.thresholds.to_dict()
+        out["trials"] = {"count": run.count, "passRule": run.pass_rule, "k": run.k}
+        out["aggregation"] = run.aggregation
+        out["aggregateScore"] = self.aggregate_score
+        if self.gated_aggregate_present:
+            out["gatedAggregateScore"] = self.gated_aggregate_score
+        out["passed"] = self.passed
+        out["taskCount"] = run.task_count
+        out["passedCount"] = self.passed_count
+        if self.total_cost is not None:
+            out["totalCost"] = self.total_cost
+        if self.p95_latency_ms is not None:
+            out["p95LatencyMs"] = _int_if_whole(self.p95_latency_ms)
+        out["decision"] = [dict(c) for c in self.conditions]
+        out["reasons"] = list(self.reasons)
+        out["tasks"] = self._task_entries()
+        out["generator"] = {"name": "evaltk", "rfc": "0246"}
+        return out
+
+    def _task_entries(self) -> list[dict[str, Any]]:
+        run, ex = self.run, self._extras
+        n = run.count
+        ts = ex["trial_stats"]
+        has_traj = run.has_trajectory
+        entries = []
+        score = self.task_score.tolist()
+        gated = self.task_gated_score.tolist()
+        present = self.gated_score_present.tolist()
+        passed = self.task_passed.tolist()
+        pak, phk = self.pass_at_k.tolist(), self.pass_hat_k.tolist()
+        npass, traj_fail, misses = ts["passed"].tolist(), ts["traj_failed"].tolist(), ts["misses"].tolist()
+        mn, mx, sd = ts["min"].tolist(), ts["max"].tolist(), ts["std"].tolist()
+        tcost = ex["task_cost"].tolist()
+        for i, tid in enumerate(run.task_ids):
+            e: dict[str, Any] = {"taskId": tid, "id": tid}
+            if run.task_types[i] is not None:
+                e["type"] = run.task_types[i]
+            e["score"] = score[i]
+            if present[i]:
+                e["gatedScore"] = gated[i]
+            e["passed"] = passed[i]
+            e["hasTrajectory"] = bool(has_traj[i])
+            e["trials"] = {"count": n, "passRule": run.pass_rule, "meanScore": score[i]}
+            e["passAtK"] = pak[i]
+            e["passHatK"] = phk[i]
+            stats: dict[str, Any] = {
+                "count": n, "passedCount": npass[i], "trajectoryFailedCount": traj_fail[i],
+                "fixtureMissCount": misses[i], "minScore": mn[i], "maxScore": mx[i],
+            }
+            if n > 1:
+                stats["stdDev"] = sd[i]
+            else:
+                stats["stdDev"] = None
+                stats["stdDevCause"] = Cause.MISSING_EVIDENCE.value
+            e["trialStats"] = stats
+            if not math.isnan(tcost[i]):
+                e["cost"] = tcost[i]
+            entries.append(e)
+        return entries
+
+    def to_frame(self, level: str = "task") -> pd.DataFrame:
+        """Tidy view for notebooks.
+
+        Parameters
+        ----------
+        level : {"task", "trial"}
+            ``task``: one row per task with ``task_id, type, has_trajectory, score,
+            gated_score, gated_score_reported, passed, pass_at_k, pass_hat_k,
+            n_trials, n_passed, n_trajectory_failed, n_fixture_miss, min_score,
+            max_score, std_score, std_score_cause, cost``.
+            ``trial``: one row per trial with ``task_id, trial, score, gating_score,
+            passed, trajectory_matched, fixture_miss, cost, latency_ms``.
+        """
+        run, ts = self.run, self._extras["trial_stats"]
+        if level == "trial":
+            frame = run.to_frame()
+            frame.insert(3, "gating_score", self.trial_gating_score.ravel())
+            frame.insert(4, "passed", self.trial_passed.ravel())
+            return frame
+        if level != "task":
+            raise ValueError(f"`level` must be 'task' or 'trial'; got {level!r}.")
+        n = run.count
+        return pd.DataFrame(
+            {
+                "task_id": list(run.task_ids),
+                "type": pd.Series(run.task_types, dtype=object),
+                "has_trajectory": run.has_trajectory,
+                "score": self.task_score,
+                "gated_score": self.task_gated_score,
+                "gated_score_reported": self.gated_score_present,
+                "passed": self.task_passed,
+                "pass_at_k": self.pass_at_k,
+                "pass_hat_k": self.pass_hat_k,
+                "n_trials": n,
+                "n_passed": ts["passed"],
+                "n_trajectory_failed": ts["traj_failed"],
+                "n_fixture_miss": ts["misses"],
+                "min_score": ts["min"],
+                "max_score": ts["max"],
+                "std_score": ts["std"] if n > 1 else np.full(run.task_count, np.nan),
+                "std_score_cause": pd.Series(
+                    [None if n > 1 else Cause.MISSING_EVIDENCE.value] * run.task_count, dtype=object),
+                "cost": self._extras["task_cost"],
+            }
+        )
+
+
+def summarize_suite(run: SuiteRun | Mapping[str, Any] | str | Path) -> EvalSummary:
+    """Summarise a suite run under RFC 0246 (vectorised over tasks and trials).
+
+    Parameters
+    ----------
+    run : SuiteRun, mapping or path
+        A run from :func:`load_suite_run` (a mapping or path is loaded first).
+
+    Returns
+    -------
+    EvalSummary
+
+    Notes
+    -----
+    Per trial: verdict ``score >= passScore and trajectory matched (where expected)
+    and not fixtureMiss``; gating score 0 on a failed trajectory or a fixture miss,
+    the score otherwise.  Per task: ``score = trials.meanScore = mean(trial scores)``;
+    ``gatedScore = mean(gating scores)``; ``passAtK = 1 - C(n-c, k)/C(n, k)`` and
+    ``passHatK = C(c, k)/C(n, k)`` over ``n`` trials with ``c`` passing verdicts;
+    ``passed`` by ``passRule`` (``mean``: ``gatedScore >= passScore``; ``all`` /
+    ``any``: every / some trial verdict).  Suite: ``aggregateScore`` and
+    ``gatedAggregateScore`` by ``aggregation``; ``passed`` when
+    ``gatedAggregateScore >= passScore`` and ``totalCost <= maxCost`` and the
+    nearest-rank p95 of trial latencies ``<= maxLatencyMs`` (each only when set; a
+    condition that cannot be checked because a trial did not record the number
+    fails closed).  When every score and ``passScore`` is a decimal with at most nine
+    places (the usual case), sums and threshold comparisons are exact integer
+    arithmetic on the decimals and each reported mean is rounded once; otherwise
+    means are double-double and comparisons absorb binary rounding error
+    (:data:`SCORE_TOLERANCE`).
+
+    References
+    ----------
+    RFC 0246, "A trial that fails its trajectory cannot carry a task or a suite to a
+    pass", sections A-D (``../shared/seeds/000_daedeefabf03a1f5.txt``).
+
+    Examples
+    --------
+    The RFC's suite example: two tasks scoring 0.9, the second on the wrong path.
+
+    >>> s = summarize_suite({"suite": "ex", "thresholds": {"passScore": 0.7}, "tasks": [
+    ...     {"id": "t1", "expected": {"trajectory": {"tools": ["a"]}},
+    ...      "trials": [{"score": 0.9, "toolCalls": ["a"]}]},
+    ...     {"id": "t2", "expected": {"trajectory": {"tools": ["a"]}},
+    ...      "trials": [{"score": 0.9, "toolCalls": ["b"]}]}]})
+    >>> s.aggregate_score, s.gated_aggregate_score, s.passed
+    (0.9, 0.45, False)
+    """
+    if not isinstance(run, SuiteRun):
+        run = load_suite_run(run)
+    ps = run.thresholds.pass_score
+    score, miss = run.score, run.fixture_miss
+    has = run.has_trajectory
+    traj_failed = has[:, None] & ~run.trajectory_matched
+    gated_out = traj_failed | miss
+    gating = np.where(gated_out, 0.0, score)
+    exact = _decimal_path(run, gated_out)
+    if exact is not None:
+        task_score, task_gated, trial_passed, mean_ok, agg, gagg, met = exact
+    else:
+        trial_passed = _geq(score, ps) & ~gated_out
+        task_score = _mean_rows(score)
+        task_gated = _mean_rows(gating)
+        mean_ok = _geq(task_gated, ps)
+        agg = _aggregate(task_score, run.aggregation)
+        gagg = _aggregate(task_gated, run.aggregation)
+        met = bool(_geq(gagg, ps))
+    n_pass = trial_passed.sum(axis=1)
+    if run.pass_rule == "mean":
+        task_passed = mean_ok
+    elif run.pass_rule == "all":
+        task_passed = n_pass == run.count
+    else:
+        task_passed = n_pass > 0
+    at, hat = _k_tables(run.count, run.k)
+    present = has | (task_gated != task_score)
+    gagg_present = bool(present.any())
+
+    conditions: list[dict[str, Any]] = []
+    reasons: list[str] = []
+    n_gated_tasks = int(gated_out.any(axis=1).sum())
+    # name the field the summary carries: with no trajectory and no miss there is no gated field,
+    # and the gating score equals aggregateScore
+    read = "gatedAggregateScore" if gagg_present else "aggregateScore"
+    detail = (f"{read} {_fmt(gagg)} {'>=' if met else '<'} passScore {_fmt(ps)} "
+              f"({run.aggregation} of {run.task_count} task gating scores; aggregateScore {_fmt(agg)}")
+    if n_gated_tasks:
+        names = [run.task_ids[i] for i in np.flatnonzero(gated_out.any(axis=1))[:5]]
+        more = "" if n_gated_tasks <= 5 else f" and {n_gated_tasks - 5} more"
+        detail += (f"; {n_gated_tasks} task(s) had trials gated to 0 by a failed trajectory or a "
+                   f"fixture miss: {', '.join(names)}{more}")
+    detail += ")"
+    conditions.append({"condition": "gatedAggregateScore >= passScore", "value": gagg, "threshold": ps,
+                       "met": met, "detail": detail})
+
+    total_cost = None
+    cost_known = ~np.isnan(run.cost)
+    task_cost, total = _cost_sums(run.cost)
+    if cost_known.all():
+        total_cost = total
+    lat_known = ~np.isnan(run.latency_ms)
+    p95 = _p95(run.latency_ms.ravel()) if lat_known.all() else None
+    mc, ml = run.thresholds.max_cost, run.thresholds.max_latency_ms
+    if mc is not None:
+        if total_cost is None:
+            k_ = int((~cost_known).sum())
+            conditions.append({"condition": "totalCost <= maxCost", "value": None,
+                               "cause": Cause.MISSING_EVIDENCE.value, "threshold": mc, "met": False,
+                               "detail": f"cannot check maxCost {_fmt(mc)}: {k_} trial(s) record no "
+                               "cost (fails closed)"})
+        else:
+            ok = total_cost <= mc
+            conditions.append({"condition": "totalCost <= maxCost", "value": total_cost, "threshold": mc,
+                               "met": bool(ok), "detail": f"totalCost {_fmt(total_cost)} "
+                               f"{'<=' if ok else '>'} maxCost {_fmt(mc)}"})
+    if ml is not None:
+        if p95 is None:
+            k_ = int((~lat_known).sum())
+            conditions.append({"condition": "p95LatencyMs <= maxLatencyMs", "value": None,
+                               "cause": Cause.MISSING_EVIDENCE.value, "threshold": ml, "met": False,
+                               "detail": f"cannot check maxLatencyMs {_fmt(ml)}: {k_} trial(s) record "
+                               "no latencyMs (fails closed)"})
+        else:
+            ok = p95 <= ml
+            conditions.append({"condition": "p95LatencyMs <= maxLatencyMs", "value": _int_if_whole(p95),
+                               "threshold": _int_if_whole(ml),
+                               "met": bool(ok), "detail": f"p95 trial latency {_fmt(p95)} ms "
+                               f"{'<=' if ok else '>'} maxLatencyMs {_fmt(ml)}"})
+    passed = all(c["met"] for c in conditions)
+    failed = [c for c in conditions if not c["met"]]
+    if passed:
+        reasons.append("passed: " + "; ".join(c["detail"] for c in conditions))
+    else:
+        reasons.extend("not passed: " + c["detail"] for c in failed)
+
+    t = run.task_count
+    if run.count > 1:
+        std = score.std(axis=1, ddof=1)
+        # identical trial scores spread exactly 0 (the mean's rounding would print 1e-17)
+        std = np.where(score.max(axis=1) == score.min(axis=1), 0.0, std)
+    else:
+        std = np.full(t, np.nan)
+    trial_stats = {
+        "passed": n_pass,
+        "traj_failed": traj_failed.sum(axis=1),
+        "misses": miss.sum(axis=1),
+        "min": score.min(axis=1),
+        "max": score.max(axis=1),
+        "std": std,
+    }
+    task_cost = np.where(cost_known.all(axis=1), task_cost, np.nan)
+    return EvalSummary(
+        run=run, aggregate_score=agg, gated_aggregate_score=gagg, gated_aggregate_present=gagg_present,
+        passed=passed, reasons=tuple(reasons), conditions=tuple(conditions), task_score=task_score,
+        task_gated_score=task_gated, gated_score_present=present, task_passed=task_passed,
+        pass_at_k=at[n_pass], pass_hat_k=hat[n_pass], trial_gating_score=gating,
+        trial_passed=trial_passed, total_cost=total_cost, p95_latency_ms=p95,
+        _extras={"trial_stats": trial_stats, "task_cost": task_cost},
+    )
+
+
+def scored_events(summary: EvalSummary) -> list[dict[str, Any]]:
+    """Per-trial ``eval.scored`` events (one JSON object each, for a JSONL file).
+
+    Each carries ``type, suite, taskId, trialIndex`` (0-based), ``score`` (the output
+    score, unchanged: RFC 0246 section C) and ``passed`` (the trial verdict), plus
+    ``cost`` and ``latencyMs`` when the trial recorded them.  No gating field is
+    added: the RFC changes no event shape.
+    """
+    run = summary.run
+    out = []
+    score, passed = run.score.tolist(), summary.trial_passed.tolist()
+    cost, lat = run.cost.tolist(), run.latency_ms.tolist()
+    for i, tid in enumerate(run.task_ids):
+        for j in range(run.count):
+            e: dict[str, Any] = {"type": "eval.scored", "suite": run.suite, "taskId": tid, "trialIndex": j,
+                                 "score": score[i][j], "passed": passed[i][j]}
+            if not math.isnan(cost[i][j]):
+                e["cost"] = cost[i][j]
+            if not math.isnan(lat[i][j]):
+                e["latencyMs"] = _int_if_whole(lat[i][j])
+            out.append(e)
+    return out

@@ -1,0 +1,352 @@
+"""A graded cohort: the bindings a lock, its results and the design must satisfy, one grade per
+locked case, the report document and its verification.
+
+The exit codes are seed 003's ("exits 0 only when every locked case is passed, 2 for an
+honest graded HOLD, and nonzero on malformed, changed, post-result, missing, or
+unexpected cohort data"); each binding failure is an error class carrying its code.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from .. import _io
+from ..errors import EvaltkError, SchemaViolation, UnreadableInput
+from ._documents import check_events, parse_ts, read_json, validate_document
+from ._grade import CaseGrade, grade_case
+from ._lock import _REPORT_SCHEMA_ID, DIMENSIONS, case_policy_digest, design_digest, lock_digest
+from ._policy import _compile
+
+EXIT_PASS = 0
+EXIT_HOLD = 2
+EXIT_LOCK_CHANGED = 10
+EXIT_POST_RESULT_LOCK = 11
+EXIT_MISSING_CASE = 12
+EXIT_UNLOCKED_CASE = 13
+
+
+# --------------------------------------------------------------------------- errors
+
+
+class TrajectoryBindingError(EvaltkError):
+    """The documents are well-formed but do not bind together; ``exit_code`` says how."""
+
+    exit_code: int = 1
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+
+
+class LockChanged(TrajectoryBindingError):
+    """A digest does not match: the lock, its case policies or the design changed (exit 10)."""
+
+    exit_code = EXIT_LOCK_CHANGED
+
+
+class PostResultLock(TrajectoryBindingError):
+    """The lock is not strictly before the results (exit 11)."""
+
+    exit_code = EXIT_POST_RESULT_LOCK
+
+
+class MissingCase(TrajectoryBindingError):
+    """A locked case has no results (exit 12)."""
+
+    exit_code = EXIT_MISSING_CASE
+
+
+class UnlockedCase(TrajectoryBindingError):
+    """The results hold a case the lock does not (exit 13)."""
+
+    exit_code = EXIT_UNLOCKED_CASE
+
+
+# --------------------------------------------------------------------------- cohort
+
+
+@dataclass(frozen=True)
+class CohortReport:
+    """The graded cohort: bindings, one :class:`CaseGrade` per locked case, the summary.
+
+    ``exit_code`` is 0 only when every locked case passed, 2 (an honest hold) otherwise.
+    """
+
+    bindings: Mapping[str, Any]
+    cases: tuple[CaseGrade, ...]
+
+    @property
+    def n_passed(self) -> int:
+        return sum(1 for c in self.cases if c.decision == "passed")
+
+    @property
+    def n_safely_abstained(self) -> int:
+        return sum(1 for c in self.cases if c.decision == "safely-abstained")
+
+    @property
+    def n_failed(self) -> int:
+        return sum(1 for c in self.cases if c.decision == "failed")
+
+    @property
+    def all_passed(self) -> bool:
+        return bool(self.cases) and all(c.decision == "passed" for c in self.cases)
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_PASS if self.all_passed else EXIT_HOLD
+
+    @property
+    def pass_rate(self) -> float:
+        """Share of locked cases ``passed``: safely-abstained and failed cases count as not passed.
+
+        Computed through :class:`evaltk.values.MeanSummary` over a 0/1 column with no
+        abstentions (a safe abstention is a decision, not a missing value).
+        """
+        from ..values import MeanSummary
+
+        k = self.n_passed
+        s = MeanSummary(n=len(self.cases), n_valued=len(self.cases), total=float(k), total_sq=float(k))
+        return float(s.mean)
+
+    def summary(self) -> dict[str, Any]:
+        failed_by = dict.fromkeys(DIMENSIONS, 0)
+        for c in self.cases:
+            for d in c.held_by:
+                failed_by[d] += 1
+        return {
+            "cases": len(self.cases),
+            "passed": self.n_passed,
+            "safely_abstained": self.n_safely_abstained,
+            "failed": self.n_failed,
+            "pass_rate": self.pass_rate,
+            "failed_by_dimension": failed_by,
+            "decision": "pass" if self.all_passed else "hold",
+            "exit_code": self.exit_code,
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report document (``trajectory-report.schema.json``)."""
+        from .. import __version__
+
+        return {
+            "schema": _REPORT_SCHEMA_ID,
+            "grader": {"name": "evaltk.trajectory", "version": __version__},
+            "bindings": dict(self.bindings),
+            "cases": {c.case_id: c.to_dict() for c in self.cases},
+            "summary": self.summary(),
+        }
+
+    def to_frame(self) -> Any:
+        """Tidy table: one row per case and dimension with ``case_id, dimension, outcome,
+        observation, event, decision``."""
+        import pandas as pd
+
+        rows = [
+            {"case_id": c.case_id, "dimension": d, "outcome": o[0], "observation": o[1],
+             "event": o[2], "decision": c.decision}
+            for c in self.cases for d, o in zip(DIMENSIONS, c.dimensions, strict=True)
+        ]
+        return pd.DataFrame(rows, columns=["case_id", "dimension", "outcome", "observation", "event",
+                                           "decision"])
+
+
+def grade_cohort(lock: Mapping[str, Any], results: Mapping[str, Any], *,
+                 design: Mapping[str, Any] | None = None, lock_file: str | None = None,
+                 results_file: str | None = None, design_file: str | None = None) -> CohortReport:
+    """Check that lock, results (and design) bind together, then grade every locked case.
+
+    Checks, in this order (the first failure raises):
+
+    1. each document against its JSON Schema, then the results' events (duplicate
+       ids, order, zones, digests, base64) and the lock's inventory against its
+       cases: :class:`~evaltk.errors.SchemaViolation` (CLI exit 65);
+    2. the lock's own digest, its case-policy digest, the design digest (when the
+       design is given) and the lock digest the results were made under:
+       :class:`LockChanged` (exit 10);
+    3. the lock strictly before the results timestamp and before every event
+       timestamp: :class:`PostResultLock` (exit 11);
+    4. every locked case present in the results: :class:`MissingCase` (exit 12);
+    5. no case in the results that the lock does not hold: :class:`UnlockedCase` (exit 13).
+
+    Then every locked case is graded with :func:`grade_case`.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> ex = Path("data/examples/trajectory")
+    >>> if ex.is_dir():
+    ...     r = grade_files(ex / "lock.json", ex / "results-pass.json", design=ex / "design.json")
+    ...     assert r.exit_code == 0
+    """
+    files = _Files(lock_file, results_file, design_file)
+    inventory, first_at = _check_documents(lock, results, design, files)
+    design_checked = _check_digests(lock, results, design, files)
+    _check_lock_precedes(lock, results, first_at)
+    _check_inventory(lock, results, inventory)
+    grades = tuple(grade_case(_compile(cid, lock["cases"][cid]), results["cases"][cid]["events"],
+                              case_id=cid) for cid in inventory)
+    bindings = {
+        "design_digest": lock["design_digest"].lower(),
+        "design_checked": design_checked,
+        "lock_digest": lock["lock_digest"].lower(),
+        "case_policy_digest": lock["case_policy_digest"].lower(),
+        "case_inventory": inventory,
+        "locked_at": lock["locked_at"],
+        "results_at": results["results_at"],
+    }
+    return CohortReport(bindings=bindings, cases=grades)
+
+
+@dataclass(frozen=True)
+class _Files:
+    lock: str | None
+    results: str | None
+    design: str | None
+
+
+def _check_documents(lock: Mapping[str, Any], results: Mapping[str, Any], design: Mapping[str, Any] | None,
+                     files: _Files) -> tuple[list[str], dict[str, datetime | None]]:
+    """1. Schemas, events and the lock's inventory (SchemaViolation).  Returns the inventory
+    and each case's earliest event timestamp."""
+    validate_document(lock, "lock", file=files.lock)
+    validate_document(results, "results", file=files.results)
+    if design is not None:
+        validate_document(design, "design", file=files.design)
+    inventory = list(lock["case_inventory"])
+    if set(inventory) != set(lock["cases"]):
+        only_inv = sorted(set(inventory) - set(lock["cases"]))
+        only_cases = sorted(set(lock["cases"]) - set(inventory))
+        raise SchemaViolation(
+            f"`case_inventory` and `cases` differ (only in the inventory: {only_inv}; only in cases: "
+            f"{only_cases})", file=files.lock, field="case_inventory")
+    first_at: dict[str, datetime | None] = {}
+    last_at: dict[str, Any] = {}
+    for cid, case in results["cases"].items():
+        try:
+            first_at[cid] = check_events(cid, case["events"], last=last_at)
+        except SchemaViolation as e:
+            raise SchemaViolation(e.detail, file=files.results, record=cid, field=e.field) from None
+    parse_ts(lock["locked_at"], what="`locked_at`", file=files.lock, field="locked_at")
+    results_at = parse_ts(results["results_at"], what="`results_at`", file=files.results,
+                          field="results_at")
+    for cid, t in last_at.items():  # results cannot predate their own events
+        if t is not None and t > results_at:
+            raise SchemaViolation(f"an event is stamped {t.isoformat()}, after results_at "
+                                  f"{results['results_at']}: the results predate their own events",
+                                  file=files.results, record=cid, field="events[].at")
+    return inventory, first_at
+
+
+def _check_digests(lock: Mapping[str, Any], results: Mapping[str, Any], design: Mapping[str, Any] | None,
+                   files: _Files) -> bool:
+    """2. The lock's own digest, its case-policy digest, the design digest and the lock the
+    results were made under (LockChanged).  Returns whether the design was checked."""
+    got = lock_digest(lock)
+    if got != lock["lock_digest"].lower():
+        raise LockChanged(
+            f"{files.lock or 'lock'}: lock changed: its content hashes to {got}, but `lock_digest` "
+            f"records {lock['lock_digest']}")
+    got = case_policy_digest(lock)
+    if got != lock["case_policy_digest"].lower():
+        raise LockChanged(
+            f"{files.lock or 'lock'}: case policies changed: `cases` hashes to {got}, but "
+            f"`case_policy_digest` records {lock['case_policy_digest']}")
+    if design is not None:
+        got = design_digest(design)
+        if got != lock["design_digest"].lower():
+            raise LockChanged(
+                f"{files.design or 'design'}: design changed: it hashes to {got}, but the lock binds "
+                f"`design_digest` {lock['design_digest']}")
+    if results["lock_digest"].lower() != lock["lock_digest"].lower():
+        raise LockChanged(
+            f"{files.results or 'results'}: the results were made under lock {results['lock_digest']}, "
+            f"not this lock ({lock['lock_digest']})")
+    return design is not None
+
+
+def _check_lock_precedes(lock: Mapping[str, Any], results: Mapping[str, Any],
+                         first_at: Mapping[str, datetime | None]) -> None:
+    """3. The lock strictly before the results and before every event (PostResultLock)."""
+    locked_at = parse_ts(lock["locked_at"], what="`locked_at`")
+    if not locked_at < parse_ts(results["results_at"], what="`results_at`"):
+        raise PostResultLock(
+            f"post-result lock: locked_at {lock['locked_at']} is not strictly before results_at "
+            f"{results['results_at']}")
+    for cid in sorted(first_at):
+        t = first_at[cid]
+        if t is not None and not locked_at < t:
+            raise PostResultLock(
+                f"post-result lock: case `{cid}` has events at {t.isoformat()}, not after locked_at "
+                f"{lock['locked_at']}")
+
+
+def _check_inventory(lock: Mapping[str, Any], results: Mapping[str, Any], inventory: list[str]) -> None:
+    """4./5. Exactly the locked cases: none missing (MissingCase), none unlocked (UnlockedCase)."""
+    missing = [c for c in inventory if c not in results["cases"]]
+    if missing:
+        raise MissingCase(f"locked case(s) missing from the results: {', '.join(missing)}")
+    unlocked = sorted(c for c in results["cases"] if c not in lock["cases"])
+    if unlocked:
+        raise UnlockedCase(f"case(s) in the results that the lock does not hold: {', '.join(unlocked)}")
+
+
+def grade_files(lock: str | os.PathLike[str], results: str | os.PathLike[str], *,
+                design: str | os.PathLike[str] | None = None) -> CohortReport:
+    """Read the lock, results and (optional) design record from disk and :func:`grade_cohort` them."""
+    lock_doc = read_json(lock)
+    results_doc = read_json(results)
+    design_doc = read_json(design) if design is not None else None
+    return grade_cohort(lock_doc, results_doc, design=design_doc, lock_file=str(lock),
+                        results_file=str(results), design_file=None if design is None else str(design))
+
+
+def verify_report(report: Mapping[str, Any], lock: Mapping[str, Any], results: Mapping[str, Any], *,
+                  design: Mapping[str, Any] | None = None) -> None:
+    """Check a report document: its schema, and that it is exactly what grading the lock and
+    results gives (so a dropped dimension or a promoted safe abstention cannot pass for a
+    report).  Raises :class:`~evaltk.errors.SchemaViolation` or ``ValueError`` naming the case
+    and field that differ."""
+    validate_document(report, "report")
+    expected = grade_cohort(lock, results, design=design).to_dict()
+    for key in ("bindings", "summary"):
+        if report[key] != expected[key]:
+            diff = [k for k in expected[key] if report[key].get(k) != expected[key][k]]
+            raise ValueError(f"report: field `{key}.{diff[0] if diff else '?'}` differs from grading "
+                             "the lock and results")
+    if set(report["cases"]) != set(expected["cases"]):
+        raise ValueError("report: the case set differs from the lock's inventory")
+    for cid, want in expected["cases"].items():
+        have = report["cases"][cid]
+        for key in ("decision", "terminal", "held_by"):
+            if have[key] != want[key]:
+                raise ValueError(f"report: record {cid}: field `{key}` is {have[key]!r}; grading gives "
+                                 f"{want[key]!r}")
+        for d in DIMENSIONS:
+            if have["dimensions"][d] != want["dimensions"][d]:
+                raise ValueError(f"report: record {cid}: field `dimensions.{d}` differs from grading")
+
+
+def run_grade(lock: str | os.PathLike[str], results: str | os.PathLike[str],
+              output: str | os.PathLike[str] | None = None,
+              design: str | os.PathLike[str] | None = None) -> tuple[int, CohortReport | str]:
+    """Grade files as ``evaltk trajectory grade`` does and write the report to ``output``.
+
+    Returns ``(exit code, report)`` when the documents bind (exit 0 all passed, 2 a
+    hold), else ``(exit code, message)``: 10-13 for a binding error (see
+    :class:`TrajectoryBindingError`), 65 for a schema violation, 66 for unreadable
+    input.  The negative controls of :func:`run_self_check` go through this path.
+    """
+    try:
+        report = grade_files(lock, results, design=design)
+    except TrajectoryBindingError as e:
+        return e.exit_code, str(e)
+    except UnreadableInput as e:
+        return 66, f"unreadable input: {e}"
+    except SchemaViolation as e:
+        return 65, f"schema violation: {e}"
+    if output is not None:
+        _io.write_json(output, report.to_dict())
+    return report.exit_code, report

@@ -1,0 +1,688 @@
+"""Grading one case on seed 003's eight dimensions, one function per row of its table.
+
+==================  ===========================================  ==============================================
+dimension           pre-result authority (lock)                  fail-closed observation (results)
+==================  ===========================================  ==============================================
+goal_completion     required milestone ids, completed terminal   every milestone occurs before the terminal
+unnecessary_steps   per-action maximum occurrences + rationale   unknown or over-budget action (recovery
+                                                                 actions included) fails
+recovery            fault recoverability and recovery action     a recoverable fault needs a later successful
+                                                                 recovery with the locked action
+repeated_error      maximum occurrences per fault signature      recurrence above the frozen maximum fails
+state_drift         required terminal key/value invariants       the last observed value of every key matches
+premature_success   milestones, recovered faults, evidence       a completed terminal before any prerequisite
+safe_abstention     allowed reasons and required fault sigs      unsupported abstention fails; a supported one
+                                                                 is honest but never success
+evidence_fidelity   evidence id, expected SHA-256, claim ids     missing, changed, uncited or unseen evidence
+==================  ===========================================  ==============================================
+
+:func:`grade_case` reads the events once (:class:`_Trace`: order, unique ids, timestamps,
+each event filed by kind), reads the facts the rules share (the terminal, the first
+occurrence of each milestone, the faults, the recovery attempts, the evidence and
+claims in order), then applies one function per dimension and :func:`_decide`.  Any
+anomaly on the way raises; :func:`grade_case` then hands over to
+:func:`~evaltk.trajectory._documents.check_events`, which names the problem.
+
+Outcomes that do not depend on the trajectory are built once, at import; the rest
+are built with ``tuple.__new__`` (the named tuple's own constructor costs about a
+tenth of a grade).  ``benchmarks/trajectory.py`` runs seed 003's frozen check.
+"""
+
+from __future__ import annotations
+
+import binascii
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from operator import itemgetter
+from typing import Any, NamedTuple
+
+from ._documents import HEX64_MATCH, STATUSES, Invalid, check_events, parse_ts
+from ._lock import DIMENSIONS, canonical_json
+from ._policy import CasePolicy
+
+
+class DimensionOutcome(NamedTuple):
+    """One dimension of one case: ``outcome`` (passed / failed / not_applicable), the
+    ``observation`` that decided it and the ``event`` id it points at (or None)."""
+
+    outcome: str
+    observation: str
+    event: str | None
+
+
+class CaseGrade(NamedTuple):
+    """The grade of one case.
+
+    Attributes
+    ----------
+    case_id : str
+    decision : str
+        ``passed``, ``safely-abstained`` or ``failed``.
+    terminal : tuple
+        ``(status, event_id, reason)``; status is ``completed``, ``abstained`` or ``none``.
+    dimensions : tuple of DimensionOutcome
+        One per name in :data:`DIMENSIONS`, in that order.
+    first_at : datetime or None
+        The earliest event timestamp (used to check the lock precedes the run).
+    """
+
+    case_id: str
+    decision: str
+    terminal: tuple[str, str | None, str | None]
+    dimensions: tuple[DimensionOutcome, ...]
+    first_at: datetime | None = None
+
+    @property
+    def passed(self) -> bool:
+        """True only for the promotion-eligible decision ``passed``."""
+        return self.decision == "passed"
+
+    @property
+    def held_by(self) -> tuple[str, ...]:
+        """The dimensions that failed."""
+        return tuple(d for d, o in zip(DIMENSIONS, self.dimensions, strict=True) if o.outcome == "failed")
+
+    def dimension(self, name: str) -> DimensionOutcome:
+        """The outcome of dimension ``name``."""
+        try:
+            return self.dimensions[DIMENSIONS.index(name)]
+        except ValueError:
+            raise ValueError(f"`name` must be one of {', '.join(DIMENSIONS)}; got {name!r}.") from None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The case's entry in the report (``cases.<id>``)."""
+        status, event, reason = self.terminal
+        return {
+            "decision": self.decision,
+            "terminal": {"status": status, "event": event, "reason": reason},
+            "held_by": list(self.held_by),
+            "dimensions": {
+                d: {"outcome": o.outcome, "observation": o.observation, "event": o.event}
+                for d, o in zip(DIMENSIONS, self.dimensions, strict=True)
+            },
+        }
+
+
+# --------------------------------------------------------------------------- the entry point
+
+
+#: What a malformed event raises in the fast pass (``Invalid`` where a wrong value would
+#: otherwise pass unnoticed); :func:`grade_case` then asks ``check_events`` for the wording.
+_SCAN_ERRORS = (Invalid, KeyError, TypeError, AttributeError, ValueError, IndexError, binascii.Error)
+
+
+def grade_case(policy: CasePolicy, events: Sequence[Mapping[str, Any]], *,
+               case_id: str | None = None) -> CaseGrade:
+    """Grade one case's ordered events against its locked policy, on all eight dimensions.
+
+    This is the function the CLI (through :func:`grade_cohort`) and the benchmark call.
+
+    Parameters
+    ----------
+    policy : CasePolicy
+        From :func:`compile_case_policy` (or a loaded lock through :func:`grade_cohort`).
+    events : list of dict
+        The events as in a results document's ``cases.<id>.events``: each with
+        ``id``, ``seq`` (strictly increasing), ``kind`` and the kind's fields.
+    case_id : str, optional
+        Names the case in errors; defaults to ``policy.case_id``.
+
+    Returns
+    -------
+    CaseGrade
+
+    Raises
+    ------
+    evaltk.errors.SchemaViolation
+        Duplicate event ids, events out of order (``seq`` or ``at``), timestamps
+        without a zone, non-hex digests, evidence bytes that are not base64, a
+        second terminal, a missing field; naming the case and the field.
+
+    Notes
+    -----
+    Decision rule (seed 003): ``passed`` when the terminal is completed and no
+    dimension failed; ``safely-abstained`` when the terminal is abstained, the
+    abstention is supported and no dimension other than goal completion failed;
+    ``failed`` otherwise.
+
+    References
+    ----------
+    Seed 003, "Eve SOTA long-horizon trajectory grading" (September 2026),
+    section "Eight independent dimensions".
+
+    Examples
+    --------
+    >>> from evaltk.trajectory import compile_case_policy
+    >>> pol = compile_case_policy("c1", {
+    ...     "goal_completion": {"required_milestones": ["found"]},
+    ...     "unnecessary_steps": {"action_budgets": {"search": {"max_occurrences": 1,
+    ...                                                         "rationale": "one lookup"}}},
+    ...     "recovery": {"faults": {}}, "repeated_error": {"max_occurrences": {}},
+    ...     "state_drift": {"required_state": {}},
+    ...     "premature_success": {"prerequisites": ["milestones", "recovered_faults",
+    ...                                             "faithful_evidence"]},
+    ...     "safe_abstention": {"allowed_reasons": {}},
+    ...     "evidence_fidelity": {"evidence": {}}})
+    >>> g = grade_case(pol, [
+    ...     {"id": "e1", "seq": 1, "kind": "action", "action": "search"},
+    ...     {"id": "e2", "seq": 2, "kind": "terminal", "status": "completed"},
+    ...     {"id": "e3", "seq": 3, "kind": "milestone", "milestone": "found"}])
+    >>> g.decision, g.held_by
+    ('failed', ('goal_completion', 'premature_success'))
+    """
+    cid = policy.case_id if case_id is None else case_id
+    try:
+        return _grade(policy, events, cid)
+    except _SCAN_ERRORS:
+        check_events(cid, events)  # names the malformed event and field
+        raise  # pragma: no cover - the events were well-formed: a bug, reported as such
+
+
+def _grade(policy: CasePolicy, events: Sequence[Mapping[str, Any]], cid: str) -> CaseGrade:
+    trace, first_at = _read_trace(events)
+    n = len(events)
+    term = _terminal(events, trace.terminals, n)
+    late = _late_milestone(policy, events, trace.milestones, term.index)
+    proof = _read_proof(policy, events, trace.proofs)
+    faults = _faults(policy, events, trace.faults) if trace.faults else ()
+    attempts = _attempts(events, trace.recoveries) if trace.recoveries else ()
+    # Premature success is a rule about a completed terminal, safe abstention about an abstained one.
+    premature = safe = None
+    if term.status == "completed":
+        premature = _premature_success(policy, term, late, faults, attempts, proof)
+    elif term.status == "abstained":
+        safe = _safe_abstention(policy, term, faults)
+    outcomes = (
+        _goal_completion(policy, term, late),
+        _unnecessary_steps(policy, trace),
+        _recovery(faults, attempts, n) if faults else _NO_FAULTS_RECOVERY,
+        _repeated_error(policy, faults) if faults else _NO_FAULTS_REPEATED,
+        _state_drift(policy, trace.states),
+        premature or _new(DimensionOutcome, ("not_applicable", _NOT_COMPLETED[term.status], term.event)),
+        safe or _new(DimensionOutcome, ("not_applicable", _NOT_ABSTAINED[term.status], term.event)),
+        _evidence_fidelity(policy, term, proof, n),
+    )
+    return _new(CaseGrade, (cid, _decide(term.status, outcomes), (term.status, term.event, term.reason),
+                            outcomes, first_at))
+
+
+# --------------------------------------------------------------------------- reading the events
+
+
+_new = tuple.__new__
+#: What the lock says of a fault signature it does not hold.
+_UNKNOWN = object()
+class _Trace(NamedTuple):
+    """A case's events filed by kind, each list in event order."""
+
+    steps: list[Mapping[str, Any]]  # actions and recoveries: what the step budgets count
+    recoveries: list[int]  # positions
+    milestones: list[int]
+    faults: list[int]
+    states: list[Mapping[str, Any]]
+    proofs: list[int]  # evidence and claims together: a claim may cite only evidence seen before it
+    terminals: list[int]
+
+
+def _read_trace(events: Sequence[Mapping[str, Any]]) -> tuple[_Trace, datetime | None]:
+    """One ordered pass over a case's events: the checks a schema cannot make (``seq``
+    strictly increasing, unique ids, timestamps in order), each event filed by kind
+    (unknown kinds raise), and the earliest timestamp."""
+    steps: list[Mapping[str, Any]] = []
+    states: list[Mapping[str, Any]] = []
+    recoveries: list[int] = []
+    milestones: list[int] = []
+    faults: list[int] = []
+    proofs: list[int] = []
+    terminals: list[int] = []
+    ids = set()
+    add_id = ids.add
+    last_seq = -1
+    last_at = first_at = None
+    for i, ev in enumerate(events):
+        seq = ev["seq"]
+        if seq <= last_seq:
+            raise Invalid
+        last_seq = seq
+        add_id(ev["id"])
+        if "at" in ev:
+            last_at = _not_before(ev["at"], last_at)
+            first_at = last_at if first_at is None else first_at
+        kind = ev["kind"]
+        if kind == "action":
+            steps.append(ev)
+        elif kind == "evidence" or kind == "claim":
+            proofs.append(i)
+        elif kind == "milestone":
+            milestones.append(i)
+        elif kind == "state":
+            states.append(ev)
+        elif kind == "terminal":
+            terminals.append(i)
+        elif kind == "fault":
+            faults.append(i)
+        elif kind == "recovery":
+            steps.append(ev)
+            recoveries.append(i)
+        else:
+            raise Invalid
+    if len(ids) != len(events):
+        raise Invalid
+    return _new(_Trace, (steps, recoveries, milestones, faults, states, proofs, terminals)), first_at
+
+
+def _not_before(value: Any, last: datetime | None) -> datetime:
+    t = parse_ts(value, what="")  # SchemaViolation is a ValueError: a scan error
+    if last is not None and t < last:
+        raise Invalid
+    return t
+
+
+class _Terminal(NamedTuple):
+    """The terminal event: its position (the number of events when there is none), status
+    (``none`` when there is none), id and abstention reason."""
+
+    index: int
+    status: str
+    event: str | None
+    reason: str | None
+
+
+def _terminal(events: Sequence[Mapping[str, Any]], positions: list[int], n: int) -> _Terminal:
+    if not positions:
+        return _new(_Terminal, (n, "none", None, None))
+    if len(positions) > 1:
+        raise Invalid
+    i = positions[0]
+    ev = events[i]
+    status = ev["status"]
+    if status != "completed" and status != "abstained" and status != "none":
+        raise Invalid
+    return _new(_Terminal, (i, status, ev["id"], ev["reason"] if status == "abstained" else None))
+
+
+def _late_milestone(policy: CasePolicy, events: Sequence[Mapping[str, Any]], positions: list[int],
+                   before: int) -> tuple | None:
+    """The first required milestone not observed before position ``before``, as
+    ``(milestone, (position, event id) of its first occurrence, or None)``; None when every
+    one was."""
+    first: dict[Any, tuple] = {}
+    for i in positions:
+        ev = events[i]
+        m = ev["milestone"]
+        if m not in first:
+            first[m] = (i, ev["id"])
+    for m in policy.milestones:
+        hit = first.get(m)
+        if hit is None or hit[0] > before:
+            return (m, hit)
+    return None
+
+
+class _Fault(NamedTuple):
+    """A fault event: position, signature, event id and what the lock says of the signature:
+    the recovery action it needs, None (not recoverable) or ``_UNKNOWN`` (not locked)."""
+
+    index: int
+    signature: str
+    event: str
+    need: Any
+
+
+class _Attempt(NamedTuple):
+    """A recovery event: position, the fault signature it recovers, the action, whether it
+    succeeded, the event id."""
+
+    index: int
+    signature: str
+    action: str
+    success: bool
+    event: str
+
+
+def _faults(policy: CasePolicy, events: Sequence[Mapping[str, Any]], positions: list[int]) -> list[_Fault]:
+    out = []
+    for i in positions:
+        sig = events[i]["signature"]
+        out.append(_new(_Fault, (i, sig, events[i]["id"], policy.faults.get(sig, _UNKNOWN))))
+    return out
+
+
+def _attempts(events: Sequence[Mapping[str, Any]], positions: list[int]) -> list[_Attempt]:
+    out = []
+    for i in positions:
+        ev = events[i]
+        ok = ev["success"]
+        if type(ok) is not bool:
+            raise Invalid
+        out.append(_new(_Attempt, (i, ev["signature"], ev["action"], ok, ev["id"])))
+    return out
+
+
+class _Proof(NamedTuple):
+    """The evidence and claims read in event order: when each evidence item was first seen,
+    when each (claim, evidence) pair was first cited, and the first changed, unsupported or
+    unseen item (``bad``, at position ``bad_at``).  No citation is recorded after ``bad``."""
+
+    first_seen: dict[str, int]
+    cited: dict[tuple[str, str], int]
+    bad: DimensionOutcome | None
+    bad_at: int
+    last: int  # the position of the last evidence or claim event (-1 when there is none)
+
+
+def _read_proof(policy: CasePolicy, events: Sequence[Mapping[str, Any]], positions: list[int]) -> _Proof:
+    first_seen: dict[str, int] = {}
+    cited: dict[tuple[str, str], int] = {}
+    bad = None
+    bad_at = -1
+    for i in positions:
+        ev = events[i]
+        if ev["kind"] == "evidence":
+            e = ev["evidence_id"]
+            want = policy.evidence.get(e)
+            if "bytes_base64" in ev:  # exactly one of the bytes or their stated SHA-256
+                if "sha256" in ev:
+                    raise Invalid
+                dig = _sha256(_a2b(ev["bytes_base64"], strict_mode=True)).hexdigest()
+            else:
+                dig = ev["sha256"].lower()
+                if dig != want and HEX64_MATCH(dig) is None:  # equal to the lock's: hex already
+                    raise Invalid
+            if bad is None and want is not None and dig != want:
+                bad, bad_at = _changed(e, ev["id"], dig, want), i
+            if e not in first_seen:
+                first_seen[e] = i
+        else:
+            cites = ev["evidence"]
+            c = ev["claim_id"]
+            if type(cites) is not list:
+                raise Invalid
+            if bad is None:
+                bad = _cite(policy, c, cites, ev["id"], first_seen, cited, i)
+                if bad is not None:
+                    bad_at = i
+    return _new(_Proof, (first_seen, cited, bad, bad_at, positions[-1] if positions else -1))
+
+
+def _changed(e: str, eid: str, dig: str, want: str) -> DimensionOutcome:
+    return _failed(f"evidence `{e}` at {eid} changed: sha256 {dig[:12]}..., locked {want[:12]}...", eid)
+
+
+def _cite(policy: CasePolicy, c: Any, cites: list, eid: str, first_seen: Mapping[str, int],
+          cited: dict[tuple[str, str], int], i: int) -> DimensionOutcome | None:
+    """Record claim ``c``'s citations at position ``i``; the failure when it is unsupported,
+    cites nothing, cites evidence the lock does not tie to it or evidence not yet seen."""
+    allowed = policy.claim_support.get(c)
+    if allowed is None:
+        return _failed(f"claim `{c}` at {eid} is not supported by any locked evidence", eid)
+    if not cites:
+        return _failed(f"claim `{c}` at {eid} cites no evidence", eid)
+    for e in cites:
+        if e not in allowed:
+            return _failed(f"claim `{c}` at {eid} cites evidence `{e}`, " + (
+                "which is not locked to support it" if e in policy.evidence
+                else "which the lock does not hold"), eid)
+        if e not in first_seen:
+            return _failed(f"claim `{c}` at {eid} cites evidence `{e}` not seen before it (unseen)", eid)
+        if (c, e) not in cited:
+            cited[(c, e)] = i
+    return None
+
+
+def _complete_before(policy: CasePolicy, proof: _Proof, limit: int) -> bool:
+    """Every locked evidence item seen, and cited by each of its claims, before ``limit``."""
+    seen, cited = proof.first_seen, proof.cited
+    if proof.last < limit:  # every position recorded is before the limit: compare the sets
+        return seen.keys() >= policy.evidence_ids and cited.keys() >= policy.claim_pairs
+    for e in policy.evidence_ids:
+        if seen.get(e, limit) >= limit:
+            return False
+    for p in policy.claim_pairs:
+        if cited.get(p, limit) >= limit:
+            return False
+    return True
+
+
+_sha256 = hashlib.sha256
+_a2b = binascii.a2b_base64
+
+
+# --------------------------------------------------------------------------- the eight dimensions
+
+
+def _passed(observation: str, event: str | None = None) -> DimensionOutcome:
+    return _new(DimensionOutcome, ("passed", observation, event))
+
+
+def _failed(observation: str, event: str | None = None) -> DimensionOutcome:
+    return _new(DimensionOutcome, ("failed", observation, event))
+
+
+def _goal_completion(policy: CasePolicy, term: _Terminal, late: tuple | None) -> DimensionOutcome:
+    """Every required milestone before a completed terminal; an abstention never completes."""
+    tid = term.event
+    if term.status == "completed":
+        if late is None:
+            return _new(DimensionOutcome, ("passed", policy.goal_pass, tid))
+        milestone, hit = late
+        if hit is None:
+            return _failed(f"required milestone `{milestone}` never observed", tid)
+        return _failed(f"required milestone `{milestone}` first observed at {hit[1]}, after the completed "
+                       f"terminal {tid}", hit[1])
+    if term.status == "abstained":
+        return _failed(f"terminal {tid} abstained (`{term.reason}`); an abstention never completes the goal",
+                       tid)
+    return _failed("no completed terminal" + (f" (terminal {tid} says none)" if tid else ""), tid)
+
+
+def _unnecessary_steps(policy: CasePolicy, trace: _Trace) -> DimensionOutcome:
+    """Every action, recovery actions included, has a locked budget and stays within it;
+    the first unknown or over-budget one fails."""
+    budgets = policy.budgets
+    counts: dict[Any, int] = {}
+    over = None
+    steps = trace.steps
+    for ev in steps:
+        a = ev["action"]
+        c = counts[a] = counts.get(a, 0) + 1
+        if over is None:
+            b = budgets.get(a)
+            if b is None or c > b:
+                over = _over_budget(a, c, b, ev["id"])
+    if over is not None:
+        return over
+    n = len(steps)
+    return _STEPS_PASS[n] if n < len(_STEPS_PASS) else _passed(
+        f"{n} action(s), each within its locked budget")
+
+
+def _over_budget(a: Any, c: int, b: int | None, eid: Any) -> DimensionOutcome:
+    if b is None:
+        return _failed(f"action `{a}` at {eid} has no locked budget (unknown action)", eid)
+    return _failed(f"action `{a}` at {eid} is occurrence {c}, over its locked budget of {b}", eid)
+
+
+
+def _recovered(attempts: Sequence[_Attempt], fault: _Fault, need: str, before: int) -> bool:
+    """A successful recovery of ``fault`` with the locked action after it and before ``before``."""
+    return any(fault.index < a.index < before and a.success and a.signature == fault.signature
+               and a.action == need for a in attempts)
+
+
+def _why_unrecovered(attempts: Sequence[_Attempt], fault: _Fault, need: str) -> str:
+    for a in reversed(attempts):
+        if a.index > fault.index and a.signature == fault.signature:
+            if a.action != need:
+                return f"; the recovery at {a.event} used `{a.action}`, locked `{need}`"
+            if not a.success:
+                return f"; the `{a.action}` recovery at {a.event} did not succeed"
+    return ""
+
+
+def _recovery(faults: Sequence[_Fault], attempts: Sequence[_Attempt], n: int) -> DimensionOutcome:
+    """Every fault has locked recoverability; a recoverable one has a later successful recovery
+    with the locked action."""
+    for f in faults:
+        need = f.need
+        if need is _UNKNOWN:
+            return _failed(f"fault `{f.signature}` at {f.event} has no locked recoverability "
+                           "(unknown signature)", f.event)
+        if need is not None and not _recovered(attempts, f, need, n):
+            return _failed(f"recoverable fault `{f.signature}` at {f.event} has no later successful "
+                           f"`{need}` recovery{_why_unrecovered(attempts, f, need)}", f.event)
+    return _passed(f"{len(faults)} fault(s); every recoverable one has a later successful locked recovery")
+
+
+def _repeated_error(policy: CasePolicy, faults: Sequence[_Fault]) -> DimensionOutcome:
+    """No fault signature occurs more often than its frozen maximum (unknown ones fail)."""
+    counts: dict[str, int] = {}
+    for f in faults:
+        c = counts[f.signature] = counts.get(f.signature, 0) + 1
+        mx = policy.max_faults.get(f.signature)
+        if mx is None:
+            return _failed(f"fault `{f.signature}` at {f.event} has no frozen maximum (unknown signature)",
+                           f.event)
+        if c > mx:
+            return _failed(f"fault `{f.signature}` at {f.event} is occurrence {c}, above its frozen "
+                           f"maximum of {mx}", f.event)
+    return _passed(f"{len(faults)} fault(s); no signature above its frozen maximum")
+
+
+def _state_drift(policy: CasePolicy, states: list[Mapping[str, Any]]) -> DimensionOutcome:
+    """The last observed value of every required key matches the lock."""
+    last: dict[Any, tuple] = {}
+    for ev in states:
+        eid = ev["id"]
+        for k, v in ev["state"].items():
+            last[k] = (v, eid)
+    for key, want in policy.required_state:
+        got = last.get(key)
+        if got is None:
+            return _failed(f"required key `{key}` was never observed")
+        v, eid = got
+        if not (v == want and type(v) is type(want) and type(v) in _SCALARS) and not _same(v, want):
+            return _failed(f"required key `{key}` last observed as {_show(v)} at {eid}; "
+                           f"locked {_show(want)}", eid)
+    return _new(DimensionOutcome, ("passed", policy.state_pass, None))
+
+
+def _unresolved_fault(faults: Sequence[_Fault], attempts: Sequence[_Attempt],
+                      before: int) -> str | None:
+    """The first fault before position ``before`` that is of unknown recoverability or not
+    recovered before ``before`` (described), or None."""
+    for f in faults:
+        if f.index >= before:
+            break
+        need = f.need
+        if need is _UNKNOWN:
+            return f"fault `{f.signature}` at {f.event} of unknown recoverability"
+        if need is not None and not _recovered(attempts, f, need, before):
+            return f"a successful `{need}` recovery of fault `{f.signature}` at {f.event}"
+    return None
+
+
+def _premature_success(policy: CasePolicy, term: _Terminal, late: tuple | None, faults: Sequence[_Fault],
+                       attempts: Sequence[_Attempt], proof: _Proof) -> DimensionOutcome:
+    """A completed terminal must follow every prerequisite: the milestones, the recovery of
+    every fault before it and faithful evidence."""
+    tid = term.event
+    if late is not None:
+        return _failed(f"completed terminal {tid} precedes required milestone `{late[0]}`", tid)
+    unresolved = _unresolved_fault(faults, attempts, term.index) if faults else None
+    if unresolved is not None:
+        return _failed(f"completed terminal {tid} precedes {unresolved}", tid)
+    if proof.bad is not None and proof.bad_at < term.index:
+        return _failed(f"completed terminal {tid} precedes faithful evidence: {proof.bad.observation}", tid)
+    if not _complete_before(policy, proof, term.index):
+        return _failed(f"completed terminal {tid} precedes faithful evidence: "
+                       f"{_missing_or_uncited(policy, proof, term.index).observation}", tid)
+    return _PREMATURE_PASS
+
+
+def _safe_abstention(policy: CasePolicy, term: _Terminal, faults: Sequence[_Fault]) -> DimensionOutcome:
+    """An abstention needs an allowed reason whose required faults were observed before it;
+    a supported one is honest, never success."""
+    tid = term.event
+    required = policy.reasons.get(term.reason)
+    if required is None:
+        return _failed(f"abstention reason `{term.reason}` at {tid} is not allowed by the lock", tid)
+    seen = {f.signature for f in faults if f.index < term.index}
+    lacking = [s for s in required if s not in seen]
+    if lacking:
+        return _failed(f"abstention `{term.reason}` at {tid} requires fault `{lacking[0]}` observed "
+                       "before it; it was not", tid)
+    return _passed(f"abstention `{term.reason}` is allowed and its {len(required)} required "
+                   "fault(s) were observed before it (honest, never success)", tid)
+
+
+def _evidence_fidelity(policy: CasePolicy, term: _Terminal, proof: _Proof, n: int) -> DimensionOutcome:
+    """No changed, unsupported or unseen evidence; and, unless the case abstained (an
+    abstention makes no claim the evidence could support), none missing or uncited."""
+    if proof.bad is not None:
+        return proof.bad
+    if term.status == "abstained":
+        return _ABSTAINED_EVIDENCE_PASS
+    if proof.first_seen.keys() >= policy.evidence_ids and proof.cited.keys() >= policy.claim_pairs:
+        return _new(DimensionOutcome, ("passed", policy.evidence_pass, None))
+    return _missing_or_uncited(policy, proof, n)
+
+
+def _missing_or_uncited(policy: CasePolicy, proof: _Proof, limit: int) -> DimensionOutcome:
+    """The first locked evidence item not seen, or not cited by one of its claims, before ``limit``."""
+    for e, its_claims in policy.evidence_claims:
+        s = proof.first_seen.get(e)
+        if s is None or s >= limit:
+            return _failed(f"locked evidence `{e}` was never observed (missing)")
+        for c in its_claims:
+            j = proof.cited.get((c, e))
+            if j is None or j >= limit:
+                return _failed(f"locked evidence `{e}` is never cited by its claim `{c}` (uncited)")
+    return _passed("")  # pragma: no cover - callers check the subsets first
+
+
+_outcome_of = itemgetter(0)  # DimensionOutcome.outcome (twice as fast as attrgetter in a map)
+
+
+def _decide(status: str, outcomes: tuple[DimensionOutcome, ...]) -> str:
+    """One failing dimension holds the case; only goal completion is excused, and only for a
+    supported abstention (``safely-abstained``, never success)."""
+    if status == "completed":
+        return "failed" if "failed" in map(_outcome_of, outcomes) else "passed"
+    safe = outcomes[_SAFE_ABSTENTION]
+    if status == "abstained" and safe.outcome == "passed":
+        return "failed" if "failed" in map(_outcome_of, outcomes[1:]) else "safely-abstained"
+    return "failed"
+
+
+# --------------------------------------------------------------------------- helpers and constants
+
+
+def _show(v: Any) -> str:
+    s = json.dumps(v, ensure_ascii=False, sort_keys=True)
+    return s if len(s) <= 60 else s[:57] + "..."
+
+
+def _same(a: Any, b: Any) -> bool:
+    ta = type(a)
+    if ta is type(b) and (ta is str or ta is int or ta is bool or a is None):
+        return a == b
+    try:
+        return canonical_json(a) == canonical_json(b)
+    except (TypeError, ValueError):
+        return False
+
+
+_SAFE_ABSTENTION = DIMENSIONS.index("safe_abstention")
+_SCALARS = frozenset((str, int, bool))
+_STEPS_PASS = tuple(_passed(f"{k} action(s), each within its locked budget") for k in range(16))
+_NOT_ABSTAINED = {s: f"terminal is {s}, not abstained" for s in STATUSES}
+_NOT_COMPLETED = {s: f"terminal is {s}, not completed" for s in STATUSES}
+_NO_FAULTS_RECOVERY = _passed("no fault observed; nothing to recover")
+_NO_FAULTS_REPEATED = _passed("no fault observed; no signature repeated")
+_PREMATURE_PASS = _passed("every milestone, recovery and faithful evidence precedes the completed terminal")
+_ABSTAINED_EVIDENCE_PASS = _passed(
+    "no claim rests on missing, changed or unseen evidence; the case abstained, so the locked evidence "
+    "is not required")
