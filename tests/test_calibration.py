@@ -130,12 +130,12 @@ def test_ceiling_ordinal_needs_scale_and_matches_krippendorff():
 
 
 def test_ceiling_errors_and_undefined():
-    with pytest.raises(ValueError, match="no column `rating`"):
+    with pytest.raises(ValueError, match="must have a column `rating`"):
         human_ceiling(pd.DataFrame({"item_id": [1], "rater": ["a"]}))
     dup = pd.DataFrame({"item_id": [1, 1], "rater": ["a", "a"], "rating": ["x", "y"]})
     with pytest.raises(ValueError, match="rater 'a' rated item 1 more than once"):
         human_ceiling(dup)
-    with pytest.raises(ValueError, match="`level` must be one of nominal, ordinal"):
+    with pytest.raises(ValueError, match="`level` must be one of 'nominal', 'ordinal'"):
         human_ceiling(_long([["a", "a"]]), level="interval")
     with pytest.raises(ValueError, match="label 'z' is not among `categories`"):
         human_ceiling(_long([["a", "z"]]), categories=["a", "b"])

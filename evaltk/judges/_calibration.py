@@ -42,6 +42,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from .._validation import check_choice, check_columns, check_confidence_level, check_rng
 from ..errors import SchemaViolation, UnreadableInput
 from ..stats._agreement import (
     AgreementResult,
@@ -50,8 +51,7 @@ from ..stats._agreement import (
     krippendorff_alpha,
     percent_agreement,
 )
-from ..stats._bootstrap import check_rng
-from ..stats._intervals import ProportionInterval, check_confidence_level, wilson_interval, z_value
+from ..stats._intervals import ProportionInterval, wilson_interval, z_value
 from ..values import Abstention, Cause, Threshold, UndefinedWarning
 
 __all__ = [
@@ -125,12 +125,6 @@ def _domain(labels: Iterable[Any], categories: Sequence[Any] | None, level: str)
 def _plain(x: Any) -> Any:
     """A NumPy scalar as the Python value (for readable messages)."""
     return x.item() if isinstance(x, np.generic) else x
-
-
-def _check_level(level: str) -> str:
-    if level not in _LEVELS:
-        raise ValueError(f"`level` must be one of {', '.join(_LEVELS)}; got {level!r}.")
-    return level
 
 
 # --------------------------------------------------------------------------- vectorised coefficients
@@ -250,9 +244,7 @@ class CeilingResult:
 def _long_frame(data: Any, item: str, rater: str, rating: str) -> pd.DataFrame:
     if not isinstance(data, pd.DataFrame):
         raise TypeError(f"`data` must be a long DataFrame with columns {item!r}, {rater!r}, {rating!r}.")
-    missing = [c for c in (item, rater, rating) if c not in data.columns]
-    if missing:
-        raise ValueError(f"`data` has no column `{missing[0]}`; columns are {list(data.columns)}.")
+    check_columns(data, (item, rater, rating))
     return data[[item, rater, rating]]
 
 
@@ -348,7 +340,7 @@ def human_ceiling(
     >>> round(r.statistic, 3), r.n_pairable, r.n_ratings_abstained
     (0.667, 3, 1)
     """
-    level = _check_level(level)
+    level = check_choice("level", level, _LEVELS)
     cl = check_confidence_level(confidence_level)
     frame = _long_frame(data, item, rater, rating)
     ab = frozenset(abstain)
@@ -549,7 +541,7 @@ def calibration_numbers(
     >>> round(nums.ceiling.statistic, 3), round(nums.judge.statistic, 3), round(nums.baseline.statistic, 3)
     (0.833, 0.75, 0.583)
     """
-    level = _check_level(level)
+    level = check_choice("level", level, _LEVELS)
     cl = check_confidence_level(confidence_level)
     frame = _long_frame(data, item, rater, rating)
     ab = frozenset(abstain)

@@ -39,8 +39,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._validation import check_choice, check_confidence_level, check_rng
 from ..scoring._scoring import GUIDE_MEASURES, TRACE_MEASURES, ScoreMatrix
-from ..stats._bootstrap import check_confidence_level, check_rng
 from ..values import CAUSES
 
 __all__ = ["DIMENSION_TYPES", "GateResult", "GateRefused", "gate", "data_validity", "scoring_consistency"]
@@ -281,8 +281,7 @@ def gate(baseline: ScoreMatrix, candidate: ScoreMatrix, *, measures: Sequence[st
     import pingouin
 
     cl = check_confidence_level(confidence_level)
-    if correction not in ("holm", "fdr_bh"):
-        raise ValueError(f"`correction` must be 'holm' or 'fdr_bh'; got {correction!r}.")
+    check_choice("correction", correction, ("holm", "fdr_bh"))
     if not 0 < alpha < 1:
         raise ValueError(f"`alpha` must be in (0, 1); got {alpha}.")
     meas = list(measures) if measures is not None else list(TRACE_MEASURES)

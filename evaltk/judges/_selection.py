@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..stats._bootstrap import check_confidence_level, check_rng
+from .._validation import check_choice, check_columns, check_confidence_level, check_rng
 from ..stats._intervals import wilson_interval
 
 __all__ = ["anchor_correctness", "judge_costs", "canary_hits", "select_judges", "SelectionResult",
@@ -199,11 +199,8 @@ def select_judges(correct: pd.DataFrame, costs: pd.DataFrame | None = None, *,
     coverage (answered / items with an anchor) is reported beside it, never folded in.
     """
     cl = check_confidence_level(confidence_level)
-    if ordering_rule not in ("overlap", "paired_difference"):
-        raise ValueError(f"`ordering_rule` must be 'overlap' or 'paired_difference'; got {ordering_rule!r}.")
-    for c in ("judge", "correct"):
-        if c not in correct.columns:
-            raise ValueError(f"`correct` needs a `{c}` column.")
+    check_choice("ordering_rule", ordering_rule, ("overlap", "paired_difference"))
+    check_columns(correct, ("judge", "correct"), name="correct")
     ks = list(item) if item is not None else [k for k in ("trace_id", "measure", "step", "pair_id", "item")
                                                if k in correct.columns]
     if not ks:

@@ -30,8 +30,6 @@ from ._bootstrap import (
     UndefinedReplicateError,
     bootstrap,
     bootstrap_table,
-    check_confidence_level,
-    check_rng,
     resample_counts,
 )
 from ._direction import (
@@ -107,8 +105,6 @@ __all__ = [
     "bootstrap",
     "bootstrap_table",
     "resample_counts",
-    "check_rng",
-    "check_confidence_level",
     "METHODS",
     "UNITS",
     "ProportionInterval",

@@ -63,15 +63,10 @@ import numpy as np
 import pandas as pd
 from scipy.special import ndtri
 
+from .._validation import check_choice, check_columns, check_confidence_level, check_rng
 from ..errors import InputError
 from ..values import Abstention, Cause, EvaltkWarning, UndefinedWarning
-from ._bootstrap import (
-    BootstrapResult,
-    bootstrap_table,
-    check_confidence_level,
-    check_rng,
-    user_stacklevel,
-)
+from ._bootstrap import BootstrapResult, bootstrap_table, user_stacklevel
 
 __all__ = [
     "AgreementResult",
@@ -278,10 +273,7 @@ def _to_matrix(ratings: Any, y2: Any, data: Any, item: str, rater: str, rating: 
             raise TypeError(f"{fn}: pass either ratings (array-like) or `data=` (long DataFrame), not both.")
         if not isinstance(data, pd.DataFrame):
             raise TypeError(f"{fn}: `data` must be a long pandas DataFrame; got {type(data).__name__}.")
-        for col, name in ((item, "item"), (rater, "rater"), (rating, "rating")):
-            if col not in data.columns:
-                raise InputError(f"{fn}: column {col!r} (`{name}=`) is missing; columns are "
-                                 f"{list(data.columns)!r}.", field=col)
+        check_columns(data, (item, rater, rating))
         for col in (item, rater):
             if data[col].isna().any():
                 i = data.index[data[col].isna().to_numpy()][0]
@@ -969,12 +961,6 @@ def _conger_se(codes: np.ndarray, C: np.ndarray, r: np.ndarray, w: np.ndarray, q
 # =========================================================================== shared driver
 
 
-def _check_method(method: Any) -> str:
-    if not isinstance(method, str) or method not in INTERVAL_METHODS:
-        raise ValueError(f"`method` must be one of {', '.join(map(repr, INTERVAL_METHODS))}; got {method!r}.")
-    return method
-
-
 def _undefined(reason: str, fn: str) -> Abstention:
     warnings.warn(f"{fn} is undefined: {reason}.", UndefinedWarning, stacklevel=user_stacklevel())
     return Abstention(Cause.MISSING_EVIDENCE, reason)
@@ -1210,7 +1196,7 @@ def _two_rater(kind: str, fn: str, y1: Any, y2: Any, *, weights: Any, categories
                clusters: Any, strata: Any, undefined: str, data: Any, item: str, rater: str,
                rating: str) -> AgreementResult:
     confidence_level = check_confidence_level(confidence_level)
-    method = _check_method(method)
+    method = check_choice("method", method, INTERVAL_METHODS)
     fast = _int_pair_table(y1, y2, categories, fn) if data is None and not abstain else None
     cells: np.ndarray | Callable[[], np.ndarray]
     if fast is not None:
@@ -1399,7 +1385,7 @@ def _multi(kind: str, fn: str, ratings: Any, y2: Any, *, weights: Any, categorie
            clusters: Any, strata: Any, undefined: str, data: Any, item: str, rater: str,
            rating: str) -> AgreementResult:
     confidence_level = check_confidence_level(confidence_level)
-    method = _check_method(method)
+    method = check_choice("method", method, INTERVAL_METHODS)
     rt = _prepare(ratings, y2, data, item, rater, rating, categories, abstain, fn, two=False)
     q = len(rt.categories)
     w = weight_matrix(rt.categories, weights)
@@ -1799,7 +1785,7 @@ def krippendorff_alpha(
     if method is None:
         method = "percentile" if level == "ordinal" else "analytic"
     confidence_level = check_confidence_level(confidence_level)
-    method = _check_method(method)
+    method = check_choice("method", method, INTERVAL_METHODS)
     fn = "krippendorff_alpha"
     rt = _prepare(ratings, y2, data, item, rater, rating, categories, abstain, fn, two=False)
     q = len(rt.categories)

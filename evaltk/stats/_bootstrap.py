@@ -38,10 +38,9 @@ Application*. Cambridge, sec. 5.2 (basic interval), 3.8 (clustered data).
 from __future__ import annotations
 
 import math
-import numbers
 import sys
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,6 +48,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import ndtr, ndtri
 
+from .._validation import check_choice, check_confidence_level, check_n_resamples, check_rng
 from ..values import Abstention, Cause, UndefinedWarning
 
 __all__ = [
@@ -57,8 +57,6 @@ __all__ = [
     "bootstrap",
     "bootstrap_table",
     "resample_counts",
-    "check_rng",
-    "check_confidence_level",
     "METHODS",
     "UNITS",
 ]
@@ -87,40 +85,6 @@ def user_stacklevel() -> int:
         frame = frame.f_back
         level += 1
     return level
-
-
-# --------------------------------------------------------------------------- validation
-
-
-def check_rng(rng: Any) -> np.random.Generator:
-    """``rng=`` as a Generator: ``None`` (fresh entropy), an int seed, or a Generator."""
-    if rng is None or isinstance(rng, np.random.Generator):
-        return np.random.default_rng(rng)
-    if isinstance(rng, numbers.Integral) and not isinstance(rng, bool):
-        return np.random.default_rng(int(rng))
-    raise TypeError(f"`rng` must be None, an int seed or a numpy Generator; got {type(rng).__name__}.")
-
-
-def check_confidence_level(confidence_level: Any) -> float:
-    """Validate ``confidence_level`` in (0, 1)."""
-    if isinstance(confidence_level, bool) or not isinstance(confidence_level, numbers.Real):
-        raise TypeError(f"`confidence_level` must be a float in (0, 1); got {confidence_level!r}.")
-    c = float(confidence_level)
-    if not 0.0 < c < 1.0:
-        raise ValueError(f"`confidence_level` must be in (0, 1); got {confidence_level!r}.")
-    return c
-
-
-def _check_choice(name: str, value: Any, allowed: Sequence[str]) -> str:
-    if not isinstance(value, str) or value not in allowed:
-        raise ValueError(f"`{name}` must be one of {', '.join(map(repr, allowed))}; got {value!r}.")
-    return value
-
-
-def _check_n_resamples(n_resamples: Any) -> int:
-    if isinstance(n_resamples, bool) or not isinstance(n_resamples, numbers.Integral) or n_resamples < 1:
-        raise ValueError(f"`n_resamples` must be a positive int; got {n_resamples!r}.")
-    return int(n_resamples)
 
 
 def _group_codes(values: Any, n: int, name: str) -> np.ndarray:
@@ -349,9 +313,9 @@ def resample_counts(
         raise ValueError("`type_index` must be a 1-D array of non-negative ints.")
     t = t.astype(np.intp)
     T = int(n_types) if n_types is not None else (int(t.max()) + 1 if t.size else 0)
-    B = _check_n_resamples(n_resamples)
+    B = check_n_resamples(n_resamples)
     gen = check_rng(rng)
-    _check_choice("unit", unit, UNITS)
+    check_choice("unit", unit, UNITS)
     n = t.size
     if unit == "item":
         if clusters is not None or strata is not None:
@@ -483,11 +447,11 @@ def bootstrap_table(
     >>> res.statistic, res.n_undefined
     (0.5, 0)
     """
-    method = _check_choice("method", method, METHODS)
-    unit = _check_choice("unit", unit, UNITS)
-    undefined = _check_choice("undefined", undefined, ("drop", "raise"))
+    method = check_choice("method", method, METHODS)
+    unit = check_choice("unit", unit, UNITS)
+    undefined = check_choice("undefined", undefined, ("drop", "raise"))
     confidence_level = check_confidence_level(confidence_level)
-    B = _check_n_resamples(n_resamples)
+    B = check_n_resamples(n_resamples)
     t = np.asarray(type_index)
     if t.ndim != 1 or t.size == 0:
         raise ValueError("`type_index` must be a non-empty 1-D array (one type per item).")
@@ -635,11 +599,11 @@ def bootstrap(
     >>> res.statistic, res.method, res.n_undefined
     (0.7, 'percentile', 0)
     """
-    method = _check_choice("method", method, METHODS)
-    unit = _check_choice("unit", unit, UNITS)
-    undefined = _check_choice("undefined", undefined, ("drop", "raise"))
+    method = check_choice("method", method, METHODS)
+    unit = check_choice("unit", unit, UNITS)
+    undefined = check_choice("undefined", undefined, ("drop", "raise"))
     confidence_level = check_confidence_level(confidence_level)
-    B = _check_n_resamples(n_resamples)
+    B = check_n_resamples(n_resamples)
     if not callable(statistic):
         raise TypeError("`statistic` must be callable.")
     gen = check_rng(rng)

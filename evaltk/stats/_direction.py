@@ -42,8 +42,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from .._validation import check_choice, check_columns, check_confidence_level
 from ..values import Abstention, Cause, UndefinedWarning
-from ._intervals import PairedDifferenceResult, check_confidence_level, paired_difference_interval
+from ._intervals import PairedDifferenceResult, paired_difference_interval
 
 __all__ = [
     "LEANS",
@@ -304,8 +305,7 @@ def mcnemar_test(
     >>> round(mcnemar_test([[1, 1], [7, 12]], method="exact").pvalue, 3)
     0.07
     """
-    if method not in _MCNEMAR_METHODS:
-        raise ValueError(f"`method` must be one of {', '.join(_MCNEMAR_METHODS)}; got {method!r}.")
+    check_choice("method", method, _MCNEMAR_METHODS)
     b, c = _discordant(table)
     m = b + c
     k = min(b, c)
@@ -402,8 +402,7 @@ def stuart_maxwell_test(
     >>> r.df, round(r.statistic, 4)
     (2, 1.8305)
     """
-    if method not in ("stuart_maxwell", "bhapkar"):
-        raise ValueError(f"`method` must be one of stuart_maxwell, bhapkar; got {method!r}.")
+    check_choice("method", method, ("stuart_maxwell", "bhapkar"))
     arr = np.asarray(table, dtype=float)
     if arr.ndim != 2 or arr.shape[0] != arr.shape[1] or arr.shape[0] < 2:
         raise ValueError(f"`table` must be a square k x k table with k >= 2; got shape {arr.shape}.")
@@ -897,8 +896,7 @@ def direction_of_error(
     >>> direction_of_error(j, h, positive="Yes").lean
     'understates'
     """
-    if scale not in _SCALES:
-        raise ValueError(f"`scale` must be one of {', '.join(_SCALES)}; got {scale!r}.")
+    check_choice("scale", scale, _SCALES)
     cl = check_confidence_level(confidence_level)
     if human is None:
         return DirectionResult(UNKNOWN, None, None, None, scale, "none", None,
@@ -979,9 +977,7 @@ def direction_table(
     >>> direction_table(df, positive="Yes").set_index("dimension").loc["t_eff", "lean"]
     'unknown'
     """
-    for col in (dimension, judge, human):
-        if col not in data.columns:
-            raise ValueError(f"`data` has no column `{col}`; columns are {list(data.columns)}.")
+    check_columns(data, (dimension, judge, human))
     scales = dict(scales or {})
     categories = dict(categories or {})
     frames = []

@@ -48,6 +48,7 @@ import numpy as np
 import pandas as pd
 from scipy import special, stats
 
+from .._validation import check_confidence_level
 from ..values import Abstention, Cause, UndefinedWarning
 
 __all__ = [
@@ -58,34 +59,8 @@ __all__ = [
     "wilson_bounds",
     "clopper_pearson_bounds",
     "paired_difference_interval",
-    "check_confidence_level",
     "z_value",
 ]
-
-
-# --------------------------------------------------------------------------- validation
-
-
-def check_confidence_level(confidence_level: Any) -> float:
-    """Return ``confidence_level`` as a float, or raise naming the parameter.
-
-    Examples
-    --------
-    >>> check_confidence_level(0.9)
-    0.9
-    >>> check_confidence_level(1.5)
-    Traceback (most recent call last):
-    ...
-    ValueError: `confidence_level` must be in (0, 1); got 1.5.
-    """
-    if isinstance(confidence_level, bool) or not isinstance(confidence_level, numbers.Real):
-        raise TypeError(
-            f"`confidence_level` must be a float in (0, 1); got {type(confidence_level).__name__}."
-        )
-    cl = float(confidence_level)
-    if not 0.0 < cl < 1.0:
-        raise ValueError(f"`confidence_level` must be in (0, 1); got {confidence_level!r}.")
-    return cl
 
 
 def z_value(confidence_level: float) -> float:

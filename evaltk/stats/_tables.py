@@ -51,13 +51,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._validation import check_choice, check_confidence_level, check_n_resamples, check_rng
 from ..values import CAUSES, Abstention, Cause, MeanSummary, UndefinedWarning, check_value_cause
 from ._bootstrap import (
     BootstrapResult,
     _interval_from_replicates,
     _undefined_result,
-    check_confidence_level,
-    check_rng,
 )
 
 __all__ = [
@@ -282,24 +281,18 @@ def _stat_two(kind: str, q: int, weights: Any, categories: tuple[Any, ...]) -> C
     return _pair_table_batch({"cohen_kappa": "cohen", "scott_pi": "scott", "pabak": "pabak"}[kind], w, q)
 
 
-def _check_stat(statistic: str, allowed: Sequence[str]) -> str:
-    if statistic not in allowed:
-        raise ValueError(f"`statistic` must be one of {', '.join(map(repr, allowed))}; got {statistic!r}.")
-    return statistic
-
-
 def _table_bootstrap(stat: Callable[[np.ndarray], np.ndarray], counts: np.ndarray,
                      patterns: tuple[np.ndarray, np.ndarray] | None, *, method: str, unit: str,
                      n_resamples: int, confidence_level: float, rng: Any, undefined: str
                      ) -> BootstrapResult:
     """Bootstrap a table statistic from counts alone (item) or from cluster patterns (cluster)."""
-    from ._bootstrap import METHODS, _check_choice, _check_n_resamples
+    from ._bootstrap import METHODS
 
-    method = _check_choice("method", method, METHODS)
-    unit = _check_choice("unit", unit, ("item", "cluster"))
-    undefined = _check_choice("undefined", undefined, ("drop", "raise"))
+    method = check_choice("method", method, METHODS)
+    unit = check_choice("unit", unit, ("item", "cluster"))
+    undefined = check_choice("undefined", undefined, ("drop", "raise"))
     confidence_level = check_confidence_level(confidence_level)
-    B = _check_n_resamples(n_resamples)
+    B = check_n_resamples(n_resamples)
     gen = check_rng(rng)
     obs = counts.astype(float)[None, :]
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -464,7 +457,7 @@ class ConfusionTable:
         """
         import warnings
 
-        _check_stat(statistic, _TWO_RATER_STATS)
+        check_choice("statistic", statistic, _TWO_RATER_STATS)
         q = len(self.categories)
         if self.n_pairable == 0 or (q < 2 and statistic != "percent_agreement"):
             reason = "no unit has two answered ratings" if self.n_pairable == 0 else "a single category"
@@ -486,7 +479,7 @@ class ConfusionTable:
         the same ``rng``, to :func:`evaltk.bootstrap.bootstrap_table` on the rows);
         ``unit="cluster"`` resamples clusters (needs a table built with ``clusters=``).
         """
-        _check_stat(statistic, _TWO_RATER_STATS)
+        check_choice("statistic", statistic, _TWO_RATER_STATS)
         q = len(self.categories)
         if self.n_pairable == 0:
             return _undefined_result("no unit has two answered ratings", method=method,
@@ -728,7 +721,7 @@ class UnitPatterns:
         """A nominal multi-rater coefficient (the batch functions of :mod:`evaltk.agreement`)."""
         import warnings
 
-        _check_stat(statistic, _MULTI_STATS)
+        check_choice("statistic", statistic, _MULTI_STATS)
         if not self.patterns:
             warnings.warn(f"{statistic} undefined: no rated unit", UndefinedWarning, stacklevel=2)
             return Abstention(Cause.MISSING_EVIDENCE, "no rated unit")
@@ -744,7 +737,7 @@ class UnitPatterns:
                   n_resamples: int = 2000, confidence_level: float = 0.95, rng: Any = None,
                   undefined: str = "drop") -> BootstrapResult:
         """Unit bootstrap of a coefficient: replicates are multinomial draws over the patterns."""
-        _check_stat(statistic, _MULTI_STATS)
+        check_choice("statistic", statistic, _MULTI_STATS)
         if not self.patterns:
             return _undefined_result("no rated unit", method=method, confidence_level=confidence_level,
                                      unit="item", n_resamples=n_resamples)
