@@ -26,9 +26,11 @@ from ._agreement import (
 from ._bootstrap import (
     METHODS,
     UNITS,
+    BootstrapConfig,
     BootstrapResult,
     UndefinedReplicateError,
     bootstrap,
+    bootstrap_sums,
     bootstrap_table,
     resample_counts,
 )
@@ -64,6 +66,7 @@ from ._intervals import (
     wilson_interval,
     z_value,
 )
+from ._result import ConfidenceInterval
 from ._tables import (
     PARTIAL_COLUMNS,
     ConfusionTable,
@@ -100,10 +103,13 @@ __all__ = [
     "classification_report",
     "INTERVAL_METHODS",
     "LEVELS",
+    "ConfidenceInterval",
+    "BootstrapConfig",
     "BootstrapResult",
     "UndefinedReplicateError",
     "bootstrap",
     "bootstrap_table",
+    "bootstrap_sums",
     "resample_counts",
     "METHODS",
     "UNITS",

@@ -66,7 +66,8 @@ from scipy.special import ndtri
 from .._validation import check_choice, check_columns, check_confidence_level, check_rng
 from ..errors import InputError
 from ..values import Abstention, Cause, EvaltkWarning, UndefinedWarning
-from ._bootstrap import BootstrapResult, bootstrap_table, user_stacklevel
+from ._bootstrap import BootstrapResult, bootstrap_table
+from ._result import user_stacklevel
 
 __all__ = [
     "AgreementResult",

@@ -51,11 +51,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._validation import check_choice, check_confidence_level, check_n_resamples, check_rng
+from .._validation import check_choice
 from ..values import CAUSES, Abstention, Cause, MeanSummary, UndefinedWarning, check_value_cause
 from ._bootstrap import (
     BootstrapResult,
-    _interval_from_replicates,
+    _config,
+    _run_sums,
     _undefined_result,
 )
 
@@ -285,49 +286,21 @@ def _table_bootstrap(stat: Callable[[np.ndarray], np.ndarray], counts: np.ndarra
                      patterns: tuple[np.ndarray, np.ndarray] | None, *, method: str, unit: str,
                      n_resamples: int, confidence_level: float, rng: Any, undefined: str
                      ) -> BootstrapResult:
-    """Bootstrap a table statistic from counts alone (item) or from cluster patterns (cluster)."""
-    from ._bootstrap import METHODS
+    """Bootstrap a table statistic from counts alone (item) or from cluster patterns (cluster).
 
-    method = check_choice("method", method, METHODS)
-    unit = check_choice("unit", unit, ("item", "cluster"))
-    undefined = check_choice("undefined", undefined, ("drop", "raise"))
-    confidence_level = check_confidence_level(confidence_level)
-    B = check_n_resamples(n_resamples)
-    gen = check_rng(rng)
-    obs = counts.astype(float)[None, :]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        theta = float(stat(obs)[0])
-    if not math.isfinite(theta):
-        return _undefined_result("undefined on the observed data", method=method,
-                                 confidence_level=confidence_level, unit=unit, n_resamples=B)
+    The one engine (:func:`evaltk.stats.bootstrap_sums`): cells (or unit patterns) are
+    the rows for ``unit="item"``, distinct cluster patterns for ``unit="cluster"``.
+    """
+    check_choice("unit", unit, ("item", "cluster"))
+    cfg = _config(method, n_resamples=n_resamples, confidence_level=confidence_level, unit=unit,
+                  rng=rng, undefined=undefined)
+    c = counts.astype(float)
     if unit == "item":
-        n = int(counts.sum())
-        W = gen.multinomial(n, counts.astype(float) / n, size=B).astype(float)
-    else:
-        if patterns is None:
-            raise ValueError("`unit='cluster'` needs the per-cluster patterns (build the table with `clusters=`).")
-        P, mult = patterns
-        C = int(mult.sum())
-        K = gen.multinomial(C, mult.astype(float) / C, size=B).astype(float)
-        W = K @ P.astype(float)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        reps = np.asarray(stat(W), dtype=float)
-    jack = None
-    if method == "bca":
-        if unit == "item":
-            c = counts.astype(float)
-            present = np.flatnonzero(c > 0)
-            rows = np.repeat(c[None, :], present.size, axis=0)
-            rows[np.arange(present.size), present] -= 1.0
-            mult_j = c[present]
-        else:
-            P, mult = patterns  # type: ignore[misc]
-            rows = counts.astype(float)[None, :] - P.astype(float)
-            mult_j = mult.astype(float)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            jack = (np.asarray(stat(rows), dtype=float), mult_j)
-    return _interval_from_replicates(theta, reps, jack, method=method, confidence_level=confidence_level,
-                                     unit=unit, undefined=undefined, n_resamples=B)
+        return _run_sums(stat, [(None, c)], None, c, cfg)
+    if patterns is None:
+        raise ValueError("`unit='cluster'` needs the per-cluster patterns (build the table with `clusters=`).")
+    P, mult = (np.asarray(x, dtype=float) for x in patterns)
+    return _run_sums(stat, [(P, mult)], P, mult, cfg)
 
 
 def _patterns_array(patterns: Mapping[tuple[int, ...], int], width: int) -> tuple[np.ndarray, np.ndarray]:
@@ -482,8 +455,9 @@ class ConfusionTable:
         check_choice("statistic", statistic, _TWO_RATER_STATS)
         q = len(self.categories)
         if self.n_pairable == 0:
-            return _undefined_result("no unit has two answered ratings", method=method,
-                                     confidence_level=confidence_level, unit=unit, n_resamples=n_resamples)
+            return _undefined_result("no unit has two answered ratings",
+                                     _config(method, n_resamples=n_resamples, confidence_level=confidence_level,
+                                             unit=unit, rng=rng, undefined=undefined))
         pat = None if self.patterns is None else _patterns_array(self.patterns, q * q)
         return _table_bootstrap(_stat_two(statistic, q, weights, self.categories), self.counts.reshape(-1),
                                 pat, method=method, unit=unit, n_resamples=n_resamples,
@@ -739,8 +713,9 @@ class UnitPatterns:
         """Unit bootstrap of a coefficient: replicates are multinomial draws over the patterns."""
         check_choice("statistic", statistic, _MULTI_STATS)
         if not self.patterns:
-            return _undefined_result("no rated unit", method=method, confidence_level=confidence_level,
-                                     unit="item", n_resamples=n_resamples)
+            return _undefined_result("no rated unit",
+                                     _config(method, n_resamples=n_resamples, confidence_level=confidence_level,
+                                             unit="item", rng=rng, undefined=undefined))
         C, mult = self._arrays()
         return _table_bootstrap(_stat_multi(statistic, C, self.categories), mult, None, method=method,
                                 unit="item", n_resamples=n_resamples, confidence_level=confidence_level,
