@@ -33,6 +33,10 @@ from evaltk.stats import (
     UNDERSTATES,
     UNKNOWN,
     DirectionResult,
+    McNemarResult,
+    MeanSignedDifferenceResult,
+    SignedBiasResult,
+    StuartMaxwellResult,
     class_bias,
     confusion_asymmetry,
     direction_of_error,
@@ -88,7 +92,9 @@ def test_mcnemar_midp_between_and_edge_cases():
     assert r.statistic == 0.0 and r.pvalue == 1.0
     assert mcnemar_test([[5, 0], [0, 5]], method="mid-p").pvalue == 1.0
     with pytest.warns(UndefinedWarning):
-        assert isinstance(mcnemar_test([[5, 0], [0, 5]], method="asymptotic"), Abstention)
+        m = mcnemar_test([[5, 0], [0, 5]], method="asymptotic")
+    assert isinstance(m, McNemarResult) and isinstance(m.statistic, Abstention) and isinstance(m.pvalue, Abstention)
+    assert not m.defined and m.to_frame().loc[0, "cause"] == "missing_evidence"
     with pytest.raises(ValueError, match="`method` must be one of 'exact', 'mid-p', 'asymptotic'"):
         mcnemar_test(BENTUR, method="fisher")
     with pytest.raises(ValueError, match="2x2"):
@@ -143,7 +149,8 @@ def test_stuart_maxwell_unused_category_dropped_and_undefined():
     r = stuart_maxwell_test(t, categories=["a", "b", "c"])
     assert r.df == 1 and r.categories == ("a", "b")
     with pytest.warns(UndefinedWarning):
-        assert isinstance(stuart_maxwell_test(np.diag([3, 4, 5])), Abstention)
+        sm = stuart_maxwell_test(np.diag([3, 4, 5]))
+    assert isinstance(sm, StuartMaxwellResult) and isinstance(sm.statistic, Abstention) and not sm.defined
     with pytest.raises(ValueError, match="square"):
         stuart_maxwell_test([[1, 2, 3], [1, 2, 3]])
 
@@ -193,7 +200,9 @@ def test_signed_bias_errors_and_undefined():
         signed_bias(["Yes"], ["Yes"], positive="Yes", confidence_level=95)
     with pytest.warns(UndefinedWarning):
         r = signed_bias([None, "Yes"], ["Yes", None], positive="Yes")
-    assert isinstance(r, Abstention)
+    assert isinstance(r, SignedBiasResult) and isinstance(r.statistic, Abstention) and r.lean == UNKNOWN
+    f = r.to_frame()
+    assert f.loc[0, "cause"] == "missing_evidence" and f.loc[0, "n_pairs"] == 0
 
 
 def test_signed_bias_bool_and_series_inputs():
@@ -292,7 +301,8 @@ def test_mean_signed_difference_mapping_numeric_and_errors():
     with pytest.raises(ValueError, match="outside the declared scale"):
         mean_signed_difference(["Lots", "Some"], ["Lots", "Lots"], categories=eff)
     with pytest.warns(UndefinedWarning):
-        assert isinstance(mean_signed_difference([1], [2]), Abstention)
+        m = mean_signed_difference([1], [2])
+    assert isinstance(m, MeanSignedDifferenceResult) and isinstance(m.statistic, Abstention) and m.lean == UNKNOWN
 
 
 # --------------------------------------------------------------------------- in words

@@ -16,7 +16,6 @@ from ..judges._calibration import (
     human_ceiling,
     load_alt_test_annotations,
 )
-from ..values import Abstention
 
 # --------------------------------------------------------------------------- CLI
 
@@ -168,10 +167,10 @@ def _cli_ceiling(args: Any) -> int:
     r = human_ceiling(df, item=args.item, rater=args.rater, rating=args.rating, level=args.level,
                       categories=args.categories, abstain=abstain, confidence_level=args.confidence_level,
                       rng=args.seed)
-    if isinstance(r, Abstention):
+    if not r.defined:
         from ._main import CliError
 
-        raise CliError(f"{p}: no human ceiling: {r.reason}", 1)
+        raise CliError(f"{p}: no human ceiling: {r.statistic.reason}", 1)
     frame = r.to_frame()
     if args.json:
         print(frame.to_json(orient="records", indent=2))

@@ -17,6 +17,7 @@ from ._agreement import (
     fleiss_kappa,
     gwet_ac1,
     gwet_ac2,
+    kappa_from_tables,
     krippendorff_alpha,
     pabak,
     percent_agreement,
@@ -66,7 +67,7 @@ from ._intervals import (
     wilson_interval,
     z_value,
 )
-from ._result import ConfidenceInterval
+from ._result import ConfidenceInterval, ResultShape
 from ._tables import (
     PARTIAL_COLUMNS,
     ConfusionTable,
@@ -99,11 +100,13 @@ __all__ = [
     "pabak",
     "agreement_difference",
     "weight_matrix",
+    "kappa_from_tables",
     "classification_metrics",
     "classification_report",
     "INTERVAL_METHODS",
     "LEVELS",
     "ConfidenceInterval",
+    "ResultShape",
     "BootstrapConfig",
     "BootstrapResult",
     "UndefinedReplicateError",

@@ -67,7 +67,7 @@ from .._validation import check_choice, check_columns, check_confidence_level, c
 from ..errors import InputError
 from ..values import Abstention, Cause, EvaltkWarning, UndefinedWarning
 from ._bootstrap import BootstrapResult, bootstrap_table
-from ._result import user_stacklevel
+from ._result import ConfidenceInterval, ResultShape, user_stacklevel
 
 __all__ = [
     "AgreementResult",
@@ -85,6 +85,7 @@ __all__ = [
     "pabak",
     "agreement_difference",
     "weight_matrix",
+    "kappa_from_tables",
     "classification_metrics",
     "classification_report",
     "INTERVAL_METHODS",
@@ -431,7 +432,7 @@ def _check_domain(rt: _Ratings, weighted: bool, fn: str) -> None:
 
 
 @dataclass(frozen=True, eq=False)
-class AgreementResult:
+class AgreementResult(ResultShape):
     """An agreement coefficient with its uncertainty and the counts behind it.
 
     Attributes
@@ -450,7 +451,7 @@ class AgreementResult:
         where the literature defines one (Cohen's kappa; Fleiss' kappa with a
         constant number of raters, Fleiss, Nee & Landis 1979).  Never use it for
         an interval.
-    confidence_interval : (float, float) or Abstention
+    confidence_interval : ConfidenceInterval or Abstention
     confidence_level : float
     method : str
         Interval method actually used.
@@ -485,7 +486,7 @@ class AgreementResult:
     statistic: float | Abstention
     standard_error: float | Abstention
     standard_error_null: float | Abstention
-    confidence_interval: tuple[float, float] | Abstention
+    confidence_interval: ConfidenceInterval | Abstention
     confidence_level: float
     method: str
     observed_agreement: float | Abstention
@@ -502,6 +503,22 @@ class AgreementResult:
     per_category_columns: dict[str, Any] | None = field(default=None, repr=False)
     bootstrap: BootstrapResult | None = field(default=None, repr=False)
 
+    @classmethod
+    def abstaining(cls, coefficient: str, abstention: Abstention, *, confidence_level: float,
+                   method: str = "none", categories: Sequence[Any] = (), weights: str = "identity",
+                   n_units: int = 0) -> AgreementResult:
+        """The result of a coefficient that was never computable here (every number is ``abstention``).
+
+        For callers that must report a coefficient on data that has no pairable unit
+        at all (a judge with no answered item), so the shape stays one result.
+        """
+        ab = abstention
+        return cls(coefficient=coefficient, statistic=ab, standard_error=ab, standard_error_null=ab,
+                   confidence_interval=ab, confidence_level=confidence_level, method=method,
+                   observed_agreement=ab, expected_agreement=ab, n_units=n_units, n_units_pairable=0,
+                   n_ratings=0, n_pairable_ratings=0, n_abstained=0, n_missing=0, coverage=ab,
+                   categories=tuple(categories), weights=weights)
+
     @property
     def per_category(self) -> pd.DataFrame | None:
         """Per-category table (``category, proportion, kappa, cause, standard_error_null``), or None."""
@@ -517,17 +534,13 @@ class AgreementResult:
         def num(x: Any) -> float | None:
             return None if isinstance(x, Abstention) else x
 
-        st = self.statistic
-        ci = self.confidence_interval
+        shape = self.summary_row()
         row = {
             "coefficient": self.coefficient,
-            "statistic": num(st),
-            "cause": st.cause.value if isinstance(st, Abstention) else None,
-            "reason": st.reason if isinstance(st, Abstention) else None,
+            **{k: shape[k] for k in ("statistic", "cause", "reason")},
             "standard_error": num(self.standard_error),
             "standard_error_null": num(self.standard_error_null),
-            "ci_low": None if isinstance(ci, Abstention) else ci[0],
-            "ci_high": None if isinstance(ci, Abstention) else ci[1],
+            **{k: shape[k] for k in ("ci_low", "ci_high", "ci_cause")},
             "confidence_level": self.confidence_level,
             "method": self.method,
             "observed_agreement": num(self.observed_agreement),
@@ -593,6 +606,68 @@ def _pair_pe(kind: str, P: np.ndarray, w: np.ndarray, q: int) -> np.ndarray:
     return np.full(P.shape[0], w.sum() / q ** 2)  # pabak / Brennan-Prediger
 
 
+def _cohen_variances(P: np.ndarray, w: np.ndarray, n: np.ndarray, kappa: np.ndarray, pe: np.ndarray
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """General and null variances of Cohen's weighted kappa for tables of proportions ``P`` (m, q, q).
+
+    Fleiss, Cohen & Everitt (1969): with ``wbar_k. = sum_l p_.l w_kl`` and
+    ``wbar_.l = sum_k p_k. w_kl``,
+    ``var = [sum p_kl (w_kl - (wbar_k. + wbar_.l)(1 - kappa))^2 - (kappa - p_e (1 - kappa))^2] / (n (1 - p_e)^2)``
+    and ``var_0 = [sum p_k. p_.l (w_kl - (wbar_k. + wbar_.l))^2 - p_e^2] / (n (1 - p_e)^2)``.
+    """
+    r, c = P.sum(axis=2), P.sum(axis=1)
+    wsum = np.einsum("kl,ml->mk", w, c)[:, :, None] + np.einsum("mk,kl->ml", r, w)[:, None, :]
+    den = n * (1.0 - pe) ** 2
+    a = (P * (w[None] - wsum * (1.0 - kappa)[:, None, None]) ** 2).sum(axis=(1, 2))
+    a0 = (r[:, :, None] * c[:, None, :] * (w[None] - wsum) ** 2).sum(axis=(1, 2))
+    return (a - (kappa - pe * (1.0 - kappa)) ** 2) / den, (a0 - pe ** 2) / den
+
+
+def kappa_from_tables(tables: Any, *, weights: Any = None) -> tuple[np.ndarray, np.ndarray]:
+    """Cohen's kappa and its large-sample SE for a stack of ``k x k`` count tables, vectorised.
+
+    The array core of :func:`cohen_kappa` for callers that need many tables at once
+    (simulations of a sample size, a bootstrap of tables).
+
+    Parameters
+    ----------
+    tables : array_like, shape (m, k, k)
+        Counts, rows the first rater, columns the second.
+    weights : None, "linear", "quadratic" or a (k, k) matrix
+        As in :func:`weight_matrix` over the ranks ``0 .. k-1``.
+
+    Returns
+    -------
+    kappa, standard_error : ndarray, shape (m,)
+        NaN where undefined (an empty table, or expected agreement 1).
+
+    Notes
+    -----
+    ``kappa = (p_o - p_e) / (1 - p_e)``; the SE is Fleiss, Cohen & Everitt (1969).
+
+    Examples
+    --------
+    >>> k, se = kappa_from_tables([[[20, 5], [10, 15]]])
+    >>> round(float(k[0]), 4), round(float(se[0]), 4)
+    (0.4, 0.127)
+    """
+    T = np.asarray(tables, dtype=float)
+    if T.ndim != 3 or T.shape[1] != T.shape[2]:
+        raise ValueError(f"`tables` must have shape (m, k, k); got {T.shape}.")
+    q = T.shape[-1]
+    w = weight_matrix(list(range(q)), weights)
+    n = T.sum(axis=(1, 2))
+    ok = n > 0
+    P = T / np.where(ok, n, 1.0)[:, None, None]
+    pa = np.einsum("bkl,kl->b", P, w)
+    pe = _pair_pe("cohen", P, w, q)
+    kappa = _safe_ratio(pa - pe, 1.0 - pe)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        var, _ = _cohen_variances(P, w, np.where(ok, n, 1.0), kappa, pe)
+    good = ok & np.isfinite(kappa)
+    return np.where(good, kappa, np.nan), np.where(good, np.sqrt(np.maximum(var, 0.0)), np.nan)
+
+
 def _pair_se(kind: str, P: np.ndarray, w: np.ndarray, n: float, q: int, coef: float
              ) -> tuple[float, float | None]:
     """General SE and null SE (two raters).
@@ -604,14 +679,9 @@ def _pair_se(kind: str, P: np.ndarray, w: np.ndarray, n: float, q: int, coef: fl
     r, c = P.sum(axis=1), P.sum(axis=0)
     pa = float((P * w).sum())
     if kind == "cohen":
-        pe = float(r @ w @ c)
-        wr = w @ c   # wbar_k. = sum_l p_.l w_kl
-        wc = r @ w   # wbar_.l = sum_k p_k. w_kl
-        a = (P * (w - (wr[:, None] + wc[None, :]) * (1.0 - coef)) ** 2).sum()
-        var = (a - (coef - pe * (1.0 - coef)) ** 2) / (n * (1.0 - pe) ** 2)
-        a0 = (np.outer(r, c) * (w - (wr[:, None] + wc[None, :])) ** 2).sum()
-        var0 = (a0 - pe ** 2) / (n * (1.0 - pe) ** 2)
-        return math.sqrt(max(var, 0.0)), math.sqrt(max(var0, 0.0))
+        pe = _pair_pe("cohen", P[None], w, q)
+        var, var0 = _cohen_variances(P[None], w, np.array([n]), np.array([coef]), pe)
+        return math.sqrt(max(float(var[0]), 0.0)), math.sqrt(max(float(var0[0]), 0.0))
     if kind == "scott":
         pi = (r + c) / 2.0
         pe = float(pi @ w @ pi)
@@ -968,11 +1038,11 @@ def _undefined(reason: str, fn: str) -> Abstention:
 
 
 def _analytic_ci(stat: float, se: float | Abstention, confidence_level: float
-                 ) -> tuple[float, float] | Abstention:
+                 ) -> ConfidenceInterval | Abstention:
     if isinstance(se, Abstention) or not math.isfinite(se):
         return Abstention(Cause.MISSING_EVIDENCE, "no standard error")
     z = float(ndtri(0.5 + confidence_level / 2.0))
-    return (max(-1.0, stat - z * se), min(1.0, stat + z * se))
+    return ConfidenceInterval(max(-1.0, stat - z * se), min(1.0, stat + z * se))
 
 
 def _finish(
@@ -1914,9 +1984,11 @@ def agreement_difference(
 
 # =========================================================================== classification
 
+NO_POINT_INTERVAL = Abstention(Cause.NOT_APPLICABLE, "point metrics: no interval is computed")
+
 
 @dataclass(frozen=True, eq=False)
-class ClassificationResult:
+class ClassificationResult(ResultShape):
     """Judge-vs-anchor classification metrics, on answered items, with coverage apart.
 
     Every metric is a float in [0, 1] or an :class:`~evaltk.values.Abstention`
@@ -1924,7 +1996,17 @@ class ClassificationResult:
     share of items with an anchor label on which the judge answered; the
     metrics are computed on the answered items only, so a judge that abstains
     on hard items shows high accuracy *and* low coverage - read them together.
+    ``statistic`` is the accuracy; the metrics are point estimates, so
+    ``confidence_interval`` is a ``not_applicable`` abstention (for an interval of
+    the accuracy use :func:`evaltk.stats.wilson_interval` on its counts).
     """
+
+    confidence_interval = NO_POINT_INTERVAL
+
+    @property
+    def statistic(self) -> float | Abstention:
+        """The accuracy."""
+        return self.accuracy
 
     positive: Any
     accuracy: float | Abstention

@@ -219,7 +219,7 @@ class BootstrapResult(ResultShape):
         return pd.DataFrame(
             [
                 {
-                    **self._shape_row(),
+                    **self.summary_row(),
                     "standard_error": None if isinstance(se, Abstention) else se,
                     "confidence_level": self.confidence_level,
                     "method": self.method,

@@ -83,6 +83,7 @@ def shape_row(statistic: Any, ci: Any) -> dict[str, Any]:
         "ci_low": None if ci_ab is not None else ci[0],
         "ci_high": None if ci_ab is not None else ci[1],
         "ci_cause": None if ci_ab is None else ci_ab.cause.value,
+        "ci_reason": None if ci_ab is None else ci_ab.reason,
     }
 
 
@@ -102,5 +103,10 @@ class ResultShape:
         st = self.statistic
         return not isinstance(st, Abstention) and not (isinstance(st, float) and math.isnan(st))
 
-    def _shape_row(self) -> dict[str, Any]:
+    def summary_row(self) -> dict[str, Any]:
+        """The columns every ``to_frame()`` starts with.
+
+        ``statistic, cause, reason, ci_low, ci_high, ci_cause, ci_reason``: the value
+        or the cause of its absence, the interval or the cause of its absence.
+        """
         return shape_row(self.statistic, self.confidence_interval)
