@@ -67,6 +67,7 @@ from ._intervals import (
     wilson_interval,
     z_value,
 )
+from ._passk import pass_at_k, pass_hat_k
 from ._result import ConfidenceInterval, ResultShape
 from ._tables import (
     PARTIAL_COLUMNS,
@@ -149,6 +150,8 @@ __all__ = [
     "ConfusionTable",
     "UnitPatterns",
     "PassCounts",
+    "pass_at_k",
+    "pass_hat_k",
     "PARTIAL_COLUMNS",
     "score_partials",
     "score_summary",

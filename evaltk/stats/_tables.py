@@ -59,6 +59,7 @@ from ._bootstrap import (
     _run_sums,
     _undefined_result,
 )
+from ._passk import pass_at_k, pass_hat_k
 
 __all__ = [
     "MeanSummary",
@@ -802,7 +803,6 @@ class PassCounts:
 
     def per_task(self, k: int) -> pd.DataFrame:
         """``task, n, c, n_abstained, pass_at_k, pass_hat_k`` (NaN where ``n < k``), sorted by task."""
-        from ..suite._suite import pass_at_k, pass_hat_k
 
         rows = []
         for t in sorted(self.counts, key=str):
