@@ -764,8 +764,11 @@ def calibration_record(
 # --------------------------------------------------------------------------- alt-test
 
 
+_TEST_NO_INTERVAL = Abstention(Cause.NOT_APPLICABLE, "a test: a rate of rejections and p-values, no interval")
+
+
 @dataclass(frozen=True)
-class AltTestResult:
+class AltTestResult(ResultShape):
     """The alternative annotator test (Calderon, Reichart and Dror 2025).
 
     Attributes
@@ -789,6 +792,8 @@ class AltTestResult:
     metric : str
     n_items_dropped : int
         Items dropped for fewer than two annotators or no judge label.
+    confidence_interval : Abstention
+        A test has no interval (``not_applicable``).
     """
 
     statistic: float
@@ -801,9 +806,10 @@ class AltTestResult:
     q: float
     metric: str
     n_items_dropped: int
+    confidence_interval: Abstention = _TEST_NO_INTERVAL
 
     def to_frame(self) -> pd.DataFrame:
-        return pd.DataFrame([{"winning_rate": self.winning_rate,
+        return pd.DataFrame([{**self.summary_row(), "winning_rate": self.winning_rate,
                               "advantage_probability": self.advantage_probability,
                               "passed": self.passed, "epsilon": self.epsilon, "q": self.q,
                               "metric": self.metric, "n_annotators_tested": len(self.per_annotator),
@@ -1056,7 +1062,7 @@ def load_alt_test_annotations(path: str | Path) -> dict[Any, dict[Any, Any]]:
 
 
 @dataclass(frozen=True)
-class SampleSizePlan:
+class SampleSizePlan(ResultShape):
     """How many double-labelled items a target half-width on kappa needs.
 
     Attributes
@@ -1084,7 +1090,12 @@ class SampleSizePlan:
     def statistic(self) -> int | Abstention:
         return self.n_required
 
+    @property
+    def confidence_interval(self) -> Abstention:
+        return Abstention(Cause.NOT_APPLICABLE, "a planned sample size has no interval")
+
     def to_frame(self) -> pd.DataFrame:
+        """The simulated half-widths per grid point (``n, median_half_width, ...``)."""
         return self.table.copy()
 
 

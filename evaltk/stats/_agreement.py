@@ -66,7 +66,7 @@ from scipy.special import ndtri
 from .._validation import check_choice, check_columns, check_confidence_level, check_rng
 from ..errors import InputError
 from ..values import Abstention, Cause, EvaltkWarning, UndefinedWarning
-from ._bootstrap import BootstrapResult, bootstrap_table
+from ._bootstrap import BootstrapResult, _config, _undefined_result, bootstrap_table
 from ._result import ConfidenceInterval, ResultShape, user_stacklevel
 
 __all__ = [
@@ -1963,8 +1963,12 @@ def agreement_difference(
     w = weight_matrix(rt.categories, weights)
     all3 = (rt.codes >= 0).all(axis=1)
     c = rt.codes[all3]
+    if rt.codes.shape[0] == 0:
+        raise InputError(f"{fn}: no items (empty input).", field="anchor")
     if c.shape[0] == 0:
-        raise InputError(f"{fn}: no item has answers from judge_a, judge_b and anchor.", field="anchor")
+        cfg = _config(method, n_resamples=n_resamples, confidence_level=confidence_level, unit=unit, rng=rng,
+                      undefined=undefined)
+        return _undefined_result("no item has answers from judge_a, judge_b and anchor", cfg)
     cell = (c[:, 0] * q + c[:, 1]) * q + c[:, 2]
     # marginalise the q^3 triple table onto the two judge-vs-anchor tables
     stat_a = _pair_table_batch(kind, w, q)
@@ -2107,6 +2111,8 @@ def classification_metrics(
     if a.shape[0] != b.shape[0]:
         raise InputError(f"{fn}: `judge` and `anchor` must have one label per item; got lengths "
                          f"{a.shape[0]} and {b.shape[0]}.", field="anchor")
+    if a.shape[0] == 0:
+        raise InputError(f"{fn}: no items (empty input).", field="judge")
     if isinstance(abstain, (str, bytes)) or abstain is None:
         abstain = () if abstain is None else (abstain,)
     values = np.column_stack([a.astype(object), b.astype(object)])
