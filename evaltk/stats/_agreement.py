@@ -67,7 +67,7 @@ from .._validation import check_choice, check_columns, check_confidence_level, c
 from ..errors import InputError
 from ..values import Abstention, Cause, EvaltkWarning, UndefinedWarning
 from ._bootstrap import BootstrapResult, _config, _undefined_result, bootstrap_table
-from ._result import ConfidenceInterval, ResultShape, user_stacklevel
+from ._result import ConfidenceInterval, ResultShape, undefined, user_stacklevel
 
 __all__ = [
     "AgreementResult",
@@ -603,6 +603,8 @@ def _pair_pe(kind: str, P: np.ndarray, w: np.ndarray, q: int) -> np.ndarray:
     if kind == "scott":
         pi = (r + c) / 2.0
         return np.einsum("bk,kl,bl->b", pi, w, pi)
+    if kind == "pa":  # percent agreement: no chance correction
+        return np.zeros(P.shape[0])
     return np.full(P.shape[0], w.sum() / q ** 2)  # pabak / Brennan-Prediger
 
 
@@ -1032,11 +1034,6 @@ def _conger_se(codes: np.ndarray, C: np.ndarray, r: np.ndarray, w: np.ndarray, q
 # =========================================================================== shared driver
 
 
-def _undefined(reason: str, fn: str) -> Abstention:
-    warnings.warn(f"{fn} is undefined: {reason}.", UndefinedWarning, stacklevel=user_stacklevel())
-    return Abstention(Cause.MISSING_EVIDENCE, reason)
-
-
 def _analytic_ci(stat: float, se: float | Abstention, confidence_level: float
                  ) -> ConfidenceInterval | Abstention:
     if isinstance(se, Abstention) or not math.isfinite(se):
@@ -1068,7 +1065,7 @@ def _finish(
         coverage=coverage, categories=rt.categories, weights=weights_name,
     )
     if undefined_reason is not None:
-        ab = _undefined(undefined_reason, fn)
+        ab = undefined(undefined_reason, what=fn)
         pa_v: float | Abstention = pa if math.isfinite(pa) else ab
         pe_v: float | Abstention = pe if math.isfinite(pe) else ab
         return AgreementResult(statistic=ab, standard_error=ab, standard_error_null=ab,

@@ -271,16 +271,8 @@ def _stat_two(kind: str, q: int, weights: Any, categories: tuple[Any, ...]) -> C
     from ._agreement import _pair_table_batch, weight_matrix
 
     w = weight_matrix(categories, weights)
-    if kind == "percent_agreement":
-        def pa(W: np.ndarray) -> np.ndarray:
-            P = W.reshape(W.shape[0], q, q)
-            n = P.sum(axis=(1, 2))
-            with np.errstate(divide="ignore", invalid="ignore"):
-                out = np.einsum("bkl,kl->b", P, w) / n
-            out[n < 1] = np.nan
-            return out
-        return pa
-    return _pair_table_batch({"cohen_kappa": "cohen", "scott_pi": "scott", "pabak": "pabak"}[kind], w, q)
+    kinds = {"cohen_kappa": "cohen", "scott_pi": "scott", "pabak": "pabak", "percent_agreement": "pa"}
+    return _pair_table_batch(kinds[kind], w, q)
 
 
 def _table_bootstrap(stat: Callable[[np.ndarray], np.ndarray], counts: np.ndarray,
