@@ -395,7 +395,7 @@ def test_long_format_matches_wide_and_rejects_duplicates():
     dup = pd.concat([long, long.iloc[:1]])
     with pytest.raises(InputError, match="more than once"):
         fleiss_kappa(data=dup, item="index", rater="coder", rating="v")
-    with pytest.raises(InputError, match="missing"):
+    with pytest.raises(InputError, match="must have a column"):
         fleiss_kappa(data=long, item="unit", rater="coder", rating="v")
 
 

@@ -315,3 +315,65 @@ def test_vectorized_jackknife_equals_loop():
     loop = bootstrap((x, y), lambda a, b: diff(a, b), method="bca", rng=0, n_resamples=200)
     vec = bootstrap((x, y), diff, method="bca", rng=0, n_resamples=200, vectorized=True)
     assert vec.acceleration == pytest.approx(loop.acceleration, rel=1e-12)
+
+
+# --------------------------------------------------------------------------- one engine, one config
+
+
+def test_bootstrap_sums_is_the_multinomial_draw_of_units():
+    from evaltk.stats import bootstrap_sums
+
+    rows = np.array([[1.0, 2.0], [3.0, 3.0], [0.0, 4.0], [2.0, 2.0], [1.0, 5.0]])
+    res = bootstrap_sums(rows, lambda S: S[:, 0] / S[:, 1], unit="cluster", n_resamples=400, rng=5)
+    K = np.random.default_rng(5).multinomial(5, np.full(5, 0.2), size=400).astype(float)
+    by_hand = (K @ rows)[:, 0] / (K @ rows)[:, 1]
+    assert res.statistic == pytest.approx(7 / 16)
+    assert tuple(res.confidence_interval) == pytest.approx(tuple(np.quantile(by_hand, [0.025, 0.975])))
+    assert res.unit == "cluster" and res.n_undefined == 0
+
+
+def test_bootstrap_sums_counts_undefined_replicates():
+    from evaltk.stats import bootstrap_sums
+
+    rows = np.array([[1.0, 1.0], [0.0, 0.0], [0.0, 0.0], [0.0, 0.0]])  # only one unit has a denominator
+    with pytest.warns(UndefinedWarning, match="of 300 bootstrap replicates are undefined"):
+        res = bootstrap_sums(rows, lambda S: np.where(S[:, 1] > 0, S[:, 0] / np.where(S[:, 1] > 0, S[:, 1], 1),
+                                                      np.nan), n_resamples=300, rng=0)
+    K = np.random.default_rng(0).multinomial(4, np.full(4, 0.25), size=300)
+    assert res.n_undefined == int((K[:, 0] == 0).sum()) > 0
+    assert res.n_defined == 300 - res.n_undefined
+
+
+def test_bootstrap_config_is_the_same_as_the_keywords_and_refuses_both():
+    from evaltk.stats import BootstrapConfig, bootstrap_table
+
+    t = [0, 1, 1, 0, 1, 1, 0, 1]
+    cfg = BootstrapConfig(method="bca", n_resamples=300, confidence_level=0.9, rng=3)
+    stat = lambda W: W[:, 1] / W.sum(axis=1)  # noqa: E731
+    a = bootstrap_table(t, stat, method=cfg)
+    b = bootstrap_table(t, stat, method="bca", n_resamples=300, confidence_level=0.9, rng=3)
+    assert a.confidence_interval == b.confidence_interval and a.method_requested == "bca"
+    with pytest.raises(TypeError, match="set n_resamples on it"):
+        bootstrap_table(t, stat, method=cfg, n_resamples=100)
+    with pytest.raises(ValueError, match="`n_resamples` must be a positive int; got 0."):
+        BootstrapConfig(n_resamples=0)
+    with pytest.raises(ValueError, match=r"`confidence_level` must be in \(0, 1\); got 1.5."):
+        BootstrapConfig(confidence_level=1.5)
+
+
+def test_validation_has_one_message_form():
+    from evaltk._validation import check_choice, check_columns, check_confidence_level, check_rng
+    from evaltk.errors import InputError
+
+    with pytest.raises(ValueError, match=r"^`confidence_level` must be in \(0, 1\); got 1.5.$"):
+        check_confidence_level(1.5)
+    with pytest.raises(TypeError, match="^`rng` must be None, an int seed or a numpy Generator; got float.$"):
+        check_rng(1.5)
+    with pytest.raises(ValueError, match="^`unit` must be one of 'item', 'cluster'; got 'items'.$"):
+        check_choice("unit", "items", ("item", "cluster"))
+    import pandas as pd
+
+    with pytest.raises(InputError, match="`data` must have a column `rating`"):
+        check_columns(pd.DataFrame({"item": [1]}), ["item", "rating"])
+    g = np.random.default_rng(1)
+    assert check_rng(g) is g

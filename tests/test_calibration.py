@@ -28,7 +28,7 @@ from statsmodels.stats.multitest import multipletests
 
 from evaltk.cli._main import main
 from evaltk.data import load_alt_test_annotations
-from evaltk.errors import SchemaViolation, UnreadableInput
+from evaltk.errors import InputError, SchemaViolation, UnreadableInput
 from evaltk.judges._calibration import (
     AGENTREWARDBENCH_QUESTIONS,
     PROMOTION_CONDITIONS,
@@ -36,7 +36,6 @@ from evaltk.judges._calibration import (
     CalibrationNumbers,
     CeilingResult,
     _by_reject,
-    _kappa_from_tables,
     agentrewardbench_ceiling,
     alt_test,
     calibration_numbers,
@@ -47,7 +46,7 @@ from evaltk.judges._calibration import (
     population_table,
     promotion_check,
 )
-from evaltk.stats import cohen_kappa, wilson_interval, z_value
+from evaltk.stats import cohen_kappa, kappa_from_tables, wilson_interval, z_value
 from evaltk.values import Abstention, Threshold, UndefinedWarning
 
 # --------------------------------------------------------------------------- helpers
@@ -130,7 +129,7 @@ def test_ceiling_ordinal_needs_scale_and_matches_krippendorff():
 
 
 def test_ceiling_errors_and_undefined():
-    with pytest.raises(ValueError, match="no column `rating`"):
+    with pytest.raises(ValueError, match="must have a column `rating`"):
         human_ceiling(pd.DataFrame({"item_id": [1], "rater": ["a"]}), level="nominal")
     dup = pd.DataFrame({"item_id": [1, 1], "rater": ["a", "a"], "rating": ["x", "y"]})
     with pytest.raises(ValueError, match="rater 'a' rated item 1 more than once"):
@@ -140,7 +139,12 @@ def test_ceiling_errors_and_undefined():
     with pytest.raises(ValueError, match="label 'z' is not among `categories`"):
         human_ceiling(_long([["a", "z"]]), level="nominal", categories=["a", "b"])
     with pytest.warns(UndefinedWarning):
-        assert isinstance(human_ceiling(_long([["a", None], ["b", "Unsure"]]), level="nominal"), Abstention)
+        c = human_ceiling(_long([["a", None], ["b", "Unsure"]]), level="nominal", abstain=["Unsure"])
+    assert isinstance(c, CeilingResult) and not c.defined and isinstance(c.statistic, Abstention)
+    f = c.to_frame()
+    assert f["cause"].eq("missing_evidence").all() and f["statistic"].isna().all()
+    with pytest.raises(InputError, match="no rows"):
+        human_ceiling(_long([["a", "a"]]).iloc[:0], level="nominal")
 
 
 # --------------------------------------------------------------------------- the three numbers
@@ -173,10 +177,10 @@ def test_calibration_numbers_hand_computed():
     for _, row in f.iterrows():
         if row["comparison"] == "majority baseline-human" and row["statistic_name"] == "cohen_kappa":
             # a constant rater: kappa is 0 in every resample, so no interval (not a falsely precise [0, 0])
-            assert math.isnan(row["ci_low"]) and row["interval_cause"] == "missing_evidence"
-            assert "single category" in row["interval_reason"]
+            assert math.isnan(row["ci_low"]) and row["ci_cause"] == "missing_evidence"
+            assert "single category" in row["ci_reason"]
             continue
-        assert pd.isna(row["interval_cause"])
+        assert pd.isna(row["ci_cause"])
         assert row["ci_low"] <= row["statistic"] + 1e-12 and row["statistic"] <= row["ci_high"] + 1e-12
 
 
@@ -195,7 +199,11 @@ def test_calibration_numbers_judge_abstentions_leave_all_three():
     with pytest.raises(ValueError, match="`majority` 'Q'"):
         _quiet(calibration_numbers, df, judge, level="nominal", majority="Q")
     with pytest.warns(UndefinedWarning):
-        assert isinstance(calibration_numbers(df, {}, level="nominal"), Abstention)
+        nums = calibration_numbers(df, {}, level="nominal")
+    assert not nums.defined and isinstance(nums.judge.statistic, Abstention) and nums.ceiling.defined
+    f = nums.to_frame().set_index(["comparison", "statistic_name"])
+    assert f.loc[("judge-human", "percent_agreement"), "cause"] == "missing_evidence"
+    assert nums.n_judge_missing == 8
 
 
 # --------------------------------------------------------------------------- promotion rule
@@ -363,7 +371,7 @@ def test_load_alt_test_annotations_errors(tmp_path):
 @pytest.mark.parametrize("table", [[[20, 5], [10, 65]], [[40, 9, 1], [6, 30, 4], [2, 3, 25]], [[3, 0], [1, 9]]])
 def test_vectorised_kappa_matches_statsmodels_and_agreement(table):
     t = np.asarray(table)
-    k, se = _kappa_from_tables(t[None])
+    k, se = kappa_from_tables(t[None])
     ref = cohens_kappa(t)
     assert k[0] == pytest.approx(ref.kappa) and se[0] == pytest.approx(ref.std_kappa)
     j = [i for i in range(len(t)) for jj in range(len(t)) for _ in range(t[i, jj])]
@@ -376,7 +384,7 @@ def test_population_table_has_the_declared_kappa():
     for kappa, pi in [(0.6, 0.5), (0.4, 0.1), (0.0, 0.3), (0.9, 0.05)]:
         p = population_table(kappa, pi)
         assert p.sum() == pytest.approx(1.0) and p.sum(axis=0) == pytest.approx([pi, 1 - pi])
-        assert _kappa_from_tables(p[None] * 1000)[0][0] == pytest.approx(kappa)
+        assert kappa_from_tables(p[None] * 1000)[0][0] == pytest.approx(kappa)
     with pytest.raises(ValueError, match="`prevalence` must be in"):
         population_table(0.5, 1.0)
     with pytest.raises(ValueError, match="`kappa` must be in"):
@@ -386,7 +394,7 @@ def test_population_table_has_the_declared_kappa():
 def test_kappa_sample_size_agrees_with_the_large_sample_formula():
     # Var(kappa_hat) ~ V1 / n, so the median half-width reaches h near n = (z sqrt(V1) / h)^2.
     for kappa, pi, h in [(0.6, 0.5, 0.1), (0.7, 0.2, 0.1)]:
-        se1 = _kappa_from_tables(population_table(kappa, pi)[None] * 1.0)[1][0]  # n = 1
+        se1 = kappa_from_tables(population_table(kappa, pi)[None] * 1.0)[1][0]  # n = 1
         n_formula = (z_value(0.95) * se1 / h) ** 2
         grid = list(range(20, 2001, 5))
         plan = kappa_sample_size(h, kappa=kappa, prevalence=pi, rng=0, n_simulations=400, n_grid=grid)

@@ -33,6 +33,10 @@ from evaltk.stats import (
     UNDERSTATES,
     UNKNOWN,
     DirectionResult,
+    McNemarResult,
+    MeanSignedDifferenceResult,
+    SignedBiasResult,
+    StuartMaxwellResult,
     class_bias,
     confusion_asymmetry,
     direction_of_error,
@@ -88,8 +92,10 @@ def test_mcnemar_midp_between_and_edge_cases():
     assert r.statistic == 0.0 and r.pvalue == 1.0
     assert mcnemar_test([[5, 0], [0, 5]], method="mid-p").pvalue == 1.0
     with pytest.warns(UndefinedWarning):
-        assert isinstance(mcnemar_test([[5, 0], [0, 5]], method="asymptotic"), Abstention)
-    with pytest.raises(ValueError, match="`method` must be one of exact, mid-p, asymptotic"):
+        m = mcnemar_test([[5, 0], [0, 5]], method="asymptotic")
+    assert isinstance(m, McNemarResult) and isinstance(m.statistic, Abstention) and isinstance(m.pvalue, Abstention)
+    assert not m.defined and m.to_frame().loc[0, "cause"] == "missing_evidence"
+    with pytest.raises(ValueError, match="`method` must be one of 'exact', 'mid-p', 'asymptotic'"):
         mcnemar_test(BENTUR, method="fisher")
     with pytest.raises(ValueError, match="2x2"):
         mcnemar_test([[1, 2, 3]])
@@ -119,7 +125,7 @@ def test_stuart_maxwell_fagerland_2017_peterson():
     assert f"{r.statistic:.3f}" == "26.250" and r.df == 3 and f"{r.pvalue:.6f}" == "0.000008"
     b = stuart_maxwell_test(peterson, method="bhapkar")
     assert f"{b.statistic:.3f}" == "27.304" and b.df == 3 and f"{b.pvalue:.6f}" == "0.000005"
-    with pytest.raises(ValueError, match="`method` must be one of stuart_maxwell, bhapkar"):
+    with pytest.raises(ValueError, match="`method` must be one of 'stuart_maxwell', 'bhapkar'"):
         stuart_maxwell_test(peterson, method="bowker")
 
 
@@ -143,7 +149,8 @@ def test_stuart_maxwell_unused_category_dropped_and_undefined():
     r = stuart_maxwell_test(t, categories=["a", "b", "c"])
     assert r.df == 1 and r.categories == ("a", "b")
     with pytest.warns(UndefinedWarning):
-        assert isinstance(stuart_maxwell_test(np.diag([3, 4, 5])), Abstention)
+        sm = stuart_maxwell_test(np.diag([3, 4, 5]))
+    assert isinstance(sm, StuartMaxwellResult) and isinstance(sm.statistic, Abstention) and not sm.defined
     with pytest.raises(ValueError, match="square"):
         stuart_maxwell_test([[1, 2, 3], [1, 2, 3]])
 
@@ -193,7 +200,9 @@ def test_signed_bias_errors_and_undefined():
         signed_bias(["Yes"], ["Yes"], positive="Yes", confidence_level=95)
     with pytest.warns(UndefinedWarning):
         r = signed_bias([None, "Yes"], ["Yes", None], positive="Yes")
-    assert isinstance(r, Abstention)
+    assert isinstance(r, SignedBiasResult) and isinstance(r.statistic, Abstention) and r.lean == UNKNOWN
+    f = r.to_frame()
+    assert f.loc[0, "cause"] == "missing_evidence" and f.loc[0, "n_pairs"] == 0
 
 
 def test_signed_bias_bool_and_series_inputs():
@@ -292,7 +301,8 @@ def test_mean_signed_difference_mapping_numeric_and_errors():
     with pytest.raises(ValueError, match="outside the declared scale"):
         mean_signed_difference(["Lots", "Some"], ["Lots", "Lots"], categories=eff)
     with pytest.warns(UndefinedWarning):
-        assert isinstance(mean_signed_difference([1], [2]), Abstention)
+        m = mean_signed_difference([1], [2])
+    assert isinstance(m, MeanSignedDifferenceResult) and isinstance(m.statistic, Abstention) and m.lean == UNKNOWN
 
 
 # --------------------------------------------------------------------------- in words
@@ -314,7 +324,7 @@ def test_direction_of_error_binary_ordinal_unknown():
     assert none_paired.lean == UNKNOWN and "no anchor" in none_paired.reason
     o = direction_of_error([3, 3, 2, 3, 3], [1, 2, 1, 2, 1], scale="ordinal")
     assert o.lean == OVERSTATES and 0 <= o.pvalue < 0.05
-    with pytest.raises(ValueError, match="`scale` must be one of binary, ordinal"):
+    with pytest.raises(ValueError, match="`scale` must be one of 'binary', 'ordinal'"):
         direction_of_error(j, h, scale="nominal")
 
 
@@ -334,5 +344,5 @@ def test_direction_table_fills_seed_002_shape():
     assert t.loc["t_eff", "lean"] == UNKNOWN and t.loc["t_eff", "n_pairs"] == 0
     assert t.loc["t_safe", "lean"] == OVERSTATES
     assert {"statistic", "ci_low", "ci_high", "pvalue", "reason", "n_items"} <= set(t.columns)
-    with pytest.raises(ValueError, match="no column `human`"):
+    with pytest.raises(ValueError, match="must have a column `human`"):
         direction_table(df.drop(columns="human"))

@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 from statsmodels.stats.proportion import confint_proportions_2indep, proportion_confint
 
 from evaltk.stats import (
+    ConfidenceInterval,
     PairedDifferenceResult,
     ProportionInterval,
     clopper_pearson_bounds,
@@ -73,7 +74,10 @@ def test_result_shape_and_frame():
     assert isinstance(r, ProportionInterval)
     assert r.statistic == 0.3 and r.n == 10 and r.successes == 3 and r.method == "wilson"
     f = r.to_frame()
-    assert list(f.columns) == ["statistic", "ci_low", "ci_high", "successes", "n", "confidence_level", "method"]
+    assert list(f.columns) == ["statistic", "cause", "reason", "ci_low", "ci_high", "ci_cause", "ci_reason", "successes",
+                               "n",
+                               "confidence_level", "method"]
+    assert r.defined and isinstance(r.confidence_interval, ConfidenceInterval)
     assert f.loc[0, "ci_low"] == r.confidence_interval[0]
     assert r.half_width == pytest.approx((r.confidence_interval[1] - r.confidence_interval[0]) / 2)
     assert clopper_pearson_interval(3, 10).method == "clopper_pearson"
@@ -84,9 +88,15 @@ def test_zero_trials_abstains_with_warning():
     for fn in (wilson_interval, clopper_pearson_interval):
         with pytest.warns(UndefinedWarning):
             r = fn(0, 0)
-        assert isinstance(r, Abstention) and r.cause.value == "missing_evidence"
+        assert isinstance(r, ProportionInterval) and not r.defined
+        assert isinstance(r.statistic, Abstention) and r.statistic.cause.value == "missing_evidence"
+        assert isinstance(r.confidence_interval, Abstention) and isinstance(r.half_width, Abstention)
+        f = r.to_frame()
+        assert f.loc[0, "cause"] == "missing_evidence" and f.loc[0, "ci_cause"] == "missing_evidence"
     with pytest.warns(UndefinedWarning):
-        assert isinstance(paired_difference_interval([[0, 0], [0, 0]]), Abstention)
+        d = paired_difference_interval([[0, 0], [0, 0]])
+    assert isinstance(d, PairedDifferenceResult) and isinstance(d.statistic, Abstention)
+    assert d.to_frame().loc[0, "cause"] == "missing_evidence"
 
 
 @pytest.mark.parametrize(

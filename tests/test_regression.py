@@ -12,7 +12,7 @@ import pytest
 from evaltk.cli._main import main
 from evaltk.judges import GateRefused, gate
 from evaltk.scoring import CalibrationRecord, score_tables
-from evaltk.values import Threshold
+from evaltk.values import Threshold, UndefinedWarning
 
 
 def _matrix(p_task: float, *, n: int = 200, seed: int = 0, p_ground: float = 0.8, eff: float = 0.6):
@@ -155,3 +155,27 @@ def test_calibrated_only_when_both_sides_are():
     base, cand = _matrix(0.85, seed=1), _calibrated(_matrix(0.45, seed=2))
     d = gate(base, cand).dimensions.set_index("measure")
     assert not d.loc["x_task", "calibrated"] and d.loc["x_task", "decision"] == "review"
+
+
+def test_undefined_bootstrap_replicates_are_counted_reported_and_warned():
+    # Issue 13: the gate dropped undefined replicates with nanquantile, uncounted.  Here only
+    # two of 200 baseline tasks have an answered step, so every resample of tasks that draws
+    # neither has no baseline rate (0 / 0): such replicates must be counted on the result.
+    base = _matrix(0.9, seed=1)
+    cand = _matrix(0.9, seed=2)
+    diag = base.diagnostics.copy()
+    empty = np.ones(len(diag), dtype=bool)
+    empty[:2] = False
+    diag.loc[empty, ["x_ctx_n_grounded", "x_ctx_n_answered"]] = 0.0
+    base = replace(base, diagnostics=diag)
+    with pytest.warns(UndefinedWarning, match=r"of 2000 bootstrap replicates are undefined"):
+        d = gate(base, cand, measures=["x_ctx"], rng=0).dimensions.set_index("measure")
+    # the same draws, by hand: task counts Multinomial(K, 1/K) per replicate (rng=0, first draw)
+    order = sorted(base.runs["task"])
+    answered = np.isin(order, base.runs["task"].to_numpy()[:2])
+    W = np.random.default_rng(0).multinomial(len(order), np.full(len(order), 1 / len(order)), size=2000)
+    expected = int((W[:, answered].sum(axis=1) == 0).sum())
+    assert expected > 100  # the constructed case really has many undefined replicates
+    assert d.loc["x_ctx", "n_undefined_resamples"] == expected
+    assert d.loc["x_ctx", "n_resamples"] == 2000
+    assert np.isfinite(d.loc["x_ctx", "ci_low"])

@@ -16,7 +16,7 @@ from ..judges._calibration import (
     alt_test,
     human_ceiling,
 )
-from ..values import ABSTAIN_WORDS, MEASURE_LEVELS, Abstention
+from ..values import ABSTAIN_WORDS, MEASURE_LEVELS
 
 # --------------------------------------------------------------------------- CLI
 
@@ -174,10 +174,10 @@ def _cli_ceiling(args: Any) -> int:
                       measure=args.measure,
                       categories=args.categories, abstain=abstain, confidence_level=args.confidence_level,
                       rng=args.seed)
-    if isinstance(r, Abstention):
+    if not r.defined:
         from ._main import CliError
 
-        raise CliError(f"{p}: no human ceiling: {r.reason}", 1)
+        raise CliError(f"{p}: no human ceiling: {r.statistic.reason}", 1)
     frame = r.to_frame()
     if args.json:
         print(frame.to_json(orient="records", indent=2))

@@ -41,16 +41,20 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ..errors import SchemaViolation, UnreadableInput
-from ..stats._agreement import (
+from .._validation import check_columns, check_confidence_level, check_rng
+from ..errors import InputError, SchemaViolation, UnreadableInput
+from ..stats import (
     AgreementResult,
     CategoryDomainWarning,
+    ConfidenceInterval,
+    ResultShape,
     cohen_kappa,
+    kappa_from_tables,
     krippendorff_alpha,
     percent_agreement,
+    wilson_interval,
+    z_value,
 )
-from ..stats._bootstrap import check_rng
-from ..stats._intervals import ProportionInterval, check_confidence_level, wilson_interval, z_value
 from ..values import (
     ABSTAIN_WORDS,
     Abstention,
@@ -154,53 +158,20 @@ def _check_level(level: str | None, measure: str | None = None,
     return level, categories
 
 
-# --------------------------------------------------------------------------- vectorised coefficients
-
-
-def _kappa_from_tables(T: np.ndarray, weights: str | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Cohen's kappa and its large-sample SE (Fleiss, Cohen and Everitt 1969) for tables (m, k, k).
-
-    NaN where undefined (expected agreement 1, or an empty table).
-    """
-    T = np.asarray(T, dtype=float)
-    k = T.shape[-1]
-    n = T.sum(axis=(-2, -1))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        p = T / n[:, None, None]
-        r = p.sum(axis=-1)
-        c = p.sum(axis=-2)
-        if weights is None:
-            w = np.eye(k)
-        else:
-            i = np.arange(k)
-            d = np.abs(i[:, None] - i[None, :]) / max(k - 1, 1)
-            w = 1.0 - (d if weights == "linear" else d * d)
-        po = np.einsum("mij,ij->m", p, w)
-        pe = np.einsum("mi,mj,ij->m", r, c, w)
-        kappa = (po - pe) / (1.0 - pe)
-        wr = np.einsum("ij,mj->mi", w, c)  # weighted column means  w_i. = sum_j w_ij p_.j
-        wc = np.einsum("ij,mi->mj", w, r)  # w_.j = sum_i w_ij p_i.
-        term = (w[None] - (wr[:, :, None] + wc[:, None, :]) * (1.0 - kappa[:, None, None])) ** 2
-        var = (np.einsum("mij,mij->m", p, term) - (kappa - pe * (1.0 - kappa)) ** 2) / (n * (1.0 - pe) ** 2)
-        se = np.sqrt(np.maximum(var, 0.0))
-    ok = (n > 0) & (pe < 1.0 - 1e-12)
-    return np.where(ok, kappa, np.nan), np.where(ok, se, np.nan)
-
-
 # --------------------------------------------------------------------------- human ceiling
 
 
 @dataclass(frozen=True)
-class CeilingResult:
+class CeilingResult(ResultShape):
     """Human-human agreement on the items two or more humans labelled.
 
     Attributes
     ----------
-    statistic : float
+    statistic : float or Abstention
         Percent agreement: the mean over pairable items of the share of agreeing
         pairs of ratings (with two ratings per item: the share of items whose two
-        ratings agree).
-    confidence_interval : tuple of float
+        ratings agree); an abstention when no item keeps two ratings.
+    confidence_interval : ConfidenceInterval or Abstention
         Wilson interval when every pairable item has exactly two ratings (the
         items are then Bernoulli trials); otherwise an item bootstrap.
     interval_method : str
@@ -224,8 +195,8 @@ class CeilingResult:
     confidence_level : float
     """
 
-    statistic: float
-    confidence_interval: tuple[float, float]
+    statistic: float | Abstention
+    confidence_interval: ConfidenceInterval | Abstention
     interval_method: str
     alpha: AgreementResult
     level: str
@@ -248,8 +219,6 @@ class CeilingResult:
     def to_frame(self) -> pd.DataFrame:
         """Two tidy rows: ``percent_agreement`` and ``krippendorff_alpha``."""
         a = self.alpha
-        a_stat = None if isinstance(a.statistic, Abstention) else a.statistic
-        a_ci = (None, None) if isinstance(a.confidence_interval, Abstention) else a.confidence_interval
         cov = self.coverage
         common = {"n_items": self.n_items, "n_multiply_labelled": self.n_multiply_labelled,
                   "n_pairable": self.n_pairable, "n_ratings_abstained": self.n_ratings_abstained,
@@ -257,23 +226,19 @@ class CeilingResult:
                   "coverage": None if isinstance(cov, Abstention) else cov,
                   "confidence_level": self.confidence_level}
         return pd.DataFrame([
-            {"statistic_name": "percent_agreement", "statistic": self.statistic,
-             "ci_low": self.confidence_interval[0], "ci_high": self.confidence_interval[1],
-             "interval_method": self.interval_method, **_causes(self.statistic, self.confidence_interval),
-             **common},
-            {"statistic_name": f"krippendorff_alpha_{self.level}", "statistic": a_stat,
-             "ci_low": a_ci[0], "ci_high": a_ci[1],
-             "interval_method": f"bootstrap_{a.method}_item", **_causes(a.statistic, a.confidence_interval),
-             **common},
+            {"statistic_name": "percent_agreement", **self.summary_row(),
+             "interval_method": self.interval_method, **common},
+            {"statistic_name": f"krippendorff_alpha_{self.level}", **a.summary_row(),
+             "interval_method": f"bootstrap_{a.method}_item", **common},
         ])
 
 
 def _long_frame(data: Any, item: str, rater: str, rating: str) -> pd.DataFrame:
     if not isinstance(data, pd.DataFrame):
         raise TypeError(f"`data` must be a long DataFrame with columns {item!r}, {rater!r}, {rating!r}.")
-    missing = [c for c in (item, rater, rating) if c not in data.columns]
-    if missing:
-        raise ValueError(f"`data` has no column `{missing[0]}`; columns are {list(data.columns)}.")
+    check_columns(data, (item, rater, rating))
+    if data.empty:
+        raise InputError("`data` has no rows: there are no ratings to compare.", field="data")
     return data[[item, rater, rating]]
 
 
@@ -319,7 +284,7 @@ def human_ceiling(
     method: str = "percentile",
     n_resamples: int = 2000,
     rng: Any = None,
-) -> CeilingResult | Abstention:
+) -> CeilingResult:
     """Human-human agreement on the items two or more humans labelled, with intervals.
 
     Parameters
@@ -348,8 +313,10 @@ def human_ceiling(
 
     Returns
     -------
-    CeilingResult or Abstention
-        An abstention (with a warning) when no item keeps two ratings.
+    CeilingResult
+        With abstentions for the statistic and interval (and a warning) when no
+        item keeps two non-abstained ratings; empty ``data`` raises
+        :class:`~evaltk.errors.InputError`.
 
     Notes
     -----
@@ -382,9 +349,7 @@ def human_ceiling(
     ab = abstain_labels(abstain, categories)
     units, counts = _units(frame, item, rater, rating, ab)
     if not units:
-        warnings.warn("human ceiling undefined: no item keeps two non-abstained ratings",
-                      UndefinedWarning, stacklevel=2)
-        return Abstention(Cause.MISSING_EVIDENCE, "no item keeps two non-abstained ratings")
+        return _undefined_ceiling(level, categories, cl, counts)
     cats = _domain((x for v in units.values() for x in v), categories, level)
     sizes = np.array([len(v) for v in units.values()])
     per_item = np.array([_pairwise_agreement(v) for v in units.values()])
@@ -395,21 +360,33 @@ def human_ceiling(
     sub = sub[[not _is_abstention(x, ab) for x in sub[rating].tolist()]]
     if (sizes == 2).all():
         w = wilson_interval(int(round(float(per_item.sum()))), len(units), confidence_level=cl)
-        assert isinstance(w, ProportionInterval)
         pa_ci, pa_method = w.confidence_interval, "wilson"
     else:
         res = percent_agreement(data=sub, item=item, rater=rater, rating=rating, categories=cats,
                                 method=method, n_resamples=n_resamples, confidence_level=cl, rng=gen)
-        ci = res.confidence_interval
-        pa_ci = (math.nan, math.nan) if isinstance(ci, Abstention) else ci
-        pa_method = f"bootstrap_{res.method}_item"
+        pa_ci, pa_method = res.confidence_interval, f"bootstrap_{res.method}_item"
     alpha = krippendorff_alpha(data=sub, item=item, rater=rater, rating=rating, level=level, categories=cats,
                                method=method, n_resamples=n_resamples, confidence_level=cl, rng=gen)
     return CeilingResult(
-        statistic=pa, confidence_interval=(float(pa_ci[0]), float(pa_ci[1])), interval_method=pa_method,
+        statistic=pa, confidence_interval=pa_ci, interval_method=pa_method,
         alpha=alpha, level=level, categories=tuple(cats), items=tuple(units),
         n_pairable=len(units), confidence_level=cl, **counts,
     )
+
+
+def _undefined(reason: str, *, what: str) -> Abstention:
+    warnings.warn(f"{what} is undefined: {reason}.", UndefinedWarning, stacklevel=3)
+    return Abstention(Cause.MISSING_EVIDENCE, reason)
+
+
+def _undefined_ceiling(level: str, categories: Sequence[Any] | None, cl: float, counts: dict[str, int]
+                       ) -> CeilingResult:
+    ab = _undefined("no item keeps two non-abstained ratings", what="the human ceiling")
+    cats = tuple(categories) if categories is not None else ()
+    alpha = AgreementResult.abstaining("krippendorff_alpha", ab, confidence_level=cl, categories=cats,
+                                       weights=level, n_units=counts["n_items"])
+    return CeilingResult(statistic=ab, confidence_interval=ab, interval_method="none", alpha=alpha, level=level,
+                         categories=cats, items=(), n_pairable=0, confidence_level=cl, **counts)
 
 
 def _pairwise_agreement(labels: list[Any]) -> float:
@@ -422,7 +399,7 @@ def _pairwise_agreement(labels: list[Any]) -> float:
 
 
 @dataclass(frozen=True)
-class AgreementWithHumans:
+class AgreementWithHumans(ResultShape):
     """Agreement of one labeller (a judge, or the majority baseline) with the human ratings.
 
     Every (item, human rating) pair counts once; the interval resamples items
@@ -432,9 +409,9 @@ class AgreementWithHumans:
     ----------
     name : str
         ``"judge"`` or ``"majority_baseline"``.
-    statistic : float
+    statistic : float or Abstention
         Percent agreement: share of (item, human rating) pairs the labeller matches.
-    confidence_interval : tuple of float
+    confidence_interval : ConfidenceInterval or Abstention
     kappa : AgreementResult
         Cohen's kappa of the labeller against the stacked human ratings (quadratic
         weights for an ordinal level), item bootstrap.  For the always-majority
@@ -445,8 +422,8 @@ class AgreementWithHumans:
     """
 
     name: str
-    statistic: float
-    confidence_interval: tuple[float, float]
+    statistic: float | Abstention
+    confidence_interval: ConfidenceInterval | Abstention
     kappa: AgreementResult
     n_items: int
     n_pairs: int
@@ -455,8 +432,11 @@ class AgreementWithHumans:
 
 
 @dataclass(frozen=True)
-class CalibrationNumbers:
+class CalibrationNumbers(ResultShape):
     """Seed 002's three numbers on the same items: human ceiling, judge, degenerate baseline.
+
+    ``statistic`` and ``confidence_interval`` are the judge's (percent agreement
+    with the humans); all three numbers are in :meth:`to_frame`.
 
     Attributes
     ----------
@@ -479,6 +459,15 @@ class CalibrationNumbers:
     n_judge_missing: int
 
     @property
+    def statistic(self) -> float | Abstention:
+        """The judge's percent agreement with the humans."""
+        return self.judge.statistic
+
+    @property
+    def confidence_interval(self) -> ConfidenceInterval | Abstention:
+        return self.judge.confidence_interval
+
+    @property
     def judge_coverage(self) -> float | Abstention:
         total = len(self.items) + self.n_judge_abstained + self.n_judge_missing
         if total == 0:
@@ -492,22 +481,17 @@ class CalibrationNumbers:
         c = self.ceiling
         for _, r in c.to_frame().iterrows():
             rows.append({"comparison": "human-human", "statistic_name": r["statistic_name"],
-                         "statistic": r["statistic"], "ci_low": r["ci_low"], "ci_high": r["ci_high"],
-                         "interval_method": r["interval_method"], "n_items": c.n_pairable,
-                         **{k: r[k] for k in _CAUSE_COLUMNS}})
+                         **{k: r[k] for k in _SHAPE_COLUMNS},
+                         "interval_method": r["interval_method"], "n_items": c.n_pairable})
         for a in (self.judge, self.baseline):
             comp = "judge-human" if a.name == "judge" else "majority baseline-human"
-            rows.append({"comparison": comp, "statistic_name": "percent_agreement", "statistic": a.statistic,
-                         "ci_low": a.confidence_interval[0], "ci_high": a.confidence_interval[1],
-                         "interval_method": a.interval_method, "n_items": a.n_items,
-                         **_causes(a.statistic, a.confidence_interval)})
+            rows.append({"comparison": comp, "statistic_name": "percent_agreement",
+                         **a.summary_row(),
+                         "interval_method": a.interval_method, "n_items": a.n_items})
             k = a.kappa
-            kci = (None, None) if isinstance(k.confidence_interval, Abstention) else k.confidence_interval
             rows.append({"comparison": comp, "statistic_name": "cohen_kappa" + (
-                "_quadratic" if c.level == "ordinal" else ""),
-                "statistic": None if isinstance(k.statistic, Abstention) else k.statistic,
-                "ci_low": kci[0], "ci_high": kci[1], "interval_method": f"bootstrap_{k.method}_cluster(item)",
-                "n_items": a.n_items, **_causes(k.statistic, k.confidence_interval)})
+                "_quadratic" if c.level == "ordinal" else ""), **k.summary_row(),
+                "interval_method": f"bootstrap_{k.method}_cluster(item)", "n_items": a.n_items})
         return pd.DataFrame(rows)
 
 
@@ -524,12 +508,16 @@ def _labeller_agreement(name: str, labels: list[Any], units: list[list[Any]], it
                                    confidence_level=cl, rng=rng, unit="cluster", clusters=clusters)
         k_res = cohen_kappa(y1, y2, weights=weights, categories=cats, method=method, n_resamples=n_resamples,
                             confidence_level=cl, rng=rng, unit="cluster", clusters=clusters)
-    ci = pa_res.confidence_interval
-    ci_t = (float(ci[0]), float(ci[1])) if not isinstance(ci, Abstention) else (math.nan, math.nan)
-    stat = pa_res.statistic
-    return AgreementWithHumans(name=name, statistic=math.nan if isinstance(stat, Abstention) else float(stat),
-                               confidence_interval=ci_t, kappa=k_res, n_items=len(units), n_pairs=len(y1),
+    return AgreementWithHumans(name=name, statistic=pa_res.statistic,
+                               confidence_interval=pa_res.confidence_interval, kappa=k_res, n_items=len(units),
+                               n_pairs=len(y1),
                                interval_method=f"bootstrap_{pa_res.method}_cluster(item)", label=constant)
+
+
+def _unanswered(name: str, ab: Abstention, cl: float, ceiling: CeilingResult) -> AgreementWithHumans:
+    kappa = AgreementResult.abstaining("cohen_kappa", ab, confidence_level=cl, categories=ceiling.categories)
+    return AgreementWithHumans(name=name, statistic=ab, confidence_interval=ab, kappa=kappa, n_items=0, n_pairs=0,
+                               interval_method="none")
 
 
 def calibration_numbers(
@@ -548,7 +536,7 @@ def calibration_numbers(
     method: str = "percentile",
     n_resamples: int = 2000,
     rng: Any = None,
-) -> CalibrationNumbers | Abstention:
+) -> CalibrationNumbers:
     """Human ceiling, judge-human agreement and an always-majority baseline on the same items.
 
     Parameters
@@ -567,7 +555,9 @@ def calibration_numbers(
 
     Returns
     -------
-    CalibrationNumbers or Abstention
+    CalibrationNumbers
+        When no pairable item has a judge label, the judge's and the baseline's
+        numbers are abstentions (with a warning); the ceiling is still computed.
 
     Examples
     --------
@@ -587,14 +577,17 @@ def calibration_numbers(
     n_missing = sum(1 for k in units_all if k not in jmap)
     n_jabst = sum(1 for k in units_all if k in jmap and _is_abstention(jmap[k], ab))
     keep = [k for k in units_all if k in jmap and not _is_abstention(jmap[k], ab)]
-    if not keep:
-        warnings.warn("no pairable item has a judge label", UndefinedWarning, stacklevel=2)
-        return Abstention(Cause.MISSING_EVIDENCE, "no pairable item has a judge label")
-    sub = frame[frame[item].isin(set(keep))]
     gen = check_rng(rng)
+    if not keep:
+        ceiling = human_ceiling(frame, item=item, rater=rater, rating=rating, level=level, categories=categories,
+                                abstain=ab, confidence_level=cl, method=method, n_resamples=n_resamples, rng=gen)
+        nobody = _undefined("no pairable item has a judge label", what="judge-human agreement")
+        none = [_unanswered(name, nobody, cl, ceiling) for name in ("judge", "majority_baseline")]
+        return CalibrationNumbers(ceiling=ceiling, judge=none[0], baseline=none[1], items=(),
+                                  n_judge_abstained=n_jabst, n_judge_missing=n_missing)
+    sub = frame[frame[item].isin(set(keep))]
     ceiling = human_ceiling(sub, item=item, rater=rater, rating=rating, level=level, categories=categories,
                             abstain=ab, confidence_level=cl, method=method, n_resamples=n_resamples, rng=gen)
-    assert isinstance(ceiling, CeilingResult)
     units = [units_all[k] for k in ceiling.items]
     jl = [jmap[k] for k in ceiling.items]
     cats = _domain([*ceiling.categories, *jl], categories if categories is not None else None, level) \
@@ -661,14 +654,7 @@ class PromotionCheck:
         return self.conditions.copy()
 
 
-_CAUSE_COLUMNS = ("statistic_cause", "interval_cause", "interval_reason")
-
-
-def _causes(statistic: Any, interval: Any) -> dict[str, Any]:
-    """The cause of a missing statistic or interval (None where present): no NaN without a cause."""
-    return {"statistic_cause": statistic.cause.value if isinstance(statistic, Abstention) else None,
-            "interval_cause": interval.cause.value if isinstance(interval, Abstention) else None,
-            "interval_reason": interval.reason if isinstance(interval, Abstention) else None}
+_SHAPE_COLUMNS = ("statistic", "cause", "reason", "ci_low", "ci_high", "ci_cause", "ci_reason")
 
 
 def _finite_interval(ci: Any) -> bool:
@@ -813,8 +799,11 @@ def calibration_record(
 # --------------------------------------------------------------------------- alt-test
 
 
+_TEST_NO_INTERVAL = Abstention(Cause.NOT_APPLICABLE, "a test: a rate of rejections and p-values, no interval")
+
+
 @dataclass(frozen=True)
-class AltTestResult:
+class AltTestResult(ResultShape):
     """The alternative annotator test (Calderon, Reichart and Dror 2025).
 
     Attributes
@@ -838,6 +827,8 @@ class AltTestResult:
     metric : str
     n_items_dropped : int
         Items dropped for fewer than two annotators or no judge label.
+    confidence_interval : Abstention
+        A test has no interval (``not_applicable``).
     """
 
     statistic: float
@@ -850,9 +841,10 @@ class AltTestResult:
     q: float
     metric: str
     n_items_dropped: int
+    confidence_interval: Abstention = _TEST_NO_INTERVAL
 
     def to_frame(self) -> pd.DataFrame:
-        return pd.DataFrame([{"winning_rate": self.winning_rate,
+        return pd.DataFrame([{**self.summary_row(), "winning_rate": self.winning_rate,
                               "advantage_probability": self.advantage_probability,
                               "passed": self.passed, "epsilon": self.epsilon, "q": self.q,
                               "metric": self.metric, "n_annotators_tested": len(self.per_annotator),
@@ -1081,7 +1073,7 @@ def alt_test(
 
 
 @dataclass(frozen=True)
-class SampleSizePlan:
+class SampleSizePlan(ResultShape):
     """How many double-labelled items a target half-width on kappa needs.
 
     Attributes
@@ -1109,7 +1101,12 @@ class SampleSizePlan:
     def statistic(self) -> int | Abstention:
         return self.n_required
 
+    @property
+    def confidence_interval(self) -> Abstention:
+        return Abstention(Cause.NOT_APPLICABLE, "a planned sample size has no interval")
+
     def to_frame(self) -> pd.DataFrame:
+        """The simulated half-widths per grid point (``n, median_half_width, ...``)."""
         return self.table.copy()
 
 
@@ -1204,7 +1201,7 @@ def kappa_sample_size(
     n_req: int | Abstention | None = None
     for n in grid:
         tabs = gen.multinomial(n, probs, size=int(n_simulations)).reshape(-1, 2, 2)
-        _, se = _kappa_from_tables(tabs)
+        _, se = kappa_from_tables(tabs)
         hw = z * se
         undefined = ~np.isfinite(hw)
         hw_filled = np.where(undefined, np.inf, hw)
@@ -1331,8 +1328,8 @@ def agentrewardbench_ceiling(
         r = human_ceiling(sub, item="item_id", rater="rater", rating="rating", level=spec["level"],
                           categories=spec["categories"], abstain=spec["abstain"],
                           confidence_level=confidence_level, method=method, n_resamples=n_resamples, rng=gen)
-        if isinstance(r, Abstention):
-            raise ValueError(f"{path}: question {q!r} has no double-annotated trajectory ({r.reason}).")
+        if not r.defined:
+            raise ValueError(f"{path}: question {q!r} has no double-annotated trajectory ({r.statistic.reason}).")
         f = r.to_frame()
         f.insert(0, "question", q)
         frames.append(f)

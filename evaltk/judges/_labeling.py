@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import norm
 
-from ..stats._bootstrap import check_confidence_level, check_rng
+from .._validation import check_confidence_level, check_rng
 from ..values import ABSTAIN_WORDS, Abstention, abstain_labels
 
 __all__ = ["uncertainty_strata", "propose_batch", "stratified_accuracy", "StratifiedEstimate",

@@ -39,9 +39,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._validation import check_choice, check_confidence_level, check_rng
 from ..scoring._scoring import GUIDE_MEASURES, TRACE_MEASURES, ScoreMatrix
-from ..stats._bootstrap import check_confidence_level, check_rng
-from ..values import CAUSES
+from ..stats import (
+    BootstrapConfig,
+    BootstrapResult,
+    bootstrap_sums,
+    mcnemar_test,
+    paired_difference_interval,
+)
+from ..values import CAUSES, Abstention, Cause
 
 __all__ = ["DIMENSION_TYPES", "GateResult", "GateRefused", "gate", "data_validity", "scoring_consistency"]
 
@@ -167,8 +174,65 @@ def _pvalue_boot(d: np.ndarray) -> float:
     return float(min(1.0, 2 * min(((d <= 0).sum() + 1) / (b + 1), ((d >= 0).sum() + 1) / (b + 1))))
 
 
-def _compare(p: pd.DataFrame, measure: str, pair_by: str, cl: float, B: int, rng: np.random.Generator
-             ) -> dict[str, Any]:
+def _boot_columns(res: BootstrapResult) -> dict[str, Any]:
+    """The interval of a gate dimension with the replicates behind it counted."""
+    ci = res.confidence_interval
+    return {"ci_low": np.nan if isinstance(ci, Abstention) else ci[0],
+            "ci_high": np.nan if isinstance(ci, Abstention) else ci[1],
+            "ci_cause": ci.cause.value if isinstance(ci, Abstention) else None,
+            "n_resamples": res.n_resamples, "n_undefined_resamples": res.n_undefined}
+
+
+def _per_key(df: pd.DataFrame, idx: np.ndarray, col: str, K: int) -> tuple[np.ndarray, np.ndarray]:
+    """Sum of ``col`` and number of rows per key."""
+    return (np.bincount(idx, weights=df[col].to_numpy(float), minlength=K),
+            np.bincount(idx, minlength=K).astype(float))
+
+
+def _ratio_difference(S: np.ndarray) -> np.ndarray:
+    """``S[:, 0] / S[:, 1] - S[:, 2] / S[:, 3]``, NaN where a denominator is 0 (an undefined replicate)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        a = np.where(S[:, 1] > 0, S[:, 0] / np.where(S[:, 1] > 0, S[:, 1], 1.0), np.nan)
+        b = np.where(S[:, 3] > 0, S[:, 2] / np.where(S[:, 3] > 0, S[:, 3], 1.0), np.nan)
+    return a - b
+
+
+def _mean_ratio(S: np.ndarray) -> np.ndarray:
+    """``S[:, 0] / S[:, 1]``, NaN where no resampled key has both sides (an undefined replicate)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(S[:, 1] > 0, S[:, 0] / np.where(S[:, 1] > 0, S[:, 1], 1.0), np.nan)
+
+
+def _compare_rate(base: pd.DataFrame, cand: pd.DataFrame, kb: np.ndarray, kc: np.ndarray, K: int,
+                  cfg: BootstrapConfig) -> dict[str, Any]:
+    """x_ctx: the pooled rate grounded / answered, keys resampled with all their steps."""
+    cols = [_per_key(cand, kc, "x_ctx_n_grounded", K)[0], _per_key(cand, kc, "x_ctx_n_answered", K)[0],
+            _per_key(base, kb, "x_ctx_n_grounded", K)[0], _per_key(base, kb, "x_ctx_n_answered", K)[0]]
+    rows = np.column_stack(cols)
+    tot = rows.sum(axis=0)
+    rc = tot[0] / tot[1] if tot[1] else np.nan
+    rb = tot[2] / tot[3] if tot[3] else np.nan
+    res = bootstrap_sums(rows, _ratio_difference, method=cfg)
+    return {"baseline": rb, "candidate": rc, "effect": rc - rb, **_boot_columns(res),
+            "pvalue": _pvalue_boot(res.bootstrap_distribution), "test": "cluster bootstrap of the pooled step rate"}
+
+
+def _compare_binary(mb: np.ndarray, mc: np.ndarray, cl: float) -> dict[str, Any]:
+    """One run per key and side: McNemar exact and Newcombe's paired interval (no resampling)."""
+    cells = [[int(((mc == 1) & (mb == 1)).sum()), int(((mc == 1) & (mb == 0)).sum())],
+             [int(((mc == 0) & (mb == 1)).sum()), int(((mc == 0) & (mb == 0)).sum())]]
+    t = mcnemar_test(cells, method="exact")
+    ci = paired_difference_interval(cells, confidence_level=cl)
+    iv = ci.confidence_interval
+    return {"baseline": mb.mean(), "candidate": mc.mean(), "effect": float(mc.mean() - mb.mean()),
+            "ci_low": np.nan if isinstance(iv, Abstention) else iv[0],
+            "ci_high": np.nan if isinstance(iv, Abstention) else iv[1],
+            "ci_cause": iv.cause.value if isinstance(iv, Abstention) else None,
+            "n_resamples": 0, "n_undefined_resamples": 0,
+            "pvalue": float(t.pvalue), "test": "McNemar exact; Newcombe paired interval"}
+
+
+def _compare(p: pd.DataFrame, measure: str, pair_by: str, cfg: BootstrapConfig) -> dict[str, Any]:
     kind = DIMENSION_TYPES[measure]
     base = p[p["side"] == "baseline"]
     cand = p[p["side"] == "candidate"]
@@ -180,75 +244,42 @@ def _compare(p: pd.DataFrame, measure: str, pair_by: str, cl: float, B: int, rng
                            "n_answered_candidate": int(cand["answered"].sum()),
                            "n_fail_closed_baseline": int(base["fail_closed"].sum()),
                            "n_fail_closed_candidate": int(cand["fail_closed"].sum())}
+    none = {"baseline": np.nan, "candidate": np.nan, "effect": np.nan, "ci_low": np.nan, "ci_high": np.nan,
+            "ci_cause": Cause.MISSING_EVIDENCE.value, "n_resamples": 0, "n_undefined_resamples": 0,
+            "pvalue": np.nan, "test": "none"}
     if not keys:
-        return {**row, "baseline": np.nan, "candidate": np.nan, "effect": np.nan, "ci_low": np.nan,
-                "ci_high": np.nan, "pvalue": np.nan, "test": "none"}
-    alpha = 1 - cl
+        return {**row, **none}
     k_index = {k: i for i, k in enumerate(keys)}
     kb = base[pair_by].map(k_index).to_numpy(int)
     kc = cand[pair_by].map(k_index).to_numpy(int)
     K = len(keys)
-    W = rng.multinomial(K, np.full(K, 1.0 / K), size=B).astype(float)  # cluster resampling of keys
-
-    def per_key(df: pd.DataFrame, idx: np.ndarray, col: str) -> tuple[np.ndarray, np.ndarray]:
-        s = np.bincount(idx, weights=df[col].to_numpy(float), minlength=K)
-        n = np.bincount(idx, minlength=K).astype(float)
-        return s, n
-
     if kind == "per_step_rate":
-        nb_gr, _ = per_key(base, kb, "x_ctx_n_grounded")
-        nb_ans, _ = per_key(base, kb, "x_ctx_n_answered")
-        nc_gr, _ = per_key(cand, kc, "x_ctx_n_grounded")
-        nc_ans, _ = per_key(cand, kc, "x_ctx_n_answered")
-        rb = nb_gr.sum() / nb_ans.sum() if nb_ans.sum() else np.nan
-        rc = nc_gr.sum() / nc_ans.sum() if nc_ans.sum() else np.nan
-        with np.errstate(invalid="ignore", divide="ignore"):
-            d = (W @ nc_gr) / (W @ nc_ans) - (W @ nb_gr) / (W @ nb_ans)
-        lo, hi = np.nanquantile(d, [alpha / 2, 1 - alpha / 2])
-        return {**row, "baseline": rb, "candidate": rc, "effect": rc - rb, "ci_low": lo, "ci_high": hi,
-                "pvalue": _pvalue_boot(d), "test": "cluster bootstrap of the pooled step rate"}
-    sb, nb = per_key(base, kb, "gate_value")
-    sc, nc = per_key(cand, kc, "gate_value")
+        return {**row, **_compare_rate(base, cand, kb, kc, K, cfg)}
+    sb, nb = _per_key(base, kb, "gate_value", K)
+    sc, nc = _per_key(cand, kc, "gate_value", K)
     both = (nb > 0) & (nc > 0)
-    mb = np.where(both, sb / np.where(nb > 0, nb, 1), np.nan)
-    mc = np.where(both, sc / np.where(nc > 0, nc, 1), np.nan)
-    mb, mc = mb[both], mc[both]
     row["n_pairs"] = int(both.sum())
-    if mb.size == 0:
-        return {**row, "baseline": np.nan, "candidate": np.nan, "effect": np.nan, "ci_low": np.nan,
-                "ci_high": np.nan, "pvalue": np.nan, "test": "none"}
+    if not both.any():
+        return {**row, **none}
+    mb, mc = sb[both] / nb[both], sc[both] / nc[both]
     one_to_one = bool((nb[both] == 1).all() and (nc[both] == 1).all())
-    effect = float(mc.mean() - mb.mean())
     if kind == "binary" and one_to_one:
-        from ..stats._direction import mcnemar_test
-        from ..stats._intervals import paired_difference_interval
-
-        a11 = int(((mc == 1) & (mb == 1)).sum())
-        b10 = int(((mc == 1) & (mb == 0)).sum())
-        c01 = int(((mc == 0) & (mb == 1)).sum())
-        d00 = int(((mc == 0) & (mb == 0)).sum())
-        t = mcnemar_test([[a11, b10], [c01, d00]], method="exact")
-        ci = paired_difference_interval([[a11, b10], [c01, d00]], confidence_level=cl)
-        pv = float(t.pvalue) if hasattr(t, "pvalue") else 1.0
-        lo, hi = ci.confidence_interval if hasattr(ci, "confidence_interval") else (np.nan, np.nan)
-        return {**row, "baseline": mb.mean(), "candidate": mc.mean(), "effect": effect, "ci_low": lo,
-                "ci_high": hi, "pvalue": pv, "test": "McNemar exact; Newcombe paired interval"}
-    diffs = mc - mb
-    Wb = W[:, both]
-    nW = Wb.sum(1)
-    boot = (Wb @ diffs) / np.where(nW > 0, nW, np.nan)
-    lo, hi = np.nanquantile(boot, [alpha / 2, 1 - alpha / 2])
+        return {**row, **_compare_binary(mb, mc, cfg.confidence_level)}
+    # paired cluster bootstrap over all keys: a replicate whose drawn keys have no pair is undefined
+    diffs = np.zeros(K)
+    diffs[both] = mc - mb
+    res = bootstrap_sums(np.column_stack([diffs, both.astype(float)]), _mean_ratio, method=cfg)
     if kind == "ordinal" and one_to_one:
         from scipy.stats import wilcoxon
 
-        nz = diffs[diffs != 0]
+        nz = (mc - mb)[mc != mb]
         pv = float(wilcoxon(nz).pvalue) if nz.size else 1.0
         test = "Wilcoxon signed-rank; bootstrap interval of the mean difference"
     else:
-        pv = _pvalue_boot(boot)
+        pv = _pvalue_boot(res.bootstrap_distribution)
         test = "paired cluster bootstrap over keys"
-    return {**row, "baseline": mb.mean(), "candidate": mc.mean(), "effect": effect, "ci_low": lo,
-            "ci_high": hi, "pvalue": pv, "test": test}
+    return {**row, "baseline": mb.mean(), "candidate": mc.mean(), "effect": float(mc.mean() - mb.mean()),
+            **_boot_columns(res), "pvalue": pv, "test": test}
 
 
 def gate(baseline: ScoreMatrix, candidate: ScoreMatrix, *, measures: Sequence[str] | None = None,
@@ -281,8 +312,7 @@ def gate(baseline: ScoreMatrix, candidate: ScoreMatrix, *, measures: Sequence[st
     import pingouin
 
     cl = check_confidence_level(confidence_level)
-    if correction not in ("holm", "fdr_bh"):
-        raise ValueError(f"`correction` must be 'holm' or 'fdr_bh'; got {correction!r}.")
+    check_choice("correction", correction, ("holm", "fdr_bh"))
     if not 0 < alpha < 1:
         raise ValueError(f"`alpha` must be in (0, 1); got {alpha}.")
     meas = list(measures) if measures is not None else list(TRACE_MEASURES)
@@ -295,8 +325,9 @@ def gate(baseline: ScoreMatrix, candidate: ScoreMatrix, *, measures: Sequence[st
     problems = scoring_consistency(baseline, candidate, meas)
     if problems:
         raise GateRefused("scoring consistency", problems)
-    gen = check_rng(rng)
-    rows = [_compare(_pair(baseline, candidate, x, pair_by), x, pair_by, cl, n_resamples, gen) for x in meas]
+    # one engine, one generator for every dimension; the keys (pair_by) are the resampled clusters
+    cfg = BootstrapConfig(n_resamples=n_resamples, confidence_level=cl, unit="cluster", rng=check_rng(rng))
+    rows = [_compare(_pair(baseline, candidate, x, pair_by), x, pair_by, cfg) for x in meas]
     dims = pd.DataFrame(rows)
     # interpretability counts answered items on each side, not keys: a dimension nobody
     # answered (all cannot-tell, or switched off) measured nothing and cannot promote

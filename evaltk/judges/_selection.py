@@ -23,9 +23,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..stats._bootstrap import check_confidence_level, check_rng
-from ..stats._intervals import wilson_interval
-from ..values import ABSTAIN_WORDS, abstain_labels
+from .._validation import check_choice, check_columns, check_confidence_level, check_rng
+from ..stats import BootstrapConfig, bootstrap_sums, wilson_interval
+from ..values import ABSTAIN_WORDS, Abstention, abstain_labels
 
 __all__ = ["anchor_correctness", "judge_costs", "canary_hits", "select_judges", "SelectionResult",
            "published_precision_recall",
@@ -204,11 +204,8 @@ def select_judges(correct: pd.DataFrame, costs: pd.DataFrame | None = None, *,
     coverage (answered / items with an anchor) is reported beside it, never folded in.
     """
     cl = check_confidence_level(confidence_level)
-    if ordering_rule not in ("overlap", "paired_difference"):
-        raise ValueError(f"`ordering_rule` must be 'overlap' or 'paired_difference'; got {ordering_rule!r}.")
-    for c in ("judge", "correct"):
-        if c not in correct.columns:
-            raise ValueError(f"`correct` needs a `{c}` column.")
+    check_choice("ordering_rule", ordering_rule, ("overlap", "paired_difference"))
+    check_columns(correct, ("judge", "correct"), name="correct")
     ks = list(item) if item is not None else [k for k in ("trace_id", "measure", "step", "pair_id", "item")
                                                if k in correct.columns]
     if not ks:
@@ -274,25 +271,30 @@ def select_judges(correct: pd.DataFrame, costs: pd.DataFrame | None = None, *,
     return SelectionResult(table=t, orderings=orderings, settings=settings)
 
 
+def _paired_difference(xa: np.ndarray, xb: np.ndarray, cfg: BootstrapConfig) -> tuple[float, float, float, int]:
+    """Accuracy of ``a`` minus ``b`` on their common items, with its paired item-bootstrap interval."""
+    n = xa.size
+    res = bootstrap_sums((xa - xb)[:, None], lambda S: S[:, 0] / n, method=cfg)
+    ci = res.confidence_interval
+    lo, hi = (np.nan, np.nan) if isinstance(ci, Abstention) else ci
+    return float(xa.mean() - xb.mean()), float(lo), float(hi), res.n_undefined
+
+
 def _orderings(df: pd.DataFrame, t: pd.DataFrame, cl: float, rule: str, B: int,
                rng: np.random.Generator) -> pd.DataFrame:
     judges = t.loc[t["accuracy"].notna(), "judge"].tolist()
     acc = t.set_index("judge")
     piv = df[df["_answered"]].pivot_table(index="_item", columns="judge", values="_ok", aggfunc="first")
+    cfg = BootstrapConfig(n_resamples=B, confidence_level=cl, rng=rng)
     rows = []
-    alpha = 1 - cl
     for i, a in enumerate(judges):
         for b in judges[i + 1:]:
             both = piv[[a, b]].dropna() if a in piv and b in piv else pd.DataFrame()
             n = len(both)
             diff = lo = hi = np.nan
+            n_undef = 0
             if n > 0:
-                xa = both[a].to_numpy(float)
-                xb = both[b].to_numpy(float)
-                W = rng.multinomial(n, np.full(n, 1.0 / n), size=B)
-                d = (W @ (xa - xb)) / n
-                diff = float(xa.mean() - xb.mean())
-                lo, hi = (float(v) for v in np.quantile(d, [alpha / 2, 1 - alpha / 2]))
+                diff, lo, hi, n_undef = _paired_difference(both[a].to_numpy(float), both[b].to_numpy(float), cfg)
             ra, rb = acc.loc[a], acc.loc[b]
             overlap = not (ra["ci_low"] > rb["ci_high"] or rb["ci_low"] > ra["ci_high"])
             diff_excl = bool(n > 0 and (lo > 0 or hi < 0))
@@ -300,12 +302,14 @@ def _orderings(df: pd.DataFrame, t: pd.DataFrame, cl: float, rule: str, B: int,
             point = ">" if ra["accuracy"] > rb["accuracy"] else "<" if ra["accuracy"] < rb["accuracy"] else "="
             rows.append({"a": a, "b": b, "point_order": point, "intervals_overlap": overlap,
                          "n_common_items": n, "difference": diff, "difference_ci_low": lo,
-                         "difference_ci_high": hi, "supported": supported,
+                         "difference_ci_high": hi, "difference_n_undefined_resamples": n_undef,
+                         "supported": supported,
                          "verdict": (f"{a} {point} {b}" if supported else
                                      f"{a} and {b}: ordering not supported (intervals overlap)" if rule == "overlap"
                                      else f"{a} and {b}: ordering not supported (difference interval includes 0)")})
     return pd.DataFrame(rows, columns=["a", "b", "point_order", "intervals_overlap", "n_common_items",
-                                       "difference", "difference_ci_low", "difference_ci_high", "supported",
+                                       "difference", "difference_ci_low", "difference_ci_high",
+                                       "difference_n_undefined_resamples", "supported",
                                        "verdict"])
 
 

@@ -119,6 +119,7 @@ def _interval(ci: Any) -> tuple[float, float]:
 def _cause(*xs: Any) -> tuple[str | None, str | None]:
     """The cause and reason of the first abstention among ``xs`` (None, None when all are defined)."""
     for x in xs:
+        x = getattr(x, "statistic", x)  # a result object abstains through its statistic
         if is_abstention(x):
             return x.cause.value, x.reason
     return None, None
@@ -359,11 +360,7 @@ def position_bias_table(judgments: pd.DataFrame, *, confidence_level: float = 0.
     for j, g in shown.groupby("judge", sort=True):
         r = signed_bias(g["decision"].tolist(), g["label_presented"].tolist(), positive="A>B", negative="B>A",
                         abstain=["A=B"], confidence_level=confidence_level)
-        if is_abstention(r):
-            f = pd.DataFrame([{"lean": "unknown", "statistic": math.nan, "ci_low": math.nan, "ci_high": math.nan,
-                               "statistic_cause": r.cause.value, "statistic_reason": r.reason}])
-        else:
-            f = r.to_frame()
+        f = r.to_frame().rename(columns={"cause": "statistic_cause", "reason": "statistic_reason"})
         f.insert(0, "judge", j)
         rows.append(f)
     out = pd.concat(rows, ignore_index=True)

@@ -168,7 +168,7 @@ class DatasetSummary:
         from the combined count table (never from rows), so every engine gives the same
         interval for the same ``rng``.
         """
-        from ..stats._bootstrap import check_rng
+        from .._validation import check_rng
 
         gen = check_rng(rng)
         rows = []

@@ -17,6 +17,7 @@ from ._agreement import (
     fleiss_kappa,
     gwet_ac1,
     gwet_ac2,
+    kappa_from_tables,
     krippendorff_alpha,
     pabak,
     percent_agreement,
@@ -26,12 +27,12 @@ from ._agreement import (
 from ._bootstrap import (
     METHODS,
     UNITS,
+    BootstrapConfig,
     BootstrapResult,
     UndefinedReplicateError,
     bootstrap,
+    bootstrap_sums,
     bootstrap_table,
-    check_confidence_level,
-    check_rng,
     resample_counts,
 )
 from ._direction import (
@@ -66,6 +67,8 @@ from ._intervals import (
     wilson_interval,
     z_value,
 )
+from ._passk import pass_at_k, pass_hat_k
+from ._result import ConfidenceInterval, ResultShape
 from ._tables import (
     PARTIAL_COLUMNS,
     ConfusionTable,
@@ -98,17 +101,20 @@ __all__ = [
     "pabak",
     "agreement_difference",
     "weight_matrix",
+    "kappa_from_tables",
     "classification_metrics",
     "classification_report",
     "INTERVAL_METHODS",
     "LEVELS",
+    "ConfidenceInterval",
+    "ResultShape",
+    "BootstrapConfig",
     "BootstrapResult",
     "UndefinedReplicateError",
     "bootstrap",
     "bootstrap_table",
+    "bootstrap_sums",
     "resample_counts",
-    "check_rng",
-    "check_confidence_level",
     "METHODS",
     "UNITS",
     "ProportionInterval",
@@ -144,6 +150,8 @@ __all__ = [
     "ConfusionTable",
     "UnitPatterns",
     "PassCounts",
+    "pass_at_k",
+    "pass_hat_k",
     "PARTIAL_COLUMNS",
     "score_partials",
     "score_summary",

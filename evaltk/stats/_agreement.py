@@ -63,6 +63,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import ndtri
 
+from .._validation import check_choice, check_columns, check_confidence_level, check_rng
 from ..errors import InputError
 from ..values import (
     ABSTAIN_WORDS,
@@ -72,13 +73,8 @@ from ..values import (
     UndefinedWarning,
     abstain_labels,
 )
-from ._bootstrap import (
-    BootstrapResult,
-    bootstrap_table,
-    check_confidence_level,
-    check_rng,
-    user_stacklevel,
-)
+from ._bootstrap import BootstrapResult, _config, _undefined_result, bootstrap_table
+from ._result import ConfidenceInterval, ResultShape, undefined, user_stacklevel
 
 __all__ = [
     "AgreementResult",
@@ -96,6 +92,7 @@ __all__ = [
     "pabak",
     "agreement_difference",
     "weight_matrix",
+    "kappa_from_tables",
     "classification_metrics",
     "classification_report",
     "INTERVAL_METHODS",
@@ -275,10 +272,7 @@ def _to_matrix(ratings: Any, y2: Any, data: Any, item: str, rater: str, rating: 
             raise TypeError(f"{fn}: pass either ratings (array-like) or `data=` (long DataFrame), not both.")
         if not isinstance(data, pd.DataFrame):
             raise TypeError(f"{fn}: `data` must be a long pandas DataFrame; got {type(data).__name__}.")
-        for col, name in ((item, "item"), (rater, "rater"), (rating, "rating")):
-            if col not in data.columns:
-                raise InputError(f"{fn}: column {col!r} (`{name}=`) is missing; columns are "
-                                 f"{list(data.columns)!r}.", field=col)
+        check_columns(data, (item, rater, rating))
         for col in (item, rater):
             if data[col].isna().any():
                 i = data.index[data[col].isna().to_numpy()][0]
@@ -435,7 +429,7 @@ def _check_domain(rt: _Ratings, weighted: bool, fn: str) -> None:
 
 
 @dataclass(frozen=True, eq=False)
-class AgreementResult:
+class AgreementResult(ResultShape):
     """An agreement coefficient with its uncertainty and the counts behind it.
 
     Attributes
@@ -454,7 +448,7 @@ class AgreementResult:
         where the literature defines one (Cohen's kappa; Fleiss' kappa with a
         constant number of raters, Fleiss, Nee & Landis 1979).  Never use it for
         an interval.
-    confidence_interval : (float, float) or Abstention
+    confidence_interval : ConfidenceInterval or Abstention
     confidence_level : float
     method : str
         Interval method actually used.
@@ -489,7 +483,7 @@ class AgreementResult:
     statistic: float | Abstention
     standard_error: float | Abstention
     standard_error_null: float | Abstention
-    confidence_interval: tuple[float, float] | Abstention
+    confidence_interval: ConfidenceInterval | Abstention
     confidence_level: float
     method: str
     observed_agreement: float | Abstention
@@ -506,6 +500,22 @@ class AgreementResult:
     per_category_columns: dict[str, Any] | None = field(default=None, repr=False)
     bootstrap: BootstrapResult | None = field(default=None, repr=False)
 
+    @classmethod
+    def abstaining(cls, coefficient: str, abstention: Abstention, *, confidence_level: float,
+                   method: str = "none", categories: Sequence[Any] = (), weights: str = "identity",
+                   n_units: int = 0) -> AgreementResult:
+        """The result of a coefficient that was never computable here (every number is ``abstention``).
+
+        For callers that must report a coefficient on data that has no pairable unit
+        at all (a judge with no answered item), so the shape stays one result.
+        """
+        ab = abstention
+        return cls(coefficient=coefficient, statistic=ab, standard_error=ab, standard_error_null=ab,
+                   confidence_interval=ab, confidence_level=confidence_level, method=method,
+                   observed_agreement=ab, expected_agreement=ab, n_units=n_units, n_units_pairable=0,
+                   n_ratings=0, n_pairable_ratings=0, n_abstained=0, n_missing=0, coverage=ab,
+                   categories=tuple(categories), weights=weights)
+
     @property
     def per_category(self) -> pd.DataFrame | None:
         """Per-category table (``category, proportion, kappa, cause, standard_error_null``), or None."""
@@ -521,17 +531,13 @@ class AgreementResult:
         def num(x: Any) -> float | None:
             return None if isinstance(x, Abstention) else x
 
-        st = self.statistic
-        ci = self.confidence_interval
+        shape = self.summary_row()
         row = {
             "coefficient": self.coefficient,
-            "statistic": num(st),
-            "cause": st.cause.value if isinstance(st, Abstention) else None,
-            "reason": st.reason if isinstance(st, Abstention) else None,
+            **{k: shape[k] for k in ("statistic", "cause", "reason")},
             "standard_error": num(self.standard_error),
             "standard_error_null": num(self.standard_error_null),
-            "ci_low": None if isinstance(ci, Abstention) else ci[0],
-            "ci_high": None if isinstance(ci, Abstention) else ci[1],
+            **{k: shape[k] for k in ("ci_low", "ci_high", "ci_cause")},
             "confidence_level": self.confidence_level,
             "method": self.method,
             "observed_agreement": num(self.observed_agreement),
@@ -594,7 +600,71 @@ def _pair_pe(kind: str, P: np.ndarray, w: np.ndarray, q: int) -> np.ndarray:
     if kind == "scott":
         pi = (r + c) / 2.0
         return np.einsum("bk,kl,bl->b", pi, w, pi)
+    if kind == "pa":  # percent agreement: no chance correction
+        return np.zeros(P.shape[0])
     return np.full(P.shape[0], w.sum() / q ** 2)  # pabak / Brennan-Prediger
+
+
+def _cohen_variances(P: np.ndarray, w: np.ndarray, n: np.ndarray, kappa: np.ndarray, pe: np.ndarray
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """General and null variances of Cohen's weighted kappa for tables of proportions ``P`` (m, q, q).
+
+    Fleiss, Cohen & Everitt (1969): with ``wbar_k. = sum_l p_.l w_kl`` and
+    ``wbar_.l = sum_k p_k. w_kl``,
+    ``var = [sum p_kl (w_kl - (wbar_k. + wbar_.l)(1 - kappa))^2 - (kappa - p_e (1 - kappa))^2] / (n (1 - p_e)^2)``
+    and ``var_0 = [sum p_k. p_.l (w_kl - (wbar_k. + wbar_.l))^2 - p_e^2] / (n (1 - p_e)^2)``.
+    """
+    r, c = P.sum(axis=2), P.sum(axis=1)
+    wsum = np.einsum("kl,ml->mk", w, c)[:, :, None] + np.einsum("mk,kl->ml", r, w)[:, None, :]
+    den = n * (1.0 - pe) ** 2
+    a = (P * (w[None] - wsum * (1.0 - kappa)[:, None, None]) ** 2).sum(axis=(1, 2))
+    a0 = (r[:, :, None] * c[:, None, :] * (w[None] - wsum) ** 2).sum(axis=(1, 2))
+    return (a - (kappa - pe * (1.0 - kappa)) ** 2) / den, (a0 - pe ** 2) / den
+
+
+def kappa_from_tables(tables: Any, *, weights: Any = None) -> tuple[np.ndarray, np.ndarray]:
+    """Cohen's kappa and its large-sample SE for a stack of ``k x k`` count tables, vectorised.
+
+    The array core of :func:`cohen_kappa` for callers that need many tables at once
+    (simulations of a sample size, a bootstrap of tables).
+
+    Parameters
+    ----------
+    tables : array_like, shape (m, k, k)
+        Counts, rows the first rater, columns the second.
+    weights : None, "linear", "quadratic" or a (k, k) matrix
+        As in :func:`weight_matrix` over the ranks ``0 .. k-1``.
+
+    Returns
+    -------
+    kappa, standard_error : ndarray, shape (m,)
+        NaN where undefined (an empty table, or expected agreement 1).
+
+    Notes
+    -----
+    ``kappa = (p_o - p_e) / (1 - p_e)``; the SE is Fleiss, Cohen & Everitt (1969).
+
+    Examples
+    --------
+    >>> k, se = kappa_from_tables([[[20, 5], [10, 15]]])
+    >>> round(float(k[0]), 4), round(float(se[0]), 4)
+    (0.4, 0.127)
+    """
+    T = np.asarray(tables, dtype=float)
+    if T.ndim != 3 or T.shape[1] != T.shape[2]:
+        raise ValueError(f"`tables` must have shape (m, k, k); got {T.shape}.")
+    q = T.shape[-1]
+    w = weight_matrix(list(range(q)), weights)
+    n = T.sum(axis=(1, 2))
+    ok = n > 0
+    P = T / np.where(ok, n, 1.0)[:, None, None]
+    pa = np.einsum("bkl,kl->b", P, w)
+    pe = _pair_pe("cohen", P, w, q)
+    kappa = _safe_ratio(pa - pe, 1.0 - pe)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        var, _ = _cohen_variances(P, w, np.where(ok, n, 1.0), kappa, pe)
+    good = ok & np.isfinite(kappa)
+    return np.where(good, kappa, np.nan), np.where(good, np.sqrt(np.maximum(var, 0.0)), np.nan)
 
 
 def _pair_se(kind: str, P: np.ndarray, w: np.ndarray, n: float, q: int, coef: float
@@ -608,14 +678,9 @@ def _pair_se(kind: str, P: np.ndarray, w: np.ndarray, n: float, q: int, coef: fl
     r, c = P.sum(axis=1), P.sum(axis=0)
     pa = float((P * w).sum())
     if kind == "cohen":
-        pe = float(r @ w @ c)
-        wr = w @ c   # wbar_k. = sum_l p_.l w_kl
-        wc = r @ w   # wbar_.l = sum_k p_k. w_kl
-        a = (P * (w - (wr[:, None] + wc[None, :]) * (1.0 - coef)) ** 2).sum()
-        var = (a - (coef - pe * (1.0 - coef)) ** 2) / (n * (1.0 - pe) ** 2)
-        a0 = (np.outer(r, c) * (w - (wr[:, None] + wc[None, :])) ** 2).sum()
-        var0 = (a0 - pe ** 2) / (n * (1.0 - pe) ** 2)
-        return math.sqrt(max(var, 0.0)), math.sqrt(max(var0, 0.0))
+        pe = _pair_pe("cohen", P[None], w, q)
+        var, var0 = _cohen_variances(P[None], w, np.array([n]), np.array([coef]), pe)
+        return math.sqrt(max(float(var[0]), 0.0)), math.sqrt(max(float(var0[0]), 0.0))
     if kind == "scott":
         pi = (r + c) / 2.0
         pe = float(pi @ w @ pi)
@@ -966,23 +1031,12 @@ def _conger_se(codes: np.ndarray, C: np.ndarray, r: np.ndarray, w: np.ndarray, q
 # =========================================================================== shared driver
 
 
-def _check_method(method: Any) -> str:
-    if not isinstance(method, str) or method not in INTERVAL_METHODS:
-        raise ValueError(f"`method` must be one of {', '.join(map(repr, INTERVAL_METHODS))}; got {method!r}.")
-    return method
-
-
-def _undefined(reason: str, fn: str) -> Abstention:
-    warnings.warn(f"{fn} is undefined: {reason}.", UndefinedWarning, stacklevel=user_stacklevel())
-    return Abstention(Cause.MISSING_EVIDENCE, reason)
-
-
 def _analytic_ci(stat: float, se: float | Abstention, confidence_level: float
-                 ) -> tuple[float, float] | Abstention:
+                 ) -> ConfidenceInterval | Abstention:
     if isinstance(se, Abstention) or not math.isfinite(se):
         return Abstention(Cause.MISSING_EVIDENCE, "no standard error")
     z = float(ndtri(0.5 + confidence_level / 2.0))
-    return (max(-1.0, stat - z * se), min(1.0, stat + z * se))
+    return ConfidenceInterval(max(-1.0, stat - z * se), min(1.0, stat + z * se))
 
 
 def _finish(
@@ -1008,7 +1062,7 @@ def _finish(
         coverage=coverage, categories=rt.categories, weights=weights_name,
     )
     if undefined_reason is not None:
-        ab = _undefined(undefined_reason, fn)
+        ab = undefined(undefined_reason, what=fn)
         pa_v: float | Abstention = pa if math.isfinite(pa) else ab
         pe_v: float | Abstention = pe if math.isfinite(pe) else ab
         return AgreementResult(statistic=ab, standard_error=ab, standard_error_null=ab,
@@ -1208,7 +1262,7 @@ def _two_rater(kind: str, fn: str, y1: Any, y2: Any, *, weights: Any, categories
                clusters: Any, strata: Any, undefined: str, data: Any, item: str, rater: str,
                rating: str) -> AgreementResult:
     confidence_level = check_confidence_level(confidence_level)
-    method = _check_method(method)
+    method = check_choice("method", method, INTERVAL_METHODS)
     fast = (_int_pair_table(y1, y2, categories, fn)  # a text abstain label never matches an int
             if data is None and all(isinstance(a, (str, bytes)) for a in abstain_labels(abstain)) else None)
     cells: np.ndarray | Callable[[], np.ndarray]
@@ -1398,7 +1452,7 @@ def _multi(kind: str, fn: str, ratings: Any, y2: Any, *, weights: Any, categorie
            clusters: Any, strata: Any, undefined: str, data: Any, item: str, rater: str,
            rating: str) -> AgreementResult:
     confidence_level = check_confidence_level(confidence_level)
-    method = _check_method(method)
+    method = check_choice("method", method, INTERVAL_METHODS)
     rt = _prepare(ratings, y2, data, item, rater, rating, categories, abstain, fn, two=False)
     q = len(rt.categories)
     w = weight_matrix(rt.categories, weights)
@@ -1798,7 +1852,7 @@ def krippendorff_alpha(
     if method is None:
         method = "percentile" if level == "ordinal" else "analytic"
     confidence_level = check_confidence_level(confidence_level)
-    method = _check_method(method)
+    method = check_choice("method", method, INTERVAL_METHODS)
     fn = "krippendorff_alpha"
     rt = _prepare(ratings, y2, data, item, rater, rating, categories, abstain, fn, two=False)
     q = len(rt.categories)
@@ -1903,8 +1957,12 @@ def agreement_difference(
     w = weight_matrix(rt.categories, weights)
     all3 = (rt.codes >= 0).all(axis=1)
     c = rt.codes[all3]
+    if rt.codes.shape[0] == 0:
+        raise InputError(f"{fn}: no items (empty input).", field="anchor")
     if c.shape[0] == 0:
-        raise InputError(f"{fn}: no item has answers from judge_a, judge_b and anchor.", field="anchor")
+        cfg = _config(method, n_resamples=n_resamples, confidence_level=confidence_level, unit=unit, rng=rng,
+                      undefined=undefined)
+        return _undefined_result("no item has answers from judge_a, judge_b and anchor", cfg)
     cell = (c[:, 0] * q + c[:, 1]) * q + c[:, 2]
     # marginalise the q^3 triple table onto the two judge-vs-anchor tables
     stat_a = _pair_table_batch(kind, w, q)
@@ -1924,9 +1982,11 @@ def agreement_difference(
 
 # =========================================================================== classification
 
+NO_POINT_INTERVAL = Abstention(Cause.NOT_APPLICABLE, "point metrics: no interval is computed")
+
 
 @dataclass(frozen=True, eq=False)
-class ClassificationResult:
+class ClassificationResult(ResultShape):
     """Judge-vs-anchor classification metrics, on answered items, with coverage apart.
 
     Every metric is a float in [0, 1] or an :class:`~evaltk.values.Abstention`
@@ -1934,7 +1994,17 @@ class ClassificationResult:
     share of items with an anchor label on which the judge answered; the
     metrics are computed on the answered items only, so a judge that abstains
     on hard items shows high accuracy *and* low coverage - read them together.
+    ``statistic`` is the accuracy; the metrics are point estimates, so
+    ``confidence_interval`` is a ``not_applicable`` abstention (for an interval of
+    the accuracy use :func:`evaltk.stats.wilson_interval` on its counts).
     """
+
+    confidence_interval = NO_POINT_INTERVAL
+
+    @property
+    def statistic(self) -> float | Abstention:
+        """The accuracy."""
+        return self.accuracy
 
     positive: Any
     accuracy: float | Abstention
@@ -2035,6 +2105,8 @@ def classification_metrics(
     if a.shape[0] != b.shape[0]:
         raise InputError(f"{fn}: `judge` and `anchor` must have one label per item; got lengths "
                          f"{a.shape[0]} and {b.shape[0]}.", field="anchor")
+    if a.shape[0] == 0:
+        raise InputError(f"{fn}: no items (empty input).", field="judge")
     values = np.column_stack([a.astype(object), b.astype(object)])
     rt = _encode(values, categories=None if categories is None else list(categories), abstain=abstain, fn=fn)
     cats = list(rt.categories)

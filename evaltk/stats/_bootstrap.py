@@ -38,8 +38,6 @@ Application*. Cambridge, sec. 5.2 (basic interval), 3.8 (clustered data).
 from __future__ import annotations
 
 import math
-import numbers
-import sys
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -49,16 +47,19 @@ import numpy as np
 import pandas as pd
 from scipy.special import ndtr, ndtri
 
+from .._validation import check_choice, check_confidence_level, check_n_resamples, check_rng
+from ..errors import InputError
 from ..values import Abstention, Cause, UndefinedWarning
+from ._result import ConfidenceInterval, ResultShape, user_stacklevel
 
 __all__ = [
+    "BootstrapConfig",
     "BootstrapResult",
     "UndefinedReplicateError",
     "bootstrap",
     "bootstrap_table",
+    "bootstrap_sums",
     "resample_counts",
-    "check_rng",
-    "check_confidence_level",
     "METHODS",
     "UNITS",
 ]
@@ -76,51 +77,75 @@ class UndefinedReplicateError(ValueError):
     """Raised with ``undefined="raise"`` when some bootstrap replicates are undefined."""
 
 
-def user_stacklevel() -> int:
-    """``stacklevel`` for ``warnings.warn`` that points at the first frame outside evaltk.
+#: What to do with replicates on which the statistic is undefined.
+UNDEFINED_POLICIES: tuple[str, ...] = ("drop", "raise")
 
-    Call it directly inside the ``warnings.warn(...)`` call.
+
+@dataclass(frozen=True)
+class BootstrapConfig:
+    """How to bootstrap: the settings every engine call shares (scipy's ``BootstrapMethod`` idea).
+
+    Pass one as ``method=`` to :func:`bootstrap`, :func:`bootstrap_table` or
+    :func:`bootstrap_sums` instead of the separate keywords; a caller that bootstraps
+    several statistics alike builds it once.
+
+    Attributes
+    ----------
+    method : {"percentile", "basic", "bca"}
+    n_resamples : int
+    confidence_level : float
+    unit : {"item", "cluster", "stratified"}
+        The unit of resampling (the labels themselves are data: ``clusters=``, ``strata=``).
+    rng : None, int or numpy.random.Generator
+    undefined : {"drop", "raise"}
+        Undefined replicates are always counted (``n_undefined``) and warned about;
+        ``"drop"`` excludes them from the interval, ``"raise"`` refuses.
+
+    Examples
+    --------
+    >>> cfg = BootstrapConfig(n_resamples=500, rng=0)
+    >>> bootstrap([0, 1, 1, 1], lambda x: sum(x) / len(x), method=cfg).n_resamples
+    500
     """
-    frame = sys._getframe(1)  # the function that is warning
-    level = 1
-    while frame is not None and str(frame.f_globals.get("__name__", "")).startswith("evaltk"):
-        frame = frame.f_back
-        level += 1
-    return level
+
+    method: str = "percentile"
+    n_resamples: int = 2000
+    confidence_level: float = 0.95
+    unit: str = "item"
+    rng: Any = None
+    undefined: str = "drop"
+
+    def __post_init__(self) -> None:
+        check_choice("method", self.method, METHODS)
+        check_choice("unit", self.unit, UNITS)
+        check_choice("undefined", self.undefined, UNDEFINED_POLICIES)
+        object.__setattr__(self, "n_resamples", check_n_resamples(self.n_resamples))
+        object.__setattr__(self, "confidence_level", check_confidence_level(self.confidence_level))
+        if not (self.rng is None or isinstance(self.rng, np.random.Generator)):
+            check_rng(self.rng)  # validates; the seed itself is kept so the config records it
+
+    def generator(self) -> np.random.Generator:
+        return check_rng(self.rng)
 
 
-# --------------------------------------------------------------------------- validation
+_DEFAULTS = BootstrapConfig()
 
 
-def check_rng(rng: Any) -> np.random.Generator:
-    """``rng=`` as a Generator: ``None`` (fresh entropy), an int seed, or a Generator."""
-    if rng is None or isinstance(rng, np.random.Generator):
-        return np.random.default_rng(rng)
-    if isinstance(rng, numbers.Integral) and not isinstance(rng, bool):
-        return np.random.default_rng(int(rng))
-    raise TypeError(f"`rng` must be None, an int seed or a numpy Generator; got {type(rng).__name__}.")
-
-
-def check_confidence_level(confidence_level: Any) -> float:
-    """Validate ``confidence_level`` in (0, 1)."""
-    if isinstance(confidence_level, bool) or not isinstance(confidence_level, numbers.Real):
-        raise TypeError(f"`confidence_level` must be a float in (0, 1); got {confidence_level!r}.")
-    c = float(confidence_level)
-    if not 0.0 < c < 1.0:
-        raise ValueError(f"`confidence_level` must be in (0, 1); got {confidence_level!r}.")
-    return c
-
-
-def _check_choice(name: str, value: Any, allowed: Sequence[str]) -> str:
-    if not isinstance(value, str) or value not in allowed:
-        raise ValueError(f"`{name}` must be one of {', '.join(map(repr, allowed))}; got {value!r}.")
-    return value
-
-
-def _check_n_resamples(n_resamples: Any) -> int:
-    if isinstance(n_resamples, bool) or not isinstance(n_resamples, numbers.Integral) or n_resamples < 1:
-        raise ValueError(f"`n_resamples` must be a positive int; got {n_resamples!r}.")
-    return int(n_resamples)
+def _config(method: str | BootstrapConfig, *, n_resamples: int, confidence_level: float, unit: str,
+            rng: Any, undefined: str) -> BootstrapConfig:
+    """The config of one engine call: a passed :class:`BootstrapConfig`, or one built from the keywords."""
+    if isinstance(method, BootstrapConfig):
+        given = {k: v for k, v in (("n_resamples", n_resamples), ("confidence_level", confidence_level),
+                                   ("unit", unit), ("undefined", undefined))
+                 if v != getattr(_DEFAULTS, k)}
+        if rng is not None:
+            given["rng"] = rng
+        if given:
+            raise TypeError(f"`method` is a BootstrapConfig; set {', '.join(sorted(given))} on it, "
+                            "not as keywords as well.")
+        return method
+    return BootstrapConfig(method=method, n_resamples=n_resamples, confidence_level=confidence_level,
+                           unit=unit, rng=rng, undefined=undefined)
 
 
 def _group_codes(values: Any, n: int, name: str) -> np.ndarray:
@@ -139,21 +164,22 @@ def _group_codes(values: Any, n: int, name: str) -> np.ndarray:
 
 
 @dataclass(frozen=True, eq=False)
-class BootstrapResult:
+class BootstrapResult(ResultShape):
     """A bootstrap interval, with the undefined replicates it excluded counted.
 
     Attributes
     ----------
     statistic : float or Abstention
         The statistic on the original data (an abstention when undefined there).
-    confidence_interval : (float, float) or Abstention
+    confidence_interval : ConfidenceInterval or Abstention
         ``(low, high)``; an abstention when no replicate was defined.
     standard_error : float or Abstention
         Standard deviation of the defined replicates (``ddof=1``).
     n_resamples : int
         Replicates drawn.
     n_undefined : int
-        Replicates on which the statistic was undefined (excluded).
+        Replicates on which the statistic was undefined (counted, warned about and
+        excluded from the interval).
     method : str
         The interval method actually used (``"percentile"`` when BCa fell back).
     method_requested : str
@@ -170,7 +196,7 @@ class BootstrapResult:
     """
 
     statistic: float | Abstention
-    confidence_interval: tuple[float, float] | Abstention
+    confidence_interval: ConfidenceInterval | Abstention
     standard_error: float | Abstention
     n_resamples: int
     n_undefined: int
@@ -188,15 +214,12 @@ class BootstrapResult:
         return self.n_resamples - self.n_undefined
 
     def to_frame(self) -> pd.DataFrame:
-        """One tidy row: statistic / cause, interval, SE, counts and the method used."""
-        st, ci, se = self.statistic, self.confidence_interval, self.standard_error
+        """One tidy row: statistic / cause, interval / cause, SE, counts and the method used."""
+        se = self.standard_error
         return pd.DataFrame(
             [
                 {
-                    "statistic": None if isinstance(st, Abstention) else st,
-                    "cause": st.cause.value if isinstance(st, Abstention) else None,
-                    "ci_low": None if isinstance(ci, Abstention) else ci[0],
-                    "ci_high": None if isinstance(ci, Abstention) else ci[1],
+                    **self.summary_row(),
                     "standard_error": None if isinstance(se, Abstention) else se,
                     "confidence_level": self.confidence_level,
                     "method": self.method,
@@ -210,15 +233,14 @@ class BootstrapResult:
         )
 
 
-def _undefined_result(reason: str, *, method: str, confidence_level: float, unit: str,
-                      n_resamples: int) -> BootstrapResult:
+def _undefined_result(reason: str, cfg: BootstrapConfig) -> BootstrapResult:
     warnings.warn(f"statistic undefined on the data ({reason}); no interval.", UndefinedWarning,
                   stacklevel=user_stacklevel())
     ab = Abstention(Cause.MISSING_EVIDENCE, reason)
     return BootstrapResult(
-        statistic=ab, confidence_interval=ab, standard_error=ab, n_resamples=n_resamples,
-        n_undefined=0, method=method, method_requested=method,
-        confidence_level=confidence_level, unit=unit, bootstrap_distribution=np.empty(0),
+        statistic=ab, confidence_interval=ab, standard_error=ab, n_resamples=cfg.n_resamples,
+        n_undefined=0, method=cfg.method, method_requested=cfg.method,
+        confidence_level=cfg.confidence_level, unit=cfg.unit, bootstrap_distribution=np.empty(0),
     )
 
 
@@ -229,19 +251,15 @@ def _interval_from_replicates(
     theta: float,
     reps: np.ndarray,
     jack: tuple[np.ndarray, np.ndarray] | None,
-    *,
-    method: str,
-    confidence_level: float,
-    unit: str,
-    undefined: str,
-    n_resamples: int,
+    cfg: BootstrapConfig,
 ) -> BootstrapResult:
+    method, confidence_level, unit, n_resamples = cfg.method, cfg.confidence_level, cfg.unit, cfg.n_resamples
     defined = np.isfinite(reps)
     n_undef = int(reps.size - defined.sum())
     if n_undef:
         msg = (f"{n_undef} of {reps.size} bootstrap replicates are undefined "
                f"(the statistic has no value on those resamples)")
-        if undefined == "raise":
+        if cfg.undefined == "raise":
             raise UndefinedReplicateError(msg + "; pass undefined='drop' to exclude them.")
         warnings.warn(msg + "; they were dropped and are counted in `n_undefined`.",
                       UndefinedWarning, stacklevel=user_stacklevel())
@@ -277,7 +295,7 @@ def _interval_from_replicates(
         ql, qh = np.quantile(good, [alpha, 1.0 - alpha])
         low, high = 2.0 * theta - qh, 2.0 * theta - ql
     return BootstrapResult(
-        statistic=theta, confidence_interval=(float(low), float(high)), standard_error=se,
+        statistic=theta, confidence_interval=ConfidenceInterval(float(low), float(high)), standard_error=se,
         n_resamples=n_resamples, n_undefined=n_undef, method=used, method_requested=method,
         confidence_level=confidence_level, unit=unit, bootstrap_distribution=good,
         fallback_reason=reason, bias_correction=None if z0 is None else float(z0),
@@ -308,13 +326,200 @@ def _bca_parameters(theta: float, good: np.ndarray, jack: tuple[np.ndarray, np.n
     return z0, acc, None
 
 
-# --------------------------------------------------------------------------- table engine
+# --------------------------------------------------------------------------- sums engine
+#
+# One resampling core for every statistic that is a function of column sums over the
+# resampled units: counts of types (every agreement coefficient), per-cluster count
+# vectors, per-key sums of scores (the regression gate), per-item differences (judge
+# selection).  A *block* is ``(rows, multiplicity)``: distinct unit rows (``None`` for
+# the identity, i.e. one row per type) and how often each occurs; blocks are strata,
+# each resampled on its own.  Resampling units with replacement is then exactly a
+# multinomial draw of row counts per block, and a resample's column sums are
+# ``counts @ rows``.
 
 
 def _cluster_matrix(type_index: np.ndarray, groups: np.ndarray, n_types: int) -> np.ndarray:
     n_groups = int(groups.max()) + 1 if groups.size else 0
     flat = groups * n_types + type_index
     return np.bincount(flat, minlength=n_groups * n_types).reshape(n_groups, n_types).astype(float)
+
+
+_Block = tuple[np.ndarray | None, np.ndarray]
+
+
+def _draw_sums(blocks: Sequence[_Block], B: int, gen: np.random.Generator) -> np.ndarray:
+    """``(B, n_columns)`` column sums of ``B`` resamples, each block (stratum) drawn separately."""
+    out: np.ndarray | None = None
+    for rows, mult in blocks:
+        m = float(mult.sum())
+        K = gen.multinomial(int(round(m)), mult / m, size=B).astype(float)
+        part = K if rows is None else K @ rows
+        out = part if out is None else out + part
+    assert out is not None  # for type checkers: callers pass at least one block
+    return out
+
+
+def _jackknife_sums(statistic: Callable[[np.ndarray], np.ndarray], rows: np.ndarray | None,
+                    mult: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Leave-one-unit-out values, one per distinct row, weighted by its multiplicity."""
+    if rows is None:
+        present = np.flatnonzero(mult > 0)
+        J = np.repeat(mult[None, :], present.size, axis=0)
+        J[np.arange(present.size), present] -= 1.0
+        weights = mult[present]
+    else:
+        keep = mult > 0
+        J = (mult @ rows)[None, :] - rows[keep]
+        weights = mult[keep]
+    return _batched(statistic, J), weights
+
+
+def _batched(statistic: Callable[[np.ndarray], np.ndarray], W: np.ndarray) -> np.ndarray:
+    out = np.empty(W.shape[0])
+    step = max(1, _CHUNK_CELLS // max(W.shape[1], 1))
+    for i in range(0, W.shape[0], step):
+        out[i:i + step] = _call_batch(statistic, W[i:i + step])
+    return out
+
+
+def _call_batch(statistic: Callable[[np.ndarray], np.ndarray], W: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.asarray(statistic(W), dtype=float)
+    if out.shape != (W.shape[0],):
+        raise ValueError(
+            f"a table statistic must return one value per row of counts, shape ({W.shape[0]},); "
+            f"got {out.shape}."
+        )
+    return out
+
+
+def _run_sums(statistic: Callable[[np.ndarray], np.ndarray], blocks: Sequence[_Block],
+              jack_rows: np.ndarray | None, jack_mult: np.ndarray, cfg: BootstrapConfig) -> BootstrapResult:
+    """The engine: point estimate on the observed sums, replicates, jackknife for BCa, interval."""
+    observed = sum(mult[None, :] if rows is None else mult[None, :] @ rows for rows, mult in blocks)
+    theta = float(_call_batch(statistic, np.asarray(observed, dtype=float))[0])
+    if not math.isfinite(theta):
+        return _undefined_result("undefined on the observed data", cfg)
+    reps = _batched(statistic, _draw_sums(blocks, cfg.n_resamples, cfg.generator()))
+    jack = _jackknife_sums(statistic, jack_rows, jack_mult) if cfg.method == "bca" else None
+    return _interval_from_replicates(theta, reps, jack, cfg)
+
+
+def bootstrap_sums(
+    rows: Any,
+    statistic: Callable[[np.ndarray], np.ndarray],
+    *,
+    multiplicity: Any = None,
+    strata: Any = None,
+    method: str | BootstrapConfig = "percentile",
+    unit: str = "item",
+    n_resamples: int = 2000,
+    confidence_level: float = 0.95,
+    rng: Any = None,
+    undefined: str = "drop",
+) -> BootstrapResult:
+    """Bootstrap a statistic of column sums over resampled units, every replicate at once.
+
+    Parameters
+    ----------
+    rows : array_like, shape (n_units, n_columns)
+        One row per resampled unit (an item, or a cluster with its items' sums): the
+        quantities the statistic sums.  Identical rows may be given once with their
+        count in ``multiplicity``.
+    statistic : callable
+        ``statistic(S)`` with ``S`` of shape ``(m, n_columns)`` (the column sums of
+        ``m`` resamples) returns shape ``(m,)``, NaN where undefined.
+    multiplicity : array_like of int, shape (n_units,), optional
+        How many units each row stands for (default one each).
+    strata : array_like, shape (n_units,), optional
+        Resample within each stratum (its size kept fixed).
+    method : {"percentile", "basic", "bca"} or BootstrapConfig
+    unit : str
+        Recorded on the result (``"item"``, ``"cluster"`` or ``"stratified"``): what a row is.
+    n_resamples, confidence_level, rng, undefined
+        As in :func:`bootstrap`.
+
+    Returns
+    -------
+    BootstrapResult
+        Undefined replicates (NaN from ``statistic``) counted in ``n_undefined`` and
+        warned about (:class:`~evaltk.values.UndefinedWarning`).
+
+    Notes
+    -----
+    Drawing ``N`` units with replacement from rows with multiplicities ``m`` gives row
+    counts ``Multinomial(N, m / N)``; a resample's sums are those counts times the
+    rows.  The BCa acceleration uses the leave-one-unit-out jackknife.
+
+    Examples
+    --------
+    A pooled rate over clusters (3 clusters, grounded and answered steps per cluster):
+
+    >>> res = bootstrap_sums([[1, 2], [3, 3], [0, 4]], lambda S: S[:, 0] / S[:, 1], unit="cluster",
+    ...                      rng=0, n_resamples=500)
+    >>> round(res.statistic, 4), res.n_undefined
+    (0.4444, 0)
+    """
+    cfg = _config(method, n_resamples=n_resamples, confidence_level=confidence_level, unit=unit,
+                  rng=rng, undefined=undefined)
+    R = np.asarray(rows, dtype=float)
+    if R.ndim != 2 or R.shape[0] == 0:
+        raise InputError(f"`rows` must be a non-empty 2-D array (units x columns); got shape {R.shape}.",
+                         field="rows")
+    mult = (np.ones(R.shape[0]) if multiplicity is None
+            else np.asarray(multiplicity, dtype=float).reshape(-1))
+    if mult.shape != (R.shape[0],) or (mult < 0).any() or mult.sum() <= 0:
+        raise ValueError(f"`multiplicity` must be one non-negative count per row ({R.shape[0]}).")
+    if strata is None:
+        blocks: list[_Block] = [(R, mult)]
+    else:
+        s = _group_codes(strata, R.shape[0], "strata")
+        blocks = [(R[s == g], mult[s == g]) for g in np.unique(s)]
+    return _run_sums(statistic, blocks, R, mult, cfg)
+
+
+def _count_blocks(t: np.ndarray, T: int, unit: str, clusters: Any, strata: Any
+                  ) -> tuple[list[_Block], np.ndarray | None, np.ndarray]:
+    """The resampling blocks of items of types ``t``, and the jackknife rows and weights."""
+    n = t.size
+    counts = np.bincount(t, minlength=T).astype(float)
+    if unit == "item":
+        if clusters is not None or strata is not None:
+            raise ValueError("`unit='item'` takes no `clusters` or `strata`; use unit='cluster' or 'stratified'.")
+        return [(None, counts)], None, counts
+    if unit == "stratified":
+        if strata is None:
+            raise ValueError("`unit='stratified'` needs `strata=` (one label per item).")
+        M = _cluster_matrix(t, _group_codes(strata, n, "strata"), T)
+        return [(None, row) for row in M], None, counts
+    if clusters is None:
+        raise ValueError("`unit='cluster'` needs `clusters=` (one cluster label per item).")
+    c = _group_codes(clusters, n, "clusters")
+    M = _cluster_matrix(t, c, T)
+    ones = np.ones(M.shape[0])
+    if strata is None:
+        return [(M, ones)], M, ones
+    s = _group_codes(strata, n, "strata")
+    if (pd.Series(s).groupby(c).nunique().to_numpy() > 1).any():
+        bad = np.flatnonzero(pd.Series(s).groupby(c).nunique().to_numpy() > 1)
+        raise ValueError(f"cluster {int(bad[0])} spans more than one stratum; clusters must nest in strata.")
+    cluster_stratum = np.full(M.shape[0], -1)
+    cluster_stratum[c] = s
+    return ([(M[cluster_stratum == g], ones[cluster_stratum == g]) for g in np.unique(cluster_stratum)],
+            M, ones)
+
+
+def _type_index(type_index: Any, n_types: int | None, *, allow_empty: bool) -> tuple[np.ndarray, int]:
+    t = np.asarray(type_index)
+    if t.ndim != 1 or (t.size == 0 and not allow_empty):
+        raise InputError("`type_index` must be a non-empty 1-D array (one type per item).", field="type_index")
+    if t.size and (not np.issubdtype(t.dtype, np.integer) or t.min() < 0):
+        raise ValueError("`type_index` must hold non-negative ints.")
+    t = t.astype(np.intp)
+    T = int(n_types) if n_types is not None else (int(t.max()) + 1 if t.size else 0)
+    if t.size and t.max() >= T:
+        raise ValueError(f"`type_index` has a type {int(t.max())} >= `n_types` ({T}).")
+    return t, T
 
 
 def resample_counts(
@@ -344,84 +549,12 @@ def resample_counts(
     >>> w.shape, bool((w.sum(axis=1) == 4).all())
     ((3, 3), True)
     """
-    t = np.asarray(type_index)
-    if t.ndim != 1 or (t.size and (not np.issubdtype(t.dtype, np.integer) or t.min() < 0)):
-        raise ValueError("`type_index` must be a 1-D array of non-negative ints.")
-    t = t.astype(np.intp)
-    T = int(n_types) if n_types is not None else (int(t.max()) + 1 if t.size else 0)
-    B = _check_n_resamples(n_resamples)
+    t, T = _type_index(type_index, n_types, allow_empty=False)
+    B = check_n_resamples(n_resamples)
     gen = check_rng(rng)
-    _check_choice("unit", unit, UNITS)
-    n = t.size
-    if unit == "item":
-        if clusters is not None or strata is not None:
-            raise ValueError("`unit='item'` takes no `clusters` or `strata`; use unit='cluster' or 'stratified'.")
-        counts = np.bincount(t, minlength=T).astype(float)
-        return gen.multinomial(n, counts / n, size=B).astype(float)
-    if unit == "stratified":
-        if strata is None:
-            raise ValueError("`unit='stratified'` needs `strata=` (one label per item).")
-        s = _group_codes(strata, n, "strata")
-        M = _cluster_matrix(t, s, T)
-        out = np.zeros((B, T))
-        for row in M:
-            ns = int(row.sum())
-            out += gen.multinomial(ns, row / ns, size=B)
-        return out
-    # cluster
-    if clusters is None:
-        raise ValueError("`unit='cluster'` needs `clusters=` (one cluster label per item).")
-    c = _group_codes(clusters, n, "clusters")
-    M = _cluster_matrix(t, c, T)
-    if strata is None:
-        C = M.shape[0]
-        K = gen.multinomial(C, np.full(C, 1.0 / C), size=B).astype(float)
-        return K @ M
-    s = _group_codes(strata, n, "strata")
-    cluster_stratum = np.full(M.shape[0], -1)
-    cluster_stratum[c] = s
-    bad = np.flatnonzero(pd.Series(s).groupby(c).nunique().to_numpy() > 1)
-    if bad.size:
-        raise ValueError(f"cluster {int(bad[0])} spans more than one stratum; clusters must nest in strata.")
-    out = np.zeros((B, T))
-    for st in np.unique(cluster_stratum):
-        Ms = M[cluster_stratum == st]
-        Cs = Ms.shape[0]
-        K = gen.multinomial(Cs, np.full(Cs, 1.0 / Cs), size=B).astype(float)
-        out += K @ Ms
-    return out
-
-
-def _table_jackknife(statistic: Callable[[np.ndarray], np.ndarray], t: np.ndarray, T: int,
-                     unit: str, clusters: Any) -> tuple[np.ndarray, np.ndarray]:
-    n = t.size
-    if unit == "cluster":
-        c = _group_codes(clusters, n, "clusters")
-        M = _cluster_matrix(t, c, T)
-        total = M.sum(axis=0)
-        rows, mult = total[None, :] - M, np.ones(M.shape[0])
-    else:
-        counts = np.bincount(t, minlength=T).astype(float)
-        present = np.flatnonzero(counts > 0)
-        rows = np.repeat(counts[None, :], present.size, axis=0)
-        rows[np.arange(present.size), present] -= 1.0
-        mult = counts[present]
-    vals = np.empty(rows.shape[0])
-    step = max(1, _CHUNK_CELLS // max(T, 1))
-    for i in range(0, rows.shape[0], step):
-        vals[i:i + step] = _call_batch(statistic, rows[i:i + step])
-    return vals, mult
-
-
-def _call_batch(statistic: Callable[[np.ndarray], np.ndarray], W: np.ndarray) -> np.ndarray:
-    with np.errstate(divide="ignore", invalid="ignore"):
-        out = np.asarray(statistic(W), dtype=float)
-    if out.shape != (W.shape[0],):
-        raise ValueError(
-            f"a table statistic must return one value per row of counts, shape ({W.shape[0]},); "
-            f"got {out.shape}."
-        )
-    return out
+    check_choice("unit", unit, UNITS)
+    blocks, _, _ = _count_blocks(t, T, unit, clusters, strata)
+    return _draw_sums(blocks, B, gen)
 
 
 def bootstrap_table(
@@ -429,7 +562,7 @@ def bootstrap_table(
     statistic: Callable[[np.ndarray], np.ndarray],
     *,
     n_types: int | None = None,
-    method: str = "percentile",
+    method: str | BootstrapConfig = "percentile",
     unit: str = "item",
     clusters: Any = None,
     strata: Any = None,
@@ -451,7 +584,9 @@ def bootstrap_table(
         observed counts.
     n_types : int, optional
         Number of types (default ``max(type_index) + 1``).
-    method : {"percentile", "basic", "bca"}
+    method : {"percentile", "basic", "bca"} or BootstrapConfig
+        A :class:`BootstrapConfig` carries every setting below but the data
+        (``clusters``, ``strata``); do not pass them again as keywords.
     unit : {"item", "cluster", "stratified"}
     clusters, strata : array-like, optional
         One label per item.
@@ -470,9 +605,10 @@ def bootstrap_table(
     Resampling ``n`` items with replacement and tabulating them gives type
     counts distributed ``Multinomial(n, p)`` with ``p`` the observed type
     frequencies, so drawing the counts directly is the same bootstrap, with a
-    cost independent of ``n``.  The BCa acceleration uses the leave-one-item-out
-    jackknife (leave-one-cluster-out for ``unit="cluster"``); items of the same
-    type share one jackknife value, computed once and weighted by its count.
+    cost independent of ``n`` (the engine is :func:`bootstrap_sums` with one row
+    per type).  The BCa acceleration uses the leave-one-item-out jackknife
+    (leave-one-cluster-out for ``unit="cluster"``); items of the same type share
+    one jackknife value, computed once and weighted by its count.
 
     Examples
     --------
@@ -483,41 +619,15 @@ def bootstrap_table(
     >>> res.statistic, res.n_undefined
     (0.5, 0)
     """
-    method = _check_choice("method", method, METHODS)
-    unit = _check_choice("unit", unit, UNITS)
-    undefined = _check_choice("undefined", undefined, ("drop", "raise"))
-    confidence_level = check_confidence_level(confidence_level)
-    B = _check_n_resamples(n_resamples)
-    t = np.asarray(type_index)
-    if t.ndim != 1 or t.size == 0:
-        raise ValueError("`type_index` must be a non-empty 1-D array (one type per item).")
-    if not np.issubdtype(t.dtype, np.integer) or t.min() < 0:
-        raise ValueError("`type_index` must hold non-negative ints.")
-    t = t.astype(np.intp)
-    T = int(n_types) if n_types is not None else int(t.max()) + 1
-    if t.max() >= T:
-        raise ValueError(f"`type_index` has a type {int(t.max())} >= `n_types` ({T}).")
-    if unit == "cluster" and clusters is not None:
+    cfg = _config(method, n_resamples=n_resamples, confidence_level=confidence_level, unit=unit,
+                  rng=rng, undefined=undefined)
+    t, T = _type_index(type_index, n_types, allow_empty=False)
+    if cfg.unit == "cluster" and clusters is not None:
         n_clusters = int(pd.Series(np.asarray(clusters)).nunique(dropna=False))
         if n_clusters < 2:  # one cluster resampled is itself: a zero-width interval would be false precision
-            return _undefined_result(f"{n_clusters} cluster: between-cluster variance cannot be estimated",
-                                     method=method, confidence_level=confidence_level, unit=unit,
-                                     n_resamples=B)
-    gen = check_rng(rng)
-    observed = np.bincount(t, minlength=T).astype(float)[None, :]
-    theta = float(_call_batch(statistic, observed)[0])
-    if not math.isfinite(theta):
-        return _undefined_result("undefined on the observed data", method=method,
-                                 confidence_level=confidence_level, unit=unit, n_resamples=B)
-    W = resample_counts(t, B, n_types=T, unit=unit, clusters=clusters, strata=strata, rng=gen)
-    reps = np.empty(B)
-    step = max(1, _CHUNK_CELLS // max(T, 1))
-    for i in range(0, B, step):
-        reps[i:i + step] = _call_batch(statistic, W[i:i + step])
-    jack = _table_jackknife(statistic, t, T, unit, clusters) if method == "bca" else None
-    return _interval_from_replicates(theta, reps, jack, method=method,
-                                     confidence_level=confidence_level, unit=unit,
-                                     undefined=undefined, n_resamples=B)
+            return _undefined_result(f"{n_clusters} cluster: between-cluster variance cannot be estimated", cfg)
+    blocks, jack_rows, jack_mult = _count_blocks(t, T, cfg.unit, clusters, strata)
+    return _run_sums(statistic, blocks, jack_rows, jack_mult, cfg)
 
 
 # --------------------------------------------------------------------------- general engine
@@ -572,7 +682,7 @@ def bootstrap(
     data: Any,
     statistic: Callable[..., Any],
     *,
-    method: str = "percentile",
+    method: str | BootstrapConfig = "percentile",
     unit: str = "item",
     clusters: Any = None,
     strata: Any = None,
@@ -596,7 +706,9 @@ def bootstrap(
         (undefined), NaN (undefined) or a result with ``.statistic``.  With
         ``vectorized=True`` it is called as ``statistic(*samples, axis=-1)`` on
         arrays of shape ``(m, n)`` and returns shape ``(m,)``.
-    method : {"percentile", "basic", "bca"}, default "percentile"
+    method : {"percentile", "basic", "bca"} or BootstrapConfig, default "percentile"
+        A :class:`BootstrapConfig` carries ``n_resamples``, ``confidence_level``,
+        ``unit``, ``rng`` and ``undefined``; do not pass them again as keywords.
     unit : {"item", "cluster", "stratified"}, default "item"
         What is resampled: items; whole clusters (``clusters=``, e.g. tasks or
         conversations, with all their items); or items within each stratum
@@ -635,14 +747,12 @@ def bootstrap(
     >>> res.statistic, res.method, res.n_undefined
     (0.7, 'percentile', 0)
     """
-    method = _check_choice("method", method, METHODS)
-    unit = _check_choice("unit", unit, UNITS)
-    undefined = _check_choice("undefined", undefined, ("drop", "raise"))
-    confidence_level = check_confidence_level(confidence_level)
-    B = _check_n_resamples(n_resamples)
+    cfg = _config(method, n_resamples=n_resamples, confidence_level=confidence_level, unit=unit,
+                  rng=rng, undefined=undefined)
+    unit, B = cfg.unit, cfg.n_resamples
     if not callable(statistic):
         raise TypeError("`statistic` must be callable.")
-    gen = check_rng(rng)
+    gen = cfg.generator()
     if isinstance(data, (list, tuple)) and len(data) and not np.isscalar(data[0]):
         samples = [np.asarray(d) for d in data]
     else:
@@ -651,7 +761,7 @@ def bootstrap(
         if s.ndim != 1:
             raise ValueError(f"sample {i} of `data` must be 1-D; got shape {s.shape}.")
         if s.size == 0:
-            raise ValueError(f"sample {i} of `data` is empty.")
+            raise InputError(f"sample {i} of `data` is empty.", field="data")
     n = samples[0].size
     if paired and any(s.size != n for s in samples):
         raise ValueError(
@@ -678,8 +788,7 @@ def bootstrap(
 
     theta = call(*samples)
     if not math.isfinite(theta):
-        return _undefined_result("undefined on the observed data", method=method,
-                                 confidence_level=confidence_level, unit=unit, n_resamples=B)
+        return _undefined_result("undefined on the observed data", cfg)
     reps = np.empty(B)
     if vectorized and unit != "cluster":
         step = max(1, _CHUNK_CELLS // max(n * len(samples), 1))
@@ -707,14 +816,12 @@ def bootstrap(
             else:
                 reps[b] = call(*[s[gen.integers(0, s.size, size=s.size)] for s in samples])
     jack = None
-    if method == "bca":
+    if cfg.method == "bca":
         if vectorized and paired and unit != "cluster":
             jack = _vectorized_jackknife(samples, statistic)
         else:
             jack = _generic_jackknife(samples, call, unit=unit, paired=paired, clusters=cl)
-    return _interval_from_replicates(theta, reps, jack, method=method,
-                                     confidence_level=confidence_level, unit=unit,
-                                     undefined=undefined, n_resamples=B)
+    return _interval_from_replicates(theta, reps, jack, cfg)
 
 
 def _vectorized_jackknife(samples: list[np.ndarray], statistic: Callable[..., Any]

@@ -42,8 +42,11 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from .._validation import check_choice, check_columns, check_confidence_level
+from ..errors import InputError
 from ..values import ABSTAIN_WORDS, Abstention, Cause, UndefinedWarning, abstain_labels
-from ._intervals import PairedDifferenceResult, check_confidence_level, paired_difference_interval
+from ._intervals import paired_difference_interval
+from ._result import NO_INTERVAL, ConfidenceInterval, ResultShape, _num, undefined
 
 __all__ = [
     "LEANS",
@@ -163,6 +166,8 @@ def _pair(judge: Any, human: Any, abstain: Iterable[Any]) -> tuple[list[Any], li
         raise ValueError(
             f"`judge` and `human` must label the same items; got {len(j)} and {len(h)} labels."
         )
+    if not j:
+        raise InputError("`judge` and `human` are empty: there are no items to compare.", field="judge")
     ab = abstain_labels(abstain)
     jm = [_is_missing(x, ab) for x in j]
     hm = [_is_missing(x, ab) for x in h]
@@ -220,15 +225,16 @@ def lean_from_interval(low: float, high: float) -> str:
 
 
 @dataclass(frozen=True)
-class McNemarResult:
+class McNemarResult(ResultShape):
     """McNemar test of ``b == c`` in a paired 2x2 table.
 
     Attributes
     ----------
-    statistic : float
+    statistic : float or Abstention
         ``min(b, c)`` for the exact and mid-p tests (as statsmodels reports it),
-        the chi-square statistic for the asymptotic test.
-    pvalue : float
+        the chi-square statistic for the asymptotic test; an abstention when the
+        asymptotic test has no discordant pair.
+    pvalue : float or Abstention
         Two-sided.
     method : str
         ``"exact"``, ``"mid-p"`` or ``"asymptotic"``.
@@ -236,17 +242,20 @@ class McNemarResult:
         Continuity correction (asymptotic only).
     b, c : int
         Discordant counts: first positive only, second positive only.
+    confidence_interval : Abstention
+        A test has no interval (``not_applicable``).
     """
 
-    statistic: float
-    pvalue: float
+    statistic: float | Abstention
+    pvalue: float | Abstention
     method: str
     correction: bool
     b: int
     c: int
+    confidence_interval: Abstention = NO_INTERVAL
 
     def to_frame(self) -> pd.DataFrame:
-        return pd.DataFrame([{"statistic": self.statistic, "pvalue": self.pvalue, "method": self.method,
+        return pd.DataFrame([{**self.summary_row(), "pvalue": _num(self.pvalue), "method": self.method,
                               "correction": self.correction, "b": self.b, "c": self.c}])
 
 
@@ -261,7 +270,7 @@ def _discordant(table: Any) -> tuple[int, int]:
 
 def mcnemar_test(
     table: Any, *, method: str = "mid-p", correction: bool = False
-) -> McNemarResult | Abstention:
+) -> McNemarResult:
     """McNemar's test for paired binary labels: exact, mid-p or asymptotic.
 
     Parameters
@@ -276,9 +285,9 @@ def mcnemar_test(
 
     Returns
     -------
-    McNemarResult or Abstention
-        The asymptotic test is undefined without discordant pairs (an abstention
-        with a warning); the exact and mid-p tests then give p = 1.
+    McNemarResult
+        The asymptotic test is undefined without discordant pairs (statistic and
+        p-value are abstentions, with a warning); the exact and mid-p tests then give p = 1.
 
     Notes
     -----
@@ -304,16 +313,14 @@ def mcnemar_test(
     >>> round(mcnemar_test([[1, 1], [7, 12]], method="exact").pvalue, 3)
     0.07
     """
-    if method not in _MCNEMAR_METHODS:
-        raise ValueError(f"`method` must be one of {', '.join(_MCNEMAR_METHODS)}; got {method!r}.")
+    check_choice("method", method, _MCNEMAR_METHODS)
     b, c = _discordant(table)
     m = b + c
     k = min(b, c)
     if method == "asymptotic":
         if m == 0:
-            warnings.warn("McNemar's asymptotic test is undefined without discordant pairs",
-                          UndefinedWarning, stacklevel=2)
-            return Abstention(Cause.MISSING_EVIDENCE, "no discordant pairs")
+            ab = undefined("no discordant pairs", what="McNemar's asymptotic test")
+            return McNemarResult(ab, ab, method, correction, b, c)
         num = (abs(b - c) - 1.0) ** 2 if correction else float(b - c) ** 2
         if correction and abs(b - c) < 1:
             num = 0.0
@@ -332,34 +339,38 @@ def mcnemar_test(
 
 
 @dataclass(frozen=True)
-class StuartMaxwellResult:
+class StuartMaxwellResult(ResultShape):
     """Stuart-Maxwell test of marginal homogeneity in a k x k table.
 
     Attributes
     ----------
-    statistic : float
-        Chi-square statistic ``d' V^-1 d``.
+    statistic : float or Abstention
+        Chi-square statistic ``d' V^-1 d``; an abstention when fewer than two
+        categories carry disagreements.
     df : int
         Degrees of freedom (k - 1 over the categories that carry off-diagonal counts).
-    pvalue : float
+    pvalue : float or Abstention
     categories : tuple
         Categories used (those with no off-diagonal count add nothing and are dropped).
+    confidence_interval : Abstention
+        A test has no interval (``not_applicable``).
     """
 
-    statistic: float
+    statistic: float | Abstention
     df: int
-    pvalue: float
+    pvalue: float | Abstention
     categories: tuple[Any, ...]
     method: str = "stuart_maxwell"
+    confidence_interval: Abstention = NO_INTERVAL
 
     def to_frame(self) -> pd.DataFrame:
-        return pd.DataFrame([{"statistic": self.statistic, "df": self.df, "pvalue": self.pvalue,
+        return pd.DataFrame([{**self.summary_row(), "df": self.df, "pvalue": _num(self.pvalue),
                               "method": self.method, "categories": list(self.categories)}])
 
 
 def stuart_maxwell_test(
     table: Any, *, categories: Sequence[Any] | None = None, method: str = "stuart_maxwell"
-) -> StuartMaxwellResult | Abstention:
+) -> StuartMaxwellResult:
     """Stuart-Maxwell test that the judge's and the human's marginal distributions agree.
 
     Parameters
@@ -375,9 +386,9 @@ def stuart_maxwell_test(
 
     Returns
     -------
-    StuartMaxwellResult or Abstention
-        An abstention (with a warning) when fewer than two categories carry
-        off-diagonal counts.
+    StuartMaxwellResult
+        With abstentions for the statistic and p-value (and a warning) when fewer
+        than two categories carry off-diagonal counts.
 
     Notes
     -----
@@ -402,8 +413,7 @@ def stuart_maxwell_test(
     >>> r.df, round(r.statistic, 4)
     (2, 1.8305)
     """
-    if method not in ("stuart_maxwell", "bhapkar"):
-        raise ValueError(f"`method` must be one of stuart_maxwell, bhapkar; got {method!r}.")
+    check_choice("method", method, ("stuart_maxwell", "bhapkar"))
     arr = np.asarray(table, dtype=float)
     if arr.ndim != 2 or arr.shape[0] != arr.shape[1] or arr.shape[0] < 2:
         raise ValueError(f"`table` must be a square k x k table with k >= 2; got shape {arr.shape}.")
@@ -417,9 +427,8 @@ def stuart_maxwell_test(
     np.fill_diagonal(off, 0.0)
     used = np.flatnonzero(off.sum(axis=0) + off.sum(axis=1) > 0)
     if used.size < 2:
-        warnings.warn("Stuart-Maxwell is undefined: fewer than two categories carry disagreements",
-                      UndefinedWarning, stacklevel=2)
-        return Abstention(Cause.MISSING_EVIDENCE, "no disagreement between the two sources")
+        ab = undefined("no disagreement between the two sources", what="Stuart-Maxwell")
+        return StuartMaxwellResult(ab, 0, ab, tuple(cats[i] for i in used), method)
     sub = arr[np.ix_(used, used)]
     row, col = sub.sum(axis=1), sub.sum(axis=0)
     d = (row - col)[:-1]
@@ -441,16 +450,16 @@ def stuart_maxwell_test(
 
 
 @dataclass(frozen=True)
-class SignedBiasResult:
+class SignedBiasResult(ResultShape):
     """Judge positive rate minus human positive rate, on the items both labelled.
 
     Attributes
     ----------
-    statistic : float
-        ``judge_rate - human_rate``.
-    confidence_interval : tuple of float
+    statistic : float or Abstention
+        ``judge_rate - human_rate``; an abstention when no item has both labels.
+    confidence_interval : ConfidenceInterval or Abstention
         Newcombe's paired hybrid score interval.
-    judge_rate, human_rate : float
+    judge_rate, human_rate : float or Abstention
     table : tuple of int
         ``(both positive, judge only, human only, neither)``.
     counts : PairCounts
@@ -461,10 +470,10 @@ class SignedBiasResult:
     confidence_level : float
     """
 
-    statistic: float
-    confidence_interval: tuple[float, float]
-    judge_rate: float
-    human_rate: float
+    statistic: float | Abstention
+    confidence_interval: ConfidenceInterval | Abstention
+    judge_rate: float | Abstention
+    human_rate: float | Abstention
     table: tuple[int, int, int, int]
     counts: PairCounts
     lean: str
@@ -483,15 +492,13 @@ class SignedBiasResult:
 
     def to_frame(self) -> pd.DataFrame:
         row = {
-            "statistic": self.statistic,
-            "ci_low": self.confidence_interval[0],
-            "ci_high": self.confidence_interval[1],
-            "judge_rate": self.judge_rate,
-            "human_rate": self.human_rate,
+            **self.summary_row(),
+            "judge_rate": _num(self.judge_rate),
+            "human_rate": _num(self.human_rate),
             "over_predicted": self.over_predicted,
             "under_predicted": self.under_predicted,
             "lean": self.lean,
-            "mcnemar_midp": self.mcnemar.pvalue,
+            "mcnemar_midp": _num(self.mcnemar.pvalue),
             "confidence_level": self.confidence_level,
         }
         row.update(self.counts.as_dict())
@@ -506,7 +513,7 @@ def signed_bias(
     negative: Any = None,
     abstain: Iterable[Any] = ABSTAIN_WORDS,
     confidence_level: float = 0.95,
-) -> SignedBiasResult | Abstention:
+) -> SignedBiasResult:
     """Signed bias of a binary judge against a human anchor, with a paired interval.
 
     Parameters
@@ -527,9 +534,9 @@ def signed_bias(
 
     Returns
     -------
-    SignedBiasResult or Abstention
-        An abstention (``missing_evidence``, with a warning) when no item has
-        both labels.
+    SignedBiasResult
+        With abstentions for the statistic, interval and rates (``missing_evidence``,
+        with a warning) and the lean ``"unknown"`` when no item has both labels.
 
     Notes
     -----
@@ -550,16 +557,15 @@ def signed_bias(
     cl = check_confidence_level(confidence_level)
     jl, hl, counts = _pair(judge, human, abstain)
     if counts.n_pairs == 0:
-        warnings.warn("signed bias is undefined: no item has both a judge and a human label",
-                      UndefinedWarning, stacklevel=2)
-        return Abstention(Cause.MISSING_EVIDENCE, "no item has both a judge and a human label")
+        ab = undefined("no item has both a judge and a human label", what="signed bias")
+        return SignedBiasResult(statistic=ab, confidence_interval=ab, judge_rate=ab, human_rate=ab,
+                                table=(0, 0, 0, 0), counts=counts, lean=UNKNOWN,
+                                mcnemar=McNemarResult(ab, ab, "mid-p", False, 0, 0), confidence_level=cl)
     jb = _binary(jl, positive, "judge", negative)
     hb = _binary(hl, positive, "human", negative)
     table = _table_from_binary(jb, hb)
     diff = paired_difference_interval(table, confidence_level=cl)
-    assert isinstance(diff, PairedDifferenceResult)  # n_pairs > 0
     mc = mcnemar_test(table, method="mid-p")
-    assert isinstance(mc, McNemarResult)
     return SignedBiasResult(
         statistic=diff.statistic,
         confidence_interval=diff.confidence_interval,
@@ -649,7 +655,6 @@ def class_bias(
         cc = int(tab[:, i].sum() - a)  # human says c, judge another class
         d = n - a - b - cc
         r = paired_difference_interval([[a, b], [cc, d]], confidence_level=cl)
-        assert isinstance(r, PairedDifferenceResult)
         rows.append({
             "category": c, "judge_rate": r.p1, "human_rate": r.p2, "bias": r.statistic,
             "ci_low": r.confidence_interval[0], "ci_high": r.confidence_interval[1],
@@ -691,7 +696,6 @@ def confusion_asymmetry(
             nij, nji = int(tab[i, j]), int(tab[j, i])
             m = nij + nji
             mc = mcnemar_test([[0, nij], [nji, 0]], method="mid-p")
-            assert isinstance(mc, McNemarResult)
             rows.append({
                 "class_i": cats[i], "class_j": cats[j],
                 "judge_i_human_j": nij, "judge_j_human_i": nji,
@@ -708,30 +712,30 @@ def confusion_asymmetry(
 
 
 @dataclass(frozen=True)
-class MeanSignedDifferenceResult:
+class MeanSignedDifferenceResult(ResultShape):
     """Mean of judge minus human on an ordinal scale, with a t interval.
 
     Attributes
     ----------
-    statistic : float
-        Mean signed difference, in scale units (positions when ``categories`` was given).
-    confidence_interval : tuple of float
-    std_error : float
+    statistic : float or Abstention
+        Mean signed difference, in scale units (positions when ``categories`` was
+        given); an abstention with fewer than two paired items.
+    confidence_interval : ConfidenceInterval or Abstention
+    std_error : float or Abstention
     counts : PairCounts
     lean : str
     confidence_level : float
     """
 
-    statistic: float
-    confidence_interval: tuple[float, float]
-    std_error: float
+    statistic: float | Abstention
+    confidence_interval: ConfidenceInterval | Abstention
+    std_error: float | Abstention
     counts: PairCounts
     lean: str
     confidence_level: float
 
     def to_frame(self) -> pd.DataFrame:
-        row = {"statistic": self.statistic, "ci_low": self.confidence_interval[0],
-               "ci_high": self.confidence_interval[1], "std_error": self.std_error,
+        row = {**self.summary_row(), "std_error": _num(self.std_error),
                "lean": self.lean, "confidence_level": self.confidence_level}
         row.update(self.counts.as_dict())
         return pd.DataFrame([row])
@@ -762,7 +766,7 @@ def mean_signed_difference(
     categories: Sequence[Any] | Mapping[Any, float] | None = None,
     abstain: Iterable[Any] = ABSTAIN_WORDS,
     confidence_level: float = 0.95,
-) -> MeanSignedDifferenceResult | Abstention:
+) -> MeanSignedDifferenceResult:
     """Mean signed difference (judge minus human) on an ordinal scale.
 
     Parameters
@@ -780,8 +784,9 @@ def mean_signed_difference(
 
     Returns
     -------
-    MeanSignedDifferenceResult or Abstention
-        An abstention when fewer than two items have both labels.
+    MeanSignedDifferenceResult
+        With abstentions for the statistic, interval and standard error (and a
+        warning) when fewer than two items have both labels.
 
     Notes
     -----
@@ -800,15 +805,14 @@ def mean_signed_difference(
     cl = check_confidence_level(confidence_level)
     jl, hl, counts = _pair(judge, human, abstain)
     if counts.n_pairs < 2:
-        warnings.warn("mean signed difference needs at least two paired items",
-                      UndefinedWarning, stacklevel=2)
-        return Abstention(Cause.MISSING_EVIDENCE, f"{counts.n_pairs} paired item(s); at least two needed")
+        ab = undefined(f"{counts.n_pairs} paired item(s); at least two needed", what="mean signed difference")
+        return MeanSignedDifferenceResult(ab, ab, ab, counts, UNKNOWN, cl)
     d = _scores(jl, categories, "judge") - _scores(hl, categories, "human")
     n = d.size
     mean = float(d.mean())
     se = float(d.std(ddof=1) / math.sqrt(n))
     t = float(stats.t.ppf(0.5 + cl / 2.0, n - 1))
-    ci = (mean - t * se, mean + t * se)
+    ci = ConfidenceInterval(mean - t * se, mean + t * se)
     return MeanSignedDifferenceResult(mean, ci, se, counts, lean_from_interval(*ci), cl)
 
 
@@ -816,45 +820,54 @@ def mean_signed_difference(
 
 
 @dataclass(frozen=True)
-class DirectionResult:
+class DirectionResult(ResultShape):
     """Which way a judge's error runs on one dimension, in words and numbers.
 
     Attributes
     ----------
     lean : str
         One of :data:`LEANS`.
-    statistic : float or None
-        Signed bias (binary) or mean signed difference (ordinal); None when unknown.
-    confidence_interval : tuple of float or None
-    pvalue : float or None
+    statistic : float or Abstention
+        Signed bias (binary) or mean signed difference (ordinal); an abstention
+        (with its cause) when the lean is unknown.
+    confidence_interval : ConfidenceInterval or Abstention
+    pvalue : float or Abstention
         Mid-p McNemar (binary) or the t test of a zero mean (ordinal).
     scale : str
         ``"binary"`` or ``"ordinal"``.
     method : str
-    counts : PairCounts or None
+    counts : PairCounts
+        Items given, paired and excluded (with no human anchor every item is
+        excluded on the human side).
     reason : str
         Why the lean is unknown, or what the statistic is.
     """
 
     lean: str
-    statistic: float | None
-    confidence_interval: tuple[float, float] | None
-    pvalue: float | None
+    statistic: float | Abstention
+    confidence_interval: ConfidenceInterval | Abstention
+    pvalue: float | Abstention
     scale: str
     method: str
-    counts: PairCounts | None
+    counts: PairCounts
     reason: str = ""
     detail: Any = field(default=None, repr=False, compare=False)
 
     def to_frame(self) -> pd.DataFrame:
-        ci = self.confidence_interval or (None, None)
-        row = {"lean": self.lean, "statistic": self.statistic, "ci_low": ci[0], "ci_high": ci[1],
-               "pvalue": self.pvalue, "scale": self.scale, "method": self.method, "reason": self.reason}
-        row.update(self.counts.as_dict() if self.counts else {})
+        shape = self.summary_row()
+        row = {"lean": self.lean, **shape, "pvalue": _num(self.pvalue), "scale": self.scale,
+               "method": self.method, "reason": self.reason}
+        row.update(self.counts.as_dict())
         return pd.DataFrame([row])
 
 
 _SCALES = ("binary", "ordinal")
+
+
+def _unknown_direction(ab: Abstention, scale: str, method: str, counts: PairCounts) -> DirectionResult:
+    reason = f"no anchor on these items: {ab.reason}"
+    return DirectionResult(UNKNOWN, undefined(reason, what="the direction of error"), ab, ab, scale, method,
+                           counts, reason)
 
 
 def direction_of_error(
@@ -902,21 +915,20 @@ def direction_of_error(
     >>> direction_of_error(j, h, positive="Yes").lean
     'understates'
     """
-    if scale not in _SCALES:
-        raise ValueError(f"`scale` must be one of {', '.join(_SCALES)}; got {scale!r}.")
+    check_choice("scale", scale, _SCALES)
     cl = check_confidence_level(confidence_level)
     if human is None:
-        return DirectionResult(UNKNOWN, None, None, None, scale, "none", None,
-                               "no human anchor: there is nothing to establish a lean against")
+        reason = "no human anchor: there is nothing to establish a lean against"
+        ab = undefined(reason, what="the direction of error")
+        _, _, counts = _pair(judge, [None] * len(_as_list(judge, "judge")), abstain)
+        return DirectionResult(UNKNOWN, ab, ab, ab, scale, "none", counts, reason)
     if scale == "binary":
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UndefinedWarning)
             r = signed_bias(judge, human, positive=positive, negative=negative, abstain=abstain,
                             confidence_level=cl)
-        if isinstance(r, Abstention):
-            _, _, counts = _pair(judge, human, abstain)
-            return DirectionResult(UNKNOWN, None, None, None, scale, "signed_bias", counts,
-                                   f"no anchor on these items: {r.reason}")
+        if not r.defined:
+            return _unknown_direction(r.statistic, scale, "signed_bias", r.counts)
         return DirectionResult(
             r.lean, r.statistic, r.confidence_interval, r.mcnemar.pvalue, scale,
             "signed_bias (Newcombe hybrid score) + McNemar mid-p", r.counts,
@@ -925,10 +937,9 @@ def direction_of_error(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UndefinedWarning)
         m = mean_signed_difference(judge, human, categories=categories, abstain=abstain, confidence_level=cl)
-    if isinstance(m, Abstention):
-        _, _, counts = _pair(judge, human, abstain)
-        return DirectionResult(UNKNOWN, None, None, None, scale, "mean_signed_difference", counts,
-                               f"no anchor on these items: {m.reason}")
+    if not m.defined:
+        return _unknown_direction(m.statistic, scale, "mean_signed_difference", m.counts)
+    assert isinstance(m.std_error, float)  # defined statistic: defined standard error
     if m.std_error > 0:
         tstat = m.statistic / m.std_error
         p = float(2.0 * stats.t.sf(abs(tstat), m.counts.n_pairs - 1))
@@ -986,9 +997,7 @@ def direction_table(
     >>> direction_table(df, positive="Yes").set_index("dimension").loc["t_eff", "lean"]
     'unknown'
     """
-    for col in (dimension, judge, human):
-        if col not in data.columns:
-            raise ValueError(f"`data` has no column `{col}`; columns are {list(data.columns)}.")
+    check_columns(data, (dimension, judge, human))
     scales = dict(scales or {})
     categories = dict(categories or {})
     frames = []
@@ -1001,8 +1010,6 @@ def direction_table(
                                categories=categories.get(dim), abstain=abstain,
                                confidence_level=confidence_level)
         f = r.to_frame()
-        if r.counts is None:
-            f = f.assign(n_items=len(g), n_pairs=0, n_excluded=len(g))
         f.insert(0, "dimension", dim)
         frames.append(f)
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["dimension", "lean"])

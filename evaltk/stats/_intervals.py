@@ -12,9 +12,10 @@ measured on the same items (a judge's positive rate minus the human positive rat
   method 10, for the difference between two proportions from paired data.
 
 Every function returns a frozen result with ``.statistic``,
-``.confidence_interval`` as ``(low, high)`` and ``.to_frame()``; a rate over zero
-trials is undefined and comes back as an :class:`~evaltk.values.Abstention` with
-an :class:`~evaltk.values.UndefinedWarning`.  :func:`wilson_bounds` and
+``.confidence_interval`` (a :class:`~evaltk.stats.ConfidenceInterval`), ``.defined``
+and ``.to_frame()``; a rate over zero trials is undefined: the result comes back with
+an :class:`~evaltk.values.Abstention` as its statistic and interval, and an
+:class:`~evaltk.values.UndefinedWarning`.  :func:`wilson_bounds` and
 :func:`clopper_pearson_bounds` are the vectorised cores (arrays in, arrays out)
 for callers that need many intervals at once.
 
@@ -40,7 +41,6 @@ from __future__ import annotations
 
 import math
 import numbers
-import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,7 +48,9 @@ import numpy as np
 import pandas as pd
 from scipy import special, stats
 
-from ..values import Abstention, Cause, UndefinedWarning
+from .._validation import check_confidence_level
+from ..values import Abstention
+from ._result import ConfidenceInterval, ResultShape, undefined
 
 __all__ = [
     "ProportionInterval",
@@ -58,34 +60,8 @@ __all__ = [
     "wilson_bounds",
     "clopper_pearson_bounds",
     "paired_difference_interval",
-    "check_confidence_level",
     "z_value",
 ]
-
-
-# --------------------------------------------------------------------------- validation
-
-
-def check_confidence_level(confidence_level: Any) -> float:
-    """Return ``confidence_level`` as a float, or raise naming the parameter.
-
-    Examples
-    --------
-    >>> check_confidence_level(0.9)
-    0.9
-    >>> check_confidence_level(1.5)
-    Traceback (most recent call last):
-    ...
-    ValueError: `confidence_level` must be in (0, 1); got 1.5.
-    """
-    if isinstance(confidence_level, bool) or not isinstance(confidence_level, numbers.Real):
-        raise TypeError(
-            f"`confidence_level` must be a float in (0, 1); got {type(confidence_level).__name__}."
-        )
-    cl = float(confidence_level)
-    if not 0.0 < cl < 1.0:
-        raise ValueError(f"`confidence_level` must be in (0, 1); got {confidence_level!r}.")
-    return cl
 
 
 def z_value(confidence_level: float) -> float:
@@ -132,14 +108,14 @@ def _as_count_arrays(successes: Any, n: Any) -> tuple[np.ndarray, np.ndarray]:
 
 
 @dataclass(frozen=True)
-class ProportionInterval:
+class ProportionInterval(ResultShape):
     """A rate with its confidence interval.
 
     Attributes
     ----------
-    statistic : float
-        ``successes / n``.
-    confidence_interval : tuple of float
+    statistic : float or Abstention
+        ``successes / n``; an abstention when ``n == 0``.
+    confidence_interval : ConfidenceInterval or Abstention
         ``(low, high)``, inside [0, 1].
     successes, n : int
         The counts.
@@ -148,26 +124,25 @@ class ProportionInterval:
         ``"wilson"``, ``"wilson_cc"`` or ``"clopper_pearson"``.
     """
 
-    statistic: float
-    confidence_interval: tuple[float, float]
+    statistic: float | Abstention
+    confidence_interval: ConfidenceInterval | Abstention
     successes: int
     n: int
     confidence_level: float
     method: str
 
     @property
-    def half_width(self) -> float:
-        """Half the interval's width (the interval need not be symmetric)."""
-        return (self.confidence_interval[1] - self.confidence_interval[0]) / 2.0
+    def half_width(self) -> float | Abstention:
+        """Half the interval's width (the interval need not be symmetric); the abstention when undefined."""
+        ci = self.confidence_interval
+        return ci if isinstance(ci, Abstention) else (ci.high - ci.low) / 2.0
 
     def to_frame(self) -> pd.DataFrame:
-        """One-row tidy frame: ``statistic, ci_low, ci_high, successes, n, confidence_level, method``."""
+        """One-row tidy frame: ``statistic, cause, reason, ci_low, ci_high, ci_cause, successes, n, ...``."""
         return pd.DataFrame(
             [
                 {
-                    "statistic": self.statistic,
-                    "ci_low": self.confidence_interval[0],
-                    "ci_high": self.confidence_interval[1],
+                    **self.summary_row(),
                     "successes": self.successes,
                     "n": self.n,
                     "confidence_level": self.confidence_level,
@@ -178,16 +153,16 @@ class ProportionInterval:
 
 
 @dataclass(frozen=True)
-class PairedDifferenceResult:
+class PairedDifferenceResult(ResultShape):
     """Difference ``p1 - p2`` of two proportions measured on the same items.
 
     Attributes
     ----------
-    statistic : float
-        ``p1 - p2 = (b - c) / n``.
-    confidence_interval : tuple of float
+    statistic : float or Abstention
+        ``p1 - p2 = (b - c) / n``; an abstention when the table is empty.
+    confidence_interval : ConfidenceInterval or Abstention
         ``(low, high)`` inside [-1, 1].
-    p1, p2 : float
+    p1, p2 : float or Abstention
         The first and second proportion (row and column positive rates).
     table : tuple of int
         ``(a, b, c, d)``: both positive, only the first, only the second, neither.
@@ -196,10 +171,10 @@ class PairedDifferenceResult:
     method : str
     """
 
-    statistic: float
-    confidence_interval: tuple[float, float]
-    p1: float
-    p2: float
+    statistic: float | Abstention
+    confidence_interval: ConfidenceInterval | Abstention
+    p1: float | Abstention
+    p2: float | Abstention
     table: tuple[int, int, int, int]
     n: int
     confidence_level: float
@@ -211,11 +186,9 @@ class PairedDifferenceResult:
         return pd.DataFrame(
             [
                 {
-                    "statistic": self.statistic,
-                    "ci_low": self.confidence_interval[0],
-                    "ci_high": self.confidence_interval[1],
-                    "p1": self.p1,
-                    "p2": self.p2,
+                    **self.summary_row(),
+                    "p1": None if isinstance(self.p1, Abstention) else self.p1,
+                    "p2": None if isinstance(self.p2, Abstention) else self.p2,
                     "n11": a,
                     "n10": b,
                     "n01": c,
@@ -226,11 +199,6 @@ class PairedDifferenceResult:
                 }
             ]
         )
-
-
-def _undefined(reason: str) -> Abstention:
-    warnings.warn(reason, UndefinedWarning, stacklevel=3)
-    return Abstention(Cause.MISSING_EVIDENCE, reason)
 
 
 # --------------------------------------------------------------------------- vectorised cores
@@ -331,9 +299,15 @@ def clopper_pearson_bounds(
 # --------------------------------------------------------------------------- single proportion
 
 
+def _undefined_rate(successes: int, confidence_level: float, method: str) -> ProportionInterval:
+    ab = undefined("a rate over zero trials is undefined")
+    return ProportionInterval(statistic=ab, confidence_interval=ab, successes=successes, n=0,
+                              confidence_level=confidence_level, method=method)
+
+
 def wilson_interval(
     successes: int, n: int, *, confidence_level: float = 0.95, continuity: bool = False
-) -> ProportionInterval | Abstention:
+) -> ProportionInterval:
     """Wilson score interval for a proportion, optionally continuity-corrected.
 
     Parameters
@@ -349,9 +323,10 @@ def wilson_interval(
 
     Returns
     -------
-    ProportionInterval or Abstention
-        An abstention (``missing_evidence``, with an
-        :class:`~evaltk.values.UndefinedWarning`) when ``n == 0``.
+    ProportionInterval
+        ``statistic`` and ``confidence_interval`` are abstentions
+        (``missing_evidence``, with an :class:`~evaltk.values.UndefinedWarning`)
+        when ``n == 0``: a rate over no trials is undefined.
 
     Notes
     -----
@@ -374,22 +349,23 @@ def wilson_interval(
     """
     s, t = _counts_pair(successes, n)
     cl = check_confidence_level(confidence_level)
+    method = "wilson_cc" if continuity else "wilson"
     if t == 0:
-        return _undefined("a rate over zero trials is undefined")
+        return _undefined_rate(s, cl, method)
     low, high = wilson_bounds(s, t, confidence_level=cl, continuity=continuity)
     return ProportionInterval(
         statistic=s / t,
-        confidence_interval=(float(low), float(high)),
+        confidence_interval=ConfidenceInterval(float(low), float(high)),
         successes=s,
         n=t,
         confidence_level=cl,
-        method="wilson_cc" if continuity else "wilson",
+        method=method,
     )
 
 
 def clopper_pearson_interval(
     successes: int, n: int, *, confidence_level: float = 0.95
-) -> ProportionInterval | Abstention:
+) -> ProportionInterval:
     """Clopper-Pearson ("exact") interval for a proportion.
 
     Guaranteed coverage of at least ``confidence_level`` for every true
@@ -402,8 +378,8 @@ def clopper_pearson_interval(
 
     Returns
     -------
-    ProportionInterval or Abstention
-        An abstention when ``n == 0``.
+    ProportionInterval
+        With abstentions for ``statistic`` and ``confidence_interval`` when ``n == 0``.
 
     References
     ----------
@@ -418,11 +394,11 @@ def clopper_pearson_interval(
     s, t = _counts_pair(successes, n)
     cl = check_confidence_level(confidence_level)
     if t == 0:
-        return _undefined("a rate over zero trials is undefined")
+        return _undefined_rate(s, cl, "clopper_pearson")
     low, high = clopper_pearson_bounds(s, t, confidence_level=cl)
     return ProportionInterval(
         statistic=s / t,
-        confidence_interval=(float(low), float(high)),
+        confidence_interval=ConfidenceInterval(float(low), float(high)),
         successes=s,
         n=t,
         confidence_level=cl,
@@ -447,7 +423,7 @@ def _table_2x2(table: Any) -> tuple[int, int, int, int]:
 
 def paired_difference_interval(
     table: Any, *, confidence_level: float = 0.95
-) -> PairedDifferenceResult | Abstention:
+) -> PairedDifferenceResult:
     """Newcombe's hybrid score interval for a difference of paired proportions.
 
     For items rated by two sources (a judge and a human) the table counts
@@ -469,8 +445,9 @@ def paired_difference_interval(
 
     Returns
     -------
-    PairedDifferenceResult or Abstention
-        An abstention when the table is empty.
+    PairedDifferenceResult
+        With abstentions for the statistic, the interval and both rates when the
+        table is empty (no paired item).
 
     Notes
     -----
@@ -504,7 +481,9 @@ def paired_difference_interval(
     cl = check_confidence_level(confidence_level)
     n = a + b + c + d
     if n == 0:
-        return _undefined("a difference of rates over zero paired items is undefined")
+        ab = undefined("a difference of rates over zero paired items is undefined")
+        return PairedDifferenceResult(statistic=ab, confidence_interval=ab, p1=ab, p2=ab, table=(a, b, c, d),
+                                      n=0, confidence_level=cl)
     x1, x2 = a + b, a + c
     p1, p2 = x1 / n, x2 / n
     (l1, l2), (u1, u2) = wilson_bounds([x1, x2], [n, n], confidence_level=cl)
@@ -524,7 +503,7 @@ def paired_difference_interval(
     high = min(1.0, theta + du)
     return PairedDifferenceResult(
         statistic=theta,
-        confidence_interval=(low, high),
+        confidence_interval=ConfidenceInterval(low, high),
         p1=p1,
         p2=p2,
         table=(a, b, c, d),

@@ -51,6 +51,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._validation import check_choice
 from ..values import (
     ABSTAIN_WORDS,
     CAUSES,
@@ -63,11 +64,11 @@ from ..values import (
 )
 from ._bootstrap import (
     BootstrapResult,
-    _interval_from_replicates,
+    _config,
+    _run_sums,
     _undefined_result,
-    check_confidence_level,
-    check_rng,
 )
+from ._passk import pass_at_k, pass_hat_k
 
 __all__ = [
     "MeanSummary",
@@ -279,71 +280,29 @@ def _stat_two(kind: str, q: int, weights: Any, categories: tuple[Any, ...]) -> C
     from ._agreement import _pair_table_batch, weight_matrix
 
     w = weight_matrix(categories, weights)
-    if kind == "percent_agreement":
-        def pa(W: np.ndarray) -> np.ndarray:
-            P = W.reshape(W.shape[0], q, q)
-            n = P.sum(axis=(1, 2))
-            with np.errstate(divide="ignore", invalid="ignore"):
-                out = np.einsum("bkl,kl->b", P, w) / n
-            out[n < 1] = np.nan
-            return out
-        return pa
-    return _pair_table_batch({"cohen_kappa": "cohen", "scott_pi": "scott", "pabak": "pabak"}[kind], w, q)
-
-
-def _check_stat(statistic: str, allowed: Sequence[str]) -> str:
-    if statistic not in allowed:
-        raise ValueError(f"`statistic` must be one of {', '.join(map(repr, allowed))}; got {statistic!r}.")
-    return statistic
+    kinds = {"cohen_kappa": "cohen", "scott_pi": "scott", "pabak": "pabak", "percent_agreement": "pa"}
+    return _pair_table_batch(kinds[kind], w, q)
 
 
 def _table_bootstrap(stat: Callable[[np.ndarray], np.ndarray], counts: np.ndarray,
                      patterns: tuple[np.ndarray, np.ndarray] | None, *, method: str, unit: str,
                      n_resamples: int, confidence_level: float, rng: Any, undefined: str
                      ) -> BootstrapResult:
-    """Bootstrap a table statistic from counts alone (item) or from cluster patterns (cluster)."""
-    from ._bootstrap import METHODS, _check_choice, _check_n_resamples
+    """Bootstrap a table statistic from counts alone (item) or from cluster patterns (cluster).
 
-    method = _check_choice("method", method, METHODS)
-    unit = _check_choice("unit", unit, ("item", "cluster"))
-    undefined = _check_choice("undefined", undefined, ("drop", "raise"))
-    confidence_level = check_confidence_level(confidence_level)
-    B = _check_n_resamples(n_resamples)
-    gen = check_rng(rng)
-    obs = counts.astype(float)[None, :]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        theta = float(stat(obs)[0])
-    if not math.isfinite(theta):
-        return _undefined_result("undefined on the observed data", method=method,
-                                 confidence_level=confidence_level, unit=unit, n_resamples=B)
+    The one engine (:func:`evaltk.stats.bootstrap_sums`): cells (or unit patterns) are
+    the rows for ``unit="item"``, distinct cluster patterns for ``unit="cluster"``.
+    """
+    check_choice("unit", unit, ("item", "cluster"))
+    cfg = _config(method, n_resamples=n_resamples, confidence_level=confidence_level, unit=unit,
+                  rng=rng, undefined=undefined)
+    c = counts.astype(float)
     if unit == "item":
-        n = int(counts.sum())
-        W = gen.multinomial(n, counts.astype(float) / n, size=B).astype(float)
-    else:
-        if patterns is None:
-            raise ValueError("`unit='cluster'` needs the per-cluster patterns (build the table with `clusters=`).")
-        P, mult = patterns
-        C = int(mult.sum())
-        K = gen.multinomial(C, mult.astype(float) / C, size=B).astype(float)
-        W = K @ P.astype(float)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        reps = np.asarray(stat(W), dtype=float)
-    jack = None
-    if method == "bca":
-        if unit == "item":
-            c = counts.astype(float)
-            present = np.flatnonzero(c > 0)
-            rows = np.repeat(c[None, :], present.size, axis=0)
-            rows[np.arange(present.size), present] -= 1.0
-            mult_j = c[present]
-        else:
-            P, mult = patterns  # type: ignore[misc]
-            rows = counts.astype(float)[None, :] - P.astype(float)
-            mult_j = mult.astype(float)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            jack = (np.asarray(stat(rows), dtype=float), mult_j)
-    return _interval_from_replicates(theta, reps, jack, method=method, confidence_level=confidence_level,
-                                     unit=unit, undefined=undefined, n_resamples=B)
+        return _run_sums(stat, [(None, c)], None, c, cfg)
+    if patterns is None:
+        raise ValueError("`unit='cluster'` needs the per-cluster patterns (build the table with `clusters=`).")
+    P, mult = (np.asarray(x, dtype=float) for x in patterns)
+    return _run_sums(stat, [(P, mult)], P, mult, cfg)
 
 
 def _patterns_array(patterns: Mapping[tuple[int, ...], int], width: int) -> tuple[np.ndarray, np.ndarray]:
@@ -473,7 +432,7 @@ class ConfusionTable:
         """
         import warnings
 
-        _check_stat(statistic, _TWO_RATER_STATS)
+        check_choice("statistic", statistic, _TWO_RATER_STATS)
         q = len(self.categories)
         if self.n_pairable == 0 or (q < 2 and statistic != "percent_agreement"):
             reason = "no unit has two answered ratings" if self.n_pairable == 0 else "a single category"
@@ -495,11 +454,12 @@ class ConfusionTable:
         the same ``rng``, to :func:`evaltk.bootstrap.bootstrap_table` on the rows);
         ``unit="cluster"`` resamples clusters (needs a table built with ``clusters=``).
         """
-        _check_stat(statistic, _TWO_RATER_STATS)
+        check_choice("statistic", statistic, _TWO_RATER_STATS)
         q = len(self.categories)
         if self.n_pairable == 0:
-            return _undefined_result("no unit has two answered ratings", method=method,
-                                     confidence_level=confidence_level, unit=unit, n_resamples=n_resamples)
+            return _undefined_result("no unit has two answered ratings",
+                                     _config(method, n_resamples=n_resamples, confidence_level=confidence_level,
+                                             unit=unit, rng=rng, undefined=undefined))
         pat = None if self.patterns is None else _patterns_array(self.patterns, q * q)
         return _table_bootstrap(_stat_two(statistic, q, weights, self.categories), self.counts.reshape(-1),
                                 pat, method=method, unit=unit, n_resamples=n_resamples,
@@ -737,7 +697,7 @@ class UnitPatterns:
         """A nominal multi-rater coefficient (the batch functions of :mod:`evaltk.agreement`)."""
         import warnings
 
-        _check_stat(statistic, _MULTI_STATS)
+        check_choice("statistic", statistic, _MULTI_STATS)
         if not self.patterns:
             warnings.warn(f"{statistic} undefined: no rated unit", UndefinedWarning, stacklevel=2)
             return Abstention(Cause.MISSING_EVIDENCE, "no rated unit")
@@ -753,10 +713,11 @@ class UnitPatterns:
                   n_resamples: int = 2000, confidence_level: float = 0.95, rng: Any = None,
                   undefined: str = "drop") -> BootstrapResult:
         """Unit bootstrap of a coefficient: replicates are multinomial draws over the patterns."""
-        _check_stat(statistic, _MULTI_STATS)
+        check_choice("statistic", statistic, _MULTI_STATS)
         if not self.patterns:
-            return _undefined_result("no rated unit", method=method, confidence_level=confidence_level,
-                                     unit="item", n_resamples=n_resamples)
+            return _undefined_result("no rated unit",
+                                     _config(method, n_resamples=n_resamples, confidence_level=confidence_level,
+                                             unit="item", rng=rng, undefined=undefined))
         C, mult = self._arrays()
         return _table_bootstrap(_stat_multi(statistic, C, self.categories), mult, None, method=method,
                                 unit="item", n_resamples=n_resamples, confidence_level=confidence_level,
@@ -845,7 +806,6 @@ class PassCounts:
 
     def per_task(self, k: int) -> pd.DataFrame:
         """``task, n, c, n_abstained, pass_at_k, pass_hat_k`` (NaN where ``n < k``), sorted by task."""
-        from ..suite._suite import pass_at_k, pass_hat_k
 
         rows = []
         for t in sorted(self.counts, key=str):

@@ -8,6 +8,7 @@ mappings and frames), ``_scores`` (exact means and threshold comparisons), ``_su
 summary).
 """
 
+from ..stats import pass_at_k, pass_hat_k
 from ._conformance import Violation, check_summary
 from ._gate import GateDecision, gate_summary, load_summary, schema, validate_summary
 from ._model import (
@@ -21,7 +22,6 @@ from ._model import (
 )
 from ._read import load_suite_run, suite_run_from_frame
 from ._scores import SCORE_TOLERANCE
-from ._suite import pass_at_k, pass_hat_k
 from ._summary import EvalSummary, scored_events, summarize_suite
 
 __all__ = [

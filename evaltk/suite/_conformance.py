@@ -11,11 +11,11 @@ from typing import Any
 
 from .. import _io
 from ..errors import SchemaViolation
+from ..stats import pass_at_k, pass_hat_k
 from ._gate import validate_summary
 from ._model import SuiteRun
 from ._read import _read_document, load_suite_run
 from ._scores import _close, _num
-from ._suite import pass_at_k, pass_hat_k
 from ._summary import EvalSummary, _fmt, summarize_suite
 
 # --------------------------------------------------------------------------- the checker

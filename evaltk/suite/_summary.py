@@ -6,17 +6,18 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from ..stats import pass_at_k, pass_hat_k
 from ..values import Cause
 from ._model import SuiteRun
 from ._read import load_suite_run
 from ._scores import _aggregate, _decimal_path, _decimal_scale, _geq, _int_if_whole, _mean_rows
-from ._suite import _k_tables
 
 # --------------------------------------------------------------------------- the summary
 
@@ -397,3 +398,11 @@ def scored_events(summary: EvalSummary) -> list[dict[str, Any]]:
                 e["latencyMs"] = _int_if_whole(lat[i][j])
             out.append(e)
     return out
+
+
+@cache
+def _k_tables(n: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """pass@k and pass^k for every c in 0..n (exact, so the vectorised path agrees)."""
+    at = np.array([pass_at_k(n, c, k) for c in range(n + 1)], dtype=float)
+    hat = np.array([pass_hat_k(n, c, k) for c in range(n + 1)], dtype=float)
+    return at, hat

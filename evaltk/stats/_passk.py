@@ -1,15 +1,19 @@
-"""pass@k and pass^k over a task's trials (RFC 0244 section B); the unbiased estimators."""
+"""pass@k and pass^k: the unbiased estimators of "at least one" and "all" of ``k`` trials passing.
+
+Both are computed exactly (integer binomials, one rounding), so a vectorised table of
+them (the suite's per-task tables, :class:`~evaltk.stats.PassCounts`) agrees with the
+scalar functions to the last bit.
+"""
 
 from __future__ import annotations
 
 import math
 from fractions import Fraction
-from functools import cache
 from typing import Any
 
 import numpy as np
 
-# --------------------------------------------------------------------------- estimators
+__all__ = ["pass_at_k", "pass_hat_k"]
 
 
 def _check_counts(n: Any, c: Any, k: Any) -> tuple[int, int, int]:
@@ -86,11 +90,3 @@ def pass_hat_k(n: int, c: int, k: int) -> float:
     """
     n, c, k = _check_counts(n, c, k)
     return float(Fraction(math.comb(c, k), math.comb(n, k)))
-
-
-@cache
-def _k_tables(n: int, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """pass@k and pass^k for every c in 0..n (exact, so the vectorised path agrees)."""
-    at = np.array([pass_at_k(n, c, k) for c in range(n + 1)], dtype=float)
-    hat = np.array([pass_hat_k(n, c, k) for c in range(n + 1)], dtype=float)
-    return at, hat
