@@ -540,7 +540,7 @@ def test_write_demo_refuses_other_objects(tmp_path: Path) -> None:
 
 
 def test_scoring_recovers_rule_based_truth() -> None:
-    scoring = pytest.importorskip("evaltk.scoring._scoring")
+    scoring = pytest.importorskip("evaltk.scoring._rules")
     pytest.importorskip("evaltk.ingest._traces")
     d = D.make_demo(n_traces=600, seed=7)
     careful = d.answers[d.answers["rater"] == "judge-careful"]

@@ -37,7 +37,8 @@ def _matrix(p_task: float, *, n: int = 200, seed: int = 0, p_ground: float = 0.8
 def _calibrated(m, measure="x_task"):
     rec = CalibrationRecord(label_set="held-out", statistic="kappa", estimate=0.7, interval=(0.6, 0.8),
                             confidence_level=0.95, held_out=True, human_ceiling=(0.8, 0.7, 0.9), baseline=0.0,
-                            threshold=Threshold(0.5, validated=True, source="cost"), n_items=300)
+                            threshold=Threshold(0.5, validated=True, source="cost"), n_items=300,
+                            evaluation_items=tuple(range(300)), tuning_items=())
     return m.with_manifest(m.manifest.calibrate(measure, rec))
 
 

@@ -38,7 +38,7 @@ from evaltk.scale import (  # noqa: E402
     summarize_dataset,
     write_store,
 )
-from evaltk.scoring._scoring import score_traces  # noqa: E402
+from evaltk.scoring import score_traces  # noqa: E402
 from evaltk.stats._tables import score_summary  # noqa: E402
 from evaltk.values import CAUSES  # noqa: E402
 

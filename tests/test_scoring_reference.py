@@ -1,6 +1,6 @@
 """A slow, obviously-correct reference for the four trace measures, and evaltk held to it.
 
-``evaltk.scoring._scoring`` computes x_task, x_eff, x_safe and x_ctx with integer codes, a
+``evaltk.scoring._rules`` computes x_task, x_eff, x_safe and x_ctx with integer codes, a
 boolean-arithmetic fold, x_safe on sparse "events", x_ctx on a second thread for large
 inputs and a direct majority path for x_ctx. This file re-states the rules (README,
 "Scoring traces"; seed 002 as implemented) as plain per-trace Python, written from the
@@ -31,7 +31,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import evaltk
-import evaltk.scoring._scoring
+import evaltk.scoring._rules
 from evaltk.judges import FoldRule
 
 MEASURES = ("x_task", "x_eff", "x_safe", "x_ctx")
@@ -587,7 +587,7 @@ def test_threaded_path_matches_reference(monkeypatch, rule):
     runs, rows = _big_corpus(seed=11)
     ref = reference(runs, rows, rule)
     threads = []
-    real = evaltk.scoring._scoring._submit
+    real = evaltk.scoring._rules._submit
 
     def spy(work, fn, *args):
         def recorded(*a):
@@ -595,9 +595,9 @@ def test_threaded_path_matches_reference(monkeypatch, rule):
             return fn(*a)
         return real(work, recorded, *args)
 
-    monkeypatch.setattr(evaltk.scoring._scoring, "PARALLEL_MIN_WORK", 1)
-    monkeypatch.setattr(evaltk.scoring._scoring.os, "cpu_count", lambda: 2)
-    monkeypatch.setattr(evaltk.scoring._scoring, "_submit", spy)
+    monkeypatch.setattr(evaltk.scoring._rules, "PARALLEL_MIN_WORK", 1)
+    monkeypatch.setattr(evaltk.scoring._rules.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(evaltk.scoring._rules, "_submit", spy)
     m = score(runs, rows, rule)
     assert any(threads), "no measure was scored on the second thread"
     assert_matches(m, ref, f"threaded, {rule}")

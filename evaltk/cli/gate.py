@@ -14,7 +14,7 @@ from ..judges._regression import (
     GateRefused,
     gate,
 )
-from ..scoring._scoring import ScoreMatrix
+from ..scoring import ScoreMatrix
 
 # --------------------------------------------------------------------------- CLI
 

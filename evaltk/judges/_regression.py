@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..scoring._scoring import GUIDE_MEASURES, TRACE_MEASURES, ScoreMatrix
+from ..scoring import GUIDE_MEASURES, TRACE_MEASURES, ScoreMatrix
 from ..stats._bootstrap import check_confidence_level, check_rng
 from ..values import CAUSES
 

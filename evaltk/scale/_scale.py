@@ -148,9 +148,9 @@ class DatasetSummary:
     @property
     def population(self) -> str:
         """The manifest's population label: a digest of the task set (as ``score_traces``)."""
-        from ..scoring._scoring import _population_digest
+        from ..scoring import population_digest
 
-        return _population_digest(pd.DataFrame({"task": sorted(self.tasks)}))
+        return population_digest(pd.DataFrame({"task": sorted(self.tasks)}))
 
     def to_frame(self, *, tier: str = "automatic") -> pd.DataFrame:
         """The table ``ScoreMatrix.summary(by=...)`` gives for ``tier``: one row per measure (and group)."""
@@ -461,7 +461,7 @@ def _score_partition(part: Partition, *, out: str | None, by: Sequence[str], sha
                      label_measures: Sequence[str], options: Mapping[str, Any]) -> DatasetSummary:
     """Ingest, score, write and summarise one partition (runs on a worker)."""
     from ..ingest._traces import ingest_traces
-    from ..scoring._scoring import score_traces
+    from ..scoring import score_traces
 
     answers: Any = part.answers
     labels: Any = part.labels
@@ -651,7 +651,7 @@ def _check_unique_ids(parts: Sequence[Partition], *, memory_limit: str | None = 
 
 
 def _write_manifest(out: Path, summary: DatasetSummary) -> None:
-    from ..scoring._scoring import Manifest
+    from ..scoring import Manifest
 
     doc = Manifest.default(summary.population).to_dict()
     (out / "manifest.json").write_text(json.dumps(doc, indent=2, sort_keys=True), encoding="utf-8")
@@ -727,7 +727,7 @@ def score_dataset(traces: str | Path, answers: str | Path | None = None, labels:
     Examples
     --------
     >>> import tempfile, pathlib, pandas as pd
-    >>> from evaltk.datasets import make_demo
+    >>> from evaltk.data import make_demo
     >>> d = make_demo(n_traces=40, seed=0)
     >>> tmp = pathlib.Path(tempfile.mkdtemp())
     >>> _ = (tmp / "t").mkdir(), (tmp / "a").mkdir()
@@ -921,7 +921,7 @@ def summarize_dataset(out: str | Path, *, by: str | Sequence[str] | None = None,
     Examples
     --------
     >>> import tempfile, pathlib, pandas as pd
-    >>> from evaltk.datasets import make_demo
+    >>> from evaltk.data import make_demo
     >>> d = make_demo(n_traces=40, seed=0)
     >>> tmp = pathlib.Path(tempfile.mkdtemp())
     >>> pd.DataFrame(d.traces).to_json(tmp / "t.jsonl", orient="records", lines=True)
@@ -952,7 +952,7 @@ def summarize_dataset(out: str | Path, *, by: str | Sequence[str] | None = None,
 def _score_frames(traces: pd.DataFrame, answers: pd.DataFrame | None = None, labels: pd.DataFrame | None = None,
                   *, label_measures: Sequence[str] = ()) -> pd.DataFrame:
     from ..ingest._traces import ingest_traces
-    from ..scoring._scoring import score_traces
+    from ..scoring import score_traces
 
     if len(traces) == 0:
         return SCORE_META.iloc[0:0].copy()
