@@ -237,7 +237,6 @@ from .values import (  # noqa: E402
     make_score,
     resolve_fail_closed,
     summarize,
-    summarize_frame,
     verdict,
     verdicts,
 )

@@ -60,7 +60,8 @@ from evaltk import (
     trajectory,
 )
 from evaltk.errors import InputError
-from evaltk.values import Abstention, Threshold, UndefinedWarning, summarize_frame, verdicts
+from evaltk.stats import summarize_frame
+from evaltk.values import Abstention, Threshold, UndefinedWarning, verdicts
 
 params = report.check_params(week=week, data_dir=data_dir, confidence_level=confidence_level, seed=seed,
                              n_traces=n_traces, measure=measure, n_resamples=n_resamples, thresholds=thresholds,

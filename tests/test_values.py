@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from evaltk.stats import summarize_frame
 from evaltk.values import (
     CAUSES,
     NO_VALIDATED_THRESHOLD,
@@ -22,7 +23,6 @@ from evaltk.values import (
     make_score,
     resolve_fail_closed,
     summarize,
-    summarize_frame,
     verdict,
     verdicts,
 )

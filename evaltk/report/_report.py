@@ -5,7 +5,7 @@ Two halves:
 * **Chart builders** take small tidy frames (one row per judge, per task, per
   judge x dimension) and return an :class:`altair.Chart`; the one builder that
   receives a big table (:func:`abstention_chart`, fed a score matrix) aggregates
-  it with :func:`evaltk.values.summarize_frame` before it charts.  Rounding and
+  it with :func:`evaltk.stats.summarize_frame` before it charts.  Rounding and
   styling happen here and nowhere else in evaltk (STYLE.md, 8).
 * **The runner** :func:`render_report` converts each notebook under
   ``notebooks/`` (stored as jupytext ``py:percent``) to ``.ipynb``, executes it
@@ -38,7 +38,8 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputError, UnreadableInput
-from ..values import CAUSES, summarize_frame
+from ..stats import summarize_frame
+from ..values import CAUSES
 
 __all__ = [
     "THEME_NAME",
@@ -534,7 +535,7 @@ def abstention_chart(
     """Counts per cause per dimension, with coverage; aggregates the score table first.
 
     ``scores`` may be the whole long score matrix (``trace_id, measure, value,
-    cause``): it is summarised with :func:`evaltk.values.summarize_frame` (one row
+    cause``): it is summarised with :func:`evaltk.stats.summarize_frame` (one row
     per measure) before anything is charted.
     """
     import altair as alt

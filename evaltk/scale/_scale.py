@@ -848,7 +848,7 @@ def _summarize_duckdb_files(con: Any, pairs: Sequence[tuple[str, str]], out: Pat
     cause_cols = ", ".join(f"count(*) FILTER (WHERE s.cause = '{c}') AS n_{c}" for c in CAUSES)
     by_sel = "".join(f", r.\"{b}\" AS \"{b}\"" for b in by)
     join = f" JOIN {runs} r ON r.trace_id = s.trace_id" if by else ""
-    where = (" WHERE " + " AND ".join(f"r.\"{b}\" IS NOT NULL" for b in by)) if by else ""
+    where = ""  # a run whose `by` key is NULL is a group of its own (GROUP BY keeps NULL), as in memory
     q = (f"SELECT s.measure AS measure, s.tier AS tier{by_sel}, count(*) AS n, "
          f"count(*) FILTER (WHERE {valued}) AS n_valued, "
          f"coalesce(sum(s.value) FILTER (WHERE {valued}), 0.0) AS total, "
@@ -1024,7 +1024,7 @@ def _partials_chunk(frame: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
 def _partials_agg(frame: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
     if len(frame) == 0:
         return frame
-    return frame.groupby(list(keys), sort=True, observed=True)[list(PARTIAL_COLUMNS)].sum().reset_index()
+    return frame.groupby(list(keys), sort=True, observed=True, dropna=False)[list(PARTIAL_COLUMNS)].sum().reset_index()
 
 
 def dask_score_summary(scores: Any, by: str | Sequence[str] = ("measure", "tier"), *, split_every: int = 8,

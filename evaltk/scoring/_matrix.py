@@ -86,7 +86,12 @@ class ScoreMatrix:
         return out[[x for m in order for x in (m, f"{m}_cause")]].reset_index()
 
     def summary(self, by: str | Sequence[str] | None = None, *, tier: str = "automatic") -> pd.DataFrame:
-        """Mean per measure (and per ``by`` columns of ``runs``), with n, excluded per cause, coverage."""
+        """Mean per measure (and per ``by`` columns of ``runs``), with n, excluded per cause, coverage.
+
+        Runs whose ``by`` key is missing are a group of their own, with the key missing
+        (:data:`evaltk.stats.MISSING_KEY`), sorted last: the per-group ``n`` add up to the
+        overall ``n``.  The DuckDB and Dask summaries of :mod:`evaltk.scale` agree.
+        """
         f = self.scores(tier)
         keys = ["measure"]
         if by is not None:

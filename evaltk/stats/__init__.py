@@ -67,6 +67,7 @@ from ._intervals import (
     z_value,
 )
 from ._tables import (
+    MISSING_KEY,
     PARTIAL_COLUMNS,
     ConfusionTable,
     MeanSummary,
@@ -79,6 +80,7 @@ from ._tables import (
     pass_counts,
     score_partials,
     score_summary,
+    summarize_frame,
     unit_patterns,
 )
 
@@ -147,6 +149,8 @@ __all__ = [
     "PARTIAL_COLUMNS",
     "score_partials",
     "score_summary",
+    "summarize_frame",
+    "MISSING_KEY",
     "confusion_table",
     "calibration_table",
     "unit_patterns",
