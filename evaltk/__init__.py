@@ -170,6 +170,7 @@ from .stats import (  # noqa: E402
     scott_pi,
     signed_bias,
     stuart_maxwell_test,
+    summarize_frame,
     unit_patterns,
     weight_matrix,
     wilson_bounds,
