@@ -111,10 +111,6 @@ class GateResult:
     dimensions: pd.DataFrame
     settings: Mapping[str, Any] = field(default_factory=dict)
 
-    @property
-    def exit_code(self) -> int:
-        return {"promote": 0, "regress": 1, "review": 3}[self.decision]
-
     def to_dict(self) -> dict[str, Any]:
         return {"decision": self.decision, "settings": dict(self.settings),
                 "dimensions": json.loads(self.dimensions.to_json(orient="records"))}

@@ -59,7 +59,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..errors import InputError, UnreadableInput
-from ..stats._tables import (
+from ..stats import (
     PARTIAL_COLUMNS,
     ConfusionTable,
     PassCounts,
@@ -73,6 +73,8 @@ from ..values import CAUSES, Abstention
 
 __all__ = [
     "ENGINES",
+    "engine_kind",
+    "optional_module",
     "SCORE_META",
     "CALIBRATION_CATEGORIES",
     "Partition",
@@ -168,7 +170,7 @@ class DatasetSummary:
         from the combined count table (never from rows), so every engine gives the same
         interval for the same ``rng``.
         """
-        from ..stats._bootstrap import check_rng
+        from ..stats import check_rng
 
         gen = check_rng(rng)
         rows = []
@@ -363,7 +365,7 @@ _MARKER_ID = "\x00evaltk:tier-marker"
 
 
 def _norm_measure(m: Any) -> str:
-    from ..ingest._traces import MEASURE_ALIASES
+    from ..ingest import MEASURE_ALIASES
 
     k = str(m).strip().lower()
     return MEASURE_ALIASES.get(k, k)
@@ -371,7 +373,7 @@ def _norm_measure(m: Any) -> str:
 
 def _marker_measures(measures: Any) -> tuple[str, ...]:
     """Trace-level label measures whose blocks a partition must carry (``x_task`` always: the tier)."""
-    from ..ingest._traces import ANSWER_VOCABULARIES, PER_STEP_MEASURES
+    from ..ingest import ANSWER_VOCABULARIES, PER_STEP_MEASURES
 
     ms = {_norm_measure(m) for m in measures if m is not None and not pd.isna(m)}
     keep = {m for m in ms if m in ANSWER_VOCABULARIES and m not in PER_STEP_MEASURES}
@@ -387,7 +389,7 @@ def _with_marker(ing: Any, measures: Sequence[str]) -> Any:
     real run gets exactly the rows the whole store gives it; the marker's own rows are
     dropped after scoring.
     """
-    from ..ingest._traces import ANSWER_VOCABULARIES
+    from ..ingest import ANSWER_VOCABULARIES
 
     runs = ing.runs
     n = len(runs)
@@ -460,7 +462,7 @@ def _write(frame: pd.DataFrame, out: Path, table: str, key: str) -> None:
 def _score_partition(part: Partition, *, out: str | None, by: Sequence[str], shared: Mapping[str, str | None],
                      label_measures: Sequence[str], options: Mapping[str, Any]) -> DatasetSummary:
     """Ingest, score, write and summarise one partition (runs on a worker)."""
-    from ..ingest._traces import ingest_traces
+    from ..ingest import ingest_traces
     from ..scoring import score_traces
 
     answers: Any = part.answers
@@ -531,7 +533,9 @@ def _combine_pair(a: DatasetSummary, b: DatasetSummary) -> DatasetSummary:
 # =========================================================================== engines
 
 
-def _engine_kind(engine: Any) -> str:
+def engine_kind(engine: Any) -> str:
+    """The engine ``engine`` names: ``"pandas"``, ``"duckdb"`` or ``"dask"`` (a name, a DuckDB
+    connection or a dask.distributed Client); anything else is refused."""
     if isinstance(engine, str):
         if engine not in ENGINES:
             raise ValueError(f"`engine` must be one of {', '.join(map(repr, ENGINES))}, a DuckDB connection "
@@ -546,7 +550,8 @@ def _engine_kind(engine: Any) -> str:
                     f"dask.distributed Client; got {type(engine).__name__}.")
 
 
-def _need(module: str) -> Any:
+def optional_module(module: str) -> Any:
+    """Import an engine's optional dependency, or say which extra installs it."""
     import importlib
 
     try:
@@ -558,7 +563,7 @@ def _need(module: str) -> Any:
 @contextlib.contextmanager
 def _duckdb(engine: Any, memory_limit: str | None, threads: int | None, temp_directory: str | None
             ) -> Iterator[Any]:
-    duckdb = _need("duckdb")
+    duckdb = optional_module("duckdb")
     own = isinstance(engine, str)
     con = duckdb.connect() if own else engine
     try:
@@ -582,7 +587,7 @@ def _check_size(s: str) -> str:
 
 @contextlib.contextmanager
 def _dask_client(engine: Any, memory_limit: str | None, n_workers: int | None) -> Iterator[Any]:
-    distributed = _need("distributed")
+    distributed = optional_module("distributed")
     if not isinstance(engine, str):
         yield engine
         return
@@ -612,7 +617,7 @@ def _check_unique_ids(parts: Sequence[Partition], *, memory_limit: str | None = 
     """
     if len(parts) < 2:
         return
-    duckdb = _need("duckdb")
+    duckdb = optional_module("duckdb")
 
     def read(i: int, f: str, cols: str) -> str:
         q = "'" + f.replace("'", "''") + "'"
@@ -737,7 +742,7 @@ def score_dataset(traces: str | Path, answers: str | Path | None = None, labels:
     >>> res.summary.n_runs, sorted(p.name for p in (tmp / "out").iterdir())  # one run is in progress
     (39, ['ledger', 'manifest.json', 'runs', 'scores'])
     """
-    kind = _engine_kind(engine)
+    kind = engine_kind(engine)
     keys = [] if by is None else ([by] if isinstance(by, str) else list(by))
     parts, shared = discover_partitions(traces, answers, labels)
     o = Path(out)
@@ -930,7 +935,7 @@ def summarize_dataset(out: str | Path, *, by: str | Sequence[str] | None = None,
     >>> s.n_runs, int(s.to_frame()["n"].sum()) == 39 * 8
     (39, True)
     """
-    kind = _engine_kind(engine)
+    kind = engine_kind(engine)
     keys = [] if by is None else ([by] if isinstance(by, str) else list(by))
     o = Path(out)
     if kind == "duckdb":
@@ -951,7 +956,7 @@ def summarize_dataset(out: str | Path, *, by: str | Sequence[str] | None = None,
 
 def _score_frames(traces: pd.DataFrame, answers: pd.DataFrame | None = None, labels: pd.DataFrame | None = None,
                   *, label_measures: Sequence[str] = ()) -> pd.DataFrame:
-    from ..ingest._traces import ingest_traces
+    from ..ingest import ingest_traces
     from ..scoring import score_traces
 
     if len(traces) == 0:
@@ -992,7 +997,7 @@ def score_partitions(traces: Any, answers: Any = None, labels: Any = None) -> An
     Build ``traces`` with ``dask.config.set({"dataframe.convert-string": False})``:
     by default Dask turns object columns (the nested ``steps``) into text.
     """
-    dd = _need("dask.dataframe")
+    dd = optional_module("dask.dataframe")
     args = [traces]
     for name, x in (("answers", answers), ("labels", labels)):
         if x is not None and x.npartitions != traces.npartitions:

@@ -847,7 +847,7 @@ def score_traces(traces: Any, answers: Any = None, labels: Any = None, *, strict
     >>> float(w["x_safe"]), w["x_task_cause"]
     (0.0, 'not_implemented')
     """
-    from ..ingest._traces import Ingested, ingest_traces
+    from ..ingest import Ingested, ingest_traces
 
     if isinstance(traces, Ingested):
         ing = traces
