@@ -1,4 +1,4 @@
-"""The score vector of seed 002 on hand-built tables (the ingest contract of evaltk.ingest._traces)."""
+"""The score vector of seed 002 on hand-built tables (the ingest contract of evaltk.ingest)."""
 
 from __future__ import annotations
 

@@ -1,29 +1,34 @@
 """Ingest: trace records, the domain rule, the JSONL / Parquet / CSV readers, judge answers
-and human labels, the join, and the ledger that accounts for every input record."""
+and human labels, the join, and the ledger that accounts for every input record.
 
-from ._traces import (
-    ANSWER_COLUMNS,
+Private modules, one concern each: ``_records`` (the result tables and their columns),
+``_domain`` (the domain rule), ``_checks`` and ``_validate`` (record checks: the
+per-record authority and the Arrow fast path), ``_series`` (column builders),
+``_readers`` (JSONL, Parquet, records, DataFrames), ``_answers`` (the answer vocabulary
+and the CSV / JSONL / Parquet answer readers), ``_join`` (answers to runs), ``_ledger``
+and ``_ingest`` (:func:`ingest_traces`, :func:`ingest_one`)."""
+
+from ._answers import (
     ANSWER_SYNONYMS,
     ANSWER_VOCABULARIES,
-    DEFAULT_DOMAIN_KEYWORDS,
     FREE_TEXT_MEASURES,
-    LEDGER_COLUMNS,
     MEASURE_ALIASES,
     PER_STEP_MEASURES,
+    normalize_answer,
+    read_answers,
+)
+from ._domain import DEFAULT_DOMAIN_KEYWORDS, UNKNOWN_DOMAIN, KeywordDomainRule, domain_from_task
+from ._ingest import ingest_one, ingest_traces
+from ._readers import read_traces
+from ._records import (
+    ANSWER_COLUMNS,
+    LEDGER_COLUMNS,
     RUN_COLUMNS,
     STEP_COLUMNS,
     TRACE_STATUSES,
-    UNKNOWN_DOMAIN,
     AnswerRecords,
     Ingested,
-    KeywordDomainRule,
     TraceRecords,
-    domain_from_task,
-    ingest_one,
-    ingest_traces,
-    normalize_answer,
-    read_answers,
-    read_traces,
 )
 
 __all__ = [
