@@ -534,7 +534,7 @@ def _arrow_piece(name: str, table: pa.Table, numbers: np.ndarray, rule: Callable
             fields[k] = b.field
             tids[k] = b.trace_id
             continue
-        if res_k[0] != "in_progress":
+        if res_k.status != "in_progress":
             return None
         code[k] = 1
     reasons[code == 1] = "in_progress"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -27,13 +27,33 @@ from ._records import _INT64_MAX, TRACE_STATUSES
 from ._series import _increasing_within
 
 
-def _check_trace(obj: Any) -> tuple[Any, ...]:
-    """Validate one trace record.  Returns a tuple; raises ``_Bad`` naming the field.
+class _StepColumns(NamedTuple):
+    """The validated steps of one run, column by column."""
 
-    ``("in_progress", trace_id)`` for an in-progress run (the rest is not checked: a
-    mid-write record is incomplete by nature), else ``("complete", trace_id, task,
-    domain, agent, guide, steps_columns, step_counts)``.
-    """
+    index: list[int]
+    action: list[str]
+    target: list[str | None]
+    screen: list[str | None]
+    consequential: list[bool]
+    needs_confirmation: list[bool]
+
+
+class _CheckedTrace(NamedTuple):
+    """One validated trace record.  An in-progress run carries only its status and id (the
+    rest is not checked: a mid-write record is incomplete by nature)."""
+
+    status: str
+    trace_id: Any
+    task: Any = None
+    domain: Any = None
+    agent: Any = None
+    guide: Any = None
+    steps: _StepColumns | None = None
+    step_counts: Any = ()
+
+
+def _check_trace(obj: Any) -> _CheckedTrace:
+    """Validate one trace record; raises ``_Bad`` naming the field."""
     if not isinstance(obj, Mapping):
         raise _Bad(None, f"a trace record must be a JSON object; got {_jtype(obj)}")
     tid = obj.get("trace_id")
@@ -52,7 +72,7 @@ def _check_trace(obj: Any) -> tuple[Any, ...]:
         raise _Bad("status", f"must be one of {', '.join(TRACE_STATUSES)}; got {_jtype(status)} "
                    f"{_show(status)}", tid)
     if status == "in_progress":
-        return ("in_progress", tid)
+        return _CheckedTrace("in_progress", tid)
     try:
         task = obj.get("task")
         if _is_missing(task):
@@ -140,7 +160,8 @@ def _check_trace(obj: Any) -> tuple[Any, ...]:
     except _Bad as b:
         b.trace_id = tid
         raise
-    return ("complete", tid, task, domain, agent, guide, (idx, act, tgt, scr, con, nc), counts)
+    return _CheckedTrace("complete", tid, task, domain, agent, guide, _StepColumns(idx, act, tgt, scr, con, nc),
+                         counts)
 
 
 # --------------------------------------------------------------------------- trace readers
@@ -189,27 +210,27 @@ def _validate_python(records: Sequence[Any], *, strict: bool, name: str,
             except _Bad as b:
                 bad = b
             else:
-                tids[k] = res[1]
-                if res[0] == "in_progress":
+                tids[k] = res.trace_id
+                if res.status == "in_progress":
                     code[k] = 1
                     reasons[k] = "in_progress"
                     continue
-                _, tid, task, domain, agent, guide, st, counts = res
+                st = res.steps
                 r = len(cols.tid)
                 cols.rec.append(k)
-                cols.tid.append(tid)
-                cols.task.append(task)
-                cols.domain.append(domain)
-                cols.agent.append(agent)
-                cols.guide.append(guide)
-                cols.nsteps.append(len(st[0]))
-                cols.s_idx += st[0]
-                cols.s_act += st[1]
-                cols.s_tgt += st[2]
-                cols.s_scr += st[3]
-                cols.s_con += st[4]
-                cols.s_nc += st[5]
-                for src, c in counts:
+                cols.tid.append(res.trace_id)
+                cols.task.append(res.task)
+                cols.domain.append(res.domain)
+                cols.agent.append(res.agent)
+                cols.guide.append(res.guide)
+                cols.nsteps.append(len(st.index))
+                cols.s_idx += st.index
+                cols.s_act += st.action
+                cols.s_tgt += st.target
+                cols.s_scr += st.screen
+                cols.s_con += st.consequential
+                cols.s_nc += st.needs_confirmation
+                for src, c in res.step_counts:
                     cols.sc_run.append(r)
                     cols.sc_src.append(src)
                     cols.sc_cnt.append(c)

@@ -96,6 +96,57 @@ def fold_panel(answers: pd.DataFrame, *, rule: str | FoldRule = "majority",
     """
     fr = rule if isinstance(rule, FoldRule) else FoldRule(rule, weights=weights)
     ks = _keys_present(answers, keys)
+    df, members = _checked_answers(answers, ks, keys, rater, answer, panel, fr)
+    # item codes: missing keys (a trace-level answer's <NA> step) are a value of their own
+    item_codes = df.groupby(ks, dropna=False, sort=False).ngroup().to_numpy(np.int64)
+    _, first = np.unique(item_codes, return_index=True)
+    items = pd.MultiIndex.from_frame(df[ks].iloc[first].reset_index(drop=True))
+    n_items = len(items)
+    words, wcodes = np.unique(df[answer].astype(str).to_numpy(), return_inverse=True)
+    k = len(words)
+    w = (df[rater].astype(str).map(fr.weights).to_numpy(float) if fr.name == "weighted"
+         else np.ones(len(df)))
+    counts = np.bincount(item_codes * k + wcodes, minlength=n_items * k).reshape(n_items, k).astype(float)
+    wsum = np.bincount(item_codes * k + wcodes, weights=w, minlength=n_items * k).reshape(n_items, k)
+    n_answered = counts.sum(1)
+    abst = np.isin(words, fr.abstain_words)
+    votes = wsum.T if fr.name == "weighted" else counts.T.astype(np.int64)
+    folded = fold_votes(votes, [None if a else 0.0 for a in abst], fr, raw=counts.T.astype(np.int64))
+    top = folded.top
+    cause = np.where(folded.status == 0, None, "abstained").astype(object)
+    reason = np.array([_FOLD_REASONS[fr.name == "unanimity"][int(x)] for x in folded.status], object)
+    if fr.name == "unanimity":  # a skip is never an assumed agreement: unanimity needs every member
+        partial = (folded.status == 0) & (n_answered < len(members))
+        cause[partial] = "abstained"
+        reason[partial] = "not every panel member answered (unanimity rule)"
+    verdict = words[top].astype(object)
+    verdict[cause != None] = None  # noqa: E711
+    tot_w = wsum.sum(1)
+    top_v = wsum[np.arange(n_items), top]
+    agreement = counts.max(1) / np.maximum(n_answered, 1)
+    out = items.to_frame(index=False)
+    out["verdict"] = verdict
+    out["cause"] = pd.Categorical(cause, categories=list(CAUSES))
+    out["reason"] = reason
+    out["confidence"] = np.where((cause == None) & (tot_w > 0), top_v / np.where(tot_w > 0, tot_w, 1),  # noqa: E711
+                                 np.nan)
+    out["agreement"] = agreement
+    out["disagreement"] = 1.0 - agreement
+    out["n_panel"] = len(members)
+    out["n_answered"] = n_answered.astype(int)
+    out["n_skipped"] = len(members) - out["n_answered"]
+    out["n_cannot_tell"] = (counts[:, abst].sum(1) if abst.any() else np.zeros(n_items)).astype(int)
+    if confidence is not None:
+        out["mean_confidence"] = _mean_confidence(df, confidence, wcodes == top[item_codes], item_codes, n_items,
+                                                  cause == None)  # noqa: E711
+    sk = _skips(items, item_codes, df[rater].astype(str).to_numpy(), members, rater)
+    return PanelResult(verdicts=out, skips=sk, rule=fr, panel=members, keys=tuple(ks))
+
+
+def _checked_answers(answers: pd.DataFrame, ks: list[str], keys: Sequence[str], rater: str, answer: str,
+                     panel: Sequence[str] | None, fr: FoldRule) -> tuple[pd.DataFrame, tuple[str, ...]]:
+    """The answered rows, and the panel, after the checks: keys and columns present, one
+    answer per (item, rater), every rater in the panel, a weight for every member."""
     if not ks:
         raise ValueError(f"`answers` has none of the key columns {list(keys)}.")
     for c in (rater, answer):
@@ -117,58 +168,19 @@ def fold_panel(answers: pd.DataFrame, *, rule: str | FoldRule = "majority",
         missing = set(members) - set(fr.weights)
         if missing:
             raise ValueError(f"`weights` has no weight for raters {sorted(missing)}.")
-    # item ids
-    # item codes: missing keys (a trace-level answer's <NA> step) are a value of their own
-    item_codes = df.groupby(ks, dropna=False, sort=False).ngroup().to_numpy(np.int64)
-    _, first = np.unique(item_codes, return_index=True)
-    items = pd.MultiIndex.from_frame(df[ks].iloc[first].reset_index(drop=True))
-    n_items = len(items)
-    words, wcodes = np.unique(df[answer].astype(str).to_numpy(), return_inverse=True)
-    k = len(words)
-    w = (df[rater].astype(str).map(fr.weights).to_numpy(float) if fr.name == "weighted"
-         else np.ones(len(df)))
-    counts = np.bincount(item_codes * k + wcodes, minlength=n_items * k).reshape(n_items, k).astype(float)
-    wsum = np.bincount(item_codes * k + wcodes, weights=w, minlength=n_items * k).reshape(n_items, k)
-    n_answered = counts.sum(1)
-    abst = np.isin(words, fr.abstain_words)
-    n_ct = counts[:, abst].sum(1) if abst.any() else np.zeros(n_items)
-    votes = wsum.T if fr.name == "weighted" else counts.T.astype(np.int64)
-    folded = fold_votes(votes, [None if a else 0.0 for a in abst], fr, raw=counts.T.astype(np.int64))
-    top = folded.top
-    top_v = wsum[np.arange(n_items), top]
-    verdict = words[top].astype(object)
-    cause = np.where(folded.status == 0, None, "abstained").astype(object)
-    reason = np.array([_FOLD_REASONS[fr.name == "unanimity"][int(x)] for x in folded.status], object)
-    if fr.name == "unanimity":  # a skip is never an assumed agreement: unanimity needs every member
-        partial = (folded.status == 0) & (n_answered < len(members))
-        cause[partial] = "abstained"
-        reason[partial] = "not every panel member answered (unanimity rule)"
-    verdict[cause != None] = None  # noqa: E711
-    tot_w = wsum.sum(1)
-    conf = np.where((cause == None) & (tot_w > 0), top_v / np.where(tot_w > 0, tot_w, 1), np.nan)  # noqa: E711
-    modal = counts.max(1)
-    agreement = modal / np.maximum(n_answered, 1)
-    out = items.to_frame(index=False)
-    out["verdict"] = verdict
-    out["cause"] = pd.Categorical(cause, categories=list(CAUSES))
-    out["reason"] = reason
-    out["confidence"] = conf
-    out["agreement"] = agreement
-    out["disagreement"] = 1.0 - agreement
-    out["n_panel"] = len(members)
-    out["n_answered"] = n_answered.astype(int)
-    out["n_skipped"] = len(members) - out["n_answered"]
-    out["n_cannot_tell"] = n_ct.astype(int)
-    if confidence is not None:
-        if confidence not in df.columns:
-            raise ValueError(f"`answers` has no `{confidence}` column.")
-        c = pd.to_numeric(df[confidence], errors="coerce").to_numpy(float)
-        wins = (wcodes == top[item_codes]) & ~np.isnan(c)
-        s = np.bincount(item_codes[wins], weights=c[wins], minlength=n_items)
-        nn = np.bincount(item_codes[wins], minlength=n_items)
-        out["mean_confidence"] = np.where((nn > 0) & (cause == None), s / np.maximum(nn, 1), np.nan)  # noqa: E711
-    sk = _skips(items, item_codes, df[rater].astype(str).to_numpy(), members, rater)
-    return PanelResult(verdicts=out, skips=sk, rule=fr, panel=members, keys=tuple(ks))
+    return df, members
+
+
+def _mean_confidence(df: pd.DataFrame, confidence: str, wins: np.ndarray, item_codes: np.ndarray, n_items: int,
+                     valued: np.ndarray) -> np.ndarray:
+    """Mean self-reported confidence of the raters who gave the verdict, per item (NaN where abstained)."""
+    if confidence not in df.columns:
+        raise ValueError(f"`answers` has no `{confidence}` column.")
+    c = pd.to_numeric(df[confidence], errors="coerce").to_numpy(float)
+    wins = wins & ~np.isnan(c)
+    s = np.bincount(item_codes[wins], weights=c[wins], minlength=n_items)
+    nn = np.bincount(item_codes[wins], minlength=n_items)
+    return np.where((nn > 0) & valued, s / np.maximum(nn, 1), np.nan)
 
 
 def _skips(items: pd.MultiIndex, item_codes: np.ndarray, raters: np.ndarray, members: Sequence[str],
