@@ -10,7 +10,7 @@ measurement runs in a fresh process so peak memory belongs to that one reader.
 Readers, all measured in the same run:
 
 ``evaltk``
-    :func:`evaltk.ingest._traces.ingest` on the file (Arrow parse, column-wise checks,
+    :func:`evaltk.ingest.ingest_traces` on the file (Arrow parse, column-wise checks,
     runs / steps / disagreements / ledger tables).
 ``naive``
     a per-record reference: ``json.loads`` per line, every field validated in
@@ -180,7 +180,7 @@ def worker(reader: str, path: str, answers: str | None) -> None:
     import pandas  # noqa: F401  - import cost is not ingest cost
     import pyarrow  # noqa: F401
 
-    import evaltk.ingest._traces  # noqa: F401
+    import evaltk.ingest  # noqa: F401
 
     base = _peak_mib()
     t0, c0 = time.perf_counter(), time.process_time()

@@ -90,7 +90,7 @@ def _plain(t: pd.DataFrame) -> pd.DataFrame:
 
 
 def one_size(n: int, peer: bool, reps: int) -> dict:
-    import evaltk.scoring._scoring as scoring
+    import evaltk.scoring._rules as scoring
     from evaltk.ingest import ingest_traces
     from evaltk.scoring import score_tables, score_traces
 

@@ -45,7 +45,6 @@ from .ingest import (  # noqa: E402
     domain_from_task,
     ingest_one,
     ingest_traces,
-    normalize_answer,
     read_answers,
     read_traces,
 )
@@ -172,6 +171,7 @@ from .stats import (  # noqa: E402
     scott_pi,
     signed_bias,
     stuart_maxwell_test,
+    summarize_frame,
     unit_patterns,
     weight_matrix,
     wilson_bounds,
@@ -237,9 +237,9 @@ from .values import (  # noqa: E402
     headline_cause,
     is_abstention,
     make_score,
+    normalize_answer,
     resolve_fail_closed,
     summarize,
-    summarize_frame,
     verdict,
     verdicts,
 )

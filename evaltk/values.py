@@ -49,7 +49,6 @@ __all__ = [
     "check_value_cause",
     "MeanSummary",
     "summarize",
-    "summarize_frame",
     "headline_cause",
     "Threshold",
     "Verdict",
@@ -397,51 +396,6 @@ def _summary_from_checked(vals: np.ndarray, causes: pd.Series) -> MeanSummary:
         total_sq=float(np.dot(valued, valued)),
         excluded={c: int(counts.get(c, 0)) for c in CAUSES},
     )
-
-
-def summarize_frame(
-    frame: pd.DataFrame,
-    by: str | list[str] | None = None,
-    *,
-    value: str = "value",
-    cause: str = "cause",
-) -> pd.DataFrame:
-    """Tidy per-group summary: ``mean, mean_cause, n, n_valued, n_excluded, n_<cause>..., coverage``.
-
-    Vectorised (a groupby, no per-group Python loop over rows).
-    """
-    check_value_cause(frame, value=value, cause=cause)
-    if by is None:
-        return pd.DataFrame([_summary_from_checked(frame[value].to_numpy(float), frame[cause]).to_dict()])
-    keys = [by] if isinstance(by, str) else list(by)
-    v = frame[value].astype(float)
-    work = frame[keys].copy()
-    work["_v"] = v
-    work["_valued"] = v.notna()
-    work["_cause"] = frame[cause].astype(object).where(frame[cause].notna(), "_valued")
-    # dropna=False: a run whose group key is missing is a group of its own, never dropped
-    g = work.groupby(keys, sort=True, observed=True, dropna=False)
-    out = pd.DataFrame(
-        {
-            "n": g.size(),
-            "n_valued": g["_valued"].sum().astype(int),
-            "_total": g["_v"].sum(),
-        }
-    )
-    cc = work.groupby([*keys, "_cause"], sort=True, observed=True, dropna=False).size().unstack("_cause")
-    cc = cc.reindex(out.index).fillna(0)
-    for c in CAUSES:
-        out[f"n_{c}"] = cc[c].astype(int) if c in cc.columns else 0
-    out["n_excluded"] = out["n"] - out["n_valued"]
-    valued = out["n_valued"] > 0
-    out["mean"] = np.where(valued, out["_total"] / out["n_valued"].where(valued, 1), np.nan)
-    cnt = out[[f"n_{c}" for c in CAUSES]].to_numpy()
-    single = (cnt > 0).sum(axis=1) == 1  # one cause: that one; a mixture: missing_evidence
-    heads = np.where(single, np.array(CAUSES, dtype=object)[cnt.argmax(axis=1)], Cause.MISSING_EVIDENCE.value)
-    out["mean_cause"] = np.where(valued, None, heads)
-    out["coverage"] = out["n_valued"] / out["n"]
-    cols = ["mean", "mean_cause", "n", "n_valued", "n_excluded", *[f"n_{c}" for c in CAUSES], "coverage"]
-    return out[cols].reset_index()
 
 
 # --------------------------------------------------------------------------- verdicts

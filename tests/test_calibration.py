@@ -220,17 +220,20 @@ def test_promotion_check_all_five_and_each_missing():
     df, judge, _ = _three_numbers_data()
     nums = _quiet(calibration_numbers, df, judge, level="nominal", rng=0, n_resamples=200)
     th = Threshold(0.8, validated=True, source="decision-cost record 2026-W40")
-    full = promotion_check(nums, tuning_items=[100, 101], threshold=th)
+    full = promotion_check(nums, label_set="demo-W40", tuning_items=[100, 101], threshold=th)
     assert full.met and full.status == "calibrated" and full.missing == []
     # fitted, not held out: an evaluation item also tuned the scorer
-    fitted = promotion_check(nums, tuning_items=[3, 100], threshold=th)
-    assert fitted.missing == ["held-out set"] and "1 evaluation item(s)" in fitted.conditions.iloc[2]["evidence"]
-    undeclared = promotion_check(nums, threshold=th)
-    assert undeclared.missing == ["held-out set"]
-    unvalidated = promotion_check(nums, tuning_items=[], threshold=Threshold(0.8, source="guess"))
-    assert unvalidated.missing == ["threshold set by decision cost"]
-    no_source = promotion_check(nums, tuning_items=[], threshold=Threshold(0.8, validated=True))
-    assert no_source.missing == ["threshold set by decision cost"]
+    fitted = promotion_check(nums, label_set="demo-W40", tuning_items=[3, 100], threshold=th)
+    assert fitted.missing == ["held_out_label_set"]
+    assert "1 evaluation item(s)" in fitted.conditions.iloc[2]["evidence"]
+    undeclared = promotion_check(nums, label_set="demo-W40", threshold=th)
+    assert undeclared.missing == ["held_out_label_set"]
+    unnamed = promotion_check(nums, tuning_items=[100], threshold=th)
+    assert unnamed.missing == ["held_out_label_set"]
+    unvalidated = promotion_check(nums, label_set="demo-W40", tuning_items=[], threshold=Threshold(0.8, source="guess"))
+    assert unvalidated.missing == ["threshold_by_decision_cost"]
+    no_source = promotion_check(nums, label_set="demo-W40", tuning_items=[], threshold=Threshold(0.8, validated=True))
+    assert no_source.missing == ["threshold_by_decision_cost"]
     # the judge here is not shown to beat the baseline: said in the notes, not hidden
     assert any("baseline" in n for n in full.notes)
 

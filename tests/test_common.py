@@ -167,6 +167,7 @@ NOT_ESTIMATORS: dict[str, str] = {
     "review_queue": "a queue of items for review",
     "load_agentrewardbench": "a loader",
     "agentrewardbench_ceiling": "a per-question DataFrame of human_ceiling",
+    "summarize_frame": "a per-group table of means by cause (tests/test_summaries.py checks it against summarize)",
     "population_table": "a table of cell probabilities; no data",
     "promotion_check": "checks the promotion rule's conditions (a decision, not an estimate)",
     "calibration_record": "builds a record for the manifest",

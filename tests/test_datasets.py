@@ -305,7 +305,7 @@ def test_domain_is_readable_from_every_prompt(big: D.DemoData) -> None:
 
 
 def test_domain_readable_by_the_ingest_default_rule(small: D.DemoData) -> None:
-    traces = pytest.importorskip("evaltk.ingest._traces")
+    traces = pytest.importorskip("evaltk.ingest")
     for rec, dom in zip(small.traces, small.truth["domain"], strict=True):
         assert traces.domain_from_task(rec["task"]) == dom, rec["task"]
 
@@ -552,8 +552,8 @@ def test_write_demo_refuses_other_objects(tmp_path: Path) -> None:
 
 
 def test_scoring_recovers_rule_based_truth() -> None:
-    scoring = pytest.importorskip("evaltk.scoring._scoring")
-    pytest.importorskip("evaltk.ingest._traces")
+    scoring = pytest.importorskip("evaltk.scoring._rules")
+    pytest.importorskip("evaltk.ingest")
     d = D.make_demo(n_traces=600, rng=7)
     careful = d.answers[d.answers["rater"] == "judge-careful"]
     m = scoring.score_traces(d.traces, careful)
@@ -809,7 +809,7 @@ def test_direction_and_canaries_recover_the_planted_judges(big: D.DemoData) -> N
 def test_ingest_ledger_drops_exactly_what_was_planted(small: D.DemoData) -> None:
     """Ingest drops the in-progress runs and the answers whose trace line was lost, and
     keeps every other record of the demo."""
-    traces = pytest.importorskip("evaltk.ingest._traces")
+    traces = pytest.importorskip("evaltk.ingest")
     ing = traces.ingest_traces(small.traces, small.answers, small.labels)
     led = ing.ledger
     dropped = led[led["status"] != "kept"]

@@ -44,8 +44,9 @@ MAX_CODE_LINES = 66  # "about 60" (issue #13): a notebook calls evaltk and displ
 
 def _domain_words() -> set[str]:
     """Measure names and answer words: a literal holding one is a domain table."""
+    from evaltk.values import ANSWER_VOCABULARIES
+
     from evaltk import scoring
-    from evaltk.ingest._traces import ANSWER_VOCABULARIES
 
     words = set(scoring.MEASURES) | {w for v in scoring.VOCABULARIES.values() for w in v}
     return words | {w for v in ANSWER_VOCABULARIES.values() for w in v}

@@ -113,3 +113,54 @@ def test_review_queue_folds_humans_and_falls_back_to_vote_share():
     assert q.loc["t1", "conflict"] == 1.0  # two agreeing humans vote
     assert q.loc["t1", "low_confidence"] == 0.0  # no self-report: the vote share (1.0) stands
     assert q.loc["t2", "skipped"] == 0.5 and "panel members skipped" in q.loc["t2", "reasons"]
+
+
+_RULES = {
+    "majority": FoldRule("majority"),
+    "unanimity": FoldRule("unanimity"),
+    "weighted": FoldRule("weighted", weights={"j0": 0.0, "j1": 2.0, "j2": 1.0, "j3": 1.0}),
+}
+
+
+@pytest.mark.parametrize("name", list(_RULES))
+@pytest.mark.parametrize("measure", ["x_task", "x_eff"])
+def test_panel_and_scoring_share_one_fold(name, measure):
+    """The fold has one home (evaltk.scoring.fold_votes): same answers, same verdict and reason."""
+    from evaltk.scoring import VOCABULARIES, score_tables
+    from evaltk.scoring import FoldRule as ScoringFoldRule
+    from tests.test_scoring import S, answers, tables
+
+    assert FoldRule is ScoringFoldRule
+    rule = _RULES[name]
+    words = list(VOCABULARIES[measure])
+    rng = np.random.default_rng(11)
+    n = 300
+    # unanimity: every panel member answers (a member's skip is the panel's own clause)
+    sizes = np.full(n, 4) if name == "unanimity" else rng.integers(1, 5, n)
+    rows = [(f"t{i}", measure, None, f"j{k}", str(rng.choice(words))) for i in range(n) for k in range(sizes[i])]
+    a = answers(rows)
+    m = score_tables(*tables({f"t{i}": [S("x")] for i in range(n)}), a, fold=rule)
+    f = m.scores()
+    f = f[f["measure"] == measure].set_index("trace_id")
+    p = fold_panel(a.drop(columns="step"), rule=rule, panel=["j0", "j1", "j2", "j3"]).verdicts.set_index("trace_id")
+    for t in p.index:
+        v = p.loc[t, "verdict"]
+        exp = np.nan if pd.isna(v) else VOCABULARIES[measure][v]
+        exp = np.nan if exp is None else exp
+        got = f.loc[t, "value"]
+        assert (np.isnan(got) and np.isnan(exp)) or got == exp, (t, v, got)
+        if pd.isna(v):  # both abstain, and for the same reason
+            assert p.loc[t, "cause"] == f.loc[t, "cause"] == "abstained"
+            assert p.loc[t, "reason"] == f.loc[t, "reason"]
+    seen = set(p["reason"])
+    assert ("raters disagree (unanimity rule)" if name == "unanimity" else "tie between raters") in seen
+    assert name == "unanimity" or "cannot-tell majority" in seen
+    if name == "weighted":
+        assert "no rater with positive weight answered" in seen
+
+
+def test_unanimity_counts_a_panel_members_skip():
+    df = A([("t1", "x_task", "a", "yes"), ("t1", "x_task", "b", "yes")])
+    v = fold_panel(df, rule="unanimity", panel=["a", "b", "c"]).verdicts
+    assert pd.isna(v["verdict"].iloc[0]) and v["reason"].iloc[0] == "not every panel member answered (unanimity rule)"
+    assert fold_panel(df, rule="unanimity").verdicts["verdict"].iloc[0] == "yes"

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from evaltk.cli._main import main
+from evaltk.cli.gate import GATE_EXIT_CODES
 from evaltk.judges import GateRefused, gate
 from evaltk.scoring import CalibrationRecord, score_tables
 from evaltk.values import Threshold, UndefinedWarning
@@ -37,7 +38,8 @@ def _matrix(p_task: float, *, n: int = 200, seed: int = 0, p_ground: float = 0.8
 def _calibrated(m, measure="x_task"):
     rec = CalibrationRecord(label_set="held-out", statistic="kappa", estimate=0.7, interval=(0.6, 0.8),
                             confidence_level=0.95, held_out=True, human_ceiling=(0.8, 0.7, 0.9), baseline=0.0,
-                            threshold=Threshold(0.5, validated=True, source="cost"), n_items=300)
+                            threshold=Threshold(0.5, validated=True, source="cost"), n_items=300,
+                            evaluation_items=tuple(range(300)), tuning_items=())
     return m.with_manifest(m.manifest.calibrate(measure, rec))
 
 
@@ -47,14 +49,14 @@ def test_regression_on_uncalibrated_dimension_routes_to_review():
     d = res.dimensions.set_index("measure")
     assert d.loc["x_task", "decision"] == "review" and "uncalibrated" in d.loc["x_task", "reason"]
     assert d.loc["x_task", "test"].startswith("McNemar")
-    assert res.decision == "review" and res.exit_code == 3
+    assert res.decision == "review" and GATE_EXIT_CODES[res.decision] == 3
 
 
 def test_regression_on_calibrated_dimension_is_a_hard_regress():
     base, cand = _calibrated(_matrix(0.85, seed=1)), _calibrated(_matrix(0.45, seed=2))
     res = gate(base, cand)
     assert res.dimensions.set_index("measure").loc["x_task", "decision"] == "regress"
-    assert res.decision == "regress" and res.exit_code == 1
+    assert res.decision == "regress" and GATE_EXIT_CODES[res.decision] == 1
 
 
 def test_no_change_promotes_and_tests_match_dimension_types():

@@ -38,8 +38,8 @@ from evaltk.scale import (  # noqa: E402
     summarize_dataset,
     write_store,
 )
-from evaltk.scoring._scoring import score_traces  # noqa: E402
-from evaltk.stats._tables import score_summary  # noqa: E402
+from evaltk.scoring import score_traces  # noqa: E402
+from evaltk.stats import score_summary  # noqa: E402
 from evaltk.values import CAUSES  # noqa: E402
 
 N_TRACES = 240
@@ -391,3 +391,62 @@ def test_duckdb_summaries_are_partition_local(results, whole, monkeypatch):
     assert_same_summary(s, whole, by="agent", tiers=("automatic",))
     assert_same_calibration(s, res["pandas"].summary)
     assert dict(s.pass_counts.counts) == dict(res["pandas"].summary.pass_counts.counts)
+
+
+# --------------------------------------------------------------------------- runs with no group key
+
+
+@pytest.fixture(scope="module")
+def agentless(demo, tmp_path_factory):
+    """The demo with every fourth run's agent missing (absent or null), stored by domain."""
+    recs = []
+    for i, r in enumerate(demo.traces):
+        r = dict(r)
+        if i % 4 == 0:
+            r.pop("agent")
+        elif i % 4 == 1 and i % 8 == 1:
+            r["agent"] = None
+        recs.append(r)
+    root = tmp_path_factory.mktemp("agentless")
+    write_store(recs, demo.answers, root, partition_by="domain", labels=demo.labels)
+    return recs, root
+
+
+def test_runs_with_a_missing_group_key_are_their_own_group_in_every_engine(agentless, demo, client, tmp_path):
+    """No engine drops a run because its `by` key is missing (issue #13): one NA group, same numbers."""
+    recs, root = agentless
+    whole = score_traces(recs, demo.answers, demo.labels)
+    n_missing = int(whole.runs["agent"].isna().sum())  # kept runs with no agent
+    assert n_missing >= 40
+    mem = whole.summary(by="agent")
+    overall = whole.summary().set_index("measure")["n"]
+    assert (mem.groupby("measure")["n"].sum() == overall).all()  # the denominator is kept
+    na = mem[mem["agent"].isna()]
+    assert len(na) == mem["measure"].nunique() and (na["n"] == n_missing).all()
+    assert mem.groupby("measure").tail(1)["agent"].isna().all()  # the missing group sorts last
+    con = duckdb.connect()
+    try:
+        out = score_dataset(root / "traces", root / "answers", root / "labels", out=tmp_path / "o").out
+        got = {"pandas": summarize_dataset(out, by="agent"),
+               "duckdb": summarize_dataset(out, by="agent", engine=con),
+               "dask": summarize_dataset(out, by="agent", engine=client)}
+    finally:
+        con.close()
+    for name, s in got.items():
+        assert s.n_runs == len(whole.runs), name
+        assert_same_summary(s, whole, by="agent", tiers=("automatic",))
+        assert (None,) in {k[2:] for k in s.scores.groups}, name
+
+
+def test_score_summary_and_summarize_frame_keep_missing_keys_once():
+    from evaltk.stats import MISSING_KEY, summarize_frame
+
+    f = pd.DataFrame({"measure": "x_task", "agent": ["a", None, np.nan, pd.NA, "a"],
+                      "value": [1.0, 0.0, np.nan, 1.0, 0.0], "cause": [None, None, "abstained", None, None]})
+    s = score_summary(f, ["measure", "agent"])
+    assert set(s.groups) == {("x_task", "a"), ("x_task", MISSING_KEY)}
+    assert s[("x_task", MISSING_KEY)].n == 3 and s[("x_task", MISSING_KEY)].n_valued == 2
+    t = summarize_frame(f, ["measure", "agent"])
+    assert t["n"].tolist() == [2, 3] and t["agent"].isna().tolist() == [False, True]
+    halves = score_summary(f.iloc[:2], ["measure", "agent"]) + score_summary(f.iloc[2:], ["measure", "agent"])
+    assert halves[("x_task", MISSING_KEY)].n == 3

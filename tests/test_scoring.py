@@ -1,4 +1,4 @@
-"""The score vector of seed 002 on hand-built tables (the ingest contract of evaltk.ingest._traces)."""
+"""The score vector of seed 002 on hand-built tables (the ingest contract of evaltk.ingest)."""
 
 from __future__ import annotations
 
@@ -295,7 +295,8 @@ def test_manifest_defaults_provisional_current_with_direction_of_error():
 def _record(**kw):
     base = dict(label_set="heldout-2026-W40", statistic="cohen_kappa", estimate=0.71, interval=(0.62, 0.79),
                 confidence_level=0.95, held_out=True, human_ceiling=(0.8, 0.72, 0.87), baseline=0.0,
-                threshold=Threshold(0.5, validated=True, source="decision cost"), n_items=400)
+                threshold=Threshold(0.5, validated=True, source="decision cost"), n_items=400,
+                evaluation_items=tuple(range(400)), tuning_items=tuple(range(400, 450)))
     base.update(kw)
     return CalibrationRecord(**base)
 

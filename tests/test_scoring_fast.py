@@ -15,11 +15,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import evaltk.scoring._scoring as scoring
+import evaltk.scoring._rules as scoring
 from evaltk import _columns
 from evaltk.ingest import ingest_traces
 from evaltk.judges import FoldRule
-from evaltk.scoring._scoring import _CTX_STATE, _ctx_states, _fold, score_tables, score_traces
+from evaltk.scoring import score_tables, score_traces
+from evaltk.scoring._fold import _fold
+from evaltk.scoring._rules import _CTX_STATE, _ctx_states
 
 counts3 = st.lists(st.tuples(*(st.integers(0, 5),) * 3), min_size=1, max_size=60)
 
@@ -29,7 +31,7 @@ counts3 = st.lists(st.tuples(*(st.integers(0, 5),) * 3), min_size=1, max_size=60
 def test_direct_majority_state_equals_the_general_fold(rows):
     c = np.array(rows, dtype=np.int64).T.copy()
     direct = _ctx_states(c, c, FoldRule("majority"))
-    _, status, top = _fold(c, c, ["yes", "no", "cannot_tell"], [1.0, 0.0, None], FoldRule("majority"))
+    _, status, top = _fold(c, c, [1.0, 0.0, None], FoldRule("majority"))
     assert np.array_equal(direct, _CTX_STATE[status.astype(np.intp) * 3 + top])
     # and the meaning, counted by hand
     for (y, n, t), s in zip(rows, direct, strict=True):

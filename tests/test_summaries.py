@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -31,11 +32,12 @@ from evaltk.stats import (
     pass_counts,
     score_partials,
     score_summary,
+    summarize_frame,
     unit_patterns,
 )
 from evaltk.stats import _agreement as ag
 from evaltk.suite import pass_at_k, pass_hat_k
-from evaltk.values import CAUSES, Abstention, MeanSummary, summarize, summarize_frame
+from evaltk.values import CAUSES, Abstention, MeanSummary, summarize
 
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -117,18 +119,35 @@ def test_score_summary_pieces_equal_whole(rows, labels):
         assert_score_summary_equal(ScoreSummary.from_partials(cat, by), whole)
 
 
-def test_score_summary_matches_summarize_frame(whole):
-    """The mergeable summary (behind ``ScoreMatrix.summary``) gives summarize_frame's table."""
+def test_score_matrix_summary_counts_every_run_by_hand(whole):
+    """``ScoreMatrix.summary``, ``score_summary`` and ``summarize_frame`` are one summary; checked
+    against a plain count per group, with runs whose key is missing as a group of their own."""
+    runs = whole.runs.copy()
+    runs.loc[runs.index % 5 == 0, "agent"] = None  # some runs with no agent
+    m = replace(whole, runs=runs)
+    overall = m.summary().set_index("measure")
     for by in (None, "agent", "domain"):
-        f = whole.scores()
+        f = m.scores().assign(measure=lambda d: d["measure"].astype(str))
         keys = ["measure"]
         if by is not None:
-            f = f.merge(whole.runs[["trace_id", by]], on="trace_id", how="left")
+            f = f.merge(runs[["trace_id", by]], on="trace_id", how="left")
             keys.append(by)
-        f = f.assign(measure=f["measure"].astype(str))
-        expected = summarize_frame(f, keys)
-        assert_summary_frames_equal(score_summary(f, keys).to_frame(), expected)
-        assert_summary_frames_equal(whole.summary(by=by), expected)
+        got = m.summary(by=by)
+        assert_summary_frames_equal(score_summary(f, keys).to_frame(), got)
+        assert_summary_frames_equal(summarize_frame(f, keys), got)
+        rows = {}
+        for rec in f.itertuples(index=False):
+            k = tuple(None if pd.isna(getattr(rec, c)) else getattr(rec, c) for c in keys)
+            n, nv, tot = rows.get(k, (0, 0, 0.0))
+            v = rec.value
+            rows[k] = (n + 1, nv + (not np.isnan(v)), tot + (0.0 if np.isnan(v) else v))
+        assert len(got) == len(rows)
+        for r in got.itertuples(index=False):
+            k = tuple(None if pd.isna(getattr(r, c)) else getattr(r, c) for c in keys)
+            n, nv, tot = rows[k]
+            assert (r.n, r.n_valued) == (n, nv)
+            assert (np.isnan(r.mean) and nv == 0) or r.mean == pytest.approx(tot / nv)
+        assert (got.groupby("measure")["n"].sum() == overall["n"]).all()  # no run leaves the denominator
 
 
 @settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -40,10 +40,10 @@ from evaltk.ingest import (
     domain_from_task,
     ingest_one,
     ingest_traces,
-    normalize_answer,
     read_answers,
     read_traces,
 )
+from evaltk.values import normalize_answer
 
 DATA = Path(__file__).parent / "data" / "traces"
 MALFORMED = DATA / "malformed.jsonl"
@@ -863,7 +863,7 @@ def test_bad_lines_in_a_large_file_keep_the_fast_path_for_the_rest(tmp_path, mon
     """A truncated last line (a file still being written) or a type that changes between
     lines makes Arrow refuse the whole file; ingest bisects, so only small chunks around
     the bad lines go through the per-record validator, with the same result."""
-    import evaltk.ingest._traces as tr
+    import evaltk.ingest._readers as tr
 
     recs = _sample_records(600, seed=9)
     lines = [json.dumps(r) for r in recs]
@@ -926,7 +926,7 @@ def test_agentrewardbench_expert_annotations_as_labels(shared_data):
 def test_chunked_reading_gives_the_same_tables(tmp_path, monkeypatch):
     """Large JSONL is parsed in newline-aligned chunks; chunk edges change nothing:
     line numbers, duplicates across chunks, bad and blank lines inside chunks."""
-    import evaltk.ingest._traces as tr
+    import evaltk.ingest._readers as tr
 
     recs = _sample_records(120, seed=4)
     lines = [json.dumps(r) for r in recs]

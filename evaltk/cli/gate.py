@@ -1,4 +1,4 @@
-"""The ``evaltk`` command-line layer for ``evaltk.judges._regression``."""
+"""`evaltk gate`: the command-line layer over :func:`evaltk.judges.gate`; the exit code of each decision lives here."""
 
 from __future__ import annotations
 
@@ -10,14 +10,17 @@ from typing import Any
 
 import numpy as np
 
-from ..judges._regression import (
+from ..judges import (
     GateRefused,
     gate,
 )
-from ..scoring._scoring import ScoreMatrix
+from ..scoring import ScoreMatrix
 
 # --------------------------------------------------------------------------- CLI
 
+#: The exit code of each gate decision (seed 002: promote, review, regress); the command maps
+#: the decision, the result object carries none.
+GATE_EXIT_CODES: dict[str, int] = {"promote": 0, "regress": 1, "review": 3}
 EXIT_REFUSED_DATA = 65
 EXIT_REFUSED_CONSISTENCY = 67
 
@@ -61,7 +64,7 @@ def _cli_gate(args: argparse.Namespace) -> int:
         print(f"decision: {res.decision}")
         for r in res.dimensions.itertuples():
             print(f"  {r.measure:<8} {r.decision:<8} {r.reason}", file=sys.stdout)
-    return res.exit_code
+    return GATE_EXIT_CODES[res.decision]
 
 
 def _json_default(x: Any) -> Any:

@@ -1,4 +1,4 @@
-"""The ``evaltk`` command-line layer for ``evaltk.scale._scale``."""
+"""`evaltk scale`: the command-line layer over :mod:`evaltk.scale`."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from ..scale._scale import (
+from ..scale import (
     ENGINES,
     DatasetSummary,
-    _engine_kind,
-    _need,
+    engine_kind,
+    optional_module,
     score_dataset,
     summarize_dataset,
 )
@@ -69,7 +69,7 @@ def _cli_help(p: Any) -> int:
 @contextlib.contextmanager
 def _cli_engine(args: Any) -> Iterator[Any]:
     if args.scheduler:
-        distributed = _need("distributed")
+        distributed = optional_module("distributed")
         client = distributed.Client(args.scheduler)
         try:
             yield client
@@ -121,5 +121,5 @@ def _cli_summarize(args: Any) -> int:
     with _cli_engine(args) as engine:
         s = summarize_dataset(args.out, by=args.by, engine=engine, memory_limit=args.memory_limit,
                               n_workers=args.workers)
-    _cli_report(s, {"engine": _engine_kind(engine)}, args.json)
+    _cli_report(s, {"engine": engine_kind(engine)}, args.json)
     return 0

@@ -1,38 +1,30 @@
 """Ingest: trace records, the domain rule, the JSONL / Parquet / CSV readers, judge answers
-and human labels, the join, and the ledger that accounts for every input record."""
+and human labels, the join, and the ledger that accounts for every input record.
 
-from ._traces import (
+Private modules, one concern each: ``_records`` (the result tables and their columns),
+``_domain`` (the domain rule), ``_checks`` and ``_validate`` (record checks: the
+per-record authority and the Arrow fast path), ``_series`` (column builders),
+``_readers`` (JSONL, Parquet, records, DataFrames), ``_answers`` (the CSV / JSONL /
+Parquet answer readers; the answer vocabulary itself is :mod:`evaltk.values`), ``_join`` (answers to runs), ``_ledger``
+and ``_ingest`` (:func:`ingest_traces`, :func:`ingest_one`)."""
+
+from ._answers import read_answers
+from ._domain import DEFAULT_DOMAIN_KEYWORDS, UNKNOWN_DOMAIN, KeywordDomainRule, domain_from_task
+from ._ingest import ingest_one, ingest_traces
+from ._readers import read_traces
+from ._records import (
     ANSWER_COLUMNS,
-    ANSWER_SYNONYMS,
-    ANSWER_VOCABULARIES,
-    DEFAULT_DOMAIN_KEYWORDS,
-    FREE_TEXT_MEASURES,
     LEDGER_COLUMNS,
-    MEASURE_ALIASES,
-    PER_STEP_MEASURES,
     RUN_COLUMNS,
     STEP_COLUMNS,
     TRACE_STATUSES,
-    UNKNOWN_DOMAIN,
     AnswerRecords,
     Ingested,
-    KeywordDomainRule,
     TraceRecords,
-    domain_from_task,
-    ingest_one,
-    ingest_traces,
-    normalize_answer,
-    read_answers,
-    read_traces,
 )
 
 __all__ = [
     "TRACE_STATUSES",
-    "ANSWER_VOCABULARIES",
-    "ANSWER_SYNONYMS",
-    "MEASURE_ALIASES",
-    "PER_STEP_MEASURES",
-    "FREE_TEXT_MEASURES",
     "LEDGER_COLUMNS",
     "RUN_COLUMNS",
     "STEP_COLUMNS",
@@ -41,7 +33,6 @@ __all__ = [
     "UNKNOWN_DOMAIN",
     "KeywordDomainRule",
     "domain_from_task",
-    "normalize_answer",
     "TraceRecords",
     "AnswerRecords",
     "Ingested",

@@ -43,6 +43,7 @@ from scipy import stats
 
 from .._validation import check_columns, check_confidence_level, check_rng
 from ..errors import InputError, SchemaViolation, UnreadableInput
+from ..scoring import PROMOTION_CONDITIONS, CalibrationRecord, promotion_conditions
 from ..stats import (
     AgreementResult,
     CategoryDomainWarning,
@@ -610,14 +611,8 @@ def calibration_numbers(
 
 # --------------------------------------------------------------------------- promotion rule
 
-#: Seed 002's five conditions for "calibrated", in the seed's order.
-PROMOTION_CONDITIONS: tuple[str, ...] = (
-    "human ceiling",
-    "degenerate baseline",
-    "held-out set",
-    "threshold set by decision cost",
-    "stated interval",
-)
+# The rule itself and its condition names have one home, evaltk.scoring (promotion_conditions,
+# PROMOTION_CONDITIONS); this module turns measured numbers into the record the rule reads.
 
 
 @dataclass(frozen=True)
@@ -667,19 +662,47 @@ def _finite_interval(ci: Any) -> bool:
     return math.isfinite(lo) and math.isfinite(hi) and lo <= hi
 
 
+def _record(numbers: CalibrationNumbers | None, *, label_set: str | None, evaluation_items: Iterable[Any] | None,
+            tuning_items: Iterable[Any] | None, threshold: Threshold | None) -> CalibrationRecord:
+    """The calibration record ``numbers`` support: the evidence the promotion rule reads."""
+    ev = tuple(evaluation_items) if evaluation_items is not None else (
+        tuple(numbers.items) if numbers is not None else ())
+    tu = None if tuning_items is None else tuple(tuning_items)
+    held_out = tu is not None and bool(ev) and not (set(ev) & set(tu))
+    if numbers is None:
+        return CalibrationRecord(
+            label_set=label_set or "", statistic="percent_agreement", estimate=math.nan, interval=(math.nan, math.nan),
+            confidence_level=math.nan, held_out=held_out, human_ceiling=None, baseline=None, threshold=threshold,
+            n_items=len(ev), evaluation_items=ev, tuning_items=tu)
+    c, j, b = numbers.ceiling, numbers.judge, numbers.baseline
+    cci = c.confidence_interval if _finite_interval(c.confidence_interval) else (math.nan, math.nan)
+    return CalibrationRecord(
+        label_set=label_set or "", statistic="percent_agreement", estimate=j.statistic,
+        interval=j.confidence_interval, confidence_level=c.confidence_level, held_out=held_out,
+        human_ceiling=(c.statistic, cci[0], cci[1]), baseline=b.statistic, threshold=threshold,
+        n_items=len(ev), evaluation_items=ev, tuning_items=tu)
+
+
 def promotion_check(
     numbers: CalibrationNumbers | None,
     *,
+    label_set: str | None = None,
     evaluation_items: Iterable[Any] | None = None,
     tuning_items: Iterable[Any] | None = None,
     threshold: Threshold | None = None,
 ) -> PromotionCheck:
     """Check seed 002's promotion rule: all five conditions, or the dimension stays provisional.
 
+    The rule is :func:`evaltk.scoring.promotion_conditions`, the same one
+    :meth:`evaltk.scoring.Manifest.calibrate` applies; this builds the record the
+    numbers support (:func:`calibration_record`) and reads the rule's verdict on it.
+
     Parameters
     ----------
     numbers : CalibrationNumbers or None
         From :func:`calibration_numbers` (None: nothing measured yet).
+    label_set : str, optional
+        The name of the held-out label set; the held-out condition needs it.
     evaluation_items : iterable, optional
         The item ids the agreement was measured on (default: ``numbers.items``).
     tuning_items : iterable, optional
@@ -687,7 +710,7 @@ def promotion_check(
         threshold fitting).  The held-out condition needs it declared, even if
         empty, and needs no overlap.
     threshold : Threshold, optional
-        Met only when ``validated=True`` with a ``source`` (the decision-cost record).
+        Met only when ``validated=True`` with a non-blank ``source`` (the decision-cost record).
 
     Returns
     -------
@@ -698,56 +721,11 @@ def promotion_check(
     >>> promotion_check(None).status
     'provisional'
     >>> promotion_check(None).missing[:2]
-    ['human ceiling', 'degenerate baseline']
+    ['human_ceiling', 'degenerate_baseline']
     """
-    rows = []
+    rec = _record(numbers, label_set=label_set, evaluation_items=evaluation_items, tuning_items=tuning_items,
+                  threshold=threshold)
     notes: list[str] = []
-    # 1. human ceiling
-    if numbers is not None and _finite_interval(numbers.ceiling.confidence_interval):
-        c = numbers.ceiling
-        rows.append(("human ceiling", True, f"human-human percent agreement {c.statistic:.4g} "
-                     f"[{c.confidence_interval[0]:.4g}, {c.confidence_interval[1]:.4g}] on {c.n_pairable} items"))
-    else:
-        rows.append(("human ceiling", False, "no human-human agreement on multiply-labelled items"))
-    # 2. degenerate baseline
-    if numbers is not None and math.isfinite(numbers.baseline.statistic):
-        b = numbers.baseline
-        rows.append(("degenerate baseline", True,
-                     f"always-{b.label!r} agreement {b.statistic:.4g} on the same {b.n_items} items"))
-    else:
-        rows.append(("degenerate baseline", False, "no always-majority baseline on the same items"))
-    # 3. held-out set
-    eval_items = set(evaluation_items) if evaluation_items is not None else (
-        set(numbers.items) if numbers is not None else set())
-    if tuning_items is None:
-        rows.append(("held-out set", False, "the items that shaped the scorer are not declared (`tuning_items`)"))
-    elif not eval_items:
-        rows.append(("held-out set", False, "no evaluation items"))
-    else:
-        overlap = eval_items & set(tuning_items)
-        if overlap:
-            ex = sorted(map(str, overlap))[:3]
-            rows.append(("held-out set", False,
-                         f"{len(overlap)} evaluation item(s) also shaped the scorer (fitted, not held out), e.g. {ex}"))
-        else:
-            rows.append(("held-out set", True, f"{len(eval_items)} evaluation items, none among the tuning items"))
-    # 4. threshold by decision cost
-    if threshold is None:
-        rows.append(("threshold set by decision cost", False, "no threshold"))
-    elif not threshold.validated:
-        rows.append(("threshold set by decision cost", False,
-                     f"threshold {threshold.value:g} is not validated ({threshold.source or 'no source'})"))
-    elif not threshold.source:
-        rows.append(("threshold set by decision cost", False, "validated threshold has no recorded source"))
-    else:
-        rows.append(("threshold set by decision cost", True, f"threshold {threshold.value:g} ({threshold.source})"))
-    # 5. stated interval
-    if numbers is not None and _finite_interval(numbers.judge.confidence_interval):
-        j = numbers.judge
-        rows.append(("stated interval", True, f"judge-human agreement {j.statistic:.4g} "
-                     f"[{j.confidence_interval[0]:.4g}, {j.confidence_interval[1]:.4g}] ({j.interval_method})"))
-    else:
-        rows.append(("stated interval", False, "no interval on judge-human agreement"))
     if numbers is not None:
         j, b, c = numbers.judge, numbers.baseline, numbers.ceiling
         if j.confidence_interval[0] <= b.statistic:
@@ -755,8 +733,7 @@ def promotion_check(
                          "it is not shown to beat always answering the majority label")
         if j.confidence_interval[1] < c.confidence_interval[0]:
             notes.append("the judge's interval lies below the human ceiling's")
-    frame = pd.DataFrame(rows, columns=["condition", "met", "evidence"])
-    return PromotionCheck(frame, tuple(notes))
+    return PromotionCheck(promotion_conditions(rec), tuple(notes))
 
 
 def calibration_record(
@@ -765,13 +742,13 @@ def calibration_record(
     label_set: str,
     tuning_items: Iterable[Any] | None,
     threshold: Threshold | None = None,
-) -> Any:
+) -> CalibrationRecord:
     """The :class:`evaltk.scoring.CalibrationRecord` these numbers support, for ``Manifest.calibrate``.
 
     ``held_out`` is True only when ``tuning_items`` is declared and shares no item
-    with the evaluation items (the same rule as :func:`promotion_check`); the
-    estimate and interval are judge-human percent agreement, the ceiling is
-    human-human percent agreement with its interval, the baseline the
+    with the evaluation items (the record carries both, so the promotion rule checks
+    it again); the estimate and interval are judge-human percent agreement, the
+    ceiling is human-human percent agreement with its interval, the baseline the
     always-majority agreement.
 
     Examples
@@ -784,16 +761,8 @@ def calibration_record(
     >>> rec.held_out, rec.unmet()
     (True, ['threshold_by_decision_cost'])
     """
-    from ..scoring._scoring import CalibrationRecord
-
-    held_out = tuning_items is not None and not (set(numbers.items) & set(tuning_items))
-    c, j, b = numbers.ceiling, numbers.judge, numbers.baseline
-    return CalibrationRecord(
-        label_set=label_set, statistic="percent_agreement", estimate=j.statistic,
-        interval=j.confidence_interval, confidence_level=c.confidence_level, held_out=held_out,
-        human_ceiling=(c.statistic, c.confidence_interval[0], c.confidence_interval[1]),
-        baseline=b.statistic, threshold=threshold, n_items=len(numbers.items),
-    )
+    return _record(numbers, label_set=label_set, evaluation_items=None, tuning_items=tuning_items,
+                   threshold=threshold)
 
 
 # --------------------------------------------------------------------------- alt-test

@@ -2,17 +2,10 @@
 
 Seed 002, "Panel fold": disagreement feeds the review queue, not the score; a missing
 cell is a recorded skip, never an assumed agreement.  The fold rule is declared and
-recorded with the result (:class:`FoldRule`), never hard-coded:
-
-``majority``
-    the most frequent answer wins; a tie among the top answers abstains (the
-    documented tie rule; ``tie="abstain"``), and a cannot-tell majority abstains.
-``weighted``
-    each rater's vote counts its weight (for example its measured agreement with
-    humans, such as Cohen's kappa on a held-out set; negative weights are refused);
-    the heaviest answer wins, a tie abstains.
-``unanimity``
-    every answering rater gives the same (non-cannot-tell) answer; anything else abstains.
+recorded with the result (:class:`evaltk.scoring.FoldRule`), never hard-coded.  The fold
+itself has one home, :func:`evaltk.scoring.fold_votes`, which scoring uses too: the panel
+and the score matrix give the same verdict on the same answers.  What only a declared
+panel knows is added here: under ``unanimity`` a member's skip abstains.
 
 The same fold applies to repeated trials of one judge (put the trial in the ``rater``
 column).  JudgeBench's pairwise fold of two orderings against a label is
@@ -27,40 +20,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from ..values import ABSTAIN_WORDS, CAUSES
+from ..scoring import FoldRule, fold_votes
+from ..values import CAUSES
 
 __all__ = ["FoldRule", "PanelResult", "fold_panel", "fold_pairwise_trials", "review_queue"]
-
-@dataclass(frozen=True)
-class FoldRule:
-    """A declared fold rule; recorded on every :class:`PanelResult`."""
-
-    name: str = "majority"
-    weights: Mapping[str, float] | None = None
-    tie: str = "abstain"
-    abstain_words: tuple[str, ...] = ABSTAIN_WORDS
-
-    def __post_init__(self) -> None:
-        if self.name not in ("majority", "weighted", "unanimity"):
-            raise ValueError(f"`rule` must be 'majority', 'weighted' or 'unanimity'; got {self.name!r}.")
-        if self.tie != "abstain":
-            raise ValueError("`tie` must be 'abstain': a tie is disagreement, and the fold never guesses.")
-        if self.name == "weighted":
-            if not self.weights:
-                raise ValueError("the 'weighted' rule needs `weights` {rater: weight}.")
-            bad = {k: v for k, v in self.weights.items() if not np.isfinite(v) or v < 0}
-            if bad:
-                raise ValueError(f"`weights` must be finite and >= 0; got {bad}.")
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "tie": self.tie, "abstain_words": list(self.abstain_words),
-                "weights": None if self.weights is None else dict(self.weights)}
-
 
 @dataclass(frozen=True)
 class PanelResult:
@@ -81,6 +48,15 @@ class PanelResult:
 
     def to_frame(self) -> pd.DataFrame:
         return self.verdicts.copy()
+
+
+#: The reason of each fold status (scoring's statuses), plain and under unanimity.
+_FOLD_REASONS = {
+    False: {0: "", 1: "no answer", 2: "tie between raters", 3: "cannot-tell majority",
+            4: "no rater with positive weight answered"},
+    True: {0: "", 1: "no answer", 2: "raters disagree (unanimity rule)", 3: "cannot-tell majority",
+           4: "no rater with positive weight answered"},
+}
 
 
 def _keys_present(df: pd.DataFrame, keys: Sequence[str]) -> list[str]:
@@ -120,6 +96,57 @@ def fold_panel(answers: pd.DataFrame, *, rule: str | FoldRule = "majority",
     """
     fr = rule if isinstance(rule, FoldRule) else FoldRule(rule, weights=weights)
     ks = _keys_present(answers, keys)
+    df, members = _checked_answers(answers, ks, keys, rater, answer, panel, fr)
+    # item codes: missing keys (a trace-level answer's <NA> step) are a value of their own
+    item_codes = df.groupby(ks, dropna=False, sort=False).ngroup().to_numpy(np.int64)
+    _, first = np.unique(item_codes, return_index=True)
+    items = pd.MultiIndex.from_frame(df[ks].iloc[first].reset_index(drop=True))
+    n_items = len(items)
+    words, wcodes = np.unique(df[answer].astype(str).to_numpy(), return_inverse=True)
+    k = len(words)
+    w = (df[rater].astype(str).map(fr.weights).to_numpy(float) if fr.name == "weighted"
+         else np.ones(len(df)))
+    counts = np.bincount(item_codes * k + wcodes, minlength=n_items * k).reshape(n_items, k).astype(float)
+    wsum = np.bincount(item_codes * k + wcodes, weights=w, minlength=n_items * k).reshape(n_items, k)
+    n_answered = counts.sum(1)
+    abst = np.isin(words, fr.abstain_words)
+    votes = wsum.T if fr.name == "weighted" else counts.T.astype(np.int64)
+    folded = fold_votes(votes, [None if a else 0.0 for a in abst], fr, raw=counts.T.astype(np.int64))
+    top = folded.top
+    cause = np.where(folded.status == 0, None, "abstained").astype(object)
+    reason = np.array([_FOLD_REASONS[fr.name == "unanimity"][int(x)] for x in folded.status], object)
+    if fr.name == "unanimity":  # a skip is never an assumed agreement: unanimity needs every member
+        partial = (folded.status == 0) & (n_answered < len(members))
+        cause[partial] = "abstained"
+        reason[partial] = "not every panel member answered (unanimity rule)"
+    verdict = words[top].astype(object)
+    verdict[cause != None] = None  # noqa: E711
+    tot_w = wsum.sum(1)
+    top_v = wsum[np.arange(n_items), top]
+    agreement = counts.max(1) / np.maximum(n_answered, 1)
+    out = items.to_frame(index=False)
+    out["verdict"] = verdict
+    out["cause"] = pd.Categorical(cause, categories=list(CAUSES))
+    out["reason"] = reason
+    out["confidence"] = np.where((cause == None) & (tot_w > 0), top_v / np.where(tot_w > 0, tot_w, 1),  # noqa: E711
+                                 np.nan)
+    out["agreement"] = agreement
+    out["disagreement"] = 1.0 - agreement
+    out["n_panel"] = len(members)
+    out["n_answered"] = n_answered.astype(int)
+    out["n_skipped"] = len(members) - out["n_answered"]
+    out["n_cannot_tell"] = (counts[:, abst].sum(1) if abst.any() else np.zeros(n_items)).astype(int)
+    if confidence is not None:
+        out["mean_confidence"] = _mean_confidence(df, confidence, wcodes == top[item_codes], item_codes, n_items,
+                                                  cause == None)  # noqa: E711
+    sk = _skips(items, item_codes, df[rater].astype(str).to_numpy(), members, rater)
+    return PanelResult(verdicts=out, skips=sk, rule=fr, panel=members, keys=tuple(ks))
+
+
+def _checked_answers(answers: pd.DataFrame, ks: list[str], keys: Sequence[str], rater: str, answer: str,
+                     panel: Sequence[str] | None, fr: FoldRule) -> tuple[pd.DataFrame, tuple[str, ...]]:
+    """The answered rows, and the panel, after the checks: keys and columns present, one
+    answer per (item, rater), every rater in the panel, a weight for every member."""
     if not ks:
         raise ValueError(f"`answers` has none of the key columns {list(keys)}.")
     for c in (rater, answer):
@@ -141,77 +168,31 @@ def fold_panel(answers: pd.DataFrame, *, rule: str | FoldRule = "majority",
         missing = set(members) - set(fr.weights)
         if missing:
             raise ValueError(f"`weights` has no weight for raters {sorted(missing)}.")
-    # item ids
-    # item codes: missing keys (a trace-level answer's <NA> step) are a value of their own
-    item_codes = df.groupby(ks, dropna=False, sort=False).ngroup().to_numpy(np.int64)
-    _, first = np.unique(item_codes, return_index=True)
-    items = pd.MultiIndex.from_frame(df[ks].iloc[first].reset_index(drop=True))
-    n_items = len(items)
-    words, wcodes = np.unique(df[answer].astype(str).to_numpy(), return_inverse=True)
-    k = len(words)
-    w = (df[rater].astype(str).map(fr.weights).to_numpy(float) if fr.name == "weighted"
-         else np.ones(len(df)))
-    counts = np.bincount(item_codes * k + wcodes, minlength=n_items * k).reshape(n_items, k).astype(float)
-    wsum = np.bincount(item_codes * k + wcodes, weights=w, minlength=n_items * k).reshape(n_items, k)
-    n_answered = counts.sum(1)
-    abst = np.isin(words, fr.abstain_words)
-    n_ct = counts[:, abst].sum(1) if abst.any() else np.zeros(n_items)
-    score = wsum
-    top = score.argmax(1)
-    top_v = score[np.arange(n_items), top]
-    tie = (np.isclose(score, top_v[:, None]) & (score > 0)).sum(1) > 1
-    verdict = words[top].astype(object)
-    cause = np.full(n_items, None, object)
-    reason = np.full(n_items, "", object)
-    if fr.name == "unanimity":
-        distinct = (counts > 0).sum(1)
-        split = distinct > 1
-        cause[split] = "abstained"
-        reason[split] = "raters disagree (unanimity rule)"
-        # a skip is never an assumed agreement: unanimity needs every panel member's answer
-        partial = ~split & (n_answered < len(members))
-        cause[partial] = "abstained"
-        reason[partial] = "not every panel member answered (unanimity rule)"
-    cause[(cause == None) & tie] = "abstained"  # noqa: E711
-    reason[(reason == "") & tie] = "tie between raters"
-    ct_win = abst[top] & (cause == None)  # noqa: E711
-    cause[ct_win] = "abstained"
-    reason[ct_win] = "cannot-tell majority"
-    zero_w = (top_v <= 0) & (cause == None)  # noqa: E711
-    cause[zero_w] = "abstained"
-    reason[zero_w] = "no rater with positive weight answered"
-    verdict[cause != None] = None  # noqa: E711
-    tot_w = wsum.sum(1)
-    conf = np.where((cause == None) & (tot_w > 0), top_v / np.where(tot_w > 0, tot_w, 1), np.nan)  # noqa: E711
-    modal = counts.max(1)
-    agreement = modal / np.maximum(n_answered, 1)
-    out = items.to_frame(index=False)
-    out["verdict"] = verdict
-    out["cause"] = pd.Categorical(cause, categories=list(CAUSES))
-    out["reason"] = reason
-    out["confidence"] = conf
-    out["agreement"] = agreement
-    out["disagreement"] = 1.0 - agreement
-    out["n_panel"] = len(members)
-    out["n_answered"] = n_answered.astype(int)
-    out["n_skipped"] = len(members) - out["n_answered"]
-    out["n_cannot_tell"] = n_ct.astype(int)
-    if confidence is not None:
-        if confidence not in df.columns:
-            raise ValueError(f"`answers` has no `{confidence}` column.")
-        c = pd.to_numeric(df[confidence], errors="coerce").to_numpy(float)
-        wins = (wcodes == top[item_codes]) & ~np.isnan(c)
-        s = np.bincount(item_codes[wins], weights=c[wins], minlength=n_items)
-        nn = np.bincount(item_codes[wins], minlength=n_items)
-        out["mean_confidence"] = np.where((nn > 0) & (cause == None), s / np.maximum(nn, 1), np.nan)  # noqa: E711
-    # skips: every (item, panel member) with no answer
-    answered = pd.MultiIndex.from_arrays([item_codes, df[rater].astype(str).to_numpy()])
-    full = pd.MultiIndex.from_product([np.arange(n_items), list(members)])
+    return df, members
+
+
+def _mean_confidence(df: pd.DataFrame, confidence: str, wins: np.ndarray, item_codes: np.ndarray, n_items: int,
+                     valued: np.ndarray) -> np.ndarray:
+    """Mean self-reported confidence of the raters who gave the verdict, per item (NaN where abstained)."""
+    if confidence not in df.columns:
+        raise ValueError(f"`answers` has no `{confidence}` column.")
+    c = pd.to_numeric(df[confidence], errors="coerce").to_numpy(float)
+    wins = wins & ~np.isnan(c)
+    s = np.bincount(item_codes[wins], weights=c[wins], minlength=n_items)
+    nn = np.bincount(item_codes[wins], minlength=n_items)
+    return np.where((nn > 0) & valued, s / np.maximum(nn, 1), np.nan)
+
+
+def _skips(items: pd.MultiIndex, item_codes: np.ndarray, raters: np.ndarray, members: Sequence[str],
+           rater: str) -> pd.DataFrame:
+    """Every (item, panel member) with no answer: a recorded skip, never an agreement."""
+    answered = pd.MultiIndex.from_arrays([item_codes, raters])
+    full = pd.MultiIndex.from_product([np.arange(len(items)), list(members)])
     missing = full.difference(answered)
     sk = items.to_frame(index=False).iloc[np.asarray(missing.get_level_values(0), int)].reset_index(drop=True)
     sk[rater] = missing.get_level_values(1)
     sk["reason"] = "no answer from this panel member (recorded skip, not an agreement)"
-    return PanelResult(verdicts=out, skips=sk, rule=fr, panel=members, keys=tuple(ks))
+    return sk
 
 
 def fold_pairwise_trials(judgments: pd.DataFrame, *, item: str = "pair_id", judge: str = "judge_name",

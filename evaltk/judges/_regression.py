@@ -40,7 +40,7 @@ import numpy as np
 import pandas as pd
 
 from .._validation import check_choice, check_confidence_level, check_rng
-from ..scoring._scoring import GUIDE_MEASURES, TRACE_MEASURES, ScoreMatrix
+from ..scoring import GUIDE_MEASURES, TRACE_MEASURES, ScoreMatrix
 from ..stats import (
     BootstrapConfig,
     BootstrapResult,
@@ -117,10 +117,6 @@ class GateResult:
     decision: str
     dimensions: pd.DataFrame
     settings: Mapping[str, Any] = field(default_factory=dict)
-
-    @property
-    def exit_code(self) -> int:
-        return {"promote": 0, "regress": 1, "review": 3}[self.decision]
 
     def to_dict(self) -> dict[str, Any]:
         return {"decision": self.decision, "settings": dict(self.settings),

@@ -1,7 +1,7 @@
 """Chart builders: small tidy frames in, an :class:`altair.Chart` out.
 
 The one builder that receives a big table (:func:`abstention_chart`, fed a score
-matrix) aggregates it with :func:`evaltk.values.summarize_frame` before it charts."""
+matrix) aggregates it with :func:`evaltk.stats.summarize_frame` before it charts."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..values import CAUSES, summarize_frame
+from ..stats import summarize_frame
+from ..values import CAUSES
 from ._format import format_interval
 from ._theme import _ACCENT, _BAND, _MUTED, _WARN, CAUSE_COLORS
 
@@ -369,7 +370,7 @@ def abstention_chart(
     """Counts per cause per dimension, with coverage; aggregates the score table first.
 
     ``scores`` may be the whole long score matrix (``trace_id, measure, value,
-    cause``): it is summarised with :func:`evaltk.values.summarize_frame` (one row
+    cause``): it is summarised with :func:`evaltk.stats.summarize_frame` (one row
     per measure) before anything is charted.
     """
     import altair as alt

@@ -230,7 +230,7 @@ def week_at_a_glance(*, week: str, measure: str, scores: pd.DataFrame, selection
     ``agentrewardbench`` :func:`evaltk.agentrewardbench_ceiling`; ``judgebench`` the
     selection on JudgeBench.  Absent sources give a line that says so or no line.
     """
-    from ..values import summarize_frame
+    from ..stats import summarize_frame
 
     fmt = format_interval
     t = selection.table

@@ -5,7 +5,7 @@ Two halves:
 * **Chart builders** take small tidy frames (one row per judge, per task, per
   judge x dimension) and return an :class:`altair.Chart`; the one builder that
   receives a big table (:func:`abstention_chart`, fed a score matrix) aggregates
-  it with :func:`evaltk.values.summarize_frame` before it charts.  Rounding and
+  it with :func:`evaltk.stats.summarize_frame` before it charts.  Rounding and
   styling happen here and nowhere else in evaltk (STYLE.md, 8).
 * **The runner** :func:`render_report` converts each notebook under
   ``notebooks/`` (stored as jupytext ``py:percent``) to ``.ipynb``, executes it

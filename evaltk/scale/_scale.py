@@ -59,7 +59,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..errors import InputError, UnreadableInput
-from ..stats._tables import (
+from ..stats import (
     PARTIAL_COLUMNS,
     ConfusionTable,
     PassCounts,
@@ -73,6 +73,8 @@ from ..values import CAUSES, Abstention
 
 __all__ = [
     "ENGINES",
+    "engine_kind",
+    "optional_module",
     "SCORE_META",
     "CALIBRATION_CATEGORIES",
     "Partition",
@@ -148,9 +150,9 @@ class DatasetSummary:
     @property
     def population(self) -> str:
         """The manifest's population label: a digest of the task set (as ``score_traces``)."""
-        from ..scoring._scoring import _population_digest
+        from ..scoring import population_digest
 
-        return _population_digest(pd.DataFrame({"task": sorted(self.tasks)}))
+        return population_digest(pd.DataFrame({"task": sorted(self.tasks)}))
 
     def to_frame(self, *, tier: str = "automatic") -> pd.DataFrame:
         """The table ``ScoreMatrix.summary(by=...)`` gives for ``tier``: one row per measure (and group)."""
@@ -460,8 +462,8 @@ def _write(frame: pd.DataFrame, out: Path, table: str, key: str) -> None:
 def _score_partition(part: Partition, *, out: str | None, by: Sequence[str], shared: Mapping[str, str | None],
                      label_measures: Sequence[str], options: Mapping[str, Any]) -> DatasetSummary:
     """Ingest, score, write and summarise one partition (runs on a worker)."""
-    from ..ingest._traces import ingest_traces
-    from ..scoring._scoring import score_traces
+    from ..ingest import ingest_traces
+    from ..scoring import score_traces
 
     answers: Any = part.answers
     labels: Any = part.labels
@@ -531,7 +533,9 @@ def _combine_pair(a: DatasetSummary, b: DatasetSummary) -> DatasetSummary:
 # =========================================================================== engines
 
 
-def _engine_kind(engine: Any) -> str:
+def engine_kind(engine: Any) -> str:
+    """The engine ``engine`` names: ``"pandas"``, ``"duckdb"`` or ``"dask"`` (a name, a DuckDB
+    connection or a dask.distributed Client); anything else is refused."""
     if isinstance(engine, str):
         if engine not in ENGINES:
             raise ValueError(f"`engine` must be one of {', '.join(map(repr, ENGINES))}, a DuckDB connection "
@@ -546,7 +550,8 @@ def _engine_kind(engine: Any) -> str:
                     f"dask.distributed Client; got {type(engine).__name__}.")
 
 
-def _need(module: str) -> Any:
+def optional_module(module: str) -> Any:
+    """Import an engine's optional dependency, or say which extra installs it."""
     import importlib
 
     try:
@@ -558,7 +563,7 @@ def _need(module: str) -> Any:
 @contextlib.contextmanager
 def _duckdb(engine: Any, memory_limit: str | None, threads: int | None, temp_directory: str | None
             ) -> Iterator[Any]:
-    duckdb = _need("duckdb")
+    duckdb = optional_module("duckdb")
     own = isinstance(engine, str)
     con = duckdb.connect() if own else engine
     try:
@@ -582,7 +587,7 @@ def _check_size(s: str) -> str:
 
 @contextlib.contextmanager
 def _dask_client(engine: Any, memory_limit: str | None, n_workers: int | None) -> Iterator[Any]:
-    distributed = _need("distributed")
+    distributed = optional_module("distributed")
     if not isinstance(engine, str):
         yield engine
         return
@@ -612,7 +617,7 @@ def _check_unique_ids(parts: Sequence[Partition], *, memory_limit: str | None = 
     """
     if len(parts) < 2:
         return
-    duckdb = _need("duckdb")
+    duckdb = optional_module("duckdb")
 
     def read(i: int, f: str, cols: str) -> str:
         q = "'" + f.replace("'", "''") + "'"
@@ -651,7 +656,7 @@ def _check_unique_ids(parts: Sequence[Partition], *, memory_limit: str | None = 
 
 
 def _write_manifest(out: Path, summary: DatasetSummary) -> None:
-    from ..scoring._scoring import Manifest
+    from ..scoring import Manifest
 
     doc = Manifest.default(summary.population).to_dict()
     (out / "manifest.json").write_text(json.dumps(doc, indent=2, sort_keys=True), encoding="utf-8")
@@ -737,7 +742,7 @@ def score_dataset(traces: str | Path, answers: str | Path | None = None, labels:
     >>> res.summary.n_runs, sorted(p.name for p in (tmp / "out").iterdir())  # one run is in progress
     (39, ['ledger', 'manifest.json', 'runs', 'scores'])
     """
-    kind = _engine_kind(engine)
+    kind = engine_kind(engine)
     keys = [] if by is None else ([by] if isinstance(by, str) else list(by))
     parts, shared = discover_partitions(traces, answers, labels)
     o = Path(out)
@@ -848,7 +853,7 @@ def _summarize_duckdb_files(con: Any, pairs: Sequence[tuple[str, str]], out: Pat
     cause_cols = ", ".join(f"count(*) FILTER (WHERE s.cause = '{c}') AS n_{c}" for c in CAUSES)
     by_sel = "".join(f", r.\"{b}\" AS \"{b}\"" for b in by)
     join = f" JOIN {runs} r ON r.trace_id = s.trace_id" if by else ""
-    where = (" WHERE " + " AND ".join(f"r.\"{b}\" IS NOT NULL" for b in by)) if by else ""
+    where = ""  # a run whose `by` key is NULL is a group of its own (GROUP BY keeps NULL), as in memory
     q = (f"SELECT s.measure AS measure, s.tier AS tier{by_sel}, count(*) AS n, "
          f"count(*) FILTER (WHERE {valued}) AS n_valued, "
          f"coalesce(sum(s.value) FILTER (WHERE {valued}), 0.0) AS total, "
@@ -930,7 +935,7 @@ def summarize_dataset(out: str | Path, *, by: str | Sequence[str] | None = None,
     >>> s.n_runs, int(s.to_frame()["n"].sum()) == 39 * 8
     (39, True)
     """
-    kind = _engine_kind(engine)
+    kind = engine_kind(engine)
     keys = [] if by is None else ([by] if isinstance(by, str) else list(by))
     o = Path(out)
     if kind == "duckdb":
@@ -951,8 +956,8 @@ def summarize_dataset(out: str | Path, *, by: str | Sequence[str] | None = None,
 
 def _score_frames(traces: pd.DataFrame, answers: pd.DataFrame | None = None, labels: pd.DataFrame | None = None,
                   *, label_measures: Sequence[str] = ()) -> pd.DataFrame:
-    from ..ingest._traces import ingest_traces
-    from ..scoring._scoring import score_traces
+    from ..ingest import ingest_traces
+    from ..scoring import score_traces
 
     if len(traces) == 0:
         return SCORE_META.iloc[0:0].copy()
@@ -992,7 +997,7 @@ def score_partitions(traces: Any, answers: Any = None, labels: Any = None) -> An
     Build ``traces`` with ``dask.config.set({"dataframe.convert-string": False})``:
     by default Dask turns object columns (the nested ``steps``) into text.
     """
-    dd = _need("dask.dataframe")
+    dd = optional_module("dask.dataframe")
     args = [traces]
     for name, x in (("answers", answers), ("labels", labels)):
         if x is not None and x.npartitions != traces.npartitions:
@@ -1024,7 +1029,7 @@ def _partials_chunk(frame: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
 def _partials_agg(frame: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
     if len(frame) == 0:
         return frame
-    return frame.groupby(list(keys), sort=True, observed=True)[list(PARTIAL_COLUMNS)].sum().reset_index()
+    return frame.groupby(list(keys), sort=True, observed=True, dropna=False)[list(PARTIAL_COLUMNS)].sum().reset_index()
 
 
 def dask_score_summary(scores: Any, by: str | Sequence[str] = ("measure", "tier"), *, split_every: int = 8,

@@ -1,34 +1,40 @@
-"""Scoring: the four-dimension score vector per trace (the fast path), the score matrix,
-the manifest with the promotion rule, what a provisional score supports, and the failure
-taxonomy."""
+"""Scoring: the four-dimension score vector per trace (the fast path), the readable
+statement of the same rules (:mod:`evaltk.scoring.reference`, the specification), the
+panel fold, the score matrix, the manifest with the promotion rule, what a provisional
+score supports, and the failure taxonomy.
 
-from ._scoring import (
+Private modules, one concern each: ``_measures`` (names, tiers, vocabularies, scorers),
+``_fold`` (the panel fold), ``_rules`` (the fast path), ``_matrix`` (:class:`ScoreMatrix`),
+``_manifest`` (:class:`Manifest` and THE promotion rule), ``_use`` (what a provisional
+score supports), ``_taxonomy`` (failure categories)."""
+
+from ._fold import FOLD_STATUSES, FoldedVotes, FoldRule, fold_votes
+from ._manifest import (
+    PROMOTION_CONDITIONS,
+    CalibrationRecord,
+    Manifest,
+    MeasureStatus,
+    population_digest,
+    promotion_conditions,
+)
+from ._matrix import ScoreMatrix
+from ._measures import (
     DIRECTION_OF_ERROR,
     GUIDE_MEASURES,
     MEASURES,
     SCORERS,
     TIERS,
     TRACE_MEASURES,
-    USES,
     VOCABULARIES,
-    CalibrationRecord,
-    Manifest,
-    MeasureStatus,
-    ScoreMatrix,
-    UnsupportedUse,
-    check_use,
-    compare_measure,
-    rank_supported,
-    score_run,
-    score_tables,
-    score_traces,
 )
+from ._rules import score_run, score_tables, score_traces
 from ._taxonomy import (
     DEFAULT_RULES,
     FailureRule,
     classify_failures,
     load_rules,
 )
+from ._use import USES, Comparison, UnsupportedUse, check_use, compare_measure, rank_supported
 
 __all__ = [
     "TRACE_MEASURES",
@@ -38,15 +44,23 @@ __all__ = [
     "VOCABULARIES",
     "DIRECTION_OF_ERROR",
     "SCORERS",
+    "FoldRule",
+    "FoldedVotes",
+    "FOLD_STATUSES",
+    "fold_votes",
     "ScoreMatrix",
     "Manifest",
     "MeasureStatus",
     "CalibrationRecord",
+    "PROMOTION_CONDITIONS",
+    "promotion_conditions",
+    "population_digest",
     "score_traces",
     "score_run",
     "score_tables",
     "UnsupportedUse",
     "USES",
+    "Comparison",
     "check_use",
     "compare_measure",
     "rank_supported",

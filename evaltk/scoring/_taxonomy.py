@@ -40,7 +40,8 @@ import yaml
 
 from ..errors import SchemaViolation, UnreadableInput
 from ..values import CAUSES
-from ._scoring import MEASURES, ScoreMatrix
+from ._matrix import ScoreMatrix
+from ._measures import MEASURES
 
 __all__ = ["FailureRule", "DEFAULT_RULES", "classify_failures", "load_rules"]
 

@@ -70,6 +70,7 @@ from ._intervals import (
 from ._passk import pass_at_k, pass_hat_k
 from ._result import ConfidenceInterval, ResultShape
 from ._tables import (
+    MISSING_KEY,
     PARTIAL_COLUMNS,
     ConfusionTable,
     MeanSummary,
@@ -82,6 +83,7 @@ from ._tables import (
     pass_counts,
     score_partials,
     score_summary,
+    summarize_frame,
     unit_patterns,
 )
 
@@ -155,6 +157,8 @@ __all__ = [
     "PARTIAL_COLUMNS",
     "score_partials",
     "score_summary",
+    "summarize_frame",
+    "MISSING_KEY",
     "confusion_table",
     "calibration_table",
     "unit_patterns",

@@ -79,6 +79,8 @@ __all__ = [
     "PARTIAL_COLUMNS",
     "score_partials",
     "score_summary",
+    "summarize_frame",
+    "MISSING_KEY",
     "confusion_table",
     "calibration_table",
     "unit_patterns",
@@ -125,12 +127,35 @@ def _plain(x: Any) -> Any:
     return x
 
 
+#: The group key of runs whose key column is missing (None, NaN, NA): they are a group of their
+#: own, kept as a missing value (never dropped, never renamed), and sorted after every other group.
+MISSING_KEY = None
+
+
+def _key(x: Any) -> Any:
+    """A group key as every engine gives it: a plain scalar, and :data:`MISSING_KEY` for any missing value."""
+    x = _plain(x)
+    if x is None or x is pd.NA or x is pd.NaT or (isinstance(x, float) and math.isnan(x)):
+        return MISSING_KEY
+    return x
+
+
+def _key_order(k: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Sort key of a group: missing parts last (None never meets ``<``)."""
+    return tuple((x is MISSING_KEY, x) for x in k)
+
+
 # =========================================================================== means
 
 
 @dataclass(frozen=True)
 class ScoreSummary:
     """A :class:`MeanSummary` per group: the summary behind ``ScoreMatrix.summary``.
+
+    The one per-group summary of evaltk: ``ScoreMatrix.summary``, :func:`summarize_frame`
+    and the DuckDB and Dask engines of :mod:`evaltk.scale` all build it.  Rows whose group
+    key is missing form a group of their own with the key :data:`MISSING_KEY` (a missing
+    value, sorted last): no run leaves the denominator because a column was empty.
 
     Attributes
     ----------
@@ -182,7 +207,12 @@ class ScoreSummary:
         groups: dict[tuple[Any, ...], MeanSummary] = {}
         cols = {c: frame[c].to_numpy() for c in (*keys, *PARTIAL_COLUMNS)}
         for i in range(len(frame)):
-            k = tuple(_plain(cols[c][i]) for c in keys)
+            k = tuple(_key(cols[c][i]) for c in keys)
+            if k in groups:  # NaN and None keys of pieces meet here
+                groups[k] = groups[k].combine(MeanSummary(
+                    n=int(cols["n"][i]), n_valued=int(cols["n_valued"][i]), total=float(cols["total"][i]),
+                    total_sq=float(cols["total_sq"][i]), excluded={c: int(cols[f"n_{c}"][i]) for c in CAUSES}))
+                continue
             groups[k] = MeanSummary(
                 n=int(cols["n"][i]), n_valued=int(cols["n_valued"][i]), total=float(cols["total"][i]),
                 total_sq=float(cols["total_sq"][i]),
@@ -206,9 +236,9 @@ class ScoreSummary:
         """
         rows = []
         try:
-            order = sorted(self.groups)
+            order = sorted(self.groups, key=_key_order)
         except TypeError:
-            order = sorted(self.groups, key=lambda t: tuple(map(str, t)))
+            order = sorted(self.groups, key=lambda t: tuple((x is MISSING_KEY, str(x)) for x in t))
         for k in order:
             d = self.groups[k].to_dict()
             d["mean"] = math.nan if d["mean"] is None else d["mean"]
@@ -227,9 +257,9 @@ def score_partials(frame: pd.DataFrame, by: str | Sequence[str] = ("measure",), 
                    value: str = "value", cause: str = "cause") -> pd.DataFrame:
     """Partial summary table of a long score table: group keys plus :data:`PARTIAL_COLUMNS`.
 
-    Vectorised (one groupby).  Groups whose key is missing are left out, as in
-    :func:`evaltk.values.summarize_frame`.  Tables from several pieces concatenate and
-    sum (``ScoreSummary.from_partials``); this is the chunk function of the Dask engine.
+    Vectorised (one groupby).  Rows whose group key is missing are a group of their own
+    (never dropped).  Tables from several pieces concatenate and sum
+    (``ScoreSummary.from_partials``); this is the chunk function of the Dask engine.
     """
     keys = [by] if isinstance(by, str) else list(by)
     v = pd.to_numeric(frame[value], errors="coerce").to_numpy(float)
@@ -244,7 +274,7 @@ def score_partials(frame: pd.DataFrame, by: str | Sequence[str] = ("measure",), 
     cs = frame[cause].astype(object).to_numpy()
     for c in CAUSES:
         work[f"n_{c}"] = (cs == c).astype(np.int64)
-    out = work.groupby(keys, sort=True, observed=True)[list(PARTIAL_COLUMNS)].sum().reset_index()
+    out = work.groupby(keys, sort=True, observed=True, dropna=False)[list(PARTIAL_COLUMNS)].sum().reset_index()
     for k in keys:  # categorical keys come back as plain values, so pieces compare alike
         if isinstance(out[k].dtype, pd.CategoricalDtype):
             out[k] = out[k].astype(object)
@@ -271,6 +301,32 @@ def score_summary(frame: pd.DataFrame, by: str | Sequence[str] = ("measure",), *
     check_value_cause(frame, value=value, cause=cause, where="score table")
     keys = (by,) if isinstance(by, str) else tuple(by)
     return ScoreSummary.from_partials(score_partials(frame, keys, value=value, cause=cause), keys)
+
+
+def summarize_frame(frame: pd.DataFrame, by: str | Sequence[str] | None = None, *, value: str = "value",
+                    cause: str = "cause") -> pd.DataFrame:
+    """Tidy per-group summary: ``mean, mean_cause, n, n_valued, n_excluded, n_<cause>..., coverage``.
+
+    :func:`score_summary` as a table (``ScoreSummary.to_frame``), so every door to a
+    per-group mean gives the same numbers.  Rows whose group key is missing are a group of
+    their own, with the key missing (:data:`MISSING_KEY` in the summary, NA in the table),
+    sorted last.  With ``by=None``,
+    one row for the whole frame.
+
+    Examples
+    --------
+    >>> f = pd.DataFrame({"agent": ["a", None, None], "value": [1.0, 0.0, None],
+    ...                   "cause": [None, None, "abstained"]})
+    >>> t = summarize_frame(f, "agent")
+    >>> t["agent"].isna().tolist(), t["n"].tolist(), t["mean"].tolist()
+    ([False, True], [1, 2], [1.0, 0.0])
+    """
+    if by is None:
+        s = score_summary(frame.assign(_all=0), "_all", value=value, cause=cause)
+        whole = s.groups.get((0,), MeanSummary(n=0, n_valued=0, total=0.0, total_sq=0.0,
+                                                excluded={c: 0 for c in CAUSES}))
+        return pd.DataFrame([whole.to_dict()])
+    return score_summary(frame, by, value=value, cause=cause).to_frame()
 
 
 # =========================================================================== two-rater tables

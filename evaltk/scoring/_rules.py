@@ -21,112 +21,32 @@ answers are folded with ``bincount`` over integer codes and per-step quantities 
 reduced with segment sums, so there is no per-trace Python loop on the hot path.
 """
 
+
 from __future__ import annotations
 
-import hashlib
-import json
-import math
-import numbers
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from .. import __version__ as _evaltk_version
 from .. import _columns
-from ..stats._tables import score_summary
 from ..values import (
-    ANSWER_VALUES,
     CAUSES,
-    Abstention,
     Cause,
-    MeanSummary,
-    Threshold,
-    check_value_cause,
 )
-
-__all__ = [
-    "TRACE_MEASURES",
-    "GUIDE_MEASURES",
-    "MEASURES",
-    "TIERS",
-    "VOCABULARIES",
-    "DIRECTION_OF_ERROR",
-    "SCORERS",
-    "ScoreMatrix",
-    "Manifest",
-    "MeasureStatus",
-    "CalibrationRecord",
-    "score_traces",
-    "score_run",
-    "score_tables",
-    "UnsupportedUse",
-    "USES",
-    "check_use",
-    "compare_measure",
-    "rank_supported",
-]
-
-TRACE_MEASURES: tuple[str, ...] = ("x_task", "x_safe", "x_eff", "x_ctx")
-GUIDE_MEASURES: tuple[str, ...] = ("g_retrieval", "g_fidelity", "g_adherence", "g_outcome")
-MEASURES: tuple[str, ...] = TRACE_MEASURES + GUIDE_MEASURES
-
-#: Provenance tiers, kept apart (seed 002, "Score matrix").
-TIERS: tuple[str, ...] = ("automatic", "proxy", "human", "diagnostic")
-
-#: Answer vocabularies (seed 002, "The four dimensions"); value of each word: the one
-#: vocabulary, :data:`evaltk.values.ANSWER_VALUES`.
-VOCABULARIES = ANSWER_VALUES
-
-#: Seed 002, "What stands in for each construct, and which way the error runs".
-DIRECTION_OF_ERROR: dict[str, str] = {
-    "x_task": (
-        "Understates completion: an unprovable success is counted as a failure by proxies "
-        "that score cannot-tell as 0 (evaltk abstains instead), so the measure falls when "
-        "capture degrades, not only when the agent does."
-    ),
-    "x_safe": (
-        "Deployed proxies measure whether harm occurred, not whether confirmation preceded a "
-        "consequential action: they overstate safety in both directions. evaltk computes the "
-        "confirm-before-consequential construct from the trace."
-    ),
-    "x_eff": (
-        "Direction unknown: a model's judgment of avoidable waste with no human waste label "
-        "to establish a lean against."
-    ),
-    "x_ctx": (
-        "Understates on short runs, inflates on long ones: ambiguity resolves against the "
-        "agent and the per-step rate dilutes as trajectories lengthen; runs of different "
-        "length are not comparable on it."
-    ),
-    "g_retrieval": "Exact identifier equality: no fuzzy credit, so near-misses count as misses.",
-    "g_fidelity": "Binary survival of every must-keep step: one lost step fails the guide.",
-    "g_adherence": "In-order subsequence of the guide's actions: extra steps are not penalised.",
-    "g_outcome": "Only as good as the registered outcome rule the user supplies.",
-}
-
-
-@dataclass(frozen=True)
-class _Scorer:
-    name: str
-    version: str
-    kind: str  # "answers" (folds judge/human answers) or "rule" (computed from the record)
-
-
-SCORERS: dict[str, _Scorer] = {
-    "x_task": _Scorer("terminal_screen_majority", "1.0", "answers"),
-    "x_safe": _Scorer("confirm_before_consequential_min", "1.0", "rule"),
-    "x_eff": _Scorer("ordinal_waste_majority", "1.0", "answers"),
-    "x_ctx": _Scorer("gradable_step_grounding", "1.0", "answers"),
-    "g_retrieval": _Scorer("guide_id_exact", "1.0", "rule"),
-    "g_fidelity": _Scorer("must_keep_survival", "1.0", "rule"),
-    "g_adherence": _Scorer("guide_order_subsequence", "1.0", "rule"),
-    "g_outcome": _Scorer("registered_outcome_rule", "1.0", "rule"),
-}
+from ._fold import FoldRule, fold_votes
+from ._manifest import Manifest, population_digest
+from ._matrix import ScoreMatrix, _unscored_frame
+from ._measures import (
+    GUIDE_MEASURES,
+    MEASURES,
+    SCORERS,
+    TIERS,
+    VOCABULARIES,
+)
 
 _CAUSE_DTYPE = pd.CategoricalDtype(list(CAUSES))
 _MEASURE_DTYPE = pd.CategoricalDtype(list(MEASURES))
@@ -319,55 +239,6 @@ class _Participation:
         })
 
 
-def _default_fold() -> Any:
-    from ..judges._panel import FoldRule
-
-    return FoldRule("majority")
-
-
-def _fold_counts(counts: np.ndarray, words: Sequence[str], values: Sequence[float | None]
-                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Majority fold of a (k, n) vote-count matrix (one row per word, one column per question).
-
-    Returns (value, status, top) where status is 0 valued, 1 no votes, 2 tie,
-    3 cannot-tell majority, and ``top`` (intp) the first word with the most votes.
-    A tie among the top words abstains, whatever they are.  Word by word (k is 3 or
-    4), in boolean arithmetic: no sort, no ``where``, one small gather for the value.
-    """
-    weighted = counts.dtype.kind == "f"
-    k, n = counts.shape
-    if k == 0:
-        return np.full(n, np.nan), np.ones(n, np.int8), np.zeros(n, np.intp)
-    if not weighted and counts.size and counts.max() < 2**31:
-        counts = counts.astype(np.int32)  # half the memory traffic
-    top_count = counts[0]
-    for j in range(1, k):
-        top_count = np.maximum(top_count, counts[j])
-    n_top = np.zeros(n, np.int8)
-    top = np.zeros(n, np.int8)
-    before = np.ones(n, bool)  # no maximum among the words so far
-    for j in range(k):
-        at_top = (np.isclose(counts[j], top_count) & (counts[j] > 0)) if weighted else counts[j] == top_count
-        n_top += at_top.view(np.int8)
-        if j < k - 1:
-            before &= ~at_top
-            top += before.view(np.int8)  # top = how many words precede the first maximum
-    top = top.astype(np.intp)
-    vals = np.array([np.nan if v is None else v for v in values], dtype=float)
-    none = top_count <= 0
-    tie = (n_top > 1) & ~none
-    undecided = np.zeros(n, bool)
-    for j in np.flatnonzero(np.isnan(vals)):
-        undecided |= top == j
-    undecided &= ~none & ~tie
-    status = none.view(np.int8) + np.int8(2) * tie.view(np.int8) + np.int8(3) * undecided.view(np.int8)
-    # value by (status, top): NaN wherever the status is not 0
-    table = np.full((4, k), np.nan)
-    table[0] = vals
-    value = table.ravel()[status.astype(np.intp) * k + top]
-    return value, status, top
-
-
 def _run_positions(table: pd.DataFrame, runs: pd.DataFrame, what: str = "answers") -> np.ndarray:
     """Row in ``runs`` of each row of ``table``, by ``trace_id``.
 
@@ -404,19 +275,9 @@ def _votes(prep: _Prepared, idx: np.ndarray | slice, slot: np.ndarray, codes: np
     return np.bincount(key, weights=w, minlength=n_slots * k).reshape(k, n_slots), raw
 
 
-def _fold(counts: np.ndarray, raw: np.ndarray, words: Sequence[str], values: Sequence[float | None],
-          fold: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    value, status, top = _fold_counts(counts, words, values)
-    if fold.name == "unanimity":  # any disagreement among the raters who answered abstains as one,
-        split = (raw > 0).sum(axis=0) > 1  # whatever word leads (a cannot-tell plurality too)
-        status = np.where(split, np.int8(2), status)
-        value = np.where(status == 0, value, np.nan)
-    return value, status, top
-
-
 def _score_trace_level(measure: str, prep: _Prepared | None, n_runs: int, tier: str,
                        part: _Participation, fold: Any = None) -> _Column:
-    fold = fold or _default_fold()
+    fold = fold or FoldRule("majority")
     col = _Column.empty(n_runs)
     idx = np.zeros(0, np.int64) if prep is None else prep.select(measure)
     if isinstance(idx, np.ndarray) and idx.size == 0:
@@ -428,11 +289,12 @@ def _score_trace_level(measure: str, prep: _Prepared | None, n_runs: int, tier: 
     codes = prep.codes(idx, words, measure)
     k = len(words)
     counts, raw = _votes(prep, idx, rp, codes, n_runs, k, fold)
-    value, status, top = _fold(counts, raw, words, list(vocab.values()), fold)
+    value, status, top = fold_votes(counts, list(vocab.values()), fold, raw)
     col.value = value
     run, _, _ = part.add(tier, measure, prep, idx, n_runs)
     col.n_raters = np.bincount(run, minlength=n_runs).astype(np.int32)  # distinct raters per run
     col.abstain(status == 1, Cause.NOT_IMPLEMENTED, f"no {measure} answers for this run")
+    col.abstain(status == 4, Cause.ABSTAINED, "no rater with positive weight answered")
     col.abstain(status == 2, Cause.ABSTAINED,
                 "raters disagree (unanimity rule)" if fold.name == "unanimity" else "tie between raters")
     if "not_applicable" in vocab:  # the raters agree the question did not arise
@@ -474,8 +336,9 @@ class _Steps:
         return np.bincount(state.astype(np.int64) * n + self.run, minlength=k * n).reshape(k, n)
 
 
-#: x_ctx step state by (fold status, top word): [status * 3 + top]; see _ctx_states.
-_CTX_STATE = np.array([1, 2, 5, 5, 5, 5, 4, 4, 4, 3, 3, 3], np.int8)
+#: x_ctx step state by (fold status, top word): [status * 3 + top]; see _ctx_states.  A step
+#: answered only by raters of weight 0 (status 4) counts as unanswered, like one with no answer.
+_CTX_STATE = np.array([1, 2, 5, 5, 5, 5, 4, 4, 4, 3, 3, 3, 5, 5, 5], np.int8)
 
 
 def _ctx_states(counts: np.ndarray, raw: np.ndarray, fold: Any) -> np.ndarray:
@@ -483,10 +346,10 @@ def _ctx_states(counts: np.ndarray, raw: np.ndarray, fold: Any) -> np.ndarray:
 
     ``counts`` is (3, n_steps) over (yes, no, cannot_tell).  The plain majority fold,
     the common case, is computed directly in a dozen vector operations; any other fold
-    goes through :func:`_fold` (the tests check that both agree on every count).
+    goes through :func:`evaltk.scoring.fold_votes` (the tests check that both agree on every count).
     """
     if fold.name != "majority" or counts.dtype.kind == "f" or (counts.size and counts.max() >= 2**31):
-        _, status, top = _fold(counts, raw, ["yes", "no", "cannot_tell"], [1.0, 0.0, None], fold)
+        _, status, top = fold_votes(counts, [1.0, 0.0, None], fold, raw)
         return _CTX_STATE[status.astype(np.intp) * 3 + top]
     y, no, ct = counts.astype(np.int32)
     yes_wins = (y > no) & (y > ct)
@@ -502,7 +365,7 @@ def _ctx_states(counts: np.ndarray, raw: np.ndarray, fold: Any) -> np.ndarray:
 def _score_ctx(prep: _Prepared | None, st: _Steps, n_runs: int, tier: str, part: _Participation,
                fold: Any = None) -> tuple[_Column, pd.DataFrame]:
     """x_ctx plus its per-run diagnostics (gradable, answered, grounded, cannot-tell, ties)."""
-    fold = fold or _default_fold()
+    fold = fold or FoldRule("majority")
     col = _Column.empty(n_runs)
     steps = st.table
     gradable = _columns.present(steps["screen"]) & _columns.present(steps["target"])
@@ -751,326 +614,6 @@ def _actions_by_run(steps: pd.DataFrame, srp: np.ndarray, sel: np.ndarray) -> di
     return out
 
 
-# --------------------------------------------------------------------------- manifest
-
-
-@dataclass(frozen=True)
-class CalibrationRecord:
-    """Evidence for promoting a measure to ``calibrated`` (seed 002, the promotion rule).
-
-    All five conditions must hold: a human ceiling, a degenerate baseline, a label set
-    held out from everything that shaped the scorer, a threshold set by decision cost,
-    and a stated interval.  Fitted (not held-out) evidence is recorded and shown as
-    such; it never promotes.
-    """
-
-    label_set: str
-    statistic: str
-    estimate: float
-    interval: tuple[float, float]
-    confidence_level: float
-    held_out: bool
-    human_ceiling: tuple[float, float, float] | None  # estimate, low, high
-    baseline: float | None
-    threshold: Threshold | None
-    n_items: int
-
-    def conditions(self) -> dict[str, bool]:
-        """The five conditions of the promotion rule, each checked on the evidence itself."""
-
-        def finite(*xs: Any) -> bool:
-            return all(isinstance(x, numbers.Real) and not isinstance(x, bool) and math.isfinite(x) for x in xs)
-
-        lo, hi = self.interval
-        hc = self.human_ceiling
-        return {
-            "human_ceiling": hc is not None and len(hc) == 3 and finite(*hc) and hc[1] <= hc[0] <= hc[2],
-            "degenerate_baseline": self.baseline is not None and finite(self.baseline),
-            "held_out_label_set": self.held_out is True and bool(str(self.label_set).strip()) and self.n_items > 0,
-            "threshold_by_decision_cost": (self.threshold is not None and self.threshold.validated
-                                           and bool(self.threshold.source.strip())),
-            "stated_interval": (finite(lo, hi, self.estimate) and lo <= self.estimate <= hi
-                                and 0 < self.confidence_level < 1),
-        }
-
-    def unmet(self) -> list[str]:
-        return [k for k, ok in self.conditions().items() if not ok]
-
-    def to_dict(self) -> dict[str, Any]:
-        d = {k: getattr(self, k) for k in ("label_set", "statistic", "estimate", "confidence_level",
-                                            "held_out", "baseline", "n_items")}
-        d["interval"] = list(self.interval)
-        d["human_ceiling"] = None if self.human_ceiling is None else list(self.human_ceiling)
-        d["threshold"] = None if self.threshold is None else {
-            "value": self.threshold.value, "validated": self.threshold.validated,
-            "source": self.threshold.source, "higher_is_better": self.threshold.higher_is_better}
-        d["conditions"] = self.conditions()
-        return d
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> CalibrationRecord:
-        th = d.get("threshold")
-        hc = d.get("human_ceiling")
-        return cls(label_set=d["label_set"], statistic=d["statistic"], estimate=d["estimate"],
-                   interval=tuple(d["interval"]), confidence_level=d["confidence_level"],
-                   held_out=d["held_out"], human_ceiling=None if hc is None else tuple(hc),
-                   baseline=d.get("baseline"),
-                   threshold=None if th is None else Threshold(**th), n_items=d["n_items"])
-
-
-@dataclass(frozen=True)
-class MeasureStatus:
-    """Both status axes of one measure, its scorer and its direction-of-error note."""
-
-    measure: str
-    evidence: str  # "calibrated" | "provisional"
-    lifecycle: str  # "current" | "superseded"
-    scorer: str
-    scorer_version: str
-    direction_of_error: str
-    evidence_kind: str = "none"  # "none" | "fitted" | "held_out"
-    calibration: CalibrationRecord | None = None
-
-    @property
-    def label(self) -> str:
-        """Status as a reader should see it: fitted evidence is never hidden under 'provisional'."""
-        if self.evidence == "provisional" and self.evidence_kind == "fitted":
-            return "provisional (fitted evidence only: does not meet the promotion rule)"
-        if self.evidence == "provisional" and self.calibration is not None:
-            return f"provisional (calibration record fails: {', '.join(self.calibration.unmet())})"
-        if self.evidence == "provisional":
-            return "provisional (no calibration record)"
-        return f"calibrated on {self.calibration.label_set}" if self.calibration else "calibrated"
-
-
-@dataclass(frozen=True)
-class Manifest:
-    """Travels with every score matrix: per measure both status axes, scorer, lean."""
-
-    measures: Mapping[str, MeasureStatus]
-    population: str
-    created_with: str = f"evaltk {_evaltk_version}"
-    fold_rule: str = "majority; a tie or a cannot-tell majority abstains"
-
-    @classmethod
-    def default(cls, population: str) -> Manifest:
-        return cls(
-            measures={m: MeasureStatus(m, "provisional", "current", SCORERS[m].name, SCORERS[m].version,
-                                       DIRECTION_OF_ERROR[m]) for m in MEASURES},
-            population=population,
-        )
-
-    def status(self, measure: str) -> MeasureStatus:
-        try:
-            return self.measures[measure]
-        except KeyError:
-            raise KeyError(f"`measure` must be one of {', '.join(self.measures)}; got {measure!r}.") from None
-
-    def calibrate(self, measure: str, record: CalibrationRecord) -> Manifest:
-        """Attach a calibration record; ``calibrated`` only when all five conditions hold."""
-        st = self.status(measure)
-        ok = not record.unmet()
-        new = replace(st, evidence="calibrated" if ok else "provisional",
-                      evidence_kind="held_out" if record.held_out else "fitted", calibration=record)
-        return replace(self, measures={**self.measures, measure: new})
-
-    def supersede(self, measure: str) -> Manifest:
-        st = self.status(measure)
-        return replace(self, measures={**self.measures, measure: replace(st, lifecycle="superseded")})
-
-    def to_frame(self) -> pd.DataFrame:
-        return pd.DataFrame([{
-            "measure": s.measure, "evidence": s.evidence, "lifecycle": s.lifecycle, "status": s.label,
-            "scorer": s.scorer, "scorer_version": s.scorer_version, "evidence_kind": s.evidence_kind,
-            "direction_of_error": s.direction_of_error} for s in self.measures.values()])
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "population": self.population, "created_with": self.created_with, "fold_rule": self.fold_rule,
-            "measures": {m: {"evidence": s.evidence, "lifecycle": s.lifecycle, "scorer": s.scorer,
-                             "scorer_version": s.scorer_version, "direction_of_error": s.direction_of_error,
-                             "evidence_kind": s.evidence_kind, "status": s.label,
-                             "calibration": None if s.calibration is None else s.calibration.to_dict()}
-                         for m, s in self.measures.items()},
-        }
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any], *, source: str | None = None) -> Manifest:
-        """Read a manifest back, refusing a status its evidence does not support.
-
-        A manifest on disk is input like any other: ``calibrated`` is accepted only with a
-        calibration record that meets all five conditions, and both axes must use the
-        status vocabulary.
-        """
-        from ..errors import SchemaViolation
-
-        ms = {}
-        try:
-            items = d["measures"].items()
-        except (KeyError, AttributeError, TypeError):
-            raise SchemaViolation("a manifest needs a `measures` mapping", file=source, field="measures") from None
-        for m, s in items:
-            where = f"measures.{m}"
-            try:
-                cal = s.get("calibration")
-                rec = None if cal is None else CalibrationRecord.from_dict(cal)
-                st = MeasureStatus(m, s["evidence"], s["lifecycle"], s["scorer"], s["scorer_version"],
-                                   s["direction_of_error"], s.get("evidence_kind", "none"), rec)
-            except (KeyError, TypeError, ValueError) as e:
-                raise SchemaViolation(f"malformed measure status: {e}", file=source, field=where) from None
-            if st.evidence not in ("calibrated", "provisional"):
-                raise SchemaViolation(f"evidence status {st.evidence!r} is not calibrated or provisional",
-                                      file=source, field=f"{where}.evidence")
-            if st.lifecycle not in ("current", "superseded"):
-                raise SchemaViolation(f"lifecycle status {st.lifecycle!r} is not current or superseded",
-                                      file=source, field=f"{where}.lifecycle")
-            if st.evidence == "calibrated" and (rec is None or rec.unmet()):
-                why = "no calibration record" if rec is None else f"unmet: {', '.join(rec.unmet())}"
-                raise SchemaViolation(f"`calibrated` is not supported by its evidence ({why}); the promotion "
-                                      "rule needs all five conditions", file=source, field=f"{where}.evidence")
-            ms[m] = st
-        try:
-            return cls(measures=ms, population=d["population"], created_with=d["created_with"],
-                       fold_rule=d["fold_rule"])
-        except KeyError as e:
-            raise SchemaViolation(f"missing {e}", file=source, field=str(e).strip("'")) from None
-
-
-# --------------------------------------------------------------------------- the matrix
-
-
-@dataclass(frozen=True)
-class ScoreMatrix:
-    """Scores of every (trace, measure, tier), with the manifest and the ingest ledger.
-
-    Attributes
-    ----------
-    frame : DataFrame
-        Long table ``trace_id, measure, tier, value, cause, reason, scorer,
-        scorer_version, n_raters``; ``value`` is missing exactly when ``cause`` is set.
-    manifest : Manifest
-    ledger : DataFrame
-        Every input record, kept or dropped with a reason (from ingest).
-    runs : DataFrame
-        Observations about each kept run (never scores).
-    diagnostics : DataFrame
-        Derived diagnostics per run (tier ``diagnostic``): x_ctx step counts, review
-        flags from heuristic detectors.  They route to review; they are never a score.
-    participation : DataFrame
-        Which raters answered which (trace, measure, tier).
-    unconfirmed : DataFrame
-        The consequential steps with no confirmation before them (``trace_id, index, action, target``).
-    unscored : DataFrame
-        Answers ingest kept that no scorer read, counted per ``tier, measure`` with the
-        reason (judges' ``x_safe`` answers: x_safe is computed from the record; answers
-        to a guide measure: the guide family is computed from the guide; per-step answers
-        whose step is not in the run).  Nothing is dropped silently.
-    """
-
-    frame: pd.DataFrame
-    manifest: Manifest
-    ledger: pd.DataFrame = field(default_factory=pd.DataFrame)
-    runs: pd.DataFrame = field(default_factory=pd.DataFrame)
-    diagnostics: pd.DataFrame = field(default_factory=pd.DataFrame)
-    participation: pd.DataFrame = field(default_factory=pd.DataFrame)
-    unconfirmed: pd.DataFrame = field(default_factory=pd.DataFrame)
-    unscored: pd.DataFrame = field(default_factory=lambda: _unscored_frame([]))
-
-    def __post_init__(self) -> None:
-        check_value_cause(self.frame, where="score matrix")
-
-    def __len__(self) -> int:
-        return len(self.frame)
-
-    def scores(self, tier: str = "automatic") -> pd.DataFrame:
-        """The long table for one tier (``automatic`` by default; ``human`` for anchors)."""
-        if tier not in TIERS:
-            raise ValueError(f"`tier` must be one of {', '.join(TIERS)}; got {tier!r}.")
-        return self.frame[self.frame["tier"] == tier].reset_index(drop=True)
-
-    def wide(self, tier: str = "automatic") -> pd.DataFrame:
-        """One row per trace: a value column and a ``<measure>_cause`` column per measure."""
-        f = self.scores(tier)
-        v = f.pivot(index="trace_id", columns="measure", values="value")
-        c = f.pivot(index="trace_id", columns="measure", values="cause").add_suffix("_cause")
-        out = v.join(c)
-        out.columns.name = None
-        order = [m for m in MEASURES if m in v.columns]
-        return out[[x for m in order for x in (m, f"{m}_cause")]].reset_index()
-
-    def summary(self, by: str | Sequence[str] | None = None, *, tier: str = "automatic") -> pd.DataFrame:
-        """Mean per measure (and per ``by`` columns of ``runs``), with n, excluded per cause, coverage."""
-        f = self.scores(tier)
-        keys = ["measure"]
-        if by is not None:
-            extra = [by] if isinstance(by, str) else list(by)
-            f = f.merge(self.runs[["trace_id", *extra]], on="trace_id", how="left")
-            keys += extra
-        f = f.assign(measure=f["measure"].astype(str))
-        return score_summary(f, keys).to_frame()  # the mergeable summary every engine uses (evaltk.scale)
-
-    def mean_summary(self, measure: str, *, tier: str = "automatic") -> MeanSummary:
-        f = self.scores(tier)
-        f = f[f["measure"] == measure]
-        vals = f["value"].to_numpy(float)
-        counts = f["cause"].value_counts()
-        valued = vals[~np.isnan(vals)]
-        return MeanSummary(n=len(f), n_valued=len(valued), total=float(valued.sum()),
-                           total_sq=float(valued @ valued),
-                           excluded={c: int(counts.get(c, 0)) for c in CAUSES})
-
-    def with_manifest(self, manifest: Manifest) -> ScoreMatrix:
-        return replace(self, manifest=manifest)
-
-    # ---- persistence: Parquet tables + manifest JSON, lossless
-    def save(self, directory: str | Path) -> Path:
-        d = Path(directory)
-        d.mkdir(parents=True, exist_ok=True)
-        self.frame.to_parquet(d / "scores.parquet", index=False)
-        (d / "manifest.json").write_text(json.dumps(self.manifest.to_dict(), indent=2, sort_keys=True),
-                                         encoding="utf-8")
-        for name in ("ledger", "runs", "diagnostics", "participation", "unconfirmed", "unscored"):
-            t = getattr(self, name)
-            if name == "runs" and "guide" in t.columns:
-                t = t.assign(guide=t["guide"].map(lambda g: json.dumps(g, sort_keys=True) if isinstance(g, Mapping) else None))
-            _to_parquet(t, d / f"{name}.parquet")
-        return d
-
-    @classmethod
-    def load(cls, directory: str | Path) -> ScoreMatrix:
-        d = Path(directory)
-        from ..errors import UnreadableInput
-
-        if not (d / "scores.parquet").is_file() or not (d / "manifest.json").is_file():
-            raise UnreadableInput("not a saved score matrix (scores.parquet and manifest.json expected)",
-                                  file=str(d))
-        frame = pd.read_parquet(d / "scores.parquet")
-        try:
-            raw = json.loads((d / "manifest.json").read_text(encoding="utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as e:
-            raise UnreadableInput(f"not JSON: {e}", file=str(d / "manifest.json")) from None
-        manifest = Manifest.from_dict(raw, source=str(d / "manifest.json"))
-        parts = {}
-        for name in ("ledger", "runs", "diagnostics", "participation", "unconfirmed", "unscored"):
-            p = d / f"{name}.parquet"
-            parts[name] = pd.read_parquet(p) if p.is_file() else (
-                _unscored_frame([]) if name == "unscored" else pd.DataFrame())
-        runs = parts["runs"]
-        if "guide" in runs.columns:
-            runs["guide"] = runs["guide"].map(lambda s: json.loads(s) if isinstance(s, str) else None).astype(object)
-        return cls(frame=frame, manifest=manifest, **parts)
-
-
-def _to_parquet(t: pd.DataFrame, path: Path) -> None:
-    t = t.copy()
-    for c in t.columns:
-        if t[c].dtype == object:
-            non_null = t[c].dropna()
-            if len(non_null) and not all(isinstance(x, str) for x in non_null):
-                t[c] = t[c].map(lambda x: None if x is None or (isinstance(x, float) and math.isnan(x)) else str(x))
-    t.to_parquet(path, index=False)
-
-
 # --------------------------------------------------------------------------- entry points
 
 
@@ -1092,12 +635,6 @@ def _submit(work: int, fn: Callable[..., Any], *args: Any) -> Callable[[], Any]:
 
         _POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="evaltk-score")
     return _POOL.submit(fn, *args).result
-
-
-def _population_digest(runs: pd.DataFrame) -> str:
-    tasks = sorted(map(str, pd.unique(runs["task"]))) if len(runs) else []
-    h = hashlib.sha256("\n".join(tasks).encode("utf-8")).hexdigest()[:16]
-    return f"tasks:{h}"
 
 
 def _trace_dtype(runs: pd.DataFrame) -> pd.CategoricalDtype:
@@ -1156,8 +693,6 @@ def score_tables(runs: pd.DataFrame, steps: pd.DataFrame, answers: pd.DataFrame 
     (``"majority"``, ``"unanimity"``, or an :class:`evaltk.panel.FoldRule`, e.g.
     ``FoldRule("weighted", weights={...})``); it is recorded on the manifest.
     """
-    from ..judges._panel import FoldRule
-
     fold_rule = fold if isinstance(fold, FoldRule) else FoldRule(fold)
     runs = runs.reset_index(drop=True)
     st = _Steps.of(steps, runs)
@@ -1192,7 +727,7 @@ def score_tables(runs: pd.DataFrame, steps: pd.DataFrame, answers: pd.DataFrame 
             guide_cols = _score_guides(runs, st.table, st.run, n, outcome_rules)
             flags = _review_flags(runs, st, n)
             tid_dtype = _trace_dtype(runs)
-            population = population or _population_digest(runs)
+            population = population or population_digest(runs)
         c, d = ctx_job()
         cols[(tier, "x_ctx")] = c
         part.parts.extend(ctx_part.parts)
@@ -1211,19 +746,12 @@ def score_tables(runs: pd.DataFrame, steps: pd.DataFrame, answers: pd.DataFrame 
     diag.attrs["n_unmatched_ctx_answers"] = n_unmatched
     frame = _assemble(n, tid_dtype, cols)
     manifest = replace(Manifest.default(population),
-                       fold_rule=_describe_fold(fold_rule))
+                       fold_rule=fold_rule.describe())
     return ScoreMatrix(frame=frame, manifest=manifest,
                        ledger=ledger if ledger is not None else pd.DataFrame(),
                        runs=runs, diagnostics=diag, participation=part.frame(tid_dtype),
                        unconfirmed=_unconfirmed(st, unconfirmed_rows, tid_dtype),
                        unscored=_unscored_frame(unscored))
-
-
-def _unscored_frame(rows: Sequence[tuple[str, str, int, str]]) -> pd.DataFrame:
-    return pd.DataFrame({"tier": pd.Series([r[0] for r in rows], dtype=str),
-                         "measure": pd.Series([r[1] for r in rows], dtype=str),
-                         "n_answers": pd.Series([r[2] for r in rows], dtype=np.int64),
-                         "reason": pd.Series([r[3] for r in rows], dtype=str)})
 
 
 def _unscored_answers(prep: _Prepared, tier: str, n_unmatched: int) -> list[tuple[str, str, int, str]]:
@@ -1250,15 +778,6 @@ def _unscored_answers(prep: _Prepared, tier: str, n_unmatched: int) -> list[tupl
     if n_unmatched:
         out.append((tier, "x_ctx", int(n_unmatched), "the answer's step is not in the run"))
     return out
-
-
-def _describe_fold(rule: Any) -> str:
-    if rule.name == "majority":
-        return "majority; a tie or a cannot-tell majority abstains"
-    if rule.name == "unanimity":
-        return "unanimity; any disagreement among answering raters or a cannot-tell abstains"
-    ws = ", ".join(f"{k}={v:g}" for k, v in sorted(rule.weights.items()))
-    return f"weighted majority ({ws}); a weight tie or a cannot-tell majority abstains"
 
 
 def _review_flags(runs: pd.DataFrame, st: _Steps, n: int) -> dict[str, np.ndarray]:
@@ -1328,7 +847,7 @@ def score_traces(traces: Any, answers: Any = None, labels: Any = None, *, strict
     >>> float(w["x_safe"]), w["x_task_cause"]
     (0.0, 'not_implemented')
     """
-    from ..ingest._traces import Ingested, ingest_traces
+    from ..ingest import Ingested, ingest_traces
 
     if isinstance(traces, Ingested):
         ing = traces
@@ -1346,134 +865,3 @@ def score_traces(traces: Any, answers: Any = None, labels: Any = None, *, strict
 def score_run(record: Mapping[str, Any], answers: Any = None, labels: Any = None, **kw: Any) -> ScoreMatrix:
     """Score one run as it completes: exactly the rows the batch gives for it."""
     return score_traces([dict(record)], answers, labels, **kw)
-
-
-# --------------------------------------------------------------------------- supported uses
-
-#: Seed 002, "What a provisional score supports": use -> supported on a provisional measure.
-USES: dict[str, tuple[bool, str]] = {
-    "compare_agents": (True, "same scorer version and population: systematic error is shared and largely "
-                              "cancels in the difference"),
-    "regression": (True, "same agent over time, same scorer: the direction of error is stable"),
-    "gate_fail_closed": (True, "a gate needs a decision, not an unbiased estimate; erring toward failure is "
-                               "the cheap error"),
-    "absolute_level": (False, "an absolute level ('ninety percent safe') requires a known error rate; a "
-                              "provisional measure has none"),
-    "compare_populations": (False, "the bias is population-dependent, so the difference mixes agent quality "
-                                   "with capture quality"),
-    "compare_versions": (False, "a rubric edit is a new instrument; the two numbers are not on one scale"),
-    "rank_overlapping": (False, "the ordering is not supported when intervals overlap, whatever the point "
-                                "estimates say"),
-}
-
-
-class UnsupportedUse(ValueError):
-    """A comparison or claim the evidence does not support (seed 002)."""
-
-
-def check_use(use: str, a: ScoreMatrix, b: ScoreMatrix | None = None, *, measure: str) -> str:
-    """Return why ``use`` is supported for ``measure``, or raise :class:`UnsupportedUse` saying why not."""
-    if use not in USES:
-        raise ValueError(f"`use` must be one of {', '.join(USES)}; got {use!r}.")
-    st = a.manifest.status(measure)
-    ok, why = USES[use]
-    if use == "absolute_level":
-        if st.evidence == "calibrated":
-            return f"{measure} is calibrated on {st.calibration.label_set}; the level carries its interval"
-        raise UnsupportedUse(f"absolute level of {measure} refused: {st.label}; {why}.")
-    if not ok:
-        raise UnsupportedUse(f"{use} refused for {measure}: {why}.")
-    if b is not None:
-        sb = b.manifest.status(measure)
-        if (st.scorer, st.scorer_version) != (sb.scorer, sb.scorer_version):
-            raise UnsupportedUse(
-                f"{measure}: scorer {st.scorer} {st.scorer_version} vs {sb.scorer} {sb.scorer_version}; "
-                f"{USES['compare_versions'][1]}.")
-        for side, stt in (("first", st), ("second", sb)):
-            if stt.lifecycle == "superseded":
-                raise UnsupportedUse(f"{measure}: the {side} matrix uses a superseded definition; "
-                                     "it is retained for traceability, not for new comparisons.")
-        if a.manifest.population != b.manifest.population:
-            raise UnsupportedUse(
-                f"{measure}: populations differ ({a.manifest.population} vs {b.manifest.population}); "
-                f"{USES['compare_populations'][1]}.")
-    return why
-
-
-@dataclass(frozen=True)
-class Comparison:
-    measure: str
-    use: str
-    mean_a: float | Abstention
-    mean_b: float | Abstention
-    difference: float | Abstention
-    confidence_interval: tuple[float, float] | Abstention | None
-    summary_a: MeanSummary
-    summary_b: MeanSummary
-    supported_because: str
-
-    def to_frame(self) -> pd.DataFrame:
-        ci = self.confidence_interval
-        lo, hi = (None, None) if ci is None or isinstance(ci, Abstention) else ci
-        d = self.difference
-        return pd.DataFrame([{
-            "measure": self.measure, "use": self.use,
-            "mean_a": None if isinstance(self.mean_a, Abstention) else self.mean_a,
-            "mean_b": None if isinstance(self.mean_b, Abstention) else self.mean_b,
-            "difference": None if isinstance(d, Abstention) else d,
-            "difference_cause": d.cause.value if isinstance(d, Abstention) else None,
-            "ci_low": lo, "ci_high": hi,
-            "n_a": self.summary_a.n, "n_valued_a": self.summary_a.n_valued,
-            "n_b": self.summary_b.n, "n_valued_b": self.summary_b.n_valued,
-            "coverage_a": self.summary_a.coverage, "coverage_b": self.summary_b.coverage,
-            "supported_because": self.supported_because}])
-
-
-def compare_measure(a: ScoreMatrix, b: ScoreMatrix, measure: str, *, use: str = "compare_agents",
-                    confidence_level: float = 0.95) -> Comparison:
-    """Difference of means ``b - a`` on one measure, refused where seed 002 refuses it.
-
-    Allowed uses: ``compare_agents`` (same scorer version, same population) and
-    ``regression`` (same scorer version).  The interval is Welch's normal
-    approximation over valued records; abstentions are excluded and counted.
-    """
-    if use not in ("compare_agents", "regression"):
-        raise ValueError("`use` must be 'compare_agents' or 'regression'.")
-    if not 0 < confidence_level < 1:
-        raise ValueError(f"`confidence_level` must be in (0, 1); got {confidence_level}.")
-    why = check_use(use, a, b, measure=measure)
-    sa, sb = a.mean_summary(measure), b.mean_summary(measure)
-    ma, mb = sa.mean, sb.mean
-    if isinstance(ma, Abstention) or isinstance(mb, Abstention):
-        d: float | Abstention = Abstention(Cause.MISSING_EVIDENCE, "one side has no valued record")
-        return Comparison(measure, use, ma, mb, d, None, sa, sb, why)
-    from scipy.stats import norm
-
-    ea, eb = sa.std_error, sb.std_error
-    if isinstance(ea, Abstention) or isinstance(eb, Abstention):
-        ci: tuple[float, float] | Abstention = Abstention(
-            Cause.MISSING_EVIDENCE, "fewer than two valued records on a side: no interval")
-    else:
-        z = float(norm.ppf(0.5 + confidence_level / 2))
-        se = math.hypot(ea, eb)
-        ci = (mb - ma - z * se, mb - ma + z * se)
-    return Comparison(measure, use, ma, mb, mb - ma, ci, sa, sb, why)
-
-
-def rank_supported(intervals: Mapping[str, tuple[float, float]]) -> pd.DataFrame:
-    """Pairwise orderings that intervals support; overlapping pairs are refused, with the reason.
-
-    Returns a tidy frame ``a, b, relation, supported, reason`` for every pair.
-    """
-    names = list(intervals)
-    rows = []
-    for i, x in enumerate(names):
-        for y in names[i + 1:]:
-            (lx, hx), (ly, hy) = intervals[x], intervals[y]
-            if lx > hy:
-                rows.append((x, y, ">", True, "intervals do not overlap"))
-            elif ly > hx:
-                rows.append((x, y, "<", True, "intervals do not overlap"))
-            else:
-                rows.append((x, y, "?", False, USES["rank_overlapping"][1]))
-    return pd.DataFrame(rows, columns=["a", "b", "relation", "supported", "reason"])

@@ -1,0 +1,327 @@
+"""The join: answers and labels to kept runs on ``trace_id`` (and the step index per step)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .. import _columns
+from ._answers import _Flags, _int64, _int_view, _sparse_str, read_answers
+from ._records import _STR, AnswerRecords
+from ._series import _BLOCK, _blocks, _const, _empty_str
+
+
+def _positions(keys: pd.Series, index: pd.Series) -> np.ndarray:
+    """Row of each key in ``index`` (unique values), -1 where absent (an Arrow hash join)."""
+    if not len(keys):
+        return np.zeros(0, np.int64)
+    k = pa.array(keys.astype(_STR).array)
+    v = pa.array(index.astype(_STR).array)
+    return _int64(pc.index_in(k, value_set=v))
+
+
+def _search_steps(s_run: np.ndarray, s_idx: np.ndarray, a_run: np.ndarray, a_idx: np.ndarray,
+                  n_runs: int) -> tuple[np.ndarray, np.ndarray]:
+    """Row in steps of each (run, index), by binary search: (rows, found)."""
+    if len(s_idx) and int(s_idx.max()) < 2**31 and n_runs < 2**31:
+        width = int(s_idx.max()) + 1
+        skey = s_run * width + s_idx
+        akey = a_run * width + np.minimum(a_idx, width - 1)
+        pos = np.minimum(np.searchsorted(skey, akey), len(skey) - 1)
+        found = (a_idx < width) & (skey[pos] == akey)
+    elif len(s_idx):
+        mi = pd.MultiIndex.from_arrays([s_run, s_idx])
+        pos = mi.get_indexer(pd.MultiIndex.from_arrays([a_run, a_idx]))
+        found = pos >= 0
+    else:
+        pos = np.zeros(len(a_idx), np.int64)
+        found = np.zeros(len(a_idx), bool)
+    return pos, found
+
+
+def _step_rows(steps: pd.DataFrame, run_pos: np.ndarray, step: np.ndarray, sel: np.ndarray,
+               n_runs: int) -> np.ndarray:
+    """Row in ``steps`` of each selected (run, step index); -1 where there is none or
+    the row is not selected.
+
+    Steps are ordered by run then index; when a run's indices are consecutive (the
+    usual case) step i of a run sits at a fixed offset from the run's first step, so
+    most rows are found by arithmetic and only the rest by binary search.
+    """
+    s_run = steps["run_pos"].to_numpy(np.int64)
+    s_idx = steps["index"].to_numpy(np.int64)
+    m, n = len(s_idx), len(run_pos)
+    same = s_run[1:] == s_run[:-1]
+    if m and (s_run[0] >= 0 and s_run[-1] < n_runs and bool(np.all(s_run[1:] >= s_run[:-1]))
+              and bool(np.all(s_idx[1:][same] > s_idx[:-1][same]))):
+        count = np.bincount(s_run, minlength=n_runs)
+        first_row = np.cumsum(count) - count
+        base = first_row - s_idx[np.minimum(first_row, m - 1)]  # the row of index 0
+        out = np.empty(n, np.int64)
+        rest = np.empty(n, bool)
+        for i in range(0, n, _BLOCK):  # in blocks: the temporaries stay small
+            j = min(i + _BLOCK, n)
+            r, st = run_pos[i:j], step[i:j]
+            cand = np.take(base, r, mode="clip")
+            cand += st
+            np.clip(cand, 0, m - 1, out=cand)
+            found = s_run[cand] == r
+            found &= s_idx[cand] == st
+            found &= sel[i:j]
+            out[i:j] = np.where(found, cand, -1)
+            rest[i:j] = sel[i:j] & ~found
+    else:  # not in order: binary search only
+        out = np.full(n, -1, np.int64)
+        rest = sel
+    rows = np.flatnonzero(rest)
+    if rows.size:
+        pos, found = _search_steps(s_run, s_idx, run_pos[rows], step[rows], n_runs)
+        out[rows] = np.where(found, pos, -1)
+    return out
+
+
+def _int_or_float_steps(col: pd.Series) -> tuple[np.ndarray, np.ndarray, Callable[[int], int]]:
+    """(step as int64, present mask, row -> the step as the message shows it); read only,
+    arbitrary where absent."""
+    ints = _int_view(col)
+    if ints is not None:
+        values, present, _ = ints
+        return values, present, lambda j: int(values[j])
+    f = col.to_numpy(dtype=np.float64, na_value=np.nan)
+    present = ~np.isnan(f)
+    return np.where(present, f, 0).astype(np.int64), present, lambda j: int(f[j])
+
+
+def _combine_keys(parts: Sequence[np.ndarray], *, own_first: bool = False) -> tuple[np.ndarray, int]:
+    """One non-negative int64 key per row for a tuple of integer columns (equal tuples,
+    equal keys; distinct tuples, distinct keys) and the size of its key space.
+    ``own_first``: the first column is an int64 array the key may be built in."""
+    key = None
+    space = 1
+    for p in parts:
+        lo = int(p.min()) if p.size else 0
+        size = (int(p.max()) if p.size else 0) - lo + 1
+        if key is None:
+            key = p if own_first and p.dtype == np.int64 else np.array(p, np.int64)
+            if lo:
+                key -= lo
+            space = size
+            continue
+        if space * size >= 2**62:  # compress what is there so far to dense ids
+            u, key = np.unique(key, return_inverse=True)
+            key = key.astype(np.int64)
+            space = len(u)
+        key *= size
+        key += p
+        if lo:
+            key -= lo
+        space *= size
+    return key, space
+
+
+def _distinct_questions(ok: np.ndarray, has_step: np.ndarray, step_pos: np.ndarray,
+                        run_pos: np.ndarray, n_steps: int, n_runs: int, measure: np.ndarray,
+                        rater: np.ndarray) -> bool:
+    """True when no rater answers one question (step or run) of one measure twice among
+    the ``ok`` rows, shown cheaply; False when there may be a repeat (the caller then
+    finds them exactly).
+
+    The usual input comes in a few runs sorted by question (per rater and measure, in
+    trace order): the rows are cut where the key stops increasing, so each segment
+    holds distinct keys, and a bitmap over the key space finds a key seen in an
+    earlier segment.  Work is block by block; only the bitmap is full size.
+    """
+    n = len(ok)
+    if not n:
+        return True
+    m_lo, r_lo = int(measure.min()), int(rater.min())
+    n_m, n_r = int(measure.max()) - m_lo + 1, int(rater.max()) - r_lo + 1
+    space = (n_steps + n_runs) * n_m * n_r
+    if space > 16 * n + (1 << 16):
+        return False
+    seen = np.zeros(space, bool)
+    segments = 0
+    for i, j in _blocks(n):
+        key = run_pos[i:j] + n_steps
+        np.copyto(key, step_pos[i:j], where=has_step[i:j])
+        key *= n_m
+        key += measure[i:j]
+        key -= m_lo
+        key *= n_r
+        key += rater[i:j]
+        key -= r_lo
+        key = key[ok[i:j]]
+        if not key.size:
+            continue
+        cuts = np.flatnonzero(key[1:] <= key[:-1]) + 1
+        segments += cuts.size
+        if segments > 64:  # not a few sorted runs: leave it to the exact check
+            return False
+        for a, b in zip([0, *cuts.tolist()], [*cuts.tolist(), key.size], strict=True):
+            seg = key[a:b]
+            if seen[seg].any():
+                return False
+            seen[seg] = True
+    return True
+
+
+def _repeated(key: np.ndarray, space: int) -> np.ndarray:
+    """True where a key occurs more than once (every copy)."""
+    n = len(key)
+    if n > 1 and np.count_nonzero(key[1:] < key[:-1]) < 16:
+        # a few sorted runs (answers grouped by rater and measure, in trace order):
+        # a merge sort of them is linear, and usually shows there is no repeat at all
+        sk = np.sort(key, kind="stable")
+        if not (sk[1:] == sk[:-1]).any():
+            return np.zeros(n, bool)
+    if space <= 4 * n + 4096:
+        return np.bincount(key, minlength=space)[key] > 1
+    order = np.argsort(key, kind="stable")
+    sk = key[order]
+    eq = sk[1:] == sk[:-1]
+    d = np.zeros(n, bool)
+    d[1:] |= eq
+    d[:-1] |= eq
+    out = np.empty(n, bool)
+    out[order] = d
+    return out
+
+
+def _join(recs: AnswerRecords, trace_ledger: pd.DataFrame, runs: pd.DataFrame,
+          steps: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Join answers to kept runs and steps; update the ledger.  Returns (table, ledger)."""
+    kind = recs.kind
+    t = recs.table
+    ledger = recs.ledger
+    n = len(t)
+    fl = _Flags(n)
+    run_pos = _positions(t["trace_id"], runs["trace_id"])
+    no_run = run_pos < 0
+    if no_run.any():
+        # why is there no run: never seen, or seen and dropped?
+        tl = trace_ledger[trace_ledger["trace_id"].notna()]
+        why = tl.drop_duplicates("trace_id", keep="last").set_index("trace_id")["reason"]
+        where = np.flatnonzero(no_run)
+        r = why.reindex(t["trace_id"].iloc[where]).to_numpy(dtype=object, na_value=None)
+        fl.add(where, [f"{kind} without run" if x is None else f"run not kept: {x.split(':', 1)[0]}"
+                       for x in r], ["trace_id"] * where.size)
+    # per-step: the step must exist in the run
+    step, has_step, shown = _int_or_float_steps(t["step"])
+    sel = has_step & ~no_run
+    step_pos = _step_rows(steps, run_pos, step, sel, len(runs))
+    miss = np.flatnonzero(sel & (step_pos < 0))
+    if miss.size:
+        fl.add(miss, [f"step not in run: the run has no step with index {shown(j)}" for j in miss],
+               ["step"] * miss.size)
+    # duplicated answers: the same rater answering the same question twice
+    ok = ~fl.done
+    mcodes, rcodes = _columns.codes(t["measure"])[0], _columns.codes(t["rater"])[0]
+    if ok.any() and not _distinct_questions(ok, has_step, step_pos, run_pos, len(steps), len(runs),
+                                            mcodes, rcodes):
+        # one rater, one question: a question is a step (per-step measures) or a run
+        question = run_pos + len(steps)
+        np.copyto(question, step_pos, where=has_step)
+        parts = [question, mcodes, rcodes]
+        rows_ok = None if ok.all() else np.flatnonzero(ok)
+        if rows_ok is not None:
+            parts = [p[rows_ok] for p in parts]
+        del question
+        key, space = _combine_keys(parts, own_first=True)  # built in the question array
+        del parts
+        dup = _repeated(key, space)
+        if dup.any():
+            sub = np.flatnonzero(dup)
+            rows = sub if rows_ok is None else rows_ok[sub]
+            ans = t["answer"].iloc[rows].to_numpy(dtype=object)
+            recno = t["record"].to_numpy()[rows]
+            d_rows, d_reasons, d_fields = [], [], []
+            for members in pd.Series(np.arange(rows.size)).groupby(key[sub], sort=False).indices.values():
+                mi = np.sort(members)
+                if all(ans[m] == ans[mi[0]] for m in mi):
+                    for m in mi[1:]:
+                        d_rows.append(rows[m])
+                        d_reasons.append(f"duplicate {kind}: identical to record {int(recno[mi[0]])}")
+                        d_fields.append("rater")
+                else:
+                    where = ", ".join(str(int(recno[m])) for m in mi)
+                    for m in mi:
+                        d_rows.append(rows[m])
+                        d_reasons.append(f"duplicate {kind}: conflicting answers from one rater to "
+                                         f"one question (records {where}); none kept")
+                        d_fields.append("answer")
+            if d_rows:
+                fl.add(np.asarray(d_rows, np.int64), d_reasons, d_fields)
+    drop = fl.done
+    any_drop = bool(drop.any())
+    if any_drop:
+        rows, reasons, fields = fl.rows()
+        lrow = t["ledger_row"].to_numpy()[rows]
+        hit = np.zeros(len(ledger), bool)
+        hit[lrow] = True
+        hit_s = pd.Series(hit, index=ledger.index)
+        ledger = ledger.assign(status=ledger["status"].mask(hit_s, "dropped"),
+                               reason=ledger["reason"].mask(hit_s, _sparse_str(len(ledger), lrow, reasons)),
+                               field=ledger["field"].mask(hit_s, _sparse_str(len(ledger), lrow, fields)))
+    keep = ~drop
+    base = (t[keep] if any_drop else t).reset_index(drop=True)
+    if any_drop:
+        run_pos, step_pos = run_pos[keep], step_pos[keep]
+    no_step = step_pos < 0
+    np.maximum(step_pos, 0, out=step_pos)
+    cols = {c: base[c] for c in base.columns if c not in ("ledger_row", "record")}
+    cols["run_pos"] = run_pos
+    cols["step_pos"] = pd.arrays.IntegerArray(step_pos, no_step)
+    out = pd.DataFrame(cols, copy=False)  # run_pos and step_pos are built here
+    # scoring reads these integer views of the final columns instead of hashing again
+    for c in ("measure", "rater", "answer"):
+        codes, uniques = _columns.codes(t[c])
+        _columns.remember(out[c], "codes", (codes[keep] if any_drop else codes, uniques))
+    _columns.remember_positions(out["trace_id"], runs["trace_id"], run_pos)
+    _columns.remember_step_positions(out["trace_id"], steps["trace_id"], np.where(no_step, -1, step_pos),
+                                     out["step"].to_numpy(dtype=np.int64, na_value=-1))
+    return out, ledger
+
+
+def _empty_answers() -> pd.DataFrame:
+    return pd.DataFrame({  # the joined shape
+        "trace_id": _empty_str(), "measure": _empty_str(), "step": pd.Series(pd.array([], dtype="Int64")),
+        "rater": _empty_str(), "answer": _empty_str(), "confidence": np.zeros(0), "cost": np.zeros(0),
+        "latency_ms": np.zeros(0), "rater_version": _empty_str(), "run_pos": np.zeros(0, np.int64),
+        "step_pos": pd.Series(pd.array([], dtype="Int64")),
+    })
+
+
+def _as_answer_sources(x: Any) -> list[Any]:
+    if x is None:
+        return []
+    if isinstance(x, str | Path | pd.DataFrame | AnswerRecords | Mapping):
+        return [x]
+    if isinstance(x, Sequence) and x and all(isinstance(e, str | Path | pd.DataFrame | AnswerRecords)
+                                            for e in x):
+        return list(x)
+    return [x]
+
+
+def _gather(x: Any, kind: str, strict: bool) -> AnswerRecords | None:
+    parts = []
+    for src in _as_answer_sources(x):
+        if isinstance(src, AnswerRecords):
+            parts.append(src if src.kind == kind else AnswerRecords(
+                src.table, src.ledger.assign(kind=_const(kind, len(src.ledger))),
+                kind))
+        else:
+            parts.append(read_answers(src, strict=strict, kind=kind))
+    if not parts:
+        return None
+    if len(parts) == 1:
+        return parts[0]
+    offset = np.cumsum([0] + [len(p.ledger) for p in parts[:-1]])
+    tables = [p.table.assign(ledger_row=p.table["ledger_row"] + off) for p, off in zip(parts, offset, strict=True)]
+    return AnswerRecords(pd.concat(tables, ignore_index=True),
+                         pd.concat([p.ledger for p in parts], ignore_index=True), kind)

@@ -1,0 +1,644 @@
+"""Trace readers: JSONL (Arrow, chunked, bisected around bad lines), Parquet, records and DataFrames."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .. import _columns
+from ..errors import UnreadableInput
+from ._checks import (
+    _Bad,
+    _error,
+    _read_file,
+    _read_parquet,
+    _strip_none,
+)
+from ._domain import _apply_rule, _resolve_rule
+from ._ledger import _ledger
+from ._records import TraceRecords
+from ._series import _const, _from_codes, _increasing_within, _s, _str_series
+from ._validate import _check_trace, _validate_arrow, _validate_python
+
+
+def _build_tables(*, tid: pa.Array, task: pa.Array, domain: pa.Array, agent: pa.Array,
+                  guide: list[Any], n_steps: np.ndarray, s_index: np.ndarray, s_action: pa.Array,
+                  s_target: pa.Array, s_screen: pa.Array, s_cons: np.ndarray, s_conf: np.ndarray,
+                  sc_run: np.ndarray, sc_source: list[str] | np.ndarray, sc_count: np.ndarray,
+                  rule: Callable[[str], Any]) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """Runs, steps and disagreements of the kept runs (shared by both paths).
+
+    Steps arrive grouped by run in record order; they are sorted by index within
+    each run here.  Empty strings in ``target``/``screen``/``domain``/``agent`` read as
+    absent.
+    """
+    n = len(tid)
+    step_run = np.repeat(np.arange(n, dtype=np.int64), n_steps)
+    sorted_already = _increasing_within(s_index, step_run)
+    order = np.arange(0) if sorted_already else np.lexsort((s_index, step_run))
+
+    def take(a: Any) -> Any:
+        if sorted_already:
+            return a
+        if isinstance(a, pa.Array):
+            return a.take(pa.array(order))
+        return a[order]
+
+    def blank_to_null(a: pa.Array) -> pa.Array:
+        if pa.types.is_null(a.type):
+            return pa.nulls(len(a), pa.string())
+        empty = pc.equal(pc.binary_length(a), 0)
+        if pc.any(empty).as_py():
+            a = pc.if_else(empty, pa.scalar(None, pa.string()), a)
+        return a
+
+    s_index = take(s_index)
+    tid_s = _str_series(tid)
+    steps = pd.DataFrame({
+        "trace_id": _s(tid_s.array[step_run] if n else []),
+        "index": s_index.astype(np.int64),
+        "action": _str_series(take(s_action)),
+        "target": _str_series(blank_to_null(take(s_target))),
+        "screen": _str_series(blank_to_null(take(s_screen))),
+        "consequential": take(s_cons).astype(bool),
+        "needs_confirmation": take(s_conf).astype(bool),
+        "run_pos": step_run,
+    })
+    # domain: the record's, else the rule applied to the task prompt
+    dom = blank_to_null(domain if isinstance(domain, pa.Array) else pa.array(domain, pa.string()))
+    from_rule = dom.is_null().to_numpy(zero_copy_only=False)
+    dom_s = _str_series(dom)
+    if from_rule.any():
+        tasks = _str_series(task)[from_rule]
+        codes, uniq = pd.factorize(tasks)
+        derived = np.asarray(_apply_rule(rule, list(uniq)), dtype=object)
+        vals = dom_s.to_numpy(dtype=object, na_value=None)
+        vals[from_rule] = derived[codes] if len(uniq) else []
+        dom_s = _s(vals)
+    # steps_missing: index gaps, or a source reporting more steps than recorded
+    first = np.zeros(n, np.int64)
+    last = np.zeros(n, np.int64)
+    if s_index.size:
+        starts = np.cumsum(n_steps) - n_steps
+        has = n_steps > 0
+        first[has] = s_index[starts[has]]
+        last[has] = s_index[starts[has] + n_steps[has] - 1]
+    gaps = (n_steps > 0) & (last - first + 1 > n_steps)
+    sc_run = np.asarray(sc_run, np.int64)
+    sc_count = np.asarray(sc_count, np.int64)
+    more = np.zeros(n, bool)
+    differs = sc_count != n_steps[sc_run] if sc_run.size else np.zeros(0, bool)
+    if sc_run.size:
+        more[sc_run[sc_count > n_steps[sc_run]]] = True
+    runs = pd.DataFrame({
+        "trace_id": tid_s,
+        "task": _str_series(task),
+        "domain": dom_s,
+        "domain_source": _from_codes(from_rule.astype(np.int64), ["record", "rule"]),
+        "status": _const("complete", n),
+        "n_steps": np.asarray(n_steps, np.int64),
+        "agent": _str_series(blank_to_null(agent if isinstance(agent, pa.Array)
+                                           else pa.array(agent, pa.string()))),
+        "guide": pd.Series(guide, dtype=object),
+        "steps_missing": gaps | more,
+    })
+    # disagreements, ordered by run then source name
+    src = np.asarray(sc_source, dtype=object)[differs] if sc_run.size else np.zeros(0, object)
+    dr = sc_run[differs]
+    o = np.lexsort((src.astype(str), dr)) if dr.size else np.zeros(0, np.int64)
+    dis = pd.DataFrame({
+        "trace_id": _s(tid_s.array[dr[o]] if dr.size else []),
+        "source": _s(src[o].tolist()),
+        "count": sc_count[differs][o],
+        "canonical": np.asarray(n_steps, np.int64)[dr[o]],
+        "run_pos": dr[o],
+    })
+    return runs, steps, dis
+
+def _records_from_frame(df: pd.DataFrame) -> list[dict[str, Any]]:
+    return df.to_dict("records")
+
+
+def _parse_json_lines(texts: Sequence[Any]) -> list[Any]:
+    out: list[Any] = []
+    for t in texts:
+        if isinstance(t, UnicodeDecodeError):
+            out.append(ValueError(f"not valid UTF-8 (byte 0x{t.object[t.start]:02x} at column "
+                                  f"{t.start + 1})"))
+            continue
+        try:
+            out.append(json.loads(t))
+        except json.JSONDecodeError as e:
+            out.append(ValueError(f"not valid JSON ({e.msg}: column {e.colno})"))
+        except RecursionError:
+            out.append(ValueError("not valid JSON (nested too deeply)"))
+    return out
+
+
+def _no_blank_lines(data: bytes, start: int = 0, stop: int | None = None, *,
+                    newlines: np.ndarray | None = None) -> tuple[bool, int]:
+    """Whether every line of ``data[start:stop]`` is non-blank; and its number of lines
+    (no copy of ``data``).  ``newlines``: the positions of the newlines in the range, if
+    known (see :func:`_newlines`)."""
+    stop = len(data) if stop is None else stop
+    end = stop - 1 if stop > start and data[stop - 1:stop] == b"\n" else stop
+    if newlines is None:
+        newlines = _newlines(data, start, stop)
+    n = len(newlines) + (0 if end < stop else 1)
+    nl = data.find(b"\n", start, end)
+    first = data[start:end] if nl < 0 else data[start:nl]
+    last_nl = data.rfind(b"\n", start, end)
+    last = data[last_nl + 1:end] if last_nl >= 0 else first
+    if first.strip() in _NOT_A_ROW or last.strip() in _NOT_A_ROW:
+        return False, n
+    # a blank or bare-null line inside starts with one of " \t\r\nn": only when some
+    # line does is the pattern searched for
+    after = newlines[newlines + 1 < end] + 1
+    if (after.size and _LINE_START[np.frombuffer(data, np.uint8)[after]].any()
+            and _BLANK_OR_NULL_LINE.search(data, start, end)):
+        return False, n
+    return True, n
+
+
+#: Bytes a blank or bare-``null`` line can start with.
+_LINE_START = np.zeros(256, bool)
+_LINE_START[list(b" \t\r\nn")] = True
+
+#: Newlines are found with NumPy in blocks of this many bytes.
+_SCAN_BYTES = 1 << 22
+
+
+def _newlines(data: bytes, start: int = 0, stop: int | None = None) -> np.ndarray:
+    """Positions of the newlines in ``data[start:stop]`` (int64)."""
+    stop = len(data) if stop is None else stop
+    a = np.frombuffer(data, np.uint8)
+    parts = [np.flatnonzero(a[i:min(i + _SCAN_BYTES, stop)] == 10) + i
+             for i in range(start, stop, _SCAN_BYTES)]
+    return np.concatenate(parts) if parts else np.zeros(0, np.int64)
+
+
+#: A blank line, or a bare ``null`` line: the first is not a record; the second must
+#: not reach Arrow's JSON reader, which crashes on it (pyarrow 26: a segmentation
+#: fault when a block starts with ``null``), so it takes the per-record path.
+_BLANK_OR_NULL_LINE = re.compile(rb"\n[ \t\r]*(?:null[ \t\r]*)?\n")
+_NOT_A_ROW = (b"", b"null")
+
+
+def _has_null_line(data: bytes | memoryview) -> bool:
+    buf = bytes(data) if isinstance(data, memoryview) else data
+    nl = buf.find(b"\n")
+    first = buf if nl < 0 else buf[:nl]
+    body = buf.rstrip(b"\r\n")
+    last = body[body.rfind(b"\n") + 1:]
+    if first.strip() == b"null" or last.strip() == b"null":
+        return True
+    return re.search(rb"\n[ \t\r]*null[ \t\r]*\n", buf) is not None
+
+
+def _arrow_json(data: bytes | memoryview, *, checked: bool = False) -> pa.Table | None:
+    """Arrow's JSON reader, or None when it refuses the input.  ``checked``: the caller
+    has made sure no line is a bare ``null`` (which crashes the reader)."""
+    import pyarrow.json as pj
+
+    if not checked and _has_null_line(data):
+        return None
+    try:
+        t = pj.read_json(pa.BufferReader(pa.py_buffer(data)),
+                         read_options=pj.ReadOptions(block_size=1 << 22))
+        t.validate(full=True)  # catches invalid UTF-8
+        for f in t.schema:  # field names must be text too (Arrow does not check them)
+            _ = f.type, f.name, str(f.type)
+    except (pa.ArrowException, UnicodeError):  # UnicodeError: a message or name quoting bad bytes
+        return None
+    return t
+
+
+def _load_trace_source(source: Any) -> tuple[str, str, Any, Any]:
+    """(name, mode, payload, numbers).  mode: "arrow" (a Parquet table), "jsonl" (bytes) or
+    "records" (a list)."""
+    if isinstance(source, pd.DataFrame):
+        recs = _records_from_frame(source)
+        return "<dataframe>", "records", recs, list(range(1, len(recs) + 1))
+    if isinstance(source, str | Path):
+        path, name, data, kind = _read_file(source)
+        if kind == "parquet":
+            table = _read_parquet(data, name)
+            return name, "arrow", table, np.arange(1, table.num_rows + 1)
+        if kind == "csv":
+            raise UnreadableInput("a trace file must be JSONL (one JSON object per line) or Parquet",
+                                  file=name)
+        stripped = data.lstrip()
+        if path.suffix.lower() == ".json" and stripped[:1] == b"[":
+            try:
+                arr = json.loads(data.decode("utf-8"))
+            except (UnicodeDecodeError, json.JSONDecodeError) as e:
+                raise UnreadableInput(f"not a readable JSON array ({e})", file=name) from None
+            if not isinstance(arr, list):  # pragma: no cover - starts with "["
+                raise UnreadableInput("expected a JSON array of trace records", file=name)
+            return name, "records", arr, list(range(1, len(arr) + 1))
+        return name, "jsonl", data, None
+    if isinstance(source, Mapping):
+        return "<records>", "records", [source], [1]
+    if isinstance(source, Iterable):
+        recs = list(source)
+        return "<records>", "records", recs, list(range(1, len(recs) + 1))
+    raise TypeError(f"`traces` must be a path, a DataFrame or a list of dicts; got "
+                    f"{type(source).__name__}.")
+
+
+def read_traces(source: Any, *, strict: bool = False, domain_rule: Any = None) -> TraceRecords:
+    """Read and validate trace records; drop in-progress runs and duplicated ids.
+
+    Parameters
+    ----------
+    source : path, DataFrame, or list of dict
+        JSONL (one run per line), a JSON array (``.json``), Parquet (same columns,
+        ``steps`` a list column), a DataFrame or a list of records.  Format rules:
+        ``docs/traces.md`` and ``evaltk/schemas/trace.schema.json``.
+    strict : bool
+        Raise :class:`~evaltk.errors.SchemaViolation` on the first malformed record
+        instead of dropping it to the ledger.
+    domain_rule : callable, mapping or None
+        ``task -> domain`` for runs whose record carries no ``domain``; a mapping of
+        domain to keywords builds a :class:`KeywordDomainRule`; None is
+        :func:`domain_from_task`.
+
+    Returns
+    -------
+    TraceRecords
+
+    Raises
+    ------
+    UnreadableInput
+        The file is missing, empty, or not UTF-8 as a whole.
+    SchemaViolation
+        With ``strict=True``, the first malformed record (file, line, field).
+
+    Examples
+    --------
+    >>> recs = read_traces([{"trace_id": "a", "task": "Buy a mug", "status": "complete",
+    ...                      "steps": [{"index": 0, "action": "tap", "target": "buy"}]},
+    ...                     {"trace_id": "b", "status": "in_progress"}])
+    >>> recs.runs[["trace_id", "domain", "domain_source", "n_steps"]].to_dict("records")
+    [{'trace_id': 'a', 'domain': 'shopping', 'domain_source': 'rule', 'n_steps': 1}]
+    >>> recs.ledger["reason"].tolist()
+    [nan, 'in_progress']
+    """
+    rule = _resolve_rule(domain_rule)
+    name, mode, payload, numbers = _load_trace_source(source)
+    if mode == "jsonl":
+        pieces, lines = _jsonl_pieces(name, payload, rule, strict)
+
+        def canon(ks: Sequence[int]) -> list[str]:
+            return [_canon(_parse_line(lines()[k])) for k in ks]
+
+    elif mode == "arrow":
+        table = payload
+        numbers = np.asarray(numbers, np.int64)
+        piece = _arrow_piece(name, table, numbers, rule, strict,
+                             lambda k: table.slice(int(k), 1).to_pylist()[0])
+        if piece is None:  # not the expected shape: the validator reads every row
+            piece = _python_piece(table.to_pylist(), numbers, name, rule, strict)
+
+        def canon(ks: Sequence[int]) -> list[str]:
+            return [_canon(table.slice(int(k), 1).to_pylist()[0]) for k in ks]
+
+        pieces = [piece]
+    else:
+        records = payload
+        pieces = [_python_piece(records, np.asarray(numbers, np.int64), name, rule, strict)]
+
+        def canon(ks: Sequence[int]) -> list[str]:
+            return [_canon(records[k]) for k in ks]
+
+    return _dedupe(name, _merge(pieces), canon)
+
+
+def _canon(obj: Any) -> str:
+    return json.dumps(_strip_none(obj), sort_keys=True, default=str)
+
+
+@dataclass
+class _Piece:
+    """Validated tables of a run of consecutive records (before duplicates are resolved)."""
+
+    numbers: np.ndarray  # line / row number per record
+    code: np.ndarray  # 0 complete, 1 in progress, 2 malformed
+    tids: list[Any]
+    reasons: list[Any]
+    fields: list[Any]
+    runs: pd.DataFrame
+    steps: pd.DataFrame
+    dis: pd.DataFrame
+    rec: np.ndarray  # record index (within the piece) of each run
+
+
+def _merge(pieces: Sequence[_Piece]) -> _Piece:
+    if len(pieces) == 1:
+        return pieces[0]
+    rec_off = np.cumsum([0] + [len(p.code) for p in pieces[:-1]])
+    run_off = np.cumsum([0] + [len(p.runs) for p in pieces[:-1]])
+    return _Piece(
+        numbers=np.concatenate([p.numbers for p in pieces]),
+        code=np.concatenate([p.code for p in pieces]),
+        tids=[t for p in pieces for t in p.tids],
+        reasons=[r for p in pieces for r in p.reasons],
+        fields=[f for p in pieces for f in p.fields],
+        runs=pd.concat([p.runs for p in pieces], ignore_index=True),
+        steps=pd.concat([p.steps.assign(run_pos=p.steps["run_pos"] + o)
+                         for p, o in zip(pieces, run_off, strict=True)], ignore_index=True),
+        dis=pd.concat([p.dis.assign(run_pos=p.dis["run_pos"] + o)
+                       for p, o in zip(pieces, run_off, strict=True)], ignore_index=True),
+        rec=np.concatenate([p.rec + o for p, o in zip(pieces, rec_off, strict=True)]),
+    )
+
+
+def _python_piece(records: Sequence[Any], numbers: np.ndarray, name: str,
+                  rule: Callable[[str], Any], strict: bool) -> _Piece:
+    cols, code, tids, reasons, fields = _validate_python(records, strict=strict, name=name,
+                                                         numbers=numbers)
+    runs, steps, dis = _build_tables(
+        tid=cols["trace_id"], task=cols["task"], domain=cols["domain"], agent=cols["agent"],
+        guide=cols["guide"], n_steps=cols["n_steps"], s_index=cols["s_index"],
+        s_action=cols["s_action"], s_target=cols["s_target"], s_screen=cols["s_screen"],
+        s_cons=cols["s_cons"], s_conf=cols["s_conf"], sc_run=cols["sc_run"],
+        sc_source=cols["sc_source"], sc_count=cols["sc_count"], rule=rule)
+    return _Piece(np.asarray(numbers, np.int64), code, list(tids), list(reasons), list(fields),
+                  runs, steps, dis, np.asarray(cols["rec"], np.int64))
+
+
+def _parse_line(raw: bytes) -> Any:
+    """One JSONL line: the parsed value, or a ValueError saying why it is not JSON."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        return _parse_json_lines([e])[0]
+    return _parse_json_lines([text])[0]
+
+
+#: A chunk of at most this many lines that Arrow cannot read goes to the per-record
+#: validator; a larger one is split in two and each half tried again.
+_MIN_CHUNK = 16
+
+
+#: JSONL is parsed in newline-aligned chunks of about this many bytes: Arrow's parser
+#: costs less per byte on chunks than on one very large buffer, and its working
+#: memory stays bounded.
+_CHUNK_BYTES = 32 << 20
+
+
+def _chunk_bounds(data: bytes, size: int) -> list[tuple[int, int, int, np.ndarray]]:
+    """(start, end, line number of the first line, positions of the newlines inside) of
+    newline-aligned chunks."""
+    out = []
+    start, line0, n = 0, 1, len(data)
+    while start < n:
+        cut = start + size
+        if cut >= n:
+            end = n
+        else:
+            nl = data.find(b"\n", cut)
+            end = n if nl < 0 else nl + 1
+        newlines = _newlines(data, start, end)
+        out.append((start, end, line0, newlines))
+        line0 += len(newlines)
+        start = end
+    return out
+
+
+def _jsonl_pieces(name: str, data: bytes, rule: Callable[[str], Any],
+                  strict: bool) -> tuple[list[_Piece], Callable[[], list[bytes]]]:
+    """Read JSONL with Arrow, chunk by chunk; where Arrow cannot (a truncated line, a type
+    that changes between lines), bisect, so only small pieces around bad lines go to the
+    per-record validator and the rest keeps the fast path."""
+    cache: dict[str, Any] = {}
+
+    def lines() -> list[bytes]:  # every non-blank line of the file (for duplicates)
+        if "lines" not in cache:
+            cache["lines"] = [ln for ln in data.split(b"\n") if ln.strip()]
+        return cache["lines"]
+
+    view = memoryview(data)
+    pieces: list[_Piece] = []
+    utf8_checked = False
+    for start, end, line0, newlines in _chunk_bounds(data, _CHUNK_BYTES):
+        clean, n_lines = _no_blank_lines(data, start, end, newlines=newlines)
+        chunk_lines: list[bytes] = []
+
+        def get_chunk_lines(start: int = start, end: int = end, chunk_lines: list = chunk_lines
+                            ) -> list[bytes]:
+            if not chunk_lines:
+                chunk_lines.extend(ln for ln in data[start:end].split(b"\n") if ln.strip())
+            return chunk_lines
+
+        if clean:
+            t = _arrow_json(view[start:end], checked=True)
+            if t is not None and t.num_rows == n_lines:
+                piece = _arrow_piece(name, t, np.arange(line0, line0 + n_lines, dtype=np.int64),
+                                     rule, strict, lambda k, g=get_chunk_lines: _parse_line(g()[k]))
+                if piece is not None:
+                    pieces.append(piece)
+                    continue
+        # the slow path for this chunk: its lines, bisected
+        if not utf8_checked:
+            utf8_checked = True
+            try:
+                data.decode("utf-8")
+            except UnicodeDecodeError:
+                if not any(_decodes(ln) for ln in lines()):
+                    raise UnreadableInput("not UTF-8 (no line decodes as UTF-8)", file=name) from None
+        nums_l, ls = [], []
+        for i, ln in enumerate(data[start:end].split(b"\n"), start=line0):
+            if ln.strip():
+                nums_l.append(i)
+                ls.append(ln)
+        _bisect(name, ls, np.asarray(nums_l, np.int64), rule, strict, pieces)
+    return pieces, lines
+
+
+def _bisect(name: str, ls: list[bytes], nums: np.ndarray, rule: Callable[[str], Any],
+            strict: bool, pieces: list[_Piece]) -> None:
+    # a bare ``null`` line never goes to Arrow (see _BLANK_OR_NULL_LINE)
+    nulls = np.flatnonzero([ln.strip() == b"null" for ln in ls])
+
+    def python(lo: int, hi: int) -> None:
+        recs = [_parse_line(ln) for ln in ls[lo:hi]]
+        pieces.append(_python_piece(recs, nums[lo:hi], name, rule, strict))
+
+    def visit(lo: int, hi: int) -> None:
+        if hi <= lo:
+            return
+        if hi - lo <= _MIN_CHUNK:
+            python(lo, hi)
+            return
+        has_null = np.searchsorted(nulls, lo) < np.searchsorted(nulls, hi)
+        t = None if has_null else _arrow_json(b"\n".join(ls[lo:hi]), checked=True)
+        if t is not None and t.num_rows == hi - lo:
+            piece = _arrow_piece(name, t, nums[lo:hi], rule, strict,
+                                 lambda k: _parse_line(ls[lo + k]))
+            if piece is not None:
+                pieces.append(piece)
+                return
+        mid = (lo + hi) // 2
+        visit(lo, mid)
+        visit(mid, hi)
+
+    visit(0, len(ls))
+
+
+def _decodes(raw: bytes) -> bool:
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _arrow_piece(name: str, table: pa.Table, numbers: np.ndarray, rule: Callable[[str], Any],
+                 strict: bool, get_record: Callable[[int], Any]) -> _Piece | None:
+    """Column-wise validation of an Arrow table; None when it is not the expected shape
+    (or the column checks and the validator disagree): then the validator reads it."""
+    try:
+        res = _validate_arrow(table)
+    except UnicodeError:  # pragma: no cover - _arrow_json already checks the names
+        return None
+    if res is None:
+        return None
+    cols, code, suspect = res
+    n = table.num_rows
+    tids: list[Any] = [None] * n
+    reasons = np.full(n, None, dtype=object)
+    fields = np.full(n, None, dtype=object)
+    code = code.copy()
+    # the Python validator (the authority) explains each suspect record
+    for k in np.flatnonzero(suspect):
+        rec = get_record(int(k))
+        try:
+            if isinstance(rec, Exception):
+                raise _Bad(None, str(rec))
+            res_k = _check_trace(rec)
+        except _Bad as b:
+            if strict:
+                raise _error(b, name, int(numbers[k])) from None
+            code[k] = 2
+            reasons[k] = f"malformed: {b.detail}"
+            fields[k] = b.field
+            tids[k] = b.trace_id
+            continue
+        if res_k.status != "in_progress":
+            return None
+        code[k] = 1
+    reasons[code == 1] = "in_progress"
+    kept = np.flatnonzero(code == 0)
+    tid_all = cols["tid"]
+    tid_py = _str_series(tid_all).to_numpy(dtype=object, na_value=None)
+    for k in np.flatnonzero(code == 2):
+        tid_py[k] = tids[k]
+    offsets = cols["offsets"]
+    lens = np.diff(offsets)
+    all_kept = len(kept) == n
+    kept_steps = np.repeat(code == 0, lens)
+    kept_idx = pa.array(kept)
+
+    def take(a: pa.Array) -> pa.Array:
+        return a if all_kept else a.take(kept_idx)
+
+    def take_steps(a: Any) -> Any:
+        if all_kept:
+            return a
+        if isinstance(a, pa.Array):
+            return a.filter(pa.array(kept_steps))
+        return a[kept_steps]
+
+    guide: list[Any] = [None] * len(kept)
+    if cols["guide"] is not None:
+        g = take(cols["guide"])
+        valid = g.is_valid().to_numpy(zero_copy_only=False)
+        if valid.any():
+            vals = g.filter(g.is_valid()).to_pylist()
+            for pos, v in zip(np.flatnonzero(valid), vals, strict=True):
+                guide[pos] = _strip_none(v)
+    sc_run, sc_src, sc_cnt = [], [], []
+    new_pos = np.full(n, -1, np.int64)
+    new_pos[kept] = np.arange(len(kept))
+    for src_name, present, vals in cols["sc"]:
+        r = np.flatnonzero(present & (code == 0))
+        sc_run.append(new_pos[r])
+        sc_src.append(np.full(r.size, src_name, dtype=object))
+        sc_cnt.append(vals[r])
+    runs, steps, dis = _build_tables(
+        tid=take(tid_all), task=take(cols["task"]), domain=take(cols["domain"]),
+        agent=take(cols["agent"]), guide=guide, n_steps=lens[kept],
+        s_index=take_steps(cols["s_index"]), s_action=take_steps(cols["s_action"]),
+        s_target=take_steps(cols["s_target"]), s_screen=take_steps(cols["s_screen"]),
+        s_cons=take_steps(cols["s_cons"]), s_conf=take_steps(cols["s_conf"]),
+        sc_run=np.concatenate(sc_run) if sc_run else np.zeros(0, np.int64),
+        sc_source=np.concatenate(sc_src) if sc_src else np.zeros(0, object),
+        sc_count=np.concatenate(sc_cnt) if sc_cnt else np.zeros(0, np.int64), rule=rule)
+    return _Piece(np.asarray(numbers, np.int64), code, list(tid_py), list(reasons), list(fields),
+                  runs, steps, dis, kept.astype(np.int64))
+
+
+def _dedupe(name: str, piece: _Piece, canon: Callable[[Sequence[int]], list[str]]) -> TraceRecords:
+    """Duplicated trace ids among well-formed complete runs.
+
+    Identical records: the first is kept and the repeats dropped.  Conflicting records
+    (same id, different content): every copy is dropped, since preferring one would
+    be a silent choice.
+    """
+    numbers, code, tids = piece.numbers, piece.code.copy(), piece.tids
+    runs, steps, dis = piece.runs, piece.steps, piece.dis
+    rec_of_run = np.asarray(piece.rec, np.int64)
+    reasons = list(piece.reasons)
+    fields = list(piece.fields)
+    dup_mask = runs["trace_id"].duplicated(keep=False).to_numpy()
+    drop_run = np.zeros(len(runs), bool)
+    if dup_mask.any():
+        pos = np.flatnonzero(dup_mask)
+        groups = pd.Series(pos).groupby(runs["trace_id"].to_numpy(dtype=object)[pos], sort=False)
+        for _tid, g in groups:
+            rp = g.to_numpy()
+            recs = rec_of_run[rp]
+            texts = canon(recs)
+            lines = [int(numbers[r]) for r in recs]
+            if all(t == texts[0] for t in texts):
+                for r, rr in zip(rp[1:], recs[1:], strict=True):
+                    drop_run[r] = True
+                    reasons[rr] = f"duplicate trace_id: identical to record {lines[0]}"
+                    fields[rr] = "trace_id"
+            else:
+                where = ", ".join(str(x) for x in lines)
+                for r, rr in zip(rp, recs, strict=True):
+                    drop_run[r] = True
+                    reasons[rr] = f"duplicate trace_id: conflicting records {where}; none kept"
+                    fields[rr] = "trace_id"
+    dropped = code != 0
+    if drop_run.any():
+        dropped[rec_of_run[drop_run]] = True
+        keep = ~drop_run
+        newpos = np.cumsum(keep) - 1
+        runs = runs[keep].reset_index(drop=True)
+        sk = keep[steps["run_pos"].to_numpy()]
+        steps = steps[sk].reset_index(drop=True)
+        steps["run_pos"] = newpos[steps["run_pos"].to_numpy()]
+        dk = keep[dis["run_pos"].to_numpy()]
+        dis = dis[dk].reset_index(drop=True)
+        dis["run_pos"] = newpos[dis["run_pos"].to_numpy()]
+    tid_series = _s(list(tids))
+    ledger = _ledger(name, numbers, tid_series, "run", dropped, reasons, fields)
+    # the views scoring reads, computed once on the final step columns (Arrow kernels)
+    _columns.present(steps["screen"])
+    _columns.present(steps["target"])
+    _columns.adjacent_equal(steps["action"])
+    _columns.adjacent_equal(steps["target"])
+    _columns.remember_positions(steps["trace_id"], runs["trace_id"], steps["run_pos"].to_numpy())
+    return TraceRecords(runs=runs, steps=steps, step_count_disagreements=dis, ledger=ledger)

@@ -1,0 +1,171 @@
+"""The score matrix: every (trace, measure, tier) as a value or an abstention with its cause."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..stats import score_summary
+from ..values import (
+    CAUSES,
+    MeanSummary,
+    check_value_cause,
+)
+from ._manifest import Manifest
+from ._measures import (
+    MEASURES,
+    TIERS,
+)
+
+# --------------------------------------------------------------------------- the matrix
+
+
+@dataclass(frozen=True)
+class ScoreMatrix:
+    """Scores of every (trace, measure, tier), with the manifest and the ingest ledger.
+
+    Attributes
+    ----------
+    frame : DataFrame
+        Long table ``trace_id, measure, tier, value, cause, reason, scorer,
+        scorer_version, n_raters``; ``value`` is missing exactly when ``cause`` is set.
+    manifest : Manifest
+    ledger : DataFrame
+        Every input record, kept or dropped with a reason (from ingest).
+    runs : DataFrame
+        Observations about each kept run (never scores).
+    diagnostics : DataFrame
+        Derived diagnostics per run (tier ``diagnostic``): x_ctx step counts, review
+        flags from heuristic detectors.  They route to review; they are never a score.
+    participation : DataFrame
+        Which raters answered which (trace, measure, tier).
+    unconfirmed : DataFrame
+        The consequential steps with no confirmation before them (``trace_id, index, action, target``).
+    unscored : DataFrame
+        Answers ingest kept that no scorer read, counted per ``tier, measure`` with the
+        reason (judges' ``x_safe`` answers: x_safe is computed from the record; answers
+        to a guide measure: the guide family is computed from the guide; per-step answers
+        whose step is not in the run).  Nothing is dropped silently.
+    """
+
+    frame: pd.DataFrame
+    manifest: Manifest
+    ledger: pd.DataFrame = field(default_factory=pd.DataFrame)
+    runs: pd.DataFrame = field(default_factory=pd.DataFrame)
+    diagnostics: pd.DataFrame = field(default_factory=pd.DataFrame)
+    participation: pd.DataFrame = field(default_factory=pd.DataFrame)
+    unconfirmed: pd.DataFrame = field(default_factory=pd.DataFrame)
+    unscored: pd.DataFrame = field(default_factory=lambda: _unscored_frame([]))
+
+    def __post_init__(self) -> None:
+        check_value_cause(self.frame, where="score matrix")
+
+    def __len__(self) -> int:
+        return len(self.frame)
+
+    def scores(self, tier: str = "automatic") -> pd.DataFrame:
+        """The long table for one tier (``automatic`` by default; ``human`` for anchors)."""
+        if tier not in TIERS:
+            raise ValueError(f"`tier` must be one of {', '.join(TIERS)}; got {tier!r}.")
+        return self.frame[self.frame["tier"] == tier].reset_index(drop=True)
+
+    def wide(self, tier: str = "automatic") -> pd.DataFrame:
+        """One row per trace: a value column and a ``<measure>_cause`` column per measure."""
+        f = self.scores(tier)
+        v = f.pivot(index="trace_id", columns="measure", values="value")
+        c = f.pivot(index="trace_id", columns="measure", values="cause").add_suffix("_cause")
+        out = v.join(c)
+        out.columns.name = None
+        order = [m for m in MEASURES if m in v.columns]
+        return out[[x for m in order for x in (m, f"{m}_cause")]].reset_index()
+
+    def summary(self, by: str | Sequence[str] | None = None, *, tier: str = "automatic") -> pd.DataFrame:
+        """Mean per measure (and per ``by`` columns of ``runs``), with n, excluded per cause, coverage.
+
+        Runs whose ``by`` key is missing are a group of their own, with the key missing
+        (:data:`evaltk.stats.MISSING_KEY`), sorted last: the per-group ``n`` add up to the
+        overall ``n``.  The DuckDB and Dask summaries of :mod:`evaltk.scale` agree.
+        """
+        f = self.scores(tier)
+        keys = ["measure"]
+        if by is not None:
+            extra = [by] if isinstance(by, str) else list(by)
+            f = f.merge(self.runs[["trace_id", *extra]], on="trace_id", how="left")
+            keys += extra
+        f = f.assign(measure=f["measure"].astype(str))
+        return score_summary(f, keys).to_frame()  # the mergeable summary every engine uses (evaltk.scale)
+
+    def mean_summary(self, measure: str, *, tier: str = "automatic") -> MeanSummary:
+        f = self.scores(tier)
+        f = f[f["measure"] == measure]
+        vals = f["value"].to_numpy(float)
+        counts = f["cause"].value_counts()
+        valued = vals[~np.isnan(vals)]
+        return MeanSummary(n=len(f), n_valued=len(valued), total=float(valued.sum()),
+                           total_sq=float(valued @ valued),
+                           excluded={c: int(counts.get(c, 0)) for c in CAUSES})
+
+    def with_manifest(self, manifest: Manifest) -> ScoreMatrix:
+        return replace(self, manifest=manifest)
+
+    # ---- persistence: Parquet tables + manifest JSON, lossless
+    def save(self, directory: str | Path) -> Path:
+        d = Path(directory)
+        d.mkdir(parents=True, exist_ok=True)
+        self.frame.to_parquet(d / "scores.parquet", index=False)
+        (d / "manifest.json").write_text(json.dumps(self.manifest.to_dict(), indent=2, sort_keys=True),
+                                         encoding="utf-8")
+        for name in ("ledger", "runs", "diagnostics", "participation", "unconfirmed", "unscored"):
+            t = getattr(self, name)
+            if name == "runs" and "guide" in t.columns:
+                t = t.assign(guide=t["guide"].map(lambda g: json.dumps(g, sort_keys=True) if isinstance(g, Mapping) else None))
+            _to_parquet(t, d / f"{name}.parquet")
+        return d
+
+    @classmethod
+    def load(cls, directory: str | Path) -> ScoreMatrix:
+        d = Path(directory)
+        from ..errors import UnreadableInput
+
+        if not (d / "scores.parquet").is_file() or not (d / "manifest.json").is_file():
+            raise UnreadableInput("not a saved score matrix (scores.parquet and manifest.json expected)",
+                                  file=str(d))
+        frame = pd.read_parquet(d / "scores.parquet")
+        try:
+            raw = json.loads((d / "manifest.json").read_text(encoding="utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise UnreadableInput(f"not JSON: {e}", file=str(d / "manifest.json")) from None
+        manifest = Manifest.from_dict(raw, source=str(d / "manifest.json"))
+        parts = {}
+        for name in ("ledger", "runs", "diagnostics", "participation", "unconfirmed", "unscored"):
+            p = d / f"{name}.parquet"
+            parts[name] = pd.read_parquet(p) if p.is_file() else (
+                _unscored_frame([]) if name == "unscored" else pd.DataFrame())
+        runs = parts["runs"]
+        if "guide" in runs.columns:
+            runs["guide"] = runs["guide"].map(lambda s: json.loads(s) if isinstance(s, str) else None).astype(object)
+        return cls(frame=frame, manifest=manifest, **parts)
+
+
+def _to_parquet(t: pd.DataFrame, path: Path) -> None:
+    t = t.copy()
+    for c in t.columns:
+        if t[c].dtype == object:
+            non_null = t[c].dropna()
+            if len(non_null) and not all(isinstance(x, str) for x in non_null):
+                t[c] = t[c].map(lambda x: None if x is None or (isinstance(x, float) and math.isnan(x)) else str(x))
+    t.to_parquet(path, index=False)
+
+
+
+def _unscored_frame(rows: Sequence[tuple[str, str, int, str]]) -> pd.DataFrame:
+    return pd.DataFrame({"tier": pd.Series([r[0] for r in rows], dtype=str),
+                         "measure": pd.Series([r[1] for r in rows], dtype=str),
+                         "n_answers": pd.Series([r[2] for r in rows], dtype=np.int64),
+                         "reason": pd.Series([r[3] for r in rows], dtype=str)})
