@@ -1015,3 +1015,138 @@ def test_identical_trial_scores_spread_exactly_zero():
     """Example 1's three trials all score 0.9: their sample standard deviation is 0, not 1e-16."""
     t = summarize_suite(fixture("example-1-task-mean.json")).to_dict()["tasks"][0]
     assert t["trialStats"]["stdDev"] == 0.0
+
+
+# =========================================================================== pinned outputs
+#
+# The full output documents of the loader, the summary, the events, the columnar reader and
+# the checker on every fixture and example, and the exact messages of malformed inputs, as
+# the code gave them before the rule families were split into functions of their own
+# (tests/data/suite/pinned-outputs.json, written once from that code). A refactoring that
+# changes any number, field, order or word fails here.
+
+PINNED = DATA / "pinned-outputs.json"
+_RUNS = sorted(p.name for p in DATA.glob("*") if p.name.startswith(("example-", "leg-")))
+_HOSTS = [("leg-mean-gated.json", "host-conforming-mean-gated.json", None),
+          ("leg-mean-gated.json", "host-unmigrated-mean-gated.json", None),
+          ("leg-mean-gated.json", "host-zeroed-mean-gated.json", "host-zeroed-mean-gated.events.jsonl"),
+          ("leg-suite-gated.json", "host-unmigrated-suite-gated.json", None),
+          ("leg-suite-gated.json", "host-zeroed-suite-gated.json", None),
+          ("leg-suite-gated.json", "shape-gated-aggregate-below-0.json", None),
+          ("leg-suite-gated.json", "shape-gated-score-above-1.json", None),
+          ("leg-suite-gated.json", "shape-valid.json", None)]
+
+
+def _bad_hosts() -> dict:
+    """Host summaries broken in ways the checker must word exactly."""
+    good = summarize_suite(load_suite_run(EXAMPLES / "run.json")).to_dict()
+    out = {}
+    for name, edit in [
+        ("score-off", lambda h: h["tasks"][0].update(score=0.123)),
+        ("mean-off", lambda h: h["tasks"][0]["trials"].update(meanScore=0.5)),
+        ("gated-off", lambda h: h["tasks"][1].update(gatedScore=0.01)),
+        ("passed-flipped", lambda h: h["tasks"][2].update(passed=not h["tasks"][2]["passed"])),
+        ("pass-at-k-off", lambda h: h["tasks"][0].update(passAtK=0.333)),
+        ("stats-off", lambda h: h["tasks"][0]["trialStats"].update(minScore=0.0, stdDev=9.0)),
+        ("task-dropped", lambda h: h["tasks"].pop()),
+        ("task-twice", lambda h: h["tasks"].append(dict(h["tasks"][0]))),
+        ("task-stray", lambda h: h["tasks"].append({**h["tasks"][0], "taskId": "stray", "id": "stray"})),
+        ("suite-numbers-off", lambda h: h.update(aggregateScore=0.1, gatedAggregateScore=0.2, passed=True,
+                                                  passedCount=99, taskCount=1, totalCost=1.0)),
+        ("not-an-object", None),
+    ]:
+        h = copy.deepcopy(good)
+        if edit is None:
+            h = ["not", "a", "summary"]
+        else:
+            edit(h)
+        out[name] = h
+    return out
+
+
+def _bad_frames() -> dict:
+    import pandas as pd
+
+    good = pd.DataFrame({"task_id": ["a", "a", "b", "b"], "trial": [0, 1, 0, 1], "score": [0.5] * 4})
+    return {
+        "score-above-1": (good.assign(score=[0.5, 1.5, 0.5, 0.5]), {}),
+        "score-nan": (good.assign(score=[0.5, 0.5, float("nan"), 0.5]), {}),
+        "score-bool": (good.assign(score=[True, 0.5, 0.5, 0.5]), {}),
+        "uneven": (good.iloc[:3], {}),
+        "repeated-trial": (good.assign(trial=[0, 0, 0, 1]), {}),
+        "mixed-verdicts": (good.assign(trajectory_matched=[True, None, None, None]), {}),
+        "verdict-not-bool": (good.assign(trajectory_matched=["y", "n", None, None]), {}),
+        "miss-not-bool": (good.assign(fixture_miss=[False, "no", False, False]), {}),
+        "negative-cost": (good.assign(cost=[0.1, -1.0, 0.1, 0.1]), {}),
+        "infinite-latency": (good.assign(latency_ms=[1.0, float("inf"), 1.0, 1.0]), {}),
+        "no-score-column": (good.drop(columns="score"), {}),
+        "no-rows": (good.iloc[:0], {}),
+        "no-task-id": (good.assign(task_id=["a", None, "b", "b"]), {}),
+        "mixed-trial-labels": (good.assign(trial=[0, "x", 0, 1]), {}),
+        "bad-pass-rule": (good, {"pass_rule": "most"}),
+        "bad-aggregation": (good, {"aggregation": "max"}),
+        "bad-k": (good, {"k": 3}),
+        "bad-pass-score": (good, {"pass_score": 1.5}),
+        "bad-max-cost": (good, {"max_cost": -2}),
+        "bad-suite": (good, {"suite": ""}),
+    }
+
+
+def _pinned_outputs() -> dict:
+    from evaltk.suite import suite_run_from_frame
+
+    def error(fn):
+        try:
+            fn()
+        except (SchemaViolation, UnreadableInput, TypeError, ValueError) as e:
+            return {"type": type(e).__name__, "message": str(e),
+                    "record": getattr(e, "record", None), "field": getattr(e, "field", None)}
+        return None
+
+    runs = {name: DATA / name for name in _RUNS} | {"examples/run.json": EXAMPLES / "run.json"}
+    out: dict = {"summaries": {}, "events": {}, "from_frame": {}, "checks": {}, "load_errors": {},
+                 "frame_errors": {}, "bad_hosts": {}}
+    for name, path in runs.items():
+        run = load_suite_run(path)
+        s = summarize_suite(run)
+        out["summaries"][name] = s.to_dict()
+        out["events"][name] = scored_events(s)
+        back = suite_run_from_frame(
+            run.to_frame(), suite=run.suite, pass_score=run.thresholds.pass_score, pass_rule=run.pass_rule,
+            k=run.k, aggregation=run.aggregation, max_cost=run.thresholds.max_cost,
+            max_latency_ms=run.thresholds.max_latency_ms, version=run.version)
+        out["from_frame"][name] = summarize_suite(back).to_dict()
+    for leg, host, events in _HOSTS:
+        v = check_summary(fixture(leg), fixture(host), events=None if events is None else fixture(events))
+        out["checks"][f"{leg} / {host}"] = [x.to_dict() for x in v]
+    demo = load_suite_run(EXAMPLES / "run.json")
+    demo_events = scored_events(summarize_suite(demo))
+    for name, host in _bad_hosts().items():
+        out["bad_hosts"][name] = [x.to_dict() for x in check_summary(demo, host)]
+    bad_events = copy.deepcopy(demo_events)
+    bad_events[0]["score"] = 0
+    bad_events[1]["passed"] = not bad_events[1]["passed"]
+    bad_events[2]["taskId"] = "nobody"
+    bad_events[3]["trialIndex"] = 99
+    bad_events.append(dict(bad_events[4]))
+    del bad_events[5]
+    out["bad_hosts"]["events"] = [x.to_dict() for x in check_summary(
+        demo, summarize_suite(demo).to_dict(), events=bad_events)]
+    for name, path, value, _, _ in BAD:
+        bad = _mutate(path, value)
+        out["load_errors"][name] = error(lambda d=bad: load_suite_run(d, file="run.json"))
+    for name, (table, kw) in _bad_frames().items():
+        args = {"suite": "s", "pass_score": 0.5} | kw
+        out["frame_errors"][name] = error(lambda t=table, a=args: suite_run_from_frame(t, **a))
+    out["frame_errors"]["not-a-frame"] = error(lambda: suite_run_from_frame([1], suite="s", pass_score=0.5))
+    return json.loads(json.dumps(out))
+
+
+def test_outputs_are_pinned():
+    want = json.loads(PINNED.read_text("utf-8"))
+    got = _pinned_outputs()
+    assert got.keys() == want.keys()
+    for section in want:
+        assert got[section].keys() == want[section].keys(), section
+        for name in want[section]:
+            assert got[section][name] == want[section][name], f"{section}: {name}"

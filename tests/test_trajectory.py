@@ -561,7 +561,7 @@ def test_schema_violation_names_file_case_and_field():
 
 def test_example_pass():
     r = grade_files(EXAMPLES / "lock.json", EXAMPLES / "results-pass.json", design=EXAMPLES / "design.json")
-    assert r.exit_code == 0 and r.all_passed and r.pass_rate == 1.0
+    assert r.decision == "pass" and r.all_passed and r.pass_rate == 1.0
     assert r.bindings["design_checked"] is True
 
 
@@ -734,7 +734,8 @@ def test_self_check_controls_all_red_for_the_right_reason_then_green():
     assert len(tj.NEGATIVE_CONTROLS) == 14
     bad = [(r.name, r.describe()) for r in results if not r.ok]
     assert not bad
-    assert all(r.exit_code != 0 for r in results[:-1]) and results[-1].exit_code == 0
+    assert all(r.cohort_decision != "pass" for r in results[:-1])
+    assert (results[-1].cohort_decision, results[-1].error) == ("pass", None)
 
 
 @pytest.mark.parametrize("control", tj.NEGATIVE_CONTROLS, ids=lambda c: c.name)
@@ -744,13 +745,51 @@ def test_each_control_is_red(control):
     if control.decision is None:
         with pytest.raises((tj.TrajectoryBindingError, SchemaViolation)) as ei:
             grade_cohort(lock, results, design=design)
-        code = getattr(ei.value, "exit_code", 65)
-        assert code == control.exit_code and control.message in str(ei.value)
+        assert type(ei.value) is control.raises and control.message in str(ei.value)
     else:
+        assert control.raises is None
         r = grade_cohort(lock, results, design=design)
         case = {c.case_id: c for c in r.cases}["close-ticket"]
         assert (case.decision, case.held_by) == (control.decision, control.held_by)
-        assert r.exit_code == 2 and case.decision != "passed"
+        assert r.decision == "hold" and case.decision != "passed"
+
+
+#: The exit code of `evaltk trajectory grade` on each control, as docs/trajectory.md tables them.
+_CONTROL_EXIT = {
+    "final-answer-only mask": 2, "excess step": 2, "unresolved recovery": 2, "repeated error": 2,
+    "state drift": 2, "premature success": 2, "unjustified abstention": 2, "changed evidence": 2,
+    "post-result lock": 11, "lock drift": 10, "missing case": 12, "unlocked case": 13,
+    "dropped grading dimension": 65, "promotion of safe abstention": 2,
+}
+
+
+@pytest.mark.parametrize("control", tj.NEGATIVE_CONTROLS, ids=lambda c: c.name)
+def test_each_control_exits_with_its_documented_code(tmp_path, capsys, control):
+    design, lock, results = controls._control_documents()
+    control.mutate(design, lock, results)
+    code, _, err = _cli(_write(tmp_path, design, lock, results), capsys)
+    assert code == _CONTROL_EXIT[control.name], err
+    if control.raises is None:
+        report = json.loads((tmp_path / "out" / "report.json").read_text("utf-8"))
+        assert report["summary"]["exit_code"] == code  # the report records the code it exits with
+    else:
+        assert control.message in err and not (tmp_path / "out" / "report.json").exists()
+
+
+def test_green_cohort_exits_0_and_the_report_records_it(tmp_path, capsys):
+    code, _, err = _cli(_write(tmp_path, *controls._control_documents()), capsys)
+    assert code == 0, err
+    assert json.loads((tmp_path / "out" / "report.json").read_text("utf-8"))["summary"]["exit_code"] == 0
+
+
+def test_exit_codes_live_in_the_cli():
+    import evaltk.cli.trajectory as cli_trajectory
+
+    assert not [n for n in dir(tj) if n.startswith("EXIT_")]
+    assert not hasattr(tj.TrajectoryBindingError, "exit_code") and not hasattr(tj.CohortReport, "exit_code")
+    assert (cli_trajectory.EXIT_PASS, cli_trajectory.EXIT_HOLD, cli_trajectory.EXIT_LOCK_CHANGED,
+            cli_trajectory.EXIT_POST_RESULT_LOCK, cli_trajectory.EXIT_MISSING_CASE,
+            cli_trajectory.EXIT_UNLOCKED_CASE) == (0, 2, 10, 11, 12, 13)
 
 
 @pytest.mark.parametrize("target,control", [("_same", "state drift"),

@@ -9,10 +9,15 @@ from pathlib import Path
 from typing import Any
 
 from .._io import write_json
-from ..errors import SchemaViolation
+from ..errors import SchemaViolation, UnreadableInput
 from ..trajectory import (
     NEGATIVE_CONTROLS,
-    CohortReport,
+    ControlResult,
+    LockChanged,
+    MissingCase,
+    PostResultLock,
+    TrajectoryBindingError,
+    UnlockedCase,
     design_digest,
     lock_digest,
     read_json,
@@ -23,17 +28,59 @@ from ..trajectory import (
     validate_document,
 )
 
+# --------------------------------------------------------------------------- exit codes
+
+#: ``evaltk trajectory grade``'s exit codes (README "Exit codes", docs/trajectory.md): seed
+#: 003's "exits 0 only when every locked case is passed, 2 for an honest graded HOLD, and
+#: nonzero on malformed, changed, post-result, missing, or unexpected cohort data".
+EXIT_PASS = 0
+EXIT_HOLD = 2
+EXIT_LOCK_CHANGED = 10
+EXIT_POST_RESULT_LOCK = 11
+EXIT_MISSING_CASE = 12
+EXIT_UNLOCKED_CASE = 13
+
+#: A graded cohort's decision -> its code.
+COHORT_EXIT = {"pass": EXIT_PASS, "hold": EXIT_HOLD}
+#: A binding error -> its code (malformed and unreadable input exit 65 / 66 as everywhere).
+BINDING_EXIT: dict[type[TrajectoryBindingError], int] = {
+    LockChanged: EXIT_LOCK_CHANGED,
+    PostResultLock: EXIT_POST_RESULT_LOCK,
+    MissingCase: EXIT_MISSING_CASE,
+    UnlockedCase: EXIT_UNLOCKED_CASE,
+}
+
+
+def _binding_exit(error: TrajectoryBindingError) -> int:
+    from ._main import EXIT_NEGATIVE
+
+    return BINDING_EXIT.get(type(error), EXIT_NEGATIVE)
+
+
+def _control_exit(result: ControlResult) -> int:
+    """The code ``evaltk trajectory grade`` exits with on what a control observed."""
+    from ._main import EXIT_DATAERR, EXIT_NEGATIVE, EXIT_NOINPUT
+
+    if result.error is None:
+        return COHORT_EXIT[result.cohort_decision]
+    if issubclass(result.error, TrajectoryBindingError):
+        return BINDING_EXIT.get(result.error, EXIT_NEGATIVE)
+    return EXIT_NOINPUT if issubclass(result.error, UnreadableInput) else EXIT_DATAERR
+
+
 # --------------------------------------------------------------------------- CLI
 
 
 def _cmd_grade(args: argparse.Namespace) -> int:
     from ._main import CliError
 
-    code, out = run_grade(Path(args.lock), Path(args.results), Path(args.output),
+    try:
+        report = run_grade(Path(args.lock), Path(args.results), Path(args.output),
                            None if args.design is None else Path(args.design))
-    if not isinstance(out, CohortReport):
-        raise CliError(out.replace("\n", " "), code)
-    s = out.summary()
+    except TrajectoryBindingError as e:
+        raise CliError(str(e).replace("\n", " "), _binding_exit(e)) from None
+    code = COHORT_EXIT[report.decision]
+    s = report.summary()
     if args.json:
         print(json.dumps(s, sort_keys=True))
     else:
@@ -47,7 +94,7 @@ def _cmd_self_check(args: argparse.Namespace) -> int:
     n = len(NEGATIVE_CONTROLS)
     for i, r in enumerate(results, 1):
         label = f"control {i:2d}/{n}" if i <= n else "final run  "
-        print(f"{label} {r.name:<30} {r.describe()}")
+        print(f"{label} {r.name:<30} {r.describe()} (exit {_control_exit(r)})")
     bad = [r.name for r in results if not r.ok]
     if bad:
         print(f"self-check FAILED: {', '.join(bad)}", file=sys.stderr)

@@ -43,6 +43,24 @@ def _fmt(x: float) -> str:
     return f"{x:.6g}"
 
 
+def _max_condition(name: str, value: float | None, threshold: float | None, *, unknown: int, limit: str,
+                   what: str, shown: str, exact: bool) -> dict[str, Any] | None:
+    """The cost and the latency condition (RFC 0246 section B: unchanged): ``value <= threshold``
+    when a threshold is set; when some trial did not record the number, the condition cannot
+    be checked and fails closed.  ``exact`` reports whole numbers as integers (milliseconds)."""
+    if threshold is None:
+        return None
+    if value is None:
+        return {"condition": name, "value": None, "cause": Cause.MISSING_EVIDENCE.value,
+                "threshold": threshold, "met": False,
+                "detail": f"cannot check {limit} {_fmt(threshold)}: {unknown} trial(s) record no {what} "
+                "(fails closed)"}
+    ok = value <= threshold
+    return {"condition": name, "value": _int_if_whole(value) if exact else value,
+            "threshold": _int_if_whole(threshold) if exact else threshold, "met": bool(ok),
+            "detail": shown.format(_fmt(value), "<=" if ok else ">", _fmt(threshold))}
+
+
 @dataclass(frozen=True, eq=False)
 class EvalSummary:
     """The RFC 0246 summary of a suite run.  Build it with :func:`summarize_suite`.
@@ -317,32 +335,14 @@ def summarize_suite(run: SuiteRun | Mapping[str, Any] | str | Path) -> EvalSumma
         total_cost = total
     lat_known = ~np.isnan(run.latency_ms)
     p95 = _p95(run.latency_ms.ravel()) if lat_known.all() else None
-    mc, ml = run.thresholds.max_cost, run.thresholds.max_latency_ms
-    if mc is not None:
-        if total_cost is None:
-            k_ = int((~cost_known).sum())
-            conditions.append({"condition": "totalCost <= maxCost", "value": None,
-                               "cause": Cause.MISSING_EVIDENCE.value, "threshold": mc, "met": False,
-                               "detail": f"cannot check maxCost {_fmt(mc)}: {k_} trial(s) record no "
-                               "cost (fails closed)"})
-        else:
-            ok = total_cost <= mc
-            conditions.append({"condition": "totalCost <= maxCost", "value": total_cost, "threshold": mc,
-                               "met": bool(ok), "detail": f"totalCost {_fmt(total_cost)} "
-                               f"{'<=' if ok else '>'} maxCost {_fmt(mc)}"})
-    if ml is not None:
-        if p95 is None:
-            k_ = int((~lat_known).sum())
-            conditions.append({"condition": "p95LatencyMs <= maxLatencyMs", "value": None,
-                               "cause": Cause.MISSING_EVIDENCE.value, "threshold": ml, "met": False,
-                               "detail": f"cannot check maxLatencyMs {_fmt(ml)}: {k_} trial(s) record "
-                               "no latencyMs (fails closed)"})
-        else:
-            ok = p95 <= ml
-            conditions.append({"condition": "p95LatencyMs <= maxLatencyMs", "value": _int_if_whole(p95),
-                               "threshold": _int_if_whole(ml),
-                               "met": bool(ok), "detail": f"p95 trial latency {_fmt(p95)} ms "
-                               f"{'<=' if ok else '>'} maxLatencyMs {_fmt(ml)}"})
+    cost_condition = _max_condition(
+        "totalCost <= maxCost", total_cost, run.thresholds.max_cost, unknown=int((~cost_known).sum()),
+        limit="maxCost", what="cost", shown="totalCost {} {} maxCost {}", exact=False)
+    latency_condition = _max_condition(
+        "p95LatencyMs <= maxLatencyMs", p95, run.thresholds.max_latency_ms,
+        unknown=int((~lat_known).sum()), limit="maxLatencyMs", what="latencyMs",
+        shown="p95 trial latency {} ms {} maxLatencyMs {}", exact=True)
+    conditions += [c for c in (cost_condition, latency_condition) if c is not None]
     passed = all(c["met"] for c in conditions)
     failed = [c for c in conditions if not c["met"]]
     if passed:

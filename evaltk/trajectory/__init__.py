@@ -16,23 +16,17 @@ Three documents, each with a JSON Schema in ``evaltk/schemas/``: the lock
 (``trajectory-lock.schema.json``), the results (``trajectory-results.schema.json``)
 and the report (``trajectory-report.schema.json``); the design record the lock
 binds by digest has ``trajectory-design.schema.json``.  The formats, the canonical
-serialisation behind every digest and the CLI exit codes are in
-``docs/trajectory.md``.
+serialisation behind every digest are in ``docs/trajectory.md``; the exit codes
+of ``evaltk trajectory`` are the command's (``evaltk/cli/trajectory.py``).
 
 Modules (private; the public names are the ones below): ``_lock`` (the dimension names,
 canonical JSON and the digests), ``_documents`` (strict reading, the schemas, timestamps,
 the precise event checks), ``_policy`` (a case's compiled lock entry), ``_grade`` (one
-case, one function per dimension), ``_cohort`` (bindings, the report, exit codes) and
+case, one function per dimension), ``_cohort`` (bindings, the report, the cohort decision) and
 ``_controls`` (the negative controls).
 """
 
 from ._cohort import (
-    EXIT_HOLD,
-    EXIT_LOCK_CHANGED,
-    EXIT_MISSING_CASE,
-    EXIT_PASS,
-    EXIT_POST_RESULT_LOCK,
-    EXIT_UNLOCKED_CASE,
     CohortReport,
     LockChanged,
     MissingCase,
@@ -64,12 +58,6 @@ __all__ = [
     "DIMENSIONS",
     "DECISIONS",
     "OUTCOMES",
-    "EXIT_PASS",
-    "EXIT_HOLD",
-    "EXIT_LOCK_CHANGED",
-    "EXIT_POST_RESULT_LOCK",
-    "EXIT_MISSING_CASE",
-    "EXIT_UNLOCKED_CASE",
     "TrajectoryBindingError",
     "LockChanged",
     "PostResultLock",

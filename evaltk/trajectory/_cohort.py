@@ -1,9 +1,9 @@
 """A graded cohort: the bindings a lock, its results and the design must satisfy, one grade per
 locked case, the report document and its verification.
 
-The exit codes are seed 003's ("exits 0 only when every locked case is passed, 2 for an
-honest graded HOLD, and nonzero on malformed, changed, post-result, missing, or
-unexpected cohort data"); each binding failure is an error class carrying its code.
+A graded cohort has a decision (``pass`` only when every locked case passed, ``hold``
+otherwise); each binding failure is an error class of its own.  The exit codes seed 003
+asks of the command are ``evaltk trajectory grade``'s, in :mod:`evaltk.cli.trajectory`.
 """
 
 from __future__ import annotations
@@ -15,54 +15,43 @@ from datetime import datetime
 from typing import Any
 
 from .. import _io
-from ..errors import EvaltkError, SchemaViolation, UnreadableInput
+from ..errors import EvaltkError, SchemaViolation
 from ._documents import check_events, parse_ts, read_json, validate_document
 from ._grade import CaseGrade, grade_case
 from ._lock import _REPORT_SCHEMA_ID, DIMENSIONS, case_policy_digest, design_digest, lock_digest
 from ._policy import _compile
 
-EXIT_PASS = 0
-EXIT_HOLD = 2
-EXIT_LOCK_CHANGED = 10
-EXIT_POST_RESULT_LOCK = 11
-EXIT_MISSING_CASE = 12
-EXIT_UNLOCKED_CASE = 13
+#: The report format's ``summary.exit_code`` (trajectory-report.schema.json, enum 0 / 2):
+#: the code ``evaltk trajectory grade`` exits with for a graded cohort, recorded in the
+#: document.  The command's table (``evaltk/cli/trajectory.py``) is the authority; a test
+#: holds the two equal.
+_REPORTED_EXIT_CODE = {"pass": 0, "hold": 2}
 
 
 # --------------------------------------------------------------------------- errors
 
 
 class TrajectoryBindingError(EvaltkError):
-    """The documents are well-formed but do not bind together; ``exit_code`` says how."""
-
-    exit_code: int = 1
+    """The documents are well-formed but do not bind together; the subclass says how."""
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
 
 
 class LockChanged(TrajectoryBindingError):
-    """A digest does not match: the lock, its case policies or the design changed (exit 10)."""
-
-    exit_code = EXIT_LOCK_CHANGED
+    """A digest does not match: the lock, its case policies or the design changed."""
 
 
 class PostResultLock(TrajectoryBindingError):
-    """The lock is not strictly before the results (exit 11)."""
-
-    exit_code = EXIT_POST_RESULT_LOCK
+    """The lock is not strictly before the results."""
 
 
 class MissingCase(TrajectoryBindingError):
-    """A locked case has no results (exit 12)."""
-
-    exit_code = EXIT_MISSING_CASE
+    """A locked case has no results."""
 
 
 class UnlockedCase(TrajectoryBindingError):
-    """The results hold a case the lock does not (exit 13)."""
-
-    exit_code = EXIT_UNLOCKED_CASE
+    """The results hold a case the lock does not."""
 
 
 # --------------------------------------------------------------------------- cohort
@@ -72,7 +61,8 @@ class UnlockedCase(TrajectoryBindingError):
 class CohortReport:
     """The graded cohort: bindings, one :class:`CaseGrade` per locked case, the summary.
 
-    ``exit_code`` is 0 only when every locked case passed, 2 (an honest hold) otherwise.
+    ``decision`` is ``pass`` only when every locked case passed, ``hold`` (an honest hold)
+    otherwise.
     """
 
     bindings: Mapping[str, Any]
@@ -95,8 +85,9 @@ class CohortReport:
         return bool(self.cases) and all(c.decision == "passed" for c in self.cases)
 
     @property
-    def exit_code(self) -> int:
-        return EXIT_PASS if self.all_passed else EXIT_HOLD
+    def decision(self) -> str:
+        """``pass`` when every locked case passed, else ``hold``."""
+        return "pass" if self.all_passed else "hold"
 
     @property
     def pass_rate(self) -> float:
@@ -123,8 +114,8 @@ class CohortReport:
             "failed": self.n_failed,
             "pass_rate": self.pass_rate,
             "failed_by_dimension": failed_by,
-            "decision": "pass" if self.all_passed else "hold",
-            "exit_code": self.exit_code,
+            "decision": self.decision,
+            "exit_code": _REPORTED_EXIT_CODE[self.decision],
         }
 
     def to_dict(self) -> dict[str, Any]:
@@ -162,14 +153,14 @@ def grade_cohort(lock: Mapping[str, Any], results: Mapping[str, Any], *,
 
     1. each document against its JSON Schema, then the results' events (duplicate
        ids, order, zones, digests, base64) and the lock's inventory against its
-       cases: :class:`~evaltk.errors.SchemaViolation` (CLI exit 65);
+       cases: :class:`~evaltk.errors.SchemaViolation`;
     2. the lock's own digest, its case-policy digest, the design digest (when the
        design is given) and the lock digest the results were made under:
-       :class:`LockChanged` (exit 10);
+       :class:`LockChanged`;
     3. the lock strictly before the results timestamp and before every event
-       timestamp: :class:`PostResultLock` (exit 11);
-    4. every locked case present in the results: :class:`MissingCase` (exit 12);
-    5. no case in the results that the lock does not hold: :class:`UnlockedCase` (exit 13).
+       timestamp: :class:`PostResultLock`;
+    4. every locked case present in the results: :class:`MissingCase`;
+    5. no case in the results that the lock does not hold: :class:`UnlockedCase`.
 
     Then every locked case is graded with :func:`grade_case`.
 
@@ -179,7 +170,7 @@ def grade_cohort(lock: Mapping[str, Any], results: Mapping[str, Any], *,
     >>> ex = Path("data/examples/trajectory")
     >>> if ex.is_dir():
     ...     r = grade_files(ex / "lock.json", ex / "results-pass.json", design=ex / "design.json")
-    ...     assert r.exit_code == 0
+    ...     assert r.decision == "pass"
     """
     files = _Files(lock_file, results_file, design_file)
     inventory, first_at = _check_documents(lock, results, design, files)
@@ -331,22 +322,16 @@ def verify_report(report: Mapping[str, Any], lock: Mapping[str, Any], results: M
 
 def run_grade(lock: str | os.PathLike[str], results: str | os.PathLike[str],
               output: str | os.PathLike[str] | None = None,
-              design: str | os.PathLike[str] | None = None) -> tuple[int, CohortReport | str]:
+              design: str | os.PathLike[str] | None = None) -> CohortReport:
     """Grade files as ``evaltk trajectory grade`` does and write the report to ``output``.
 
-    Returns ``(exit code, report)`` when the documents bind (exit 0 all passed, 2 a
-    hold), else ``(exit code, message)``: 10-13 for a binding error (see
-    :class:`TrajectoryBindingError`), 65 for a schema violation, 66 for unreadable
-    input.  The negative controls of :func:`run_self_check` go through this path.
+    Returns the :class:`CohortReport` when the documents bind (its ``decision`` is
+    ``pass`` or ``hold``); raises a :class:`TrajectoryBindingError` subclass,
+    :class:`~evaltk.errors.SchemaViolation` or :class:`~evaltk.errors.UnreadableInput`
+    otherwise, and writes nothing.  The command maps each outcome to its exit code; the
+    negative controls of :func:`run_self_check` go through this path.
     """
-    try:
-        report = grade_files(lock, results, design=design)
-    except TrajectoryBindingError as e:
-        return e.exit_code, str(e)
-    except UnreadableInput as e:
-        return 66, f"unreadable input: {e}"
-    except SchemaViolation as e:
-        return 65, f"schema violation: {e}"
+    report = grade_files(lock, results, design=design)
     if output is not None:
         _io.write_json(output, report.to_dict())
-    return report.exit_code, report
+    return report

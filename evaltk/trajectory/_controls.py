@@ -13,14 +13,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from ..errors import SchemaViolation, UnreadableInput
 from ._cohort import (
-    EXIT_HOLD,
-    EXIT_LOCK_CHANGED,
-    EXIT_MISSING_CASE,
-    EXIT_PASS,
-    EXIT_POST_RESULT_LOCK,
-    EXIT_UNLOCKED_CASE,
-    CohortReport,
+    LockChanged,
+    MissingCase,
+    PostResultLock,
+    TrajectoryBindingError,
+    UnlockedCase,
     run_grade,
     verify_report,
 )
@@ -195,95 +194,106 @@ def _promote_safe_abstention(d: dict, lock: dict, r: dict) -> None:
 class _Control(NamedTuple):
     name: str
     mutate: Callable[[dict, dict, dict], None]
-    exit_code: int
-    decision: str | None  # expected decision of the planted case, when graded
+    raises: type[Exception] | None  # the error that stops the run before grading, if any
+    decision: str | None  # expected decision of the planted case, when graded (the cohort holds)
     held_by: tuple[str, ...]  # expected failed dimensions of the planted case
     message: str  # expected fragment of the error, when the run stops before grading
 
 
-#: The fourteen planted failures of seed 003, each with the exit code and reason that shows it red.
+#: The fourteen planted failures of seed 003, each with the decision (the cohort holds) or the
+#: typed error that shows it red, and the reason.
 NEGATIVE_CONTROLS: tuple[_Control, ...] = (
-    _Control("final-answer-only mask", _mask_final_answer, EXIT_HOLD, "failed",
+    _Control("final-answer-only mask", _mask_final_answer, None, "failed",
              ("goal_completion", "state_drift", "premature_success", "evidence_fidelity"), ""),
-    _Control("excess step", _excess_step, EXIT_HOLD, "failed", ("unnecessary_steps",), ""),
-    _Control("unresolved recovery", _unresolved_recovery, EXIT_HOLD, "failed",
+    _Control("excess step", _excess_step, None, "failed", ("unnecessary_steps",), ""),
+    _Control("unresolved recovery", _unresolved_recovery, None, "failed",
              ("recovery", "premature_success"), ""),
-    _Control("repeated error", _repeated_error, EXIT_HOLD, "failed", ("repeated_error",), ""),
-    _Control("state drift", _state_drift, EXIT_HOLD, "failed", ("state_drift",), ""),
-    _Control("premature success", _premature_success, EXIT_HOLD, "failed", ("premature_success",), ""),
-    _Control("unjustified abstention", _unjustified_abstention, EXIT_HOLD, "failed",
+    _Control("repeated error", _repeated_error, None, "failed", ("repeated_error",), ""),
+    _Control("state drift", _state_drift, None, "failed", ("state_drift",), ""),
+    _Control("premature success", _premature_success, None, "failed", ("premature_success",), ""),
+    _Control("unjustified abstention", _unjustified_abstention, None, "failed",
              ("goal_completion", "safe_abstention"), ""),
-    _Control("changed evidence", _changed_evidence, EXIT_HOLD, "failed",
+    _Control("changed evidence", _changed_evidence, None, "failed",
              ("premature_success", "evidence_fidelity"), ""),
-    _Control("post-result lock", _post_result_lock, EXIT_POST_RESULT_LOCK, None, (), "post-result lock"),
-    _Control("lock drift", _lock_drift, EXIT_LOCK_CHANGED, None, (), "lock changed"),
-    _Control("missing case", _missing_case, EXIT_MISSING_CASE, None, (), "missing from the results"),
-    _Control("unlocked case", _unlocked_case, EXIT_UNLOCKED_CASE, None, (), "does not hold"),
-    _Control("dropped grading dimension", _dropped_dimension, 65, None, (),
+    _Control("post-result lock", _post_result_lock, PostResultLock, None, (), "post-result lock"),
+    _Control("lock drift", _lock_drift, LockChanged, None, (), "lock changed"),
+    _Control("missing case", _missing_case, MissingCase, None, (), "missing from the results"),
+    _Control("unlocked case", _unlocked_case, UnlockedCase, None, (), "does not hold"),
+    _Control("dropped grading dimension", _dropped_dimension, SchemaViolation, None, (),
              "dimension `evidence_fidelity` is missing"),
-    _Control("promotion of safe abstention", _promote_safe_abstention, EXIT_HOLD, "safely-abstained",
+    _Control("promotion of safe abstention", _promote_safe_abstention, None, "safely-abstained",
              ("goal_completion",), ""),
 )
 
 
 @dataclass(frozen=True)
 class ControlResult:
-    """What one control observed: the exit code, the planted case's decision and failed
-    dimensions (when it was graded) or the error message, and whether that is the expected red
-    (or, for the final run, green)."""
+    """What one control observed: either the cohort's decision (``pass`` / ``hold``) with the
+    planted case's decision and failed dimensions, or the typed error (``error``) that stopped
+    the run and its message; and whether that is the expected red (or, for the final run,
+    green)."""
 
     name: str
-    exit_code: int
+    cohort_decision: str | None
+    error: type[Exception] | None
     decision: str | None
     held_by: tuple[str, ...]
     message: str
     ok: bool
 
     def describe(self) -> str:
-        if self.decision is not None:
-            seen = f"exit {self.exit_code}; close-ticket {self.decision}"
+        if self.error is None:
+            seen = f"{self.cohort_decision}; close-ticket {self.decision}"
             if self.held_by:
                 seen += f", held by {', '.join(self.held_by)}"
         else:
-            seen = f"exit {self.exit_code}; {self.message}"
+            seen = f"{self.error.__name__}: {self.message}"
         return f"{'as expected' if self.ok else 'UNEXPECTED'}: {seen}"
 
 
-def _observe(name: str, design: dict, lock: dict, results: dict, *, exit_code: int,
-             decision: str | None, held_by: tuple[str, ...], message: str) -> ControlResult:
+#: What stops a run before grading: the binding errors and bad input.
+_STOPS = (TrajectoryBindingError, SchemaViolation, UnreadableInput)
+
+
+def _observe(name: str, design: dict, lock: dict, results: dict, *, cohort_decision: str,
+             raises: type[Exception] | None, decision: str | None, held_by: tuple[str, ...],
+             message: str) -> ControlResult:
     with tempfile.TemporaryDirectory(prefix="evaltk-trajectory-") as tmp:
         t = Path(tmp)
         for fname, doc in (("design.json", design), ("lock.json", lock), ("results.json", results)):
             (t / fname).write_text(json.dumps(doc), encoding="utf-8")
-        code, out = run_grade(t / "lock.json", t / "results.json", t / "report.json", t / "design.json")
-        if isinstance(out, CohortReport):
-            if out.exit_code == EXIT_HOLD:
-                verify_report(json.loads((t / "report.json").read_text("utf-8")), lock, results, design=design)
-            case = {c.case_id: c for c in out.cases}["close-ticket"]
-            others_ok = all(c.decision == "passed" for c in out.cases if c.case_id != "close-ticket")
-            ok = (code == exit_code and case.decision == decision and case.held_by == held_by and others_ok)
-            return ControlResult(name, code, case.decision, case.held_by, "", ok)
-        out = out.replace(f"{t}{os.sep}", "")
-        ok = code == exit_code and message in out
-        return ControlResult(name, code, None, (), out, ok)
+        try:
+            report = run_grade(t / "lock.json", t / "results.json", t / "report.json", t / "design.json")
+        except _STOPS as e:
+            seen = str(e).replace(f"{t}{os.sep}", "")
+            ok = type(e) is raises and message in seen
+            return ControlResult(name, None, type(e), None, (), seen, ok)
+        if report.decision == "hold":
+            verify_report(json.loads((t / "report.json").read_text("utf-8")), lock, results, design=design)
+        case = {c.case_id: c for c in report.cases}["close-ticket"]
+        others_ok = all(c.decision == "passed" for c in report.cases if c.case_id != "close-ticket")
+        ok = (raises is None and report.decision == cohort_decision and case.decision == decision
+              and case.held_by == held_by and others_ok)
+        return ControlResult(name, report.decision, None, case.decision, case.held_by, "", ok)
 
 
 def run_self_check() -> list[ControlResult]:
     """Run the fourteen negative controls, then a final green run.
 
     Each control plants one failure into a green synthetic cohort, grades it through
-    the same path as ``evaltk trajectory grade`` (files on disk, exit code) and
+    the same path as ``evaltk trajectory grade`` (files on disk, :func:`run_grade`) and
     records what it observed; ``ok`` is True when the control was red for the right
-    reason (exit code, decision and exactly the expected failed dimensions, or the
-    expected error).  The last entry is the unmodified cohort, which must exit 0.
+    reason (the cohort holds with the expected decision and exactly the expected failed
+    dimensions, or the expected error type and message).  The last entry is the
+    unmodified cohort, whose decision must be ``pass``.
     """
     out = []
     for c in NEGATIVE_CONTROLS:
         design, lock, results = _control_documents()
         c.mutate(design, lock, results)
-        out.append(_observe(c.name, design, lock, results, exit_code=c.exit_code, decision=c.decision,
-                            held_by=c.held_by, message=c.message))
+        out.append(_observe(c.name, design, lock, results, cohort_decision="hold", raises=c.raises,
+                            decision=c.decision, held_by=c.held_by, message=c.message))
     design, lock, results = _control_documents()
-    out.append(_observe("final green run", design, lock, results, exit_code=EXIT_PASS, decision="passed",
-                        held_by=(), message=""))
+    out.append(_observe("final green run", design, lock, results, cohort_decision="pass", raises=None,
+                        decision="passed", held_by=(), message=""))
     return out

@@ -17,7 +17,7 @@ evidence_fidelity   evidence id, expected SHA-256, claim ids     missing, change
 ==================  ===========================================  ==============================================
 
 :func:`grade_case` reads the events once (:class:`_Trace`: order, unique ids, timestamps,
-each event filed by kind), reads the facts the rules share (the terminal, the first
+each event filed by kind, the terminal, each milestone's first occurrence), reads the facts the rules share (the terminal, the first
 occurrence of each milestone, the faults, the recovery attempts, the evidence and
 claims in order), then applies one function per dimension and :func:`_decide`.  Any
 anomaly on the way raises; :func:`grade_case` then hands over to
@@ -181,10 +181,10 @@ def grade_case(policy: CasePolicy, events: Sequence[Mapping[str, Any]], *,
 
 
 def _grade(policy: CasePolicy, events: Sequence[Mapping[str, Any]], cid: str) -> CaseGrade:
-    trace, first_at = _read_trace(events)
+    trace = _read_trace(events)
     n = len(events)
-    term = _terminal(events, trace.terminals, n)
-    late = _late_milestone(policy, events, trace.milestones, term.index)
+    term = trace.terminal
+    late = _late_milestone(policy, trace.first_milestone, term.index)
     proof = _read_proof(policy, events, trace.proofs)
     faults = _faults(policy, events, trace.faults) if trace.faults else ()
     attempts = _attempts(events, trace.recoveries) if trace.recoveries else ()
@@ -205,7 +205,7 @@ def _grade(policy: CasePolicy, events: Sequence[Mapping[str, Any]], cid: str) ->
         _evidence_fidelity(policy, term, proof, n),
     )
     return _new(CaseGrade, (cid, _decide(term.status, outcomes), (term.status, term.event, term.reason),
-                            outcomes, first_at))
+                            outcomes, trace.first_at))
 
 
 # --------------------------------------------------------------------------- reading the events
@@ -214,29 +214,41 @@ def _grade(policy: CasePolicy, events: Sequence[Mapping[str, Any]], cid: str) ->
 _new = tuple.__new__
 #: What the lock says of a fault signature it does not hold.
 _UNKNOWN = object()
+class _Terminal(NamedTuple):
+    """The terminal event: its position (the number of events when there is none), status
+    (``none`` when there is none), id and abstention reason."""
+
+    index: int
+    status: str
+    event: str | None
+    reason: str | None
+
+
 class _Trace(NamedTuple):
     """A case's events filed by kind, each list in event order."""
 
     steps: list[Mapping[str, Any]]  # actions and recoveries: what the step budgets count
     recoveries: list[int]  # positions
-    milestones: list[int]
+    first_milestone: dict[Any, tuple[int, str]]  # milestone -> (position, event id) of its first occurrence
     faults: list[int]
     states: list[Mapping[str, Any]]
     proofs: list[int]  # evidence and claims together: a claim may cite only evidence seen before it
-    terminals: list[int]
+    terminal: _Terminal
+    first_at: datetime | None  # the earliest timestamp
 
 
-def _read_trace(events: Sequence[Mapping[str, Any]]) -> tuple[_Trace, datetime | None]:
+def _read_trace(events: Sequence[Mapping[str, Any]]) -> _Trace:
     """One ordered pass over a case's events: the checks a schema cannot make (``seq``
-    strictly increasing, unique ids, timestamps in order), each event filed by kind
-    (unknown kinds raise), and the earliest timestamp."""
+    strictly increasing, unique ids, timestamps in order, at most one terminal), each event
+    filed by kind (unknown kinds raise), the first occurrence of each milestone, the
+    terminal and the earliest timestamp."""
     steps: list[Mapping[str, Any]] = []
     states: list[Mapping[str, Any]] = []
     recoveries: list[int] = []
-    milestones: list[int] = []
+    first_milestone: dict[Any, tuple[int, str]] = {}
     faults: list[int] = []
     proofs: list[int] = []
-    terminals: list[int] = []
+    terminal = None
     ids = set()
     add_id = ids.add
     last_seq = -1
@@ -256,11 +268,15 @@ def _read_trace(events: Sequence[Mapping[str, Any]]) -> tuple[_Trace, datetime |
         elif kind == "evidence" or kind == "claim":
             proofs.append(i)
         elif kind == "milestone":
-            milestones.append(i)
+            m = ev["milestone"]
+            if m not in first_milestone:
+                first_milestone[m] = (i, ev["id"])
         elif kind == "state":
             states.append(ev)
         elif kind == "terminal":
-            terminals.append(i)
+            if terminal is not None:
+                raise Invalid  # a second terminal
+            terminal = _read_terminal(ev, i)
         elif kind == "fault":
             faults.append(i)
         elif kind == "recovery":
@@ -270,7 +286,9 @@ def _read_trace(events: Sequence[Mapping[str, Any]]) -> tuple[_Trace, datetime |
             raise Invalid
     if len(ids) != len(events):
         raise Invalid
-    return _new(_Trace, (steps, recoveries, milestones, faults, states, proofs, terminals)), first_at
+    if terminal is None:
+        terminal = _new(_Terminal, (len(events), "none", None, None))
+    return _new(_Trace, (steps, recoveries, first_milestone, faults, states, proofs, terminal, first_at))
 
 
 def _not_before(value: Any, last: datetime | None) -> datetime:
@@ -280,40 +298,17 @@ def _not_before(value: Any, last: datetime | None) -> datetime:
     return t
 
 
-class _Terminal(NamedTuple):
-    """The terminal event: its position (the number of events when there is none), status
-    (``none`` when there is none), id and abstention reason."""
-
-    index: int
-    status: str
-    event: str | None
-    reason: str | None
-
-
-def _terminal(events: Sequence[Mapping[str, Any]], positions: list[int], n: int) -> _Terminal:
-    if not positions:
-        return _new(_Terminal, (n, "none", None, None))
-    if len(positions) > 1:
-        raise Invalid
-    i = positions[0]
-    ev = events[i]
+def _read_terminal(ev: Mapping[str, Any], i: int) -> _Terminal:
     status = ev["status"]
     if status != "completed" and status != "abstained" and status != "none":
         raise Invalid
     return _new(_Terminal, (i, status, ev["id"], ev["reason"] if status == "abstained" else None))
 
 
-def _late_milestone(policy: CasePolicy, events: Sequence[Mapping[str, Any]], positions: list[int],
-                   before: int) -> tuple | None:
+def _late_milestone(policy: CasePolicy, first: Mapping[Any, tuple[int, str]], before: int) -> tuple | None:
     """The first required milestone not observed before position ``before``, as
     ``(milestone, (position, event id) of its first occurrence, or None)``; None when every
     one was."""
-    first: dict[Any, tuple] = {}
-    for i in positions:
-        ev = events[i]
-        m = ev["milestone"]
-        if m not in first:
-            first[m] = (i, ev["id"])
     for m in policy.milestones:
         hit = first.get(m)
         if hit is None or hit[0] > before:
@@ -371,6 +366,7 @@ class _Proof(NamedTuple):
     bad: DimensionOutcome | None
     bad_at: int
     last: int  # the position of the last evidence or claim event (-1 when there is none)
+    complete: bool  # by the last event: every locked item seen and cited by each of its claims
 
 
 def _read_proof(policy: CasePolicy, events: Sequence[Mapping[str, Any]], positions: list[int]) -> _Proof:
@@ -404,7 +400,8 @@ def _read_proof(policy: CasePolicy, events: Sequence[Mapping[str, Any]], positio
                 bad = _cite(policy, c, cites, ev["id"], first_seen, cited, i)
                 if bad is not None:
                     bad_at = i
-    return _new(_Proof, (first_seen, cited, bad, bad_at, positions[-1] if positions else -1))
+    complete = first_seen.keys() >= policy.evidence_ids and cited.keys() >= policy.claim_pairs
+    return _new(_Proof, (first_seen, cited, bad, bad_at, positions[-1] if positions else -1, complete))
 
 
 def _changed(e: str, eid: str, dig: str, want: str) -> DimensionOutcome:
@@ -434,9 +431,9 @@ def _cite(policy: CasePolicy, c: Any, cites: list, eid: str, first_seen: Mapping
 
 def _complete_before(policy: CasePolicy, proof: _Proof, limit: int) -> bool:
     """Every locked evidence item seen, and cited by each of its claims, before ``limit``."""
+    if proof.last < limit:  # every position recorded is before the limit
+        return proof.complete
     seen, cited = proof.first_seen, proof.cited
-    if proof.last < limit:  # every position recorded is before the limit: compare the sets
-        return seen.keys() >= policy.evidence_ids and cited.keys() >= policy.claim_pairs
     for e in policy.evidence_ids:
         if seen.get(e, limit) >= limit:
             return False
@@ -625,7 +622,7 @@ def _evidence_fidelity(policy: CasePolicy, term: _Terminal, proof: _Proof, n: in
         return proof.bad
     if term.status == "abstained":
         return _ABSTAINED_EVIDENCE_PASS
-    if proof.first_seen.keys() >= policy.evidence_ids and proof.cited.keys() >= policy.claim_pairs:
+    if proof.complete:
         return _new(DimensionOutcome, ("passed", policy.evidence_pass, None))
     return _missing_or_uncited(policy, proof, n)
 

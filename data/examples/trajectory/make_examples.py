@@ -177,7 +177,7 @@ def main() -> None:
         report = grade_files(HERE / "lock.json", HERE / f"results-{kind}.json", design=HERE / "design.json")
         (HERE / f"report-{kind}.json").write_text(
             json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-        print(f"results-{kind}.json -> exit {report.exit_code}: "
+        print(f"results-{kind}.json -> {report.decision}: "
               f"{ {c.case_id: c.decision for c in report.cases} }")
 
 
