@@ -41,12 +41,15 @@ import pandas as pd
 
 from ..scoring._scoring import GUIDE_MEASURES, TRACE_MEASURES, ScoreMatrix
 from ..stats._bootstrap import check_confidence_level, check_rng
-from ..values import CAUSES
+from ..values import CAUSES, MEASURE_LEVELS, PER_STEP_MEASURES
 
 __all__ = ["DIMENSION_TYPES", "GateResult", "GateRefused", "gate", "data_validity", "scoring_consistency"]
 
-DIMENSION_TYPES: dict[str, str] = {"x_task": "binary", "x_safe": "binary", "x_eff": "ordinal",
-                                   "x_ctx": "per_step_rate", **dict.fromkeys(GUIDE_MEASURES, "binary")}
+#: The gate's test per measure, from the vocabulary's levels (values.MEASURE_LEVELS): a
+#: per-step measure is a rate, an ordinal one ordinal, every other one binary.
+DIMENSION_TYPES: dict[str, str] = {
+    m: "per_step_rate" if m in PER_STEP_MEASURES else "ordinal" if MEASURE_LEVELS.get(m) == "ordinal" else "binary"
+    for m in (*TRACE_MEASURES, *GUIDE_MEASURES)}
 
 FAIL_CLOSED_CAUSES = ("missing_evidence", "abstained", "not_implemented")
 
