@@ -2,6 +2,9 @@
 Pareto frontier, active labeling and regression gates."""
 
 from ._calibration import (
+    _LEVELS as CALIBRATION_LEVELS,
+)
+from ._calibration import (
     AGENTREWARDBENCH_QUESTIONS,
     PROMOTION_CONDITIONS,
     AgreementWithHumans,
@@ -54,6 +57,7 @@ from ._selection import (
 )
 
 __all__ = [
+    "CALIBRATION_LEVELS",
     "FoldRule",
     "PanelResult",
     "fold_panel",

@@ -5,6 +5,7 @@ summary tables. Imports nothing above ``evaltk.values`` and ``evaltk.errors``.""
 from ._agreement import (
     INTERVAL_METHODS,
     LEVELS,
+    WEIGHTS,
     AgreementResult,
     CategoryDomainWarning,
     ClassificationResult,
@@ -102,6 +103,7 @@ __all__ = [
     "classification_report",
     "INTERVAL_METHODS",
     "LEVELS",
+    "WEIGHTS",
     "BootstrapResult",
     "UndefinedReplicateError",
     "bootstrap",
