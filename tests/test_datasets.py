@@ -937,3 +937,45 @@ def test_only_consequential_steps_carry_consequential_actions(big: D.DemoData) -
         for s in rec["steps"]:
             assert s["consequential"] == (s["action"] in cons_actions), rec["trace_id"]
             assert s["needs_confirmation"] == (s["action"] == "ask_user"), rec["trace_id"]
+
+
+# --------------------------------------------------------------------------- AgentRewardBench
+
+
+def test_load_agentrewardbench_errors(tmp_path):
+    with pytest.raises(UnreadableInput, match="no such file"):
+        D.load_agentrewardbench(tmp_path / "none.csv")
+    cols = ["annotator_name", "benchmark", "task_id", "model_name", "exp_name", "trajectory_success",
+            "trajectory_side_effect", "trajectory_optimality", "trajectory_looping"]
+    good = ["A", "webarena", "webarena.1", "m", "e", "Successful", "No", "2. Suboptimal", "No"]
+    p = tmp_path / "a.csv"
+    pd.DataFrame([good], columns=cols).drop(columns="trajectory_looping").to_csv(p, index=False)
+    with pytest.raises(SchemaViolation) as e:
+        D.load_agentrewardbench(p)
+    assert e.value.field == "trajectory_looping"
+    bad = list(good)
+    bad[5] = "Maybe"
+    pd.DataFrame([good, bad], columns=cols).to_csv(p, index=False)
+    with pytest.raises(SchemaViolation) as e:
+        D.load_agentrewardbench(p)
+    assert e.value.record == 3 and e.value.field == "trajectory_success" and "'Maybe'" in str(e.value)
+    pd.DataFrame([good, good], columns=cols).to_csv(p, index=False)
+    with pytest.raises(SchemaViolation, match="twice"):
+        D.load_agentrewardbench(p)
+
+
+def test_load_agentrewardbench_long_table_has_one_home(tmp_path):
+    import evaltk
+    from evaltk import judges
+
+    assert evaltk.load_agentrewardbench is D.load_agentrewardbench
+    assert not hasattr(judges, "load_agentrewardbench")  # judges reads through evaltk.data
+    p = tmp_path / "annotations.csv"
+    p.write_text("annotator_name,benchmark,task_id,model_name,exp_name,trajectory_success,"
+                 "trajectory_side_effect,trajectory_optimality,trajectory_looping\n"
+                 " H,webarena,webarena.7,gpt,e,Unsure,No,4. Completely Optimal,Yes\n", encoding="utf-8")
+    f = D.load_agentrewardbench(p)
+    assert list(f.columns) == ["item_id", "benchmark", "task_id", "model_name", "rater", "question", "rating", "line"]
+    assert list(f["question"]) == list(D.AGENTREWARDBENCH_QUESTIONS)
+    assert set(f["rater"]) == {"H"} and set(f["item_id"]) == {"webarena/webarena.7/gpt"} and set(f["line"]) == {2}
+    assert list(f["rating"]) == ["Unsure", "No", "4. Completely Optimal", "Yes"]

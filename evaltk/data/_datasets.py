@@ -21,7 +21,7 @@ test or a notebook can check that the toolkit *recovers* what was planted:
   set of known failures, and sparse human labels with some double-labelled runs.
 
 The real-data loaders read the public files under ``../shared/data`` (JudgeBench,
-the Alternative Annotator Test) into tidy long tables, validating every column
+the Alternative Annotator Test, AgentRewardBench) into tidy long tables, validating every column
 and raising :class:`~evaltk.errors.InputError` naming the file, record and field.
 
 See ``docs/datasets.md`` for the formats, the planted parameters and examples.
@@ -70,6 +70,8 @@ __all__ = [
     "ALTTEST_DATASETS",
     "load_alttest",
     "load_alt_test_annotations",
+    "AGENTREWARDBENCH_QUESTIONS",
+    "load_agentrewardbench",
 ]
 
 #: Bumped whenever the same seed would produce different data.
@@ -2214,3 +2216,97 @@ def load_alttest(path: str | Path, dataset: str) -> pd.DataFrame:
         "dataset": dataset, "item_id": pd.Series(items, dtype=object), "rater": pd.Series(raters, dtype=object),
         "rating": rating, "rater_kind": pd.Series(kinds, dtype=object),
     })
+
+
+# --------------------------------------------------------------------------- AgentRewardBench
+
+#: AgentRewardBench's four questions: column, level, declared categories, abstention labels.
+AGENTREWARDBENCH_QUESTIONS: dict[str, dict[str, Any]] = {
+    "success": {"column": "trajectory_success", "level": "nominal",
+                "categories": ("Unsuccessful", "Successful"), "abstain": ("Unsure",)},
+    "side_effect": {"column": "trajectory_side_effect", "level": "nominal",
+                    "categories": ("No", "Yes"), "abstain": ("Unsure",)},
+    "optimality": {"column": "trajectory_optimality", "level": "ordinal",
+                   "categories": ("1. Complete Failure", "2. Suboptimal", "3. Somewhat Optimal",
+                                  "4. Completely Optimal"), "abstain": ("Unsure",)},
+    "looping": {"column": "trajectory_looping", "level": "nominal",
+                "categories": ("No", "Yes"), "abstain": ("Unsure",)},
+}
+_ARB_KEYS = ("annotator_name", "benchmark", "task_id", "model_name")
+
+
+def load_agentrewardbench(path: str | Path) -> pd.DataFrame:
+    """Read AgentRewardBench's ``annotations.csv`` into a long table of ratings.
+
+    Parameters
+    ----------
+    path : str or Path
+        The CSV (columns ``annotator_name, benchmark, task_id, model_name,
+        exp_name, trajectory_success, trajectory_side_effect,
+        trajectory_optimality, trajectory_looping``).
+
+    Returns
+    -------
+    DataFrame
+        ``item_id, benchmark, task_id, model_name, rater, question, rating,
+        line``: one row per (trajectory, annotator, question).  ``item_id`` is
+        ``benchmark/task_id/model_name``; ``rater`` is the annotator name with
+        surrounding spaces removed (the file has one " H"); ``rating`` keeps
+        "Unsure" (pass ``abstain=["Unsure"]`` downstream); ``line`` is the CSV
+        line number.
+
+    Raises
+    ------
+    UnreadableInput
+        Missing, not UTF-8 or not CSV.
+    SchemaViolation
+        A required column is absent, or a rating is empty or outside the
+        question's categories (names the line and field).
+
+    References
+    ----------
+    Lù, X. H. et al. (2025). AgentRewardBench: Evaluating Automatic Evaluations of
+    Web Agent Trajectories.  github.com/McGill-NLP/agent-reward-bench.
+    """
+    p = Path(path)
+    try:
+        raw = pd.read_csv(p, dtype=str, keep_default_na=False, encoding="utf-8")
+    except FileNotFoundError:
+        raise UnreadableInput("no such file", file=str(p)) from None
+    except (UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as e:
+        raise UnreadableInput(f"not a UTF-8 CSV ({e})", file=str(p)) from None
+    need = [*_ARB_KEYS, *(q["column"] for q in AGENTREWARDBENCH_QUESTIONS.values())]
+    for col in need:
+        if col not in raw.columns:
+            raise SchemaViolation(f"required column is missing (columns: {list(raw.columns)})",
+                                  file=str(p), field=col)
+    raw = raw.copy()
+    raw["line"] = np.arange(2, len(raw) + 2)
+    for col in _ARB_KEYS:
+        stripped = raw[col].str.strip()
+        empty = stripped == ""
+        if empty.any():
+            raise SchemaViolation("empty value", file=str(p), record=int(raw.loc[empty, "line"].iloc[0]), field=col)
+        raw[col] = stripped
+    frames = []
+    for q, spec in AGENTREWARDBENCH_QUESTIONS.items():
+        col = spec["column"]
+        vals = raw[col].str.strip()
+        allowed = set(spec["categories"]) | set(spec["abstain"])
+        bad = ~vals.isin(allowed)
+        if bad.any():
+            i = int(np.flatnonzero(bad.to_numpy())[0])
+            raise SchemaViolation(f"{vals.iloc[i]!r} is not one of {sorted(allowed)}", file=str(p),
+                                  record=int(raw["line"].iloc[i]), field=col)
+        frames.append(pd.DataFrame({
+            "item_id": raw["benchmark"] + "/" + raw["task_id"] + "/" + raw["model_name"],
+            "benchmark": raw["benchmark"], "task_id": raw["task_id"], "model_name": raw["model_name"],
+            "rater": raw["annotator_name"], "question": q, "rating": vals, "line": raw["line"],
+        }))
+    out = pd.concat(frames, ignore_index=True)
+    dup = out.duplicated(["item_id", "rater", "question"], keep=False)
+    if dup.any():
+        r = out[dup].iloc[0]
+        raise SchemaViolation(f"annotator {r['rater']!r} rated trajectory {r['item_id']!r} twice",
+                              file=str(p), record=int(r["line"]), field="annotator_name")
+    return out

@@ -5,7 +5,6 @@ from ._calibration import (
     _LEVELS as CALIBRATION_LEVELS,
 )
 from ._calibration import (
-    AGENTREWARDBENCH_QUESTIONS,
     PROMOTION_CONDITIONS,
     AgreementWithHumans,
     AltTestResult,
@@ -19,7 +18,6 @@ from ._calibration import (
     calibration_record,
     human_ceiling,
     kappa_sample_size,
-    load_agentrewardbench,
     population_table,
     promotion_check,
 )
@@ -63,7 +61,6 @@ __all__ = [
     "fold_panel",
     "fold_pairwise_trials",
     "review_queue",
-    "AGENTREWARDBENCH_QUESTIONS",
     "CeilingResult",
     "AgreementWithHumans",
     "CalibrationNumbers",
@@ -71,7 +68,6 @@ __all__ = [
     "PROMOTION_CONDITIONS",
     "AltTestResult",
     "SampleSizePlan",
-    "load_agentrewardbench",
     "agentrewardbench_ceiling",
     "population_table",
     "human_ceiling",

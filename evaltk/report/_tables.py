@@ -370,7 +370,8 @@ def published_precision_table(annotations: Any, leaderboard: Any, *, confidence_
     """
     from dataclasses import replace
 
-    from ..judges import load_agentrewardbench, published_precision_recall
+    from ..data import load_agentrewardbench
+    from ..judges import published_precision_recall
 
     ratings = load_agentrewardbench(annotations)
     success = ratings[ratings["question"] == "success"].drop_duplicates("item_id")
