@@ -1,4 +1,4 @@
-"""The ``evaltk`` command-line layer for ``evaltk.judges._regression``."""
+"""The ``evaltk`` command-line layer for the regression gate of ``evaltk.judges``."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ from typing import Any
 
 import numpy as np
 
-from ..judges._regression import (
+from ..judges import (
     GateRefused,
     gate,
 )
-from ..scoring._scoring import ScoreMatrix
+from ..scoring import ScoreMatrix
 
 # --------------------------------------------------------------------------- CLI
 

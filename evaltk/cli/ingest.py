@@ -1,4 +1,4 @@
-"""The ``evaltk`` command-line layer for ``evaltk.ingest._traces``."""
+"""The ``evaltk`` command-line layer for ``evaltk.ingest``."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..ingest._traces import (
+from ..ingest import (
     ingest_traces,
 )
 

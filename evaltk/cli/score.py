@@ -1,4 +1,4 @@
-"""The ``evaltk`` command-line layer for ``evaltk.scoring._scoring``."""
+"""The ``evaltk`` command-line layer for ``evaltk.scoring``."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from ..scoring._scoring import (
+from ..scoring import (
     score_traces,
 )
 
