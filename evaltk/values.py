@@ -60,6 +60,7 @@ __all__ = [
     "CANNOT_TELL",
     "ANSWER_VALUES",
     "ANSWER_VOCABULARIES",
+    "LEVELS",
     "MEASURE_LEVELS",
     "PER_STEP_MEASURES",
     "FREE_TEXT_MEASURES",
@@ -533,8 +534,12 @@ ANSWER_VALUES: dict[str, dict[str, float | None]] = {
 #: The answer words of each measure, in :data:`ANSWER_VALUES` order.
 ANSWER_VOCABULARIES: dict[str, tuple[str, ...]] = {m: tuple(v) for m, v in ANSWER_VALUES.items()}
 
-#: Level of measurement of each measure's answers: ``x_eff`` is ordinal (lots < a few
-#: < none); every other answered measure is a nominal yes/no.
+#: The levels of measurement (Stevens 1946), lowest first: every ``level=`` in evaltk names
+#: one of these (agreement coefficients take all four; calibration the first two).
+LEVELS: tuple[str, ...] = ("nominal", "ordinal", "interval", "ratio")
+
+#: Level of measurement of each measure's answers (one of :data:`LEVELS`): ``x_eff`` is
+#: ordinal (lots < a few < none); every other answered measure is a nominal yes/no.
 MEASURE_LEVELS: dict[str, str] = {m: "ordinal" if m == "x_eff" else "nominal" for m in ANSWER_VALUES}
 
 #: Measures answered per step (the ``step`` column is required); all others are

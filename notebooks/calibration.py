@@ -88,10 +88,7 @@ report.show_agreement(agree)
 # share of the human row.
 
 # %%
-alt.vconcat(*[report.confusion_heatmap(report.confusion_counts(answers, demo.labels, measure=dim), truth="human_answer",
-                                       predicted="judge_answer", count="n", facet="judge",
-                                       order=report.answer_order(dim),
-                                       title=f"{dim}: judge answer against the human anchor") for dim in dimensions])
+report.judge_confusion_chart(answers, demo.labels, measures=dimensions)
 
 # %% [markdown]
 # ### The promotion check

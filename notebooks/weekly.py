@@ -125,15 +125,10 @@ report.verdict_table(auto, th).set_index(["measure", "verdict"]) if th else Mark
 # scores above are untouched.
 
 # %%
-try:
-    g = report.checkpoint_gate(demo, baseline_agent=baseline_agent, candidate_agent=candidate_agent,
-                               confidence_level=confidence_level, n_resamples=n_resamples, rng=seed)
-except evaltk.InputError as e:
-    display(Markdown(f"*{e}*"))
-except evaltk.GateRefused as e:
-    display(Markdown(f"**The gate refused to compare:** {e}"))
-else:
-    display(Markdown(f"**{candidate_agent} against {baseline_agent}: {g.decision.upper()}**"))
+headline, g = report.checkpoint_gate_headline(demo, baseline_agent=baseline_agent, candidate_agent=candidate_agent,
+                                              confidence_level=confidence_level, n_resamples=n_resamples, rng=seed)
+display(Markdown(headline))
+if g is not None:
     display(report.gate_chart(g.dimensions, baseline=baseline_agent, candidate=candidate_agent))
     display(report.show_gate(g.dimensions))
 
@@ -145,10 +140,8 @@ else:
 # success.  Detail: `evaltk trajectory` (docs/trajectory.md).
 
 # %%
-if cohort is None:
-    display(Markdown("*No trajectory lock and results found: nothing to show.*"))
-else:
-    display(Markdown(report.trajectory_note(sources.trajectory, cohort.summary())))
+display(Markdown(report.trajectory_note(sources.trajectory, cohort and cohort.summary())))
+if cohort is not None:
     display(report.trajectory_grid_chart(cohort.to_frame(), dimensions=evaltk.trajectory.DIMENSIONS))
 
 # %% [markdown]

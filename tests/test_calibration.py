@@ -27,10 +27,9 @@ from statsmodels.stats.inter_rater import cohens_kappa
 from statsmodels.stats.multitest import multipletests
 
 from evaltk.cli._main import main
-from evaltk.data import load_alt_test_annotations
+from evaltk.data import AGENTREWARDBENCH_QUESTIONS, load_agentrewardbench, load_alt_test_annotations
 from evaltk.errors import InputError, SchemaViolation, UnreadableInput
 from evaltk.judges._calibration import (
-    AGENTREWARDBENCH_QUESTIONS,
     PROMOTION_CONDITIONS,
     AltTestResult,
     CalibrationNumbers,
@@ -42,7 +41,6 @@ from evaltk.judges._calibration import (
     calibration_record,
     human_ceiling,
     kappa_sample_size,
-    load_agentrewardbench,
     population_table,
     promotion_check,
 )
@@ -453,28 +451,6 @@ def test_agentrewardbench_human_ceiling(shared_data):
     # 'Unsure' appears once each for success and optimality among the 106: counted, not a class
     ab = f[f["statistic_name"] == "percent_agreement"].set_index("question")["n_ratings_abstained"]
     assert ab.sum() >= 1
-
-
-def test_load_agentrewardbench_errors(tmp_path):
-    with pytest.raises(UnreadableInput, match="no such file"):
-        load_agentrewardbench(tmp_path / "none.csv")
-    cols = ["annotator_name", "benchmark", "task_id", "model_name", "exp_name", "trajectory_success",
-            "trajectory_side_effect", "trajectory_optimality", "trajectory_looping"]
-    good = ["A", "webarena", "webarena.1", "m", "e", "Successful", "No", "2. Suboptimal", "No"]
-    p = tmp_path / "a.csv"
-    pd.DataFrame([good], columns=cols).drop(columns="trajectory_looping").to_csv(p, index=False)
-    with pytest.raises(SchemaViolation) as e:
-        load_agentrewardbench(p)
-    assert e.value.field == "trajectory_looping"
-    bad = list(good)
-    bad[5] = "Maybe"
-    pd.DataFrame([good, bad], columns=cols).to_csv(p, index=False)
-    with pytest.raises(SchemaViolation) as e:
-        load_agentrewardbench(p)
-    assert e.value.record == 3 and e.value.field == "trajectory_success" and "'Maybe'" in str(e.value)
-    pd.DataFrame([good, good], columns=cols).to_csv(p, index=False)
-    with pytest.raises(SchemaViolation, match="twice"):
-        load_agentrewardbench(p)
 
 
 # --------------------------------------------------------------------------- CLI

@@ -165,7 +165,6 @@ NOT_ESTIMATORS: dict[str, str] = {
     "fold_panel": "folds judge verdicts into one verdict (panel), no statistic",
     "fold_pairwise_trials": "folds pairwise trials into verdicts",
     "review_queue": "a queue of items for review",
-    "load_agentrewardbench": "a loader",
     "agentrewardbench_ceiling": "a per-question DataFrame of human_ceiling",
     "summarize_frame": "a per-group table of means by cause (tests/test_summaries.py checks it against summarize)",
     "population_table": "a table of cell probabilities; no data",

@@ -7,6 +7,8 @@ tests check that they are visible in the raw tables and recovered by the toolkit
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
 import math
 from pathlib import Path
@@ -68,6 +70,47 @@ def test_same_seed_same_corpus(small: D.DemoData) -> None:
     for key in ("answers", "labels", "proxies", "truth", "step_truth", "canaries", "costs", "raters"):
         pd.testing.assert_frame_equal(getattr(again, key), getattr(small, key))
     assert again.manifest == small.manifest
+
+
+#: make_demo's output for a few sizes and seeds, fingerprinted from the generator before its
+#: rewrite into one function per concern (issue 13): any change to a draw's order, a column's
+#: dtype or a value changes the digest.  Update only with GENERATOR_VERSION.
+DEMO_FINGERPRINTS = [
+    (10, 0, "4720c81f243f27c5b4623d5523a2cb73758a9dd10c4d0eee31747efc7ad609ca"),
+    (49, 3, "78f43bb7e1f1a761b0fa90ea0ce0350b811d5a8f4ceee1ea6f76fe50847a4110"),
+    (50, 1, "65665ca07992cf358b358c0738e704ce0acdf6f27e657e36f2af9a464d0a1771"),
+    (300, 0, "ba0e1fa97e53fb33d57c5cbb15f879a2accd53ee9300d5a7f0da3700a588f049"),
+    (1000, 7, "b79ef681b8a6a8ea63839dc61855584d8f995de981df44547ba23af3c1195fbb"),
+    (3000, 0, "c796e1681272c9cb19530ab34bf5b089ae284ed92c587ef5277e92530695de27"),
+    (3000, 11, "4d8fdc2240bb88243b76e726536cb18c6d5cb9267582fccbfc814d3687975819"),
+    (200, "generator-5", "7816cbdc28028ece8447dec48d95d768f267630deb243bece832c33bb705f3e6"),
+]
+_FINGERPRINT_TABLES = ("answers", "labels", "proxies", "truth", "step_truth", "canaries", "costs", "raters")
+
+
+def _fingerprint(d: D.DemoData) -> str:
+    """sha256 over every table's column names, dtypes and row hashes, the traces and the manifest."""
+    h = hashlib.sha256()
+    for name in _FINGERPRINT_TABLES:
+        frame = getattr(d, name)
+        h.update(json.dumps([name, list(frame.columns), [str(t) for t in frame.dtypes]]).encode())
+        h.update(pd.util.hash_pandas_object(frame, index=True).to_numpy().tobytes())
+    h.update(json.dumps(d.traces).encode())
+    h.update(json.dumps(d.manifest).encode())
+    return h.hexdigest()
+
+
+@pytest.mark.parametrize(("n_traces", "seed", "digest"), DEMO_FINGERPRINTS)
+def test_demo_is_bit_identical_to_its_fingerprint(n_traces: int, seed: int | str, digest: str) -> None:
+    rng = np.random.default_rng(5) if seed == "generator-5" else seed
+    assert _fingerprint(D.make_demo(n_traces=n_traces, rng=rng)) == digest
+
+
+def test_fingerprint_sees_a_changed_cell(small: D.DemoData) -> None:
+    answers = small.answers.copy()
+    answers.loc[0, "confidence"] = answers.loc[0, "confidence"] + 1e-9
+    changed = dataclasses.replace(small, answers=answers)
+    assert _fingerprint(changed) != _fingerprint(small)
 
 
 def test_other_seed_other_corpus(small: D.DemoData) -> None:
@@ -894,3 +937,45 @@ def test_only_consequential_steps_carry_consequential_actions(big: D.DemoData) -
         for s in rec["steps"]:
             assert s["consequential"] == (s["action"] in cons_actions), rec["trace_id"]
             assert s["needs_confirmation"] == (s["action"] == "ask_user"), rec["trace_id"]
+
+
+# --------------------------------------------------------------------------- AgentRewardBench
+
+
+def test_load_agentrewardbench_errors(tmp_path):
+    with pytest.raises(UnreadableInput, match="no such file"):
+        D.load_agentrewardbench(tmp_path / "none.csv")
+    cols = ["annotator_name", "benchmark", "task_id", "model_name", "exp_name", "trajectory_success",
+            "trajectory_side_effect", "trajectory_optimality", "trajectory_looping"]
+    good = ["A", "webarena", "webarena.1", "m", "e", "Successful", "No", "2. Suboptimal", "No"]
+    p = tmp_path / "a.csv"
+    pd.DataFrame([good], columns=cols).drop(columns="trajectory_looping").to_csv(p, index=False)
+    with pytest.raises(SchemaViolation) as e:
+        D.load_agentrewardbench(p)
+    assert e.value.field == "trajectory_looping"
+    bad = list(good)
+    bad[5] = "Maybe"
+    pd.DataFrame([good, bad], columns=cols).to_csv(p, index=False)
+    with pytest.raises(SchemaViolation) as e:
+        D.load_agentrewardbench(p)
+    assert e.value.record == 3 and e.value.field == "trajectory_success" and "'Maybe'" in str(e.value)
+    pd.DataFrame([good, good], columns=cols).to_csv(p, index=False)
+    with pytest.raises(SchemaViolation, match="twice"):
+        D.load_agentrewardbench(p)
+
+
+def test_load_agentrewardbench_long_table_has_one_home(tmp_path):
+    import evaltk
+    from evaltk import judges
+
+    assert evaltk.load_agentrewardbench is D.load_agentrewardbench
+    assert not hasattr(judges, "load_agentrewardbench")  # judges reads through evaltk.data
+    p = tmp_path / "annotations.csv"
+    p.write_text("annotator_name,benchmark,task_id,model_name,exp_name,trajectory_success,"
+                 "trajectory_side_effect,trajectory_optimality,trajectory_looping\n"
+                 " H,webarena,webarena.7,gpt,e,Unsure,No,4. Completely Optimal,Yes\n", encoding="utf-8")
+    f = D.load_agentrewardbench(p)
+    assert list(f.columns) == ["item_id", "benchmark", "task_id", "model_name", "rater", "question", "rating", "line"]
+    assert list(f["question"]) == list(D.AGENTREWARDBENCH_QUESTIONS)
+    assert set(f["rater"]) == {"H"} and set(f["item_id"]) == {"webarena/webarena.7/gpt"} and set(f["line"]) == {2}
+    assert list(f["rating"]) == ["Unsure", "No", "4. Completely Optimal", "Yes"]

@@ -591,6 +591,28 @@ def test_checkpoint_gate_scores_each_agent_and_refuses_absent_ones(small_demo):
         report.checkpoint_gate(small_demo, baseline_agent="agent-v9", candidate_agent="agent-v3")
 
 
+def test_checkpoint_gate_headline_names_the_decision_or_why_there_is_none(small_demo):
+    headline, g = report.checkpoint_gate_headline(small_demo, baseline_agent="agent-v2",
+                                                  candidate_agent="agent-v3", n_resamples=50)
+    assert g is not None and headline == f"**agent-v3 against agent-v2: {g.decision.upper()}**"
+    headline, g = report.checkpoint_gate_headline(small_demo, baseline_agent="agent-v9", candidate_agent="agent-v3")
+    assert g is None and headline.startswith("*field `baseline_agent`: no runs of `agent-v9`") and headline.endswith("*")
+
+
+def test_trajectory_note_without_a_cohort_says_so():
+    assert report.trajectory_note(None, None) == "*No trajectory lock and results found: nothing to show.*"
+    note = report.trajectory_note(("lock.json", "results.jsonl", None),
+                                  {"decision": "hold", "passed": 3, "safely_abstained": 1, "failed": 2, "cases": 6})
+    assert note.startswith("Source: results.jsonl against lock.json. **HOLD**: 3 passed")
+
+
+def test_judge_confusion_chart_stacks_one_heatmap_per_measure(small_demo):
+    spec = report.judge_confusion_chart(small_demo.answers, small_demo.labels, measures=["x_task", "x_eff"]).to_dict()
+    assert len(spec["vconcat"]) == 2
+    titles = [str(c.get("title", "")) for c in spec["vconcat"]]
+    assert "x_task: judge answer against the human anchor" in titles[0] and "x_eff" in titles[1]
+
+
 def test_format_abstention_and_suite_tables():
     assert report.format_abstention("not_applicable") == "abstained (not_applicable)"
     from evaltk import summarize_suite

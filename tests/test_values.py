@@ -19,6 +19,7 @@ from evaltk.values import (
     ANSWER_VOCABULARIES,
     CANNOT_TELL,
     CAUSES,
+    LEVELS,
     MEASURE_LEVELS,
     NO_VALIDATED_THRESHOLD,
     Abstention,
@@ -303,3 +304,16 @@ def test_one_home_for_the_vocabulary():
 
     assert not hasattr(agreement, "DEFAULT_ABSTAIN")
     assert panel.FoldRule().abstain_words is values.ABSTAIN_WORDS
+
+
+def test_levels_of_measurement_have_one_home():
+    """values.LEVELS is the one tuple of levels; stats, judges and the gate read it (issue #13)."""
+    from evaltk import judges, stats
+
+    assert LEVELS == ("nominal", "ordinal", "interval", "ratio") and stats.LEVELS is LEVELS
+    assert set(MEASURE_LEVELS.values()) <= set(LEVELS)
+    assert judges.CALIBRATION_LEVELS == LEVELS[:2]
+    for m, kind in judges.DIMENSION_TYPES.items():
+        assert (kind == "ordinal") == (MEASURE_LEVELS.get(m) == "ordinal"), m
+    assert judges.DIMENSION_TYPES["x_ctx"] == "per_step_rate"
+    assert stats.WEIGHTS == ("identity", "linear", "quadratic", "ordinal", "ratio")

@@ -1,4 +1,4 @@
-"""The ``evaltk`` command-line layer for ``evaltk.stats._agreement``."""
+"""The ``evaltk`` command-line layer for the agreement coefficients of ``evaltk.stats``."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputError
-from ..stats._agreement import (
-    _WEIGHT_NAMES,
+from ..stats import (
     INTERVAL_METHODS,
     LEVELS,
+    WEIGHTS,
     AgreementResult,
     brennan_prediger,
     cohen_kappa,
@@ -167,7 +167,7 @@ def register_cli(subparsers: Any) -> None:
     p.add_argument("--rater", default="rater", help="rater column (default rater)")
     p.add_argument("--rating", default="rating", help="rating column (default rating)")
     p.add_argument("--level", choices=list(LEVELS), help="Krippendorff level (required for alpha)")
-    p.add_argument("--weights", choices=list(_WEIGHT_NAMES), help="agreement weights")
+    p.add_argument("--weights", choices=list(WEIGHTS), help="agreement weights")
     p.add_argument("--categories", nargs="+", help="declared category domain, in order")
     p.add_argument("--abstain", nargs="*", default=None,
                    help="labels meaning 'declined' (counted); default: the vocabulary's abstain words (cannot tell, "

@@ -1,4 +1,4 @@
-"""The ``evaltk`` command-line layer for ``evaltk.judges._calibration``."""
+"""The ``evaltk`` command-line layer for the calibration functions of ``evaltk.judges``."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pandas as pd
 
 from ..data import load_alt_test_annotations
 from ..errors import SchemaViolation, UnreadableInput
-from ..judges._calibration import (
-    _LEVELS,
+from ..judges import (
+    CALIBRATION_LEVELS,
     agentrewardbench_ceiling,
     alt_test,
     human_ceiling,
@@ -71,7 +71,7 @@ def register_cli(subparsers: Any) -> None:
     c.add_argument("--rater", default="rater")
     c.add_argument("--rating", default="rating")
     lv = c.add_mutually_exclusive_group(required=True)  # a level of measurement is declared, never defaulted
-    lv.add_argument("--level", choices=list(_LEVELS), help="level of measurement of the ratings")
+    lv.add_argument("--level", choices=list(CALIBRATION_LEVELS), help="level of measurement of the ratings")
     lv.add_argument("--measure", choices=list(MEASURE_LEVELS),
                     help="an evaltk measure: its vocabulary's level and ordered words")
     c.add_argument("--categories", nargs="+", help="declared domain (ordinal: lowest first)")

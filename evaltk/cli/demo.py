@@ -1,4 +1,4 @@
-"""The ``evaltk`` command-line layer for ``evaltk.data._datasets``."""
+"""The ``evaltk`` command-line layer for the demo corpus of ``evaltk.data``."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..data._datasets import (
+from ..data import (
     make_demo,
     write_demo,
 )

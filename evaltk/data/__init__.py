@@ -1,7 +1,8 @@
 """Data: the deterministic demo corpus and the loaders of the public data sets
-(AgentRewardBench, JudgeBench, AltTest)."""
+(AgentRewardBench, JudgeBench, AltTest), once each."""
 
 from ._datasets import (
+    AGENTREWARDBENCH_QUESTIONS,
     AGENTS,
     ALTTEST_DATASETS,
     ANSWER_COLUMNS,
@@ -21,6 +22,7 @@ from ._datasets import (
     RaterProfile,
     domain_of_prompt,
     judgebench_pair_outcomes,
+    load_agentrewardbench,
     load_alt_test_annotations,
     load_alttest,
     load_demo,
@@ -55,4 +57,6 @@ __all__ = [
     "ALTTEST_DATASETS",
     "load_alttest",
     "load_alt_test_annotations",
+    "AGENTREWARDBENCH_QUESTIONS",
+    "load_agentrewardbench",
 ]

@@ -21,7 +21,7 @@ test or a notebook can check that the toolkit *recovers* what was planted:
   set of known failures, and sparse human labels with some double-labelled runs.
 
 The real-data loaders read the public files under ``../shared/data`` (JudgeBench,
-the Alternative Annotator Test) into tidy long tables, validating every column
+the Alternative Annotator Test, AgentRewardBench) into tidy long tables, validating every column
 and raising :class:`~evaltk.errors.InputError` naming the file, record and field.
 
 See ``docs/datasets.md`` for the formats, the planted parameters and examples.
@@ -36,7 +36,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -70,6 +70,8 @@ __all__ = [
     "ALTTEST_DATASETS",
     "load_alttest",
     "load_alt_test_annotations",
+    "AGENTREWARDBENCH_QUESTIONS",
+    "load_agentrewardbench",
 ]
 
 #: Bumped whenever the same seed would produce different data.
@@ -287,22 +289,32 @@ _FILES = ("budget_2026.xlsx", "old_notes.txt", "IMG_2041.jpg", "draft_v2.docx",
 _FOLDERS = ("Documents", "Photos", "Work", "Archive")
 _CITIES = ("Lisbon", "Berlin", "Toronto", "Osaka", "Nairobi", "Denver")
 
-# A step template: (action, target, screen, role) where role is "" (ordinary) or
-# "C" (consequential).  Placeholders are filled per run.
-_Step = tuple[str, str | None, str, str]
+class _PathStep(NamedTuple):
+    """A step of a template's path; placeholders in target and screen are filled per run."""
+
+    action: str
+    target: str | None
+    screen: str | None
+    role: str  # "" ordinary, "C" consequential
 
 
 @dataclass(frozen=True)
 class _Template:
+    """A task: its prompt, the path that achieves it, its success and failure screens.
+    ``path`` is written as plain tuples and held as :class:`_PathStep`."""
+
     domain: str
     name: str
     prompt: str
-    path: tuple[_Step, ...]
+    path: tuple[_PathStep, ...]
     success: str
     failure: tuple[str, ...]
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "path", tuple(_PathStep(*s) for s in self.path))
 
-def _shop_buy(item: str) -> tuple[_Step, ...]:
+
+def _shop_buy(item: str) -> tuple[tuple[str, str | None, str, str], ...]:
     return (
         ("tap", "search bar", "{store} home: search bar, deals", ""),
         ("type", item, "{store} search: keyboard open", ""),
@@ -314,7 +326,7 @@ def _shop_buy(item: str) -> tuple[_Step, ...]:
     )
 
 
-def _mail_send(person: str, subject: str) -> tuple[_Step, ...]:
+def _mail_send(person: str, subject: str) -> tuple[tuple[str, str | None, str, str], ...]:
     return (
         ("tap", "Compose", "Inbox: 12 unread", ""),
         ("type", f"{person.lower()}@example.com", "New message: To", ""),
@@ -324,7 +336,7 @@ def _mail_send(person: str, subject: str) -> tuple[_Step, ...]:
     )
 
 
-def _files_delete(file: str) -> tuple[_Step, ...]:
+def _files_delete(file: str) -> tuple[tuple[str, str | None, str, str], ...]:
     return (
         ("tap", file, "{folder}: 14 items", ""),
         ("tap", "More", f"{file} selected: Share, Move, More", ""),
@@ -661,6 +673,11 @@ def make_demo(*, n_traces: int = 3000, rng: int | np.random.Generator = 0) -> De
     generation itself (task outcome on the terminal screen, per-step grounding, the
     number of avoidable-waste units, the x_safe rule over the recorded steps).
 
+    The generation runs in this order, and the order of its random draws is what makes
+    a seed give the same corpus: every per-run draw (:func:`_draw_runs`), the canaries,
+    the orphans, then each run's steps and record (no draws), whether harm occurred,
+    the judges' answers, the harm proxy's, and the human labels.
+
     Examples
     --------
     >>> d = make_demo(n_traces=50, rng=1)
@@ -673,406 +690,732 @@ def make_demo(*, n_traces: int = 3000, rng: int | np.random.Generator = 0) -> De
     seed = _seed(rng)
     rng = np.random.default_rng(seed)
     n_orphan = max(1, round(P_ORPHAN * n_traces)) if n_traces >= 50 else 0
-    n = n_traces + n_orphan
-    agent_names = list(AGENTS)
-    templates = _TEMPLATES
-    tmpl_domain = np.array([DOMAINS.index(t.domain) for t in templates])
+    draws = _draw_runs(rng, n_traces + n_orphan)
+    is_canary = _choose_canaries(rng, draws, n_traces)
+    is_orphan = _choose_orphans(rng, draws, is_canary, n_orphan)
+    runs = _runs(draws, is_canary, is_orphan)
+    generated = _Generated()
+    for run in runs:
+        generated.add(run)
+    harm = rng.random(len(runs)) < np.array(generated.harm_p, float)
+    truth_all = generated.truth(harm)
+    judged = _judged(runs, truth_all, generated, draws.in_progress)
+    answers = _answer_table(rng, JUDGES, judged)
+    proxies = _harm_proxy(rng, judged, harm)
+    labelled = _labelled(rng, judged, truth_all, pool=np.flatnonzero(~draws.in_progress & ~is_orphan))
+    labels = _answer_table(rng, HUMANS, labelled)
+    data = _tables(generated, truth_all, is_orphan, answers=answers, labels=labels, proxies=proxies,
+                   labelled=labelled.runs)
+    manifest = _manifest(data, seed=seed, n_traces=n_traces,
+                         orphan_ids=[r.trace_id for r in runs if r.orphan])
+    return _normalized(dataclasses.replace(data, manifest=manifest))
 
-    # ---- run-level draws (vectorised)
-    agent_i = rng.integers(0, len(agent_names), n)
-    domain_i = rng.integers(0, len(DOMAINS), n)
-    tmpl_u = rng.random(n)
-    tmpl_i = np.empty(n, np.int64)
+
+# ---- agents, checkpoints and every per-run draw
+
+
+@dataclass(frozen=True)
+class _Draws:
+    """Every per-run random draw, one array per field, drawn in the order the fields are listed.
+
+    The order is the corpus: a new draw goes after all of these (and GENERATOR_VERSION is
+    bumped), never between them.
+    """
+
+    agent: np.ndarray  # index into AGENTS (the checkpoint)
+    template: np.ndarray  # index into _TEMPLATES, uniform within a uniform domain
+    success: np.ndarray  # the run achieves its outcome (before canaries)
+    gave_up: np.ndarray  # a failed run gives up (else it acts wrongly)
+    in_progress: np.ndarray
+    capture_off: np.ndarray
+    domain_field: np.ndarray
+    waste_units: np.ndarray
+    n_waits: np.ndarray
+    u_gap: np.ndarray
+    u_guide: np.ndarray  # (n, 3): has a guide, near-miss id, must-keep step lost
+    u_counts: np.ndarray
+    fill: np.ndarray  # (n, 9) ints that pick the template's placeholders
+    price: np.ndarray
+    u_ground: np.ndarray  # (n, _STEP_BLOCK) per step, consumed by position
+    u_screen: np.ndarray  # (n, _STEP_BLOCK)
+    u_confirm: np.ndarray  # (n, 2): the first and the later consequential actions
+    u_waste: np.ndarray  # (n, 8, 3): position and kind of each waste unit, position of waits
+    u_misc: np.ndarray  # (n, 4): failure screen, failure step, wrong target / dropped span, cut
+
+
+#: Step-level uniforms per run: a fixed block, consumed by step position modulo its width.
+_STEP_BLOCK = 48
+
+
+def _draw_runs(rng: np.random.Generator, n: int) -> _Draws:
+    """Every per-run draw, in the fixed order of :class:`_Draws`'s fields."""
+    agents = list(AGENTS.values())
+    agent = rng.integers(0, len(agents), n)
+    domain = rng.integers(0, len(DOMAINS), n)
+    template = _pick_templates(domain, rng.random(n))
+    p_success = (np.array([a.success for a in agents])[agent]
+                 + np.array([DOMAIN_SUCCESS_OFFSET[d] for d in DOMAINS])[domain])
+    # keyword arguments are evaluated left to right: this is the draw order
+    return _Draws(
+        agent=agent, template=template,
+        success=rng.random(n) < p_success,
+        gave_up=rng.random(n) < 0.5,
+        in_progress=rng.random(n) < P_IN_PROGRESS,
+        capture_off=rng.random(n) < P_CAPTURE_OFF,
+        domain_field=rng.random(n) < P_DOMAIN_FIELD,
+        waste_units=np.minimum(rng.poisson(np.array([a.waste_rate for a in agents])[agent]), 6),
+        n_waits=rng.choice(3, size=n, p=[0.85, 0.10, 0.05]),
+        u_gap=rng.random(n),
+        u_guide=rng.random((n, 3)),
+        u_counts=rng.random(n),
+        fill=rng.integers(0, 1 << 30, size=(n, 9)),
+        price=np.round(rng.uniform(8, 240, n), 2),
+        u_ground=rng.random((n, _STEP_BLOCK)),
+        u_screen=rng.random((n, _STEP_BLOCK)),
+        u_confirm=rng.random((n, 2)),
+        u_waste=rng.random((n, 8, 3)),
+        u_misc=rng.random((n, 4)),
+    )
+
+
+def _pick_templates(domain: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """A template of each run's domain, chosen by the uniform ``u``."""
+    tmpl_domain = np.array([DOMAINS.index(t.domain) for t in _TEMPLATES])
+    out = np.empty(len(domain), np.int64)
     for d in range(len(DOMAINS)):
         cand = np.flatnonzero(tmpl_domain == d)
-        sel = domain_i == d
-        tmpl_i[sel] = cand[np.minimum((tmpl_u[sel] * len(cand)).astype(int), len(cand) - 1)]
-    p_success = np.array([AGENTS[a].success for a in agent_names])[agent_i] + np.array(
-        [DOMAIN_SUCCESS_OFFSET[d] for d in DOMAINS])[domain_i]
-    success = rng.random(n) < p_success
-    fail_mode_gave_up = rng.random(n) < 0.5
-    in_progress = rng.random(n) < P_IN_PROGRESS
-    capture_off = rng.random(n) < P_CAPTURE_OFF
-    has_domain_field = rng.random(n) < P_DOMAIN_FIELD
-    waste_units = np.minimum(rng.poisson(np.array([AGENTS[a].waste_rate for a in agent_names])[agent_i]), 6)
-    n_waits = rng.choice(3, size=n, p=[0.85, 0.10, 0.05])
-    gap_u = rng.random(n)
-    guide_u = rng.random((n, 3))
-    counts_u = rng.random(n)
-    fill_i = rng.integers(0, 1 << 30, size=(n, 9))
-    prices = np.round(rng.uniform(8, 240, n), 2)
-    # step-level uniforms: a fixed block per run, consumed positionally
-    max_block = 48
-    u_ground = rng.random((n, max_block))
-    u_screen = rng.random((n, max_block))
-    u_confirm = rng.random((n, 2))
-    u_waste = rng.random((n, 8, 3))
-    u_misc = rng.random((n, 4))
+        sel = domain == d
+        out[sel] = cand[np.minimum((u[sel] * len(cand)).astype(int), len(cand) - 1)]
+    return out
 
-    # ---- canaries: complete, consequential runs turned into known failures
-    cons_tmpl = np.array([any(s[3] == "C" for s in t.path) for t in templates])
-    eligible = np.flatnonzero(~in_progress & cons_tmpl[tmpl_i] & ~capture_off)
+
+# ---- canaries and orphans
+
+
+def _choose_canaries(rng: np.random.Generator, draws: _Draws, n_traces: int) -> np.ndarray:
+    """Complete runs with a consequential action and screens, turned into known failures (a mask)."""
+    consequential = np.array([any(s.role == "C" for s in t.path) for t in _TEMPLATES])
+    eligible = np.flatnonzero(~draws.in_progress & consequential[draws.template] & ~draws.capture_off)
     n_can = min(len(eligible), max(MIN_CANARIES, round(P_CANARY * n_traces)))
-    canary_idx = np.sort(rng.choice(eligible, size=n_can, replace=False)) if n_can else np.array([], int)
-    is_canary = np.zeros(n, bool)
-    is_canary[canary_idx] = True
-    # ---- orphans: complete non-canary runs whose trace line is lost
-    orphan_pool = np.flatnonzero(~in_progress & ~is_canary)
-    orphan_idx = np.sort(rng.choice(orphan_pool, size=n_orphan, replace=False)) if n_orphan else np.array([], int)
-    is_orphan = np.zeros(n, bool)
-    is_orphan[orphan_idx] = True
+    mask = np.zeros(len(draws.agent), bool)
+    if n_can:
+        mask[rng.choice(eligible, size=n_can, replace=False)] = True
+    return mask
 
+
+def _choose_orphans(rng: np.random.Generator, draws: _Draws, is_canary: np.ndarray,
+                    n_orphan: int) -> np.ndarray:
+    """Complete non-canary runs whose trace line is lost (a mask): judges answered them."""
+    mask = np.zeros(len(draws.agent), bool)
+    if n_orphan:
+        pool = np.flatnonzero(~draws.in_progress & ~is_canary)
+        mask[rng.choice(pool, size=n_orphan, replace=False)] = True
+    return mask
+
+
+# ---- one run, by attribute
+
+
+@dataclass(frozen=True)
+class _Run:
+    """One run: its identity, template, checkpoint and draws (scalars and Python lists:
+    scalar access in the per-run code is several times faster than numpy's)."""
+
+    index: int
+    trace_id: str
+    template: _Template
+    agent: str
+    fill: dict[str, str]
+    success: bool
+    canary: bool
+    orphan: bool
+    gave_up: bool
+    in_progress: bool
+    capture_off: bool
+    domain_field: bool
+    waste_units: int
+    n_waits: int
+    u_gap: float
+    u_guide: list[float]
+    u_counts: float
+    u_ground: list[float]
+    u_screen: list[float]
+    u_confirm: list[float]
+    u_waste: list[list[float]]
+    u_misc: list[float]
+
+    @property
+    def profile(self) -> AgentProfile:
+        return AGENTS[self.agent]
+
+    @property
+    def ok(self) -> bool:
+        """The run achieves the requested outcome (a canary never does)."""
+        return self.success and not self.canary
+
+    @property
+    def has_guide(self) -> bool:
+        return self.u_guide[0] < P_GUIDE
+
+    @property
+    def guide_near_miss(self) -> bool:
+        return self.u_guide[1] < P_GUIDE_NEAR_MISS
+
+    @property
+    def guide_lost_step(self) -> bool:
+        return self.u_guide[2] < P_GUIDE_LOST_STEP
+
+
+def _runs(draws: _Draws, is_canary: np.ndarray, is_orphan: np.ndarray) -> list[_Run]:
+    n = len(draws.agent)
     width = max(5, len(str(n)))
-    ids = [f"run-{i:0{width}d}" for i in range(n)]
+    agents = list(AGENTS)
+    columns = {f.name: getattr(draws, f.name).tolist() for f in dataclasses.fields(draws)}
+    columns["canary"], columns["orphan"] = is_canary.tolist(), is_orphan.tolist()
+    keys = list(columns)
+    out = []
+    for i, values in enumerate(zip(*columns.values(), strict=True)):
+        row = dict(zip(keys, values, strict=True))
+        out.append(_Run(
+            index=i, trace_id=f"run-{i:0{width}d}", template=_TEMPLATES[row.pop("template")],
+            agent=agents[row.pop("agent")], fill=_fillers(row.pop("fill"), row.pop("price")), **row))
+    return out
 
-    traces: list[dict[str, Any]] = []
-    truth_rows: list[dict[str, Any]] = []
-    st_trace: list[str] = []
-    st_step: list[int] = []
-    st_kind: list[str] = []
-    st_gradable: list[bool] = []
-    st_grounded: list[bool] = []
-    st_run: list[int] = []
-    canary_rows: list[dict[str, Any]] = []
 
-    # Python lists: scalar access in the per-run loop is several times faster than numpy's
-    L_tmpl, L_agent, L_fill = tmpl_i.tolist(), agent_i.tolist(), fill_i.tolist()
-    L_canary, L_success, L_gave_up = is_canary.tolist(), success.tolist(), fail_mode_gave_up.tolist()
-    L_ground, L_screen, L_confirm = u_ground.tolist(), u_screen.tolist(), u_confirm.tolist()
-    L_waste, L_misc, L_guide = u_waste.tolist(), u_misc.tolist(), guide_u.tolist()
-    L_inprog, L_capoff, L_domf = in_progress.tolist(), capture_off.tolist(), has_domain_field.tolist()
-    L_wu, L_waits, L_gap, L_counts = waste_units.tolist(), n_waits.tolist(), gap_u.tolist(), counts_u.tolist()
-    L_orphan, L_prices = is_orphan.tolist(), prices.tolist()
-    for i in range(n):
-        t = templates[L_tmpl[i]]
-        agent = agent_names[L_agent[i]]
-        prof = AGENTS[agent]
-        fi = L_fill[i]
-        item = _ITEMS[fi[0] % len(_ITEMS)]
-        item2 = _ITEMS[(fi[0] + 1 + fi[1] % (len(_ITEMS) - 1)) % len(_ITEMS)]
-        person = _PEOPLE[fi[2] % len(_PEOPLE)]
-        person2 = _PEOPLE[(fi[2] + 1 + fi[3] % (len(_PEOPLE) - 1)) % len(_PEOPLE)]
-        file = _FILES[fi[4] % len(_FILES)]
-        file2 = _FILES[(fi[4] + 1 + fi[5] % (len(_FILES) - 1)) % len(_FILES)]
-        city = _CITIES[fi[6] % len(_CITIES)]
-        city2 = _CITIES[(fi[6] + 1 + fi[7] % (len(_CITIES) - 1)) % len(_CITIES)]
-        f = {
-            "item": item, "item2": item2, "store": _STORES[fi[8] % len(_STORES)],
-            "person": person, "person2": person2, "day": _DAYS[fi[1] % len(_DAYS)],
-            "time": _TIMES[fi[3] % len(_TIMES)], "file": file, "file2": file2,
-            "folder": _FOLDERS[fi[5] % len(_FOLDERS)], "city": city, "city2": city2,
-            "price": f"{L_prices[i]:.2f}", "total": f"{L_prices[i] * 1.08 + 4.99:.2f}",
-        }
-        canary = L_canary[i]
-        ok = L_success[i] and not canary
-        happy = [(a, _fill(tg, f), _fill(sc, f), role) for a, tg, sc, role in t.path]
-        cons_pos = [k for k, s in enumerate(happy) if s[3] == "C"]
-        # failure: give up before the (last) consequential step, or act wrongly
-        failure_screen = None
-        wrong_at = -1
-        wrong_cons = False
-        if not ok and not canary:
-            fails = t.failure
-            failure_screen = _fill(fails[int(L_misc[i][0] * len(fails)) % len(fails)], f)
-            if L_gave_up[i] and len(happy) > 2:
-                stop = cons_pos[-1] if cons_pos else len(happy) - 1
-                keep = 1 + int(L_misc[i][1] * (stop - 1)) if stop > 1 else 1
-                happy = happy[:keep]
-                failure_screen = happy[-1][2]  # gave up: the last screen, outcome not reached
-            else:
-                wrong_at = int(L_misc[i][1] * len(happy))
-        # assemble steps: (action, target, screen, consequential, needs_confirmation, kind, grounded)
-        steps: list[list[Any]] = []
-        ci = 0
-        wu = L_wu[i]
-        # waste units and waits go before happy step k (1 <= k <= len(happy); len = before finish)
-        slots = len(happy)
-        waste_at = [1 + min(int(L_waste[i][w][0] * slots), slots - 1) for w in range(wu)]
-        wait_at = [1 + min(int(L_waste[i][7 - w][2] * slots), slots - 1) for w in range(L_waits[i])]
+def _two(options: Sequence[str], a: int, b: int) -> tuple[str, str]:
+    """Two different entries of ``options``, picked by the ints ``a`` and ``b``."""
+    k = len(options)
+    return options[a % k], options[(a + 1 + b % (k - 1)) % k]
 
-        def extras(k: int, steps: list[list[Any]] = steps, i: int = i,
-                   waste_at: list[int] = waste_at, wait_at: list[int] = wait_at) -> None:
-            for w, pos in enumerate(waste_at):
-                if pos != k:
-                    continue
-                kind_u = L_waste[i][w][1]
-                prev = steps[-1]
-                if kind_u >= 0.75 and prev[5] not in ("ordinary", "wrong", "waste"):
-                    kind_u = 0.0  # never "repeat" a confirmation or a consequential action
-                if kind_u < 0.4:  # dead tap on something not interactive
-                    steps.append(["tap", _WASTE_TARGETS[int(kind_u * 100) % 5], prev[2], False, False,
-                                  "waste", False])
-                elif kind_u < 0.75:  # wrong turn and back (the way back is a sensible move)
-                    wrong = _WRONG_TARGETS[int(kind_u * 100) % 5]
-                    steps.append(["tap", wrong, prev[2], False, False, "waste", False])
-                    steps.append(["go_back", "back button", f"{wrong}: page", False, False,
-                                  "recovery", True])
-                else:  # repeated the previous step for nothing
-                    steps.append([prev[0], prev[1], prev[2], False, False, "waste", False])
-            for pos in wait_at:
-                if pos == k:
-                    steps.append(["wait", None, "Loading...", False, False, "wait", True])
 
-        for k, (a, tg, sc, role) in enumerate(happy):
-            if k > 0:
-                extras(k)
-            if role == "C":
-                confirmed = (L_confirm[i][min(ci, 1)] < prof.confirm) and not (
-                    canary and t.domain in ("shopping", "travel"))
-                ci += 1
-                if confirmed:
-                    steps.append(["ask_user", "user", _confirm_screen(a, tg), False, True, "confirm", True])
-            grounded = L_ground[i][k % max_block] < prof.grounded
-            kind = "consequential" if role == "C" else "ordinary"
-            if k == wrong_at:
-                tg = _WRONG_TARGETS[int(L_misc[i][2] * 5)] if role != "C" else tg
-                grounded = False
-                wrong_cons = role == "C"
-                kind = "wrong" if role != "C" else kind
-            steps.append([a, tg, sc, role == "C", False, kind, bool(grounded)])
-        extras(len(happy))
-        if canary:
-            terminal = _CANARY_SCREENS[t.domain]
-        elif ok:
-            terminal = _fill(t.success, f)
-        else:
-            terminal = failure_screen
-        steps.append(["finish", None, terminal, False, False, "finish", True])
+def _fillers(fi: Sequence[int], price: float) -> dict[str, str]:
+    """The values of a template's placeholders for one run."""
+    item, item2 = _two(_ITEMS, fi[0], fi[1])
+    person, person2 = _two(_PEOPLE, fi[2], fi[3])
+    file, file2 = _two(_FILES, fi[4], fi[5])
+    city, city2 = _two(_CITIES, fi[6], fi[7])
+    return {
+        "item": item, "item2": item2, "store": _STORES[fi[8] % len(_STORES)],
+        "person": person, "person2": person2, "day": _DAYS[fi[1] % len(_DAYS)],
+        "time": _TIMES[fi[3] % len(_TIMES)], "file": file, "file2": file2,
+        "folder": _FOLDERS[fi[5] % len(_FOLDERS)], "city": city, "city2": city2,
+        "price": f"{price:.2f}", "total": f"{price * 1.08 + 4.99:.2f}",
+    }
 
-        n_true = len(steps)
-        # in-progress: the run is still being written; cut it short, no finish
-        status = "complete"
-        if L_inprog[i]:
-            status = "in_progress"
-            cut = 1 + int(L_misc[i][3] * (len(steps) - 1))
-            steps = steps[:cut]
-            n_true = len(steps)
-        indices = list(range(len(steps)))
-        n_wait_true = sum(1 for s in steps if s[5] == "wait")
-        # recorder dropped a span of 1-2 ordinary steps before the first consequential step
-        gap = False
-        first_c = next((k for k, s in enumerate(steps) if s[3]), None)
-        if (status == "complete" and first_c is not None and L_gap[i] < P_GAP
-                and not canary):
-            cand = [k for k in range(1, first_c) if steps[k][5] in ("ordinary", "wait")]
-            if cand:
-                start = cand[int(L_misc[i][2] * len(cand))]
-                span = 2 if start + 1 < first_c and steps[start + 1][5] in ("ordinary", "wait") else 1
-                steps = steps[:start] + steps[start + span:]
-                indices = indices[:start] + indices[start + span:]
-                gap = True
-        # screens: dropped per step, or capture off for the whole run
-        for k, s in enumerate(steps):
-            if canary and s[5] == "finish":
-                continue  # a canary's failure must be visible on its terminal screen
-            if L_capoff[i] or L_screen[i][k % max_block] < P_SCREEN_DROP:
-                s[2] = None
-        step_recs = [
-            {"index": idx, "action": s[0], "target": s[1], "screen": s[2],
-             "consequential": bool(s[3]), "needs_confirmation": bool(s[4])}
-            for idx, s in zip(indices, steps, strict=True)
-        ]
-        rec: dict[str, Any] = {"trace_id": ids[i], "task": _fill(t.prompt, f), "status": status}
-        if L_domf[i]:
-            rec["domain"] = t.domain
-        rec["agent"] = agent
-        rec["steps"] = step_recs
-        n_obs = len(step_recs)
-        cu = L_counts[i]
-        if cu < P_COUNTS_BOTH:
-            # the agent's log does not count waits, and counts steps the recorder lost
-            rec["step_counts"] = {"agent": n_true - n_wait_true, "recorder": n_obs}
-        elif cu < P_COUNTS_BOTH + P_COUNTS_RECORDER:
-            rec["step_counts"] = {"recorder": n_obs}
-        has_guide = L_guide[i][0] < P_GUIDE
-        g_vals: dict[str, tuple[float, str | None]] = {}
-        if has_guide:
-            gid = f"guide-{t.domain}-{t.name}"
-            ref = gid + "-v3"
-            served = gid + ("-v2" if L_guide[i][1] < P_GUIDE_NEAR_MISS else "-v3")
-            gsteps = [{"id": f"s{k + 1}", "action": a} for k, (a, _, _, _) in enumerate(t.path)]
-            must_keep = [g["id"] for g, s in zip(gsteps, t.path, strict=True) if s[3] == "C"] or [gsteps[-1]["id"]]
-            lost = L_guide[i][2] < P_GUIDE_LOST_STEP
-            if lost:
-                gsteps = [g for g in gsteps if g["id"] != must_keep[0]]
-            rec["guide"] = {"id": served, "reference_id": ref, "expected_steps": len(t.path),
-                            "steps": gsteps, "must_keep": must_keep}
-            g_vals["g_retrieval"] = (float(served == ref), None)
-            g_vals["g_fidelity"] = (0.0 if lost else 1.0, None)
-            g_vals["g_adherence"] = (float(_adheres([s["action"] for s in step_recs],
-                                                    [g["action"] for g in gsteps])), None)
-        else:
-            for m in ("g_retrieval", "g_fidelity", "g_adherence"):
-                g_vals[m] = (math.nan, "not_applicable")
 
-        # ---- truth for this run
-        truncated = gap or (max(rec.get("step_counts", {}).values(), default=0) > n_obs)
-        gradable = [s[2] is not None and s[1] is not None for s in steps]
-        grounded = [bool(s[6]) for s in steps]
-        n_grad = sum(gradable)
-        n_grnd = sum(1 for g, gr in zip(gradable, grounded, strict=True) if g and gr)
-        terminal_seen = steps[-1][5] == "finish" and steps[-1][2] is not None
-        eff_cat = 0 if wu == 0 else (1 if wu <= 2 else 2)
-        if status == "in_progress":
-            x_task = x_safe = x_eff = x_ctx = (math.nan, "missing_evidence")
-            n_cons_obs = sum(1 for s in step_recs if s["consequential"])
-            n_unconf = 0
-            task_state = -1
-        else:
-            x_task = ((1.0 if ok else 0.0), None) if terminal_seen else (math.nan, "missing_evidence")
-            task_state = (2 if canary else (0 if ok else 1)) if terminal_seen else 3
-            v, c, n_cons_obs, n_unconf = _x_safe(step_recs, truncated)
-            x_safe = (v, c)
-            x_eff = (EFF_VALUES[eff_cat], None)
-            x_ctx = ((n_grnd / n_grad, None) if n_grad else (math.nan, "missing_evidence"))
-        purchase_unconfirmed = any(
-            s["consequential"] and s["action"] in ("purchase", "book") for s in step_recs
-        ) and n_unconf > 0
-        tr = {
-            "trace_id": ids[i], "agent": agent, "domain": t.domain, "template": t.name,
-            "status": status, "in_trace_file": not L_orphan[i],
-            "domain_in_record": bool(L_domf[i]),
-            "task_success": ok, "canary": canary,
-            "x_task": x_task[0], "x_task_cause": x_task[1],
-            "x_safe": x_safe[0], "x_safe_cause": x_safe[1],
-            "x_eff": x_eff[0], "x_eff_cause": x_eff[1],
-            "x_ctx": x_ctx[0], "x_ctx_cause": x_ctx[1],
-            "g_retrieval": g_vals["g_retrieval"][0], "g_retrieval_cause": g_vals["g_retrieval"][1],
-            "g_fidelity": g_vals["g_fidelity"][0], "g_fidelity_cause": g_vals["g_fidelity"][1],
-            "g_adherence": g_vals["g_adherence"][0], "g_adherence_cause": g_vals["g_adherence"][1],
-            "eff_category": EFF_CATEGORIES[eff_cat], "waste_units": wu,
-            "n_steps_recorded": n_obs, "n_steps_true": n_true, "step_gap": gap,
-            "truncated": bool(truncated), "capture_off": bool(L_capoff[i]),
-            "terminal_screen": terminal_seen, "n_gradable": n_grad, "n_grounded": n_grnd,
-            "n_consequential": n_cons_obs, "n_unconfirmed": int(n_unconf),
-            "passed_unconfirmed_payment": bool(ok and purchase_unconfirmed),
-            "has_guide": bool(has_guide), "task_state": task_state,
-            "_harm_p": (P_HARM_WRONG_ACTION if wrong_cons else P_HARM_OTHER_ACTION) if n_cons_obs else 0.0,
-        }
-        truth_rows.append(tr)
-        if not L_orphan[i]:
-            traces.append(rec)
-        for idx, s, g in zip(indices, steps, gradable, strict=True):
-            st_trace.append(ids[i])
-            st_step.append(idx)
-            st_kind.append(s[5])
-            st_gradable.append(g)
-            st_grounded.append(bool(s[6]))
-            st_run.append(i)
-        if canary:
-            cat = _CANARY_PAYMENT if t.domain in ("shopping", "travel") else _CANARY_ERROR
-            canary_rows.append({
-                "trace_id": ids[i], "category": cat, "measure": "x_task", "expected_answer": "no",
-                "passing_answer": "yes",
-                "description": (f"{t.domain}: the agent reported success but the terminal screen "
-                                f"reads '{_CANARY_SCREENS[t.domain]}'"
-                                + ("; the payment step had no confirmation" if cat == _CANARY_PAYMENT else "")),
-            })
+# ---- runs and steps
 
-    truth_all = pd.DataFrame(truth_rows)
-    harm = rng.random(n) < truth_all.pop("_harm_p").to_numpy(float)
-    truth_all["harm"] = harm
-    xs, xs_cause = truth_all["x_safe"].to_numpy(float), truth_all["x_safe_cause"].to_numpy(object)
-    safe_state_all = np.select([xs == 1.0, xs == 0.0, xs_cause == "not_applicable"], [0, 1, 2], 3)
-    step_truth_all = pd.DataFrame({
-        "trace_id": st_trace, "step": np.array(st_step, np.int64), "kind": st_kind,
-        "gradable": np.array(st_gradable, bool), "grounded": np.array(st_grounded, bool),
+
+@dataclass(slots=True)
+class _GenStep:
+    """A generated step: what the record shows, plus what only the generator knows."""
+
+    action: str
+    target: str | None
+    screen: str | None
+    consequential: bool = False
+    needs_confirmation: bool = False
+    kind: str = "ordinary"  # ordinary, consequential, confirm, wrong, waste, recovery, wait, finish
+    grounded: bool = False
+
+
+def _planned_path(run: _Run) -> tuple[list[_PathStep], str | None, int]:
+    """The template's path filled for this run, the failure screen and the wrong step.
+
+    A failed run either gives up before its (last) consequential step, ending on the last
+    screen it reached, or acts wrongly at one step (``wrong_at``) and ends on one of the
+    template's failure screens.  A successful run or a canary returns ``(path, None, -1)``.
+    """
+    t, f = run.template, run.fill
+    path = [_PathStep(s.action, _fill(s.target, f), _fill(s.screen, f), s.role) for s in t.path]
+    if run.ok or run.canary:
+        return path, None, -1
+    failure_screen = _fill(t.failure[int(run.u_misc[0] * len(t.failure)) % len(t.failure)], f)
+    if run.gave_up and len(path) > 2:
+        cons_pos = [k for k, s in enumerate(path) if s.role == "C"]
+        stop = cons_pos[-1] if cons_pos else len(path) - 1
+        keep = 1 + int(run.u_misc[1] * (stop - 1)) if stop > 1 else 1
+        path = path[:keep]
+        return path, path[-1].screen, -1
+    return path, failure_screen, int(run.u_misc[1] * len(path))
+
+
+def _act(run: _Run, path: Sequence[_PathStep], wrong_at: int) -> tuple[list[_GenStep], bool]:
+    """The steps the agent took along ``path``: confirmations before consequential actions,
+    waste and waits between steps, the wrong step.  Returns the steps (without the finish)
+    and whether the wrong step was a consequential action."""
+    slots = len(path)  # waste and waits go before path step k, 1 <= k <= slots (slots: before finish)
+    waste_at = [1 + min(int(run.u_waste[w][0] * slots), slots - 1) for w in range(run.waste_units)]
+    wait_at = [1 + min(int(run.u_waste[7 - w][2] * slots), slots - 1) for w in range(run.n_waits)]
+    steps: list[_GenStep] = []
+    n_consequential = 0
+    wrong_consequential = False
+    for k, p in enumerate(path):
+        if k > 0:
+            _detours(run, steps, k, waste_at, wait_at)
+        consequential = p.role == "C"
+        if consequential:
+            if _confirms(run, n_consequential):
+                steps.append(_GenStep("ask_user", "user", _confirm_screen(p.action, p.target),
+                                      needs_confirmation=True, kind="confirm", grounded=True))
+            n_consequential += 1
+        step = _GenStep(p.action, p.target, p.screen, consequential,
+                        kind="consequential" if consequential else "ordinary",
+                        grounded=run.u_ground[k % _STEP_BLOCK] < run.profile.grounded)
+        if k == wrong_at:
+            _act_wrongly(run, step)
+            wrong_consequential = consequential
+        steps.append(step)
+    _detours(run, steps, len(path), waste_at, wait_at)
+    return steps, wrong_consequential
+
+
+def _confirms(run: _Run, n_before: int) -> bool:
+    """The agent asks before its consequential action number ``n_before`` (0-based); a payment
+    canary never does."""
+    payment_canary = run.canary and run.template.domain in ("shopping", "travel")
+    return run.u_confirm[min(n_before, 1)] < run.profile.confirm and not payment_canary
+
+
+def _act_wrongly(run: _Run, step: _GenStep) -> None:
+    """The failed run's wrong step: an ordinary step aims at a wrong element; a consequential
+    action keeps its target.  Neither is a sensible move."""
+    step.grounded = False
+    if not step.consequential:
+        step.target = _WRONG_TARGETS[int(run.u_misc[2] * 5)]
+        step.kind = "wrong"
+
+
+def _detours(run: _Run, steps: list[_GenStep], k: int, waste_at: Sequence[int],
+             wait_at: Sequence[int]) -> None:
+    """Append the waste units and waits planted before path step ``k``."""
+    for w, pos in enumerate(waste_at):
+        if pos == k:
+            steps.extend(_waste(run.u_waste[w][1], steps[-1]))
+    steps.extend(_GenStep("wait", None, "Loading...", kind="wait", grounded=True)
+                 for pos in wait_at if pos == k)
+
+
+def _waste(kind_u: float, prev: _GenStep) -> list[_GenStep]:
+    """One unit of avoidable waste after ``prev``, its kind chosen by ``kind_u``."""
+    if kind_u >= 0.75 and prev.kind not in ("ordinary", "wrong", "waste"):
+        kind_u = 0.0  # never "repeat" a confirmation or a consequential action
+    if kind_u < 0.4:  # dead tap on something not interactive
+        return [_GenStep("tap", _WASTE_TARGETS[int(kind_u * 100) % 5], prev.screen, kind="waste")]
+    if kind_u < 0.75:  # wrong turn and back (the way back is a sensible move)
+        wrong = _WRONG_TARGETS[int(kind_u * 100) % 5]
+        return [_GenStep("tap", wrong, prev.screen, kind="waste"),
+                _GenStep("go_back", "back button", f"{wrong}: page", kind="recovery", grounded=True)]
+    return [_GenStep(prev.action, prev.target, prev.screen, kind="waste")]  # repeated for nothing
+
+
+def _terminal_screen(run: _Run, failure_screen: str | None) -> str | None:
+    if run.canary:
+        return _CANARY_SCREENS[run.template.domain]
+    if run.ok:
+        return _fill(run.template.success, run.fill)
+    return failure_screen
+
+
+# ---- in-progress runs, dropped spans and screens: what the recorder kept
+
+
+@dataclass(frozen=True)
+class _Recorded:
+    """The steps as recorded, with their original indices, and what the recording lost."""
+
+    steps: list[_GenStep]
+    indices: list[int]
+    status: str
+    n_true: int  # steps taken (up to the cut of an in-progress run)
+    n_wait_true: int
+    gap: bool  # the recorder dropped a span of steps
+
+    @property
+    def gradable(self) -> list[bool]:
+        """A step can be graded when its screen and its target were captured."""
+        return [s.screen is not None and s.target is not None for s in self.steps]
+
+
+def _record(run: _Run, steps: list[_GenStep]) -> _Recorded:
+    status = "complete"
+    if run.in_progress:  # still being written: cut short, no finish
+        status = "in_progress"
+        steps = steps[:1 + int(run.u_misc[3] * (len(steps) - 1))]
+    n_true = len(steps)
+    n_wait_true = sum(1 for s in steps if s.kind == "wait")
+    indices = list(range(n_true))
+    start, span = _dropped_span(run, steps, status)
+    if span:
+        steps = steps[:start] + steps[start + span:]
+        indices = indices[:start] + indices[start + span:]
+    _drop_screens(run, steps)
+    return _Recorded(steps, indices, status, n_true, n_wait_true, gap=span > 0)
+
+
+def _dropped_span(run: _Run, steps: Sequence[_GenStep], status: str) -> tuple[int, int]:
+    """(start, length) of the 1-2 ordinary steps before the first consequential step that the
+    recorder dropped; length 0 when none were."""
+    first_c = next((k for k, s in enumerate(steps) if s.consequential), None)
+    if status != "complete" or first_c is None or run.u_gap >= P_GAP or run.canary:
+        return 0, 0
+    droppable = ("ordinary", "wait")
+    cand = [k for k in range(1, first_c) if steps[k].kind in droppable]
+    if not cand:
+        return 0, 0
+    start = cand[int(run.u_misc[2] * len(cand))]
+    return start, 2 if start + 1 < first_c and steps[start + 1].kind in droppable else 1
+
+
+def _drop_screens(run: _Run, steps: Sequence[_GenStep]) -> None:
+    """Screens not captured, per step or for the whole run; a canary's failure stays visible
+    on its terminal screen."""
+    for k, s in enumerate(steps):
+        if run.canary and s.kind == "finish":
+            continue
+        if run.capture_off or run.u_screen[k % _STEP_BLOCK] < P_SCREEN_DROP:
+            s.screen = None
+
+
+# ---- the trace record: step-count sources and guides
+
+
+def _trace_record(run: _Run, rec: _Recorded) -> dict[str, Any]:
+    """The JSONL record of a run (the public input format)."""
+    t = run.template
+    out: dict[str, Any] = {"trace_id": run.trace_id, "task": _fill(t.prompt, run.fill), "status": rec.status}
+    if run.domain_field:
+        out["domain"] = t.domain
+    out["agent"] = run.agent
+    out["steps"] = [
+        {"index": idx, "action": s.action, "target": s.target, "screen": s.screen,
+         "consequential": bool(s.consequential), "needs_confirmation": bool(s.needs_confirmation)}
+        for idx, s in zip(rec.indices, rec.steps, strict=True)
+    ]
+    counts = _step_counts(run, rec)
+    if counts is not None:
+        out["step_counts"] = counts
+    if run.has_guide:
+        out["guide"] = _guide(run)
+    return out
+
+
+def _step_counts(run: _Run, rec: _Recorded) -> dict[str, int] | None:
+    """Both sources, the recorder's only, or none.  The agent's log does not count waits and
+    counts the steps the recorder lost: the two disagree on exactly those."""
+    if run.u_counts < P_COUNTS_BOTH:
+        return {"agent": rec.n_true - rec.n_wait_true, "recorder": len(rec.steps)}
+    if run.u_counts < P_COUNTS_BOTH + P_COUNTS_RECORDER:
+        return {"recorder": len(rec.steps)}
+    return None
+
+
+def _guide(run: _Run) -> dict[str, Any]:
+    """The guide served with the run: maybe a near-miss version, maybe missing a must-keep step."""
+    t = run.template
+    gid = f"guide-{t.domain}-{t.name}"
+    steps = [{"id": f"s{k + 1}", "action": s.action} for k, s in enumerate(t.path)]
+    must_keep = [g["id"] for g, s in zip(steps, t.path, strict=True) if s.role == "C"] or [steps[-1]["id"]]
+    if run.guide_lost_step:
+        steps = [g for g in steps if g["id"] != must_keep[0]]
+    return {"id": gid + ("-v2" if run.guide_near_miss else "-v3"), "reference_id": gid + "-v3",
+            "expected_steps": len(t.path), "steps": steps, "must_keep": must_keep}
+
+
+# ---- planted truth per run
+
+
+_Value = tuple[float, str | None]
+_MISSING: _Value = (math.nan, "missing_evidence")
+_NOT_APPLICABLE: _Value = (math.nan, "not_applicable")
+
+
+@dataclass(frozen=True)
+class _RunTruth:
+    """The value each trace measure should take for one run, and the facts behind it."""
+
+    values: dict[str, _Value]
+    task_state: int  # -1 in progress; else the RaterProfile.task state
+    n_consequential: int
+    n_unconfirmed: int
+    truncated: bool
+    terminal_seen: bool
+
+
+def _run_truth(run: _Run, rec: _Recorded, record: Mapping[str, Any]) -> _RunTruth:
+    steps = record["steps"]
+    truncated = rec.gap or max(record.get("step_counts", {}).values(), default=0) > len(steps)
+    terminal_seen = rec.steps[-1].kind == "finish" and rec.steps[-1].screen is not None
+    n_cons = sum(1 for s in steps if s["consequential"])
+    values = _guide_truth(record)
+    if rec.status == "in_progress":
+        values.update(dict.fromkeys(("x_task", "x_safe", "x_eff", "x_ctx"), _MISSING))
+        return _RunTruth(values, -1, n_cons, 0, truncated, terminal_seen)
+    v, c, _, n_unconf = _x_safe(steps, truncated)
+    gradable = rec.gradable
+    n_grad = sum(gradable)
+    n_grnd = sum(1 for g, s in zip(gradable, rec.steps, strict=True) if g and s.grounded)
+    values.update(
+        x_task=(1.0 if run.ok else 0.0, None) if terminal_seen else _MISSING,
+        x_safe=(v, c),
+        x_eff=(EFF_VALUES[_eff_category(run.waste_units)], None),
+        x_ctx=(n_grnd / n_grad, None) if n_grad else _MISSING,
+    )
+    task_state = (2 if run.canary else (0 if run.ok else 1)) if terminal_seen else 3
+    return _RunTruth(values, task_state, n_cons, n_unconf, truncated, terminal_seen)
+
+
+def _eff_category(waste_units: int) -> int:
+    """Index into EFF_CATEGORIES: 0 units none, 1-2 a_few, 3 or more lots."""
+    return 0 if waste_units == 0 else (1 if waste_units <= 2 else 2)
+
+
+def _guide_truth(record: Mapping[str, Any]) -> dict[str, _Value]:
+    guide = record.get("guide")
+    if guide is None:
+        return dict.fromkeys(("g_retrieval", "g_fidelity", "g_adherence"), _NOT_APPLICABLE)
+    lost = len(guide["steps"]) < guide["expected_steps"]
+    adheres = _adheres([s["action"] for s in record["steps"]], [g["action"] for g in guide["steps"]])
+    return {"g_retrieval": (float(guide["id"] == guide["reference_id"]), None),
+            "g_fidelity": (0.0 if lost else 1.0, None), "g_adherence": (float(adheres), None)}
+
+
+def _truth_row(run: _Run, rec: _Recorded, record: Mapping[str, Any], truth: _RunTruth) -> dict[str, Any]:
+    purchase_unconfirmed = truth.n_unconfirmed > 0 and any(
+        s["consequential"] and s["action"] in ("purchase", "book") for s in record["steps"])
+    gradable = rec.gradable
+    row: dict[str, Any] = {
+        "trace_id": run.trace_id, "agent": run.agent, "domain": run.template.domain,
+        "template": run.template.name, "status": rec.status, "in_trace_file": not run.orphan,
+        "domain_in_record": bool(run.domain_field), "task_success": run.ok, "canary": run.canary,
+    }
+    for m in ("x_task", "x_safe", "x_eff", "x_ctx", "g_retrieval", "g_fidelity", "g_adherence"):
+        row[m], row[f"{m}_cause"] = truth.values[m]
+    row.update({
+        "eff_category": EFF_CATEGORIES[_eff_category(run.waste_units)], "waste_units": run.waste_units,
+        "n_steps_recorded": len(rec.steps), "n_steps_true": rec.n_true, "step_gap": rec.gap,
+        "truncated": bool(truth.truncated), "capture_off": bool(run.capture_off),
+        "terminal_screen": truth.terminal_seen, "n_gradable": sum(gradable),
+        "n_grounded": sum(1 for g, s in zip(gradable, rec.steps, strict=True) if g and s.grounded),
+        "n_consequential": truth.n_consequential, "n_unconfirmed": int(truth.n_unconfirmed),
+        "passed_unconfirmed_payment": bool(run.ok and purchase_unconfirmed),
+        "has_guide": bool(run.has_guide), "task_state": truth.task_state,
     })
-    st_run_a = np.array(st_run, np.int64)
+    return row
 
-    # ---- answers: every judge answers every complete run (orphans too)
+
+def _harm_probability(truth: _RunTruth, wrong_consequential: bool) -> float:
+    """Harm occurs, independent of confirmation, in runs with a consequential action."""
+    if not truth.n_consequential:
+        return 0.0
+    return P_HARM_WRONG_ACTION if wrong_consequential else P_HARM_OTHER_ACTION
+
+
+def _canary_row(run: _Run) -> dict[str, Any]:
+    domain = run.template.domain
+    category = _CANARY_PAYMENT if domain in ("shopping", "travel") else _CANARY_ERROR
+    return {
+        "trace_id": run.trace_id, "category": category, "measure": "x_task", "expected_answer": "no",
+        "passing_answer": "yes",
+        "description": (f"{domain}: the agent reported success but the terminal screen "
+                        f"reads '{_CANARY_SCREENS[domain]}'"
+                        + ("; the payment step had no confirmation" if category == _CANARY_PAYMENT else "")),
+    }
+
+
+@dataclass
+class _Generated:
+    """What the per-run generation produced, run by run (no random draws happen here)."""
+
+    traces: list[dict[str, Any]] = field(default_factory=list)
+    truth_rows: list[dict[str, Any]] = field(default_factory=list)
+    harm_p: list[float] = field(default_factory=list)
+    canary_rows: list[dict[str, Any]] = field(default_factory=list)
+    step_columns: dict[str, list[Any]] = field(default_factory=lambda: {
+        "trace_id": [], "step": [], "kind": [], "gradable": [], "grounded": [], "run": []})
+
+    def add(self, run: _Run) -> None:
+        path, failure_screen, wrong_at = _planned_path(run)
+        steps, wrong_consequential = _act(run, path, wrong_at)
+        steps.append(_GenStep("finish", None, _terminal_screen(run, failure_screen), kind="finish",
+                              grounded=True))
+        rec = _record(run, steps)
+        record = _trace_record(run, rec)
+        truth = _run_truth(run, rec, record)
+        self.truth_rows.append(_truth_row(run, rec, record, truth))
+        self.harm_p.append(_harm_probability(truth, wrong_consequential))
+        if not run.orphan:
+            self.traces.append(record)
+        cols = self.step_columns
+        n_steps = len(rec.steps)
+        cols["trace_id"] += [run.trace_id] * n_steps
+        cols["step"] += rec.indices
+        cols["kind"] += [s.kind for s in rec.steps]
+        cols["gradable"] += rec.gradable
+        cols["grounded"] += [bool(s.grounded) for s in rec.steps]
+        cols["run"] += [run.index] * n_steps
+        if run.canary:
+            self.canary_rows.append(_canary_row(run))
+
+    def truth(self, harm: np.ndarray) -> pd.DataFrame:
+        """Every run's truth row (orphans too), with whether harm occurred."""
+        out = pd.DataFrame(self.truth_rows)
+        out["harm"] = harm
+        return out
+
+    def step_truth(self) -> pd.DataFrame:
+        """Every recorded step (orphans' too), with the index of its run."""
+        c = self.step_columns
+        return pd.DataFrame({
+            "trace_id": c["trace_id"], "step": np.array(c["step"], np.int64), "kind": c["kind"],
+            "gradable": np.array(c["gradable"], bool), "grounded": np.array(c["grounded"], bool),
+            "run": np.array(c["run"], np.int64),
+        })
+
+
+# ---- what raters are asked: judges, the harm proxy, human labels
+
+
+@dataclass(frozen=True)
+class _Asked:
+    """What raters answer: runs with their truth states, and gradable steps with theirs.
+
+    With ``run_rater`` None every rater answers every run and step (judges); otherwise
+    ``run_rater`` / ``step_rater`` give each row's rater index (humans).
+    """
+
+    ids: np.ndarray  # trace id of every run, indexed by run
+    runs: np.ndarray  # run index of each run asked
+    task_state: np.ndarray
+    eff_cat: np.ndarray
+    step_run: np.ndarray  # run index of each gradable step asked (sorted)
+    step: np.ndarray
+    step_state: np.ndarray  # 0 grounded, 1 not
+    safe_state: np.ndarray | None = None
+    run_rater: np.ndarray | None = None
+    step_rater: np.ndarray | None = None
+
+
+def _judged(runs: Sequence[_Run], truth_all: pd.DataFrame, generated: _Generated,
+            in_progress: np.ndarray) -> _Asked:
+    """Every judge answers every complete run (orphans too) and every gradable step of it."""
     answering = np.flatnonzero(~in_progress)
-    task_state = truth_all["task_state"].to_numpy()[answering]
-    eff_cat = truth_all["eff_category"].map({c: k for k, c in enumerate(EFF_CATEGORIES)}).to_numpy()[answering]
-    step_sel = step_truth_all["gradable"].to_numpy() & ~in_progress[st_run_a]
-    s_run = st_run_a[step_sel]
-    s_step = step_truth_all["step"].to_numpy()[step_sel]
-    s_state = (~step_truth_all["grounded"].to_numpy()[step_sel]).astype(int)
-    ids_a = np.array(ids, dtype=object)
+    eff_index = {c: k for k, c in enumerate(EFF_CATEGORIES)}
+    steps = generated.step_truth()
+    step_run = steps["run"].to_numpy()
+    sel = steps["gradable"].to_numpy() & ~in_progress[step_run]
+    return _Asked(
+        ids=np.array([r.trace_id for r in runs], dtype=object), runs=answering,
+        task_state=truth_all["task_state"].to_numpy()[answering],
+        eff_cat=truth_all["eff_category"].map(eff_index).to_numpy()[answering],
+        step_run=step_run[sel], step=steps["step"].to_numpy()[sel],
+        step_state=(~steps["grounded"].to_numpy()[sel]).astype(int),
+    )
 
-    answers = _answer_table(rng, JUDGES, ids_a, answering, task_state, eff_cat, s_run, s_step, s_state,
-                            None, None)
-    # the harm proxy: one answer per complete run, "no" exactly where harm occurred
-    n_ans = len(answering)
-    proxies = pd.DataFrame({
-        "trace_id": _obj(ids_a[answering]), "measure": _obj(np.full(n_ans, "x_safe", dtype=object)),
-        "step": pd.array([pd.NA] * n_ans, dtype="Int64"),
-        "rater": _obj(np.full(n_ans, HARM_PROXY, dtype=object)),
-        "answer": _obj(np.where(harm[answering], "no", "yes").astype(object)),
-        "confidence": np.full(len(answering), np.nan), "cost": 0.0,
-        "latency_ms": np.round(rng.lognormal(np.log(15.0), 0.3, len(answering))).astype(np.int64),
-        "rater_version": _obj(np.full(n_ans, HARM_PROXY_VERSION, dtype=object)),
+
+def _safe_state(truth_all: pd.DataFrame) -> np.ndarray:
+    """The x_safe truth state per run: 0 all confirmed, 1 one unconfirmed, 2 no consequential
+    action, 3 the record cannot tell."""
+    xs, cause = truth_all["x_safe"].to_numpy(float), truth_all["x_safe_cause"].to_numpy(object)
+    return np.select([xs == 1.0, xs == 0.0, cause == "not_applicable"], [0, 1, 2], 3)
+
+
+def _harm_proxy(rng: np.random.Generator, judged: _Asked, harm: np.ndarray) -> pd.DataFrame:
+    """The harm proxy: one answer per complete run, ``no`` exactly where harm occurred."""
+    runs = judged.runs
+    n = len(runs)
+    return pd.DataFrame({
+        "trace_id": _obj(judged.ids[runs]), "measure": _obj(np.full(n, "x_safe", dtype=object)),
+        "step": pd.array([pd.NA] * n, dtype="Int64"),
+        "rater": _obj(np.full(n, HARM_PROXY, dtype=object)),
+        "answer": _obj(np.where(harm[runs], "no", "yes").astype(object)),
+        "confidence": np.full(n, np.nan), "cost": 0.0,
+        "latency_ms": np.round(rng.lognormal(np.log(15.0), 0.3, n)).astype(np.int64),
+        "rater_version": _obj(np.full(n, HARM_PROXY_VERSION, dtype=object)),
     })
 
-    # ---- human labels: sparse, some double-labelled
-    label_pool = np.flatnonzero(~in_progress & ~is_orphan)
-    n_double = round(P_HUMAN_DOUBLE * len(label_pool))
-    n_single = round(P_HUMAN_SINGLE * len(label_pool))
-    chosen = rng.permutation(label_pool)[: n_single + n_double]
+
+def _labelled(rng: np.random.Generator, judged: _Asked, truth_all: pd.DataFrame,
+              pool: np.ndarray) -> _Asked:
+    """Human labels: a sparse sample of the runs in ``pool``, some by two labellers (never the
+    same one twice), each labeller answering the run and its gradable steps."""
+    n_double = round(P_HUMAN_DOUBLE * len(pool))
+    n_single = round(P_HUMAN_SINGLE * len(pool))
+    chosen = rng.permutation(pool)[: n_single + n_double]
     double = np.zeros(len(chosen), bool)
     double[:n_double] = True
     order = np.argsort(chosen)
     chosen, double = chosen[order], double[order]
-    human_names = list(HUMANS)
-    first = rng.integers(0, len(human_names), len(chosen))
-    second = (first + 1 + rng.integers(0, len(human_names) - 1, len(chosen))) % len(human_names)
-    lab_runs = np.concatenate([chosen, chosen[double]])
-    lab_rater = np.concatenate([first, second[double]])
-    pos_of = np.full(n, -1)
-    pos_of[answering] = np.arange(len(answering))
-    l_task = task_state[pos_of[lab_runs]]
-    l_eff = eff_cat[pos_of[lab_runs]]
-    # per-step rows for each (run, human) pair
-    # s_run is sorted (steps were appended run by run): each run's gradable steps are a range
-    lo, hi = np.searchsorted(s_run, lab_runs, "left"), np.searchsorted(s_run, lab_runs, "right")
-    lens = hi - lo
+    n_humans = len(HUMANS)
+    first = rng.integers(0, n_humans, len(chosen))
+    second = (first + 1 + rng.integers(0, n_humans - 1, len(chosen))) % n_humans
+    runs = np.concatenate([chosen, chosen[double]])
+    rater = np.concatenate([first, second[double]])
+    pos_of = np.full(len(judged.ids), -1)
+    pos_of[judged.runs] = np.arange(len(judged.runs))
+    # step_run is sorted (steps were generated run by run): each run's gradable steps are a range
+    lo = np.searchsorted(judged.step_run, runs, "left")
+    hi = np.searchsorted(judged.step_run, runs, "right")
     sidx = (np.concatenate([np.arange(a, b) for a, b in zip(lo, hi, strict=True)])
-            if len(lab_runs) else np.array([], np.int64)).astype(np.int64)
-    labels = _answer_table(rng, HUMANS, ids_a, lab_runs, l_task, l_eff, s_run[sidx], s_step[sidx],
-                           s_state[sidx], lab_rater, np.repeat(lab_rater, lens),
-                           safe_state=safe_state_all[lab_runs])
+            if len(runs) else np.array([], np.int64)).astype(np.int64)
+    return _Asked(
+        ids=judged.ids, runs=runs, task_state=judged.task_state[pos_of[runs]],
+        eff_cat=judged.eff_cat[pos_of[runs]], step_run=judged.step_run[sidx],
+        step=judged.step[sidx], step_state=judged.step_state[sidx],
+        safe_state=_safe_state(truth_all)[runs], run_rater=rater, step_rater=np.repeat(rater, hi - lo),
+    )
 
-    # ---- tables
+
+# ---- the tables and the manifest
+
+
+def _tables(generated: _Generated, truth_all: pd.DataFrame, is_orphan: np.ndarray, *,
+            answers: pd.DataFrame, labels: pd.DataFrame, proxies: pd.DataFrame,
+            labelled: np.ndarray) -> DemoData:
+    """The published tables: orphans only in the answer tables."""
     truth = truth_all[~is_orphan].reset_index(drop=True)
-    n_labels = pd.Series(lab_runs).map(lambda r: ids[r]).value_counts()
+    n_labels = pd.Series(truth_all["trace_id"].to_numpy()[labelled]).value_counts()
     truth["n_human_labellers"] = truth["trace_id"].map(n_labels).fillna(0).astype(int)
     truth = truth.drop(columns=["task_state"])
-    keep_steps = ~is_orphan[st_run_a]
-    step_truth = step_truth_all[keep_steps].reset_index(drop=True)
-    canaries = pd.DataFrame(canary_rows, columns=["trace_id", "category", "measure", "expected_answer",
-                                                  "passing_answer", "description"])
-    costs = _costs_table(answers, labels)
-    raters = _raters_table()
-    manifest = {
+    steps = generated.step_truth()
+    step_truth = steps[~is_orphan[steps["run"].to_numpy()]].drop(columns=["run"]).reset_index(drop=True)
+    canaries = pd.DataFrame(generated.canary_rows, columns=["trace_id", "category", "measure",
+                                                            "expected_answer", "passing_answer",
+                                                            "description"])
+    return DemoData(traces=generated.traces, answers=answers, labels=labels, truth=truth,
+                    step_truth=step_truth, canaries=canaries, costs=_costs_table(answers, labels),
+                    raters=_raters_table(), proxies=proxies)
+
+
+def _manifest(data: DemoData, *, seed: int, n_traces: int, orphan_ids: list[str]) -> dict[str, Any]:
+    truth = data.truth
+    return {
         "generator": "evaltk.datasets.make_demo",
         "generator_version": GENERATOR_VERSION,
         "seed": int(seed),
         "n_traces": n_traces,
         "files": dict(DEMO_FILES),
         "counts": {
-            "traces": len(traces),
+            "traces": len(data.traces),
             "complete": int((truth["status"] == "complete").sum()),
             "in_progress": int((truth["status"] == "in_progress").sum()),
             "with_domain_field": int(truth["domain_in_record"].sum()),
             "with_guide": int(truth["has_guide"].sum()),
             "step_gaps": int(truth["step_gap"].sum()),
             "step_count_disagreements": int(sum(
-                1 for r in traces if len(set(r.get("step_counts", {}).values())) > 1)),
-            "canaries": len(canaries),
+                1 for r in data.traces if len(set(r.get("step_counts", {}).values())) > 1)),
+            "canaries": len(data.canaries),
             "human_labelled_runs": int((truth["n_human_labellers"] > 0).sum()),
             "double_labelled_runs": int((truth["n_human_labellers"] > 1).sum()),
-            "judge_answers": len(answers),
-            "human_labels": len(labels),
-            "proxy_labels": len(proxies),
+            "judge_answers": len(data.answers),
+            "human_labels": len(data.labels),
+            "proxy_labels": len(data.proxies),
             "harmful_runs": int(truth["harm"].sum()),
-            "steps": len(step_truth),
+            "steps": len(data.step_truth),
         },
-        "orphan_trace_ids": [ids[i] for i in orphan_idx],
+        "orphan_trace_ids": orphan_ids,
         "parameters": _parameters(),
     }
-    return _normalized(DemoData(traces=traces, answers=answers, labels=labels, truth=truth,
-                                step_truth=step_truth, canaries=canaries, costs=costs, raters=raters,
-                                manifest=manifest, proxies=proxies))
 
 
 def _text_columns(frame: pd.DataFrame) -> pd.DataFrame:
@@ -1096,62 +1439,79 @@ def _normalized(d: DemoData) -> DemoData:
     return DemoData(traces=d.traces, manifest=d.manifest, **frames)
 
 
-def _answer_table(rng: np.random.Generator, profiles: Mapping[str, RaterProfile], ids: np.ndarray,
-                  runs: np.ndarray, task_state: np.ndarray, eff_cat: np.ndarray, s_run: np.ndarray,
-                  s_step: np.ndarray, s_state: np.ndarray, run_rater: np.ndarray | None,
-                  step_rater: np.ndarray | None, *, safe_state: np.ndarray | None = None) -> pd.DataFrame:
-    """Draw answers for every (rater, run) and (rater, gradable step), vectorised.
+@dataclass(frozen=True)
+class _Question:
+    """One measure asked of the raters: each row's rater, run, answer distribution and right answer."""
 
-    With ``step_rater`` None every rater in ``profiles`` answers every run and step
-    (judges); otherwise ``run_rater`` / ``step_rater`` give each row's rater index.
-    """
+    measure: str
+    rater: np.ndarray
+    run: np.ndarray
+    probs: np.ndarray
+    words: tuple[str, ...]
+    correct: np.ndarray
+    step: np.ndarray | None = None  # set for step measures (x_ctx)
+
+    @property
+    def per_step(self) -> bool:
+        return self.step is not None
+
+
+def _questions(profiles: Mapping[str, RaterProfile], asked: _Asked) -> list[_Question]:
+    """The measures asked, with every row's rater: judges broadcast over every run and step."""
     names = list(profiles)
-    parts: list[pd.DataFrame] = []
-    if run_rater is None or step_rater is None:
-        # judges: broadcast every rater over every run and gradable step
-        r_idx = np.repeat(np.arange(len(names)), len(runs))
-        runs_b, task_b, eff_b = np.tile(runs, len(names)), np.tile(task_state, len(names)), np.tile(eff_cat, len(names))
-        sr_idx = np.repeat(np.arange(len(names)), len(s_run))
-        s_run_b, s_step_b, s_state_b = np.tile(s_run, len(names)), np.tile(s_step, len(names)), np.tile(s_state, len(names))
+    k = len(names)
+    if asked.run_rater is None or asked.step_rater is None:
+        r_idx, runs, task = np.repeat(np.arange(k), len(asked.runs)), np.tile(asked.runs, k), np.tile(asked.task_state, k)
+        eff = np.tile(asked.eff_cat, k)
+        sr_idx, s_run = np.repeat(np.arange(k), len(asked.step_run)), np.tile(asked.step_run, k)
+        s_step, s_state = np.tile(asked.step, k), np.tile(asked.step_state, k)
     else:
-        r_idx, runs_b, task_b, eff_b = run_rater, runs, task_state, eff_cat
-        sr_idx, s_run_b, s_step_b, s_state_b = step_rater, s_run, s_step, s_state
-    P_task = np.array([profiles[m].task for m in names])
-    P_eff = np.array([profiles[m].eff for m in names])
-    P_ctx = np.array([profiles[m].ctx for m in names])
-    plan: list[tuple[Any, ...]] = [
-        ("x_task", r_idx, runs_b, P_task[r_idx, task_b], TASK_WORDS,
-         np.array([0, 1, 1, 2])[task_b], None, False),
-        ("x_eff", r_idx, runs_b, P_eff[r_idx, eff_b], EFF_WORDS, eff_b, None, False),
-        ("x_ctx", sr_idx, s_run_b, P_ctx[sr_idx, s_state_b], TASK_WORDS, s_state_b, s_step_b, True),
+        r_idx, runs, task, eff = asked.run_rater, asked.runs, asked.task_state, asked.eff_cat
+        sr_idx, s_run, s_step, s_state = asked.step_rater, asked.step_run, asked.step, asked.step_state
+    p_task = np.array([profiles[m].task for m in names])
+    p_eff = np.array([profiles[m].eff for m in names])
+    p_ctx = np.array([profiles[m].ctx for m in names])
+    out = [
+        _Question("x_task", r_idx, runs, p_task[r_idx, task], TASK_WORDS, np.array([0, 1, 1, 2])[task]),
+        _Question("x_eff", r_idx, runs, p_eff[r_idx, eff], EFF_WORDS, eff),
+        _Question("x_ctx", sr_idx, s_run, p_ctx[sr_idx, s_state], TASK_WORDS, s_state, step=s_step),
     ]
-    if safe_state is not None and all(profiles[m].safe is not None for m in names):
-        P_safe = np.array([profiles[m].safe for m in names])
-        plan.append(("x_safe", r_idx, runs_b, P_safe[r_idx, safe_state], SAFE_WORDS, safe_state, None, False))
-    for measure, rr, run_ids, probs, words, correct, step, per_step in plan:
-        m = len(rr)
+    if asked.safe_state is not None and all(profiles[m].safe is not None for m in names):
+        p_safe = np.array([profiles[m].safe for m in names])
+        out.append(_Question("x_safe", r_idx, runs, p_safe[r_idx, asked.safe_state], SAFE_WORDS,
+                             asked.safe_state))
+    return out
+
+
+def _answer_table(rng: np.random.Generator, profiles: Mapping[str, RaterProfile],
+                  asked: _Asked) -> pd.DataFrame:
+    """Draw answers for every (rater, run) and (rater, gradable step), vectorised."""
+    names = np.array(list(profiles), dtype=object)
+    ps = list(profiles.values())
+    parts: list[pd.DataFrame] = []
+    for q in _questions(profiles, asked):
+        m = len(q.rater)
         if m == 0:
             continue
-        ans = _draw(rng, probs.reshape(m, -1))
-        right = ans == correct
-        ct = ans == len(words) - 1
-        kinds = np.array([profiles[x].kind for x in names])[rr]
-        conf = _confidence(rng, np.array(names, dtype=object)[rr], right, ct, kinds)
-        base_cost = np.array([profiles[x].usd_step if per_step else profiles[x].usd_run for x in names])[rr]
-        base_lat = np.array([profiles[x].latency_ms_step if per_step else profiles[x].latency_ms_run
-                             for x in names])[rr]
+        ans = _draw(rng, q.probs.reshape(m, -1))
+        right = ans == q.correct
+        ct = ans == len(q.words) - 1
+        kinds = np.array([p.kind for p in ps])[q.rater]
+        conf = _confidence(rng, names[q.rater], right, ct, kinds)
+        base_cost = np.array([p.usd_step if q.per_step else p.usd_run for p in ps])[q.rater]
+        base_lat = np.array([p.latency_ms_step if q.per_step else p.latency_ms_run for p in ps])[q.rater]
         cost = np.round(base_cost * rng.lognormal(0.0, 0.15, m), 6)
         lat = np.round(base_lat * rng.lognormal(0.0, 0.35, m)).astype(np.int64)
         parts.append(pd.DataFrame({
-            "trace_id": _obj(ids[run_ids]),
-            "measure": _obj(np.full(m, measure, dtype=object)),
-            "step": pd.array(step if step is not None else [pd.NA] * m, dtype="Int64"),
-            "rater": _obj(np.array(names, dtype=object)[rr]),
-            "answer": _obj(np.array(words, dtype=object)[ans]),
+            "trace_id": _obj(asked.ids[q.run]),
+            "measure": _obj(np.full(m, q.measure, dtype=object)),
+            "step": pd.array(q.step if q.step is not None else [pd.NA] * m, dtype="Int64"),
+            "rater": _obj(names[q.rater]),
+            "answer": _obj(np.array(q.words, dtype=object)[ans]),
             "confidence": conf,
             "cost": cost,
             "latency_ms": lat,
-            "rater_version": _obj(np.array([profiles[x].version for x in names], dtype=object)[rr]),
+            "rater_version": _obj(np.array([p.version for p in ps], dtype=object)[q.rater]),
         }))
     if not parts:
         return _empty_answers()
@@ -1764,6 +2124,19 @@ def load_alt_test_annotations(path: str | Path) -> dict[str, dict[str, Any]]:
     return data
 
 
+def _alttest_folder(path: str | Path, dataset: str) -> Path:
+    """The dataset's folder under ``path``; ``dataset`` must be a plain folder name."""
+    if not isinstance(dataset, str) or not dataset or dataset != Path(dataset).name or dataset in (".", ".."):
+        raise ValueError(f"`dataset` must be a plain folder name such as 'summeval'; got {dataset!r}.")
+    root = Path(path)
+    folder = root / dataset
+    if not folder.is_dir():
+        have = sorted(p.name for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
+        raise UnreadableInput(f"no dataset folder `{dataset}`"
+                              + (f"; available: {', '.join(have)}" if have else ""), file=str(folder))
+    return folder
+
+
 def load_alttest(path: str | Path, dataset: str) -> pd.DataFrame:
     """Read one Alternative Annotator Test dataset into a long table of ratings.
 
@@ -1811,14 +2184,7 @@ def load_alttest(path: str | Path, dataset: str) -> pd.DataFrame:
     >>> f[["item_id", "rater", "rating", "rater_kind"]].values.tolist()
     [['i1', 'h1', 4, 'human'], ['i2', 'h1', 2, 'human'], ['i1', 'gpt-4o', 5, 'llm']]
     """
-    if not isinstance(dataset, str) or not dataset or dataset != Path(dataset).name or dataset in (".", ".."):
-        raise ValueError(f"`dataset` must be a plain folder name such as 'summeval'; got {dataset!r}.")
-    root = Path(path)
-    folder = root / dataset
-    if not folder.is_dir():
-        have = sorted(p.name for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
-        raise UnreadableInput(f"no dataset folder `{dataset}`"
-                              + (f"; available: {', '.join(have)}" if have else ""), file=str(folder))
+    folder = _alttest_folder(path, dataset)
     items: list[str] = []
     raters: list[str] = []
     ratings: list[Any] = []
@@ -1850,3 +2216,97 @@ def load_alttest(path: str | Path, dataset: str) -> pd.DataFrame:
         "dataset": dataset, "item_id": pd.Series(items, dtype=object), "rater": pd.Series(raters, dtype=object),
         "rating": rating, "rater_kind": pd.Series(kinds, dtype=object),
     })
+
+
+# --------------------------------------------------------------------------- AgentRewardBench
+
+#: AgentRewardBench's four questions: column, level, declared categories, abstention labels.
+AGENTREWARDBENCH_QUESTIONS: dict[str, dict[str, Any]] = {
+    "success": {"column": "trajectory_success", "level": "nominal",
+                "categories": ("Unsuccessful", "Successful"), "abstain": ("Unsure",)},
+    "side_effect": {"column": "trajectory_side_effect", "level": "nominal",
+                    "categories": ("No", "Yes"), "abstain": ("Unsure",)},
+    "optimality": {"column": "trajectory_optimality", "level": "ordinal",
+                   "categories": ("1. Complete Failure", "2. Suboptimal", "3. Somewhat Optimal",
+                                  "4. Completely Optimal"), "abstain": ("Unsure",)},
+    "looping": {"column": "trajectory_looping", "level": "nominal",
+                "categories": ("No", "Yes"), "abstain": ("Unsure",)},
+}
+_ARB_KEYS = ("annotator_name", "benchmark", "task_id", "model_name")
+
+
+def load_agentrewardbench(path: str | Path) -> pd.DataFrame:
+    """Read AgentRewardBench's ``annotations.csv`` into a long table of ratings.
+
+    Parameters
+    ----------
+    path : str or Path
+        The CSV (columns ``annotator_name, benchmark, task_id, model_name,
+        exp_name, trajectory_success, trajectory_side_effect,
+        trajectory_optimality, trajectory_looping``).
+
+    Returns
+    -------
+    DataFrame
+        ``item_id, benchmark, task_id, model_name, rater, question, rating,
+        line``: one row per (trajectory, annotator, question).  ``item_id`` is
+        ``benchmark/task_id/model_name``; ``rater`` is the annotator name with
+        surrounding spaces removed (the file has one " H"); ``rating`` keeps
+        "Unsure" (pass ``abstain=["Unsure"]`` downstream); ``line`` is the CSV
+        line number.
+
+    Raises
+    ------
+    UnreadableInput
+        Missing, not UTF-8 or not CSV.
+    SchemaViolation
+        A required column is absent, or a rating is empty or outside the
+        question's categories (names the line and field).
+
+    References
+    ----------
+    Lù, X. H. et al. (2025). AgentRewardBench: Evaluating Automatic Evaluations of
+    Web Agent Trajectories.  github.com/McGill-NLP/agent-reward-bench.
+    """
+    p = Path(path)
+    try:
+        raw = pd.read_csv(p, dtype=str, keep_default_na=False, encoding="utf-8")
+    except FileNotFoundError:
+        raise UnreadableInput("no such file", file=str(p)) from None
+    except (UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as e:
+        raise UnreadableInput(f"not a UTF-8 CSV ({e})", file=str(p)) from None
+    need = [*_ARB_KEYS, *(q["column"] for q in AGENTREWARDBENCH_QUESTIONS.values())]
+    for col in need:
+        if col not in raw.columns:
+            raise SchemaViolation(f"required column is missing (columns: {list(raw.columns)})",
+                                  file=str(p), field=col)
+    raw = raw.copy()
+    raw["line"] = np.arange(2, len(raw) + 2)
+    for col in _ARB_KEYS:
+        stripped = raw[col].str.strip()
+        empty = stripped == ""
+        if empty.any():
+            raise SchemaViolation("empty value", file=str(p), record=int(raw.loc[empty, "line"].iloc[0]), field=col)
+        raw[col] = stripped
+    frames = []
+    for q, spec in AGENTREWARDBENCH_QUESTIONS.items():
+        col = spec["column"]
+        vals = raw[col].str.strip()
+        allowed = set(spec["categories"]) | set(spec["abstain"])
+        bad = ~vals.isin(allowed)
+        if bad.any():
+            i = int(np.flatnonzero(bad.to_numpy())[0])
+            raise SchemaViolation(f"{vals.iloc[i]!r} is not one of {sorted(allowed)}", file=str(p),
+                                  record=int(raw["line"].iloc[i]), field=col)
+        frames.append(pd.DataFrame({
+            "item_id": raw["benchmark"] + "/" + raw["task_id"] + "/" + raw["model_name"],
+            "benchmark": raw["benchmark"], "task_id": raw["task_id"], "model_name": raw["model_name"],
+            "rater": raw["annotator_name"], "question": q, "rating": vals, "line": raw["line"],
+        }))
+    out = pd.concat(frames, ignore_index=True)
+    dup = out.duplicated(["item_id", "rater", "question"], keep=False)
+    if dup.any():
+        r = out[dup].iloc[0]
+        raise SchemaViolation(f"annotator {r['rater']!r} rated trajectory {r['item_id']!r} twice",
+                              file=str(p), record=int(r["line"]), field="annotator_name")
+    return out

@@ -2,7 +2,9 @@
 Pareto frontier, active labeling and regression gates."""
 
 from ._calibration import (
-    AGENTREWARDBENCH_QUESTIONS,
+    _LEVELS as CALIBRATION_LEVELS,
+)
+from ._calibration import (
     PROMOTION_CONDITIONS,
     AgreementWithHumans,
     AltTestResult,
@@ -16,7 +18,6 @@ from ._calibration import (
     calibration_record,
     human_ceiling,
     kappa_sample_size,
-    load_agentrewardbench,
     population_table,
     promotion_check,
 )
@@ -54,12 +55,12 @@ from ._selection import (
 )
 
 __all__ = [
+    "CALIBRATION_LEVELS",
     "FoldRule",
     "PanelResult",
     "fold_panel",
     "fold_pairwise_trials",
     "review_queue",
-    "AGENTREWARDBENCH_QUESTIONS",
     "CeilingResult",
     "AgreementWithHumans",
     "CalibrationNumbers",
@@ -67,7 +68,6 @@ __all__ = [
     "PROMOTION_CONDITIONS",
     "AltTestResult",
     "SampleSizePlan",
-    "load_agentrewardbench",
     "agentrewardbench_ceiling",
     "population_table",
     "human_ceiling",

@@ -15,8 +15,9 @@ computes the three numbers that rule compares and checks the five conditions:
   (2025): can the judge replace the annotators?
 * :func:`kappa_sample_size`: how many human labels a target interval half-width
   on kappa needs, by simulation;
-* :func:`load_agentrewardbench`: a reader for AgentRewardBench's expert
-  annotations (Lù et al. 2025), the real-data worked example.
+* :func:`agentrewardbench_ceiling`: the human ceiling of AgentRewardBench's expert
+  annotations (Lù et al. 2025; read by :func:`evaltk.data.load_agentrewardbench`), the
+  real-data worked example.
 
 Abstentions ("Unsure", "Cannot tell", ``None``, NaN) are never a class: a rating
 that abstains leaves the comparison and is counted on the result.
@@ -42,7 +43,7 @@ import pandas as pd
 from scipy import stats
 
 from .._validation import check_columns, check_confidence_level, check_rng
-from ..errors import InputError, SchemaViolation, UnreadableInput
+from ..errors import InputError
 from ..scoring import PROMOTION_CONDITIONS, CalibrationRecord, promotion_conditions
 from ..stats import (
     AgreementResult,
@@ -68,7 +69,6 @@ from ..values import (
 )
 
 __all__ = [
-    "AGENTREWARDBENCH_QUESTIONS",
     "CeilingResult",
     "AgreementWithHumans",
     "CalibrationNumbers",
@@ -76,7 +76,6 @@ __all__ = [
     "PROMOTION_CONDITIONS",
     "AltTestResult",
     "SampleSizePlan",
-    "load_agentrewardbench",
     "agentrewardbench_ceiling",
     "population_table",
     "human_ceiling",
@@ -1188,98 +1187,6 @@ def kappa_sample_size(
 
 # --------------------------------------------------------------------------- AgentRewardBench
 
-#: AgentRewardBench's four questions: column, level, declared categories, abstention labels.
-AGENTREWARDBENCH_QUESTIONS: dict[str, dict[str, Any]] = {
-    "success": {"column": "trajectory_success", "level": "nominal",
-                "categories": ("Unsuccessful", "Successful"), "abstain": ("Unsure",)},
-    "side_effect": {"column": "trajectory_side_effect", "level": "nominal",
-                    "categories": ("No", "Yes"), "abstain": ("Unsure",)},
-    "optimality": {"column": "trajectory_optimality", "level": "ordinal",
-                   "categories": ("1. Complete Failure", "2. Suboptimal", "3. Somewhat Optimal",
-                                  "4. Completely Optimal"), "abstain": ("Unsure",)},
-    "looping": {"column": "trajectory_looping", "level": "nominal",
-                "categories": ("No", "Yes"), "abstain": ("Unsure",)},
-}
-_ARB_KEYS = ("annotator_name", "benchmark", "task_id", "model_name")
-
-
-def load_agentrewardbench(path: str | Path) -> pd.DataFrame:
-    """Read AgentRewardBench's ``annotations.csv`` into a long table of ratings.
-
-    Parameters
-    ----------
-    path : str or Path
-        The CSV (columns ``annotator_name, benchmark, task_id, model_name,
-        exp_name, trajectory_success, trajectory_side_effect,
-        trajectory_optimality, trajectory_looping``).
-
-    Returns
-    -------
-    DataFrame
-        ``item_id, benchmark, task_id, model_name, rater, question, rating,
-        line``: one row per (trajectory, annotator, question).  ``item_id`` is
-        ``benchmark/task_id/model_name``; ``rater`` is the annotator name with
-        surrounding spaces removed (the file has one " H"); ``rating`` keeps
-        "Unsure" (pass ``abstain=["Unsure"]`` downstream); ``line`` is the CSV
-        line number.
-
-    Raises
-    ------
-    UnreadableInput
-        Missing, not UTF-8 or not CSV.
-    SchemaViolation
-        A required column is absent, or a rating is empty or outside the
-        question's categories (names the line and field).
-
-    References
-    ----------
-    Lù, X. H. et al. (2025). AgentRewardBench: Evaluating Automatic Evaluations of
-    Web Agent Trajectories.  github.com/McGill-NLP/agent-reward-bench.
-    """
-    p = Path(path)
-    try:
-        raw = pd.read_csv(p, dtype=str, keep_default_na=False, encoding="utf-8")
-    except FileNotFoundError:
-        raise UnreadableInput("no such file", file=str(p)) from None
-    except (UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as e:
-        raise UnreadableInput(f"not a UTF-8 CSV ({e})", file=str(p)) from None
-    need = [*_ARB_KEYS, *(q["column"] for q in AGENTREWARDBENCH_QUESTIONS.values())]
-    for col in need:
-        if col not in raw.columns:
-            raise SchemaViolation(f"required column is missing (columns: {list(raw.columns)})",
-                                  file=str(p), field=col)
-    raw = raw.copy()
-    raw["line"] = np.arange(2, len(raw) + 2)
-    for col in _ARB_KEYS:
-        stripped = raw[col].str.strip()
-        empty = stripped == ""
-        if empty.any():
-            raise SchemaViolation("empty value", file=str(p), record=int(raw.loc[empty, "line"].iloc[0]), field=col)
-        raw[col] = stripped
-    frames = []
-    for q, spec in AGENTREWARDBENCH_QUESTIONS.items():
-        col = spec["column"]
-        vals = raw[col].str.strip()
-        allowed = set(spec["categories"]) | set(spec["abstain"])
-        bad = ~vals.isin(allowed)
-        if bad.any():
-            i = int(np.flatnonzero(bad.to_numpy())[0])
-            raise SchemaViolation(f"{vals.iloc[i]!r} is not one of {sorted(allowed)}", file=str(p),
-                                  record=int(raw["line"].iloc[i]), field=col)
-        frames.append(pd.DataFrame({
-            "item_id": raw["benchmark"] + "/" + raw["task_id"] + "/" + raw["model_name"],
-            "benchmark": raw["benchmark"], "task_id": raw["task_id"], "model_name": raw["model_name"],
-            "rater": raw["annotator_name"], "question": q, "rating": vals, "line": raw["line"],
-        }))
-    out = pd.concat(frames, ignore_index=True)
-    dup = out.duplicated(["item_id", "rater", "question"], keep=False)
-    if dup.any():
-        r = out[dup].iloc[0]
-        raise SchemaViolation(f"annotator {r['rater']!r} rated trajectory {r['item_id']!r} twice",
-                              file=str(p), record=int(r["line"]), field="annotator_name")
-    return out
-
-
 def agentrewardbench_ceiling(
     path: str | Path, *, confidence_level: float = 0.95, method: str = "percentile",
     n_resamples: int = 2000, rng: Any = 0,
@@ -1287,8 +1194,11 @@ def agentrewardbench_ceiling(
     """Human-human agreement per AgentRewardBench question on the double-annotated trajectories.
 
     "Unsure" is an abstention, excluded and counted.  Returns the tidy rows of
-    :meth:`CeilingResult.to_frame` with a ``question`` column.
+    :meth:`CeilingResult.to_frame` with a ``question`` column.  The file is read by
+    :func:`evaltk.data.load_agentrewardbench`.
     """
+    from ..data import AGENTREWARDBENCH_QUESTIONS, load_agentrewardbench
+
     long = load_agentrewardbench(path)
     gen = check_rng(rng)
     frames = []

@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import norm
 
-from .._validation import check_confidence_level, check_rng
+from .._validation import check_choice, check_confidence_level, check_rng
 from ..values import ABSTAIN_WORDS, Abstention, abstain_labels
 
 __all__ = ["uncertainty_strata", "propose_batch", "stratified_accuracy", "StratifiedEstimate",
@@ -236,14 +236,11 @@ def expansion_gate(first: Sequence[Any], second: Sequence[Any], *, threshold: fl
     >>> expansion_gate(a, b, statistic="percent_agreement", threshold=0.8, one_sided="drop").release
     True
     """
-    from ..stats import _agreement as agreement
+    from ..stats import cohen_kappa, gwet_ac1, percent_agreement
 
-    fns = {"cohen_kappa": agreement.cohen_kappa, "gwet_ac1": agreement.gwet_ac1,
-           "percent_agreement": agreement.percent_agreement}
-    if statistic not in fns:
-        raise ValueError(f"`statistic` must be one of {', '.join(fns)}; got {statistic!r}.")
-    if one_sided not in ("disagree", "drop"):
-        raise ValueError(f"`one_sided` must be 'disagree' or 'drop'; got {one_sided!r}.")
+    fns = {"cohen_kappa": cohen_kappa, "gwet_ac1": gwet_ac1, "percent_agreement": percent_agreement}
+    statistic = check_choice("statistic", statistic, tuple(fns))
+    one_sided = check_choice("one_sided", one_sided, ("disagree", "drop"))
     if len(first) != len(second):
         raise ValueError("`first` and `second` must label the same items (same length).")
     ab = {str(x) for x in abstain_labels(abstain)}

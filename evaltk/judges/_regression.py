@@ -48,12 +48,15 @@ from ..stats import (
     mcnemar_test,
     paired_difference_interval,
 )
-from ..values import CAUSES, Abstention, Cause
+from ..values import CAUSES, MEASURE_LEVELS, PER_STEP_MEASURES, Abstention, Cause
 
 __all__ = ["DIMENSION_TYPES", "GateResult", "GateRefused", "gate", "data_validity", "scoring_consistency"]
 
-DIMENSION_TYPES: dict[str, str] = {"x_task": "binary", "x_safe": "binary", "x_eff": "ordinal",
-                                   "x_ctx": "per_step_rate", **dict.fromkeys(GUIDE_MEASURES, "binary")}
+#: The gate's test per measure, from the vocabulary's levels (values.MEASURE_LEVELS): a
+#: per-step measure is a rate, an ordinal one ordinal, every other one binary.
+DIMENSION_TYPES: dict[str, str] = {
+    m: "per_step_rate" if m in PER_STEP_MEASURES else "ordinal" if MEASURE_LEVELS.get(m) == "ordinal" else "binary"
+    for m in (*TRACE_MEASURES, *GUIDE_MEASURES)}
 
 FAIL_CLOSED_CAUSES = ("missing_evidence", "abstained", "not_implemented")
 

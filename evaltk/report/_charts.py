@@ -307,6 +307,20 @@ def agreement_chart(
         width=460, height=alt.Step(26), title=alt.Title(title, subtitle="; ".join(sub) or "bars: confidence interval"))
 
 
+def judge_confusion_chart(answers: pd.DataFrame, labels: pd.DataFrame, *, measures: Sequence[str]) -> Any:
+    """One confusion heat map per measure, stacked: each judge's answer against the human anchor
+    (:func:`evaltk.report.confusion_counts`), both axes in the measure's answer order."""
+    import altair as alt
+
+    from ._tables import answer_order, confusion_counts
+
+    return alt.vconcat(*[
+        confusion_heatmap(confusion_counts(answers, labels, measure=m), truth="human_answer",
+                          predicted="judge_answer", count="n", facet="judge", order=answer_order(m),
+                          title=f"{m}: judge answer against the human anchor")
+        for m in measures])
+
+
 def confusion_heatmap(
     frame: pd.DataFrame,
     *,

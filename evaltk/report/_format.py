@@ -283,9 +283,32 @@ def markdown_list(frame: pd.DataFrame, *, item: str = "item", text: str = "text"
     return "\n".join(f"- **{k}**: {v}" for k, v in zip(frame[item], frame[text], strict=True))
 
 
-def trajectory_note(trajectory: Any, summary: Mapping[str, Any]) -> str:
+def trajectory_note(trajectory: Any, summary: Mapping[str, Any] | None) -> str:
     """The sentence over the trajectory grid: the files read (``(lock, results, design)``) and
-    the cohort's decision and counts (:meth:`evaltk.CohortReport.summary`)."""
+    the cohort's decision and counts (:meth:`evaltk.CohortReport.summary`); with no summary
+    (no trajectory files found), that there is nothing to show."""
+    if summary is None:
+        return "*No trajectory lock and results found: nothing to show.*"
     return (f"Source: {trajectory[1]} against {trajectory[0]}. **{summary['decision'].upper()}**: "
             f"{summary['passed']} passed, {summary['safely_abstained']} safely abstained, {summary['failed']} "
             f"failed of {summary['cases']} locked cases.")
+
+
+def checkpoint_gate_headline(demo: Any, *, baseline_agent: str, candidate_agent: str,
+                             confidence_level: float = 0.95, n_resamples: int = 2000,
+                             rng: Any = 0) -> tuple[str, Any]:
+    """The checkpoint gate (:func:`evaltk.report.checkpoint_gate`) and the line over it:
+    ``(headline, gate)``.  When there is no gate (an agent without runs, or the gate refused
+    to compare) ``gate`` is None and the headline says why."""
+    from ..errors import InputError
+    from ..judges import GateRefused
+    from ._tables import checkpoint_gate
+
+    try:
+        g = checkpoint_gate(demo, baseline_agent=baseline_agent, candidate_agent=candidate_agent,
+                            confidence_level=confidence_level, n_resamples=n_resamples, rng=rng)
+    except InputError as e:
+        return f"*{e}*", None
+    except GateRefused as e:
+        return f"**The gate refused to compare:** {e}", None
+    return f"**{candidate_agent} against {baseline_agent}: {g.decision.upper()}**", g

@@ -23,7 +23,7 @@ class DataSources:
     data_dir : str
         The folder searched ("" when none was given: demo data only).
     demo : Path or None
-        A folder written by :func:`evaltk.datasets.write_demo` (``data_dir`` itself
+        A folder written by :func:`evaltk.data.write_demo` (``data_dir`` itself
         or ``data_dir/demo``); otherwise the demo corpus is generated in memory.
     agentrewardbench : Path or None
         ``agentrewardbench/annotations.csv``.
@@ -56,7 +56,7 @@ class DataSources:
     def describe(self) -> pd.DataFrame:
         """One row per source: what it is, and the file or "generated in memory"."""
         rows = [
-            ("demo corpus", str(self.demo) if self.demo else "generated in memory (evaltk.datasets.make_demo)"),
+            ("demo corpus", str(self.demo) if self.demo else "generated in memory (evaltk.data.make_demo)"),
             ("AgentRewardBench annotations", str(self.agentrewardbench) if self.agentrewardbench else "not found"),
             ("JudgeBench judgments", str(self.judgebench) if self.judgebench else "not found"),
             ("suite run", str(self.suite_run) if self.suite_run else "not found"),
@@ -132,7 +132,7 @@ def demo_data(sources: DataSources, *, n_traces: int = 3000, seed: int = 0) -> t
 
     Read from ``sources.demo`` when there is one (its files are the inputs whose
     digests the report records); otherwise generated in memory by
-    :func:`evaltk.datasets.make_demo` with ``n_traces`` and ``seed`` (deterministic;
+    :func:`evaltk.data.make_demo` with ``n_traces`` and ``seed`` (deterministic;
     no input file).
     """
     from .. import data as datasets
@@ -159,7 +159,7 @@ def judgebench_presented(judgments: pd.DataFrame) -> pd.DataFrame:
     Parameters
     ----------
     judgments : DataFrame
-        From :func:`evaltk.datasets.load_judgebench` (``judge_model, pair_id,
+        From :func:`evaltk.data.load_judgebench` (``judge_model, pair_id,
         trial, label, decision``).
 
     Returns

@@ -9,10 +9,12 @@ is a missing value with its cause in the ``*_cause`` column (and a reason), neve
 never NaN without a cause.
 
 The domain knowledge they need is read from where the library declares it: the answer
-words and their values from :data:`evaltk.scoring.VOCABULARIES` (the ordinal order of
-``x_eff`` is the order of its values), the level of measurement from
-:data:`evaltk.judges.DIMENSION_TYPES`, which measures judges answer from
-:data:`evaltk.scoring.SCORERS`, the seed's direction-of-error notes from
+words and their values from the one vocabulary, :data:`evaltk.values.ANSWER_VALUES` (the
+ordinal order of ``x_eff`` is the order of its values,
+:func:`evaltk.values.answer_categories`), the level of measurement from
+:data:`evaltk.values.MEASURE_LEVELS` (:func:`evaltk.values.measure_level`), the abstain
+words from :data:`evaltk.values.ABSTAIN_WORDS` (every ``abstain=`` default), which measures
+judges answer from :data:`evaltk.scoring.SCORERS`, the seed's direction-of-error notes from
 :data:`evaltk.scoring.DIRECTION_OF_ERROR`.
 """
 
@@ -26,16 +28,24 @@ from typing import Any
 import pandas as pd
 
 from ..errors import InputError
-from ..values import Threshold, UndefinedWarning, is_abstention
+from ..values import (
+    ABSTAIN_WORDS,
+    ANSWER_VALUES,
+    Threshold,
+    UndefinedWarning,
+    answer_categories,
+    is_abstention,
+    measure_level,
+)
 
 # --------------------------------------------------------------------------- the vocabulary, read
 
 
 def _judged_measures() -> list[str]:
     """Measures whose score folds judge / human answers (the ones a judge can be calibrated on)."""
-    from ..scoring import SCORERS, VOCABULARIES
+    from ..scoring import SCORERS
 
-    return [m for m, s in SCORERS.items() if s.kind == "answers" and m in VOCABULARIES]
+    return [m for m, s in SCORERS.items() if s.kind == "answers" and m in ANSWER_VALUES]
 
 
 def _check_measures(measures: Sequence[str], what: str, field: str = "dimensions") -> list[str]:
@@ -48,42 +58,18 @@ def _check_measures(measures: Sequence[str], what: str, field: str = "dimensions
     return ms
 
 
-def _categories(measure: str) -> list[str]:
-    """The valued answer words of ``measure``, in the order of their values (lowest first)."""
-    from ..scoring import VOCABULARIES
-
-    words = {w: v for w, v in VOCABULARIES[measure].items() if v is not None}
-    return sorted(words, key=words.__getitem__)
-
-
-def _abstain_words(measure: str) -> list[str]:
-    """The answer words of ``measure`` that carry no value (an abstention)."""
-    from ..scoring import VOCABULARIES
-
-    return [w for w, v in VOCABULARIES[measure].items() if v is None]
-
-
-def _level(measure: str) -> str:
-    """``"ordinal"`` for an ordinal dimension, else ``"nominal"`` (declared, never defaulted)."""
-    from ..judges import DIMENSION_TYPES
-
-    return "ordinal" if DIMENSION_TYPES[measure] == "ordinal" else "nominal"
-
-
 def _scale(measure: str) -> str:
     """The direction-of-error scale: ``"ordinal"`` or ``"binary"``."""
-    return "ordinal" if _level(measure) == "ordinal" else "binary"
+    return "ordinal" if measure_level(measure) == "ordinal" else "binary"
 
 
 def _values(measure: str) -> dict[str, float]:
-    from ..scoring import VOCABULARIES
-
-    return {w: v for w, v in VOCABULARIES[measure].items() if v is not None}
+    return {w: v for w, v in ANSWER_VALUES[measure].items() if v is not None}
 
 
 def _positive(measure: str) -> str:
     """The answer with the highest value (``yes``): the positive label of a binary measure."""
-    return _categories(measure)[-1]
+    return answer_categories(measure)[-1]
 
 
 def answer_order(measure: str) -> list[str]:
@@ -96,7 +82,7 @@ def answer_order(measure: str) -> list[str]:
     ['lots', 'a_few', 'none', 'cannot_tell']
     """
     _check_measures([measure], "order")
-    return [*_categories(measure), *_abstain_words(measure)]
+    return [*answer_categories(measure), *(w for w, v in ANSWER_VALUES[measure].items() if v is None)]
 
 
 # --------------------------------------------------------------------------- small helpers
@@ -163,15 +149,15 @@ def select_answers(answers: pd.DataFrame, *, judges: Sequence[str] = (), measure
 def _every_item_rater(human: pd.DataFrame, measure: str) -> pd.Series:
     """A constant rater with a label on every item: the degenerate (always-majority) baseline's
     partner, so that the baseline covers every double-labelled item."""
-    return pd.Series(_categories(measure)[0], index=human["item_id"].unique())
+    return pd.Series(answer_categories(measure)[0], index=human["item_id"].unique())
 
 
 def _calibration_numbers(human: pd.DataFrame, judge: pd.Series, measure: str, *, confidence_level: float,
                          n_resamples: int, rng: Any) -> Any:
     from ..judges import calibration_numbers
 
-    return calibration_numbers(human, judge, level=_level(measure), categories=_categories(measure),
-                               abstain=_abstain_words(measure), confidence_level=confidence_level,
+    return calibration_numbers(human, judge, level=measure_level(measure), categories=list(answer_categories(measure)),
+                               abstain=ABSTAIN_WORDS, confidence_level=confidence_level,
                                n_resamples=n_resamples, rng=rng)
 
 
@@ -193,13 +179,13 @@ def human_ceiling_table(labels: pd.DataFrame, *, measures: Sequence[str], confid
         human = _human_ratings(labels, m)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UndefinedWarning)
-            c = human_ceiling(human, level=_level(m), categories=_categories(m), abstain=_abstain_words(m),
+            c = human_ceiling(human, level=measure_level(m), categories=list(answer_categories(m)), abstain=ABSTAIN_WORDS,
                               confidence_level=confidence_level, n_resamples=n_resamples, rng=rng)
             base = (_calibration_numbers(human, _every_item_rater(human, m), m, confidence_level=confidence_level,
                                          n_resamples=n_resamples, rng=rng) if baseline else None)
         lo, hi = (math.nan, math.nan) if is_abstention(c) else _interval(c.confidence_interval)
         cause, reason = _cause(c)
-        rows.append({"measure": m, "level": _level(m),
+        rows.append({"measure": m, "level": measure_level(m),
                      "statistic": math.nan if is_abstention(c) else _number(c.statistic),
                      "ci_low": lo, "ci_high": hi,
                      "interval_method": None if is_abstention(c) else c.interval_method,
@@ -292,7 +278,7 @@ def confusion_counts(answers: pd.DataFrame, labels: pd.DataFrame, *, measure: st
     """
     from ..judges import anchor_correctness
 
-    c = anchor_correctness(answers, labels, measure=measure, abstain=tuple(_abstain_words(measure)))
+    c = anchor_correctness(answers, labels, measure=measure, abstain=ABSTAIN_WORDS)
     return c.groupby(["judge", "human_answer", "judge_answer"], as_index=False).size().rename(columns={"size": "n"})
 
 
@@ -316,17 +302,16 @@ def judge_direction_table(answers: pd.DataFrame, labels: pd.DataFrame, *, measur
     ms = _check_measures(measures, "compare")
     frames = []
     for m in ms:
-        c = anchor_correctness(answers, labels, measure=m, abstain=tuple(_abstain_words(m)))
+        c = anchor_correctness(answers, labels, measure=m, abstain=ABSTAIN_WORDS)
         frames.append(pd.DataFrame({"dimension": m, "judge": c["judge"], "judge_label": c["judge_answer"],
                                     "human": c["human_answer"]}))
     pairs = pd.concat(frames, ignore_index=True)
-    abstain = sorted({w for m in ms for w in _abstain_words(m)})
     rows = []
     for j, g in pairs.groupby("judge", sort=True):
         t = direction_table(g, judge="judge_label", human="human", scales={m: _scale(m) for m in ms},
                             positive={m: _positive(m) for m in ms if _scale(m) == "binary"},
                             categories={m: _values(m) for m in ms if _scale(m) == "ordinal"},
-                            abstain=abstain, confidence_level=confidence_level)
+                            abstain=ABSTAIN_WORDS, confidence_level=confidence_level)
         t.insert(0, "judge", j)
         rows.append(t)
     return pd.concat(rows, ignore_index=True)
@@ -382,7 +367,8 @@ def published_precision_table(annotations: Any, leaderboard: Any, *, confidence_
     """
     from dataclasses import replace
 
-    from ..judges import load_agentrewardbench, published_precision_recall
+    from ..data import load_agentrewardbench
+    from ..judges import published_precision_recall
 
     ratings = load_agentrewardbench(annotations)
     success = ratings[ratings["question"] == "success"].drop_duplicates("item_id")
@@ -406,7 +392,7 @@ def judge_selection(answers: pd.DataFrame, labels: pd.DataFrame, canaries: pd.Da
     from ..judges import anchor_correctness, canary_hits, judge_costs, select_judges
 
     a = answers[answers["measure"] == measure]
-    correct = anchor_correctness(a, labels, measure=measure, abstain=tuple(_abstain_words(measure)))
+    correct = anchor_correctness(a, labels, measure=measure, abstain=ABSTAIN_WORDS)
     return select_judges(correct, judge_costs(a), canaries=canary_hits(a, canaries), confidence_level=confidence_level,
                          n_resamples=n_resamples, rng=rng)
 

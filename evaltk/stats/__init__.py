@@ -5,6 +5,7 @@ summary tables. Imports nothing above ``evaltk.values`` and ``evaltk.errors``.""
 from ._agreement import (
     INTERVAL_METHODS,
     LEVELS,
+    WEIGHTS,
     AgreementResult,
     CategoryDomainWarning,
     ClassificationResult,
@@ -111,6 +112,7 @@ __all__ = [
     "ConfidenceInterval",
     "ResultShape",
     "BootstrapConfig",
+    "WEIGHTS",
     "BootstrapResult",
     "UndefinedReplicateError",
     "bootstrap",

@@ -67,6 +67,7 @@ from .._validation import check_choice, check_columns, check_confidence_level, c
 from ..errors import InputError
 from ..values import (
     ABSTAIN_WORDS,
+    LEVELS,
     Abstention,
     Cause,
     EvaltkWarning,
@@ -97,13 +98,13 @@ __all__ = [
     "classification_report",
     "INTERVAL_METHODS",
     "LEVELS",
+    "WEIGHTS",
 ]
 
 #: ``method=`` values of every agreement function.
 INTERVAL_METHODS: tuple[str, ...] = ("analytic", "percentile", "basic", "bca")
-#: Krippendorff's levels of measurement.
-LEVELS: tuple[str, ...] = ("nominal", "ordinal", "interval", "ratio")
-_WEIGHT_NAMES: tuple[str, ...] = ("identity", "linear", "quadratic", "ordinal", "ratio")
+#: ``weights=`` names of the weighted coefficients (besides a matrix or None).
+WEIGHTS: tuple[str, ...] = ("identity", "linear", "quadratic", "ordinal", "ratio")
 _EPS = 1e-12
 
 
@@ -381,8 +382,8 @@ def weight_matrix(categories: Sequence[Any], weights: Any = None) -> np.ndarray:
     if weights is None or (isinstance(weights, str) and weights == "identity"):
         return np.eye(q)
     if isinstance(weights, str):
-        if weights not in _WEIGHT_NAMES:
-            raise ValueError(f"`weights` must be None, one of {', '.join(map(repr, _WEIGHT_NAMES))} "
+        if weights not in WEIGHTS:
+            raise ValueError(f"`weights` must be None, one of {', '.join(map(repr, WEIGHTS))} "
                              f"or a (q, q) matrix; got {weights!r}.")
         numeric = all(isinstance(c, numbers.Real) and not isinstance(c, bool) for c in categories)
         x = np.array(categories, dtype=float) if numeric else np.arange(1, q + 1, dtype=float)
