@@ -24,6 +24,10 @@ PKG = Path(__file__).resolve().parent.parent / "evaltk"
 FOUNDATION = {"values", "errors", "_validation", "_io", "_columns"}
 #: What ``stats`` may import besides itself.
 STATS_MAY_IMPORT = FOUNDATION
+#: The subpackages from the bottom of the data flow up: each may import only those before
+#: it (and the foundation).  README's "Architecture" section draws the same order.
+LAYERS: tuple[str, ...] = ("stats", "data", "ingest", "scoring", "judges", "suite", "trajectory",
+                           "fixtures", "scale", "report", "cli")
 
 
 @dataclass(frozen=True)
@@ -169,6 +173,18 @@ def _find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
         if node not in state and (found := visit(node)):
             return found
     return None
+
+
+def test_each_subpackage_imports_only_the_layers_below_it():
+    subpackages = {p.name for p in PKG.iterdir() if (p / "__init__.py").is_file()}
+    assert subpackages == set(LAYERS), "declare the new subpackage's place in LAYERS"
+    bad = []
+    for src, targets in _layer_graph().items():
+        if src not in LAYERS:
+            continue
+        below = set(LAYERS[: LAYERS.index(src)]) | FOUNDATION
+        bad += [f"{src} imports {dst}" for dst in sorted(targets - below)]
+    assert not bad, "\n".join(bad)
 
 
 def test_the_subpackages_form_no_cycle():

@@ -45,7 +45,7 @@ from evaltk.ingest import (
 )
 from evaltk.values import normalize_answer
 
-DATA = Path(__file__).parent / "data" / "traces"
+DATA = Path(__file__).parent.parent / "inputs" / "traces"
 MALFORMED = DATA / "malformed.jsonl"
 BAD_ANSWERS = DATA / "answers_malformed.csv"
 
@@ -817,7 +817,7 @@ def test_cli_ingest_exit_codes_and_json(tmp_path, capsys):
 def _schema(name):
     import jsonschema
 
-    path = Path(__file__).resolve().parent.parent / "evaltk" / "schemas" / name
+    path = Path(__file__).resolve().parent.parent.parent / "evaltk" / "schemas" / name
     schema = json.loads(path.read_text(encoding="utf-8"))
     jsonschema.Draft202012Validator.check_schema(schema)
     return jsonschema.Draft202012Validator(schema)

@@ -44,7 +44,7 @@ from evaltk.trajectory import (
     verify_report,
 )
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parent.parent.parent
 EXAMPLES = ROOT / "data" / "examples" / "trajectory"
 SCHEMAS = ROOT / "evaltk" / "schemas"
 PRE = ["milestones", "recovered_faults", "faithful_evidence"]
@@ -1132,7 +1132,7 @@ def test_events_stamped_after_results_at_are_malformed(tmp_path):
 
     from evaltk.cli._main import main as _main
 
-    ex = Path(__file__).resolve().parent.parent / "data" / "examples" / "trajectory"
+    ex = Path(__file__).resolve().parent.parent.parent / "data" / "examples" / "trajectory"
     d = _json.loads((ex / "results-pass.json").read_text())
     cid = next(iter(d["cases"]))
     d["cases"][cid]["events"][-1]["at"] = "2099-01-01T00:00:00Z"

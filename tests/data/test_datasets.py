@@ -22,7 +22,7 @@ from evaltk.data import _datasets as D
 from evaltk.errors import InputError, SchemaViolation, UnreadableInput
 from evaltk.values import check_value_cause
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parent.parent.parent
 SAMPLE = ROOT / "data" / "demo"
 STEP_KEYS = {"index", "action", "target", "screen", "consequential", "needs_confirmation"}
 

@@ -509,7 +509,7 @@ def test_docs_agentrewardbench_table(shared_data):
     """docs/calibration.md's AgentRewardBench table is what the code computes."""
     from pathlib import Path
 
-    doc = (Path(__file__).resolve().parent.parent / "docs" / "calibration.md").read_text(encoding="utf-8")
+    doc = (Path(__file__).resolve().parent.parent.parent / "docs" / "calibration.md").read_text(encoding="utf-8")
     block = doc.split("<!-- arb-ceiling:begin -->")[1].split("<!-- arb-ceiling:end -->")[0]
     lines = [ln for ln in block.strip().splitlines()[2:] if ln.startswith("|")]
     frame = agentrewardbench_ceiling(shared_data / "agentrewardbench" / "annotations.csv", rng=0)

@@ -1,7 +1,7 @@
 """Suite gating (RFC 0246): the three conformance legs, the four worked examples, the rules.
 
 Source of every rule and number: ``../shared/seeds/000_daedeefabf03a1f5.txt`` (RFC 0246)
-and issue 4; fixtures in ``tests/data/suite`` cite the paragraph they are built from.
+and issue 4; fixtures in ``tests/inputs/suite`` cite the paragraph they are built from.
 """
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ from evaltk.suite import (
     validate_summary,
 )
 
-DATA = Path(__file__).parent / "data" / "suite"
-EXAMPLES = Path(__file__).resolve().parent.parent / "data" / "examples" / "suite"
+DATA = Path(__file__).parent.parent / "inputs" / "suite"
+EXAMPLES = Path(__file__).resolve().parent.parent.parent / "data" / "examples" / "suite"
 
 
 def fixture(name: str) -> Path:
@@ -1022,7 +1022,7 @@ def test_identical_trial_scores_spread_exactly_zero():
 # The full output documents of the loader, the summary, the events, the columnar reader and
 # the checker on every fixture and example, and the exact messages of malformed inputs, as
 # the code gave them before the rule families were split into functions of their own
-# (tests/data/suite/pinned-outputs.json, written once from that code). A refactoring that
+# (tests/inputs/suite/pinned-outputs.json, written once from that code). A refactoring that
 # changes any number, field, order or word fails here.
 
 PINNED = DATA / "pinned-outputs.json"

@@ -52,7 +52,7 @@ def test_weighted_and_unanimity_rules_are_declared():
 
 def test_panel_majority_matches_the_scoring_fold():
     from evaltk.scoring import score_tables
-    from tests.test_scoring import S, answers, tables
+    from tests.scoring.test_scoring import S, answers, tables
 
     rng = np.random.default_rng(3)
     rows = [(f"t{i}", "x_task", None, f"j{k}", rng.choice(["yes", "no", "cannot_tell"]))
@@ -128,7 +128,7 @@ def test_panel_and_scoring_share_one_fold(name, measure):
     """The fold has one home (evaltk.scoring.fold_votes): same answers, same verdict and reason."""
     from evaltk.scoring import VOCABULARIES, score_tables
     from evaltk.scoring import FoldRule as ScoringFoldRule
-    from tests.test_scoring import S, answers, tables
+    from tests.scoring.test_scoring import S, answers, tables
 
     assert FoldRule is ScoringFoldRule
     rule = _RULES[name]

@@ -25,7 +25,7 @@ from evaltk.scoring import (
     score_tables,
 )
 from evaltk.values import Threshold
-from tests.test_scoring import S, tables
+from tests.scoring.test_scoring import S, tables
 
 GOOD = Threshold(0.5, validated=True, source="decision-cost record 2026-W40")
 

@@ -6,7 +6,7 @@ import pytest
 
 from evaltk.errors import SchemaViolation
 from evaltk.scoring import DEFAULT_RULES, FailureRule, classify_failures, load_rules, score_tables
-from tests.test_scoring import S, answers, tables
+from tests.scoring.test_scoring import S, answers, tables
 
 
 def _matrix():
