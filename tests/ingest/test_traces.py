@@ -1023,6 +1023,7 @@ def test_a_null_required_answer_field_is_malformed_in_every_column_type(dtype):
     assert ing.answers["rater"].tolist() == ["j5"]
 
 
+@pytest.mark.slow  # a subprocess per case
 def test_strict_parquet_with_a_bad_type_exits_65_and_never_aborts(tmp_path):
     """pyarrow 26 aborts the interpreter at exit (134) after a Parquet table read through
     io.BytesIO is converted to Python objects; the per-record validator does exactly that

@@ -19,6 +19,8 @@ from evaltk import report
 from evaltk.cli._main import main
 from evaltk.report import _render
 
+pytestmark = pytest.mark.slow  # every test executes notebooks with papermill
+
 WEEK = "2026-W48"
 SMALL = {"n_traces": 300, "n_resamples": 200}
 PAGES = {"weekly": "index.html", **{n: f"{n}.html" for n in report.NOTEBOOKS if n != "weekly"}}

@@ -42,6 +42,8 @@ from evaltk.scoring import score_traces  # noqa: E402
 from evaltk.stats import score_summary  # noqa: E402
 from evaltk.values import CAUSES  # noqa: E402
 
+pytestmark = pytest.mark.slow  # every test starts DuckDB or a Dask cluster
+
 N_TRACES = 240
 
 

@@ -336,6 +336,7 @@ SETTINGS = settings(max_examples=200, deadline=None,
 # Property tests: evaltk equals the reference
 # --------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 @SETTINGS
 @given(corpora())
 def test_majority_matches_reference(corpus):
@@ -344,6 +345,7 @@ def test_majority_matches_reference(corpus):
     assert_matches(score(runs, rows, rule), reference(runs, rows, rule), _repro(runs, rows, rule))
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(corpora())
 @example(MINIMAL_UNANIMITY_CASE)
@@ -369,6 +371,7 @@ def test_the_panel_fold_calls_the_minimal_case_a_disagreement():
     assert v["cause"] == "abstained" and v["reason"] != "cannot-tell majority"
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(corpora(), weighted_rule())
 def test_weighted_matches_reference(corpus, rule):
@@ -376,6 +379,7 @@ def test_weighted_matches_reference(corpus, rule):
     assert_matches(score(runs, rows, rule), reference(runs, rows, rule), _repro(runs, rows, rule))
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(corpora(), st.sampled_from(["majority", "unanimity", "weighted"]), weighted_rule(), st.randoms(use_true_random=False))
 def test_results_do_not_depend_on_row_or_run_order(corpus, name, wrule, rnd):
