@@ -16,13 +16,14 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from .errors import DuplicateKeyError, SchemaViolation, UnreadableInput, no_duplicate_keys
 
 __all__ = ["read_bytes", "decode_utf8", "read_text", "loads_json", "read_json", "read_jsonl",
-           "write_json"]
+           "read_csv_text", "write_json"]
 
 
 def read_bytes(path: str | os.PathLike[str]) -> bytes:
@@ -116,6 +117,43 @@ def read_jsonl(path: str | os.PathLike[str]) -> list[Any]:
     text = read_text(path)
     return [loads_json(line, file=str(path), record=n)
             for n, line in enumerate(text.splitlines(), 1) if line.strip()]
+
+
+def read_csv_text(path: str | os.PathLike[str], *, required: Iterable[str] = (),
+                  empty_is_missing: bool = False) -> Any:
+    """A CSV file as a table of text: every cell a string, nothing guessed.
+
+    No cell becomes missing because it reads ``NA``, ``None``, ``null`` or ``NaN`` (pandas'
+    defaults would turn the x_eff answer ``none`` and an id spelled ``NA`` into missing
+    values); with ``empty_is_missing`` an empty cell is missing, otherwise it is ``""``.
+    A byte-order mark is allowed.  Errors name the file, and the column when one of
+    ``required`` is absent.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "t.csv"
+    >>> _ = p.write_text("item_id,rating\\nNA,none\\n2,\\n", encoding="utf-8")
+    >>> read_csv_text(p, required=["rating"]).values.tolist()
+    [['NA', 'none'], ['2', '']]
+    """
+    import pandas as pd
+
+    p = Path(path)
+    if not p.is_file():
+        raise UnreadableInput("no such file", file=str(p))
+    try:
+        frame = pd.read_csv(p, dtype=str, keep_default_na=False, na_values=[""] if empty_is_missing else [],
+                            encoding="utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise UnreadableInput(f"not UTF-8 ({e.reason} at byte {e.start})", file=str(p)) from None
+    except (pd.errors.ParserError, pd.errors.EmptyDataError) as e:
+        raise UnreadableInput(f"not a CSV table ({e})", file=str(p)) from None
+    for col in required:
+        if col not in frame.columns:
+            raise SchemaViolation(f"required column is missing (columns: {list(frame.columns)})",
+                                  file=str(p), field=col)
+    return frame
 
 
 def write_json(path: str | os.PathLike[str], doc: Any) -> None:

@@ -6,8 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
+from .._io import read_csv_text
 from ..data import load_alt_test_annotations
 from ..errors import SchemaViolation, UnreadableInput
 from ..judges import (
@@ -158,16 +157,7 @@ def _cli_agentrewardbench(args: Any) -> int:
 
 
 def _cli_ceiling(args: Any) -> int:
-    p = Path(args.csv)
-    try:
-        df = pd.read_csv(p, dtype=str, keep_default_na=False, encoding="utf-8")
-    except FileNotFoundError:
-        raise UnreadableInput("no such file", file=str(p)) from None
-    except (UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as e:
-        raise UnreadableInput(f"not a UTF-8 CSV ({e})", file=str(p)) from None
-    for col in (args.item, args.rater, args.rating):
-        if col not in df.columns:
-            raise SchemaViolation(f"column missing (columns: {list(df.columns)})", file=str(p), field=col)
+    df = read_csv_text(args.csv, required=(args.item, args.rater, args.rating))
     df[args.rating] = df[args.rating].str.strip()
     abstain = [*(ABSTAIN_WORDS if args.abstain is None else args.abstain), ""]
     r = human_ceiling(df, item=args.item, rater=args.rater, rating=args.rating, level=args.level,
@@ -177,7 +167,7 @@ def _cli_ceiling(args: Any) -> int:
     if not r.defined:
         from ._main import CliError
 
-        raise CliError(f"{p}: no human ceiling: {r.statistic.reason}", 1)
+        raise CliError(f"{args.csv}: no human ceiling: {r.statistic.reason}", 1)
     frame = r.to_frame()
     if args.json:
         print(frame.to_json(orient="records", indent=2))

@@ -41,6 +41,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
+from .._io import read_csv_text
 from ..errors import SchemaViolation, UnreadableInput
 from ..values import ANSWER_TABLE_COLUMNS, ANSWER_VALUES, ANSWER_VOCABULARIES
 
@@ -1736,20 +1737,7 @@ _TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
 
 
 def _read_csv(path: Path, key: str) -> pd.DataFrame:
-    if not path.is_file():
-        raise UnreadableInput("file not found", file=str(path))
-    try:
-        # keep_default_na=False: the x_eff answer "none" (and "NA"-like words) stay words
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""],
-                            encoding="utf-8-sig")
-    except UnicodeDecodeError as e:
-        raise UnreadableInput(f"not UTF-8 ({e.reason} at byte {e.start})", file=str(path)) from None
-    except (pd.errors.ParserError, pd.errors.EmptyDataError) as e:
-        raise UnreadableInput(f"not a CSV table ({e})", file=str(path)) from None
-    for col in _TABLE_COLUMNS[key]:
-        if col not in frame.columns:
-            raise SchemaViolation("required column is missing", file=str(path), field=col)
-    return frame
+    return read_csv_text(path, required=_TABLE_COLUMNS[key], empty_is_missing=True)
 
 
 def _to_number(frame: pd.DataFrame, col: str, path: Path, *, kind: str = "float") -> pd.Series:
@@ -1905,7 +1893,7 @@ def _check_truth(raw: pd.DataFrame, path: Path) -> None:
 
 def _read_text(path: Path) -> str:
     if not path.is_file():
-        raise UnreadableInput("file not found", file=str(path))
+        raise UnreadableInput("no such file", file=str(path))
     try:
         return path.read_bytes().decode("utf-8")
     except UnicodeDecodeError as e:
@@ -2004,17 +1992,7 @@ def load_judgebench(path: str | Path) -> pd.DataFrame:
     p = Path(path)
     if p.is_dir():
         p = p / "judgments.csv"
-    if not p.is_file():
-        raise UnreadableInput("file not found", file=str(p))
-    try:
-        raw = pd.read_csv(p, dtype=str, keep_default_na=False, na_values=[""], encoding="utf-8-sig")
-    except UnicodeDecodeError as e:
-        raise UnreadableInput(f"not UTF-8 ({e.reason} at byte {e.start})", file=str(p)) from None
-    except (pd.errors.ParserError, pd.errors.EmptyDataError) as e:
-        raise UnreadableInput(f"not a CSV table ({e})", file=str(p)) from None
-    for col in JUDGEBENCH_COLUMNS:
-        if col not in raw.columns:
-            raise SchemaViolation("required column is missing", file=str(p), field=col)
+    raw = read_csv_text(p, required=JUDGEBENCH_COLUMNS, empty_is_missing=True)
     for col in ("pair_id", "source", "response_model", "judge_name", "judge_model"):
         _bad_row(raw[col].isna().to_numpy(), raw, col, p, "must not be empty")
     _bad_row(~raw["label"].isin(_PAIR_LABELS).to_numpy(), raw, "label", p, "must be A>B or B>A")
@@ -2269,17 +2247,7 @@ def load_agentrewardbench(path: str | Path) -> pd.DataFrame:
     Web Agent Trajectories.  github.com/McGill-NLP/agent-reward-bench.
     """
     p = Path(path)
-    try:
-        raw = pd.read_csv(p, dtype=str, keep_default_na=False, encoding="utf-8")
-    except FileNotFoundError:
-        raise UnreadableInput("no such file", file=str(p)) from None
-    except (UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as e:
-        raise UnreadableInput(f"not a UTF-8 CSV ({e})", file=str(p)) from None
-    need = [*_ARB_KEYS, *(q["column"] for q in AGENTREWARDBENCH_QUESTIONS.values())]
-    for col in need:
-        if col not in raw.columns:
-            raise SchemaViolation(f"required column is missing (columns: {list(raw.columns)})",
-                                  file=str(p), field=col)
+    raw = read_csv_text(p, required=[*_ARB_KEYS, *(q["column"] for q in AGENTREWARDBENCH_QUESTIONS.values())])
     raw = raw.copy()
     raw["line"] = np.arange(2, len(raw) + 2)
     for col in _ARB_KEYS:

@@ -582,7 +582,7 @@ def test_load_demo_errors_name_file_line_field(tmp_path: Path, written: Path) ->
     with pytest.raises(UnreadableInput, match="UTF-8"):
         D.load_demo(tmp_path)
     (tmp_path / "labels.csv").unlink()
-    with pytest.raises(UnreadableInput, match="not found"):
+    with pytest.raises(UnreadableInput, match="no such file"):
         D.load_demo(tmp_path)
 
 
@@ -710,9 +710,9 @@ def test_judgebench_bad_cells(tmp_path: Path, row: dict, field: str, exc: type) 
 
 
 def test_judgebench_bad_files(tmp_path: Path) -> None:
-    with pytest.raises(UnreadableInput, match="not found"):
+    with pytest.raises(UnreadableInput, match="no such file"):
         D.load_judgebench(tmp_path / "missing.csv")
-    with pytest.raises(UnreadableInput, match="not found"):
+    with pytest.raises(UnreadableInput, match="no such file"):
         D.load_judgebench(tmp_path)  # a folder without judgments.csv
     p = tmp_path / "j.csv"
     pd.DataFrame([_jb_row()]).drop(columns=["judge_model"]).to_csv(p, index=False)
@@ -820,7 +820,7 @@ def test_alttest_unreadable(tmp_path: Path) -> None:
         D.load_alttest(root, "toy")
     assert e.value.record == 1
     (root / "toy" / "llm_annotations.json").unlink()
-    with pytest.raises(UnreadableInput, match="not found"):
+    with pytest.raises(UnreadableInput, match="no such file"):
         D.load_alttest(root, "toy")
     for bad in ("../toy", "", "."):
         with pytest.raises(ValueError, match="dataset"):

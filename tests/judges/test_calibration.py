@@ -354,7 +354,7 @@ def test_by_procedure_matches_statsmodels():
 
 
 def test_load_alt_test_annotations_errors(tmp_path):
-    with pytest.raises(UnreadableInput, match="not found"):
+    with pytest.raises(UnreadableInput, match="no such file"):
         load_alt_test_annotations(tmp_path / "none.json")
     bad = tmp_path / "bad.json"
     bad.write_text("{not json", encoding="utf-8")
