@@ -1391,7 +1391,7 @@ def _tables(generated: _Generated, truth_all: pd.DataFrame, is_orphan: np.ndarra
 def _manifest(data: DemoData, *, seed: int, n_traces: int, orphan_ids: list[str]) -> dict[str, Any]:
     truth = data.truth
     return {
-        "generator": "evaltk.datasets.make_demo",
+        "generator": "evaltk.data.make_demo",
         "generator_version": GENERATOR_VERSION,
         "seed": int(seed),
         "n_traces": n_traces,
