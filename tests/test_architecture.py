@@ -225,3 +225,32 @@ def test_the_top_level_exports_no_constants():
 
     constants = [n for n in evaltk.__all__ if n.isupper()]
     assert not constants, constants
+
+
+#: Subpackages whose public names are reached through the subpackage only: the report's
+#: charts and runner load altair and papermill, and the CLI is the command, not an API.
+NOT_AT_TOP_LEVEL = {"report", "cli"}
+
+
+def test_every_public_function_and_class_is_importable_from_the_top_level():
+    """``from evaltk import NAME`` for every public name of every subpackage (constants and
+    vocabularies stay in their subpackage), and it is the same object."""
+    import importlib
+
+    import evaltk
+
+    missing, different = [], []
+    for layer in ("values", "errors", *LAYERS):
+        if layer in NOT_AT_TOP_LEVEL:
+            continue
+        mod = importlib.import_module(f"evaltk.{layer}")
+        for name in getattr(mod, "__all__", ()):
+            if name.isupper():
+                continue
+            if not hasattr(evaltk, name):
+                missing.append(f"{layer}.{name}")
+            elif getattr(evaltk, name) is not getattr(mod, name):
+                different.append(f"{layer}.{name}")
+    assert not missing, "add to evaltk/__init__.py: " + ", ".join(missing)
+    assert not different, "evaltk.NAME is another object than the subpackage's: " + ", ".join(different)
+
