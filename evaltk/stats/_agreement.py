@@ -63,7 +63,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import ndtri
 
-from .._validation import check_choice, check_columns, check_confidence_level, check_rng
+from .._validation import check_choice, check_columns, check_confidence_level
 from ..errors import InputError
 from ..values import (
     ABSTAIN_WORDS,
@@ -477,7 +477,7 @@ class AgreementResult(ResultShape):
         Per-category kappas (Fleiss 1971) where the coefficient defines them
         (built on access from ``per_category_columns``).
     bootstrap : BootstrapResult or None
-        The bootstrap behind the interval, when one was run.
+        The bootstrap behind the interval, when one was run; :attr:`seed` is its seed.
     """
 
     coefficient: str
@@ -527,6 +527,18 @@ class AgreementResult(ResultShape):
     def __float__(self) -> float:
         return float(self.statistic)  # raises for an abstention, by design
 
+    @property
+    def seed(self) -> int | None:
+        """The ``rng=`` int that reproduces the bootstrap interval (:attr:`BootstrapResult.seed`)."""
+        return None if self.bootstrap is None else self.bootstrap.seed
+
+    @property
+    def seed_reason(self) -> str | None:
+        """Why :attr:`seed` is None: no bootstrap was run, or its seed is not knowable."""
+        if self.bootstrap is None:
+            return f"no resampling: the {self.method} interval draws no random numbers"
+        return self.bootstrap.seed_reason
+
     def to_frame(self) -> pd.DataFrame:
         """One tidy row: ``coefficient, statistic, cause, reason, standard_error, ...``."""
         def num(x: Any) -> float | None:
@@ -554,6 +566,7 @@ class AgreementResult(ResultShape):
             "n_categories": len(self.categories),
             "n_resamples": None if self.bootstrap is None else self.bootstrap.n_resamples,
             "n_undefined_resamples": None if self.bootstrap is None else self.bootstrap.n_undefined,
+            "seed": self.seed,
         }
         return pd.DataFrame([row])
 
@@ -1128,7 +1141,7 @@ def _boot_factory(type_index: np.ndarray | Callable[[], np.ndarray], n_types: in
         return bootstrap_table(
             type_index() if callable(type_index) else type_index, stat, n_types=n_types, method=method, unit=unit,
             clusters=None if cl is None else cl[keep], strata=None if stt is None else stt[keep],
-            n_resamples=n_resamples, confidence_level=confidence_level, rng=check_rng(rng),
+            n_resamples=n_resamples, confidence_level=confidence_level, rng=rng,
             undefined=undefined)
     return run
 

@@ -454,3 +454,53 @@ def test_pinned_bootstrap_numbers(case):
     got = (res.statistic, *res.confidence_interval, res.standard_error,
            float(res.bootstrap_distribution.sum()))
     assert got == pytest.approx(PINNED[case], rel=1e-12, abs=1e-12)
+
+
+# --------------------------------------------------------------------------- the seed a result drew
+# Issue #13: "every result records the seed it drew" -- and re-running with it gives the same numbers.
+
+
+def _same(a, b):
+    return (a.confidence_interval == b.confidence_interval
+            and np.array_equal(a.bootstrap_distribution, b.bootstrap_distribution))
+
+
+@pytest.mark.parametrize("engine", ["bootstrap", "bootstrap_table", "bootstrap_sums"])
+def test_every_rng_form_records_a_seed_that_reproduces_the_interval(engine):
+    x = np.array([0, 1, 1, 1, 0, 1, 1, 0, 1, 1])
+    run = {
+        "bootstrap": lambda rng: bootstrap(x, np.mean, rng=rng, n_resamples=200),
+        "bootstrap_table": lambda rng: bootstrap_table(x, prop1, rng=rng, n_resamples=200),
+        "bootstrap_sums": lambda rng: bootstrap_sums(np.c_[x, np.ones(10)], lambda S: S[:, 0] / S[:, 1],
+                                                     rng=rng, n_resamples=200),
+    }[engine]
+    by_int = run(7)
+    assert by_int.seed == 7 and by_int.seed_reason is None
+    by_fresh_generator = run(np.random.default_rng(7))   # a Generator that has not drawn: its seed is known
+    assert by_fresh_generator.seed == 7 and _same(by_fresh_generator, by_int)
+    by_entropy = run(None)                               # fresh entropy, drawn by us and recorded
+    assert isinstance(by_entropy.seed, int) and by_entropy.seed >= 2 ** 32
+    assert _same(run(by_entropy.seed), by_entropy)
+    used = np.random.default_rng(7)
+    used.random()
+    mid_stream = run(used)                               # no int seed gives this stream ...
+    assert mid_stream.seed is None and "already drawn" in mid_stream.seed_reason
+    assert not _same(mid_stream, by_int)
+    assert _same(run(mid_stream.seed_record.generator()), mid_stream)   # ... but its state replays it
+
+
+def test_recording_the_seed_draws_nothing_from_the_callers_generator():
+    g, h = np.random.default_rng(3), np.random.default_rng(3)
+    bootstrap(np.arange(10.0), np.mean, rng=g, n_resamples=50)
+    for _ in range(50):
+        h.integers(0, 10, size=(1, 10))   # exactly the draws of 50 item resamples of 10 items
+    assert g.random() == h.random()
+
+
+def test_seed_is_a_to_frame_column_and_absent_with_a_reason_when_nothing_was_drawn():
+    res = bootstrap([0.0, 1.0, 1.0], np.mean, rng=11, n_resamples=100)
+    row = res.to_frame().iloc[0]
+    assert row["seed"] == 11 and row["seed_reason"] is None
+    with pytest.warns(UndefinedWarning):
+        res = bootstrap([1.0, 2.0], lambda v: np.nan, rng=11, n_resamples=100)
+    assert res.seed is None and "no resample was drawn" in res.to_frame().iloc[0]["seed_reason"]
