@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -27,6 +28,8 @@ from .errors import InputError
 __all__ = [
     "check_confidence_level",
     "check_rng",
+    "SeedRecord",
+    "seeded_rng",
     "check_choice",
     "check_n_resamples",
     "check_columns",
@@ -73,6 +76,77 @@ def check_rng(rng: Any) -> np.random.Generator:
     if isinstance(rng, numbers.Integral) and not isinstance(rng, bool):
         return np.random.default_rng(int(rng))
     raise TypeError(f"`rng` must be None, an int seed or a numpy Generator; got {type(rng).__name__}.")
+
+
+@dataclass(frozen=True)
+class SeedRecord:
+    """The randomness one call drew: enough to run it again and get the same numbers.
+
+    Attributes
+    ----------
+    seed : int or None
+        Pass it as ``rng=seed`` to reproduce the call.  The int you passed; the
+        entropy drawn for ``rng=None`` (numpy's ``SeedSequence().entropy``, 128 bits);
+        the seed of a Generator you passed that had not drawn yet.  ``None`` when a
+        Generator that had already drawn was passed: no int seed gives its stream.
+    reason : str or None
+        Why ``seed`` is None.
+    state : dict
+        The bit generator's ``state`` before the first draw (always recorded):
+        :meth:`generator` rebuilds a Generator that draws the same stream, whatever
+        ``rng=`` was.
+    """
+
+    seed: int | None
+    reason: str | None
+    state: dict[str, Any] = field(repr=False, compare=False)
+
+    def generator(self) -> np.random.Generator:
+        """A new Generator at the recorded start state (``rng=record.generator()`` replays the call)."""
+        bit = getattr(np.random, self.state["bit_generator"])()
+        bit.state = self.state
+        return np.random.Generator(bit)
+
+
+def _fresh_seed(gen: np.random.Generator) -> int | None:
+    """The int seed of a Generator that has not drawn yet (``default_rng(seed)``), else None."""
+    bit = gen.bit_generator
+    seq = getattr(bit, "seed_seq", None)
+    if not isinstance(seq, np.random.SeedSequence) or seq.spawn_key or not isinstance(seq.entropy, int):
+        return None
+    if type(bit)(np.random.SeedSequence(seq.entropy)).state != bit.state:
+        return None
+    return int(seq.entropy)
+
+
+def seeded_rng(rng: Any) -> tuple[np.random.Generator, SeedRecord]:
+    """``rng=`` as a Generator, with the :class:`SeedRecord` that reproduces what it will draw.
+
+    Draws nothing from a Generator it is given (published numbers do not move): for
+    ``rng=None`` the fresh entropy is drawn here, so it is known and recorded.
+
+    Examples
+    --------
+    >>> gen, rec = seeded_rng(7)
+    >>> rec.seed, bool(gen.random() == np.random.default_rng(7).random())
+    (7, True)
+    >>> g = np.random.default_rng(3)
+    >>> _ = g.random()
+    >>> seeded_rng(g)[1].seed is None
+    True
+    """
+    if rng is None:
+        entropy = int(np.random.SeedSequence().entropy)
+        gen = np.random.default_rng(entropy)
+        return gen, SeedRecord(entropy, None, gen.bit_generator.state)
+    gen = check_rng(rng)
+    if gen is not rng:  # an int seed
+        return gen, SeedRecord(int(rng), None, gen.bit_generator.state)
+    seed = _fresh_seed(gen)
+    reason = None if seed is not None else (
+        "a Generator that had already drawn (or was spawned) was passed: no int seed gives its "
+        "stream; `SeedRecord.state` / `.generator()` replays it")
+    return gen, SeedRecord(seed, reason, gen.bit_generator.state)
 
 
 def check_choice(name: str, value: Any, allowed: Sequence[str]) -> str:

@@ -57,13 +57,13 @@ import numbers
 import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
 from scipy.special import ndtri
 
-from .._validation import check_choice, check_columns, check_confidence_level, check_rng
+from .._validation import check_choice, check_columns, check_confidence_level
 from ..errors import InputError
 from ..values import (
     ABSTAIN_WORDS,
@@ -155,6 +155,101 @@ def _int_uniques(x: np.ndarray, lo: int | None = None, hi: int | None = None
     return np.take(lookup, shifted), (np.flatnonzero(present) + lo).tolist(), cnt[present]
 
 
+class _Uniques(NamedTuple):
+    """A flat label array as codes into its distinct labels (-1 where missing)."""
+
+    codes: np.ndarray           # (n,) intp, -1 missing
+    labels: list[Any]           # distinct non-missing labels
+    counts: np.ndarray          # occurrences of each label
+    missing: np.ndarray | None  # bool (n,), None when nothing is missing
+
+
+def _uniques(flat: np.ndarray) -> _Uniques:
+    """Distinct labels of any dtype: bincount for ints and integer-valued floats, else unique / factorize."""
+    if flat.dtype.kind in "iub":
+        return _int_label_uniques(flat)
+    if flat.dtype.kind == "f":
+        return _float_label_uniques(flat)
+    obj = flat.astype(object) if flat.dtype.kind != "O" else flat
+    ucodes, u = pd.factorize(obj, use_na_sentinel=True)
+    miss = ucodes < 0
+    return _Uniques(ucodes.astype(np.intp), list(u), np.bincount(ucodes[~miss], minlength=len(u)),
+                    miss if miss.any() else None)
+
+
+def _int_label_uniques(flat: np.ndarray) -> _Uniques:
+    got = _int_uniques(flat.astype(np.int64) if flat.dtype.kind == "b" else flat)
+    if got is None:  # a huge range: sort instead of bincount
+        u, inv, c = np.unique(flat, return_inverse=True, return_counts=True)
+        got = inv.reshape(-1), u.tolist(), c
+    return _Uniques(*got, None)
+
+
+def _float_label_uniques(flat: np.ndarray) -> _Uniques:
+    miss = np.isnan(flat)
+    has_missing = bool(miss.any())
+    got = _integral_float_uniques(flat, miss, has_missing) if flat.size and not bool(miss.all()) else None
+    if got is None:
+        vals = flat[~miss] if has_missing else flat
+        u, inv, c = np.unique(vals, return_inverse=True, return_counts=True)
+        codes = inv.reshape(-1)
+        if has_missing:
+            codes = np.full(flat.shape, -1, dtype=np.intp)
+            codes[~miss] = inv.reshape(-1)
+        got = codes, u.tolist(), c
+    return _Uniques(*got, miss if has_missing else None)
+
+
+def _integral_float_uniques(flat: np.ndarray, miss: np.ndarray, has_missing: bool
+                            ) -> tuple[np.ndarray, list[Any], np.ndarray] | None:
+    """Integer-valued floats (the usual case) by bincount, NaN as a sentinel below the minimum."""
+    mn, mx = float(np.fmin.reduce(flat)), float(np.fmax.reduce(flat))
+    if not (abs(mn) < 2 ** 52 and abs(mx) < 2 ** 52 and mx - mn <= 1_000_000):
+        return None
+    filled = flat
+    if has_missing:
+        filled = flat.copy()
+        np.copyto(filled, mn - 1.0, where=miss)
+    iv = filled.astype(np.int64)
+    if not np.array_equal(iv, filled):
+        return None
+    got = _int_uniques(iv, int(mn) - 1 if has_missing else int(mn), int(mx))
+    if got is None or not has_missing:
+        return got
+    codes0, labels0, counts0 = got
+    return codes0 - 1, labels0[1:], counts0[1:]   # the sentinel is unique value 0: shift it to -1 (missing)
+
+
+def _category_domain(answer_labels: list[Any], categories: Sequence[Any] | None, fn: str
+                     ) -> tuple[tuple[Any, ...], bool]:
+    """The categories (declared, or the sorted answered labels) and whether they were declared."""
+    if categories is None:
+        return tuple(_sort_labels(list(answer_labels))), False
+    cats = tuple(categories)
+    if len(set(map(_hashable, cats))) != len(cats):
+        raise ValueError(f"{fn}: `categories` has duplicates: {list(cats)!r}.")
+    return cats, True
+
+
+def _label_map(u: _Uniques, is_abst: np.ndarray, cats: tuple[Any, ...], *, fn: str, n_raters: int,
+               units: Sequence[Any] | None, raters: Sequence[Any] | None, where: str) -> np.ndarray:
+    """Category code of each distinct label (-2 abstained), and -1 last (missing maps there)."""
+    index = {_hashable(c): i for i, c in enumerate(cats)}
+    umap = np.empty(len(u.labels) + 1, dtype=np.intp)
+    umap[-1] = -1
+    for j, (lab, ab) in enumerate(zip(u.labels, is_abst, strict=True)):
+        k = -2 if ab else index.get(_hashable(lab))
+        if k is None:
+            i, g = divmod(int(np.flatnonzero(u.codes == j)[0]), n_raters)
+            rater = raters[g] if raters is not None else g
+            raise InputError(
+                f"{fn}: label {lab!r} (rater {rater!r}) is not in the declared `categories` "
+                f"{list(cats)!r} and not an `abstain` label.",
+                record=units[i] if units is not None else i, field=where)
+        umap[j] = k
+    return umap
+
+
 def _encode(values: np.ndarray, *, categories: Sequence[Any] | None, abstain: Iterable[Any],
             fn: str, units: Sequence[Any] | None = None, raters: Sequence[Any] | None = None,
             where: str = "ratings") -> _Ratings:
@@ -163,91 +258,20 @@ def _encode(values: np.ndarray, *, categories: Sequence[Any] | None, abstain: It
         raise InputError(f"{fn}: ratings must be units x raters (2-D); got {values.ndim}-D.", field=where)
     n, r = values.shape
     abstain_set = set(abstain_labels(abstain, categories))  # a declared category never abstains
-    flat = values.reshape(-1)
-    missing: np.ndarray | None = None      # None: nothing missing
-    got = None
-    if flat.dtype.kind in "iub":
-        got = _int_uniques(flat.astype(np.int64) if flat.dtype.kind == "b" else flat)
-        if got is None:
-            u, inv, c = np.unique(flat, return_inverse=True, return_counts=True)
-            got = inv.reshape(-1), u.tolist(), c
-    elif flat.dtype.kind == "f":
-        miss = np.isnan(flat)
-        has_missing = bool(miss.any())
-        got = None
-        if flat.size and not bool(miss.all()):
-            mn, mx = float(np.fmin.reduce(flat)), float(np.fmax.reduce(flat))
-            if abs(mn) < 2 ** 52 and abs(mx) < 2 ** 52 and mx - mn <= 1_000_000:
-                # integer-valued floats (the usual case): bincount with NaN as a sentinel below min
-                if has_missing:
-                    filled = flat.copy()
-                    np.copyto(filled, mn - 1.0, where=miss)
-                else:
-                    filled = flat
-                iv = filled.astype(np.int64)
-                if np.array_equal(iv, filled):
-                    got = _int_uniques(iv, int(mn) - 1 if has_missing else int(mn), int(mx))
-                    if got is not None and has_missing:
-                        codes0, labels0, counts0 = got
-                        # the sentinel is unique value 0: shift it to -1 (missing)
-                        got = codes0 - 1, labels0[1:], counts0[1:]
-        if got is None:
-            vals = flat[~miss] if has_missing else flat
-            u, inv, c = np.unique(vals, return_inverse=True, return_counts=True)
-            got = inv.reshape(-1), u.tolist(), c
-            if has_missing:
-                full = np.full(flat.shape, -1, dtype=np.intp)
-                full[~miss] = got[0]
-                got = (full, got[1], got[2])
-        if has_missing:
-            missing = miss
-    else:
-        obj = flat.astype(object) if flat.dtype.kind != "O" else flat
-        ucodes, u = pd.factorize(obj, use_na_sentinel=True)
-        miss = ucodes < 0
-        if miss.any():
-            missing = miss
-        got = ucodes.astype(np.intp), list(u), np.bincount(ucodes[~miss], minlength=len(u))
-    ucodes, labels, ucount = got
-    # map unique labels to category codes (-2 abstained)
-    is_abst = np.array([_in_set(x, abstain_set) for x in labels], dtype=bool)
-    answer_labels = [x for x, a in zip(labels, is_abst, strict=True) if not a]
-    if categories is None:
-        cats = tuple(_sort_labels(list(answer_labels)))
-        declared = False
-    else:
-        cats = tuple(categories)
-        if len(set(map(_hashable, cats))) != len(cats):
-            raise ValueError(f"{fn}: `categories` has duplicates: {list(cats)!r}.")
-        declared = True
-    index = {_hashable(c): i for i, c in enumerate(cats)}
-    umap = np.empty(len(labels) + 1, dtype=np.intp)
-    umap[-1] = -1                                   # ucodes == -1 (missing) maps here
-    for j, (lab, ab) in enumerate(zip(labels, is_abst, strict=True)):
-        if ab:
-            umap[j] = -2
-            continue
-        k = index.get(_hashable(lab))
-        if k is None:
-            pos = int(np.flatnonzero(ucodes == j)[0])
-            i, g = divmod(pos, r)
-            rec = units[i] if units is not None else i
-            rname = raters[g] if raters is not None else g
-            raise InputError(
-                f"{fn}: label {lab!r} (rater {rname!r}) is not in the declared `categories` "
-                f"{list(cats)!r} and not an `abstain` label.", record=rec, field=where)
-        umap[j] = k
-    if np.array_equal(umap[:-1], np.arange(len(labels))):
-        codes = ucodes.reshape(n, r)          # labels are already the category codes
-    else:
-        codes = np.take(umap, ucodes).reshape(n, r)
-    n_missing = int(missing.sum()) if missing is not None else 0
+    u = _uniques(values.reshape(-1))
+    is_abst = np.array([_in_set(x, abstain_set) for x in u.labels], dtype=bool)
+    cats, declared = _category_domain([x for x, a in zip(u.labels, is_abst, strict=True) if not a],
+                                      categories, fn)
+    umap = _label_map(u, is_abst, cats, fn=fn, n_raters=r, units=units, raters=raters, where=where)
     u_map = umap[:-1]
-    n_abst = int(ucount[u_map == -2].sum())
+    if np.array_equal(u_map, np.arange(len(u.labels))):
+        codes = u.codes.reshape(n, r)          # labels are already the category codes
+    else:
+        codes = np.take(umap, u.codes).reshape(n, r)
     observed = np.zeros(len(cats), dtype=bool)
-    ok = (u_map >= 0) & (ucount > 0)
-    observed[u_map[ok]] = True
-    return _Ratings(codes, cats, n_missing, n_abst, observed, declared)
+    observed[u_map[(u_map >= 0) & (u.counts > 0)]] = True
+    return _Ratings(codes, cats, 0 if u.missing is None else int(u.missing.sum()),
+                    int(u.counts[u_map == -2].sum()), observed, declared)
 
 
 def _hashable(x: Any) -> Any:
@@ -267,40 +291,15 @@ def _in_set(x: Any, s: set[Any]) -> bool:
 
 def _to_matrix(ratings: Any, y2: Any, data: Any, item: str, rater: str, rating: str, fn: str
                ) -> tuple[np.ndarray, list[Any] | None, list[Any] | None]:
-    """Return (values (n, r), unit labels, rater labels)."""
+    """Return (values (n, r), unit labels, rater labels) from whichever input form was given."""
     if data is not None:
         if ratings is not None or y2 is not None:
             raise TypeError(f"{fn}: pass either ratings (array-like) or `data=` (long DataFrame), not both.")
-        if not isinstance(data, pd.DataFrame):
-            raise TypeError(f"{fn}: `data` must be a long pandas DataFrame; got {type(data).__name__}.")
-        check_columns(data, (item, rater, rating))
-        for col in (item, rater):
-            if data[col].isna().any():
-                i = data.index[data[col].isna().to_numpy()][0]
-                raise InputError(f"{fn}: missing {col!r} label.", record=i, field=col)
-        dup = data.duplicated([item, rater], keep="first")
-        if dup.any():
-            i = data.index[dup.to_numpy()][0]
-            raise InputError(
-                f"{fn}: rater {data.loc[i, rater]!r} rated item {data.loc[i, item]!r} more than once.",
-                record=i, field=rating)
-        units_codes, units = pd.factorize(data[item], sort=False)
-        rater_codes, raters = pd.factorize(data[rater], sort=False)
-        vals = data[rating].to_numpy()
-        out = np.empty((len(units), len(raters)), dtype=object if vals.dtype.kind not in "f" else float)
-        out[:] = None if out.dtype == object else np.nan
-        out[units_codes, rater_codes] = vals
-        return out, list(units), list(raters)
+        return _long_to_matrix(data, item, rater, rating, fn)
     if ratings is None:
         raise TypeError(f"{fn}: no ratings given (pass a units x raters array, two sequences, or `data=`).")
     if y2 is not None:
-        a, b = _as_1d(ratings, fn, "y1"), _as_1d(y2, fn, "y2")
-        if a.shape[0] != b.shape[0]:
-            raise InputError(f"{fn}: `y1` and `y2` must have one label per unit; got lengths "
-                             f"{a.shape[0]} and {b.shape[0]}.", field="y2")
-        if a.dtype.kind == b.dtype.kind and a.dtype.kind in "iuf":
-            return np.column_stack([a, b]), None, None
-        return np.column_stack([a.astype(object), b.astype(object)]), None, None
+        return _pair_to_matrix(ratings, y2, fn), None, None
     if isinstance(ratings, pd.DataFrame):
         return ratings.to_numpy(), list(ratings.index), list(ratings.columns)
     arr = _as_array(ratings) if not isinstance(ratings, np.ndarray) else ratings
@@ -310,6 +309,42 @@ def _to_matrix(ratings: Any, y2: Any, data: Any, item: str, rater: str, rating: 
         raise InputError(f"{fn}: ratings must be a units x raters array (2-D); got shape {arr.shape}. "
                          "For two label sequences pass them as two arguments.", field="ratings")
     return arr, None, None
+
+
+def _long_to_matrix(data: Any, item: str, rater: str, rating: str, fn: str
+                    ) -> tuple[np.ndarray, list[Any], list[Any]]:
+    """A long table (one row per rating) as units x raters, each unit and rater labelled once."""
+    if not isinstance(data, pd.DataFrame):
+        raise TypeError(f"{fn}: `data` must be a long pandas DataFrame; got {type(data).__name__}.")
+    check_columns(data, (item, rater, rating))
+    for col in (item, rater):
+        if data[col].isna().any():
+            i = data.index[data[col].isna().to_numpy()][0]
+            raise InputError(f"{fn}: missing {col!r} label.", record=i, field=col)
+    dup = data.duplicated([item, rater], keep="first")
+    if dup.any():
+        i = data.index[dup.to_numpy()][0]
+        raise InputError(
+            f"{fn}: rater {data.loc[i, rater]!r} rated item {data.loc[i, item]!r} more than once.",
+            record=i, field=rating)
+    units_codes, units = pd.factorize(data[item], sort=False)
+    rater_codes, raters = pd.factorize(data[rater], sort=False)
+    vals = data[rating].to_numpy()
+    out = np.empty((len(units), len(raters)), dtype=object if vals.dtype.kind not in "f" else float)
+    out[:] = None if out.dtype == object else np.nan
+    out[units_codes, rater_codes] = vals
+    return out, list(units), list(raters)
+
+
+def _pair_to_matrix(y1: Any, y2: Any, fn: str) -> np.ndarray:
+    """Two raters' label sequences as an (n, 2) array (numeric when both are)."""
+    a, b = _as_1d(y1, fn, "y1"), _as_1d(y2, fn, "y2")
+    if a.shape[0] != b.shape[0]:
+        raise InputError(f"{fn}: `y1` and `y2` must have one label per unit; got lengths "
+                         f"{a.shape[0]} and {b.shape[0]}.", field="y2")
+    if a.dtype.kind == b.dtype.kind and a.dtype.kind in "iuf":
+        return np.column_stack([a, b])
+    return np.column_stack([a.astype(object), b.astype(object)])
 
 
 def _as_array(x: Any) -> np.ndarray:
@@ -477,7 +512,7 @@ class AgreementResult(ResultShape):
         Per-category kappas (Fleiss 1971) where the coefficient defines them
         (built on access from ``per_category_columns``).
     bootstrap : BootstrapResult or None
-        The bootstrap behind the interval, when one was run.
+        The bootstrap behind the interval, when one was run; :attr:`seed` is its seed.
     """
 
     coefficient: str
@@ -527,6 +562,18 @@ class AgreementResult(ResultShape):
     def __float__(self) -> float:
         return float(self.statistic)  # raises for an abstention, by design
 
+    @property
+    def seed(self) -> int | None:
+        """The ``rng=`` int that reproduces the bootstrap interval (:attr:`BootstrapResult.seed`)."""
+        return None if self.bootstrap is None else self.bootstrap.seed
+
+    @property
+    def seed_reason(self) -> str | None:
+        """Why :attr:`seed` is None: no bootstrap was run, or its seed is not knowable."""
+        if self.bootstrap is None:
+            return f"no resampling: the {self.method} interval draws no random numbers"
+        return self.bootstrap.seed_reason
+
     def to_frame(self) -> pd.DataFrame:
         """One tidy row: ``coefficient, statistic, cause, reason, standard_error, ...``."""
         def num(x: Any) -> float | None:
@@ -554,6 +601,7 @@ class AgreementResult(ResultShape):
             "n_categories": len(self.categories),
             "n_resamples": None if self.bootstrap is None else self.bootstrap.n_resamples,
             "n_undefined_resamples": None if self.bootstrap is None else self.bootstrap.n_undefined,
+            "seed": self.seed,
         }
         return pd.DataFrame([row])
 
@@ -1128,7 +1176,7 @@ def _boot_factory(type_index: np.ndarray | Callable[[], np.ndarray], n_types: in
         return bootstrap_table(
             type_index() if callable(type_index) else type_index, stat, n_types=n_types, method=method, unit=unit,
             clusters=None if cl is None else cl[keep], strata=None if stt is None else stt[keep],
-            n_resamples=n_resamples, confidence_level=confidence_level, rng=check_rng(rng),
+            n_resamples=n_resamples, confidence_level=confidence_level, rng=rng,
             undefined=undefined)
     return run
 
@@ -1806,6 +1854,46 @@ def percent_agreement(
                   undefined=undefined, data=data, item=item, rater=rater, rating=rating)
 
 
+def _check_level_values(categories: tuple[Any, ...], level: str, fn: str) -> None:
+    """Interval and ratio alpha need numbers (ratio: non-negative ones) as values."""
+    if level not in ("interval", "ratio"):
+        return
+    if not all(isinstance(c, numbers.Real) and not isinstance(c, bool) for c in categories):
+        raise InputError(f"{fn}: level={level!r} needs numeric values; categories are "
+                         f"{list(categories)!r}.", field="ratings")
+    if level == "ratio" and any(float(c) < 0 for c in categories):
+        raise InputError(f"{fn}: level='ratio' needs non-negative values.", field="ratings")
+
+
+class _KrippPoint(NamedTuple):
+    """Alpha on the observed data: ``1 - D_o / D_e`` with ``p_a``, ``p_e``, the SE, or why it is undefined."""
+
+    coef: float = math.nan
+    pa: float = math.nan
+    pe: float = math.nan
+    se: float | None = None
+    reason: str | None = None
+
+
+def _kripp_point(pat: Any, stat: Callable[[np.ndarray], np.ndarray], level: str,
+                 categories: tuple[Any, ...]) -> _KrippPoint:
+    """The point estimate over the pairable units (Krippendorff 2011); undefined when ``D_e`` is 0."""
+    one_value = "all pairable values are equal (one category), so expected disagreement is 0"
+    q = len(categories)
+    two = pat.r >= 2
+    obs = pat.counts[None, :]
+    nc = obs @ pat.C if bool(two.all()) else obs[:, two] @ pat.C[two]
+    wts = np.eye(q) if level == "nominal" else _kripp_weights_batch(level, categories, nc)[0]
+    pi = nc[0] / nc[0].sum()
+    if q < 2 or not np.all(np.isfinite(wts)):
+        return _KrippPoint(reason=one_value)
+    pe = float(pi @ wts @ pi)
+    if not (1.0 - pe > _EPS):
+        return _KrippPoint(pe=pe, reason=one_value)
+    coef = float(stat(obs)[0])
+    return _KrippPoint(coef, coef * (1.0 - pe) + pe, pe, _kripp_se(pat, wts, pe) if level != "ordinal" else None)
+
+
 @_fill_doc
 def krippendorff_alpha(
     ratings: Any = None, y2: Any = None, *, level: str, categories: Sequence[Any] | None = None,
@@ -1856,48 +1944,24 @@ def krippendorff_alpha(
     method = check_choice("method", method, INTERVAL_METHODS)
     fn = "krippendorff_alpha"
     rt = _prepare(ratings, y2, data, item, rater, rating, categories, abstain, fn, two=False)
-    q = len(rt.categories)
-    if level in ("interval", "ratio"):
-        if not all(isinstance(c, numbers.Real) and not isinstance(c, bool) for c in rt.categories):
-            raise InputError(f"{fn}: level={level!r} needs numeric values; categories are "
-                             f"{list(rt.categories)!r}.", field="ratings")
-        if level == "ratio" and any(float(c) < 0 for c in rt.categories):
-            raise InputError(f"{fn}: level='ratio' needs non-negative values.", field="ratings")
+    _check_level_values(rt.categories, level, fn)
     _check_domain(rt, level != "nominal", fn)
     pat = _patterns(rt, dedupe=method != "analytic")
-    rated = pat.rated
     stat = _kripp_batch(pat, level, rt.categories)
     two = pat.r >= 2
     n_pair_units = int(pat.counts[two].sum())
     n_pair_ratings = int((pat.counts * pat.r)[two].sum())
-    reason = None
-    coef = pa = pe = math.nan
-    se = None
     if n_pair_units < 1:
-        reason = "no unit has two or more answered ratings (no pairable values)"
+        point = _KrippPoint(reason="no unit has two or more answered ratings (no pairable values)")
     else:
-        obs = pat.counts[None, :]
-        nc = obs @ pat.C if bool(two.all()) else obs[:, two] @ pat.C[two]
-        wts = np.eye(q) if level == "nominal" else _kripp_weights_batch(level, rt.categories, nc)[0]
-        pi = nc[0] / nc[0].sum()
-        if q < 2 or not np.all(np.isfinite(wts)):
-            reason = "all pairable values are equal (one category), so expected disagreement is 0"
-        else:
-            pe = float(pi @ wts @ pi)
-            if not (1.0 - pe > _EPS):
-                reason = "all pairable values are equal (one category), so expected disagreement is 0"
-            else:
-                coef = float(stat(obs)[0])
-                pa = coef * (1.0 - pe) + pe
-                if level != "ordinal":
-                    se = _kripp_se(pat, wts, pe)
-    boot = _boot_factory(pat.type_index, pat.C.shape[0], stat, rated, n_all_units=rt.codes.shape[0], method=method,
-                         confidence_level=confidence_level, n_resamples=n_resamples, rng=rng,
+        point = _kripp_point(pat, stat, level, rt.categories)
+    boot = _boot_factory(pat.type_index, pat.C.shape[0], stat, pat.rated, n_all_units=rt.codes.shape[0],
+                         method=method, confidence_level=confidence_level, n_resamples=n_resamples, rng=rng,
                          unit=unit, clusters=clusters, strata=strata, undefined=undefined)
-    return _finish(fn=fn, rt=rt, coef=coef, pa=pa, pe=pe, se=se, se0=None,
+    return _finish(fn=fn, rt=rt, coef=point.coef, pa=point.pa, pe=point.pe, se=point.se, se0=None,
                    se0_reason="the literature defines no null-hypothesis SE for alpha",
                    n_pairable_units=n_pair_units, n_pairable_ratings=n_pair_ratings,
-                   undefined_reason=reason, weights_name=level, method=method,
+                   undefined_reason=point.reason, weights_name=level, method=method,
                    confidence_level=confidence_level, boot=boot,
                    no_se_reason="no analytic SE for ordinal alpha (its metric depends on the "
                                 "marginals); use a bootstrap method")

@@ -41,13 +41,20 @@ import math
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
 from scipy.special import ndtr, ndtri
 
-from .._validation import check_choice, check_confidence_level, check_n_resamples, check_rng
+from .._validation import (
+    SeedRecord,
+    check_choice,
+    check_confidence_level,
+    check_n_resamples,
+    check_rng,
+    seeded_rng,
+)
 from ..errors import InputError
 from ..values import Abstention, Cause, UndefinedWarning
 from ._result import ConfidenceInterval, ResultShape, user_stacklevel
@@ -97,6 +104,7 @@ class BootstrapConfig:
     unit : {"item", "cluster", "stratified"}
         The unit of resampling (the labels themselves are data: ``clusters=``, ``strata=``).
     rng : None, int or numpy.random.Generator
+        The result records the seed that reproduces it (:attr:`BootstrapResult.seed`).
     undefined : {"drop", "raise"}
         Undefined replicates are always counted (``n_undefined``) and warned about;
         ``"drop"`` excludes them from the interval, ``"raise"`` refuses.
@@ -124,8 +132,9 @@ class BootstrapConfig:
         if not (self.rng is None or isinstance(self.rng, np.random.Generator)):
             check_rng(self.rng)  # validates; the seed itself is kept so the config records it
 
-    def generator(self) -> np.random.Generator:
-        return check_rng(self.rng)
+    def seeded(self) -> tuple[np.random.Generator, SeedRecord]:
+        """The Generator one engine call draws from, and the record of its seed (see :func:`seeded_rng`)."""
+        return seeded_rng(self.rng)
 
 
 _DEFAULTS = BootstrapConfig()
@@ -193,6 +202,9 @@ class BootstrapResult(ResultShape):
         Why BCa fell back to the percentile interval, when it did.
     bias_correction, acceleration : float or None
         BCa's ``z0`` and ``a`` when they were computed.
+    seed_record : SeedRecord or None
+        The randomness the resamples came from (``None`` when none were drawn);
+        :attr:`seed` and :attr:`seed_reason` read it.
     """
 
     statistic: float | Abstention
@@ -208,10 +220,27 @@ class BootstrapResult(ResultShape):
     fallback_reason: str | None = None
     bias_correction: float | None = None
     acceleration: float | None = None
+    seed_record: SeedRecord | None = field(default=None, repr=False)
 
     @property
     def n_defined(self) -> int:
         return self.n_resamples - self.n_undefined
+
+    @property
+    def seed(self) -> int | None:
+        """The int that, passed as ``rng=``, draws these resamples again; ``None`` when none is known.
+
+        ``None`` with :attr:`seed_reason` when no resample was drawn or an already-used
+        Generator was passed; ``rng=result.seed_record.generator()`` replays the latter.
+        """
+        return None if self.seed_record is None else self.seed_record.seed
+
+    @property
+    def seed_reason(self) -> str | None:
+        """Why :attr:`seed` is None (``None`` when it is known)."""
+        if self.seed_record is None:
+            return "no resample was drawn (the statistic is undefined on the data)"
+        return self.seed_record.reason
 
     def to_frame(self) -> pd.DataFrame:
         """One tidy row: statistic / cause, interval / cause, SE, counts and the method used."""
@@ -228,6 +257,8 @@ class BootstrapResult(ResultShape):
                     "n_resamples": self.n_resamples,
                     "n_undefined": self.n_undefined,
                     "fallback_reason": self.fallback_reason,
+                    "seed": self.seed,
+                    "seed_reason": self.seed_reason,
                 }
             ]
         )
@@ -247,13 +278,39 @@ def _undefined_result(reason: str, cfg: BootstrapConfig) -> BootstrapResult:
 # --------------------------------------------------------------------------- interval core
 
 
-def _interval_from_replicates(
-    theta: float,
-    reps: np.ndarray,
-    jack: tuple[np.ndarray, np.ndarray] | None,
-    cfg: BootstrapConfig,
-) -> BootstrapResult:
-    method, confidence_level, unit, n_resamples = cfg.method, cfg.confidence_level, cfg.unit, cfg.n_resamples
+class _Interval(NamedTuple):
+    """One interval rule's answer: the bounds, the method it used and, for BCa, its parameters."""
+
+    low: float
+    high: float
+    method: str
+    fallback_reason: str | None = None
+    bias_correction: float | None = None
+    acceleration: float | None = None
+
+
+def _interval_from_replicates(theta: float, reps: np.ndarray, jack: tuple[np.ndarray, np.ndarray] | None,
+                              cfg: BootstrapConfig, seed: SeedRecord) -> BootstrapResult:
+    """The result of one bootstrap: undefined replicates counted, then the interval ``cfg`` asks for."""
+    good, n_undef = _defined_replicates(reps, cfg)
+    drawn = dict(statistic=theta, n_resamples=cfg.n_resamples, n_undefined=n_undef,
+                 method_requested=cfg.method, confidence_level=cfg.confidence_level, unit=cfg.unit,
+                 bootstrap_distribution=good, seed_record=seed)
+    if good.size == 0:
+        ab = Abstention(Cause.MISSING_EVIDENCE, "every bootstrap replicate is undefined")
+        return BootstrapResult(confidence_interval=ab, standard_error=ab, method=cfg.method, **drawn)
+    se: float | Abstention = (float(np.std(good, ddof=1)) if good.size > 1
+                              else Abstention(Cause.MISSING_EVIDENCE, "one defined replicate"))
+    iv = _interval(theta, good, jack, cfg)
+    return BootstrapResult(
+        confidence_interval=ConfidenceInterval(float(iv.low), float(iv.high)), standard_error=se,
+        method=iv.method, fallback_reason=iv.fallback_reason, bias_correction=iv.bias_correction,
+        acceleration=iv.acceleration, **drawn,
+    )
+
+
+def _defined_replicates(reps: np.ndarray, cfg: BootstrapConfig) -> tuple[np.ndarray, int]:
+    """The defined replicates and how many were not (counted, warned about, or refused)."""
     defined = np.isfinite(reps)
     n_undef = int(reps.size - defined.sum())
     if n_undef:
@@ -263,44 +320,40 @@ def _interval_from_replicates(
             raise UndefinedReplicateError(msg + "; pass undefined='drop' to exclude them.")
         warnings.warn(msg + "; they were dropped and are counted in `n_undefined`.",
                       UndefinedWarning, stacklevel=user_stacklevel())
-    good = reps[defined]
-    if good.size == 0:
-        ab = Abstention(Cause.MISSING_EVIDENCE, "every bootstrap replicate is undefined")
-        return BootstrapResult(theta, ab, ab, n_resamples, n_undef, method, method, confidence_level,
-                               unit, good)
-    se: float | Abstention = (float(np.std(good, ddof=1)) if good.size > 1
-                              else Abstention(Cause.MISSING_EVIDENCE, "one defined replicate"))
-    alpha = (1.0 - confidence_level) / 2.0
-    used, reason, z0, acc = method, None, None, None
-    if method == "bca":
-        z0, acc, reason = _bca_parameters(theta, good, jack)
-        if reason is not None:
-            warnings.warn(f"BCa interval undefined ({reason}); using the percentile interval.",
-                          UndefinedWarning, stacklevel=user_stacklevel())
-            used = "percentile"
-    if used == "bca":
-        assert z0 is not None and acc is not None  # for type checkers only
-        za = ndtri(np.array([alpha, 1.0 - alpha]))
-        adj = ndtr(z0 + (z0 + za) / (1.0 - acc * (z0 + za)))
-        if not np.all(np.isfinite(adj)):
-            reason = "adjusted percentiles are not finite"
-            warnings.warn(f"BCa interval undefined ({reason}); using the percentile interval.",
-                          UndefinedWarning, stacklevel=user_stacklevel())
-            used = "percentile"
-        else:
-            low, high = np.quantile(good, adj)
-    if used == "percentile":
+    return reps[defined], n_undef
+
+
+def _interval(theta: float, good: np.ndarray, jack: tuple[np.ndarray, np.ndarray] | None,
+              cfg: BootstrapConfig) -> _Interval:
+    """Percentile, basic (Davison & Hinkley 5.2) or BCa (Efron & Tibshirani 14.3) bounds."""
+    alpha = (1.0 - cfg.confidence_level) / 2.0
+    if cfg.method == "bca":
+        bca = _bca_interval(theta, good, jack, alpha)
+        if bca.fallback_reason is None:
+            return bca
+        warnings.warn(f"BCa interval undefined ({bca.fallback_reason}); using the percentile interval.",
+                      UndefinedWarning, stacklevel=user_stacklevel())
         low, high = np.quantile(good, [alpha, 1.0 - alpha])
-    elif used == "basic":
-        ql, qh = np.quantile(good, [alpha, 1.0 - alpha])
-        low, high = 2.0 * theta - qh, 2.0 * theta - ql
-    return BootstrapResult(
-        statistic=theta, confidence_interval=ConfidenceInterval(float(low), float(high)), standard_error=se,
-        n_resamples=n_resamples, n_undefined=n_undef, method=used, method_requested=method,
-        confidence_level=confidence_level, unit=unit, bootstrap_distribution=good,
-        fallback_reason=reason, bias_correction=None if z0 is None else float(z0),
-        acceleration=None if acc is None else float(acc),
-    )
+        return bca._replace(low=low, high=high, method="percentile")
+    ql, qh = np.quantile(good, [alpha, 1.0 - alpha])
+    if cfg.method == "basic":
+        return _Interval(2.0 * theta - qh, 2.0 * theta - ql, "basic")
+    return _Interval(ql, qh, "percentile")
+
+
+def _bca_interval(theta: float, good: np.ndarray, jack: tuple[np.ndarray, np.ndarray] | None,
+                  alpha: float) -> _Interval:
+    """BCa bounds, or NaN bounds with the reason BCa is undefined here."""
+    z0, acc, reason = _bca_parameters(theta, good, jack)
+    if reason is not None:
+        return _Interval(math.nan, math.nan, "bca", reason)
+    assert z0 is not None and acc is not None  # for type checkers only
+    za = ndtri(np.array([alpha, 1.0 - alpha]))
+    adj = ndtr(z0 + (z0 + za) / (1.0 - acc * (z0 + za)))
+    if not np.all(np.isfinite(adj)):
+        return _Interval(math.nan, math.nan, "bca", "adjusted percentiles are not finite", z0, acc)
+    low, high = np.quantile(good, adj)
+    return _Interval(low, high, "bca", None, z0, acc)
 
 
 def _bca_parameters(theta: float, good: np.ndarray, jack: tuple[np.ndarray, np.ndarray] | None
@@ -376,7 +429,7 @@ def _jackknife_sums(statistic: Callable[[np.ndarray], np.ndarray], rows: np.ndar
 
 def _batched(statistic: Callable[[np.ndarray], np.ndarray], W: np.ndarray) -> np.ndarray:
     out = np.empty(W.shape[0])
-    step = max(1, _CHUNK_CELLS // max(W.shape[1], 1))
+    step = _chunk_rows(W.shape[1])
     for i in range(0, W.shape[0], step):
         out[i:i + step] = _call_batch(statistic, W[i:i + step])
     return out
@@ -400,9 +453,10 @@ def _run_sums(statistic: Callable[[np.ndarray], np.ndarray], blocks: Sequence[_B
     theta = float(_call_batch(statistic, np.asarray(observed, dtype=float))[0])
     if not math.isfinite(theta):
         return _undefined_result("undefined on the observed data", cfg)
-    reps = _batched(statistic, _draw_sums(blocks, cfg.n_resamples, cfg.generator()))
+    gen, seed = cfg.seeded()
+    reps = _batched(statistic, _draw_sums(blocks, cfg.n_resamples, gen))
     jack = _jackknife_sums(statistic, jack_rows, jack_mult) if cfg.method == "bca" else None
-    return _interval_from_replicates(theta, reps, jack, cfg)
+    return _interval_from_replicates(theta, reps, jack, cfg, seed)
 
 
 def bootstrap_sums(
@@ -483,25 +537,20 @@ def _count_blocks(t: np.ndarray, T: int, unit: str, clusters: Any, strata: Any
     """The resampling blocks of items of types ``t``, and the jackknife rows and weights."""
     n = t.size
     counts = np.bincount(t, minlength=T).astype(float)
+    _check_unit_labels(unit, clusters, strata)
     if unit == "item":
-        if clusters is not None or strata is not None:
-            raise ValueError("`unit='item'` takes no `clusters` or `strata`; use unit='cluster' or 'stratified'.")
         return [(None, counts)], None, counts
     if unit == "stratified":
-        if strata is None:
-            raise ValueError("`unit='stratified'` needs `strata=` (one label per item).")
         M = _cluster_matrix(t, _group_codes(strata, n, "strata"), T)
         return [(None, row) for row in M], None, counts
-    if clusters is None:
-        raise ValueError("`unit='cluster'` needs `clusters=` (one cluster label per item).")
     c = _group_codes(clusters, n, "clusters")
     M = _cluster_matrix(t, c, T)
     ones = np.ones(M.shape[0])
     if strata is None:
         return [(M, ones)], M, ones
     s = _group_codes(strata, n, "strata")
-    if (pd.Series(s).groupby(c).nunique().to_numpy() > 1).any():
-        bad = np.flatnonzero(pd.Series(s).groupby(c).nunique().to_numpy() > 1)
+    bad = np.flatnonzero(pd.Series(s).groupby(c).nunique().to_numpy() > 1)
+    if bad.size:
         raise ValueError(f"cluster {int(bad[0])} spans more than one stratum; clusters must nest in strata.")
     cluster_stratum = np.full(M.shape[0], -1)
     cluster_stratum[c] = s
@@ -647,35 +696,141 @@ def _as_float(value: Any) -> float:
         ) from None
 
 
-def _item_indices(gen: np.random.Generator, n: int, B: int, unit: str, clusters: np.ndarray | None,
-                  strata: np.ndarray | None) -> np.ndarray:
-    """(B, n_out) item indices for one batch of resamples."""
-    if unit == "item":
-        return gen.integers(0, n, size=(B, n))
-    if unit == "stratified":
-        assert strata is not None
-        parts = []
-        for s in np.unique(strata):
-            members = np.flatnonzero(strata == s)
-            parts.append(members[gen.integers(0, members.size, size=(B, members.size))])
-        return np.concatenate(parts, axis=1)
-    # unit == "cluster" never reaches here: clusters differ in size, see _cluster_resample.
-    raise ValueError(f"internal: no fixed-length item indices for unit={unit!r}")
-
-
-def _cluster_resample(gen: np.random.Generator, clusters: np.ndarray, strata: np.ndarray | None
-                      ) -> np.ndarray:
-    order = np.argsort(clusters, kind="stable")
-    bounds = np.flatnonzero(np.diff(clusters[order])) + 1
-    members = np.split(order, bounds)
-    ids = np.arange(len(members))
-    if strata is None:
-        pick = gen.choice(ids, size=ids.size, replace=True)
+def _samples(data: Any, *, paired: bool) -> list[np.ndarray]:
+    """``data`` as a list of 1-D non-empty samples (one per item each when ``paired``)."""
+    if isinstance(data, (list, tuple)) and len(data) and not np.isscalar(data[0]):
+        samples = [np.asarray(d) for d in data]
     else:
-        cs = np.array([strata[m[0]] for m in members])
-        pick = np.concatenate([gen.choice(ids[cs == s], size=int((cs == s).sum()), replace=True)
-                               for s in np.unique(cs)])
-    return np.concatenate([members[i] for i in pick])
+        samples = [np.asarray(data)]
+    for i, s in enumerate(samples):
+        if s.ndim != 1:
+            raise ValueError(f"sample {i} of `data` must be 1-D; got shape {s.shape}.")
+        if s.size == 0:
+            raise InputError(f"sample {i} of `data` is empty.", field="data")
+    if paired and any(s.size != samples[0].size for s in samples):
+        raise ValueError(
+            f"paired samples must have one entry per item; got lengths {[s.size for s in samples]}."
+        )
+    return samples
+
+
+def _check_unit_labels(unit: str, clusters: Any, strata: Any) -> None:
+    """The labels each unit of resampling needs, and refuses (one message per rule, both engines)."""
+    if unit == "item" and (clusters is not None or strata is not None):
+        raise ValueError("`unit='item'` takes no `clusters` or `strata`; use unit='cluster' or 'stratified'.")
+    if unit == "cluster" and clusters is None:
+        raise ValueError("`unit='cluster'` needs `clusters=` (one cluster label per item).")
+    if unit == "stratified" and strata is None:
+        raise ValueError("`unit='stratified'` needs `strata=` (one label per item).")
+
+
+class _Design(NamedTuple):
+    """How the general engine resamples: the unit, and the item labels it needs (codes 0..k-1)."""
+
+    unit: str
+    paired: bool
+    clusters: np.ndarray | None
+    strata: np.ndarray | None
+
+    @classmethod
+    def of(cls, unit: str, n: int, clusters: Any, strata: Any, *, paired: bool) -> _Design:
+        if not paired and unit != "item":
+            raise ValueError("`paired=False` resamples each sample separately and supports unit='item' only.")
+        _check_unit_labels(unit, clusters, strata)
+        return cls(unit, paired,
+                   None if clusters is None else _group_codes(clusters, n, "clusters"),
+                   None if strata is None else _group_codes(strata, n, "strata"))
+
+
+def _tolerant(statistic: Callable[..., Any]) -> Callable[..., float]:
+    """``statistic`` as a float function: NaN where it is undefined (abstains, divides by zero)."""
+    def call(*xs: np.ndarray) -> float:
+        try:
+            with np.errstate(divide="ignore", invalid="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore", UndefinedWarning)
+                return _as_float(statistic(*xs))
+        except ZeroDivisionError:
+            return math.nan
+    return call
+
+
+def _chunk_rows(width: int) -> int:
+    """Rows of ``width`` cells that fit in one batch (at least one)."""
+    return max(1, _CHUNK_CELLS // max(width, 1))
+
+
+def _item_indices(gen: np.random.Generator, n: int, B: int, strata: np.ndarray | None) -> np.ndarray:
+    """(B, n) item indices for one batch of resamples: all items, or items within each stratum."""
+    if strata is None:
+        return gen.integers(0, n, size=(B, n))
+    parts = []
+    for s in np.unique(strata):
+        members = np.flatnonzero(strata == s)
+        parts.append(members[gen.integers(0, members.size, size=(B, members.size))])
+    return np.concatenate(parts, axis=1)
+
+
+def _batch(gen: np.random.Generator, samples: list[np.ndarray], m: int, design: _Design) -> list[np.ndarray]:
+    """``m`` resamples of every sample, shape ``(m, n_j)`` each (units of fixed size: items)."""
+    if design.paired:
+        idx = _item_indices(gen, samples[0].size, m, design.strata)
+        return [s[idx] for s in samples]
+    return [s[gen.integers(0, s.size, size=(m, s.size))] for s in samples]
+
+
+class _Clusters(NamedTuple):
+    """The items of each cluster, and each cluster's stratum (``None`` without strata)."""
+
+    members: list[np.ndarray]
+    stratum: np.ndarray | None
+
+    @classmethod
+    def of(cls, clusters: np.ndarray, strata: np.ndarray | None) -> _Clusters:
+        order = np.argsort(clusters, kind="stable")
+        members = np.split(order, np.flatnonzero(np.diff(clusters[order])) + 1)
+        return cls(members, None if strata is None else np.array([strata[m[0]] for m in members]))
+
+    def resample(self, gen: np.random.Generator) -> np.ndarray:
+        """Item indices of one resample: clusters drawn with replacement (within strata)."""
+        ids = np.arange(len(self.members))
+        if self.stratum is None:
+            pick = gen.choice(ids, size=ids.size, replace=True)
+        else:
+            cs = self.stratum
+            pick = np.concatenate([gen.choice(ids[cs == s], size=int((cs == s).sum()), replace=True)
+                                   for s in np.unique(cs)])
+        return np.concatenate([self.members[i] for i in pick])
+
+
+def _vectorized_replicates(statistic: Callable[..., Any], samples: list[np.ndarray], design: _Design,
+                           gen: np.random.Generator, B: int) -> np.ndarray:
+    """Replicates of a statistic that takes a batch of resamples (``axis=-1``), in chunks."""
+    reps = np.empty(B)
+    step = _chunk_rows(samples[0].size * len(samples))
+    for i in range(0, B, step):
+        m = min(step, B - i)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out = np.asarray(statistic(*_batch(gen, samples, m, design), axis=-1), dtype=float)
+        if out.shape != (m,):
+            raise ValueError(f"a vectorized statistic must return shape ({m},); got {out.shape}.")
+        reps[i:i + m] = out
+    return reps
+
+
+def _looped_replicates(call: Callable[..., float], samples: list[np.ndarray], design: _Design,
+                       gen: np.random.Generator, B: int) -> np.ndarray:
+    """Replicates one resample at a time (any statistic; clusters of unequal size)."""
+    reps = np.empty(B)
+    if design.unit == "cluster":
+        assert design.clusters is not None  # _Design.of checked it
+        clusters = _Clusters.of(design.clusters, design.strata)
+        for b in range(B):
+            idx = clusters.resample(gen)
+            reps[b] = call(*[s[idx] for s in samples])
+        return reps
+    for b in range(B):
+        reps[b] = call(*[x[0] for x in _batch(gen, samples, 1, design)])
+    return reps
 
 
 def bootstrap(
@@ -749,79 +904,25 @@ def bootstrap(
     """
     cfg = _config(method, n_resamples=n_resamples, confidence_level=confidence_level, unit=unit,
                   rng=rng, undefined=undefined)
-    unit, B = cfg.unit, cfg.n_resamples
     if not callable(statistic):
         raise TypeError("`statistic` must be callable.")
-    gen = cfg.generator()
-    if isinstance(data, (list, tuple)) and len(data) and not np.isscalar(data[0]):
-        samples = [np.asarray(d) for d in data]
-    else:
-        samples = [np.asarray(data)]
-    for i, s in enumerate(samples):
-        if s.ndim != 1:
-            raise ValueError(f"sample {i} of `data` must be 1-D; got shape {s.shape}.")
-        if s.size == 0:
-            raise InputError(f"sample {i} of `data` is empty.", field="data")
-    n = samples[0].size
-    if paired and any(s.size != n for s in samples):
-        raise ValueError(
-            f"paired samples must have one entry per item; got lengths {[s.size for s in samples]}."
-        )
-    if not paired and unit != "item":
-        raise ValueError("`paired=False` resamples each sample separately and supports unit='item' only.")
-    if unit == "item" and (clusters is not None or strata is not None):
-        raise ValueError("`unit='item'` takes no `clusters` or `strata`; use unit='cluster' or 'stratified'.")
-    cl = _group_codes(clusters, n, "clusters") if clusters is not None else None
-    st = _group_codes(strata, n, "strata") if strata is not None else None
-    if unit == "cluster" and cl is None:
-        raise ValueError("`unit='cluster'` needs `clusters=` (one cluster label per item).")
-    if unit == "stratified" and st is None:
-        raise ValueError("`unit='stratified'` needs `strata=` (one label per item).")
-
-    def call(*xs: np.ndarray) -> float:
-        try:
-            with np.errstate(divide="ignore", invalid="ignore"), warnings.catch_warnings():
-                warnings.simplefilter("ignore", UndefinedWarning)
-                return _as_float(statistic(*xs))
-        except ZeroDivisionError:
-            return math.nan
-
+    samples = _samples(data, paired=paired)
+    design = _Design.of(cfg.unit, samples[0].size, clusters, strata, paired=paired)
+    call = _tolerant(statistic)
     theta = call(*samples)
     if not math.isfinite(theta):
         return _undefined_result("undefined on the observed data", cfg)
-    reps = np.empty(B)
-    if vectorized and unit != "cluster":
-        step = max(1, _CHUNK_CELLS // max(n * len(samples), 1))
-        for i in range(0, B, step):
-            m = min(step, B - i)
-            if paired:
-                idx = _item_indices(gen, n, m, unit, cl, st)
-                xs = [s[idx] for s in samples]
-            else:
-                xs = [s[gen.integers(0, s.size, size=(m, s.size))] for s in samples]
-            with np.errstate(divide="ignore", invalid="ignore"):
-                out = np.asarray(statistic(*xs, axis=-1), dtype=float)
-            if out.shape != (m,):
-                raise ValueError(f"a vectorized statistic must return shape ({m},); got {out.shape}.")
-            reps[i:i + m] = out
+    gen, seed = cfg.seeded()
+    vectorized = vectorized and cfg.unit != "cluster"  # clusters differ in size: one resample at a time
+    if vectorized:
+        reps = _vectorized_replicates(statistic, samples, design, gen, cfg.n_resamples)
     else:
-        for b in range(B):
-            if unit == "cluster":
-                assert cl is not None
-                idx = _cluster_resample(gen, cl, st)
-                reps[b] = call(*[s[idx] for s in samples])
-            elif paired:
-                idx = _item_indices(gen, n, 1, unit, cl, st)[0]
-                reps[b] = call(*[s[idx] for s in samples])
-            else:
-                reps[b] = call(*[s[gen.integers(0, s.size, size=s.size)] for s in samples])
+        reps = _looped_replicates(call, samples, design, gen, cfg.n_resamples)
     jack = None
     if cfg.method == "bca":
-        if vectorized and paired and unit != "cluster":
-            jack = _vectorized_jackknife(samples, statistic)
-        else:
-            jack = _generic_jackknife(samples, call, unit=unit, paired=paired, clusters=cl)
-    return _interval_from_replicates(theta, reps, jack, cfg)
+        jack = (_vectorized_jackknife(samples, statistic) if vectorized and paired
+                else _generic_jackknife(samples, call, design))
+    return _interval_from_replicates(theta, reps, jack, cfg, seed)
 
 
 def _vectorized_jackknife(samples: list[np.ndarray], statistic: Callable[..., Any]
@@ -829,7 +930,7 @@ def _vectorized_jackknife(samples: list[np.ndarray], statistic: Callable[..., An
     """Leave-one-item-out values of a vectorised statistic, in chunks of rows."""
     n = samples[0].size
     vals = np.empty(n)
-    step = max(1, _CHUNK_CELLS // max(n * len(samples), 1))
+    step = _chunk_rows(n * len(samples))
     base = np.arange(n - 1)
     for i in range(0, n, step):
         left = np.arange(i, min(i + step, n))
@@ -839,30 +940,29 @@ def _vectorized_jackknife(samples: list[np.ndarray], statistic: Callable[..., An
     return vals, np.ones(n)
 
 
-def _generic_jackknife(samples: list[np.ndarray], call: Callable[..., float], *, unit: str, paired: bool,
-                       clusters: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-    if unit == "cluster":
-        assert clusters is not None
-        groups = np.unique(clusters)
-        vals = np.array([call(*[s[clusters != g] for s in samples]) for g in groups])
+def _generic_jackknife(samples: list[np.ndarray], call: Callable[..., float], design: _Design
+                       ) -> tuple[np.ndarray, np.ndarray]:
+    """Leave-one-unit-out values: one cluster, one paired item, or one observation of one sample."""
+    if design.unit == "cluster":
+        assert design.clusters is not None
+        groups = np.unique(design.clusters)
+        vals = np.array([call(*[s[design.clusters != g] for s in samples]) for g in groups])
         return vals, np.ones(groups.size)
-    if paired:
-        n = samples[0].size
-        keep = np.ones(n, dtype=bool)
-        vals = np.empty(n)
-        for i in range(n):
-            keep[i] = False
-            vals[i] = call(*[s[keep] for s in samples])
-            keep[i] = True
-        return vals, np.ones(n)
-    # independent samples: leave one observation out of each sample in turn
-    out = []
-    for j, s in enumerate(samples):
-        keep = np.ones(s.size, dtype=bool)
-        for i in range(s.size):
-            keep[i] = False
-            xs = [t if k != j else t[keep] for k, t in enumerate(samples)]
-            out.append(call(*xs))
-            keep[i] = True
-    vals = np.array(out)
+    if design.paired:
+        return _leave_one_out(samples[0].size, lambda keep: call(*[s[keep] for s in samples]))
+    out = [_leave_one_out(s.size, lambda keep, j=j: call(*[t[keep] if k == j else t
+                                                        for k, t in enumerate(samples)]))[0]
+           for j, s in enumerate(samples)]
+    vals = np.concatenate(out)
     return vals, np.ones(vals.size)
+
+
+def _leave_one_out(n: int, value: Callable[[np.ndarray], float]) -> tuple[np.ndarray, np.ndarray]:
+    """``value(keep)`` for each of ``n`` masks that leave one position out."""
+    keep = np.ones(n, dtype=bool)
+    vals = np.empty(n)
+    for i in range(n):
+        keep[i] = False
+        vals[i] = value(keep)
+        keep[i] = True
+    return vals, np.ones(n)

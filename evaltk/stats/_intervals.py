@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -299,10 +300,18 @@ def clopper_pearson_bounds(
 # --------------------------------------------------------------------------- single proportion
 
 
-def _undefined_rate(successes: int, confidence_level: float, method: str) -> ProportionInterval:
-    ab = undefined("a rate over zero trials is undefined")
-    return ProportionInterval(statistic=ab, confidence_interval=ab, successes=successes, n=0,
-                              confidence_level=confidence_level, method=method)
+def _rate_interval(successes: Any, n: Any, confidence_level: Any, method: str,
+                   bounds: Callable[[int, int, float], tuple[float, float]]) -> ProportionInterval:
+    """A rate and its interval by ``bounds(s, n, cl)``; abstains (with a warning) over zero trials."""
+    s, t = _counts_pair(successes, n)
+    cl = check_confidence_level(confidence_level)
+    if t == 0:
+        ab = undefined("a rate over zero trials is undefined")
+        return ProportionInterval(statistic=ab, confidence_interval=ab, successes=s, n=0,
+                                  confidence_level=cl, method=method)
+    low, high = bounds(s, t, cl)
+    return ProportionInterval(statistic=s / t, confidence_interval=ConfidenceInterval(float(low), float(high)),
+                              successes=s, n=t, confidence_level=cl, method=method)
 
 
 def wilson_interval(
@@ -347,20 +356,8 @@ def wilson_interval(
     >>> tuple(round(v, 4) for v in r.confidence_interval)
     (0.2535, 0.3682)
     """
-    s, t = _counts_pair(successes, n)
-    cl = check_confidence_level(confidence_level)
-    method = "wilson_cc" if continuity else "wilson"
-    if t == 0:
-        return _undefined_rate(s, cl, method)
-    low, high = wilson_bounds(s, t, confidence_level=cl, continuity=continuity)
-    return ProportionInterval(
-        statistic=s / t,
-        confidence_interval=ConfidenceInterval(float(low), float(high)),
-        successes=s,
-        n=t,
-        confidence_level=cl,
-        method=method,
-    )
+    return _rate_interval(successes, n, confidence_level, "wilson_cc" if continuity else "wilson",
+                          lambda s, t, cl: wilson_bounds(s, t, confidence_level=cl, continuity=continuity))
 
 
 def clopper_pearson_interval(
@@ -391,19 +388,8 @@ def clopper_pearson_interval(
     >>> tuple(round(v, 4) for v in r.confidence_interval)
     (0.0009, 0.1776)
     """
-    s, t = _counts_pair(successes, n)
-    cl = check_confidence_level(confidence_level)
-    if t == 0:
-        return _undefined_rate(s, cl, "clopper_pearson")
-    low, high = clopper_pearson_bounds(s, t, confidence_level=cl)
-    return ProportionInterval(
-        statistic=s / t,
-        confidence_interval=ConfidenceInterval(float(low), float(high)),
-        successes=s,
-        n=t,
-        confidence_level=cl,
-        method="clopper_pearson",
-    )
+    return _rate_interval(successes, n, confidence_level, "clopper_pearson",
+                          lambda s, t, cl: clopper_pearson_bounds(s, t, confidence_level=cl))
 
 
 # --------------------------------------------------------------------------- paired difference
@@ -487,7 +473,25 @@ def paired_difference_interval(
     x1, x2 = a + b, a + c
     p1, p2 = x1 / n, x2 / n
     (l1, l2), (u1, u2) = wilson_bounds([x1, x2], [n, n], confidence_level=cl)
-    margins = float(x1) * float(c + d) * float(x2) * float(b + d)
+    phi = _newcombe_phi(a, b, c, d)
+    theta = p1 - p2
+    dl = _hybrid_half_width(p1 - l1, u2 - p2, phi)
+    du = _hybrid_half_width(p2 - l2, u1 - p1, phi)
+    return PairedDifferenceResult(
+        statistic=theta,
+        confidence_interval=ConfidenceInterval(max(-1.0, theta - dl), min(1.0, theta + du)),
+        p1=p1,
+        p2=p2,
+        table=(a, b, c, d),
+        n=n,
+        confidence_level=cl,
+    )
+
+
+def _newcombe_phi(a: int, b: int, c: int, d: int) -> float:
+    """Newcombe's (1998b) continuity-corrected phi of the 2x2 table (0 when a margin is 0)."""
+    n = a + b + c + d
+    margins = float(a + b) * float(c + d) * float(a + c) * float(b + d)
     det = float(a) * d - float(b) * c
     if det > n / 2.0:
         cc = det - n / 2.0
@@ -495,18 +499,9 @@ def paired_difference_interval(
         cc = 0.0
     else:
         cc = det
-    phi = cc / math.sqrt(margins) if margins > 0 else 0.0
-    theta = p1 - p2
-    dl = math.sqrt(max((p1 - l1) ** 2 - 2.0 * phi * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2, 0.0))
-    du = math.sqrt(max((p2 - l2) ** 2 - 2.0 * phi * (p2 - l2) * (u1 - p1) + (u1 - p1) ** 2, 0.0))
-    low = max(-1.0, theta - dl)
-    high = min(1.0, theta + du)
-    return PairedDifferenceResult(
-        statistic=theta,
-        confidence_interval=ConfidenceInterval(low, high),
-        p1=p1,
-        p2=p2,
-        table=(a, b, c, d),
-        n=n,
-        confidence_level=cl,
-    )
+    return cc / math.sqrt(margins) if margins > 0 else 0.0
+
+
+def _hybrid_half_width(near: float, far: float, phi: float) -> float:
+    """``sqrt(near^2 - 2 phi near far + far^2)``: one side of method 10 (clipped at 0 for rounding)."""
+    return math.sqrt(max(near ** 2 - 2.0 * phi * near * far + far ** 2, 0.0))

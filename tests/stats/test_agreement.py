@@ -725,3 +725,16 @@ def test_kappa_with_a_constant_rater_gives_no_falsely_precise_interval(method):
     with pytest.warns(UndefinedWarning, match="single category"):
         rw = cohen_kappa(["a"] * 6, ["a", "b", "c", "a", "b", "c"], weights="linear")
     assert rw.statistic == 0.0 and isinstance(rw.confidence_interval, Abstention)
+
+
+def test_agreement_result_records_the_seed_of_its_bootstrap():
+    # Issue #13: every result records the seed it drew; re-running with it reproduces the interval.
+    a = ["y", "n", "y", "y", "n", "y", "n", "n", "y", "y", "n", "y"]
+    b = ["y", "n", "n", "y", "n", "y", "y", "n", "y", "y", "n", "n"]
+    res = cohen_kappa(a, b, method="bca", rng=None, n_resamples=300)
+    assert isinstance(res.seed, int) and res.to_frame().loc[0, "seed"] == res.seed
+    again = cohen_kappa(a, b, method="bca", rng=res.seed, n_resamples=300)
+    assert again.confidence_interval == res.confidence_interval and again.seed == res.seed
+    analytic = cohen_kappa(a, b)
+    assert analytic.seed is None and "analytic" in analytic.seed_reason
+    assert analytic.to_frame().loc[0, "seed"] is None

@@ -18,6 +18,7 @@ from evaltk.stats import (
     BootstrapResult,
     UndefinedReplicateError,
     bootstrap,
+    bootstrap_sums,
     bootstrap_table,
     resample_counts,
 )
@@ -377,3 +378,129 @@ def test_validation_has_one_message_form():
         check_columns(pd.DataFrame({"item": [1]}), ["item", "rating"])
     g = np.random.default_rng(1)
     assert check_rng(g) is g
+
+
+# --------------------------------------------------------------------------- pinned numbers
+# Computed from the engines as they stood before the #13 refactor (commit ae00e0e): the same
+# rng must give the same resamples and the same interval, to 1e-12.
+
+
+def _diff(a, b, axis=None):
+    return np.mean(a, axis=axis) - np.mean(b, axis=axis)
+
+
+def _agree(W):
+    return (W[:, 0] + W[:, 3]) / W.sum(axis=1)
+
+
+def _pinned_cases():
+    x = np.random.default_rng(11).integers(0, 2, 40).astype(float)
+    y = np.random.default_rng(12).normal(size=40)
+    cl = np.repeat(np.arange(10), 4)
+    st = np.tile([0, 1], 20)
+    st_cl = (np.arange(10) % 2)[cl]
+    t = np.random.default_rng(13).integers(0, 4, 60)
+    tcl = np.repeat(np.arange(12), 5)
+    tst = np.tile([0, 1, 2], 20)
+    diff, agree, prop = _diff, _agree, prop1
+    return {
+        "item_percentile": lambda: bootstrap(x, np.mean, rng=0, n_resamples=300),
+        "item_basic": lambda: bootstrap(x, np.mean, method="basic", rng=1, n_resamples=300),
+        "paired_bca": lambda: bootstrap((x, y), diff, method="bca", rng=2, n_resamples=300),
+        "unpaired_bca": lambda: bootstrap((x, y), diff, paired=False, method="bca", rng=3, n_resamples=300),
+        "vectorized_bca": lambda: bootstrap((x, y), diff, vectorized=True, method="bca", rng=4, n_resamples=300),
+        "vectorized_unpaired": lambda: bootstrap((x, y), diff, vectorized=True, paired=False, rng=5, n_resamples=300),
+        "stratified": lambda: bootstrap(y, np.mean, unit="stratified", strata=st, rng=6, n_resamples=300),
+        "stratified_vectorized": lambda: bootstrap(y, np.mean, unit="stratified", strata=st, vectorized=True, rng=6, n_resamples=300),
+        "cluster_bca": lambda: bootstrap(y, np.mean, unit="cluster", clusters=cl, method="bca", rng=7, n_resamples=300),
+        "cluster_strata": lambda: bootstrap(y, np.mean, unit="cluster", clusters=cl, strata=st_cl, rng=8, n_resamples=300),
+        "generator": lambda: bootstrap(y, np.median, rng=np.random.default_rng(9), n_resamples=300),
+        "table_item": lambda: bootstrap_table(t, agree, rng=0, n_resamples=500),
+        "table_bca": lambda: bootstrap_table(t, prop, method="bca", rng=1, n_resamples=500),
+        "table_cluster_bca": lambda: bootstrap_table(t, agree, unit="cluster", clusters=tcl, method="bca", rng=2, n_resamples=500),
+        "table_stratified": lambda: bootstrap_table(t, prop, unit="stratified", strata=tst, rng=3, n_resamples=500),
+        "table_cluster_strata": lambda: bootstrap_table(t, agree, unit="cluster", clusters=tcl, strata=(np.arange(12) % 3)[tcl], rng=4, n_resamples=500),
+        "sums_cluster": lambda: bootstrap_sums([[1, 2], [3, 3], [0, 4], [2, 5]], lambda S: S[:, 0] / S[:, 1], unit="cluster", method="bca", rng=5, n_resamples=500),
+    }
+
+
+# statistic, low, high, standard error, sum of the defined replicates (in draw order)
+PINNED = {
+    "item_percentile": (0.575, 0.425, 0.725, 0.07528911202949282, 172.3),
+    "item_basic": (0.575, 0.42499999999999993, 0.7249999999999999, 0.07753716697880585, 171.65),
+    "paired_bca": (0.5757053551475856, 0.2986864012744548, 0.8557139100945886, 0.1520261856358465, 174.95865092716977),
+    "unpaired_bca": (0.5757053551475856, 0.25623529370859577, 0.914189975121372, 0.1644781784582935, 173.7459754753285),
+    "vectorized_bca": (0.5757053551475856, 0.27445915548441535, 0.8839855506582551, 0.15256627186657876, 175.71664290427665),
+    "vectorized_unpaired": (0.5757053551475856, 0.25070966379483417, 0.9166919988951651, 0.17033610135986488, 172.93088523523704),
+    "stratified": (-0.000705355147585618, -0.25620193032340727, 0.2553380751935039, 0.13499380818808865, 2.370363205905122),
+    "stratified_vectorized": (-0.000705355147585618, -0.2672284061330415, 0.2525260676707798, 0.14009017864789106, -1.066521405180388),
+    "cluster_bca": (-0.000705355147585618, -0.29326401050596795, 0.3029177939045357, 0.14633367716428317, -2.0917963319087103),
+    "cluster_strata": (-0.000705355147585618, -0.2680540215050839, 0.24976597677903634, 0.13797981294770864, 0.8185364262633812),
+    "generator": (-0.08280373522449967, -0.4208873509582093, 0.3204642813329229, 0.16192811652944233, -27.92700290397649),
+    "table_item": (0.5833333333333334, 0.45, 0.7, 0.06297985243324976, 291.9666666666667),
+    "table_bca": (0.23333333333333334, 0.15, 0.35, 0.05054434263352944, 117.15),
+    "table_cluster_bca": (0.5833333333333334, 0.4666666666666667, 0.7333333333333333, 0.06989296617047297, 293.95000000000005),
+    "table_stratified": (0.23333333333333334, 0.13333333333333333, 0.3333333333333333, 0.053273429952463376, 113.6),
+    "table_cluster_strata": (0.5833333333333334, 0.4666666666666667, 0.7166666666666667, 0.06249773097640298, 293.65),
+    "sums_cluster": (0.42857142857142855, 0.11764705882352941, 0.8, 0.182732566782348, 219.2718529105913),
+}
+
+
+@pytest.mark.parametrize("case", sorted(PINNED))
+def test_pinned_bootstrap_numbers(case):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = _pinned_cases()[case]()
+    got = (res.statistic, *res.confidence_interval, res.standard_error,
+           float(res.bootstrap_distribution.sum()))
+    assert got == pytest.approx(PINNED[case], rel=1e-12, abs=1e-12)
+
+
+# --------------------------------------------------------------------------- the seed a result drew
+# Issue #13: "every result records the seed it drew" -- and re-running with it gives the same numbers.
+
+
+def _same(a, b):
+    return (a.confidence_interval == b.confidence_interval
+            and np.array_equal(a.bootstrap_distribution, b.bootstrap_distribution))
+
+
+@pytest.mark.parametrize("engine", ["bootstrap", "bootstrap_table", "bootstrap_sums"])
+def test_every_rng_form_records_a_seed_that_reproduces_the_interval(engine):
+    x = np.array([0, 1, 1, 1, 0, 1, 1, 0, 1, 1])
+    run = {
+        "bootstrap": lambda rng: bootstrap(x, np.mean, rng=rng, n_resamples=200),
+        "bootstrap_table": lambda rng: bootstrap_table(x, prop1, rng=rng, n_resamples=200),
+        "bootstrap_sums": lambda rng: bootstrap_sums(np.c_[x, np.ones(10)], lambda S: S[:, 0] / S[:, 1],
+                                                     rng=rng, n_resamples=200),
+    }[engine]
+    by_int = run(7)
+    assert by_int.seed == 7 and by_int.seed_reason is None
+    by_fresh_generator = run(np.random.default_rng(7))   # a Generator that has not drawn: its seed is known
+    assert by_fresh_generator.seed == 7 and _same(by_fresh_generator, by_int)
+    by_entropy = run(None)                               # fresh entropy, drawn by us and recorded
+    assert isinstance(by_entropy.seed, int) and by_entropy.seed >= 2 ** 32
+    assert _same(run(by_entropy.seed), by_entropy)
+    used = np.random.default_rng(7)
+    used.random()
+    mid_stream = run(used)                               # no int seed gives this stream ...
+    assert mid_stream.seed is None and "already drawn" in mid_stream.seed_reason
+    assert not _same(mid_stream, by_int)
+    assert _same(run(mid_stream.seed_record.generator()), mid_stream)   # ... but its state replays it
+
+
+def test_recording_the_seed_draws_nothing_from_the_callers_generator():
+    g, h = np.random.default_rng(3), np.random.default_rng(3)
+    bootstrap(np.arange(10.0), np.mean, rng=g, n_resamples=50)
+    for _ in range(50):
+        h.integers(0, 10, size=(1, 10))   # exactly the draws of 50 item resamples of 10 items
+    assert g.random() == h.random()
+
+
+def test_seed_is_a_to_frame_column_and_absent_with_a_reason_when_nothing_was_drawn():
+    res = bootstrap([0.0, 1.0, 1.0], np.mean, rng=11, n_resamples=100)
+    row = res.to_frame().iloc[0]
+    assert row["seed"] == 11 and row["seed_reason"] is None
+    with pytest.warns(UndefinedWarning):
+        res = bootstrap([1.0, 2.0], lambda v: np.nan, rng=11, n_resamples=100)
+    assert res.seed is None and "no resample was drawn" in res.to_frame().iloc[0]["seed_reason"]

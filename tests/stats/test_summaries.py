@@ -237,6 +237,11 @@ def test_confusion_table_statistics_match_agreement():
         r2 = ag.cohen_kappa(a, b, method=method, rng=5, n_resamples=400)
         assert r1.confidence_interval == r2.confidence_interval
         assert r1.statistic == pytest.approx(r2.statistic, abs=1e-12)
+    # the mergeable table's bootstrap records the seed it drew, and the seed reproduces it (#13)
+    drawn = t.bootstrap("cohen_kappa", n_resamples=300)
+    again = t.bootstrap("cohen_kappa", rng=drawn.seed, n_resamples=300)
+    assert drawn.to_frame().loc[0, "seed"] == drawn.seed == again.seed
+    assert again.confidence_interval == drawn.confidence_interval
 
 
 def test_cluster_bootstrap_is_a_cluster_bootstrap():
