@@ -27,6 +27,8 @@ from .errors import InputError
 __all__ = [
     "check_confidence_level",
     "check_rng",
+    "seeded_rng",
+    "GENERATOR_SEED",
     "check_choice",
     "check_n_resamples",
     "check_columns",
@@ -73,6 +75,36 @@ def check_rng(rng: Any) -> np.random.Generator:
     if isinstance(rng, numbers.Integral) and not isinstance(rng, bool):
         return np.random.default_rng(int(rng))
     raise TypeError(f"`rng` must be None, an int seed or a numpy Generator; got {type(rng).__name__}.")
+
+
+#: The seed a result records when the caller passed a Generator: its state is the caller's.
+GENERATOR_SEED = "caller's Generator (seed not recorded)"
+
+
+def seeded_rng(rng: Any) -> tuple[np.random.Generator, int | str]:
+    """``rng=`` as a Generator (:func:`check_rng`), and the seed a result records.
+
+    An int seed is recorded as given.  ``None`` draws a fresh int seed from the OS
+    entropy and records it, so an unseeded run can still be repeated.  A Generator is
+    passed through unchanged (the caller's stream continues) and recorded as
+    :data:`GENERATOR_SEED`: it says so rather than inventing a number.
+
+    Examples
+    --------
+    >>> g, seed = seeded_rng(7)
+    >>> seed, bool(g.integers(100) == np.random.default_rng(7).integers(100))
+    (7, True)
+    >>> isinstance(seeded_rng(None)[1], int)
+    True
+    >>> seeded_rng(np.random.default_rng(0))[1]
+    "caller's Generator (seed not recorded)"
+    """
+    if isinstance(rng, np.random.Generator):
+        return rng, GENERATOR_SEED
+    if rng is None:
+        rng = int(np.random.SeedSequence().entropy)
+    gen = check_rng(rng)
+    return gen, int(rng)
 
 
 def check_choice(name: str, value: Any, allowed: Sequence[str]) -> str:
