@@ -30,6 +30,8 @@ __all__ = [
     "check_rng",
     "SeedRecord",
     "seeded_rng",
+    "GENERATOR_SEED",
+    "recorded_seed",
     "check_choice",
     "check_n_resamples",
     "check_columns",
@@ -147,6 +149,25 @@ def seeded_rng(rng: Any) -> tuple[np.random.Generator, SeedRecord]:
         "a Generator that had already drawn (or was spawned) was passed: no int seed gives its "
         "stream; `SeedRecord.state` / `.generator()` replays it")
     return gen, SeedRecord(seed, reason, gen.bit_generator.state)
+
+
+#: What a result records as its seed when no int seed reproduces the caller's Generator
+#: (it had drawn already, or was spawned); its ``SeedRecord.state`` still replays it.
+GENERATOR_SEED = "caller's Generator (seed not recorded)"
+
+
+def recorded_seed(record: SeedRecord) -> int | str:
+    """The seed a result stores: the int that reproduces the call, else :data:`GENERATOR_SEED`.
+
+    Examples
+    --------
+    >>> recorded_seed(seeded_rng(7)[1]), recorded_seed(seeded_rng(np.random.default_rng(3))[1])
+    (7, 3)
+    >>> g = np.random.default_rng(3); _ = g.random()
+    >>> recorded_seed(seeded_rng(g)[1])
+    "caller's Generator (seed not recorded)"
+    """
+    return GENERATOR_SEED if record.seed is None else record.seed
 
 
 def check_choice(name: str, value: Any, allowed: Sequence[str]) -> str:

@@ -42,7 +42,13 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from .._validation import check_columns, check_confidence_level, check_rng
+from .._validation import (
+    check_columns,
+    check_confidence_level,
+    check_rng,
+    recorded_seed,
+    seeded_rng,
+)
 from ..errors import InputError
 from ..scoring import PROMOTION_CONDITIONS, CalibrationRecord, promotion_conditions
 from ..stats import (
@@ -59,6 +65,7 @@ from ..stats import (
 )
 from ..values import (
     ABSTAIN_WORDS,
+    LEVELS,
     Abstention,
     Cause,
     Threshold,
@@ -86,7 +93,8 @@ __all__ = [
     "kappa_sample_size",
 ]
 
-_LEVELS = ("nominal", "ordinal")
+#: Calibration compares categories: the first two levels of the one list (values.LEVELS says so).
+_LEVELS = LEVELS[:2]
 
 
 # --------------------------------------------------------------------------- label handling
@@ -193,6 +201,9 @@ class CeilingResult(ResultShape):
     n_items_lost_to_abstention : int
         Multiply-labelled items that fell below two ratings because of abstentions.
     confidence_level : float
+    seed : int or str
+        The seed of the bootstrap draws (:func:`evaltk._validation.seeded_rng`): the int
+        given, the one drawn for ``rng=None``, or a note that the caller's Generator was used.
     """
 
     statistic: float | Abstention
@@ -208,6 +219,7 @@ class CeilingResult(ResultShape):
     n_ratings_abstained: int
     n_items_lost_to_abstention: int
     confidence_level: float
+    seed: int | str
 
     @property
     def coverage(self) -> float | Abstention:
@@ -240,6 +252,29 @@ def _long_frame(data: Any, item: str, rater: str, rating: str) -> pd.DataFrame:
     if data.empty:
         raise InputError("`data` has no rows: there are no ratings to compare.", field="data")
     return data[[item, rater, rating]]
+
+
+@dataclass(frozen=True)
+class _Ratings:
+    """Validated long human ratings with their declared level, domain and abstain set."""
+
+    frame: pd.DataFrame
+    item: str
+    rater: str
+    rating: str
+    level: str
+    categories: Sequence[Any] | None
+    abstain: frozenset
+    confidence_level: float
+
+
+def _ratings(data: Any, *, item: str, rater: str, rating: str, level: str | None, measure: str | None,
+             categories: Sequence[Any] | None, abstain: Iterable[Any], confidence_level: float) -> _Ratings:
+    """The one validation of :func:`human_ceiling` and :func:`calibration_numbers`."""
+    level, categories = _check_level(level, measure, categories)
+    cl = check_confidence_level(confidence_level)
+    frame = _long_frame(data, item, rater, rating)
+    return _Ratings(frame, item, rater, rating, level, categories, abstain_labels(abstain, categories), cl)
 
 
 def _units(frame: pd.DataFrame, item: str, rater: str, rating: str, abstain: frozenset
@@ -343,34 +378,36 @@ def human_ceiling(
     >>> round(r.statistic, 3), r.n_pairable, r.n_ratings_abstained
     (0.667, 3, 1)
     """
-    level, categories = _check_level(level, measure, categories)
-    cl = check_confidence_level(confidence_level)
-    frame = _long_frame(data, item, rater, rating)
-    ab = abstain_labels(abstain, categories)
-    units, counts = _units(frame, item, rater, rating, ab)
+    r = _ratings(data, item=item, rater=rater, rating=rating, level=level, measure=measure, categories=categories,
+                 abstain=abstain, confidence_level=confidence_level)
+    gen, record = seeded_rng(rng)
+    seed = recorded_seed(record)
+    return _ceiling(r, r.frame, method=method, n_resamples=n_resamples, gen=gen, seed=seed)
+
+
+def _ceiling(r: _Ratings, frame: pd.DataFrame, *, method: str, n_resamples: int, gen: np.random.Generator,
+             seed: int | str) -> CeilingResult:
+    """The human ceiling of ``frame`` (rows of ``r.frame``), drawing from ``gen`` (recorded as ``seed``)."""
+    units, counts = _units(frame, r.item, r.rater, r.rating, r.abstain)
     if not units:
-        return _undefined_ceiling(level, categories, cl, counts)
-    cats = _domain((x for v in units.values() for x in v), categories, level)
-    sizes = np.array([len(v) for v in units.values()])
+        return _undefined_ceiling(r, counts, seed)
+    cats = _domain((x for v in units.values() for x in v), r.categories, r.level)
     per_item = np.array([_pairwise_agreement(v) for v in units.values()])
-    pa = float(per_item.mean())
-    gen = check_rng(rng)
-    keep = set(units)
-    sub = frame[frame[item].isin(keep)]
-    sub = sub[[not _is_abstention(x, ab) for x in sub[rating].tolist()]]
-    if (sizes == 2).all():
-        w = wilson_interval(int(round(float(per_item.sum()))), len(units), confidence_level=cl)
+    sub = frame[frame[r.item].isin(set(units))]
+    sub = sub[[not _is_abstention(x, r.abstain) for x in sub[r.rating].tolist()]]
+    columns = {"data": sub, "item": r.item, "rater": r.rater, "rating": r.rating, "categories": cats}
+    boot = {"method": method, "n_resamples": n_resamples, "confidence_level": r.confidence_level, "rng": gen}
+    if all(len(v) == 2 for v in units.values()):  # each item a Bernoulli trial: Wilson
+        w = wilson_interval(int(round(float(per_item.sum()))), len(units), confidence_level=r.confidence_level)
         pa_ci, pa_method = w.confidence_interval, "wilson"
     else:
-        res = percent_agreement(data=sub, item=item, rater=rater, rating=rating, categories=cats,
-                                method=method, n_resamples=n_resamples, confidence_level=cl, rng=gen)
+        res = percent_agreement(**columns, **boot)
         pa_ci, pa_method = res.confidence_interval, f"bootstrap_{res.method}_item"
-    alpha = krippendorff_alpha(data=sub, item=item, rater=rater, rating=rating, level=level, categories=cats,
-                               method=method, n_resamples=n_resamples, confidence_level=cl, rng=gen)
+    alpha = krippendorff_alpha(**columns, level=r.level, **boot)
     return CeilingResult(
-        statistic=pa, confidence_interval=pa_ci, interval_method=pa_method,
-        alpha=alpha, level=level, categories=tuple(cats), items=tuple(units),
-        n_pairable=len(units), confidence_level=cl, **counts,
+        statistic=float(per_item.mean()), confidence_interval=pa_ci, interval_method=pa_method,
+        alpha=alpha, level=r.level, categories=tuple(cats), items=tuple(units),
+        n_pairable=len(units), confidence_level=r.confidence_level, seed=seed, **counts,
     )
 
 
@@ -379,14 +416,14 @@ def _undefined(reason: str, *, what: str) -> Abstention:
     return Abstention(Cause.MISSING_EVIDENCE, reason)
 
 
-def _undefined_ceiling(level: str, categories: Sequence[Any] | None, cl: float, counts: dict[str, int]
-                       ) -> CeilingResult:
+def _undefined_ceiling(r: _Ratings, counts: dict[str, int], seed: int | str) -> CeilingResult:
     ab = _undefined("no item keeps two non-abstained ratings", what="the human ceiling")
-    cats = tuple(categories) if categories is not None else ()
+    cats = tuple(r.categories) if r.categories is not None else ()
+    cl = r.confidence_level
     alpha = AgreementResult.abstaining("krippendorff_alpha", ab, confidence_level=cl, categories=cats,
-                                       weights=level, n_units=counts["n_items"])
-    return CeilingResult(statistic=ab, confidence_interval=ab, interval_method="none", alpha=alpha, level=level,
-                         categories=cats, items=(), n_pairable=0, confidence_level=cl, **counts)
+                                       weights=r.level, n_units=counts["n_items"])
+    return CeilingResult(statistic=ab, confidence_interval=ab, interval_method="none", alpha=alpha, level=r.level,
+                         categories=cats, items=(), n_pairable=0, confidence_level=cl, seed=seed, **counts)
 
 
 def _pairwise_agreement(labels: list[Any]) -> float:
@@ -449,6 +486,8 @@ class CalibrationNumbers(ResultShape):
         Pairable items the judge did not answer (left out of all three numbers).
     n_judge_missing : int
         Pairable items with no judge label at all.
+    seed : int or str
+        The seed of every bootstrap draw of the three numbers (as on :class:`CeilingResult`).
     """
 
     ceiling: CeilingResult
@@ -457,6 +496,7 @@ class CalibrationNumbers(ResultShape):
     items: tuple[Any, ...] = field(repr=False)
     n_judge_abstained: int
     n_judge_missing: int
+    seed: int | str
 
     @property
     def statistic(self) -> float | Abstention:
@@ -568,44 +608,45 @@ def calibration_numbers(
     >>> round(nums.ceiling.statistic, 3), round(nums.judge.statistic, 3), round(nums.baseline.statistic, 3)
     (0.833, 0.75, 0.583)
     """
-    level, categories = _check_level(level, measure, categories)
-    cl = check_confidence_level(confidence_level)
-    frame = _long_frame(data, item, rater, rating)
-    ab = abstain_labels(abstain, categories)
+    r = _ratings(data, item=item, rater=rater, rating=rating, level=level, measure=measure, categories=categories,
+                 abstain=abstain, confidence_level=confidence_level)
     jmap = judge.to_dict() if isinstance(judge, pd.Series) else dict(judge)
-    units_all, _ = _units(frame, item, rater, rating, ab)
+    units_all, _ = _units(r.frame, r.item, r.rater, r.rating, r.abstain)
+    keep = [k for k in units_all if k in jmap and not _is_abstention(jmap[k], r.abstain)]
     n_missing = sum(1 for k in units_all if k not in jmap)
-    n_jabst = sum(1 for k in units_all if k in jmap and _is_abstention(jmap[k], ab))
-    keep = [k for k in units_all if k in jmap and not _is_abstention(jmap[k], ab)]
-    gen = check_rng(rng)
+    counts = {"n_judge_abstained": len(units_all) - n_missing - len(keep), "n_judge_missing": n_missing}
+    gen, record = seeded_rng(rng)
+    seed = recorded_seed(record)
+    boot = {"method": method, "n_resamples": n_resamples, "cl": r.confidence_level, "rng": gen}
     if not keep:
-        ceiling = human_ceiling(frame, item=item, rater=rater, rating=rating, level=level, categories=categories,
-                                abstain=ab, confidence_level=cl, method=method, n_resamples=n_resamples, rng=gen)
+        ceiling = _ceiling(r, r.frame, method=method, n_resamples=n_resamples, gen=gen, seed=seed)
         nobody = _undefined("no pairable item has a judge label", what="judge-human agreement")
-        none = [_unanswered(name, nobody, cl, ceiling) for name in ("judge", "majority_baseline")]
-        return CalibrationNumbers(ceiling=ceiling, judge=none[0], baseline=none[1], items=(),
-                                  n_judge_abstained=n_jabst, n_judge_missing=n_missing)
-    sub = frame[frame[item].isin(set(keep))]
-    ceiling = human_ceiling(sub, item=item, rater=rater, rating=rating, level=level, categories=categories,
-                            abstain=ab, confidence_level=cl, method=method, n_resamples=n_resamples, rng=gen)
+        none = [_unanswered(name, nobody, r.confidence_level, ceiling) for name in ("judge", "majority_baseline")]
+        return CalibrationNumbers(ceiling=ceiling, judge=none[0], baseline=none[1], items=(), seed=seed, **counts)
+    ceiling = _ceiling(r, r.frame[r.frame[r.item].isin(set(keep))], method=method, n_resamples=n_resamples,
+                       gen=gen, seed=seed)
     units = [units_all[k] for k in ceiling.items]
     jl = [jmap[k] for k in ceiling.items]
-    cats = _domain([*ceiling.categories, *jl], categories if categories is not None else None, level) \
-        if categories is not None else _domain([x for v in units for x in v] + jl, None, level)
-    judge_res = _labeller_agreement("judge", jl, units, ceiling.items, cats, level, method=method,
-                                    n_resamples=n_resamples, cl=cl, rng=gen)
+    seen = ceiling.categories if r.categories is not None else [x for v in units for x in v]
+    cats = _domain([*seen, *jl], r.categories, r.level)
+    judge_res = _labeller_agreement("judge", jl, units, ceiling.items, cats, r.level, **boot)
+    majority = _majority(units, cats, majority)
+    base = _labeller_agreement("majority_baseline", [majority] * len(units), units, ceiling.items, cats, r.level,
+                               constant=majority, **boot)
+    return CalibrationNumbers(ceiling=ceiling, judge=judge_res, baseline=base, items=ceiling.items, seed=seed,
+                              **counts)
+
+
+def _majority(units: list[list[Any]], cats: list[Any], majority: Any) -> Any:
+    """The baseline's constant label: ``majority`` as declared, else the most frequent human
+    rating (ties: first in ``cats`` order)."""
     if majority is None:
-        flat = pd.Series([x for v in units for x in v])
-        counts = flat.value_counts()
-        top = counts[counts == counts.max()].index
-        majority = next(c for c in cats if c in set(top))
-    elif majority not in set(cats):
+        counts = pd.Series([x for v in units for x in v]).value_counts()
+        top = set(counts[counts == counts.max()].index)
+        return next(c for c in cats if c in top)
+    if majority not in set(cats):
         raise ValueError(f"`majority` {majority!r} is not among the categories {cats}.")
-    base = _labeller_agreement("majority_baseline", [majority] * len(units), units, ceiling.items, cats, level,
-                               method=method,
-                               n_resamples=n_resamples, cl=cl, rng=gen, constant=majority)
-    return CalibrationNumbers(ceiling=ceiling, judge=judge_res, baseline=base, items=ceiling.items,
-                              n_judge_abstained=n_jabst, n_judge_missing=n_missing)
+    return majority
 
 
 # --------------------------------------------------------------------------- promotion rule
@@ -975,11 +1016,7 @@ def alt_test(
     (True, 1.0)
     """
     name, score = _alt_metric(metric)
-    for nm, v in (("epsilon", epsilon), ("q", q)):
-        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v):
-            raise TypeError(f"`{nm}` must be a finite float; got {v!r}.")
-    if not 0.0 < q < 1.0:
-        raise ValueError(f"`q` must be in (0, 1); got {q!r}.")
+    _check_alt_levels(epsilon, q)
     ab = abstain_labels(abstain)
     hum = {a: {i: v for i, v in d.items() if not _is_abstention(v, ab)} for a, d in _annotations(humans, "humans").items()}
     jd = judge.to_dict() if isinstance(judge, pd.Series) else dict(judge)
@@ -989,52 +1026,70 @@ def alt_test(
         for i in d:
             by_item.setdefault(i, []).append(a)
     keep = {i for i, anns in by_item.items() if len(anns) >= min_humans_per_item and i in jd}
-    dropped = len(by_item) - len(keep)
+    indicators = _alt_scorer(hum, jd, by_item, sorted(keep, key=str), name, score)
     rows, skipped = [], []
-    item_list = sorted(keep, key=str)
-    pos = {i: t for t, i in enumerate(item_list)}
-    ann_list = list(hum)
-    matrix = _alt_matrix(hum, jd, item_list, pos, name) if name in ("accuracy", "neg_rmse") else None
-    for col, a in enumerate(ann_list):
-        d = hum[a]
+    for col, (a, d) in enumerate(hum.items()):
         items = [i for i in d if i in keep]
         if len(items) < min_items:
-            skipped.append({"annotator": a, "n_items": len(items),
-                            "reason": f"fewer than {min_items} items"})
-            continue
-        if matrix is not None:
-            w, h = _alt_indicators(matrix, col, np.array([pos[i] for i in items]), name)
+            skipped.append({"annotator": a, "n_items": len(items), "reason": f"fewer than {min_items} items"})
         else:
-            w = np.empty(len(items))
-            h = np.empty(len(items))
-            for t, i in enumerate(items):
-                rest = [hum[b][i] for b in by_item[i] if b != a]
-                hs = score(d[i], rest)
-                js = score(jd[i], rest)
-                w[t] = 1.0 if js >= hs else 0.0
-                h[t] = 1.0 if hs >= js else 0.0
-        diff = h - w
-        if np.ptp(diff) == 0:
-            tstat, p = math.nan, math.nan
-        else:
-            res = stats.ttest_1samp(diff, epsilon, alternative="less")
-            tstat, p = float(res.statistic), float(res.pvalue)
-        rows.append({"annotator": a, "n_items": len(items), "rho_judge": float(w.mean()),
-                     "rho_human": float(h.mean()), "mean_difference": float(diff.mean()),
-                     "t_statistic": tstat, "pvalue": p})
+            rows.append(_annotator_row(a, *indicators(col, a, items), epsilon))
     per = pd.DataFrame(rows, columns=["annotator", "n_items", "rho_judge", "rho_human", "mean_difference",
                                       "t_statistic", "pvalue"])
-    per["rejected"] = _by_reject(per["pvalue"].to_numpy(dtype=float), q) if len(per) else []
     if per.empty:
         raise ValueError(
             f"no annotator has at least `min_items` ({min_items}) items shared with the judge and another "
             "annotator; the alt-test cannot run."
         )
+    per["rejected"] = _by_reject(per["pvalue"].to_numpy(dtype=float), q)
     wr = float(per["rejected"].mean())
     return AltTestResult(statistic=wr, winning_rate=wr, advantage_probability=float(per["rho_judge"].mean()),
                          passed=wr >= 0.5, per_annotator=per,
                          skipped=pd.DataFrame(skipped, columns=["annotator", "n_items", "reason"]),
-                         epsilon=float(epsilon), q=float(q), metric=name, n_items_dropped=dropped)
+                         epsilon=float(epsilon), q=float(q), metric=name, n_items_dropped=len(by_item) - len(keep))
+
+
+def _check_alt_levels(epsilon: Any, q: Any) -> None:
+    for nm, v in (("epsilon", epsilon), ("q", q)):
+        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v):
+            raise TypeError(f"`{nm}` must be a finite float; got {v!r}.")
+    if not 0.0 < q < 1.0:
+        raise ValueError(f"`q` must be in (0, 1); got {q!r}.")
+
+
+def _alt_scorer(hum: Mapping[Any, Mapping[Any, Any]], jd: Mapping[Any, Any], by_item: Mapping[Any, list[Any]],
+                item_list: list[Any], name: str, score: Callable[[Any, list[Any]], float]
+                ) -> Callable[[int, Any, list[Any]], tuple[np.ndarray, np.ndarray]]:
+    """``(column, annotator, items) -> (W, H)``: the judge's and the left-out annotator's win
+    indicators on ``items``; vectorised for the built-in metrics, item by item for a callable."""
+    pos = {i: t for t, i in enumerate(item_list)}
+    if name in ("accuracy", "neg_rmse"):
+        matrix = _alt_matrix(hum, jd, item_list, pos, name)
+        return lambda col, a, items: _alt_indicators(matrix, col, np.array([pos[i] for i in items]), name)
+
+    def one_by_one(col: int, a: Any, items: list[Any]) -> tuple[np.ndarray, np.ndarray]:
+        w = np.empty(len(items))
+        h = np.empty(len(items))
+        for t, i in enumerate(items):
+            rest = [hum[b][i] for b in by_item[i] if b != a]
+            hs = score(hum[a][i], rest)
+            js = score(jd[i], rest)
+            w[t] = 1.0 if js >= hs else 0.0
+            h[t] = 1.0 if hs >= js else 0.0
+        return w, h
+    return one_by_one
+
+
+def _annotator_row(a: Any, w: np.ndarray, h: np.ndarray, epsilon: float) -> dict[str, Any]:
+    """One annotator's line: rho for each side and the one-sided t-test of ``H - W`` against epsilon."""
+    diff = h - w
+    if np.ptp(diff) == 0:  # zero variance: the t-test is undefined and does not reject
+        tstat, p = math.nan, math.nan
+    else:
+        res = stats.ttest_1samp(diff, epsilon, alternative="less")
+        tstat, p = float(res.statistic), float(res.pvalue)
+    return {"annotator": a, "n_items": len(w), "rho_judge": float(w.mean()), "rho_human": float(h.mean()),
+            "mean_difference": float(diff.mean()), "t_statistic": tstat, "pvalue": p}
 
 
 # --------------------------------------------------------------------------- precision planning
@@ -1054,6 +1109,8 @@ class SampleSizePlan(ResultShape):
         ``n, median_half_width, assurance_half_width, share_within_target,
         share_undefined`` per grid point.
     n_simulations : int
+    seed : int or str
+        The seed of the simulation (as on :class:`CeilingResult`).
     """
 
     n_required: int | Abstention
@@ -1064,6 +1121,7 @@ class SampleSizePlan(ResultShape):
     confidence_level: float
     table: pd.DataFrame
     n_simulations: int
+    seed: int | str
 
     @property
     def statistic(self) -> int | Abstention:
@@ -1152,37 +1210,53 @@ def kappa_sample_size(
     True
     """
     cl = check_confidence_level(confidence_level)
+    _check_plan(target_half_width, assurance, n_simulations)
+    probs = population_table(kappa, prevalence).ravel()
+    grid = _plan_grid(n_grid)
+    gen, record = seeded_rng(rng)
+    seed = recorded_seed(record)
+    z = z_value(cl)
+    rows = [_simulated_half_widths(gen, n, probs, int(n_simulations), z, assurance, target_half_width) for n in grid]
+    # the grid is simulated in full either way (the table reports every point)
+    n_req: int | Abstention = next(
+        (r["n"] for r in rows if r["assurance_half_width"] <= target_half_width),
+        Abstention(Cause.MISSING_EVIDENCE, f"no n up to {grid[-1]} reaches the target half-width"))
+    return SampleSizePlan(n_req, float(target_half_width), float(kappa), float(prevalence), float(assurance),
+                          cl, pd.DataFrame(rows), int(n_simulations), seed)
+
+
+def _check_plan(target_half_width: Any, assurance: Any, n_simulations: Any) -> None:
     if not (isinstance(target_half_width, numbers.Real) and 0 < target_half_width < 2):
         raise ValueError(f"`target_half_width` must be in (0, 2); got {target_half_width!r}.")
     if not 0.0 < assurance < 1.0:
         raise ValueError(f"`assurance` must be in (0, 1); got {assurance!r}.")
     if int(n_simulations) < 10:
         raise ValueError(f"`n_simulations` must be at least 10; got {n_simulations!r}.")
-    probs = population_table(kappa, prevalence).ravel()
-    grid = sorted({int(x) for x in (n_grid if n_grid is not None else np.unique(np.round(
-        np.geomspace(20, 5000, 60)).astype(int)))})
+
+
+def _plan_grid(n_grid: Sequence[int] | None) -> list[int]:
+    """The sample sizes to simulate: ``n_grid``, else 20 to 5000 on a roughly geometric grid."""
+    if n_grid is None:
+        n_grid = np.unique(np.round(np.geomspace(20, 5000, 60)).astype(int))
+    grid = sorted({int(x) for x in n_grid})
     if not grid or grid[0] < 2:
         raise ValueError("`n_grid` must hold sample sizes of at least 2.")
-    gen = check_rng(rng)
-    z = z_value(cl)
-    rows = []
-    n_req: int | Abstention | None = None
-    for n in grid:
-        tabs = gen.multinomial(n, probs, size=int(n_simulations)).reshape(-1, 2, 2)
-        _, se = kappa_from_tables(tabs)
-        hw = z * se
-        undefined = ~np.isfinite(hw)
-        hw_filled = np.where(undefined, np.inf, hw)
-        q = float(np.quantile(hw_filled, assurance))
-        rows.append({"n": n, "median_half_width": float(np.median(hw_filled)), "assurance_half_width": q,
-                     "share_within_target": float(np.mean(hw_filled <= target_half_width)),
-                     "share_undefined": float(undefined.mean())})
-        if n_req is None and q <= target_half_width:
-            n_req = n
-    if n_req is None:
-        n_req = Abstention(Cause.MISSING_EVIDENCE, f"no n up to {grid[-1]} reaches the target half-width")
-    return SampleSizePlan(n_req, float(target_half_width), float(kappa), float(prevalence), float(assurance),
-                          cl, pd.DataFrame(rows), int(n_simulations))
+    return grid
+
+
+def _simulated_half_widths(gen: np.random.Generator, n: int, probs: np.ndarray, n_simulations: int, z: float,
+                           assurance: float, target: float) -> dict[str, float]:
+    """One grid point: ``n_simulations`` samples of ``n`` items, the half-width ``z SE`` of each
+    (an undefined kappa counts as an infinite half-width)."""
+    tabs = gen.multinomial(n, probs, size=n_simulations).reshape(-1, 2, 2)
+    _, se = kappa_from_tables(tabs)
+    hw = z * se
+    undefined = ~np.isfinite(hw)
+    hw_filled = np.where(undefined, np.inf, hw)
+    return {"n": n, "median_half_width": float(np.median(hw_filled)),
+            "assurance_half_width": float(np.quantile(hw_filled, assurance)),
+            "share_within_target": float(np.mean(hw_filled <= target)),
+            "share_undefined": float(undefined.mean())}
 
 
 # --------------------------------------------------------------------------- AgentRewardBench

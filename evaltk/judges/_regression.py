@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._validation import check_choice, check_confidence_level, check_rng
+from .._validation import check_choice, check_confidence_level, recorded_seed, seeded_rng
 from ..scoring import GUIDE_MEASURES, TRACE_MEASURES, ScoreMatrix
 from ..stats import (
     BootstrapConfig,
@@ -173,13 +173,22 @@ def _pvalue_boot(d: np.ndarray) -> float:
     return float(min(1.0, 2 * min(((d <= 0).sum() + 1) / (b + 1), ((d >= 0).sum() + 1) / (b + 1))))
 
 
+def _interval_columns(ci: Any, n_resamples: int = 0, n_undefined: int = 0) -> dict[str, Any]:
+    """The interval of a gate dimension (or the cause of its absence), with the replicates behind it counted."""
+    undefined = isinstance(ci, Abstention)
+    return {"ci_low": np.nan if undefined else ci[0], "ci_high": np.nan if undefined else ci[1],
+            "ci_cause": ci.cause.value if undefined else None,
+            "n_resamples": n_resamples, "n_undefined_resamples": n_undefined}
+
+
 def _boot_columns(res: BootstrapResult) -> dict[str, Any]:
-    """The interval of a gate dimension with the replicates behind it counted."""
-    ci = res.confidence_interval
-    return {"ci_low": np.nan if isinstance(ci, Abstention) else ci[0],
-            "ci_high": np.nan if isinstance(ci, Abstention) else ci[1],
-            "ci_cause": ci.cause.value if isinstance(ci, Abstention) else None,
-            "n_resamples": res.n_resamples, "n_undefined_resamples": res.n_undefined}
+    return _interval_columns(res.confidence_interval, res.n_resamples, res.n_undefined)
+
+
+#: A dimension with no paired key measured nothing: no effect, no interval, no test.
+_NOT_TESTED = {"baseline": np.nan, "candidate": np.nan, "effect": np.nan,
+               **_interval_columns(Abstention(Cause.MISSING_EVIDENCE, "no paired key")),
+               "pvalue": np.nan, "test": "none"}
 
 
 def _per_key(df: pd.DataFrame, idx: np.ndarray, col: str, K: int) -> tuple[np.ndarray, np.ndarray]:
@@ -222,48 +231,46 @@ def _compare_binary(mb: np.ndarray, mc: np.ndarray, cl: float) -> dict[str, Any]
              [int(((mc == 0) & (mb == 1)).sum()), int(((mc == 0) & (mb == 0)).sum())]]
     t = mcnemar_test(cells, method="exact")
     ci = paired_difference_interval(cells, confidence_level=cl)
-    iv = ci.confidence_interval
     return {"baseline": mb.mean(), "candidate": mc.mean(), "effect": float(mc.mean() - mb.mean()),
-            "ci_low": np.nan if isinstance(iv, Abstention) else iv[0],
-            "ci_high": np.nan if isinstance(iv, Abstention) else iv[1],
-            "ci_cause": iv.cause.value if isinstance(iv, Abstention) else None,
-            "n_resamples": 0, "n_undefined_resamples": 0,
+            **_interval_columns(ci.confidence_interval),
             "pvalue": float(t.pvalue), "test": "McNemar exact; Newcombe paired interval"}
 
 
 def _compare(p: pd.DataFrame, measure: str, pair_by: str, cfg: BootstrapConfig) -> dict[str, Any]:
+    """One dimension's row: the counts on each side, then the test its type calls for."""
     kind = DIMENSION_TYPES[measure]
-    base = p[p["side"] == "baseline"]
-    cand = p[p["side"] == "candidate"]
-    keys = sorted(set(base[pair_by]) & set(cand[pair_by]))
-    base = base[base[pair_by].isin(keys)]
-    cand = cand[cand[pair_by].isin(keys)]
+    keys = sorted(set(p.loc[p["side"] == "baseline", pair_by]) & set(p.loc[p["side"] == "candidate", pair_by]))
+    p = p[p[pair_by].isin(keys)]
+    base, cand = p[p["side"] == "baseline"], p[p["side"] == "candidate"]
     row: dict[str, Any] = {"measure": measure, "type": kind, "n_pairs": len(keys),
                            "n_answered_baseline": int(base["answered"].sum()),
                            "n_answered_candidate": int(cand["answered"].sum()),
                            "n_fail_closed_baseline": int(base["fail_closed"].sum()),
                            "n_fail_closed_candidate": int(cand["fail_closed"].sum())}
-    none = {"baseline": np.nan, "candidate": np.nan, "effect": np.nan, "ci_low": np.nan, "ci_high": np.nan,
-            "ci_cause": Cause.MISSING_EVIDENCE.value, "n_resamples": 0, "n_undefined_resamples": 0,
-            "pvalue": np.nan, "test": "none"}
     if not keys:
-        return {**row, **none}
+        return {**row, **_NOT_TESTED}
     k_index = {k: i for i, k in enumerate(keys)}
     kb = base[pair_by].map(k_index).to_numpy(int)
     kc = cand[pair_by].map(k_index).to_numpy(int)
-    K = len(keys)
     if kind == "per_step_rate":
-        return {**row, **_compare_rate(base, cand, kb, kc, K, cfg)}
+        return {**row, **_compare_rate(base, cand, kb, kc, len(keys), cfg)}
+    return {**row, **_compare_means(base, cand, kb, kc, len(keys), kind, cfg)}
+
+
+def _compare_means(base: pd.DataFrame, cand: pd.DataFrame, kb: np.ndarray, kc: np.ndarray, K: int, kind: str,
+                   cfg: BootstrapConfig) -> dict[str, Any]:
+    """Binary and ordinal dimensions: the per-key means of each side, paired on keys both sides have."""
     sb, nb = _per_key(base, kb, "gate_value", K)
     sc, nc = _per_key(cand, kc, "gate_value", K)
     both = (nb > 0) & (nc > 0)
-    row["n_pairs"] = int(both.sum())
     if not both.any():
-        return {**row, **none}
+        return {"n_pairs": 0, **_NOT_TESTED}
     mb, mc = sb[both] / nb[both], sc[both] / nc[both]
+    paired = {"n_pairs": int(both.sum()), "baseline": mb.mean(), "candidate": mc.mean(),
+              "effect": float(mc.mean() - mb.mean())}
     one_to_one = bool((nb[both] == 1).all() and (nc[both] == 1).all())
     if kind == "binary" and one_to_one:
-        return {**row, **_compare_binary(mb, mc, cfg.confidence_level)}
+        return {"n_pairs": paired["n_pairs"], **_compare_binary(mb, mc, cfg.confidence_level)}
     # paired cluster bootstrap over all keys: a replicate whose drawn keys have no pair is undefined
     diffs = np.zeros(K)
     diffs[both] = mc - mb
@@ -277,8 +284,7 @@ def _compare(p: pd.DataFrame, measure: str, pair_by: str, cfg: BootstrapConfig) 
     else:
         pv = _pvalue_boot(res.bootstrap_distribution)
         test = "paired cluster bootstrap over keys"
-    return {**row, "baseline": mb.mean(), "candidate": mc.mean(), "effect": float(mc.mean() - mb.mean()),
-            **_boot_columns(res), "pvalue": pv, "test": test}
+    return {**paired, **_boot_columns(res), "pvalue": pv, "test": test}
 
 
 def gate(baseline: ScoreMatrix, candidate: ScoreMatrix, *, measures: Sequence[str] | None = None,
@@ -308,9 +314,35 @@ def gate(baseline: ScoreMatrix, candidate: ScoreMatrix, *, measures: Sequence[st
     GateRefused
         When data validity or scoring consistency fails (nothing is compared).
     """
-    import pingouin
-
     cl = check_confidence_level(confidence_level)
+    meas = _check_gate(correction, alpha, measures)
+    _hard_checks(baseline, candidate, meas)
+    gen, record = seeded_rng(rng)
+    seed = recorded_seed(record)
+    # one engine, one generator for every dimension; the keys (pair_by) are the resampled clusters
+    cfg = BootstrapConfig(n_resamples=n_resamples, confidence_level=cl, unit="cluster", rng=gen)
+    dims = pd.DataFrame([_compare(_pair(baseline, candidate, x, pair_by), x, pair_by, cfg) for x in meas])
+    # interpretability counts answered items on each side, not keys: a dimension nobody
+    # answered (all cannot-tell, or switched off) measured nothing and cannot promote
+    dims["interpretable"] = ((dims["n_pairs"] >= min_pairs) & (dims["n_answered_baseline"] >= min_pairs)
+                             & (dims["n_answered_candidate"] >= min_pairs))
+    dims["pvalue_adjusted"] = _adjusted_pvalues(dims, alpha, correction)
+    me = {x: (min_effect.get(x, 0.05) if isinstance(min_effect, Mapping) else float(min_effect)) for x in meas}
+    dims["min_effect"] = dims["measure"].map(me)
+    # calibrated only when both sides carry a calibration record meeting the promotion rule
+    dims["calibrated"] = [baseline.manifest.status(x).evidence == "calibrated"
+                          and candidate.manifest.status(x).evidence == "calibrated" for x in meas]
+    dims["decision"], dims["reason"] = zip(*(_decide(r, alpha, min_pairs) for r in dims.itertuples()), strict=True)
+    decisions = set(dims["decision"])
+    overall = "regress" if "regress" in decisions else "review" if "review" in decisions else "promote"
+    settings = {"pair_by": pair_by, "alpha": alpha, "correction": correction, "min_pairs": min_pairs,
+                "confidence_level": cl, "n_resamples": n_resamples, "min_effect": me,
+                "fail_closed_causes": list(FAIL_CLOSED_CAUSES), "seed": seed}
+    return GateResult(decision=overall, dimensions=dims, settings=settings)
+
+
+def _check_gate(correction: str, alpha: float, measures: Sequence[str] | None) -> list[str]:
+    """The gate's options, checked; the measures to gate (default: the trace dimensions)."""
     check_choice("correction", correction, ("holm", "fdr_bh"))
     if not 0 < alpha < 1:
         raise ValueError(f"`alpha` must be in (0, 1); got {alpha}.")
@@ -318,66 +350,49 @@ def gate(baseline: ScoreMatrix, candidate: ScoreMatrix, *, measures: Sequence[st
     unknown = [x for x in meas if x not in DIMENSION_TYPES]
     if unknown:
         raise ValueError(f"unknown measures {unknown}; gateable: {', '.join(DIMENSION_TYPES)}.")
+    return meas
+
+
+def _hard_checks(baseline: ScoreMatrix, candidate: ScoreMatrix, meas: Sequence[str]) -> None:
+    """Data validity, then scoring consistency: a failure stops the run (:class:`GateRefused`)."""
     problems = data_validity(baseline, "baseline") + data_validity(candidate, "candidate")
     if problems:
         raise GateRefused("data validity", problems)
     problems = scoring_consistency(baseline, candidate, meas)
     if problems:
         raise GateRefused("scoring consistency", problems)
-    # one engine, one generator for every dimension; the keys (pair_by) are the resampled clusters
-    cfg = BootstrapConfig(n_resamples=n_resamples, confidence_level=cl, unit="cluster", rng=check_rng(rng))
-    rows = [_compare(_pair(baseline, candidate, x, pair_by), x, pair_by, cfg) for x in meas]
-    dims = pd.DataFrame(rows)
-    # interpretability counts answered items on each side, not keys: a dimension nobody
-    # answered (all cannot-tell, or switched off) measured nothing and cannot promote
-    dims["interpretable"] = ((dims["n_pairs"] >= min_pairs) & (dims["n_answered_baseline"] >= min_pairs)
-                             & (dims["n_answered_candidate"] >= min_pairs))
+
+
+def _adjusted_pvalues(dims: pd.DataFrame, alpha: float, correction: str) -> pd.Series:
+    """The multiple-comparison correction across the interpretable, tested dimensions (pingouin)."""
+    import pingouin
+
+    out = pd.Series(np.nan, index=dims.index)
     testable = dims["interpretable"] & dims["pvalue"].notna()
-    dims["pvalue_adjusted"] = np.nan
     if testable.any():
         _, padj = pingouin.multicomp(dims.loc[testable, "pvalue"].to_numpy(float), alpha=alpha, method=correction)
-        dims.loc[testable, "pvalue_adjusted"] = padj
-    me = {x: (min_effect.get(x, 0.05) if isinstance(min_effect, Mapping) else float(min_effect)) for x in meas}
-    dims["min_effect"] = dims["measure"].map(me)
-    # calibrated only when both sides carry a calibration record meeting the promotion rule
-    dims["calibrated"] = [baseline.manifest.status(x).evidence == "calibrated"
-                          and candidate.manifest.status(x).evidence == "calibrated" for x in meas]
-    decisions, reasons = [], []
-    for r in dims.itertuples():
-        if not r.interpretable:
-            decisions.append("review")
-            reasons.append(f"not interpretable: {r.n_pairs} paired keys, {r.n_answered_baseline} answered "
-                           f"baseline and {r.n_answered_candidate} answered candidate records (< {min_pairs})")
-            continue
-        if not np.isfinite(r.pvalue_adjusted) or not np.isfinite(r.effect):
-            decisions.append("review")
-            reasons.append("no test was possible on the paired data (no variation to test)")
-            continue
-        sig = r.pvalue_adjusted < alpha
-        if sig and r.effect <= -r.min_effect:
-            if r.calibrated:
-                decisions.append("regress")
-                reasons.append(f"significant drop {r.effect:+.3f} (adjusted p={r.pvalue_adjusted:.3g}) on a "
-                               "calibrated dimension")
-            else:
-                decisions.append("review")
-                reasons.append(f"significant drop {r.effect:+.3f} (adjusted p={r.pvalue_adjusted:.3g}), but the "
-                               "dimension is uncalibrated: no validated measure to regress against")
-        elif sig and r.effect >= r.min_effect:
-            decisions.append("promote")
-            reasons.append(f"significant gain {r.effect:+.3f} (adjusted p={r.pvalue_adjusted:.3g})")
-        elif np.isfinite(r.ci_low) and r.ci_low > -r.min_effect:
-            decisions.append("promote")
-            reasons.append(f"no practically relevant drop: effect {r.effect:+.3f}, interval "
+        out[testable] = padj
+    return out
+
+
+def _decide(r: Any, alpha: float, min_pairs: int) -> tuple[str, str]:
+    """One dimension's decision and its reason, in the rule's order."""
+    if not r.interpretable:
+        return "review", (f"not interpretable: {r.n_pairs} paired keys, {r.n_answered_baseline} answered "
+                          f"baseline and {r.n_answered_candidate} answered candidate records (< {min_pairs})")
+    if not np.isfinite(r.pvalue_adjusted) or not np.isfinite(r.effect):
+        return "review", "no test was possible on the paired data (no variation to test)"
+    sig = r.pvalue_adjusted < alpha
+    p = f"adjusted p={r.pvalue_adjusted:.3g}"
+    if sig and r.effect <= -r.min_effect:
+        if r.calibrated:
+            return "regress", f"significant drop {r.effect:+.3f} ({p}) on a calibrated dimension"
+        return "review", (f"significant drop {r.effect:+.3f} ({p}), but the dimension is uncalibrated: "
+                          "no validated measure to regress against")
+    if sig and r.effect >= r.min_effect:
+        return "promote", f"significant gain {r.effect:+.3f} ({p})"
+    if np.isfinite(r.ci_low) and r.ci_low > -r.min_effect:
+        return "promote", (f"no practically relevant drop: effect {r.effect:+.3f}, interval "
                            f"[{r.ci_low:+.3f}, {r.ci_high:+.3f}] excludes drops of {r.min_effect:g} or more")
-        else:
-            decisions.append("review")
-            reasons.append(f"inconclusive: effect {r.effect:+.3f}, interval [{r.ci_low:+.3f}, {r.ci_high:+.3f}] "
-                           f"still allows a drop of {r.min_effect:g} or more (adjusted p={r.pvalue_adjusted:.3g})")
-    dims["decision"] = decisions
-    dims["reason"] = reasons
-    overall = "regress" if "regress" in decisions else "review" if "review" in decisions else "promote"
-    settings = {"pair_by": pair_by, "alpha": alpha, "correction": correction, "min_pairs": min_pairs,
-                "confidence_level": cl, "n_resamples": n_resamples, "min_effect": me,
-                "fail_closed_causes": list(FAIL_CLOSED_CAUSES)}
-    return GateResult(decision=overall, dimensions=dims, settings=settings)
+    return "review", (f"inconclusive: effect {r.effect:+.3f}, interval [{r.ci_low:+.3f}, {r.ci_high:+.3f}] "
+                      f"still allows a drop of {r.min_effect:g} or more ({p})")

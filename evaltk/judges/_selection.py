@@ -23,7 +23,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._validation import check_choice, check_columns, check_confidence_level, check_rng
+from .._validation import (
+    check_choice,
+    check_columns,
+    check_confidence_level,
+    recorded_seed,
+    seeded_rng,
+)
 from ..stats import BootstrapConfig, bootstrap_sums, wilson_interval
 from ..values import ABSTAIN_WORDS, Abstention, abstain_labels
 
@@ -196,7 +202,8 @@ def select_judges(correct: pd.DataFrame, costs: pd.DataFrame | None = None, *,
         bootstrap interval of the difference (same items resampled for both judges)
         excludes zero.  Both pieces of evidence are always reported.
     n_resamples, rng
-        Paired item bootstrap for the difference intervals (items answered by both).
+        Paired item bootstrap for the difference intervals (items answered by both);
+        ``settings["seed"]`` records the seed drawn (:func:`evaltk._validation.seeded_rng`).
 
     Notes
     -----
@@ -206,6 +213,28 @@ def select_judges(correct: pd.DataFrame, costs: pd.DataFrame | None = None, *,
     cl = check_confidence_level(confidence_level)
     check_choice("ordering_rule", ordering_rule, ("overlap", "paired_difference"))
     check_columns(correct, ("judge", "correct"), name="correct")
+    df = _coded_items(correct, item)
+    t = _accuracy_table(df, correct.attrs.get("anchor", {}), cl)
+    if costs is not None:
+        t = t.merge(costs, on="judge", how="left")
+    minimize = _objectives(t, latency)
+    t = _with_canaries(t, canaries)
+    t = _with_frontier(t, minimize)
+    gen, record = seeded_rng(rng)
+    seed = recorded_seed(record)
+    orderings = _orderings(df, t, cl, ordering_rule, n_resamples, gen)
+    t["status"] = [_status(r, orderings) for r in t.itertuples()]
+    note = None if minimize else "no cost or latency supplied: the frontier is on accuracy alone"
+    settings = {"confidence_level": cl, "ordering_rule": ordering_rule, "n_resamples": n_resamples,
+                "objectives": {"maximize": ["accuracy"], "minimize": minimize, "note": note},
+                "coverage_denominator": "items with a human anchor",
+                "accuracy_interval": "wilson", "difference_interval": "paired item bootstrap, percentile",
+                "seed": seed}
+    return SelectionResult(table=t, orderings=orderings, settings=settings)
+
+
+def _coded_items(correct: pd.DataFrame, item: Sequence[str] | None) -> pd.DataFrame:
+    """``correct`` with an integer ``_item`` per item key, ``_answered`` and ``_ok``."""
     ks = list(item) if item is not None else [k for k in ("trace_id", "measure", "step", "pair_id", "item")
                                                if k in correct.columns]
     if not ks:
@@ -216,11 +245,16 @@ def select_judges(correct: pd.DataFrame, costs: pd.DataFrame | None = None, *,
     c = df["correct"].astype("boolean")
     df["_answered"] = c.notna().to_numpy()
     df["_ok"] = c.fillna(False).to_numpy(bool)
+    return df
+
+
+def _accuracy_table(df: pd.DataFrame, anchor: Mapping[str, Any], cl: float) -> pd.DataFrame:
+    """Per judge: accuracy on answered items with its Wilson interval, and coverage beside it."""
     g = df.groupby("judge", sort=True)
     # the denominator of coverage is every item with an anchor, the same for every judge: an
     # item a judge never answered is a recorded skip, not a smaller denominator
-    n_anchor = int(correct.attrs.get("anchor", {}).get("items_with_anchor", 0)) or int(df["_item"].nunique())
-    n_anchor = max(n_anchor, int(df["_item"].nunique()))
+    n_seen = int(df["_item"].nunique())
+    n_anchor = max(int(anchor.get("items_with_anchor", 0)) or n_seen, n_seen)
     t = pd.DataFrame({"n_rows": g["_item"].nunique(), "n_answered": g["_answered"].sum(),
                       "n_correct": g["_ok"].sum()})
     t["n_items"] = n_anchor
@@ -228,47 +262,50 @@ def select_judges(correct: pd.DataFrame, costs: pd.DataFrame | None = None, *,
     t["n_skipped"] = n_anchor - t["n_rows"]
     t = t.drop(columns="n_rows")
     t["coverage"] = t["n_answered"] / t["n_items"]
-    lo, hi, acc = [], [], []
-    for n_ok, n in zip(t["n_correct"], t["n_answered"], strict=True):
-        if n == 0:
-            acc.append(np.nan), lo.append(np.nan), hi.append(np.nan)
-            continue
-        w = wilson_interval(int(n_ok), int(n), confidence_level=cl)
-        acc.append(n_ok / n)
-        lo.append(w.confidence_interval[0])
-        hi.append(w.confidence_interval[1])
-    t["accuracy"], t["ci_low"], t["ci_high"] = acc, lo, hi
+    acc = [_wilson_accuracy(int(k), int(n), cl) for k, n in zip(t["n_correct"], t["n_answered"], strict=True)]
+    t["accuracy"], t["ci_low"], t["ci_high"] = np.array(acc, dtype=float).reshape(-1, 3).T
     t["accuracy_cause"] = np.where(t["n_answered"] == 0, "abstained", None)
-    t = t.reset_index()
-    objectives_note = None
-    if costs is not None:
-        t = t.merge(costs, on="judge", how="left")
+    return t.reset_index()
+
+
+def _wilson_accuracy(n_ok: int, n: int, cl: float) -> tuple[float, float, float]:
+    """Accuracy and its Wilson interval; NaN for a judge with no answered item."""
+    if n == 0:
+        return np.nan, np.nan, np.nan
+    lo, hi = wilson_interval(n_ok, n, confidence_level=cl).confidence_interval
+    return n_ok / n, lo, hi
+
+
+def _objectives(t: pd.DataFrame, latency: str) -> list[str]:
+    """The columns to minimise (cost, latency) that the table has, refusing a judge without them."""
     minimize = [x for x in ("cost_per_item", latency) if x in t.columns]
     for x in minimize:
         missing = t.loc[t[x].isna(), "judge"].tolist()
         if missing:
             raise ValueError(f"`{x}` is missing for judges {missing}: a judge with no cost or latency is "
                              "not free or instant; supply it for every judge (or drop the column).")
-    if not minimize:
-        objectives_note = "no cost or latency supplied: the frontier is on accuracy alone"
+    return minimize
+
+
+def _with_canaries(t: pd.DataFrame, canaries: pd.DataFrame | None) -> pd.DataFrame:
+    """``canaries_passed`` per judge; a judge that passed any is ``rejected``."""
     hits = canaries if canaries is not None else pd.DataFrame(columns=["judge", "canary"])
     passed = hits.groupby("judge")["canary"].apply(lambda s: sorted(set(map(str, s)))).to_dict()
     t["canaries_passed"] = t["judge"].map(lambda j: passed.get(j, []))
     t["rejected"] = t["canaries_passed"].map(len) > 0
-    # a judge that passed a canary is out, whatever its place: it neither joins nor shapes the frontier
+    return t
+
+
+def _with_frontier(t: pd.DataFrame, minimize: list[str]) -> pd.DataFrame:
+    """``on_frontier`` and ``dominated_by``: a judge that passed a canary neither joins nor shapes
+    the frontier, and neither does one with no answered item."""
     valid = t["accuracy"].notna() & ~t["rejected"]
     fr = pareto_frontier(t[valid], minimize=minimize) if valid.any() else pd.DataFrame(
         {"judge": [], "on_frontier": [], "dominated_by": []})
     t = t.merge(fr, on="judge", how="left")
     t["on_frontier"] = t["on_frontier"].astype("boolean").fillna(False).astype(bool)
     t["dominated_by"] = t["dominated_by"].apply(lambda x: x if isinstance(x, list) else [])
-    orderings = _orderings(df, t, cl, ordering_rule, n_resamples, check_rng(rng))
-    t["status"] = [_status(r, orderings) for r in t.itertuples()]
-    settings = {"confidence_level": cl, "ordering_rule": ordering_rule, "n_resamples": n_resamples,
-                "objectives": {"maximize": ["accuracy"], "minimize": minimize, "note": objectives_note},
-                "coverage_denominator": "items with a human anchor",
-                "accuracy_interval": "wilson", "difference_interval": "paired item bootstrap, percentile"}
-    return SelectionResult(table=t, orderings=orderings, settings=settings)
+    return t
 
 
 def _paired_difference(xa: np.ndarray, xb: np.ndarray, cfg: BootstrapConfig) -> tuple[float, float, float, int]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime as _dt
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -85,59 +85,79 @@ def check_params(**params: Any) -> dict[str, Any]:
     ...
     evaltk.errors.InputError: field `confidence_level`: must be in (0, 1); got 1.5.
     """
-    out: dict[str, Any] = {}
-    for name, v in params.items():
-        if name == "week":
-            out[name] = _check_week(v)
-        elif name == "data_dir":
-            if v is None or v == "":
-                out[name] = ""
-            elif not isinstance(v, str):
-                raise InputError(f"must be a folder path or '' for the demo data; got {v!r}.", field=name)
-            else:
-                p = Path(v).expanduser()
-                if not p.is_dir():
-                    raise UnreadableInput(f"no such folder: {v!r}.", field=name)
-                out[name] = str(p.resolve())
-        elif _is_path_param(name) and name != "data_dir":
-            if v is None or v == "":
-                out[name] = ""
-            elif not isinstance(v, str):
-                raise InputError(f"must be a file path or ''; got {v!r}.", field=name)
-            elif not Path(v).expanduser().is_file():
-                raise UnreadableInput(f"no such file: {v!r}.", field=name)
-            else:
-                out[name] = str(Path(v).expanduser().resolve())
-        elif name == "confidence_level":
-            out[name] = _check_unit(name, v, open_=True)
-        elif name in ("seed",):
-            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-                raise InputError(f"must be a non-negative int; got {v!r}.", field=name)
-            out[name] = v
-        elif name.startswith("n_") or name.startswith("max_") or name.startswith("min_"):
-            if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
-                raise InputError(f"must be a positive int; got {v!r}.", field=name)
-            out[name] = v
-        elif name in ("judges", "dimensions", "measures", "tasks"):
-            out[name] = _check_str_list(name, v)
-        elif name in ("thresholds", "judge_costs", "judge_latency_ms"):
-            if not isinstance(v, Mapping):
-                raise InputError(f"must be a mapping of name to number; got {v!r}.", field=name)
-            d = {}
-            for k, x in v.items():
-                if name == "thresholds":
-                    d[str(k)] = _check_unit(f"{name}.{k}", x, open_=False)
-                else:
-                    if isinstance(x, bool) or not isinstance(x, int | float) or x < 0:
-                        raise InputError(f"must be a non-negative number; got {x!r}.", field=f"{name}.{k}")
-                    d[str(k)] = float(x)
-            out[name] = d
-        elif name.endswith("_threshold") or name.endswith("_score"):
-            out[name] = _check_unit(name, v, open_=False)
-        else:
-            _check_literal(name, v)
-            out[name] = v
-    return out
+    return {name: _rule(name)(name, v) for name, v in params.items()}
+
+
+def _rule(name: str) -> Callable[[str, Any], Any]:
+    """The check for parameter ``name``: the first rule whose names match, else a literal."""
+    for matches, check in _RULES:
+        if matches(name):
+            return check
+    return _literal
+
+
+def _folder(name: str, v: Any) -> str:
+    if v is None or v == "":
+        return ""
+    if not isinstance(v, str):
+        raise InputError(f"must be a folder path or '' for the demo data; got {v!r}.", field=name)
+    p = Path(v).expanduser()
+    if not p.is_dir():
+        raise UnreadableInput(f"no such folder: {v!r}.", field=name)
+    return str(p.resolve())
+
+
+def _file(name: str, v: Any) -> str:
+    if v is None or v == "":
+        return ""
+    if not isinstance(v, str):
+        raise InputError(f"must be a file path or ''; got {v!r}.", field=name)
+    if not Path(v).expanduser().is_file():
+        raise UnreadableInput(f"no such file: {v!r}.", field=name)
+    return str(Path(v).expanduser().resolve())
+
+
+def _int(name: str, v: Any, *, positive: bool) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or (v <= 0 if positive else v < 0):
+        raise InputError(f"must be a {'positive' if positive else 'non-negative'} int; got {v!r}.", field=name)
+    return v
+
+
+def _number_mapping(name: str, v: Any) -> dict[str, float]:
+    """``thresholds`` (each in [0, 1]) and the cost / latency tables (each a non-negative number)."""
+    if not isinstance(v, Mapping):
+        raise InputError(f"must be a mapping of name to number; got {v!r}.", field=name)
+    if name == "thresholds":
+        return {str(k): _check_unit(f"{name}.{k}", x, open_=False) for k, x in v.items()}
+    d = {}
+    for k, x in v.items():
+        if isinstance(x, bool) or not isinstance(x, int | float) or x < 0:
+            raise InputError(f"must be a non-negative number; got {x!r}.", field=f"{name}.{k}")
+        d[str(k)] = float(x)
+    return d
+
+
+def _literal(name: str, v: Any) -> Any:
+    _check_literal(name, v)
+    return v
+
+
+def _is_path_param(name: str) -> bool:
+    return name in ("data_dir", "suite_run", "host_summary") or name.endswith(("_path", "_file"))
+
+
+#: (which names, their check), in precedence order: the first match decides.
+_RULES: tuple[tuple[Callable[[str], bool], Callable[[str, Any], Any]], ...] = (
+    (lambda n: n == "week", lambda n, v: _check_week(v)),
+    (lambda n: n == "data_dir", _folder),
+    (_is_path_param, _file),
+    (lambda n: n == "confidence_level", lambda n, v: _check_unit(n, v, open_=True)),
+    (lambda n: n == "seed", lambda n, v: _int(n, v, positive=False)),
+    (lambda n: n.startswith(("n_", "max_", "min_")), lambda n, v: _int(n, v, positive=True)),
+    (lambda n: n in ("judges", "dimensions", "measures", "tasks"), _check_str_list),
+    (lambda n: n in ("thresholds", "judge_costs", "judge_latency_ms"), _number_mapping),
+    (lambda n: n.endswith(("_threshold", "_score")), lambda n, v: _check_unit(n, v, open_=False)),
+)
 
 
 def _check_literal(name: str, v: Any) -> None:
@@ -155,6 +175,3 @@ def _check_literal(name: str, v: Any) -> None:
         return
     raise InputError(f"must be a literal (text, number, bool, list or mapping); got {type(v).__name__}.", field=name)
 
-
-def _is_path_param(name: str) -> bool:
-    return name in ("data_dir", "suite_run", "host_summary") or name.endswith(("_path", "_file"))

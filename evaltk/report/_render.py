@@ -263,11 +263,6 @@ def render_report(
     InputError, UnreadableInput
         Bad ``week``, ``data`` or ``params`` (before any notebook runs).
     """
-    import jupytext
-    import nbformat
-    import papermill as pm
-    from papermill.exceptions import PapermillExecutionError
-
     from .. import __version__
 
     say = progress or (lambda _msg: None)
@@ -280,76 +275,23 @@ def render_report(
     unknown = [n for n in names if n not in NOTEBOOKS]
     if unknown or not names:
         raise InputError(f"unknown notebook(s) {unknown}; choose among {', '.join(NOTEBOOKS)}.", field="notebooks")
-    src_dir = notebooks_dir()
     out_dir = Path(out) / week
-    nb_dir = out_dir / "notebooks"
-    nb_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "notebooks").mkdir(parents=True, exist_ok=True)
 
-    # 1. convert every notebook and read its declared parameters
-    converted: dict[str, Path] = {}
-    declared: dict[str, dict[str, Any]] = {}
+    failures: list[NotebookFailure] = []
+    records: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="evaltk-report-") as tmp:
-        for name in names:
-            src = src_dir / f"{name}.py"
-            if not src.is_file():
-                raise UnreadableInput("notebook source is missing.", file=str(src))
-            nb = jupytext.read(src, fmt="py:percent")
-            nb.metadata["kernelspec"] = {"name": _KERNEL_NAME, "display_name": "evaltk report", "language": "python"}
-            nb.metadata.setdefault("language_info", {"name": "python"})
-            ipynb = Path(tmp) / f"{name}.ipynb"
-            nbformat.write(nb, ipynb)
-            converted[name] = ipynb
-            declared[name] = pm.inspect_notebook(str(ipynb))
-            if not declared[name]:
-                raise InputError(f"notebook `{name}` has no cell tagged `parameters`.", file=str(src))
-        per = _plan_parameters(declared, given, params_file)
-        # relative paths resolve inside the parameters file's folder (or the current folder for a
-        # mapping): the kernels run with out/<week> as their working folder
-        base = Path(params_file).resolve().parent if params_file else Path.cwd()
-        for values in per.values():
-            for k, v in values.items():
-                if _is_path_param(k) and isinstance(v, str) and v and not Path(v).expanduser().is_absolute():
-                    values[k] = str((base / v).resolve())
-        for name in names:
-            if "week" in declared[name]:
-                per[name].setdefault("week", week)
-            if "data_dir" in declared[name] and data_dir:
-                per[name].setdefault("data_dir", data_dir)
-            try:  # fail fast, before any kernel starts; the notebooks check again themselves
-                check_params(**per[name])
-            except InputError as e:
-                raise type(e)(f"notebook `{name}`: {e.detail}", file=params_file, field=e.field) from None
-
+        # 1. convert every notebook and read its declared parameters
+        converted, declared = _convert_notebooks(names, Path(tmp))
+        per = _notebook_parameters(declared, given, params_file, week=week, data_dir=data_dir)
         # 2. execute and render
-        failures: list[NotebookFailure] = []
-        records: dict[str, Any] = {}
         exporter = _html_exporter()
         with _report_kernel() as kernel:
             for i, name in enumerate(names, 1):
                 t0 = time.monotonic()
                 say(f"[{i}/{len(names)}] {name}: executing")
-                executed = nb_dir / f"{name}.ipynb"
-                failure: NotebookFailure | None = None
-                try:
-                    pm.execute_notebook(
-                        str(converted[name]), str(executed), parameters=per[name], kernel_name=kernel,
-                        progress_bar=False, log_output=False, cwd=str(out_dir), start_timeout=start_timeout,
-                    )
-                except PapermillExecutionError as e:
-                    failure = NotebookFailure(name, int(e.cell_index), e.exec_count, e.source or "",
-                                              e.ename, str(e.evalue))
-                except Exception as e:  # kernel died, could not start, ...
-                    failure = NotebookFailure(name, None, None, "", type(e).__name__, str(e))
-                page = out_dir / ("index.html" if name == _INDEX else f"{name}.html")
-                if executed.is_file():
-                    result = nbformat.read(executed, as_version=4)
-                    if failure is not None and failure.cell is not None:
-                        failure = replace(failure, section=_section_of(result, failure.cell))
-                    body, _ = exporter.from_notebook_node(result, resources={"metadata": {"name": _title(name, week)}})
-                    page.write_text(body, encoding="utf-8")
-                    prov = _collect_provenance(result)
-                else:
-                    prov = []
+                failure = _execute(converted[name], out_dir, name, per[name], kernel, start_timeout)
+                page, failure, prov = _render_page(out_dir, name, week, failure, exporter)
                 records[name] = {
                     "status": "failed" if failure else "ok",
                     "page": page.name if page.is_file() else None,
@@ -379,6 +321,89 @@ def render_report(
     if _INDEX in names:
         return out_dir / "index.html"
     return out_dir / f"{names[0]}.html"
+
+
+def _convert_notebooks(names: Sequence[str], tmp: Path) -> tuple[dict[str, Path], dict[str, dict[str, Any]]]:
+    """Each notebook's ``py:percent`` source as an ``.ipynb`` in ``tmp``, and the parameters it declares."""
+    import jupytext
+    import nbformat
+    import papermill as pm
+
+    converted: dict[str, Path] = {}
+    declared: dict[str, dict[str, Any]] = {}
+    for name in names:
+        src = notebooks_dir() / f"{name}.py"
+        if not src.is_file():
+            raise UnreadableInput("notebook source is missing.", file=str(src))
+        nb = jupytext.read(src, fmt="py:percent")
+        nb.metadata["kernelspec"] = {"name": _KERNEL_NAME, "display_name": "evaltk report", "language": "python"}
+        nb.metadata.setdefault("language_info", {"name": "python"})
+        ipynb = tmp / f"{name}.ipynb"
+        nbformat.write(nb, ipynb)
+        converted[name] = ipynb
+        declared[name] = pm.inspect_notebook(str(ipynb))
+        if not declared[name]:
+            raise InputError(f"notebook `{name}` has no cell tagged `parameters`.", file=str(src))
+    return converted, declared
+
+
+def _notebook_parameters(declared: Mapping[str, dict[str, Any]], given: Mapping[str, Any], params_file: str | None,
+                         *, week: str, data_dir: str) -> dict[str, dict[str, Any]]:
+    """Every notebook's parameters, checked before any kernel starts."""
+    per = _plan_parameters(declared, given, params_file)
+    # relative paths resolve inside the parameters file's folder (or the current folder for a
+    # mapping): the kernels run with out/<week> as their working folder
+    base = Path(params_file).resolve().parent if params_file else Path.cwd()
+    for values in per.values():
+        for k, v in values.items():
+            if _is_path_param(k) and isinstance(v, str) and v and not Path(v).expanduser().is_absolute():
+                values[k] = str((base / v).resolve())
+    for name in declared:
+        if "week" in declared[name]:
+            per[name].setdefault("week", week)
+        if "data_dir" in declared[name] and data_dir:
+            per[name].setdefault("data_dir", data_dir)
+        try:  # fail fast, before any kernel starts; the notebooks check again themselves
+            check_params(**per[name])
+        except InputError as e:
+            raise type(e)(f"notebook `{name}`: {e.detail}", file=params_file, field=e.field) from None
+    return per
+
+
+def _execute(ipynb: Path, out_dir: Path, name: str, parameters: dict[str, Any], kernel: str,
+             start_timeout: int) -> NotebookFailure | None:
+    """Run one notebook into ``out_dir/notebooks``; the failure, if it failed."""
+    import papermill as pm
+    from papermill.exceptions import PapermillExecutionError
+
+    try:
+        pm.execute_notebook(
+            str(ipynb), str(out_dir / "notebooks" / f"{name}.ipynb"), parameters=parameters,
+            kernel_name=kernel, progress_bar=False, log_output=False, cwd=str(out_dir), start_timeout=start_timeout,
+        )
+    except PapermillExecutionError as e:
+        return NotebookFailure(name, int(e.cell_index), e.exec_count, e.source or "", e.ename, str(e.evalue))
+    except Exception as e:  # kernel died, could not start, ...
+        return NotebookFailure(name, None, None, "", type(e).__name__, str(e))
+    return None
+
+
+def _render_page(out_dir: Path, name: str, week: str, failure: NotebookFailure | None, exporter: Any
+                 ) -> tuple[Path, NotebookFailure | None, list[Any]]:
+    """The executed notebook as code-free HTML (a failed one too: its error shows on its page), the
+    failure placed in its section, and the provenance the notebook recorded."""
+    import nbformat
+
+    page = out_dir / ("index.html" if name == _INDEX else f"{name}.html")
+    executed = out_dir / "notebooks" / f"{name}.ipynb"
+    if not executed.is_file():
+        return page, failure, []
+    result = nbformat.read(executed, as_version=4)
+    if failure is not None and failure.cell is not None:
+        failure = replace(failure, section=_section_of(result, failure.cell))
+    body, _ = exporter.from_notebook_node(result, resources={"metadata": {"name": _title(name, week)}})
+    page.write_text(body, encoding="utf-8")
+    return page, failure, _collect_provenance(result)
 
 
 def _title(name: str, week: str) -> str:

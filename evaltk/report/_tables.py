@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -37,6 +37,9 @@ from ..values import (
     is_abstention,
     measure_level,
 )
+
+if TYPE_CHECKING:
+    from ..judges import CalibrationNumbers
 
 # --------------------------------------------------------------------------- the vocabulary, read
 
@@ -153,7 +156,7 @@ def _every_item_rater(human: pd.DataFrame, measure: str) -> pd.Series:
 
 
 def _calibration_numbers(human: pd.DataFrame, judge: pd.Series, measure: str, *, confidence_level: float,
-                         n_resamples: int, rng: Any) -> Any:
+                         n_resamples: int, rng: Any) -> CalibrationNumbers:
     from ..judges import calibration_numbers
 
     return calibration_numbers(human, judge, level=measure_level(measure), categories=list(answer_categories(measure)),
@@ -183,24 +186,17 @@ def human_ceiling_table(labels: pd.DataFrame, *, measures: Sequence[str], confid
                               confidence_level=confidence_level, n_resamples=n_resamples, rng=rng)
             base = (_calibration_numbers(human, _every_item_rater(human, m), m, confidence_level=confidence_level,
                                          n_resamples=n_resamples, rng=rng) if baseline else None)
-        lo, hi = (math.nan, math.nan) if is_abstention(c) else _interval(c.confidence_interval)
+        lo, hi = _interval(c.confidence_interval)
         cause, reason = _cause(c)
-        rows.append({"measure": m, "level": measure_level(m),
-                     "statistic": math.nan if is_abstention(c) else _number(c.statistic),
-                     "ci_low": lo, "ci_high": hi,
-                     "interval_method": None if is_abstention(c) else c.interval_method,
-                     "n_pairable": 0 if is_abstention(c) else int(c.n_pairable),
-                     "baseline": math.nan if base is None or is_abstention(base) else _number(base.baseline.statistic),
+        rows.append({"measure": m, "level": measure_level(m), "statistic": _number(c.statistic),
+                     "ci_low": lo, "ci_high": hi, "interval_method": c.interval_method,
+                     "n_pairable": int(c.n_pairable),
+                     "baseline": math.nan if base is None else _number(base.baseline.statistic),
                      "statistic_cause": cause, "statistic_reason": reason})
     return pd.DataFrame(rows)
 
 
-def _agreement_row(measure: str, judge: str, nums: Any) -> dict[str, Any]:
-    if is_abstention(nums):
-        return {"measure": measure, "judge": judge, "statistic": math.nan, "ci_low": math.nan, "ci_high": math.nan,
-                "kappa": math.nan, "kappa_low": math.nan, "kappa_high": math.nan, "ceiling": math.nan,
-                "baseline": math.nan, "n_items": 0, "coverage": math.nan, "n_judge_abstained": 0,
-                "statistic_cause": nums.cause.value, "statistic_reason": nums.reason}
+def _agreement_row(measure: str, judge: str, nums: CalibrationNumbers) -> dict[str, Any]:
     k = nums.judge.kappa
     lo, hi = _interval(nums.judge.confidence_interval)
     klo, khi = _interval(k.confidence_interval)
@@ -212,7 +208,8 @@ def _agreement_row(measure: str, judge: str, nums: Any) -> dict[str, Any]:
             "n_judge_abstained": int(nums.n_judge_abstained), "statistic_cause": cause, "statistic_reason": reason}
 
 
-def _judge_numbers(answers: pd.DataFrame, labels: pd.DataFrame, measure: str, judge: str, **kw: Any) -> Any:
+def _judge_numbers(answers: pd.DataFrame, labels: pd.DataFrame, measure: str, judge: str, **kw: Any
+                   ) -> CalibrationNumbers:
     human = _human_ratings(labels, measure)
     g = answers[(answers["measure"] == measure) & (answers["rater"] == judge)]
     return _calibration_numbers(human, pd.Series(g["answer"].to_numpy(), index=_item_ids(g)), measure, **kw)
