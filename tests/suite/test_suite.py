@@ -1145,6 +1145,8 @@ MORE_LOADS = [
     ("plain-tool-calls-bad", ("tasks", 1, "trials", 0, "toolCalls"), [5]),
     ("plain-tool-calls-objects", ("tasks", 1, "trials", 0, "toolCalls"), [{"tool": "a"}]),
     ("short-task", ("tasks", 1), {"id": "refund-2", "score": 0.5}),
+    ("trials-and-miss", ("tasks", 1, "fixtureMiss"), True),
+    ("trials-and-metadata", ("tasks", 1, "metadata"), {"a": 1}),
     ("short-task-and-trials", ("tasks", 1), {"id": "refund-2", "score": 0.5, "trials": [{"score": 0.5}] * 2}),
 ]
 
