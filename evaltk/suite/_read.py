@@ -514,14 +514,7 @@ def suite_run_from_frame(
     (0.9, 0.45, False)
     """
     ctx = _Ctx("(table)")
-    if not isinstance(trials, pd.DataFrame):
-        raise TypeError(f"`trials` must be a pandas DataFrame; got {type(trials).__name__}.")
-    for col in (task, trial, score):
-        if col not in trials.columns:
-            raise ctx.fail(f"column is missing; columns: {', '.join(map(str, trials.columns))}",
-                           field=col)
-    if trials.empty:
-        raise ctx.fail("the table has no rows", field=task)
+    _check_table(ctx, trials, (task, trial, score))
     ps = ctx.unit(pass_score, record=None, field="pass_score")
     pass_rule = _choice(ctx, pass_rule, PASS_RULES, "pass rule", field="pass_rule")
     aggregation = _choice(ctx, aggregation, AGGREGATIONS, "aggregation", field="aggregation")
@@ -539,6 +532,17 @@ def suite_run_from_frame(
                     trajectories=(None,) * t, score=score_arr, trajectory_matched=verdicts.matched,
                     fixture_miss=miss, cost=grid.optional_float(cost), latency_ms=grid.optional_float(latency_ms),
                     source=None, trajectory_declared=verdicts.declared)
+
+
+def _check_table(ctx: _Ctx, trials: Any, required: tuple[str, ...]) -> None:
+    """A DataFrame with rows and the task, trial and score columns."""
+    if not isinstance(trials, pd.DataFrame):
+        raise TypeError(f"`trials` must be a pandas DataFrame; got {type(trials).__name__}.")
+    for col in required:
+        if col not in trials.columns:
+            raise ctx.fail(f"column is missing; columns: {', '.join(map(str, trials.columns))}", field=col)
+    if trials.empty:
+        raise ctx.fail("the table has no rows", field=required[0])
 
 
 def _optional_nonneg(ctx: _Ctx, v: Any, *, field: str) -> float | None:
