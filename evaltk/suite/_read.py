@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -176,15 +176,40 @@ def load_suite_run(source: str | Path | Mapping[str, Any], *, file: str | None =
     ctx = _Ctx(file)
     doc = ctx.mapping(doc, record=None, field="(document)")
     ctx.keys(doc, _TOP_KEYS, record=None, where="", lenient=True)
+    suite, version = _read_names(ctx, doc, file)
+    thresholds = _read_thresholds(ctx, doc.get("thresholds"))
+    trials = _read_trials_block(ctx, doc.get("trials"))
+    aggregation = _choice(ctx, doc.get("aggregation", "mean"), AGGREGATIONS, "aggregation",
+                          field="aggregation")
+    tasks = _read_tasks(ctx, doc.get("tasks"), trials.count)
+    return SuiteRun(suite=suite, version=version, thresholds=thresholds, count=trials.count,
+                    pass_rule=trials.pass_rule, k=trials.k, aggregation=aggregation,
+                    task_ids=tuple(tasks.ids), task_types=tuple(tasks.types),
+                    trajectories=tuple(tasks.trajectories), score=tasks.score,
+                    trajectory_matched=tasks.matched, fixture_miss=tasks.miss, cost=tasks.cost,
+                    latency_ms=tasks.latency_ms, source=file)
+
+
+# --------------------------------------------------------------------------- the document's header
+
+
+def _read_names(ctx: _Ctx, doc: Mapping[str, Any], file: str | None) -> tuple[str, str | None]:
+    """The suite's name and version; a name is for reading only, so without one the file's
+    stem stands in."""
     suite = doc.get("suite", doc.get("suiteId", doc.get("name")))
-    if suite is None:  # a name is for reading only; without one, the file's stem stands in
+    if suite is None:
         suite = Path(file).stem if file else "unnamed-suite"
     suite = ctx.string(suite, record=None, field="suite")
     version = doc.get("version", doc.get("suiteVersion"))
     if version is not None:
         version = ctx.string(version, record=None, field="version")
+    return suite, version
 
-    th = ctx.mapping(doc.get("thresholds"), record=None, field="thresholds")
+
+def _read_thresholds(ctx: _Ctx, th: Any) -> SuiteThresholds:
+    """``thresholds``: ``passScore`` required in [0, 1]; ``maxCost`` and ``maxLatencyMs``
+    (or their aliases) optional, finite and >= 0."""
+    th = ctx.mapping(th, record=None, field="thresholds")
     ctx.keys(th, _THRESHOLD_KEYS, record=None, where="thresholds.")
     if "passScore" not in th:
         raise ctx.fail("is required (the bar the gating aggregate must reach)", field="thresholds.passScore")
@@ -195,154 +220,224 @@ def load_suite_run(source: str | Path | Mapping[str, Any], *, file: str | None =
     max_lat = th.get("maxLatencyMs", th.get("maxP95LatencyMs"))
     if max_lat is not None:
         max_lat = ctx.nonneg(max_lat, record=None, field="thresholds.maxLatencyMs")
-    thresholds = SuiteThresholds(pass_score, max_cost, max_lat)
+    return SuiteThresholds(pass_score, max_cost, max_lat)
 
-    trials_block = doc.get("trials")
-    if trials_block is None:
-        count, pass_rule, k = 1, "mean", None
-    else:
-        trials_block = ctx.mapping(trials_block, record=None, field="trials")
-        ctx.keys(trials_block, _TRIALS_KEYS, record=None, where="trials.")
-        count = trials_block.get("count", 1)
-        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-            raise ctx.fail(f"must be an integer >= 1; got {count!r}", field="trials.count")
-        pass_rule = trials_block.get("passRule", "mean")
-        if pass_rule not in PASS_RULES:
-            raise ctx.fail(f"unknown pass rule {pass_rule!r}; allowed: {', '.join(PASS_RULES)}",
-                           field="trials.passRule")
-        k = trials_block.get("k")
+
+# --------------------------------------------------------------------------- the trials block
+
+
+class _TrialsBlock(NamedTuple):
+    """``trials``: trials per task, the pass rule and the k of pass@k / pass^k."""
+
+    count: int
+    pass_rule: str
+    k: int
+
+
+def _read_trials_block(ctx: _Ctx, block: Any) -> _TrialsBlock:
+    """``trials``: ``count`` an integer >= 1 (default 1), ``passRule`` one of
+    :data:`PASS_RULES` (default ``mean``), ``k`` in [1, count] (default ``count``); a run
+    without the block has one trial per task under ``mean``."""
+    if block is None:
+        return _TrialsBlock(1, "mean", 1)
+    block = ctx.mapping(block, record=None, field="trials")
+    ctx.keys(block, _TRIALS_KEYS, record=None, where="trials.")
+    count = block.get("count", 1)
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        raise ctx.fail(f"must be an integer >= 1; got {count!r}", field="trials.count")
+    pass_rule = _choice(ctx, block.get("passRule", "mean"), PASS_RULES, "pass rule", field="trials.passRule")
+    return _TrialsBlock(count, pass_rule, _k(ctx, block.get("k"), count, field="trials.k"))
+
+
+def _choice(ctx: _Ctx, value: Any, allowed: tuple[str, ...], what: str, *, field: str,
+            record: Any = None) -> str:
+    """``value`` when it is one of ``allowed`` (a pass rule, an aggregation, a match mode)."""
+    if value not in allowed:
+        raise ctx.fail(f"unknown {what} {value!r}; allowed: {', '.join(allowed)}", record=record, field=field)
+    return value
+
+
+def _k(ctx: _Ctx, k: Any, count: int, *, field: str) -> int:
+    """The k of pass@k and pass^k: an integer in [1, count], ``count`` when not given."""
     if k is None:
-        k = count
-    elif isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= count:
-        raise ctx.fail(f"must be an integer in [1, count] = [1, {count}]; got {k!r}", field="trials.k")
-    aggregation = doc.get("aggregation", "mean")
-    if aggregation not in AGGREGATIONS:
-        raise ctx.fail(f"unknown aggregation {aggregation!r}; allowed: {', '.join(AGGREGATIONS)}",
-                       field="aggregation")
+        return count
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= count:
+        raise ctx.fail(f"must be an integer in [1, count] = [1, {count}]; got {k!r}", field=field)
+    return k
 
-    tasks = doc.get("tasks")
+
+# --------------------------------------------------------------------------- tasks and trials
+
+
+class _Tasks:
+    """The tasks read so far, column-wise: one row per task, one column per trial."""
+
+    def __init__(self, t: int, count: int) -> None:
+        self.score = np.empty((t, count))
+        self.matched = np.ones((t, count), dtype=bool)
+        self.miss = np.zeros((t, count), dtype=bool)
+        self.cost = np.full((t, count), np.nan)
+        self.latency_ms = np.full((t, count), np.nan)
+        self.ids: list[str] = []
+        self.types: list[str | None] = []
+        self.trajectories: list[TrajectorySpec | None] = []
+        self.seen: dict[str, int] = {}
+
+
+def _read_tasks(ctx: _Ctx, tasks: Any, count: int) -> _Tasks:
+    """Every task in order: its id, type and expected trajectory, and its ``count`` trials."""
     if not isinstance(tasks, list) or not tasks:
         raise ctx.fail("must be a non-empty list of tasks", field="tasks")
-    t = len(tasks)
-    score = np.empty((t, count))
-    matched = np.ones((t, count), dtype=bool)
-    miss = np.zeros((t, count), dtype=bool)
-    cost = np.full((t, count), np.nan)
-    lat = np.full((t, count), np.nan)
-    ids: list[str] = []
-    types: list[str | None] = []
-    trajs: list[TrajectorySpec | None] = []
-    seen: dict[str, int] = {}
+    out = _Tasks(len(tasks), count)
     for i, task in enumerate(tasks):
         task = ctx.mapping(task, record=f"tasks[{i}]", field="(task)")
-        tid = task.get("id", task.get("taskId"))
-        if not isinstance(tid, str) or not tid:
-            raise ctx.fail(f"every task needs a non-empty string `id`; got {tid!r}",
-                           record=f"tasks[{i}]", field="id")
-        if tid in seen:
-            raise ctx.fail(f"duplicate task id (also tasks[{seen[tid]}])", record=tid, field="id")
-        seen[tid] = i
-        if "trials" in task:
-            both = sorted(k for k in _TRIAL_KEYS if k in task and k != "metadata")
-            if both:
-                raise ctx.fail("a task carries either `trials` or its single trial's fields, not both",
-                               record=tid, field=both[0])
-        ctx.keys(task, _TASK_KEYS if "trials" in task else _SHORT_TASK_KEYS, record=tid, where="",
-                 lenient=True)
+        tid = _task_id(ctx, task, i, out.seen)
+        _task_keys(ctx, task, tid)
         ttype = task.get("type", task.get("kind"))
         if ttype is not None and (not isinstance(ttype, str) or not ttype):
             raise ctx.fail(f"must be a non-empty string (golden, rubric, ...); got {ttype!r}",
                            record=tid, field="type")
-        expected = task.get("expected")
-        spec = None
-        if expected is not None:
-            expected = ctx.mapping(expected, record=tid, field="expected")
-            if "trajectory" in expected and expected["trajectory"] is None:
-                # a null trajectory would silently un-gate the task: say what was meant instead
-                raise ctx.fail("is null: omit `trajectory` for a task without one, or give the spec",
-                               record=tid, field="expected.trajectory")
-            traj = expected.get("trajectory")
-            if traj is not None:
-                spec = _parse_trajectory(ctx, traj, tid)
-        trials = task.get("trials")
-        if trials is None:
-            if "score" not in task and task.get("fixtureMiss") is not True:
-                raise ctx.fail("every task needs `trials` (a list of trial records)", record=tid,
-                               field="trials")
-            trials = [{key: task[key] for key in _TRIAL_KEYS if key in task}]
-        if not isinstance(trials, list):
-            raise ctx.fail(f"must be a list of trials; got {type(trials).__name__}", record=tid,
-                           field="trials")
-        if len(trials) != count:
-            what = "no trials" if not trials else f"{len(trials)} trial(s)"
-            raise ctx.fail(
-                f"has {what} but trials.count is {count}: every (task, trial) slot must be present, "
-                "a missing or extra trial is not a smaller or larger denominator", record=tid, field="trials")
-        for j, trial in enumerate(trials):
-            # Fast path for well-formed trials; anything unusual goes through the checks
-            # that build the error message (they name the task and the field).
-            if trial.__class__ is not dict or not trial.keys() <= _TRIAL_KEYS:
-                trial = ctx.mapping(trial, record=tid, field=f"trials[{j}]")
-                ctx.keys(trial, _TRIAL_KEYS, record=tid, where=f"trials[{j}].", lenient=True)
-            sc = trial.get("score", _MISSING)
-            if sc.__class__ is float and 0.0 <= sc <= 1.0:
-                score[i, j] = sc
-            elif (sc is _MISSING or sc is None) and trial.get("fixtureMiss") is True:
-                score[i, j] = 0.0  # a trial that failed closed scores 0 (RFC 0244 D as amended)
-            elif sc is _MISSING:
-                raise ctx.fail("is required", record=tid, field=f"trials[{j}].score")
-            else:
-                score[i, j] = ctx.unit(sc, record=tid, field=f"trials[{j}].score")
-            fm = trial.get("fixtureMiss")
-            if fm is True:
-                miss[i, j] = True
-            elif fm is not None and fm is not False:
-                ctx.boolean(fm, record=tid, field=f"trials[{j}].fixtureMiss")
-            c = trial.get("cost")
-            if c is None:
-                c = trial.get("costUsd")
-            if c is not None:
-                cost[i, j] = c if (c.__class__ is float and 0.0 <= c < math.inf) else \
-                    ctx.nonneg(c, record=tid, field=f"trials[{j}].cost")
-            lt = trial.get("latencyMs")
-            if lt is not None:
-                lat[i, j] = lt if (lt.__class__ is int and lt >= 0) else \
-                    ctx.nonneg(lt, record=tid, field=f"trials[{j}].latencyMs")
-            host = trial.get("trajectoryMatched")
-            if host is not None and host.__class__ is not bool:
-                ctx.boolean(host, record=tid, field=f"trials[{j}].trajectoryMatched")
-            calls = trial.get("toolCalls")
-            if calls is not None and calls.__class__ is not list:
-                raise ctx.fail(f"must be a list of tool calls; got {type(calls).__name__}", record=tid,
-                               field=f"trials[{j}].toolCalls")
-            if spec is not None:
-                if calls is None and host is None:
-                    raise ctx.fail(
-                        "the task has expected.trajectory, so each trial needs `toolCalls` or the "
-                        "host's `trajectoryMatched`", record=tid, field=f"trials[{j}].toolCalls")
-                ok = True
-                if calls is not None:
-                    try:
-                        ok = _match_cached(spec, calls)
-                    except ValueError as e:
-                        raise ctx.fail(str(e), record=tid, field=f"trials[{j}].toolCalls") from None
-                # Both present: the trajectory matched only if both say so (a gate fails safe).
-                if not ok or host is False:
-                    matched[i, j] = False
-            elif calls:
-                for c_ in calls:
-                    if c_.__class__ is not str:
-                        try:
-                            _tool_name(c_, where="toolCalls")
-                        except ValueError as e:
-                            raise ctx.fail(str(e), record=tid, field=f"trials[{j}].toolCalls") from None
-        ids.append(tid)
-        types.append(ttype)
-        trajs.append(spec)
-    return SuiteRun(suite=suite, version=version, thresholds=thresholds, count=count, pass_rule=pass_rule,
-                    k=k, aggregation=aggregation, task_ids=tuple(ids), task_types=tuple(types),
-                    trajectories=tuple(trajs), score=score, trajectory_matched=matched,
-                    fixture_miss=miss, cost=cost, latency_ms=lat, source=file)
+        spec = _expected_trajectory(ctx, task.get("expected"), tid)
+        for j, trial in enumerate(_task_trials(ctx, task, tid, count)):
+            _read_trial(ctx, out, i, j, trial, tid, spec)
+        out.ids.append(tid)
+        out.types.append(ttype)
+        out.trajectories.append(spec)
+    return out
+
+
+def _task_id(ctx: _Ctx, task: Mapping[str, Any], i: int, seen: dict[str, int]) -> str:
+    """A non-empty string ``id`` (or ``taskId``), unique in the run."""
+    tid = task.get("id", task.get("taskId"))
+    if not isinstance(tid, str) or not tid:
+        raise ctx.fail(f"every task needs a non-empty string `id`; got {tid!r}", record=f"tasks[{i}]",
+                       field="id")
+    if tid in seen:
+        raise ctx.fail(f"duplicate task id (also tasks[{seen[tid]}])", record=tid, field="id")
+    seen[tid] = i
+    return tid
+
+
+def _task_keys(ctx: _Ctx, task: Mapping[str, Any], tid: str) -> None:
+    """A task carries either ``trials`` or its single trial's fields, and no misspelt field."""
+    if "trials" in task:
+        both = sorted(k for k in _TRIAL_KEYS if k in task and k != "metadata")
+        if both:
+            raise ctx.fail("a task carries either `trials` or its single trial's fields, not both",
+                           record=tid, field=both[0])
+        ctx.keys(task, _TASK_KEYS, record=tid, where="", lenient=True)
+    else:
+        ctx.keys(task, _SHORT_TASK_KEYS, record=tid, where="", lenient=True)
+
+
+def _expected_trajectory(ctx: _Ctx, expected: Any, tid: str) -> TrajectorySpec | None:
+    """``expected.trajectory``, or None for a task without one; a null trajectory would
+    silently un-gate the task, so it is refused with what was meant instead."""
+    if expected is None:
+        return None
+    expected = ctx.mapping(expected, record=tid, field="expected")
+    if "trajectory" in expected and expected["trajectory"] is None:
+        raise ctx.fail("is null: omit `trajectory` for a task without one, or give the spec",
+                       record=tid, field="expected.trajectory")
+    traj = expected.get("trajectory")
+    return None if traj is None else _parse_trajectory(ctx, traj, tid)
+
+
+def _task_trials(ctx: _Ctx, task: Mapping[str, Any], tid: str, count: int) -> list[Any]:
+    """The task's trials: ``trials``, or the task's own fields as its single trial; exactly
+    ``count`` of them (a missing or extra trial is not a smaller or larger denominator)."""
+    trials = task.get("trials")
+    if trials is None:
+        if "score" not in task and task.get("fixtureMiss") is not True:
+            raise ctx.fail("every task needs `trials` (a list of trial records)", record=tid, field="trials")
+        trials = [{key: task[key] for key in _TRIAL_KEYS if key in task}]
+    if not isinstance(trials, list):
+        raise ctx.fail(f"must be a list of trials; got {type(trials).__name__}", record=tid, field="trials")
+    if len(trials) != count:
+        what = "no trials" if not trials else f"{len(trials)} trial(s)"
+        raise ctx.fail(
+            f"has {what} but trials.count is {count}: every (task, trial) slot must be present, "
+            "a missing or extra trial is not a smaller or larger denominator", record=tid, field="trials")
+    return trials
+
+
+def _read_trial(ctx: _Ctx, out: _Tasks, i: int, j: int, trial: Any, tid: str,
+                spec: TrajectorySpec | None) -> None:
+    """Trial ``j`` of task ``i`` into the columns.  Well-formed trials take the fast checks;
+    anything unusual goes through the checks that build the error message (they name the
+    task and the field)."""
+    if trial.__class__ is not dict or not trial.keys() <= _TRIAL_KEYS:
+        trial = ctx.mapping(trial, record=tid, field=f"trials[{j}]")
+        ctx.keys(trial, _TRIAL_KEYS, record=tid, where=f"trials[{j}].", lenient=True)
+    out.score[i, j] = _trial_score(ctx, trial, tid, j)
+    fm = trial.get("fixtureMiss")
+    if fm is True:
+        out.miss[i, j] = True
+    elif fm is not None and fm is not False:
+        ctx.boolean(fm, record=tid, field=f"trials[{j}].fixtureMiss")
+    c = trial.get("cost")
+    if c is None:
+        c = trial.get("costUsd")
+    if c is not None:
+        out.cost[i, j] = c if (c.__class__ is float and 0.0 <= c < math.inf) else \
+            ctx.nonneg(c, record=tid, field=f"trials[{j}].cost")
+    lt = trial.get("latencyMs")
+    if lt is not None:
+        out.latency_ms[i, j] = lt if (lt.__class__ is int and lt >= 0) else \
+            ctx.nonneg(lt, record=tid, field=f"trials[{j}].latencyMs")
+    if not _trial_trajectory(ctx, trial, tid, j, spec):
+        out.matched[i, j] = False
+
+
+def _trial_score(ctx: _Ctx, trial: Mapping[str, Any], tid: str, j: int) -> float:
+    """The output score in [0, 1]; a trial that failed closed on a fixture miss without a
+    score scores 0 (RFC 0244 D as amended)."""
+    sc = trial.get("score", _MISSING)
+    if sc.__class__ is float and 0.0 <= sc <= 1.0:
+        return sc
+    if (sc is _MISSING or sc is None) and trial.get("fixtureMiss") is True:
+        return 0.0
+    if sc is _MISSING:
+        raise ctx.fail("is required", record=tid, field=f"trials[{j}].score")
+    return ctx.unit(sc, record=tid, field=f"trials[{j}].score")
+
+
+def _trial_trajectory(ctx: _Ctx, trial: Mapping[str, Any], tid: str, j: int,
+                      spec: TrajectorySpec | None) -> bool:
+    """Whether the trial's trajectory matched (True on a task without one).  The calls are
+    matched against ``spec``; the host's ``trajectoryMatched`` may stand in for them, and
+    with both present the trajectory matched only if both say so (a gate fails safe)."""
+    host = trial.get("trajectoryMatched")
+    if host is not None and host.__class__ is not bool:
+        ctx.boolean(host, record=tid, field=f"trials[{j}].trajectoryMatched")
+    calls = trial.get("toolCalls")
+    if calls is not None and calls.__class__ is not list:
+        raise ctx.fail(f"must be a list of tool calls; got {type(calls).__name__}", record=tid,
+                       field=f"trials[{j}].toolCalls")
+    if spec is None:
+        if calls:
+            _check_tool_names(ctx, calls, tid, j)
+        return True
+    if calls is None:
+        if host is None:
+            raise ctx.fail("the task has expected.trajectory, so each trial needs `toolCalls` or the "
+                           "host's `trajectoryMatched`", record=tid, field=f"trials[{j}].toolCalls")
+        return host
+    try:
+        ok = _match_cached(spec, calls)
+    except ValueError as e:
+        raise ctx.fail(str(e), record=tid, field=f"trials[{j}].toolCalls") from None
+    return ok and host is not False
+
+
+def _check_tool_names(ctx: _Ctx, calls: list[Any], tid: str, j: int) -> None:
+    """Every call of a task without a trajectory is still a tool name or an object with one."""
+    for c in calls:
+        if c.__class__ is not str:
+            try:
+                _tool_name(c, where="toolCalls")
+            except ValueError as e:
+                raise ctx.fail(str(e), record=tid, field=f"trials[{j}].toolCalls") from None
 
 
 _MISSING = object()
@@ -419,128 +514,153 @@ def suite_run_from_frame(
     (0.9, 0.45, False)
     """
     ctx = _Ctx("(table)")
+    _check_table(ctx, trials, (task, trial, score))
+    ps = ctx.unit(pass_score, record=None, field="pass_score")
+    pass_rule = _choice(ctx, pass_rule, PASS_RULES, "pass rule", field="pass_rule")
+    aggregation = _choice(ctx, aggregation, AGGREGATIONS, "aggregation", field="aggregation")
+    thresholds = SuiteThresholds(ps, _optional_nonneg(ctx, max_cost, field="max_cost"),
+                                 _optional_nonneg(ctx, max_latency_ms, field="max_latency_ms"))
+    grid = _TrialGrid(ctx, trials, task, trial)
+    score_arr = grid.scores(score)
+    miss = grid.fixture_miss(fixture_miss)
+    verdicts = grid.trajectory_verdicts(trajectory_matched)
+    k = _k(ctx, k, grid.count, field="k")
+    t = len(grid.ids)
+    return SuiteRun(suite=ctx.string(suite, record=None, field="suite"), version=version,
+                    thresholds=thresholds, count=grid.count, pass_rule=pass_rule, k=k,
+                    aggregation=aggregation, task_ids=tuple(grid.ids), task_types=(None,) * t,
+                    trajectories=(None,) * t, score=score_arr, trajectory_matched=verdicts.matched,
+                    fixture_miss=miss, cost=grid.optional_float(cost), latency_ms=grid.optional_float(latency_ms),
+                    source=None, trajectory_declared=verdicts.declared)
+
+
+def _check_table(ctx: _Ctx, trials: Any, required: tuple[str, ...]) -> None:
+    """A DataFrame with rows and the task, trial and score columns."""
     if not isinstance(trials, pd.DataFrame):
         raise TypeError(f"`trials` must be a pandas DataFrame; got {type(trials).__name__}.")
-    for col in (task, trial, score):
+    for col in required:
         if col not in trials.columns:
-            raise ctx.fail(f"column is missing; columns: {', '.join(map(str, trials.columns))}",
-                           field=col)
+            raise ctx.fail(f"column is missing; columns: {', '.join(map(str, trials.columns))}", field=col)
     if trials.empty:
-        raise ctx.fail("the table has no rows", field=task)
-    ps = ctx.unit(pass_score, record=None, field="pass_score")
-    if pass_rule not in PASS_RULES:
-        raise ctx.fail(f"unknown pass rule {pass_rule!r}; allowed: {', '.join(PASS_RULES)}",
-                       field="pass_rule")
-    if aggregation not in AGGREGATIONS:
-        raise ctx.fail(f"unknown aggregation {aggregation!r}; allowed: {', '.join(AGGREGATIONS)}",
-                       field="aggregation")
-    if max_cost is not None:
-        max_cost = ctx.nonneg(max_cost, record=None, field="max_cost")
-    if max_latency_ms is not None:
-        max_latency_ms = ctx.nonneg(max_latency_ms, record=None, field="max_latency_ms")
-    codes, uniques = pd.factorize(trials[task], sort=False)  # codes in order of first appearance
-    if (codes < 0).any():
-        raise ctx.fail("a row has no task id", field=task)
-    ids = [str(x) for x in np.asarray(uniques, dtype=object)]
-    try:
-        order = np.lexsort((trials[trial].to_numpy(), codes))
-    except TypeError:
-        raise ctx.fail("trial labels must be comparable (all numbers or all strings)", field=trial) from None
-    frame = trials.iloc[order]
-    codes = codes[order]
-    sizes = np.bincount(codes)
-    count = int(sizes[0])
-    bad = np.flatnonzero(sizes != count)
-    if bad.size:
-        i = int(bad[0])
-        raise ctx.fail(f"has {int(sizes[i])} trial(s) but task {ids[0]!r} has {count}: every task needs "
-                       "the same number of trials (no missing or extra trial)", record=ids[i], field=trial)
-    dup = frame.duplicated([task, trial]).to_numpy()
-    if dup.any():
-        r = int(np.flatnonzero(dup)[0])
-        raise ctx.fail(f"trial {frame[trial].iloc[r]!r} appears twice", record=ids[int(codes[r])],
-                       field=trial)
-    t = len(ids)
+        raise ctx.fail("the table has no rows", field=required[0])
 
-    def where(mask: np.ndarray) -> tuple[str, Any]:
+
+def _optional_nonneg(ctx: _Ctx, v: Any, *, field: str) -> float | None:
+    return None if v is None else ctx.nonneg(v, record=None, field=field)
+
+
+class _Verdicts(NamedTuple):
+    """The table's trajectory verdicts: per trial, matched (True where the task has no
+    expected trajectory); per task, whether it declares one."""
+
+    matched: np.ndarray
+    declared: np.ndarray
+
+
+def _is_bool(x: Any) -> bool:
+    return isinstance(x, (bool, np.bool_))
+
+
+class _TrialGrid:
+    """A trial table sorted into the run's grid: tasks in order of first appearance, trials
+    sorted within each, every task with the same number of trials and no (task, trial)
+    twice.  Each column is then read into a ``(tasks, count)`` array, an error naming the
+    first bad row's task and trial."""
+
+    def __init__(self, ctx: _Ctx, trials: pd.DataFrame, task: str, trial: str) -> None:
+        self.ctx, self.trial = ctx, trial
+        codes, uniques = pd.factorize(trials[task], sort=False)  # codes in order of first appearance
+        if (codes < 0).any():
+            raise ctx.fail("a row has no task id", field=task)
+        self.ids = [str(x) for x in np.asarray(uniques, dtype=object)]
+        try:
+            order = np.lexsort((trials[trial].to_numpy(), codes))
+        except TypeError:
+            raise ctx.fail("trial labels must be comparable (all numbers or all strings)", field=trial) from None
+        self.frame = frame = trials.iloc[order]
+        self.codes = codes = codes[order]
+        sizes = np.bincount(codes)
+        self.count = count = int(sizes[0])
+        bad = np.flatnonzero(sizes != count)
+        if bad.size:
+            i = int(bad[0])
+            raise ctx.fail(f"has {int(sizes[i])} trial(s) but task {self.ids[0]!r} has {count}: every task "
+                           "needs the same number of trials (no missing or extra trial)", record=self.ids[i],
+                           field=trial)
+        dup = frame.duplicated([task, trial]).to_numpy()
+        if dup.any():
+            r = int(np.flatnonzero(dup)[0])
+            raise ctx.fail(f"trial {frame[trial].iloc[r]!r} appears twice", record=self.ids[int(codes[r])],
+                           field=trial)
+        self.shape = (len(self.ids), count)
+
+    def _fail_at(self, mask: np.ndarray, message: str, *, field: str) -> SchemaViolation:
+        """The error for the first row in ``mask``; ``message`` may name its ``{value}``."""
         r = int(np.flatnonzero(mask)[0])
-        return ids[int(codes[r])], frame[trial].iloc[r]
+        value = self.frame[field].iloc[r]
+        return self.ctx.fail(f"trial {self.frame[self.trial].iloc[r]!r}: " + message.format(value=value),
+                             record=self.ids[int(self.codes[r])], field=field)
 
-    raw = frame[score]
-    vals = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float)
-    is_bool = raw.map(lambda x: isinstance(x, (bool, np.bool_))).to_numpy() if raw.dtype == object \
-        else np.full(len(raw), raw.dtype == bool)
-    bad = np.isnan(vals) | (vals < 0) | (vals > 1) | is_bool
-    if bad.any():
-        tid, tr = where(bad)
-        r = int(np.flatnonzero(bad)[0])
-        raise ctx.fail(f"trial {tr!r}: must be a number in [0, 1]; got {raw.iloc[r]!r}", record=tid,
-                       field=score)
-    score_arr = vals.reshape(t, count)
+    def scores(self, col: str) -> np.ndarray:
+        """Output scores: numbers in [0, 1], never booleans or missing."""
+        raw = self.frame[col]
+        vals = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float)
+        is_bool = raw.map(_is_bool).to_numpy() if raw.dtype == object else np.full(len(raw), raw.dtype == bool)
+        bad = np.isnan(vals) | (vals < 0) | (vals > 1) | is_bool
+        if bad.any():
+            raise self._fail_at(bad, "must be a number in [0, 1]; got {value!r}", field=col)
+        return vals.reshape(self.shape)
 
-    def optional_float(col: str, name: str) -> np.ndarray:
-        if col not in frame.columns:
-            return np.full((t, count), np.nan)
-        x = pd.to_numeric(frame[col], errors="coerce").to_numpy(dtype=float)
-        badx = (frame[col].notna().to_numpy() & np.isnan(x)) | (x < 0) | np.isinf(x)
-        if badx.any():
-            tid, tr = where(badx)
-            raise ctx.fail(f"trial {tr!r}: must be a finite number >= 0; got "
-                           f"{frame[col].iloc[int(np.flatnonzero(badx)[0])]!r}", record=tid, field=name)
-        return x.reshape(t, count)
+    def optional_float(self, col: str) -> np.ndarray:
+        """A cost or latency column: finite numbers >= 0, NaN where not recorded (all NaN
+        without the column)."""
+        if col not in self.frame.columns:
+            return np.full(self.shape, np.nan)
+        x = pd.to_numeric(self.frame[col], errors="coerce").to_numpy(dtype=float)
+        bad = (self.frame[col].notna().to_numpy() & np.isnan(x)) | (x < 0) | np.isinf(x)
+        if bad.any():
+            raise self._fail_at(bad, "must be a finite number >= 0; got {value!r}", field=col)
+        return x.reshape(self.shape)
 
-    miss = np.zeros((t, count), dtype=bool)
-    if fixture_miss in frame.columns:
-        fm = frame[fixture_miss]
-        if fm.dtype == bool:
-            ok = np.ones(len(fm), dtype=bool)
-        else:
-            ok = fm.map(lambda x: isinstance(x, (bool, np.bool_))).to_numpy()
+    def fixture_miss(self, col: str) -> np.ndarray:
+        """Booleans; False without the column."""
+        if col not in self.frame.columns:
+            return np.zeros(self.shape, dtype=bool)
+        fm = self.frame[col]
+        ok = np.ones(len(fm), dtype=bool) if fm.dtype == bool else fm.map(_is_bool).to_numpy()
         if not ok.all():
-            tid, tr = where(~ok)
-            raise ctx.fail(f"trial {tr!r}: must be true or false", record=tid, field=fixture_miss)
-        miss = fm.to_numpy(dtype=bool).reshape(t, count)
-    matched = np.ones((t, count), dtype=bool)
-    declared = np.zeros(t, dtype=bool)
-    if trajectory_matched in frame.columns:
-        tm = frame[trajectory_matched]
-        known = tm.notna().to_numpy().reshape(t, count)
+            raise self._fail_at(~ok, "must be true or false", field=col)
+        return fm.to_numpy(dtype=bool).reshape(self.shape)
+
+    def trajectory_verdicts(self, col: str) -> _Verdicts:
+        """True / False on every trial of a task with an expected trajectory, missing on
+        every trial of a task without one; no column means no task has one."""
+        t, _ = self.shape
+        if col not in self.frame.columns:
+            return _Verdicts(np.ones(self.shape, dtype=bool), np.zeros(t, dtype=bool))
+        tm = self.frame[col]
+        known = tm.notna().to_numpy().reshape(self.shape)
         mixed = known.any(axis=1) & ~known.all(axis=1)
         if mixed.any():
-            raise ctx.fail("mixes known and missing trajectory verdicts: a task either has an expected "
-                           "trajectory (every trial True/False) or not (every trial missing)",
-                           record=ids[int(np.flatnonzero(mixed)[0])], field=trajectory_matched)
+            raise self.ctx.fail("mixes known and missing trajectory verdicts: a task either has an expected "
+                                "trajectory (every trial True/False) or not (every trial missing)",
+                                record=self.ids[int(np.flatnonzero(mixed)[0])], field=col)
         if tm.dtype == bool or isinstance(tm.dtype, pd.BooleanDtype):
-            okb = np.ones(len(tm), dtype=bool)
+            ok = np.ones(len(tm), dtype=bool)
         else:
-            okb = np.array([x is None or x is pd.NA or isinstance(x, (bool, np.bool_))
-                            or (isinstance(x, float) and math.isnan(x)) for x in tm.to_numpy(dtype=object)])
-        if not okb.all():
-            tid, tr = where(~okb)
-            raise ctx.fail(f"trial {tr!r}: must be true, false or missing", record=tid,
-                           field=trajectory_matched)
-        declared = known.all(axis=1)
-        matched = np.where(known, tm.fillna(True).to_numpy(dtype=bool).reshape(t, count), True)
-    if k is None:
-        k = count
-    elif isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= count:
-        raise ctx.fail(f"must be an integer in [1, count] = [1, {count}]; got {k!r}", field="k")
-    return SuiteRun(suite=ctx.string(suite, record=None, field="suite"), version=version,
-                    thresholds=SuiteThresholds(ps, max_cost, max_latency_ms), count=count,
-                    pass_rule=pass_rule, k=k, aggregation=aggregation, task_ids=tuple(ids),
-                    task_types=(None,) * t, trajectories=(None,) * t, score=score_arr,
-                    trajectory_matched=matched, fixture_miss=miss,
-                    cost=optional_float(cost, cost), latency_ms=optional_float(latency_ms, latency_ms),
-                    source=None, trajectory_declared=declared)
+            ok = np.array([x is None or x is pd.NA or _is_bool(x) or (isinstance(x, float) and math.isnan(x))
+                           for x in tm.to_numpy(dtype=object)])
+        if not ok.all():
+            raise self._fail_at(~ok, "must be true, false or missing", field=col)
+        matched = np.where(known, tm.fillna(True).to_numpy(dtype=bool).reshape(self.shape), True)
+        return _Verdicts(matched, known.all(axis=1))
 
 
 def _parse_trajectory(ctx: _Ctx, traj: Any, tid: str) -> TrajectorySpec:
     traj = ctx.mapping(traj, record=tid, field="expected.trajectory")
     ctx.keys(traj, _TRAJ_KEYS, record=tid, where="expected.trajectory.")
-    match = traj.get("match", "strict")
-    if match not in MATCH_MODES:
-        raise ctx.fail(f"unknown match mode {match!r}; allowed: {', '.join(MATCH_MODES)}", record=tid,
-                       field="expected.trajectory.match")
+    match = _choice(ctx, traj.get("match", "strict"), MATCH_MODES, "match mode", record=tid,
+                    field="expected.trajectory.match")
     tools = traj.get("tools")
     if tools is not None:
         if not isinstance(tools, list):

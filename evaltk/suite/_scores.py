@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -99,7 +99,32 @@ def _decimal_scale(arrays: Iterable[np.ndarray], terms: int) -> int | None:
     return None
 
 
-def _decimal_path(run: SuiteRun, gated_out: np.ndarray) -> tuple[Any, ...] | None:
+class _Scores(NamedTuple):
+    """The means and threshold decisions of a run: per task its score and gating score, per
+    trial its verdict, per task whether the gating score reaches passScore (the ``mean``
+    rule), the two aggregates and whether the gating aggregate reaches passScore."""
+
+    task_score: np.ndarray
+    task_gated: np.ndarray
+    trial_passed: np.ndarray
+    mean_ok: np.ndarray
+    aggregate: float
+    gated_aggregate: float
+    met: bool
+
+
+def _float_path(run: SuiteRun, gating: np.ndarray, gated_out: np.ndarray) -> _Scores:
+    """The same numbers in double-double means, comparisons absorbing binary rounding error
+    (:data:`SCORE_TOLERANCE`): for scores that are not short decimals."""
+    ps = run.thresholds.pass_score
+    task_score, task_gated = _mean_rows(run.score), _mean_rows(gating)
+    gagg = _aggregate(task_gated, run.aggregation)
+    return _Scores(task_score=task_score, task_gated=task_gated, trial_passed=_geq(run.score, ps) & ~gated_out,
+                   mean_ok=_geq(task_gated, ps), aggregate=_aggregate(task_score, run.aggregation),
+                   gated_aggregate=gagg, met=bool(_geq(gagg, ps)))
+
+
+def _decimal_path(run: SuiteRun, gated_out: np.ndarray) -> _Scores | None:
     """Scores, means and decisions in exact decimal arithmetic.
 
     Scores in a run file are decimals (``0.7``); their binary floats are not, so a
@@ -139,7 +164,8 @@ def _decimal_path(run: SuiteRun, gated_out: np.ndarray) -> tuple[Any, ...] | Non
     a, _, _ = agg(ss)
     g, gnum, gden = agg(gs)
     met = gnum * q >= pq * gden
-    return task_score, task_gated, trial_passed, mean_ok, a, g, bool(met)
+    return _Scores(task_score=task_score, task_gated=task_gated, trial_passed=trial_passed, mean_ok=mean_ok,
+                   aggregate=a, gated_aggregate=g, met=bool(met))
 
 
 def _geq(a: Any, b: float) -> Any:

@@ -17,7 +17,7 @@ from ..stats import pass_at_k, pass_hat_k
 from ..values import Cause
 from ._model import SuiteRun
 from ._read import load_suite_run
-from ._scores import _aggregate, _decimal_path, _decimal_scale, _geq, _int_if_whole, _mean_rows
+from ._scores import _decimal_path, _decimal_scale, _float_path, _int_if_whole, _Scores
 
 # --------------------------------------------------------------------------- the summary
 
@@ -283,97 +283,103 @@ def summarize_suite(run: SuiteRun | Mapping[str, Any] | str | Path) -> EvalSumma
     """
     if not isinstance(run, SuiteRun):
         run = load_suite_run(run)
-    ps = run.thresholds.pass_score
-    score, miss = run.score, run.fixture_miss
-    has = run.has_trajectory
-    traj_failed = has[:, None] & ~run.trajectory_matched
-    gated_out = traj_failed | miss
-    gating = np.where(gated_out, 0.0, score)
-    exact = _decimal_path(run, gated_out)
-    if exact is not None:
-        task_score, task_gated, trial_passed, mean_ok, agg, gagg, met = exact
-    else:
-        trial_passed = _geq(score, ps) & ~gated_out
-        task_score = _mean_rows(score)
-        task_gated = _mean_rows(gating)
-        mean_ok = _geq(task_gated, ps)
-        agg = _aggregate(task_score, run.aggregation)
-        gagg = _aggregate(task_gated, run.aggregation)
-        met = bool(_geq(gagg, ps))
-    n_pass = trial_passed.sum(axis=1)
-    if run.pass_rule == "mean":
-        task_passed = mean_ok
-    elif run.pass_rule == "all":
-        task_passed = n_pass == run.count
-    else:
-        task_passed = n_pass > 0
+    # section A: a failed trajectory or a fixture miss gates the trial to 0; its score stays
+    traj_failed = run.has_trajectory[:, None] & ~run.trajectory_matched
+    gated_out = traj_failed | run.fixture_miss
+    gating = np.where(gated_out, 0.0, run.score)
+    sc = _decimal_path(run, gated_out) or _float_path(run, gating, gated_out)
+    n_pass = sc.trial_passed.sum(axis=1)
     at, hat = _k_tables(run.count, run.k)
-    present = has | (task_gated != task_score)
+    present = run.has_trajectory | (sc.task_gated != sc.task_score)  # section D
     gagg_present = bool(present.any())
+    usage = _Usage(run)
+    conditions = [_gate_condition(run, sc, gated_out, gagg_present), *usage.conditions(run.thresholds)]
+    passed = all(c["met"] for c in conditions)
+    return EvalSummary(
+        run=run, aggregate_score=sc.aggregate, gated_aggregate_score=sc.gated_aggregate,
+        gated_aggregate_present=gagg_present, passed=passed, reasons=_reasons(conditions, passed),
+        conditions=tuple(conditions), task_score=sc.task_score, task_gated_score=sc.task_gated,
+        gated_score_present=present, task_passed=_task_passed(run, sc.mean_ok, n_pass),
+        pass_at_k=at[n_pass], pass_hat_k=hat[n_pass], trial_gating_score=gating,
+        trial_passed=sc.trial_passed, total_cost=usage.total_cost, p95_latency_ms=usage.p95,
+        _extras={"trial_stats": _trial_stats(run.score, n_pass, traj_failed, run.fixture_miss),
+                 "task_cost": usage.task_cost},
+    )
 
-    conditions: list[dict[str, Any]] = []
-    reasons: list[str] = []
-    n_gated_tasks = int(gated_out.any(axis=1).sum())
-    # name the field the summary carries: with no trajectory and no miss there is no gated field,
-    # and the gating score equals aggregateScore
+
+def _task_passed(run: SuiteRun, mean_ok: np.ndarray, n_pass: np.ndarray) -> np.ndarray:
+    """Section B: under ``mean`` the task gating score against passScore; ``all`` / ``any``
+    count trial verdicts (unchanged)."""
+    if run.pass_rule == "mean":
+        return mean_ok
+    if run.pass_rule == "all":
+        return n_pass == run.count
+    return n_pass > 0
+
+
+def _gate_condition(run: SuiteRun, sc: _Scores, gated_out: np.ndarray, gagg_present: bool) -> dict[str, Any]:
+    """Section B: the gating aggregate against passScore, naming the field the summary
+    carries (with no trajectory and no miss there is no gated field, and the gating
+    aggregate equals aggregateScore) and the first tasks a gate reached."""
+    ps = run.thresholds.pass_score
     read = "gatedAggregateScore" if gagg_present else "aggregateScore"
-    detail = (f"{read} {_fmt(gagg)} {'>=' if met else '<'} passScore {_fmt(ps)} "
-              f"({run.aggregation} of {run.task_count} task gating scores; aggregateScore {_fmt(agg)}")
-    if n_gated_tasks:
-        names = [run.task_ids[i] for i in np.flatnonzero(gated_out.any(axis=1))[:5]]
-        more = "" if n_gated_tasks <= 5 else f" and {n_gated_tasks - 5} more"
-        detail += (f"; {n_gated_tasks} task(s) had trials gated to 0 by a failed trajectory or a "
+    detail = (f"{read} {_fmt(sc.gated_aggregate)} {'>=' if sc.met else '<'} passScore {_fmt(ps)} "
+              f"({run.aggregation} of {run.task_count} task gating scores; aggregateScore {_fmt(sc.aggregate)}")
+    gated_tasks = np.flatnonzero(gated_out.any(axis=1))
+    if gated_tasks.size:
+        names = [run.task_ids[i] for i in gated_tasks[:5]]
+        more = "" if gated_tasks.size <= 5 else f" and {gated_tasks.size - 5} more"
+        detail += (f"; {gated_tasks.size} task(s) had trials gated to 0 by a failed trajectory or a "
                    f"fixture miss: {', '.join(names)}{more}")
     detail += ")"
-    conditions.append({"condition": "gatedAggregateScore >= passScore", "value": gagg, "threshold": ps,
-                       "met": met, "detail": detail})
+    return {"condition": "gatedAggregateScore >= passScore", "value": sc.gated_aggregate, "threshold": ps,
+            "met": sc.met, "detail": detail}
 
-    total_cost = None
-    cost_known = ~np.isnan(run.cost)
-    task_cost, total = _cost_sums(run.cost)
-    if cost_known.all():
-        total_cost = total
-    lat_known = ~np.isnan(run.latency_ms)
-    p95 = _p95(run.latency_ms.ravel()) if lat_known.all() else None
-    cost_condition = _max_condition(
-        "totalCost <= maxCost", total_cost, run.thresholds.max_cost, unknown=int((~cost_known).sum()),
-        limit="maxCost", what="cost", shown="totalCost {} {} maxCost {}", exact=False)
-    latency_condition = _max_condition(
-        "p95LatencyMs <= maxLatencyMs", p95, run.thresholds.max_latency_ms,
-        unknown=int((~lat_known).sum()), limit="maxLatencyMs", what="latencyMs",
-        shown="p95 trial latency {} ms {} maxLatencyMs {}", exact=True)
-    conditions += [c for c in (cost_condition, latency_condition) if c is not None]
-    passed = all(c["met"] for c in conditions)
-    failed = [c for c in conditions if not c["met"]]
+
+class _Usage:
+    """The run's cost and latency: per-task and total cost, the p95 trial latency (None
+    where some trial did not record the number) and their conditions."""
+
+    def __init__(self, run: SuiteRun) -> None:
+        self.cost_known = ~np.isnan(run.cost)
+        task_cost, total = _cost_sums(run.cost)
+        self.total_cost = total if self.cost_known.all() else None
+        self.task_cost = np.where(self.cost_known.all(axis=1), task_cost, np.nan)
+        self.lat_known = ~np.isnan(run.latency_ms)
+        self.p95 = _p95(run.latency_ms.ravel()) if self.lat_known.all() else None
+
+    def conditions(self, thresholds: Any) -> list[dict[str, Any]]:
+        """The cost and latency conditions that have a threshold (section B: unchanged)."""
+        cost = _max_condition(
+            "totalCost <= maxCost", self.total_cost, thresholds.max_cost,
+            unknown=int((~self.cost_known).sum()), limit="maxCost", what="cost",
+            shown="totalCost {} {} maxCost {}", exact=False)
+        latency = _max_condition(
+            "p95LatencyMs <= maxLatencyMs", self.p95, thresholds.max_latency_ms,
+            unknown=int((~self.lat_known).sum()), limit="maxLatencyMs", what="latencyMs",
+            shown="p95 trial latency {} ms {} maxLatencyMs {}", exact=True)
+        return [c for c in (cost, latency) if c is not None]
+
+
+def _reasons(conditions: list[dict[str, Any]], passed: bool) -> tuple[str, ...]:
+    """Why the suite passed (every condition) or not (each failed one)."""
     if passed:
-        reasons.append("passed: " + "; ".join(c["detail"] for c in conditions))
-    else:
-        reasons.extend("not passed: " + c["detail"] for c in failed)
+        return ("passed: " + "; ".join(c["detail"] for c in conditions),)
+    return tuple("not passed: " + c["detail"] for c in conditions if not c["met"])
 
-    t = run.task_count
-    if run.count > 1:
+
+def _trial_stats(score: np.ndarray, n_pass: np.ndarray, traj_failed: np.ndarray,
+                 miss: np.ndarray) -> dict[str, np.ndarray]:
+    """Per task: verdict, trajectory-failure and miss counts, min, max and the sample standard
+    deviation of the trial scores (NaN with one trial)."""
+    if score.shape[1] > 1:
         std = score.std(axis=1, ddof=1)
         # identical trial scores spread exactly 0 (the mean's rounding would print 1e-17)
         std = np.where(score.max(axis=1) == score.min(axis=1), 0.0, std)
     else:
-        std = np.full(t, np.nan)
-    trial_stats = {
-        "passed": n_pass,
-        "traj_failed": traj_failed.sum(axis=1),
-        "misses": miss.sum(axis=1),
-        "min": score.min(axis=1),
-        "max": score.max(axis=1),
-        "std": std,
-    }
-    task_cost = np.where(cost_known.all(axis=1), task_cost, np.nan)
-    return EvalSummary(
-        run=run, aggregate_score=agg, gated_aggregate_score=gagg, gated_aggregate_present=gagg_present,
-        passed=passed, reasons=tuple(reasons), conditions=tuple(conditions), task_score=task_score,
-        task_gated_score=task_gated, gated_score_present=present, task_passed=task_passed,
-        pass_at_k=at[n_pass], pass_hat_k=hat[n_pass], trial_gating_score=gating,
-        trial_passed=trial_passed, total_cost=total_cost, p95_latency_ms=p95,
-        _extras={"trial_stats": trial_stats, "task_cost": task_cost},
-    )
+        std = np.full(score.shape[0], np.nan)
+    return {"passed": n_pass, "traj_failed": traj_failed.sum(axis=1), "misses": miss.sum(axis=1),
+            "min": score.min(axis=1), "max": score.max(axis=1), "std": std}
 
 
 def scored_events(summary: EvalSummary) -> list[dict[str, Any]]:

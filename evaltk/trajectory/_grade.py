@@ -16,15 +16,15 @@ safe_abstention     allowed reasons and required fault sigs      unsupported abs
 evidence_fidelity   evidence id, expected SHA-256, claim ids     missing, changed, uncited or unseen evidence
 ==================  ===========================================  ==============================================
 
-:func:`grade_case` reads the events once (:class:`_Trace`: order, unique ids, timestamps,
-each event filed by kind, the terminal, each milestone's first occurrence), reads the facts the rules share (the terminal, the first
-occurrence of each milestone, the faults, the recovery attempts, the evidence and
-claims in order), then applies one function per dimension and :func:`_decide`.  Any
+:func:`grade_case` reads the events once into one record, :class:`_Facts` (order, unique
+ids, timestamps; the terminal, the first occurrence of each milestone, the step budgets
+counted, the last value of each state key, the faults and recovery positions; then the
+evidence and claims in order), then applies one function per dimension and :func:`_decide`.  Any
 anomaly on the way raises; :func:`grade_case` then hands over to
 :func:`~evaltk.trajectory._documents.check_events`, which names the problem.
 
-Outcomes that do not depend on the trajectory are built once, at import; the rest
-are built with ``tuple.__new__`` (the named tuple's own constructor costs about a
+Outcomes that do not depend on the trajectory are built once, at import or in
+:func:`compile_case_policy`; the rest are built with ``tuple.__new__`` (the named tuple's own constructor costs about a
 tenth of a grade).  ``benchmarks/trajectory.py`` runs seed 003's frozen check.
 """
 
@@ -40,16 +40,7 @@ from typing import Any, NamedTuple
 
 from ._documents import HEX64_MATCH, STATUSES, Invalid, check_events, parse_ts
 from ._lock import DIMENSIONS, canonical_json
-from ._policy import CasePolicy
-
-
-class DimensionOutcome(NamedTuple):
-    """One dimension of one case: ``outcome`` (passed / failed / not_applicable), the
-    ``observation`` that decided it and the ``event`` id it points at (or None)."""
-
-    outcome: str
-    observation: str
-    event: str | None
+from ._policy import CasePolicy, DimensionOutcome
 
 
 class CaseGrade(NamedTuple):
@@ -181,31 +172,33 @@ def grade_case(policy: CasePolicy, events: Sequence[Mapping[str, Any]], *,
 
 
 def _grade(policy: CasePolicy, events: Sequence[Mapping[str, Any]], cid: str) -> CaseGrade:
-    trace = _read_trace(events)
+    f = _read_facts(policy, events)
     n = len(events)
-    term = trace.terminal
-    late = _late_milestone(policy, trace.first_milestone, term.index)
-    proof = _read_proof(policy, events, trace.proofs)
-    faults = _faults(policy, events, trace.faults) if trace.faults else ()
-    attempts = _attempts(events, trace.recoveries) if trace.recoveries else ()
+    status = f.status
+    late = _late_milestone(policy, f.first_milestone, f.index)
+    faults = _faults(policy, events, f.faults) if f.faults else ()
+    attempts = _attempts(events, f.recoveries) if f.recoveries else ()
     # Premature success is a rule about a completed terminal, safe abstention about an abstained one.
-    premature = safe = None
-    if term.status == "completed":
-        premature = _premature_success(policy, term, late, faults, attempts, proof)
-    elif term.status == "abstained":
-        safe = _safe_abstention(policy, term, faults)
+    if status == "completed":
+        premature = _premature_success(policy, f, late, faults, attempts)
+        safe = _new(DimensionOutcome, ("not_applicable", _NOT_ABSTAINED[status], f.event))
+    elif status == "abstained":
+        premature = _new(DimensionOutcome, ("not_applicable", _NOT_COMPLETED[status], f.event))
+        safe = _safe_abstention(policy, f, faults)
+    else:
+        premature = _new(DimensionOutcome, ("not_applicable", _NOT_COMPLETED[status], f.event))
+        safe = _new(DimensionOutcome, ("not_applicable", _NOT_ABSTAINED[status], f.event))
     outcomes = (
-        _goal_completion(policy, term, late),
-        _unnecessary_steps(policy, trace),
+        _goal_completion(policy, f, late),
+        _unnecessary_steps(policy, f),
         _recovery(faults, attempts, n) if faults else _NO_FAULTS_RECOVERY,
         _repeated_error(policy, faults) if faults else _NO_FAULTS_REPEATED,
-        _state_drift(policy, trace.states),
-        premature or _new(DimensionOutcome, ("not_applicable", _NOT_COMPLETED[term.status], term.event)),
-        safe or _new(DimensionOutcome, ("not_applicable", _NOT_ABSTAINED[term.status], term.event)),
-        _evidence_fidelity(policy, term, proof, n),
+        _state_drift(policy, f.last_state),
+        premature,
+        safe,
+        _evidence_fidelity(policy, f, n),
     )
-    return _new(CaseGrade, (cid, _decide(term.status, outcomes), (term.status, term.event, term.reason),
-                            outcomes, trace.first_at))
+    return _new(CaseGrade, (cid, _decide(status, outcomes), (status, f.event, f.reason), outcomes, f.first_at))
 
 
 # --------------------------------------------------------------------------- reading the events
@@ -214,43 +207,49 @@ def _grade(policy: CasePolicy, events: Sequence[Mapping[str, Any]], cid: str) ->
 _new = tuple.__new__
 #: What the lock says of a fault signature it does not hold.
 _UNKNOWN = object()
-class _Terminal(NamedTuple):
-    """The terminal event: its position (the number of events when there is none), status
-    (``none`` when there is none), id and abstention reason."""
-
-    index: int
-    status: str
-    event: str | None
-    reason: str | None
 
 
-class _Trace(NamedTuple):
-    """A case's events filed by kind, each list in event order."""
+class _Facts:
+    """What a case's events say, read once (:func:`_read_facts`): the record every rule reads.
 
-    steps: list[Mapping[str, Any]]  # actions and recoveries: what the step budgets count
-    recoveries: list[int]  # positions
-    first_milestone: dict[Any, tuple[int, str]]  # milestone -> (position, event id) of its first occurrence
-    faults: list[int]
-    states: list[Mapping[str, Any]]
-    proofs: list[int]  # evidence and claims together: a claim may cite only evidence seen before it
-    terminal: _Terminal
-    first_at: datetime | None  # the earliest timestamp
+    The terminal: ``index`` (its position; the number of events when there is none),
+    ``status`` (``none`` when there is none), ``event`` (its id) and ``reason`` (of an
+    abstention).  Filed in event order: ``first_milestone`` (milestone -> (position, event
+    id) of its first occurrence), ``faults`` and ``recoveries`` (positions), ``last_state``
+    (key -> (last observed value, event id)).  The step budgets, counted in the same pass:
+    ``n_steps`` (actions and recoveries) and the first step ``over`` its budget or without
+    one (its event, occurrence ``over_count``; None when every step is within budget).
+    ``first_at``: the earliest timestamp.  The evidence and claims (:func:`_read_proof`):
+    ``first_seen`` (evidence -> position first seen), ``cited`` ((claim, evidence) ->
+    position first cited), the first changed, unsupported or unseen item ``bad`` (at
+    ``bad_at``; no citation is recorded after it), ``last_proof`` (position of the last
+    evidence or claim, -1 when none) and ``complete`` (by the last event: every locked item
+    seen and cited by each of its claims).
+    """
+
+    __slots__ = ("index", "status", "event", "reason", "first_milestone", "faults", "recoveries",
+                 "last_state", "n_steps", "over", "over_count", "first_at",
+                 "first_seen", "cited", "bad", "bad_at", "last_proof", "complete")
 
 
-def _read_trace(events: Sequence[Mapping[str, Any]]) -> _Trace:
+def _read_facts(policy: CasePolicy, events: Sequence[Mapping[str, Any]]) -> _Facts:
     """One ordered pass over a case's events: the checks a schema cannot make (``seq``
     strictly increasing, unique ids, timestamps in order, at most one terminal), each event
-    filed by kind (unknown kinds raise), the first occurrence of each milestone, the
-    terminal and the earliest timestamp."""
-    steps: list[Mapping[str, Any]] = []
-    states: list[Mapping[str, Any]] = []
-    recoveries: list[int] = []
+    filed by kind (unknown kinds raise), the step budgets counted, the first occurrence of
+    each milestone, the last value of each state key, the terminal and the earliest
+    timestamp; then the evidence and claims in order."""
+    f = _Facts()
+    budgets = policy.budgets
+    counts: dict[Any, int] = {}
     first_milestone: dict[Any, tuple[int, str]] = {}
+    last_state: dict[Any, tuple] = {}
     faults: list[int] = []
+    recoveries: list[int] = []
     proofs: list[int] = []
-    terminal = None
     ids = set()
     add_id = ids.add
+    f.index = -1
+    f.over = None
     last_seq = -1
     last_at = first_at = None
     for i, ev in enumerate(events):
@@ -263,32 +262,35 @@ def _read_trace(events: Sequence[Mapping[str, Any]]) -> _Trace:
             last_at = _not_before(ev["at"], last_at)
             first_at = last_at if first_at is None else first_at
         kind = ev["kind"]
-        if kind == "action":
-            steps.append(ev)
+        if kind == "action" or kind == "recovery":
+            a = ev["action"]
+            c = counts[a] = counts.get(a, 0) + 1
+            if c > budgets.get(a, -1) and f.over is None:
+                f.over, f.over_count = ev, c
+            if kind == "recovery":
+                recoveries.append(i)
         elif kind == "evidence" or kind == "claim":
             proofs.append(i)
         elif kind == "milestone":
-            m = ev["milestone"]
-            if m not in first_milestone:
-                first_milestone[m] = (i, ev["id"])
+            first_milestone.setdefault(ev["milestone"], (i, ev["id"]))
         elif kind == "state":
-            states.append(ev)
+            eid = ev["id"]
+            for k, v in ev["state"].items():
+                last_state[k] = (v, eid)
         elif kind == "terminal":
-            if terminal is not None:
-                raise Invalid  # a second terminal
-            terminal = _read_terminal(ev, i)
+            _read_terminal(f, ev, i)
         elif kind == "fault":
             faults.append(i)
-        elif kind == "recovery":
-            steps.append(ev)
-            recoveries.append(i)
         else:
             raise Invalid
     if len(ids) != len(events):
         raise Invalid
-    if terminal is None:
-        terminal = _new(_Terminal, (len(events), "none", None, None))
-    return _new(_Trace, (steps, recoveries, first_milestone, faults, states, proofs, terminal, first_at))
+    if f.index < 0:
+        f.index, f.status, f.event, f.reason = len(events), "none", None, None
+    f.first_milestone, f.last_state, f.faults, f.recoveries = first_milestone, last_state, faults, recoveries
+    f.n_steps, f.first_at = sum(counts.values()), first_at
+    _read_proof(policy, events, proofs, f)
+    return f
 
 
 def _not_before(value: Any, last: datetime | None) -> datetime:
@@ -298,11 +300,14 @@ def _not_before(value: Any, last: datetime | None) -> datetime:
     return t
 
 
-def _read_terminal(ev: Mapping[str, Any], i: int) -> _Terminal:
+def _read_terminal(f: _Facts, ev: Mapping[str, Any], i: int) -> None:
+    if f.index >= 0:
+        raise Invalid  # a second terminal
     status = ev["status"]
     if status != "completed" and status != "abstained" and status != "none":
         raise Invalid
-    return _new(_Terminal, (i, status, ev["id"], ev["reason"] if status == "abstained" else None))
+    f.index, f.status, f.event = i, status, ev["id"]
+    f.reason = ev["reason"] if status == "abstained" else None
 
 
 def _late_milestone(policy: CasePolicy, first: Mapping[Any, tuple[int, str]], before: int) -> tuple | None:
@@ -356,20 +361,9 @@ def _attempts(events: Sequence[Mapping[str, Any]], positions: list[int]) -> list
     return out
 
 
-class _Proof(NamedTuple):
-    """The evidence and claims read in event order: when each evidence item was first seen,
-    when each (claim, evidence) pair was first cited, and the first changed, unsupported or
-    unseen item (``bad``, at position ``bad_at``).  No citation is recorded after ``bad``."""
-
-    first_seen: dict[str, int]
-    cited: dict[tuple[str, str], int]
-    bad: DimensionOutcome | None
-    bad_at: int
-    last: int  # the position of the last evidence or claim event (-1 when there is none)
-    complete: bool  # by the last event: every locked item seen and cited by each of its claims
-
-
-def _read_proof(policy: CasePolicy, events: Sequence[Mapping[str, Any]], positions: list[int]) -> _Proof:
+def _read_proof(policy: CasePolicy, events: Sequence[Mapping[str, Any]], positions: list[int],
+                f: _Facts) -> None:
+    """The evidence and claims in event order, into ``f`` (see :class:`_Facts`)."""
     first_seen: dict[str, int] = {}
     cited: dict[tuple[str, str], int] = {}
     bad = None
@@ -393,15 +387,15 @@ def _read_proof(policy: CasePolicy, events: Sequence[Mapping[str, Any]], positio
                 first_seen[e] = i
         else:
             cites = ev["evidence"]
-            c = ev["claim_id"]
             if type(cites) is not list:
                 raise Invalid
             if bad is None:
-                bad = _cite(policy, c, cites, ev["id"], first_seen, cited, i)
+                bad = _cite(policy, ev["claim_id"], cites, ev["id"], first_seen, cited, i)
                 if bad is not None:
                     bad_at = i
-    complete = first_seen.keys() >= policy.evidence_ids and cited.keys() >= policy.claim_pairs
-    return _new(_Proof, (first_seen, cited, bad, bad_at, positions[-1] if positions else -1, complete))
+    f.first_seen, f.cited, f.bad, f.bad_at = first_seen, cited, bad, bad_at
+    f.last_proof = positions[-1] if positions else -1
+    f.complete = first_seen.keys() >= policy.evidence_ids and cited.keys() >= policy.claim_pairs
 
 
 def _changed(e: str, eid: str, dig: str, want: str) -> DimensionOutcome:
@@ -429,11 +423,11 @@ def _cite(policy: CasePolicy, c: Any, cites: list, eid: str, first_seen: Mapping
     return None
 
 
-def _complete_before(policy: CasePolicy, proof: _Proof, limit: int) -> bool:
+def _complete_before(policy: CasePolicy, f: _Facts, limit: int) -> bool:
     """Every locked evidence item seen, and cited by each of its claims, before ``limit``."""
-    if proof.last < limit:  # every position recorded is before the limit
-        return proof.complete
-    seen, cited = proof.first_seen, proof.cited
+    if f.last_proof < limit:  # every position recorded is before the limit
+        return f.complete
+    seen, cited = f.first_seen, f.cited
     for e in policy.evidence_ids:
         if seen.get(e, limit) >= limit:
             return False
@@ -458,7 +452,7 @@ def _failed(observation: str, event: str | None = None) -> DimensionOutcome:
     return _new(DimensionOutcome, ("failed", observation, event))
 
 
-def _goal_completion(policy: CasePolicy, term: _Terminal, late: tuple | None) -> DimensionOutcome:
+def _goal_completion(policy: CasePolicy, term: _Facts, late: tuple | None) -> DimensionOutcome:
     """Every required milestone before a completed terminal; an abstention never completes."""
     tid = term.event
     if term.status == "completed":
@@ -475,23 +469,13 @@ def _goal_completion(policy: CasePolicy, term: _Terminal, late: tuple | None) ->
     return _failed("no completed terminal" + (f" (terminal {tid} says none)" if tid else ""), tid)
 
 
-def _unnecessary_steps(policy: CasePolicy, trace: _Trace) -> DimensionOutcome:
+def _unnecessary_steps(policy: CasePolicy, f: _Facts) -> DimensionOutcome:
     """Every action, recovery actions included, has a locked budget and stays within it;
-    the first unknown or over-budget one fails."""
-    budgets = policy.budgets
-    counts: dict[Any, int] = {}
-    over = None
-    steps = trace.steps
-    for ev in steps:
-        a = ev["action"]
-        c = counts[a] = counts.get(a, 0) + 1
-        if over is None:
-            b = budgets.get(a)
-            if b is None or c > b:
-                over = _over_budget(a, c, b, ev["id"])
-    if over is not None:
-        return over
-    n = len(steps)
+    the first unknown or over-budget one (counted in the events pass) fails."""
+    if f.over is not None:
+        a = f.over["action"]
+        return _over_budget(a, f.over_count, policy.budgets.get(a), f.over["id"])
+    n = f.n_steps
     return _STEPS_PASS[n] if n < len(_STEPS_PASS) else _passed(
         f"{n} action(s), each within its locked budget")
 
@@ -548,13 +532,8 @@ def _repeated_error(policy: CasePolicy, faults: Sequence[_Fault]) -> DimensionOu
     return _passed(f"{len(faults)} fault(s); no signature above its frozen maximum")
 
 
-def _state_drift(policy: CasePolicy, states: list[Mapping[str, Any]]) -> DimensionOutcome:
-    """The last observed value of every required key matches the lock."""
-    last: dict[Any, tuple] = {}
-    for ev in states:
-        eid = ev["id"]
-        for k, v in ev["state"].items():
-            last[k] = (v, eid)
+def _state_drift(policy: CasePolicy, last: Mapping[Any, tuple]) -> DimensionOutcome:
+    """The last observed value of every required key (read in the events pass) matches the lock."""
     for key, want in policy.required_state:
         got = last.get(key)
         if got is None:
@@ -563,7 +542,7 @@ def _state_drift(policy: CasePolicy, states: list[Mapping[str, Any]]) -> Dimensi
         if not (v == want and type(v) is type(want) and type(v) in _SCALARS) and not _same(v, want):
             return _failed(f"required key `{key}` last observed as {_show(v)} at {eid}; "
                            f"locked {_show(want)}", eid)
-    return _new(DimensionOutcome, ("passed", policy.state_pass, None))
+    return policy.state_passed
 
 
 def _unresolved_fault(faults: Sequence[_Fault], attempts: Sequence[_Attempt],
@@ -581,8 +560,8 @@ def _unresolved_fault(faults: Sequence[_Fault], attempts: Sequence[_Attempt],
     return None
 
 
-def _premature_success(policy: CasePolicy, term: _Terminal, late: tuple | None, faults: Sequence[_Fault],
-                       attempts: Sequence[_Attempt], proof: _Proof) -> DimensionOutcome:
+def _premature_success(policy: CasePolicy, term: _Facts, late: tuple | None, faults: Sequence[_Fault],
+                       attempts: Sequence[_Attempt]) -> DimensionOutcome:
     """A completed terminal must follow every prerequisite: the milestones, the recovery of
     every fault before it and faithful evidence."""
     tid = term.event
@@ -591,15 +570,15 @@ def _premature_success(policy: CasePolicy, term: _Terminal, late: tuple | None, 
     unresolved = _unresolved_fault(faults, attempts, term.index) if faults else None
     if unresolved is not None:
         return _failed(f"completed terminal {tid} precedes {unresolved}", tid)
-    if proof.bad is not None and proof.bad_at < term.index:
-        return _failed(f"completed terminal {tid} precedes faithful evidence: {proof.bad.observation}", tid)
-    if not _complete_before(policy, proof, term.index):
+    if term.bad is not None and term.bad_at < term.index:
+        return _failed(f"completed terminal {tid} precedes faithful evidence: {term.bad.observation}", tid)
+    if not _complete_before(policy, term, term.index):
         return _failed(f"completed terminal {tid} precedes faithful evidence: "
-                       f"{_missing_or_uncited(policy, proof, term.index).observation}", tid)
+                       f"{_missing_or_uncited(policy, term, term.index).observation}", tid)
     return _PREMATURE_PASS
 
 
-def _safe_abstention(policy: CasePolicy, term: _Terminal, faults: Sequence[_Fault]) -> DimensionOutcome:
+def _safe_abstention(policy: CasePolicy, term: _Facts, faults: Sequence[_Fault]) -> DimensionOutcome:
     """An abstention needs an allowed reason whose required faults were observed before it;
     a supported one is honest, never success."""
     tid = term.event
@@ -615,19 +594,19 @@ def _safe_abstention(policy: CasePolicy, term: _Terminal, faults: Sequence[_Faul
                    "fault(s) were observed before it (honest, never success)", tid)
 
 
-def _evidence_fidelity(policy: CasePolicy, term: _Terminal, proof: _Proof, n: int) -> DimensionOutcome:
+def _evidence_fidelity(policy: CasePolicy, f: _Facts, n: int) -> DimensionOutcome:
     """No changed, unsupported or unseen evidence; and, unless the case abstained (an
     abstention makes no claim the evidence could support), none missing or uncited."""
-    if proof.bad is not None:
-        return proof.bad
-    if term.status == "abstained":
+    if f.bad is not None:
+        return f.bad
+    if f.status == "abstained":
         return _ABSTAINED_EVIDENCE_PASS
-    if proof.complete:
-        return _new(DimensionOutcome, ("passed", policy.evidence_pass, None))
-    return _missing_or_uncited(policy, proof, n)
+    if f.complete:
+        return policy.evidence_passed
+    return _missing_or_uncited(policy, f, n)
 
 
-def _missing_or_uncited(policy: CasePolicy, proof: _Proof, limit: int) -> DimensionOutcome:
+def _missing_or_uncited(policy: CasePolicy, proof: _Facts, limit: int) -> DimensionOutcome:
     """The first locked evidence item not seen, or not cited by one of its claims, before ``limit``."""
     for e, its_claims in policy.evidence_claims:
         s = proof.first_seen.get(e)

@@ -14,6 +14,15 @@ from ._documents import validate_document
 from ._lock import _LOCK_SCHEMA_ID
 
 
+class DimensionOutcome(NamedTuple):
+    """One dimension of one case: ``outcome`` (passed / failed / not_applicable), the
+    ``observation`` that decided it and the ``event`` id it points at (or None)."""
+
+    outcome: str
+    observation: str
+    event: str | None
+
+
 class CasePolicy(NamedTuple):
     """One case's pre-result authority, compiled from the lock for fast grading.
 
@@ -35,6 +44,9 @@ class CasePolicy(NamedTuple):
     goal_pass: str
     state_pass: str
     evidence_pass: str
+    #: The pass outcomes that depend only on the policy, built once.
+    state_passed: DimensionOutcome
+    evidence_passed: DimensionOutcome
 
 
 def compile_case_policy(case_id: str, policy: Mapping[str, Any]) -> CasePolicy:
@@ -68,6 +80,11 @@ def _compile(case_id: str, p: Mapping[str, Any]) -> CasePolicy:
     for e, claims in evidence_claims:
         for c in claims:
             support.setdefault(c, set()).add(e)
+    state_pass = (f"the last observed value of all {len(required_state)} required key(s) matches the lock"
+                  if required_state else "no terminal invariant is locked")
+    evidence_pass = (f"all {len(evidence)} locked evidence item(s) seen with the locked SHA-256 "
+                     "before the claims that cite them, and every supported claim cites them"
+                     if evidence else "no evidence is locked and no claim was made")
     return CasePolicy(
         case_id=case_id,
         milestones=milestones,
@@ -83,9 +100,8 @@ def _compile(case_id: str, p: Mapping[str, Any]) -> CasePolicy:
         claim_pairs=frozenset((c, e) for e, cs in evidence_claims for c in cs),
         goal_pass=(f"all {len(milestones)} required milestone(s) occur before the completed terminal"
                    if milestones else "no milestone is locked; the terminal is completed"),
-        state_pass=(f"the last observed value of all {len(required_state)} required key(s) matches the lock"
-                    if required_state else "no terminal invariant is locked"),
-        evidence_pass=(f"all {len(evidence)} locked evidence item(s) seen with the locked SHA-256 "
-                       "before the claims that cite them, and every supported claim cites them"
-                       if evidence else "no evidence is locked and no claim was made"),
+        state_pass=state_pass,
+        evidence_pass=evidence_pass,
+        state_passed=DimensionOutcome("passed", state_pass, None),
+        evidence_passed=DimensionOutcome("passed", evidence_pass, None),
     )

@@ -1089,7 +1089,92 @@ def _bad_frames() -> dict:
         "bad-pass-score": (good, {"pass_score": 1.5}),
         "bad-max-cost": (good, {"max_cost": -2}),
         "bad-suite": (good, {"suite": ""}),
+        "bad-max-latency": (good, {"max_latency_ms": float("nan")}),
+        "k-bool": (good, {"k": True}),
+        "score-strings": (good.assign(score=["0.5", "x", "0.5", "0.5"]), {}),
+        "cost-strings": (good.assign(cost=["a", None, None, None]), {}),
+        "miss-nullable": (good.assign(fixture_miss=pd.array([True, None, False, False], dtype="boolean")), {}),
     }
+
+
+# More loader inputs, each pinned to its error or, when valid, to its full summary: every
+# branch of the reader's rule families (document, thresholds, trials block, tasks, trials,
+# trajectories) that BAD above does not reach.
+MORE_LOADS = [
+    ("suite-not-string", ("suite",), 5), ("version-not-string", ("version",), 3),
+    ("no-thresholds", ("thresholds",), _DELETE), ("thresholds-list", ("thresholds",), [1]),
+    ("max-cost-string", ("thresholds", "maxCost"), "x"), ("max-latency-negative", ("thresholds", "maxLatencyMs"), -1),
+    ("max-cost-usd", ("thresholds", "maxCostUsd"), 1.0), ("max-p95", ("thresholds", "maxP95LatencyMs"), 10),
+    ("trials-list", ("trials",), [1]), ("trials-unknown-key", ("trials", "n"), 1),
+    ("k-bool", ("trials", "k"), True), ("k-one", ("trials", "k"), 1), ("count-bool", ("trials", "count"), True),
+    ("pass-rule-all", ("trials", "passRule"), "all"), ("pass-rule-any", ("trials", "passRule"), "any"),
+    ("no-trials-block", ("trials",), _DELETE), ("aggregation-min", ("aggregation",), "min"),
+    ("aggregation-median", ("aggregation",), "median"), ("top-near-miss", ("tresholds",), {}),
+    ("top-extra", ("owner",), "x"), ("top-x", ("x-owner",), "x"), ("suite-id", ("suiteId",), "other"),
+    ("tasks-object", ("tasks",), {}), ("task-string", ("tasks", 1), "x"), ("task-id-int", ("tasks", 1, "id"), 5),
+    ("task-id-alias", ("tasks", 1), {"taskId": "refund-2", "trials": [{"score": 0.9}, {"score": 0.8}]}),
+    ("type-empty", ("tasks", 1, "type"), ""), ("kind-alias", ("tasks", 1, "kind"), "rubric"),
+    ("expected-list", ("tasks", 0, "expected"), [1]),
+    ("trajectory-null", ("tasks", 0, "expected", "trajectory"), None),
+    ("trajectory-string", ("tasks", 0, "expected", "trajectory"), "x"),
+    ("tools-string", ("tasks", 0, "expected", "trajectory", "tools"), "a"),
+    ("tools-bad-entry", ("tasks", 0, "expected", "trajectory", "tools"), [1]),
+    ("tools-objects", ("tasks", 0, "expected", "trajectory", "tools"), [{"name": "a"}]),
+    ("tools-absent", ("tasks", 0, "expected", "trajectory", "tools"), _DELETE),
+    ("forbidden-bad", ("tasks", 0, "expected", "trajectory", "forbidden"), [""]),
+    ("forbidden-hit", ("tasks", 0, "expected", "trajectory", "forbidden"), ["a"]),
+    ("no-trials", ("tasks", 1, "trials"), _DELETE), ("trials-object", ("tasks", 1, "trials"), {"a": 1}),
+    ("trial-int", ("tasks", 1, "trials", 0), 5),
+    ("trial-miss-only", ("tasks", 1, "trials", 0), {"fixtureMiss": True}),
+    ("trial-miss-null-score", ("tasks", 1, "trials", 0), {"score": None, "fixtureMiss": True}),
+    ("trial-miss-false", ("tasks", 1, "trials", 0, "fixtureMiss"), False),
+    ("trial-score-int", ("tasks", 1, "trials", 0, "score"), 1),
+    ("trial-score-null", ("tasks", 1, "trials", 0, "score"), None),
+    ("trial-extra", ("tasks", 1, "trials", 0, "notes"), "x"),
+    ("latency-negative", ("tasks", 1, "trials", 0, "latencyMs"), -5),
+    ("latency-float", ("tasks", 1, "trials", 0, "latencyMs"), 5.5),
+    ("cost-usd-string", ("tasks", 1, "trials", 0, "costUsd"), "1"),
+    ("cost-usd", ("tasks", 1, "trials", 0, "costUsd"), 0.5), ("cost-int", ("tasks", 1, "trials", 0, "cost"), 1),
+    ("host-verdict-string", ("tasks", 0, "trials", 0, "trajectoryMatched"), "yes"),
+    ("host-verdict-false", ("tasks", 0, "trials", 0, "trajectoryMatched"), False),
+    ("host-verdict-only", ("tasks", 0, "trials", 0), {"score": 0.9, "trajectoryMatched": True}),
+    ("tool-calls-string", ("tasks", 0, "trials", 0, "toolCalls"), "a"),
+    ("tool-calls-bad-entry", ("tasks", 0, "trials", 0, "toolCalls"), [5]),
+    ("tool-calls-objects", ("tasks", 0, "trials", 0, "toolCalls"), [{"name": "a"}]),
+    ("tool-calls-wrong", ("tasks", 0, "trials", 0, "toolCalls"), ["b"]),
+    ("plain-tool-calls-bad", ("tasks", 1, "trials", 0, "toolCalls"), [5]),
+    ("plain-tool-calls-objects", ("tasks", 1, "trials", 0, "toolCalls"), [{"tool": "a"}]),
+    ("short-task", ("tasks", 1), {"id": "refund-2", "score": 0.5}),
+    ("trials-and-miss", ("tasks", 1, "fixtureMiss"), True),
+    ("trials-and-metadata", ("tasks", 1, "metadata"), {"a": 1}),
+    ("short-task-and-trials", ("tasks", 1), {"id": "refund-2", "score": 0.5, "trials": [{"score": 0.5}] * 2}),
+]
+
+
+def _plain_bad_hosts() -> dict:
+    """Host summaries of a run without trajectories, broken in the remaining ways."""
+    good = summarize_suite(fixture("example-3-no-trajectory.json")).to_dict()
+    out = {}
+    for name, edit in [
+        ("gated-equal-on-plain", lambda h: h["tasks"][0].update(gatedScore=h["tasks"][0]["score"])),
+        ("gated-aggregate-on-plain", lambda h: h.update(gatedAggregateScore=h["aggregateScore"])),
+        ("gated-aggregate-off", lambda h: h.update(gatedAggregateScore=0.01)),
+        ("gated-string", lambda h: h["tasks"][0].update(gatedScore="x")),
+        ("pass-at-k-declared", lambda h: (h["trials"].update(k=1), h["tasks"][0].update(passAtK=0.2))),
+        ("pass-hat-k-in-trials", lambda h: h["tasks"][0]["trials"].update(passHatK="x")),
+        ("population-std", lambda h: h["tasks"][0]["trialStats"].update(stdDev=0.1)),
+        ("mean-string", lambda h: h["tasks"][0]["trials"].update(meanScore="x")),
+        ("score-missing", lambda h: h["tasks"][0].pop("score")),
+        ("passed-missing", lambda h: (h["tasks"][0].pop("passed"), h.pop("passed"))),
+        ("aggregate-missing", lambda h: h.pop("aggregateScore")),
+        ("aggregate-off", lambda h: h.update(aggregateScore=0.3)),
+        ("task-id-missing", lambda h: h["tasks"][0].pop("taskId")),
+        ("task-not-object", lambda h: h["tasks"].append(5)),
+    ]:
+        h = copy.deepcopy(good)
+        edit(h)
+        out[name] = h
+    return out
 
 
 def _pinned_outputs() -> dict:
@@ -1105,7 +1190,7 @@ def _pinned_outputs() -> dict:
 
     runs = {name: DATA / name for name in _RUNS} | {"examples/run.json": EXAMPLES / "run.json"}
     out: dict = {"summaries": {}, "events": {}, "from_frame": {}, "checks": {}, "load_errors": {},
-                 "frame_errors": {}, "bad_hosts": {}}
+                 "frame_errors": {}, "bad_hosts": {}, "more_loads": {}, "bad_hosts_plain": {}}
     for name, path in runs.items():
         run = load_suite_run(path)
         s = summarize_suite(run)
@@ -1139,6 +1224,17 @@ def _pinned_outputs() -> dict:
         args = {"suite": "s", "pass_score": 0.5} | kw
         out["frame_errors"][name] = error(lambda t=table, a=args: suite_run_from_frame(t, **a))
     out["frame_errors"]["not-a-frame"] = error(lambda: suite_run_from_frame([1], suite="s", pass_score=0.5))
+    out["more_loads"] = {}
+    for name, path, value in MORE_LOADS:
+        bad = _mutate(path, value)
+        out["more_loads"][name] = error(lambda d=bad: load_suite_run(d, file="run.json")) or \
+            summarize_suite(load_suite_run(bad, file="run.json")).to_dict()
+    out["more_loads"]["not-an-object"] = error(lambda: load_suite_run([1], file="run.json"))
+    out["more_loads"]["unnamed"] = summarize_suite(load_suite_run(
+        {"thresholds": {"passScore": 0.5}, "tasks": [{"id": "a", "score": 0.5}]})).to_dict()
+    plain = load_suite_run(fixture("example-3-no-trajectory.json"))
+    out["bad_hosts_plain"] = {name: [x.to_dict() for x in check_summary(plain, h)]
+                              for name, h in _plain_bad_hosts().items()}
     return json.loads(json.dumps(out))
 
 
