@@ -82,7 +82,7 @@ def test_recorded_seed_reproduces_the_result(run):
         given = run(7)
         unseeded = run(None)
         again = run(_seed(unseeded))
-        other = run(_seed(unseeded) + 1)
+        other = run(8)  # fixed: a random pair of seeds can tie on a discrete percentile interval
         from_generator = run(np.random.default_rng(7))
         used = np.random.default_rng(7)
         used.random()
@@ -90,7 +90,7 @@ def test_recorded_seed_reproduces_the_result(run):
     assert _seed(given) == 7
     assert isinstance(_seed(unseeded), int) and not isinstance(_seed(unseeded), bool)
     np.testing.assert_array_equal(_drawn(again), _drawn(unseeded))
-    assert not np.array_equal(_drawn(other), _drawn(unseeded), equal_nan=True)
+    assert not np.array_equal(_drawn(other), _drawn(given), equal_nan=True)
     assert _seed(from_generator) == 7
     assert _seed(from_used_generator) == GENERATOR_SEED
     # a Generator's stream is used as it is: default_rng(7) draws what the int 7 draws
