@@ -281,12 +281,15 @@ def _num_col(col: pd.Series) -> tuple[np.ndarray, np.ndarray]:
         a = pc.utf8_trim_whitespace(a)
         a = pc.if_else(pc.equal(a, ""), pa.scalar(None, pa.string()), a)
         try:
-            v = pc.cast(a, pa.float64())
-            return v.to_numpy(zero_copy_only=False), np.zeros(n, bool)
+            v = pc.cast(a, pa.float64()).to_numpy(zero_copy_only=False)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             present = a.is_valid().to_numpy(zero_copy_only=False)
             v = pd.to_numeric(pd.Series(a.to_pandas()), errors="coerce").to_numpy(dtype=float)
             return v, present & np.isnan(v)
+        nan = np.isnan(v)  # absent, or the text "nan": not a number (as in the object path)
+        if nan.any():
+            return v, nan & a.is_valid().to_numpy(zero_copy_only=False)
+        return v, np.zeros(n, bool)
     vals = col.to_numpy(dtype=object)
     out = np.full(n, np.nan)
     wrong = np.zeros(n, bool)
