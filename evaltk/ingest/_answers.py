@@ -7,7 +7,7 @@ import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -281,12 +281,15 @@ def _num_col(col: pd.Series) -> tuple[np.ndarray, np.ndarray]:
         a = pc.utf8_trim_whitespace(a)
         a = pc.if_else(pc.equal(a, ""), pa.scalar(None, pa.string()), a)
         try:
-            v = pc.cast(a, pa.float64())
-            return v.to_numpy(zero_copy_only=False), np.zeros(n, bool)
+            v = pc.cast(a, pa.float64()).to_numpy(zero_copy_only=False)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
             present = a.is_valid().to_numpy(zero_copy_only=False)
             v = pd.to_numeric(pd.Series(a.to_pandas()), errors="coerce").to_numpy(dtype=float)
             return v, present & np.isnan(v)
+        nan = np.isnan(v)  # absent, or the text "nan": not a number (as in the object path)
+        if nan.any():
+            return v, nan & a.is_valid().to_numpy(zero_copy_only=False)
+        return v, np.zeros(n, bool)
     vals = col.to_numpy(dtype=object)
     out = np.full(n, np.nan)
     wrong = np.zeros(n, bool)
@@ -372,201 +375,327 @@ def _distinct_ids(values: Sequence[Any]) -> tuple[np.ndarray, list[str]]:
     return np.asarray([*ids, -1], np.int64), list(names)
 
 
-def _answer_checks(raw: pd.DataFrame) -> tuple[dict[str, Any], _Flags,
-                                               dict[str, tuple[np.ndarray, np.ndarray]]]:
-    """Column-wise validation.  Returns (normalised columns, flags, codes).
+class _Text(NamedTuple):
+    """A text column: its values (``str``, missing where absent), and the rows where it is
+    absent (null, NaN or empty) or not text."""
 
-    Checks run in a fixed order; a row's reason is the first check it fails.  ``codes``
-    holds ``(codes, uniques)`` of the ``measure``, ``rater`` and ``answer`` columns.
-    Only the flagged rows' values may differ from what they would be if kept: the
-    caller drops them.
-    """
+    values: pd.Series
+    missing: np.ndarray
+    wrong: np.ndarray
+
+
+class _Coded(NamedTuple):
+    """A text column as given, with ``uniques[codes[i]]`` row i's text (code -1: absent)."""
+
+    values: pd.Series
+    codes: np.ndarray
+    uniques: np.ndarray
+    missing: np.ndarray
+    wrong: np.ndarray
+
+
+def _raw_values(raw: pd.DataFrame, c: str) -> np.ndarray:
+    """Column ``c`` as given (object), for messages; all None when absent."""
+    return raw[c].to_numpy(dtype=object) if c in raw.columns else np.full(len(raw), None, object)
+
+
+def _text_column(raw: pd.DataFrame, c: str) -> _Text:
     n = len(raw)
-    fl = _Flags(n)
-    flag = fl.flag
+    if c in raw.columns:
+        return _Text(*_str_col(raw[c]))
+    return _Text(_empty_str(n), np.ones(n, bool), np.zeros(n, bool))
 
-    def raw_vals(c: str) -> np.ndarray:
-        return raw[c].to_numpy(dtype=object) if c in raw.columns else np.full(n, None, object)
 
+def _coded_column(raw: pd.DataFrame, c: str) -> _Coded:
+    n = len(raw)
+    if c in raw.columns:
+        return _Coded(*_str_codes(raw[c]))
+    return _Coded(_empty_str(n), np.full(n, -1, np.int64), np.zeros(0, object), np.ones(n, bool),
+                  np.zeros(n, bool))
+
+
+def _check_unparsed(raw: pd.DataFrame, fl: _Flags) -> None:
+    """A line that is not a record (not JSON, not an object, a ragged CSV row)."""
     if "__error__" in raw.columns:
         err = raw["__error__"].to_numpy(dtype=object)
-        flag(np.fromiter((isinstance(e, str) for e in err), bool, n), None,
-             lambda i: f"malformed: {err[i]}")
-    texts = {}
-    for c in ("trace_id", "rater_version"):
-        texts[c] = _str_col(raw[c]) if c in raw.columns else (_empty_str(n), np.ones(n, bool),
-                                                               np.zeros(n, bool))
-    coded = {}  # measure, rater and answer: (values, codes, uniques) of the text as given
-    for c in ("measure", "rater", "answer"):
-        if c in raw.columns:
-            vals_c, codes_c, uniq_c, miss_c, wrong_c = _str_codes(raw[c])
-        else:
-            vals_c, codes_c, uniq_c = _empty_str(n), np.full(n, -1, np.int64), np.zeros(0, object)
-            miss_c, wrong_c = np.ones(n, bool), np.zeros(n, bool)
-        coded[c] = (vals_c, codes_c, uniq_c)
-        texts[c] = (vals_c, miss_c, wrong_c)
-    for c in ("trace_id", "measure", "rater", "answer"):
-        _, miss, wrong = texts[c]
-        flag(miss, c, lambda i: "malformed: is required")
-        if wrong.any():
-            vals = raw_vals(c)
-            flag(wrong, c, lambda i, vals=vals: f"malformed: {_NOT_TEXT}" if isinstance(vals[i], str)
-                 else f"malformed: must be a string; got {_jtype(vals[i])} {_show(vals[i])}")
-    if texts["rater_version"][2].any():
-        rvv = raw_vals("rater_version")
-        flag(texts["rater_version"][2], "rater_version",
-             lambda i: f"malformed: must be a string or empty; got {_jtype(rvv[i])} {_show(rvv[i])}")
-    # measure names (per unique spelling; several spellings may name one measure)
-    meas_raw, m_codes, m_uniq = coded["measure"]
-    m_norm: list[Any] = []
-    for m in m_uniq:
+        fl.flag(np.fromiter((isinstance(e, str) for e in err), bool, fl.n), None,
+                lambda i: f"malformed: {err[i]}")
+
+
+def _check_text(raw: pd.DataFrame, cols: Mapping[str, _Text | _Coded], fl: _Flags) -> None:
+    """The required text fields present and text; ``rater_version`` text or empty."""
+    for c in _ANSWER_REQUIRED:
+        col = cols[c]
+        fl.flag(col.missing, c, lambda i: "malformed: is required")
+        if col.wrong.any():
+            vals = _raw_values(raw, c)
+            fl.flag(col.wrong, c, lambda i, vals=vals: f"malformed: {_NOT_TEXT}" if isinstance(vals[i], str)
+                    else f"malformed: must be a string; got {_jtype(vals[i])} {_show(vals[i])}")
+    version = cols["rater_version"]
+    if version.wrong.any():
+        rvv = _raw_values(raw, "rater_version")
+        fl.flag(version.wrong, "rater_version",
+                lambda i: f"malformed: must be a string or empty; got {_jtype(rvv[i])} {_show(rvv[i])}")
+
+
+class _Measures(NamedTuple):
+    """Measure names, resolved once per spelling (several spellings may name one measure).
+
+    Row i's spelling is ``spelled.uniques[spelled.codes[i]]``; its measure is
+    ``names[ids[spelled.codes[i]]]`` (``ids`` is -1 for an absent or unknown one, with a
+    trailing -1 so that code -1 maps to -1)."""
+
+    spelled: _Coded
+    canonical: list[Any]  # per spelling: the measure name, or None when unknown
+    ids: np.ndarray
+    names: list[str]
+    known: np.ndarray  # per row
+
+    def name(self, i: int) -> str:
+        return self.names[self.ids[self.spelled.codes[i]]]
+
+
+def _measures(spelled: _Coded) -> _Measures:
+    canonical: list[Any] = []
+    for m in spelled.uniques:
         k = str(m).strip().lower()
         k = MEASURE_ALIASES.get(k, k)
-        m_norm.append(k if (k in ANSWER_VOCABULARIES or k in FREE_TEXT_MEASURES or _G_MEASURE.match(k))
-                      else None)
-    m_ids, m_names = _distinct_ids(m_norm)  # row's measure: m_ids[m_codes] (-1: absent, unknown)
-    known = (m_ids >= 0)[m_codes]
+        canonical.append(k if (k in ANSWER_VOCABULARIES or k in FREE_TEXT_MEASURES or _G_MEASURE.match(k))
+                         else None)
+    ids, names = _distinct_ids(canonical)
+    return _Measures(spelled, canonical, ids, names, (ids >= 0)[spelled.codes])
 
-    def meas(i: int) -> str:
-        return m_names[m_ids[m_codes[i]]]
 
-    flag(~known & ~texts["measure"][1], "measure",
-         lambda i: f"unknown measure: {_show(_text_at(m_uniq, m_codes, i))} (known: "
-                   f"{', '.join(sorted({*ANSWER_VOCABULARIES, *FREE_TEXT_MEASURES}))}, or g_<name>)")
-    # answer words (per unique (measure, spelling) pair)
-    ans_raw, a_codes, a_uniq = coded["answer"]
-    width = len(a_uniq) + 1
-    n_pairs = (len(m_names) + 1) * width
+def _check_measure(meas: _Measures, fl: _Flags) -> None:
+    spelled = meas.spelled
+    fl.flag(~meas.known & ~spelled.missing, "measure",
+            lambda i: f"unknown measure: {_show(_text_at(spelled.uniques, spelled.codes, i))} (known: "
+                      f"{', '.join(sorted({*ANSWER_VOCABULARIES, *FREE_TEXT_MEASURES}))}, or g_<name>)")
 
-    def pairs(i: int, j: int) -> np.ndarray:
-        pb = m_ids[m_codes[i:j]]
+
+class _Pairs:
+    """The distinct (measure, answer spelling) pairs of the rows: an answer word is
+    resolved once per pair, then spread to the rows."""
+
+    def __init__(self, meas: _Measures, answer: _Coded) -> None:
+        n = len(answer.codes)
+        self.n = n
+        self.meas = meas
+        self.answer = answer
+        self.width = len(answer.uniques) + 1
+        self.size = (len(meas.names) + 1) * self.width
+        self.dense = self.size <= 4 * n + 4096
+        if self.dense:  # a dense table over the pair space, indexed by the pair
+            seen = np.zeros(self.size, bool)
+            for i, j in _blocks(n):
+                seen[self._keys(i, j)] = True
+            self.uniques = np.flatnonzero(seen)
+        else:  # sorted: per unique pair
+            self.uniques, self._inverse = np.unique(self._keys(0, n), return_inverse=True)
+
+    def _keys(self, i: int, j: int) -> np.ndarray:
+        pb = self.meas.ids[self.meas.spelled.codes[i:j]]
         pb += 1
-        pb *= width
-        pb += a_codes[i:j]
+        pb *= self.width
+        pb += self.answer.codes[i:j]
         pb += 1
         return pb
 
-    if n_pairs <= 4 * n + 4096:  # a dense table over the pair space, indexed by the pair
-        seen = np.zeros(n_pairs, bool)
-        for i, j in _blocks(n):
-            seen[pairs(i, j)] = True
-        p_uniq = np.flatnonzero(seen)
+    def spelling(self, p: int) -> tuple[str | None, Any]:
+        """(measure name, answer as spelled) of pair ``p``; None for an absent one."""
+        mi, ai = divmod(p, self.width)
+        return (self.meas.names[mi - 1] if mi else None), (self.answer.uniques[ai - 1] if ai else None)
 
-        def per_pair(values: list[Any], dtype: Any) -> np.ndarray:
-            """Row -> its pair's value (blockwise: no full-length pair array)."""
-            table = np.zeros(n_pairs, dtype)
-            table[p_uniq] = values
-            out = np.empty(n, dtype)
-            for i, j in _blocks(n):
-                out[i:j] = table[pairs(i, j)]
-            return out
-    else:  # sorted: per unique pair
-        p_uniq, p_inv = np.unique(pairs(0, n), return_inverse=True)
+    def per_row(self, values: list[Any], dtype: Any) -> np.ndarray:
+        """Row -> its pair's value (``values`` in the order of :attr:`uniques`)."""
+        if not self.dense:
+            return np.asarray(values, dtype)[self._inverse]
+        table = np.zeros(self.size, dtype)
+        table[self.uniques] = values
+        out = np.empty(self.n, dtype)
+        for i, j in _blocks(self.n):  # blockwise: no full-length pair array
+            out[i:j] = table[self._keys(i, j)]
+        return out
 
-        def per_pair(values: list[Any], dtype: Any) -> np.ndarray:
-            return np.asarray(values, dtype)[p_inv]
+
+def _resolve_words(pairs: _Pairs) -> list[Any]:
+    """Per pair: the canonical word, verbatim text (identifiers, free text), False for a
+    word the measure's vocabulary does not know, None when either side is absent."""
     resolved: list[Any] = []
-    for p in p_uniq.tolist():
-        mi, ai = divmod(p, width)
-        meas_name, word = (m_names[mi - 1] if mi else None), (a_uniq[ai - 1] if ai else None)
+    for p in pairs.uniques.tolist():
+        meas_name, word = pairs.spelling(p)
         if meas_name is None or word is None:
             resolved.append(None)
         elif meas_name in ANSWER_VOCABULARIES:
             w = normalize_answer(word)
             resolved.append(w if w in ANSWER_VOCABULARIES[meas_name] else False)
         else:
-            resolved.append(word)  # identifiers and free text: verbatim
-    unknown = per_pair([r is False for r in resolved], bool)
-    flag(unknown, "answer", lambda i: f"unknown answer word: {_show(_text_at(a_uniq, a_codes, i))} for "
-                                      f"{meas(i)} (allowed: {', '.join(ANSWER_VOCABULARIES[meas(i)])})")
-    # step
-    ints = _int_view(raw["step"]) if "step" in raw.columns else None
-    if ints is not None:  # integers (the usual case): no float round trip
-        step_i, has_step, step_as_given = ints
-        bad_int = has_step & (step_i < 0)
+            resolved.append(word)
+    return resolved
+
+
+def _check_answer_word(pairs: _Pairs, resolved: list[Any], fl: _Flags) -> None:
+    answer, meas = pairs.answer, pairs.meas
+    fl.flag(pairs.per_row([r is False for r in resolved], bool), "answer",
+            lambda i: f"unknown answer word: {_show(_text_at(answer.uniques, answer.codes, i))} for "
+                      f"{meas.name(i)} (allowed: {', '.join(ANSWER_VOCABULARIES[meas.name(i)])})")
+
+
+class _Step(NamedTuple):
+    """The ``step`` column read as integers (``ints``, the usual case: no float round
+    trip) or as numbers (``floats``); ``present`` where it is given.  ``as_given``: ``ints``
+    is the ``Int64`` column's own array."""
+
+    ints: np.ndarray | None
+    floats: np.ndarray | None
+    present: np.ndarray
+    as_given: bool
+
+
+def _read_step(raw: pd.DataFrame, fl: _Flags) -> _Step:
+    """The step column, with its checks: a non-negative integer or empty."""
+    n = fl.n
+    view = _int_view(raw["step"]) if "step" in raw.columns else None
+    if view is not None:
+        step_i, present, as_given = view
+        step = _Step(step_i, None, present, as_given)
+        bad_int = present & (step_i < 0)
     else:
         if "step" in raw.columns:
             step_f, step_wrong = _num_col(raw["step"])
         else:
             step_f, step_wrong = np.full(n, np.nan), np.zeros(n, bool)
-        step_vals = raw_vals("step") if step_wrong.any() else None
-        flag(step_wrong, "step", lambda i: f"malformed: must be a non-negative integer or empty; got "
-                                           f"{_jtype(step_vals[i])} {_show(step_vals[i])}")
-        has_step = ~np.isnan(step_f)
+        step_vals = _raw_values(raw, "step") if step_wrong.any() else None
+        fl.flag(step_wrong, "step", lambda i: f"malformed: must be a non-negative integer or empty; got "
+                                              f"{_jtype(step_vals[i])} {_show(step_vals[i])}")
+        present = ~np.isnan(step_f)
+        step = _Step(None, step_f, present, False)
         with np.errstate(invalid="ignore"):
-            bad_int = has_step & ((step_f < 0) | (step_f != np.floor(step_f)) | (step_f > 2**53)
-                                  | np.isinf(step_f))
+            bad_int = present & ((step_f < 0) | (step_f != np.floor(step_f)) | (step_f > 2**53)
+                                 | np.isinf(step_f))
     if bad_int.any():
-        step_vals = raw_vals("step")
-        flag(bad_int, "step", lambda i: f"malformed: must be a non-negative integer or empty; got "
-                                        f"{_show(step_vals[i])}")
-    per_step = np.asarray([m in PER_STEP_MEASURES for m in m_names] + [False], bool)[m_ids][m_codes]
-    flag(per_step & ~has_step, "step",
-         lambda i: f"malformed: is required for the per-step measure {meas(i)}")
-    if (known & ~per_step & has_step).any():
-        step_vals = raw_vals("step")
-        flag(known & ~per_step & has_step, "step",
-             lambda i: f"malformed: must be empty for the trace-level measure {meas(i)}; got "
-                       f"{_show(step_vals[i])}")
-    # numbers
+        shown = _raw_values(raw, "step")
+        fl.flag(bad_int, "step", lambda i: f"malformed: must be a non-negative integer or empty; got "
+                                           f"{_show(shown[i])}")
+    return step
+
+
+def _check_step_rule(raw: pd.DataFrame, step: _Step, meas: _Measures, fl: _Flags) -> None:
+    """A per-step measure needs a step; a trace-level one must not have one."""
+    per_step = np.asarray([m in PER_STEP_MEASURES for m in meas.names] + [False], bool)[meas.ids][meas.spelled.codes]
+    fl.flag(per_step & ~step.present, "step",
+            lambda i: f"malformed: is required for the per-step measure {meas.name(i)}")
+    trace_level = meas.known & ~per_step & step.present
+    if trace_level.any():
+        shown = _raw_values(raw, "step")
+        fl.flag(trace_level, "step",
+                lambda i: f"malformed: must be empty for the trace-level measure {meas.name(i)}; got "
+                          f"{_show(shown[i])}")
+
+
+#: The number columns and their upper bounds: confidence in [0, 1], cost and latency >= 0.
+_NUMBERS = (("confidence", 1.0), ("cost", math.inf), ("latency_ms", math.inf))
+
+
+def _read_numbers(raw: pd.DataFrame, fl: _Flags) -> dict[str, Any]:
+    """``confidence, cost, latency_ms``: numbers in range, or empty."""
     nums: dict[str, Any] = {}
     absent: pd.Series | None = None
-    for c, hi in (("confidence", 1.0), ("cost", math.inf), ("latency_ms", math.inf)):
+    for c, hi in _NUMBERS:
         if c not in raw.columns:  # absent: all NaN, nothing to check; the absent columns
             # share one array as pandas columns (copy on write: an edit copies)
-            absent = pd.Series(np.full(n, np.nan)) if absent is None else absent
+            absent = pd.Series(np.full(fl.n, np.nan)) if absent is None else absent
             nums[c] = absent
             continue
         v, wrong = _num_col(raw[c])
         rng = "a number in [0, 1]" if hi == 1.0 else "a finite number >= 0"
         if wrong.any():
-            vals = raw_vals(c)
-            flag(wrong, c, lambda i, vals=vals, rng=rng: f"malformed: must be {rng} or empty; got "
-                                                         f"{_jtype(vals[i])} {_show(vals[i])}")
+            vals = _raw_values(raw, c)
+            fl.flag(wrong, c, lambda i, vals=vals, rng=rng: f"malformed: must be {rng} or empty; got "
+                                                            f"{_jtype(vals[i])} {_show(vals[i])}")
         with np.errstate(invalid="ignore"):
             out_r = ~np.isnan(v) & ((v < 0.0) | (v > hi) | np.isinf(v))
-        flag(out_r, c, lambda i, v=v, rng=rng: f"malformed: must be {rng}; got {float(v[i])!r}")
+        fl.flag(out_r, c, lambda i, v=v, rng=rng: f"malformed: must be {rng}; got {float(v[i])!r}")
         nums[c] = v if v.flags.owndata else v.copy()  # the table owns its columns
+    return nums
+
+
+def _step_column(raw: pd.DataFrame, step: _Step, ok: np.ndarray) -> pd.Series:
+    """The ``Int64`` step column.  The rows not kept (not ``ok``) are dropped by the caller:
+    their step does not matter."""
+    if step.ints is None:
+        valid = step.present & ok
+        return pd.Series(pd.arrays.IntegerArray(np.where(valid, step.floats, 0).astype(np.int64), ~valid))
+    if step.as_given:  # an Int64 column: itself (shared, copy on write)
+        return raw["step"]
+    return pd.Series(pd.arrays.IntegerArray(step.ints, ~step.present))
+
+
+# measure and answer: the column as given when every spelling a kept row uses is already
+# the canonical one (no new column to build); else built from codes.  The rows not kept
+# are dropped by the caller, so what they hold does not matter.
+
+def _measure_column(meas: _Measures, ok: np.ndarray) -> tuple[pd.Series, tuple[np.ndarray, np.ndarray]]:
+    """(the canonical ``measure`` column, its (codes, uniques))."""
+    spelled = meas.spelled
+    if (_columns._arrow(spelled.values) is not None
+            and all(k is None or k == u for k, u in zip(meas.canonical, spelled.uniques, strict=True))):
+        return spelled.values, (spelled.codes, spelled.uniques)
+    codes = (np.where(ok, meas.ids[spelled.codes], -1), np.asarray(meas.names, dtype=object))
+    return _from_codes(*codes), codes
+
+
+def _answer_column(pairs: _Pairs, resolved: list[Any], ok: np.ndarray
+                   ) -> tuple[pd.Series, tuple[np.ndarray, np.ndarray]]:
+    """(the canonical ``answer`` column, its (codes, uniques))."""
+    answer = pairs.answer
+    words = [pairs.spelling(p)[1] for p in pairs.uniques.tolist()]
+    if (_columns._arrow(answer.values) is not None
+            and all(not isinstance(r, str) or r == w for r, w in zip(resolved, words, strict=True))):
+        return answer.values, (answer.codes, answer.uniques)
+    a_ids, a_names = _distinct_ids(resolved)
+    codes = (np.where(ok, pairs.per_row(list(a_ids[:-1]), np.int64), -1), np.asarray(a_names, dtype=object))
+    return _from_codes(*codes), codes
+
+
+def _answer_checks(raw: pd.DataFrame) -> tuple[dict[str, Any], _Flags,
+                                               dict[str, tuple[np.ndarray, np.ndarray]]]:
+    """Column-wise validation.  Returns (normalised columns, flags, codes).
+
+    Checks run in a fixed order (docs/traces.md, "Answer and label tables"); a row's reason is the
+    first check it fails.  ``codes`` holds ``(codes, uniques)`` of the ``measure``,
+    ``rater`` and ``answer`` columns.  Only the flagged rows' values may differ from
+    what they would be if kept: the caller drops them.
+    """
+    fl = _Flags(len(raw))
+    _check_unparsed(raw, fl)
+    text: dict[str, _Text | _Coded] = {c: _text_column(raw, c) for c in ("trace_id", "rater_version")}
+    text.update({c: _coded_column(raw, c) for c in ("measure", "rater", "answer")})
+    _check_text(raw, text, fl)
+    meas = _measures(text["measure"])
+    _check_measure(meas, fl)
+    pairs = _Pairs(meas, text["answer"])
+    resolved = _resolve_words(pairs)
+    _check_answer_word(pairs, resolved, fl)
+    step = _read_step(raw, fl)
+    _check_step_rule(raw, step, meas, fl)
+    nums = _read_numbers(raw, fl)
     ok = ~fl.done
-    if ints is None:
-        valid_step = has_step & ok
-        step_col = pd.Series(pd.arrays.IntegerArray(np.where(valid_step, step_f, 0).astype(np.int64),
-                                                    ~valid_step))
-    elif step_as_given:  # an Int64 column: itself (shared, copy on write); the rows not
-        step_col = raw["step"]  # kept are dropped by the caller: their step does not matter
-    else:
-        step_col = pd.Series(pd.arrays.IntegerArray(step_i, ~has_step))
-    # measure and answer: the column as given when every spelling a kept row uses is
-    # already the canonical one (no new column to build); else built from codes.  The
-    # rows not kept are dropped by the caller, so what they hold does not matter.
-    arrow_in = {c: _columns._arrow(coded[c][0]) is not None for c in coded}
-    if arrow_in["measure"] and all(k is None or k == u for k, u in zip(m_norm, m_uniq, strict=True)):
-        meas_col, codes_m = meas_raw, (m_codes, m_uniq)
-    else:
-        codes_m = (np.where(ok, m_ids[m_codes], -1), np.asarray(m_names, dtype=object))
-        meas_col = _from_codes(*codes_m)
-    words = [a_uniq[p % width - 1] if p % width else None for p in p_uniq.tolist()]
-    if arrow_in["answer"] and all(not isinstance(r, str) or r == w
-                                  for r, w in zip(resolved, words, strict=True)):
-        ans_col, codes_a = ans_raw, (a_codes, a_uniq)
-    else:
-        a_ids, a_names = _distinct_ids(resolved)
-        codes_a = (np.where(ok, per_pair(list(a_ids[:-1]), np.int64), -1),
-                   np.asarray(a_names, dtype=object))
-        ans_col = _from_codes(*codes_a)
-    codes = {"measure": codes_m, "rater": coded["rater"][1:], "answer": codes_a}
+    meas_col, codes_m = _measure_column(meas, ok)
+    ans_col, codes_a = _answer_column(pairs, resolved, ok)
+    rater = text["rater"]
     out = {
-        "trace_id": texts["trace_id"][0],
+        "trace_id": text["trace_id"].values,
         "measure": meas_col,
-        "step": step_col,
-        "rater": texts["rater"][0],
+        "step": _step_column(raw, step, ok),
+        "rater": rater.values,
         "answer": ans_col,
         "confidence": nums["confidence"],
         "cost": nums["cost"],
         "latency_ms": nums["latency_ms"],
-        "rater_version": texts["rater_version"][0],
+        "rater_version": text["rater_version"].values,
     }
-    return out, fl, codes
+    return out, fl, {"measure": codes_m, "rater": (rater.codes, rater.uniques), "answer": codes_a}
 
 
 def read_answers(source: Any, *, strict: bool = False, kind: str = "answer") -> AnswerRecords:

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from .._io import read_bytes
 from ..errors import SchemaViolation, UnreadableInput
 
 # --------------------------------------------------------------------------- helpers
@@ -90,14 +91,12 @@ def _read_parquet(data: bytes, name: str) -> pa.Table:
 
 
 def _read_bytes(path: Path) -> bytes:
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise UnreadableInput("file not found", file=str(path)) from None
-    except IsADirectoryError:
-        raise UnreadableInput("is a directory, not a file", file=str(path)) from None
-    except OSError as e:
-        raise UnreadableInput(f"cannot be read ({e.strerror or e})", file=str(path)) from None
+    """The file's bytes (:func:`evaltk._io.read_bytes`), refused when empty or UTF-16/32,
+    without a UTF-8 byte-order mark.  A missing file is ``file not found`` (the ingest
+    reader's message, as it has always been)."""
+    if not path.exists() and not path.is_symlink():
+        raise UnreadableInput("file not found", file=str(path))
+    data = read_bytes(path)
     if not data or data.isspace():
         raise UnreadableInput("the file is empty", file=str(path))
     if data[:2] in (b"\xff\xfe", b"\xfe\xff") or data[:4] in (b"\x00\x00\xfe\xff", b"\xff\xfe\x00\x00"):

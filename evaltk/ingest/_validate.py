@@ -52,116 +52,131 @@ class _CheckedTrace(NamedTuple):
     step_counts: Any = ()
 
 
-def _check_trace(obj: Any) -> _CheckedTrace:
-    """Validate one trace record; raises ``_Bad`` naming the field."""
-    if not isinstance(obj, Mapping):
-        raise _Bad(None, f"a trace record must be a JSON object; got {_jtype(obj)}")
-    tid = obj.get("trace_id")
-    if "trace_id" not in obj or _is_missing(tid):
-        raise _Bad("trace_id", "is required")
-    if not isinstance(tid, str):
-        raise _Bad("trace_id", f"must be a string; got {_jtype(tid)} {_show(tid)}")
-    if not tid:
-        raise _Bad("trace_id", "must not be empty")
-    if _bad_text(tid):
-        raise _Bad("trace_id", _NOT_TEXT)
+def _required_str(v: Any, field: str) -> str:
+    """A required, non-empty text field (``trace_id``, ``task``, a step's ``action``)."""
+    if _is_missing(v):
+        raise _Bad(field, "is required")
+    if not isinstance(v, str):
+        raise _Bad(field, f"must be a string; got {_jtype(v)} {_show(v)}")
+    if not v:
+        raise _Bad(field, "must not be empty")
+    if _bad_text(v):
+        raise _Bad(field, _NOT_TEXT)
+    return v
+
+
+def _check_status(obj: Mapping[str, Any], tid: str) -> str:
     status = obj.get("status")
     if _is_missing(status):
         raise _Bad("status", "is required (complete or in_progress)", tid)
     if not isinstance(status, str) or status not in TRACE_STATUSES:
         raise _Bad("status", f"must be one of {', '.join(TRACE_STATUSES)}; got {_jtype(status)} "
                    f"{_show(status)}", tid)
-    if status == "in_progress":
+    return status
+
+
+def _check_guide(guide: Any) -> Any:
+    """An object (null-valued keys dropped) or None."""
+    if _is_missing(guide):
+        return None
+    if not isinstance(guide, Mapping):
+        raise _Bad("guide", f"must be an object or null; got {_jtype(guide)}")
+    return _strip_none(guide)
+
+
+def _check_step_counts(sc: Any) -> list[tuple[str, int]]:
+    """``step_counts``: source -> a non-negative integer (a null count is absent)."""
+    counts: list[tuple[str, int]] = []
+    if _is_missing(sc):
+        return counts
+    if not isinstance(sc, Mapping):
+        raise _Bad("step_counts", f"must be an object of source -> count; got {_jtype(sc)}")
+    for k, c in sc.items():
+        if isinstance(k, str) and _bad_text(k):
+            raise _Bad(f"step_counts.{_safe(k)}", "the source name " + _NOT_TEXT)
+        if _is_missing(c):
+            continue
+        c0, c = c, _as_int(c)
+        if c is None:
+            raise _Bad(f"step_counts.{_safe(str(k))}", f"must be a non-negative integer; got {_jtype(c0)} {_show(c0)}")
+        if c < 0 or c > _INT64_MAX:
+            raise _Bad(f"step_counts.{_safe(str(k))}", f"must be a non-negative integer; got {c}")
+        counts.append((str(k), int(c)))
+    return counts
+
+
+def _step_list(obj: Mapping[str, Any]) -> list[Any] | tuple[Any, ...]:
+    """``steps``: required for a complete run, a list."""
+    steps = obj.get("steps")
+    if isinstance(steps, np.ndarray):  # a list cell of a DataFrame read from Parquet
+        steps = list(steps)
+    elif "steps" not in obj or _is_missing(steps):
+        raise _Bad("steps", "is required for a complete run (a list of step objects)")
+    if not isinstance(steps, list | tuple):
+        raise _Bad("steps", f"must be a list of step objects; got {_jtype(steps)}")
+    return steps
+
+
+def _step_index(s: Mapping[str, Any], j: int, positional: bool, seen: dict[int, int]) -> int:
+    """Step j's index: given, or its position when no step of the run gives one; unique."""
+    f = f"steps[{j}].index"
+    i = j if positional else s.get("index")
+    if _is_missing(i):
+        raise _Bad(f, "is required (give every step an index, or none: then the list order is the index)")
+    i = _as_int(i)
+    if i is None:
+        raise _Bad(f, f"must be a non-negative integer; got {_jtype(s.get('index'))} {_show(s.get('index'))}")
+    if i < 0 or i > _INT64_MAX:
+        raise _Bad(f, f"must be a non-negative integer; got {i}")
+    i = int(i)
+    if i in seen:
+        raise _Bad(f, f"duplicated step index {i} (also at steps[{seen[i]}])")
+    seen[i] = j
+    return i
+
+
+def _check_steps(steps: Sequence[Any]) -> _StepColumns:
+    """Every step an object with an index and an action; optional text and flags."""
+    cols = _StepColumns([], [], [], [], [], [])
+    seen: dict[int, int] = {}
+    # no step carries an index: the list order is the index (0, 1, 2, ...)
+    positional = all(isinstance(s, Mapping) and _is_missing(s.get("index")) for s in steps)
+    for j, s in enumerate(steps):
+        f = f"steps[{j}]"
+        if not isinstance(s, Mapping):
+            raise _Bad(f, f"a step must be an object; got {_jtype(s)}")
+        i = _step_index(s, j, positional, seen)
+        a = _required_str(s.get("action"), f + ".action")
+        cols.index.append(i)
+        cols.action.append(a)
+        cols.target.append(_check_opt_str(s.get("target"), f + ".target"))
+        cols.screen.append(_check_opt_str(s.get("screen"), f + ".screen"))
+        cols.consequential.append(_check_bool(s.get("consequential"), f + ".consequential"))
+        cols.needs_confirmation.append(_check_bool(s.get("needs_confirmation"), f + ".needs_confirmation"))
+    return cols
+
+
+def _check_trace(obj: Any) -> _CheckedTrace:
+    """Validate one trace record; raises ``_Bad`` naming the field (docs/traces.md, "The
+    trace file").  Checked in the order of the contract: the record is an object, its
+    ``trace_id`` and ``status``; an in-progress run stops there; then ``task``, the
+    optional ``domain``, ``agent``, ``guide``, ``step_counts``, and the steps."""
+    if not isinstance(obj, Mapping):
+        raise _Bad(None, f"a trace record must be a JSON object; got {_jtype(obj)}")
+    tid = _required_str(obj.get("trace_id"), "trace_id")
+    if _check_status(obj, tid) == "in_progress":
         return _CheckedTrace("in_progress", tid)
     try:
-        task = obj.get("task")
-        if _is_missing(task):
-            raise _Bad("task", "is required")
-        if not isinstance(task, str):
-            raise _Bad("task", f"must be a string; got {_jtype(task)} {_show(task)}")
-        if not task:
-            raise _Bad("task", "must not be empty")
-        if _bad_text(task):
-            raise _Bad("task", _NOT_TEXT)
+        task = _required_str(obj.get("task"), "task")
         domain = _check_opt_str(obj.get("domain"), "domain")
         agent = _check_opt_str(obj.get("agent"), "agent")
-        guide = obj.get("guide")
-        if _is_missing(guide):
-            guide = None
-        elif not isinstance(guide, Mapping):
-            raise _Bad("guide", f"must be an object or null; got {_jtype(guide)}")
-        else:
-            guide = _strip_none(guide)
-        sc = obj.get("step_counts")
-        counts: list[tuple[str, int]] = []
-        if not _is_missing(sc):
-            if not isinstance(sc, Mapping):
-                raise _Bad("step_counts", f"must be an object of source -> count; got {_jtype(sc)}")
-            for k, c in sc.items():
-                if isinstance(k, str) and _bad_text(k):
-                    raise _Bad(f"step_counts.{_safe(k)}", "the source name " + _NOT_TEXT)
-                if _is_missing(c):
-                    continue
-                c0, c = c, _as_int(c)
-                if c is None:
-                    raise _Bad(f"step_counts.{_safe(str(k))}", f"must be a non-negative integer; got {_jtype(c0)} {_show(c0)}")
-                if c < 0 or c > _INT64_MAX:
-                    raise _Bad(f"step_counts.{_safe(str(k))}", f"must be a non-negative integer; got {c}")
-                counts.append((str(k), int(c)))
-        steps = obj.get("steps")
-        if isinstance(steps, np.ndarray):  # a list cell of a DataFrame read from Parquet
-            steps = list(steps)
-        elif "steps" not in obj or _is_missing(steps):
-            raise _Bad("steps", "is required for a complete run (a list of step objects)")
-        if not isinstance(steps, list | tuple):
-            raise _Bad("steps", f"must be a list of step objects; got {_jtype(steps)}")
-        idx: list[int] = []
-        act: list[str] = []
-        tgt: list[str | None] = []
-        scr: list[str | None] = []
-        con: list[bool] = []
-        nc: list[bool] = []
-        seen: dict[int, int] = {}
-        # no step carries an index: the list order is the index (0, 1, 2, ...)
-        positional = all(isinstance(s, Mapping) and _is_missing(s.get("index")) for s in steps)
-        for j, s in enumerate(steps):
-            f = f"steps[{j}]"
-            if not isinstance(s, Mapping):
-                raise _Bad(f, f"a step must be an object; got {_jtype(s)}")
-            i = j if positional else s.get("index")
-            if _is_missing(i):
-                raise _Bad(f + ".index", "is required (give every step an index, or none: then the "
-                           "list order is the index)")
-            i = _as_int(i)
-            if i is None:
-                raise _Bad(f + ".index", f"must be a non-negative integer; got {_jtype(s.get('index'))} "
-                           f"{_show(s.get('index'))}")
-            if i < 0 or i > _INT64_MAX:
-                raise _Bad(f + ".index", f"must be a non-negative integer; got {i}")
-            i = int(i)
-            if i in seen:
-                raise _Bad(f + ".index", f"duplicated step index {i} (also at steps[{seen[i]}])")
-            seen[i] = j
-            a = s.get("action")
-            if _is_missing(a):
-                raise _Bad(f + ".action", "is required")
-            if not isinstance(a, str):
-                raise _Bad(f + ".action", f"must be a string; got {_jtype(a)} {_show(a)}")
-            if not a:
-                raise _Bad(f + ".action", "must not be empty")
-            if _bad_text(a):
-                raise _Bad(f + ".action", _NOT_TEXT)
-            idx.append(i)
-            act.append(a)
-            tgt.append(_check_opt_str(s.get("target"), f + ".target"))
-            scr.append(_check_opt_str(s.get("screen"), f + ".screen"))
-            con.append(_check_bool(s.get("consequential"), f + ".consequential"))
-            nc.append(_check_bool(s.get("needs_confirmation"), f + ".needs_confirmation"))
+        guide = _check_guide(obj.get("guide"))
+        counts = _check_step_counts(obj.get("step_counts"))
+        steps = _check_steps(_step_list(obj))
     except _Bad as b:
         b.trace_id = tid
         raise
-    return _CheckedTrace("complete", tid, task, domain, agent, guide, _StepColumns(idx, act, tgt, scr, con, nc),
-                         counts)
+    return _CheckedTrace("complete", tid, task, domain, agent, guide, steps, counts)
 
 
 # --------------------------------------------------------------------------- trace readers

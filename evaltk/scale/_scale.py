@@ -105,6 +105,11 @@ _TRACE_SUFFIXES = (".parquet", ".jsonl", ".ndjson", ".json")
 _ANSWER_SUFFIXES = (".parquet", ".jsonl", ".ndjson", ".json", ".csv")
 _RUN_OUT = ("trace_id", "task", "domain", "domain_source", "status", "n_steps", "agent", "steps_missing", "guide")
 _HIVE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
+#: The folder value of a missing hive key (Hive's convention): DuckDB
+#: (``hive_partitioning = true``) and Arrow datasets read it back as NULL, and so does
+#: evaltk, so a run without the key stays in the missing-key group
+#: (:data:`evaltk.stats.MISSING_KEY`) after a store round trip.
+_HIVE_MISSING = "__HIVE_DEFAULT_PARTITION__"
 _TIER_MARKER = "evaltk:tier-marker"
 
 
@@ -484,11 +489,7 @@ def _score_partition(part: Partition, *, out: str | None, by: Sequence[str], sha
     runs = _drop_marker(m.runs)
     if label_measures:
         runs = runs.astype({c: ing.runs[c].dtype for c in runs.columns if c in ing.runs.columns}, errors="ignore")
-    for k, v in part.hive:
-        if k not in runs.columns:
-            runs = runs.assign(**{k: v})
-        else:
-            runs[k] = runs[k].where(runs[k].notna(), v)
+    runs = _with_hive_keys(runs, part.hive)
     runs = runs[[c for c in dict.fromkeys((*_RUN_OUT, *(k for k, _ in part.hive))) if c in runs.columns]]
     if "guide" in runs.columns:
         runs = runs.assign(guide=runs["guide"].map(
@@ -799,6 +800,20 @@ def _combine_many(*items: DatasetSummary) -> DatasetSummary:
     return combine_all(items)
 
 
+def _with_hive_keys(runs: pd.DataFrame, hive: Sequence[tuple[str, str]]) -> pd.DataFrame:
+    """``key=value`` folder names as run columns where the records do not carry them;
+    ``__HIVE_DEFAULT_PARTITION__`` is a missing value (the run keeps its missing key)."""
+    for k, v in hive:
+        if v == _HIVE_MISSING:
+            if k not in runs.columns:
+                runs = runs.assign(**{k: pd.Series([None] * len(runs), index=runs.index, dtype=object)})
+        elif k not in runs.columns:
+            runs = runs.assign(**{k: v})
+        else:
+            runs[k] = runs[k].where(runs[k].notna(), v)
+    return runs
+
+
 # =========================================================================== summaries of a scored dataset
 
 
@@ -1062,12 +1077,15 @@ def write_store(traces: Sequence[Mapping[str, Any]], answers: pd.DataFrame | Non
     ``folder/traces/<partition_by>=<value>/part-0.<fmt>`` and the same paths under
     ``answers/`` and ``labels/``; answers of traces absent from ``traces`` go to a
     partition of their own (``<partition_by>=__orphan__``) so ingest records them.
+    A record without ``partition_by`` (absent or null) goes to
+    ``<partition_by>=__HIVE_DEFAULT_PARTITION__`` (``_HIVE_MISSING``), which every
+    engine reads back as a missing key.
     """
     if fmt not in ("parquet", "jsonl"):
         raise ValueError(f"`fmt` must be 'parquet' or 'jsonl'; got {fmt!r}.")
     root = Path(folder)
     recs = list(traces)
-    key_of = {str(r["trace_id"]): str(r.get(partition_by, "__none__")) for r in recs}
+    key_of = {str(r["trace_id"]): _hive_value(r.get(partition_by)) for r in recs}
     by_part: dict[str, list[Mapping[str, Any]]] = {}
     for r in recs:
         by_part.setdefault(key_of[str(r["trace_id"])], []).append(r)
@@ -1094,6 +1112,11 @@ def write_store(traces: Sequence[Mapping[str, Any]], answers: pd.DataFrame | Non
             else:
                 sub.to_json(p, orient="records", lines=True)
     return root
+
+
+def _hive_value(v: Any) -> str:
+    """A record's partition value as a folder name: ``__HIVE_DEFAULT_PARTITION__`` when it is absent or null."""
+    return _HIVE_MISSING if v is None or (isinstance(v, float) and math.isnan(v)) or v is pd.NA else str(v)
 
 
 def _json_default(x: Any) -> Any:

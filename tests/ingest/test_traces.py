@@ -1045,3 +1045,35 @@ def test_strict_parquet_with_a_bad_type_exits_65_and_never_aborts(tmp_path):
     res = subprocess.run([sys.executable, "-m", "evaltk", "ingest", str(p)], capture_output=True, text=True,
                          check=False)
     assert res.returncode == 1, res.stderr
+
+
+# --------------------------------------------------------------------------- answer paths agree
+
+_ANSWER_FIELDS = ("trace_id", "measure", "step", "rater", "answer", "confidence", "cost", "latency_ms",
+                  "rater_version")
+_answer_cell = st.one_of(st.sampled_from(["", " ", "yes", "No", "cannot tell", "lots", "x_task", "X_CTX",
+                                          "t_eff", "g_notes", "g_fidelity", "x_nope", "0", "2", "-1", "1.5",
+                                          "1e3", "0.5", "inf", "nan", "abc", "j1"]),
+                         st.text(alphabet="aXy_ 01.-", max_size=4))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_answer_checks_agree_on_the_arrow_and_the_object_columns(tmp_path, data):
+    """Random perturbations of valid answer rows, all cells text: the CSV file (Arrow string
+    columns, vectorised checks) and the same rows as dicts (object columns, checked value by
+    value) give the same ledger and the same table."""
+    recs = _sample_records(4, seed=data.draw(st.integers(0, 100)))
+    rows = [{c: "" if r[c] is None else str(r[c]) for c in _ANSWER_FIELDS}
+            for r in _sample_answers(recs, seed=1)[:24]]
+    for _ in range(data.draw(st.integers(0, 8))):
+        row = rows[data.draw(st.integers(0, len(rows) - 1))]
+        row[data.draw(st.sampled_from(_ANSWER_FIELDS))] = data.draw(_answer_cell)
+    f = tmp_path / "a.csv"
+    pd.DataFrame(rows, columns=list(_ANSWER_FIELDS)).to_csv(f, index=False)
+    fast, slow = read_answers(f), read_answers(rows)
+    assert fast.ledger["record"].tolist() == [n + 1 for n in slow.ledger["record"]]  # the header is line 1
+    for col in ("trace_id", "status", "reason", "field"):
+        pd.testing.assert_series_equal(fast.ledger[col], slow.ledger[col], check_dtype=False)
+    cols = ["trace_id", "measure", "step", "rater", "answer", "confidence", "cost", "latency_ms"]
+    pd.testing.assert_frame_equal(fast.table[cols], slow.table[cols], check_dtype=False)

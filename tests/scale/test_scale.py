@@ -414,6 +414,17 @@ def agentless(demo, tmp_path_factory):
     return recs, root
 
 
+def _summaries_by_engine(root, out, client, *, by):
+    """The store at ``root`` scored into ``out``, then summarised by each engine."""
+    out = score_dataset(root / "traces", root / "answers", root / "labels", out=out).out
+    con = duckdb.connect()
+    try:
+        return {"pandas": summarize_dataset(out, by=by), "duckdb": summarize_dataset(out, by=by, engine=con),
+                "dask": summarize_dataset(out, by=by, engine=client)}
+    finally:
+        con.close()
+
+
 def test_runs_with_a_missing_group_key_are_their_own_group_in_every_engine(agentless, demo, client, tmp_path):
     """No engine drops a run because its `by` key is missing (issue #13): one NA group, same numbers."""
     recs, root = agentless
@@ -426,18 +437,56 @@ def test_runs_with_a_missing_group_key_are_their_own_group_in_every_engine(agent
     na = mem[mem["agent"].isna()]
     assert len(na) == mem["measure"].nunique() and (na["n"] == n_missing).all()
     assert mem.groupby("measure").tail(1)["agent"].isna().all()  # the missing group sorts last
-    con = duckdb.connect()
-    try:
-        out = score_dataset(root / "traces", root / "answers", root / "labels", out=tmp_path / "o").out
-        got = {"pandas": summarize_dataset(out, by="agent"),
-               "duckdb": summarize_dataset(out, by="agent", engine=con),
-               "dask": summarize_dataset(out, by="agent", engine=client)}
-    finally:
-        con.close()
+    got = _summaries_by_engine(root, tmp_path / "o", client, by="agent")
     for name, s in got.items():
         assert s.n_runs == len(whole.runs), name
         assert_same_summary(s, whole, by="agent", tiers=("automatic",))
         assert (None,) in {k[2:] for k in s.scores.groups}, name
+
+
+def test_a_store_partitioned_by_a_missing_key_keeps_it_missing_in_every_engine(agentless, demo, client,
+                                                                              tmp_path):
+    """write_store by a key some runs lack: they go to Hive's default partition, which every engine
+    reads back as the missing key (not as a value "__none__" or "None"; issue #13)."""
+    recs, _ = agentless
+    root = tmp_path / "store"
+    write_store(recs, demo.answers, root, partition_by="agent", labels=demo.labels)
+    folders = sorted(p.name for p in (root / "traces").iterdir())
+    assert "agent=__HIVE_DEFAULT_PARTITION__" in folders
+    assert not any(f in ("agent=__none__", "agent=None") for f in folders)
+    # DuckDB's and Arrow's own hive readers read the folder as NULL too
+    got = duckdb.sql(f"SELECT count(*) FROM read_parquet('{root}/traces/*/*.parquet', hive_partitioning = true) "
+                     "WHERE agent IS NULL").fetchall()[0][0]
+    assert got == sum(r.get("agent") is None for r in recs)
+    import pyarrow.dataset as pads
+    hive = pads.dataset(root / "traces", partitioning="hive").to_table(columns=["agent"])
+    assert hive.column("agent").null_count == got
+    whole = score_traces(recs, demo.answers, demo.labels)
+    summaries = _summaries_by_engine(root, tmp_path / "o", client, by="agent")
+    mem = whole.summary(by="agent")
+    assert mem["agent"].isna().any()
+    for name, s in summaries.items():
+        assert s.n_runs == len(whole.runs), name
+        assert_same_summary(s, whole, by="agent", tiers=("automatic",))
+        keys = {k[2] for k in s.scores.groups}
+        assert None in keys and "__HIVE_DEFAULT_PARTITION__" not in keys, name
+
+
+def test_a_hive_key_the_records_lack_reads_the_default_partition_as_missing(demo, tmp_path):
+    """A key only in the folder names (``week=``): Hive's default partition is a missing week."""
+    from evaltk.stats import MISSING_KEY
+
+    weeks = ["2026-W40", "__HIVE_DEFAULT_PARTITION__"]
+    for i, r in enumerate(demo.traces[:60]):
+        p = tmp_path / "t" / f"week={weeks[i % 2]}" / "part-0.jsonl"
+        p.parent.mkdir(parents=True, exist_ok=True)
+        with open(p, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(r) + "\n")
+    res = score_dataset(tmp_path / "t", out=tmp_path / "o", by="week")
+    groups = {k[2:] for k in res.summary.scores.groups}
+    assert groups == {("2026-W40",), (MISSING_KEY,)}
+    runs = pd.read_parquet(tmp_path / "o" / "runs" / "week=__HIVE_DEFAULT_PARTITION__" / "part-0.parquet")
+    assert len(runs) and runs["week"].isna().all()
 
 
 def test_score_summary_and_summarize_frame_keep_missing_keys_once():
