@@ -35,6 +35,7 @@ __all__ = [
     "check_choice",
     "check_n_resamples",
     "check_columns",
+    "check_frame",
 ]
 
 
@@ -202,7 +203,24 @@ def check_n_resamples(n_resamples: Any) -> int:
     return int(n_resamples)
 
 
-def check_columns(frame: Any, columns: Iterable[str], *, name: str = "data") -> None:
+def check_frame(data: Any, name: str = "data") -> Any:
+    """``data`` when it is a pandas DataFrame; :class:`TypeError` naming ``name`` otherwise.
+
+    Examples
+    --------
+    >>> check_frame([1, 2], "scores")
+    Traceback (most recent call last):
+    ...
+    TypeError: `scores` must be a pandas DataFrame; got list.
+    """
+    import pandas as pd
+
+    if not isinstance(data, pd.DataFrame):
+        raise TypeError(f"`{name}` must be a pandas DataFrame; got {type(data).__name__}.")
+    return data
+
+
+def check_columns(frame: Any, columns: Iterable[str | None], *, name: str = "data") -> None:
     """Raise :class:`~evaltk.errors.InputError` naming the first of ``columns`` ``frame`` lacks.
 
     Examples
@@ -215,5 +233,5 @@ def check_columns(frame: Any, columns: Iterable[str], *, name: str = "data") -> 
     """
     have = list(frame.columns)
     for col in columns:
-        if col not in have:
+        if col is not None and col not in have:
             raise InputError(f"`{name}` must have a column `{col}`; got columns {have}.", field=col)

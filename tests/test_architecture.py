@@ -50,11 +50,23 @@ def _package_of(path: Path, module: str) -> list[str]:
     return module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
 
 
+def _is_type_checking_block(node: ast.AST) -> bool:
+    test = getattr(node, "test", None)
+    return isinstance(node, ast.If) and (
+        (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING")
+        or (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"))
+
+
 def _imports(path: Path) -> list[Import]:
     module = _module_name(path)
     package = _package_of(path, module)
     out: list[Import] = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    typing_only = {id(n) for block in ast.walk(tree) if _is_type_checking_block(block)
+                   for stmt in block.body for n in ast.walk(stmt)}
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue  # ``if TYPE_CHECKING:`` imports are annotations, never run
         if isinstance(node, ast.Import):
             for a in node.names:
                 if a.name.split(".")[0] == "evaltk":
@@ -254,3 +266,18 @@ def test_every_public_function_and_class_is_importable_from_the_top_level():
     assert not missing, "add to evaltk/__init__.py: " + ", ".join(missing)
     assert not different, "evaltk.NAME is another object than the subpackage's: " + ", ".join(different)
 
+
+def _module_graph() -> dict[str, set[str]]:
+    modules = {imp.module for imp in IMPORTS}
+    graph: dict[str, set[str]] = {}
+    for i in IMPORTS:
+        if i.target in modules and i.target != i.module and _layer(i.module) == _layer(i.target):
+            graph.setdefault(i.module, set()).add(i.target)
+    # a package's __init__ imports its private modules; those importing the package back
+    # (``from . import x``) would be a cycle through the __init__, which the walk records
+    return graph
+
+
+def test_the_modules_inside_a_subpackage_form_no_cycle():
+    cycle = _find_cycle(_module_graph())
+    assert cycle is None, "import cycle: " + " -> ".join(cycle or [])

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._validation import check_columns, check_frame
 from ..stats import summarize_frame
 from ..values import CAUSES
 from ._format import format_interval
@@ -19,20 +20,6 @@ from ._theme import _ACCENT, _BAND, _MUTED, _WARN, CAUSE_COLORS
 
 _MAX_CHART_ROWS = 500  # builders chart aggregates; more rows than this means "aggregate first"
 
-
-def _frame(data: Any, name: str) -> pd.DataFrame:
-    if not isinstance(data, pd.DataFrame):
-        raise TypeError(f"`{name}` must be a pandas DataFrame; got {type(data).__name__}.")
-    return data
-
-
-def _need(frame: pd.DataFrame, cols: Sequence[str | None], name: str) -> None:
-    missing = [c for c in cols if c is not None and c not in frame.columns]
-    if missing:
-        raise ValueError(
-            f"`{name}` lacks column(s) {', '.join(map(repr, missing))}; "
-            f"it has {', '.join(map(repr, frame.columns))}."
-        )
 
 
 def _small(frame: pd.DataFrame, name: str, unit: str) -> None:
@@ -90,8 +77,8 @@ def judge_frontier_chart(
     """
     import altair as alt
 
-    frame = _frame(frame, "frame")
-    _need(frame, [judge, accuracy, ci_low, ci_high, cost, latency, on_frontier, canary_rejected], "frame")
+    frame = check_frame(frame, "frame")
+    check_columns(frame, [judge, accuracy, ci_low, ci_high, cost, latency, on_frontier, canary_rejected], name="frame")
     _small(frame, "frame", "judge")
     df = _numeric(frame, [accuracy, ci_low, ci_high, cost, latency], "frame")
     if df[cost].isna().any():
@@ -157,8 +144,8 @@ def judge_accuracy_chart(
     """
     import altair as alt
 
-    frame = _frame(frame, "frame")
-    _need(frame, [judge, accuracy, ci_low, ci_high, coverage], "frame")
+    frame = check_frame(frame, "frame")
+    check_columns(frame, [judge, accuracy, ci_low, ci_high, coverage], name="frame")
     _small(frame, "frame", "judge")
     df = _numeric(frame, [accuracy, ci_low, ci_high, coverage], "frame").rename(
         columns={judge: "judge", accuracy: "accuracy", ci_low: "ci_low", ci_high: "ci_high"})
@@ -203,8 +190,8 @@ def bias_forest_chart(
     """
     import altair as alt
 
-    frame = _frame(frame, "frame")
-    _need(frame, [judge, dimension, bias, ci_low, ci_high, lean], "frame")
+    frame = check_frame(frame, "frame")
+    check_columns(frame, [judge, dimension, bias, ci_low, ci_high, lean], name="frame")
     _small(frame, "frame", "judge x dimension")
     df = _numeric(frame, [bias, ci_low, ci_high], "frame")
     if df[dimension].nunique() > 1:
@@ -262,8 +249,8 @@ def agreement_chart(
     """
     import altair as alt
 
-    frame = _frame(frame, "frame")
-    _need(frame, [judge, statistic, ci_low, ci_high], "frame")
+    frame = check_frame(frame, "frame")
+    check_columns(frame, [judge, statistic, ci_low, ci_high], name="frame")
     _small(frame, "frame", "judge")
     df = _numeric(frame, [statistic, ci_low, ci_high], "frame").rename(
         columns={judge: "judge", statistic: "statistic", ci_low: "ci_low", ci_high: "ci_high"})
@@ -344,8 +331,8 @@ def confusion_heatmap(
     """
     import altair as alt
 
-    frame = _frame(frame, "frame")
-    _need(frame, [truth, predicted, count, facet], "frame")
+    frame = check_frame(frame, "frame")
+    check_columns(frame, [truth, predicted, count, facet], name="frame")
     _small(frame, "frame", "cell")
     df = _numeric(frame, [count], "frame")
     keys = [facet] if facet else []
@@ -389,8 +376,8 @@ def abstention_chart(
     """
     import altair as alt
 
-    scores = _frame(scores, "scores")
-    _need(scores, [measure, value, cause], "scores")
+    scores = check_frame(scores, "scores")
+    check_columns(scores, [measure, value, cause], name="scores")
     if len(scores) == 0:
         raise ValueError("`scores` is empty: nothing to chart.")
     summary = summarize_frame(scores, by=measure, value=value, cause=cause)
@@ -433,8 +420,8 @@ def suite_gating_chart(
     """
     import altair as alt
 
-    tasks = _frame(tasks, "tasks")
-    _need(tasks, [task, score, gated], "tasks")
+    tasks = check_frame(tasks, "tasks")
+    check_columns(tasks, [task, score, gated], name="tasks")
     _small(tasks, "tasks", "task")
     df = _numeric(tasks, [score, gated], "tasks").rename(columns={task: "task"})
     long = pd.concat([
@@ -488,8 +475,8 @@ def trajectory_grid_chart(
     """
     import altair as alt
 
-    frame = _frame(frame, "frame")
-    _need(frame, [case, dimension, outcome, decision], "frame")
+    frame = check_frame(frame, "frame")
+    check_columns(frame, [case, dimension, outcome, decision], name="frame")
     _small(frame, "frame", "case x dimension")
     unknown = sorted(set(frame[outcome].astype(str)) - set(OUTCOME_COLORS))
     if unknown:
@@ -527,9 +514,9 @@ def calibration_chart(agreement: pd.DataFrame, ceilings: pd.DataFrame, *,
     """
     import altair as alt
 
-    _need(_frame(agreement, "agreement"), ["measure", "judge", "statistic", "ci_low", "ci_high"], "agreement")
-    _need(_frame(ceilings, "ceilings"), ["measure", "statistic", "ci_low", "ci_high", "n_pairable", "baseline"],
-          "ceilings")
+    check_columns(check_frame(agreement, "agreement"), ["measure", "judge", "statistic", "ci_low", "ci_high"], name="agreement")
+    check_columns(check_frame(ceilings, "ceilings"), ["measure", "statistic", "ci_low", "ci_high", "n_pairable", "baseline"],
+                  name="ceilings")
     charts = []
     for c in ceilings.itertuples(index=False):
         sub = agreement[(agreement["measure"] == c.measure) & agreement["statistic"].notna()]

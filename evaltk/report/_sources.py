@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._validation import check_columns, check_frame
 from ..errors import InputError, UnreadableInput
-from ._charts import _frame, _need
 
 
 @dataclass(frozen=True)
@@ -175,8 +175,8 @@ def judgebench_presented(judgments: pd.DataFrame) -> pd.DataFrame:
     >>> judgebench_presented(j)[["trial", "decision", "label_presented"]].values.tolist()
     [[0, 'A>B', 'A>B'], [1, 'A>B', 'B>A']]
     """
-    judgments = _frame(judgments, "judgments")
-    _need(judgments, ["judge_model", "pair_id", "trial", "label", "decision"], "judgments")
+    judgments = check_frame(judgments, "judgments")
+    check_columns(judgments, ["judge_model", "pair_id", "trial", "label", "decision"], name="judgments")
     bad = ~judgments["trial"].isin([0, 1])
     if bad.any():
         raise InputError(f"trial must be 0 or 1; got {judgments.loc[bad, 'trial'].iloc[0]!r}.", field="trial")

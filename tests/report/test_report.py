@@ -379,7 +379,7 @@ def test_judgebench_presented_flips_label_for_swapped_trial():
     assert out["decision"].tolist()[:3] == ["A>B", "B>A", "A=B"] and pd.isna(out["decision"].iloc[3])
     with pytest.raises(InputError, match="trial must be 0 or 1"):
         report.judgebench_presented(j.assign(trial=[0, 2, 0, 1]))
-    with pytest.raises(ValueError, match="lacks column"):
+    with pytest.raises(InputError, match="must have a column `label`"):
         report.judgebench_presented(j.drop(columns="label"))
 
 
