@@ -1,4 +1,4 @@
-"""Speed of evaltk.stats._agreement against the libraries people use today, measured in one run.
+"""Speed of evaltk.stats against the libraries people use today, measured in one run.
 
 Run:  .venv/bin/python benchmarks/agreement.py [--quick]
 
@@ -6,7 +6,7 @@ Each line prints the peer's time, evaltk's time and the ratio (peer / evaltk),
 both measured in this process on the same data, best of several repeats.
 
 1. Cohen's kappa, n = 10^6 label pairs: ``sklearn.metrics.cohen_kappa_score``
-   vs ``evaltk.stats._agreement.cohen_kappa`` (which also computes both SEs and an interval).
+   vs ``evaltk.stats.cohen_kappa`` (which also computes both SEs and an interval).
 2. 95% bootstrap interval of kappa, n = 10^4 paired labels, 2,000 resamples,
    percentile and BCa: ``scipy.stats.bootstrap`` called with scikit-learn's kappa
    (the way users call it; measured with fewer resamples and scaled linearly,
@@ -62,7 +62,7 @@ def main() -> None:
 
     from evaltk.stats import cohen_kappa, fleiss_kappa, krippendorff_alpha
 
-    print("evaltk.stats._agreement benchmark (ratio = peer time / evaltk time, same run, best of repeats)")
+    print("evaltk.stats benchmark (ratio = peer time / evaltk time, same run, best of repeats)")
 
     # 1. Cohen's kappa at n = 10^6 ----------------------------------------------------------
     n = 1_000_000

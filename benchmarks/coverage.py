@@ -1,13 +1,13 @@
 """Empirical coverage of nominal 95% intervals for Cohen's kappa (issue 3, section 6).
 
 Simulates two exchangeable raters with a known population kappa and a shared
-prevalence (:func:`evaltk.judges._calibration.population_table`), draws ``--reps``
+prevalence (:func:`evaltk.judges.population_table`), draws ``--reps``
 samples of n items for every n in (50, 200, 1000) and prevalence in (0.1, 0.5),
 and counts how often each interval method covers the true kappa:
 
 * ``analytic``: kappa +- z * SE of Fleiss, Cohen and Everitt (1969)
-  (``evaltk.stats._agreement.cohen_kappa(method="analytic")``);
-* ``percentile``, ``basic``, ``bca``: the item bootstrap of ``evaltk.stats._agreement``
+  (``evaltk.stats.cohen_kappa(method="analytic")``);
+* ``percentile``, ``basic``, ``bca``: the item bootstrap of ``evaltk.stats``
   (2,000 resamples drawn as count tables);
 * ``statsmodels``: the peer, ``statsmodels.stats.inter_rater.cohens_kappa``'s
   asymptotic interval, on the same samples.

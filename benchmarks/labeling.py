@@ -6,7 +6,7 @@ is at most the target, and the number of labels is recorded; the simulation repe
 different seeds and prints medians and the ratio, measured in the same run.
 
 * random: simple random sampling, Wilson interval;
-* active (evaltk.judges._labeling): strata by panel uncertainty (does the judge contradict the rest of
+* active (evaltk.judges): strata by panel uncertainty (does the judge contradict the rest of
   the panel; the others' disagreement; the judge's confidence), labels allocated by expected variance reduction, uniform
   within strata, stratified estimate and interval.
 

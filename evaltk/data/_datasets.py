@@ -1,7 +1,7 @@
 """Demo data with planted, documented properties, and loaders for real evaluation data.
 
 The demo corpus (:func:`make_demo`) is a deterministic, seeded set of agent runs in
-exactly the public input formats of :mod:`evaltk.traces` (JSONL trace records, long
+exactly the public input formats of :mod:`evaltk.ingest` (JSONL trace records, long
 answer tables), generated together with the ground truth that produced them, so a
 test or a notebook can check that the toolkit *recovers* what was planted:
 
@@ -521,7 +521,7 @@ class DemoData:
     ----------
     traces : list of dict
         JSONL trace records (``trace_id, task, status, [domain], agent, steps,
-        [step_counts], [guide]``), the public input format of :mod:`evaltk.traces`.
+        [step_counts], [guide]``), the public input format of :mod:`evaltk.ingest`.
     answers : DataFrame
         Judge answers, long: ``trace_id, measure, step, rater, answer, confidence,
         cost, latency_ms, rater_version`` (``step`` set for ``x_ctx`` only).

@@ -69,7 +69,7 @@ def _strip_none(v: Any) -> Any:
 #: later converted with ``to_pylist`` can abort the interpreter at exit ("terminate
 #: called without an active exception", exit 134): 10 runs in 12 through ``io.BytesIO``,
 #: 2 in 12 through ``pa.BufferReader``, none in 12 with ``use_threads=False``.  evaltk
-#: reads Parquet inputs from an Arrow buffer on one thread (tests/test_traces.py runs
+#: reads Parquet inputs from an Arrow buffer on one thread (tests/ingest/test_traces.py runs
 #: the case in fresh interpreters).
 
 

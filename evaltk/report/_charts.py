@@ -69,7 +69,7 @@ def judge_frontier_chart(
     ----------
     frame : DataFrame
         One row per judge with the named columns (``on_frontier`` from
-        :func:`evaltk.selection.select_judges` or :func:`evaltk.selection.pareto_frontier`).
+        :func:`evaltk.judges.select_judges` or :func:`evaltk.judges.pareto_frontier`).
 
     Returns
     -------

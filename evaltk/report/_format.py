@@ -40,7 +40,7 @@ def format_interval(statistic: Any, low: Any, high: Any, *, digits: int = 2) -> 
 
 # --------------------------------------------------------------------------- the tables, as shown
 #
-# Each ``show_*`` takes the unrounded table of :mod:`evaltk.report._tables` (or of the
+# Each ``show_*`` takes the unrounded table of :mod:`evaltk.report` (or of the
 # library) and returns the frame a page shows: text columns, the index set.  Where a
 # statistic abstains the cell says so with its cause, never a bare dash or 0.
 

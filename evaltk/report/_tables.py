@@ -4,7 +4,7 @@ Each function here is what a notebook used to compute in its cells: the per-judg
 agreement with humans, the human ceiling per dimension, the promotion check of the best
 judge, the confusion counts, each judge's direction of error, JudgeBench's position bias,
 the checkpoint gate between two agents.  They return **unrounded** numbers (rounding is
-:mod:`evaltk.report._format`'s, at display: STYLE.md 8).  A statistic that is undefined
+:mod:`evaltk.report`'s, at display: STYLE.md 8).  A statistic that is undefined
 is a missing value with its cause in the ``*_cause`` column (and a reason), never 0 and
 never NaN without a cause.
 

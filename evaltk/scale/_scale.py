@@ -1,7 +1,7 @@
 """Scale past one machine: score and summarise a trace store with DuckDB or Dask, same numbers.
 
 Scoring is row-local (one trace never changes another's row) and every aggregate is
-a mergeable summary (:mod:`evaltk.summaries`), so a store too large for memory is
+a mergeable summary (:mod:`evaltk.stats`), so a store too large for memory is
 scored one partition at a time and the partial summaries are added.  The engines
 (an optional extra: ``pip install "evaltk[scale]"``):
 
@@ -1049,9 +1049,9 @@ def _partials_agg(frame: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
 
 def dask_score_summary(scores: Any, by: str | Sequence[str] = ("measure", "tier"), *, split_every: int = 8,
                        compute: bool = True) -> Any:
-    """The :class:`~evaltk.summaries.ScoreSummary` of a Dask score DataFrame, by a tree reduction.
+    """The :class:`~evaltk.stats.ScoreSummary` of a Dask score DataFrame, by a tree reduction.
 
-    Each partition yields its partial table (:func:`evaltk.summaries.score_partials`);
+    Each partition yields its partial table (:func:`evaltk.stats.score_partials`);
     partial tables are summed ``split_every`` at a time up a tree; the root becomes a
     ``ScoreSummary``.  ``compute=False`` returns the lazy partial table instead.
     """

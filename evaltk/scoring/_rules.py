@@ -137,7 +137,7 @@ class _Prepared:
         ac, au = _columns.codes(table["answer"])
         if rc.size and rc.min() < 0:
             raise ValueError("answers without a `rater`: ingest drops them, so this table did not come "
-                             "through evaltk.traces.ingest.")
+                             "through evaltk.ingest_traces.")
         return cls(table=table, measure=mc, measures=[str(x) for x in mu],
                    run_pos=_run_positions(table, runs), rater=rc, raters=np.asarray(ru, dtype=object),
                    answer=ac, answers=np.asarray(au, dtype=object),
@@ -192,7 +192,7 @@ class _Prepared:
             bad = "a missing answer" if a[j] < 0 else f"`answer` {self.answers[a[j]]!r}"
             raise ValueError(
                 f"{bad} is not in the {measure} vocabulary ({', '.join(words)}); ingest "
-                "normalises answers, so this table did not come through evaltk.traces.ingest.")
+                "normalises answers, so this table did not come through evaltk.ingest_traces.")
         return c
 
     def participation(self, idx: np.ndarray | slice, n_runs: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -684,13 +684,13 @@ def score_tables(runs: pd.DataFrame, steps: pd.DataFrame, answers: pd.DataFrame 
                  outcome_rules: Mapping[str, Callable[..., bool | None]] | None = None,
                  proxies: pd.DataFrame | None = None, population: str | None = None,
                  fold: Any = "majority") -> ScoreMatrix:
-    """Score already-ingested tables (the ``Ingested`` contract of :mod:`evaltk.traces`).
+    """Score already-ingested tables (the ``Ingested`` contract of :mod:`evaltk.ingest`).
 
     Judges' ``answers`` give the ``automatic`` tier, human ``labels`` the ``human``
     tier and ``proxies`` (weak proxy labels) the ``proxy`` tier; they are never mixed
     in one fold.  ``x_safe`` and the guide family come from the record itself.
     ``fold`` is the declared rule that folds several raters' answers to one question
-    (``"majority"``, ``"unanimity"``, or an :class:`evaltk.panel.FoldRule`, e.g.
+    (``"majority"``, ``"unanimity"``, or an :class:`evaltk.judges.FoldRule`, e.g.
     ``FoldRule("weighted", weights={...})``); it is recorded on the manifest.
     """
     fold_rule = fold if isinstance(fold, FoldRule) else FoldRule(fold)
@@ -815,7 +815,7 @@ def score_traces(traces: Any, answers: Any = None, labels: Any = None, *, strict
 
     Parameters
     ----------
-    traces : path, list of dict, DataFrame, or ``evaltk.traces.Ingested``
+    traces : path, list of dict, DataFrame, or ``evaltk.ingest.Ingested``
         JSONL/Parquet trace records (see ``docs/traces.md``).
     answers, labels : path or DataFrame, optional
         Judges' answers (``automatic`` tier) and human labels (``human`` tier), long

@@ -4,7 +4,7 @@
 trace at once (a boolean-arithmetic fold, x_safe on sparse events, x_ctx on a second
 thread for large inputs).  This module says the same rules one trace at a time, the way
 a reader checks them against the seed, and nothing here is fast.  The property tests
-(``tests/test_scoring_reference.py``) score random hand-built traces and answers with
+(``tests/scoring/test_scoring_reference.py``) score random hand-built traces and answers with
 every fold rule through both and require identical values, causes, rater counts, x_ctx
 diagnostics and unconfirmed steps.  When the two disagree, this module is the statement
 to argue from; the fast path and this are the only sanctioned pair of one rule.

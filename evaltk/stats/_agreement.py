@@ -20,7 +20,7 @@ beside the agreement.
 Interval methods: ``method="analytic"`` (statistic +- z * general SE, clipped to
 [-1, 1]) wherever a general SE exists; ``"percentile"``, ``"basic"`` and
 ``"bca"`` bootstrap the units (all replicates at once from resampled count
-tables, :func:`evaltk.bootstrap.bootstrap_table`), with ``unit=``,
+tables, :func:`evaltk.stats.bootstrap_table`), with ``unit=``,
 ``clusters=``, ``strata=``, ``n_resamples=``, ``rng=``.
 
 Judge-vs-anchor classification metrics (:func:`classification_metrics`,
@@ -611,7 +611,7 @@ class AgreementResult(ResultShape):
 # Every coefficient is computed by a *batch* function of type counts W, shape
 # (B, T): row b says how many units of each type a (re)sample holds.  The point
 # estimate is the batch function on the observed counts; a bootstrap calls it on
-# multinomial count matrices (evaltk.bootstrap.bootstrap_table).
+# multinomial count matrices (evaltk.stats.bootstrap_table).
 
 
 def _safe_ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
@@ -1205,7 +1205,7 @@ _DOC_COMMON = """
     method : {"analytic", "percentile", "basic", "bca"}
         Interval: analytic (normal, general SE) or a bootstrap over units.
     n_resamples, rng, unit, clusters, strata, undefined
-        Bootstrap options (see :func:`evaltk.bootstrap.bootstrap_table`);
+        Bootstrap options (see :func:`evaltk.stats.bootstrap_table`);
         ``clusters``/``strata`` carry one label per unit (row).
     data, item, rater, rating
         A long DataFrame and its column names instead of arrays.
@@ -1992,7 +1992,7 @@ def agreement_difference(
     coefficient : {"cohen_kappa", "scott_pi", "pabak"}
     weights, categories, abstain, confidence_level, method, n_resamples, rng, unit, clusters,
     strata, undefined
-        As in :func:`cohen_kappa` and :func:`evaltk.bootstrap.bootstrap_table`.
+        As in :func:`cohen_kappa` and :func:`evaltk.stats.bootstrap_table`.
 
     Returns
     -------

@@ -7,7 +7,7 @@ anchor.  This module fills that table from paired data (a judge's label and a
 human's label on the same items) instead of by hand:
 
 * :func:`signed_bias`: judge positive rate minus human positive rate, with
-  Newcombe's paired hybrid score interval (:func:`evaltk.intervals.paired_difference_interval`);
+  Newcombe's paired hybrid score interval (:func:`evaltk.stats.paired_difference_interval`);
 * :func:`mcnemar_test`: exact, mid-p and asymptotic (with or without continuity
   correction) McNemar tests of the same hypothesis;
 * :func:`stuart_maxwell_test`: marginal homogeneity for k categories;
@@ -542,7 +542,7 @@ def signed_bias(
     -----
     With ``b`` items the judge calls positive and the human does not, and ``c``
     the reverse, the bias is ``(b - c) / n``; the interval is Newcombe's (1998b)
-    method 10 (:func:`evaltk.intervals.paired_difference_interval`), which
+    method 10 (:func:`evaltk.stats.paired_difference_interval`), which
     accounts for the pairing.  Positive bias: the judge overstates the positive
     label.
 

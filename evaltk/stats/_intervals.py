@@ -20,7 +20,7 @@ an :class:`~evaltk.values.Abstention` as its statistic and interval, and an
 for callers that need many intervals at once.
 
 The bootstrap intervals of the calibration estimators live in
-:mod:`evaltk.bootstrap`.
+:mod:`evaltk.stats`.
 
 References
 ----------

@@ -25,7 +25,7 @@ Bootstrap from summaries
 ------------------------
 Resampling ``n`` units with replacement and tabulating them gives cell counts
 ``Multinomial(n, p)`` with ``p`` the observed cell frequencies
-(:func:`evaltk.bootstrap.bootstrap_table`), so the bootstrap replicates of every
+(:func:`evaltk.stats.bootstrap_table`), so the bootstrap replicates of every
 table statistic are drawn from the combined table alone: no row ever travels to the
 driver.  With the same ``rng`` the replicates are identical to
 ``bootstrap_table`` on the rows (``unit="item"``).  A cluster bootstrap (every rating
@@ -480,10 +480,10 @@ class ConfusionTable:
         return ConfusionTable(cats, full, self.n_units, self.excluded_a, self.excluded_b, pat)
 
     def statistic(self, statistic: str = "cohen_kappa", *, weights: Any = None) -> float | Abstention:
-        """A two-rater coefficient of the table (the batch functions of :mod:`evaltk.agreement`).
+        """A two-rater coefficient of the table (the batch functions of :mod:`evaltk.stats`).
 
         ``statistic`` is one of ``"cohen_kappa"``, ``"scott_pi"``, ``"pabak"``,
-        ``"percent_agreement"``; ``weights`` as in :func:`evaltk.agreement.cohen_kappa`.
+        ``"percent_agreement"``; ``weights`` as in :func:`evaltk.stats.cohen_kappa`.
         An abstention (with :class:`~evaltk.values.UndefinedWarning`) when undefined.
         """
         import warnings
@@ -507,7 +507,7 @@ class ConfusionTable:
         """Bootstrap interval of a coefficient, every replicate drawn from the combined table.
 
         ``unit="item"`` resamples units (cells: ``Multinomial(n, p)``; identical, for
-        the same ``rng``, to :func:`evaltk.bootstrap.bootstrap_table` on the rows);
+        the same ``rng``, to :func:`evaltk.stats.bootstrap_table` on the rows);
         ``unit="cluster"`` resamples clusters (needs a table built with ``clusters=``).
         """
         check_choice("statistic", statistic, _TWO_RATER_STATS)
@@ -750,7 +750,7 @@ class UnitPatterns:
         return np.einsum("u,ukl->kl", m2 / (r2 - 1.0), outer)
 
     def statistic(self, statistic: str = "krippendorff_alpha") -> float | Abstention:
-        """A nominal multi-rater coefficient (the batch functions of :mod:`evaltk.agreement`)."""
+        """A nominal multi-rater coefficient (the batch functions of :mod:`evaltk.stats`)."""
         import warnings
 
         check_choice("statistic", statistic, _MULTI_STATS)

@@ -21,7 +21,7 @@ ids, timestamps; the terminal, the first occurrence of each milestone, the step 
 counted, the last value of each state key, the faults and recovery positions; then the
 evidence and claims in order), then applies one function per dimension and :func:`_decide`.  Any
 anomaly on the way raises; :func:`grade_case` then hands over to
-:func:`~evaltk.trajectory._documents.check_events`, which names the problem.
+:func:`~evaltk.trajectory.check_events`, which names the problem.
 
 Outcomes that do not depend on the trajectory are built once, at import or in
 :func:`compile_case_policy`; the rest are built with ``tuple.__new__`` (the named tuple's own constructor costs about a
