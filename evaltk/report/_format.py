@@ -96,7 +96,8 @@ def show_agreement(agreement: pd.DataFrame) -> pd.DataFrame:
 
 def show_promotion(promotion: pd.DataFrame) -> pd.DataFrame:
     """:func:`promotion_table` as shown: one block of conditions per ``dimension (judge)``."""
-    t = promotion.assign(dimension=[f"{m} ({j})" for m, j in zip(promotion["measure"], promotion["judge"], strict=True)])
+    t = promotion.assign(dimension=[f"{m} ({j})" for m, j in zip(promotion["measure"], promotion["judge"], strict=True)],
+                         condition=promotion["condition"].str.replace("_", " "))  # the rule's names, read aloud
     return t.drop(columns=["measure", "judge"]).set_index("dimension")
 
 
@@ -218,6 +219,14 @@ def orderings_note(orderings: pd.DataFrame, *, what: str = "precision") -> str:
             "not, whatever the published ranking says.")
 
 
+def _in_measure_order(frame: pd.DataFrame) -> pd.DataFrame:
+    """Rows in the seed's order of the measures (the trace vector, then the guide family)."""
+    from ..scoring import MEASURES
+
+    rank = {m: i for i, m in enumerate(MEASURES)}
+    return frame.sort_values("measure", key=lambda s: s.map(lambda m: rank.get(m, len(rank))), kind="stable")
+
+
 def week_at_a_glance(*, week: str, measure: str, scores: pd.DataFrame, selection: Any, directions: pd.DataFrame,
                      ceilings: pd.DataFrame, suite: Any = None, trajectory: Mapping[str, Any] | None = None,
                      agentrewardbench: pd.DataFrame | None = None, judgebench: Any = None) -> pd.DataFrame:
@@ -240,7 +249,8 @@ def week_at_a_glance(*, week: str, measure: str, scores: pd.DataFrame, selection
             ("runs scored", f"{scores['trace_id'].nunique()} traces, {len(scores)} scores, scorer versions "
                             f"{versions} (all dimensions provisional)"),
             ("coverage per dimension", "; ".join(f"{r.measure} {r.coverage:.0%}"
-                                                 for r in summarize_frame(scores, by="measure").itertuples())),
+                                                 for r in _in_measure_order(summarize_frame(scores, by="measure"))
+                                                 .itertuples())),
             (f"judges on the frontier ({measure}), not rejected by a canary",
              "; ".join(f"{r.judge}: accuracy {fmt(r.accuracy, r.ci_low, r.ci_high)}, ${r.cost_per_item:.4f}/item, "
                        f"p50 {r.latency_p50:.0f} ms" for r in best.itertuples()) or "none"),
