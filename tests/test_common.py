@@ -77,6 +77,14 @@ class Entry:
     counts: bool = False  # fed with counts of the labels: abstentions are not its concept
 
 
+def _labelled_pool(a: list[Any], b: list[Any]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """A one-stratum labelling design: item i is correct when the two labels agree, undecided when one is missing."""
+    items = list(range(len(a)))
+    correct = [None if x is None or y is None else bool(x == y) for x, y in zip(a, b, strict=True)]
+    return (pd.DataFrame({"item": items, "stratum": [0] * len(a)}),
+            pd.DataFrame({"item": items, "correct": pd.Series(correct, dtype=object)}))
+
+
 def _coef(fn: Callable[..., Any], **kw: Any) -> Callable[[list[Any], list[Any], dict[str, Any]], Any]:
     return lambda a, b, ctx: fn(a, b, categories=ctx["cats"], **kw, **BOOT)
 
@@ -133,6 +141,11 @@ REGISTRY: dict[str, Entry] = {
                                                      categories=ctx["cats"],
                                                      **BOOT),
         symmetry=None, constant_undefined=False),
+    # active labelling (judges): one stratum, so the stratified estimate is the share of agreeing items
+    "stratified_accuracy": Entry(lambda a, b, ctx: judges.stratified_accuracy(*_labelled_pool(a, b)),
+                                 constant_undefined=False),
+    # the expansion gate: its statistic is the agreement coefficient on the overlap sample
+    "expansion_gate": Entry(lambda a, b, ctx: judges.expansion_gate(a, b, statistic="cohen_kappa")),
 }
 
 #: Public functions that are not estimators of one statistic, and why.
@@ -181,9 +194,6 @@ NOT_ESTIMATORS: dict[str, str] = {
     "pareto_frontier": "a frontier of points",
     "uncertainty_strata": "assigns strata for labelling",
     "propose_batch": "proposes items to label",
-    "stratified_accuracy": "a survey estimator of a labelling design's accuracy (pool and labelled frames, "
-                           "no paired raters); tested in test_labeling",
-    "expansion_gate": "a release decision",
     "gate": "a promote / review / regress decision over dimensions",
     "data_validity": "a list of reasons",
     "scoring_consistency": "a list of reasons",

@@ -74,6 +74,8 @@ from ..values import (
     answer_categories,
     measure_level,
 )
+from ._checks import check_nonempty
+from ._checks import undefined as _undefined
 
 __all__ = [
     "CeilingResult",
@@ -409,11 +411,6 @@ def _ceiling(r: _Ratings, frame: pd.DataFrame, *, method: str, n_resamples: int,
         alpha=alpha, level=r.level, categories=tuple(cats), items=tuple(units),
         n_pairable=len(units), confidence_level=r.confidence_level, seed=seed, **counts,
     )
-
-
-def _undefined(reason: str, *, what: str) -> Abstention:
-    warnings.warn(f"{what} is undefined: {reason}.", UndefinedWarning, stacklevel=3)
-    return Abstention(Cause.MISSING_EVIDENCE, reason)
 
 
 def _undefined_ceiling(r: _Ratings, counts: dict[str, int], seed: int | str) -> CeilingResult:
@@ -891,7 +888,8 @@ def _annotations(x: Any, name: str) -> dict[Any, dict[Any, Any]]:
     if isinstance(x, pd.DataFrame):
         cols = list(x.columns)
         if len(cols) < 3:
-            raise ValueError(f"`{name}` as a DataFrame needs columns (annotator, item, label); got {cols}.")
+            raise InputError(f"`{name}` as a DataFrame needs columns (annotator, item, label); got {cols}.",
+                             field=name)
         a, i, lab = cols[:3]
         out: dict[Any, dict[Any, Any]] = {}
         for ann, it, v in zip(x[a], x[i], x[lab], strict=True):
@@ -1018,6 +1016,8 @@ def alt_test(
     name, score = _alt_metric(metric)
     _check_alt_levels(epsilon, q)
     ab = abstain_labels(abstain)
+    check_nonempty(humans, "humans", needs="the alt-test compares the judge with human annotators")
+    check_nonempty(judge, "judge", needs="the alt-test needs the judge's labels")
     hum = {a: {i: v for i, v in d.items() if not _is_abstention(v, ab)} for a, d in _annotations(humans, "humans").items()}
     jd = judge.to_dict() if isinstance(judge, pd.Series) else dict(judge)
     jd = {i: v for i, v in jd.items() if not _is_abstention(v, ab)}
@@ -1037,9 +1037,9 @@ def alt_test(
     per = pd.DataFrame(rows, columns=["annotator", "n_items", "rho_judge", "rho_human", "mean_difference",
                                       "t_statistic", "pvalue"])
     if per.empty:
-        raise ValueError(
+        raise InputError(
             f"no annotator has at least `min_items` ({min_items}) items shared with the judge and another "
-            "annotator; the alt-test cannot run."
+            "annotator; the alt-test cannot run.", field="humans",
         )
     per["rejected"] = _by_reject(per["pvalue"].to_numpy(dtype=float), q)
     wr = float(per["rejected"].mean())

@@ -30,10 +30,12 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.stats import norm
 
-from .._validation import check_choice, check_confidence_level, check_rng
+from .._validation import check_choice, check_columns, check_confidence_level, check_rng
+from ..errors import InputError
+from ..stats import ConfidenceInterval, ResultShape, z_value
 from ..values import ABSTAIN_WORDS, Abstention, abstain_labels
+from ._checks import check_nonempty, undefined
 
 __all__ = ["uncertainty_strata", "propose_batch", "stratified_accuracy", "StratifiedEstimate",
            "expansion_gate", "ExpansionDecision"]
@@ -50,6 +52,7 @@ def uncertainty_strata(items: pd.DataFrame, *, disagreement: str = "disagreement
     panel), conflicting items form their own strata above the others: that is where a
     judge's errors concentrate.
     """
+    check_nonempty(items, "items", needs="there are no items to put in strata")
     if n_strata < 1:
         raise ValueError(f"`n_strata` must be >= 1; got {n_strata}.")
     u = np.zeros(len(items))
@@ -77,19 +80,32 @@ def uncertainty_strata(items: pd.DataFrame, *, disagreement: str = "disagreement
 
 
 @dataclass(frozen=True)
-class StratifiedEstimate:
-    """A stratified estimate of a proportion with its normal-approximation interval."""
+class StratifiedEstimate(ResultShape):
+    """A stratified estimate of a proportion with its normal-approximation interval.
+
+    ``statistic`` is a float or an :class:`~evaltk.values.Abstention` (a stratum with
+    no label yet); ``confidence_interval`` a :class:`~evaltk.stats.ConfidenceInterval`
+    or the same abstention.
+    """
 
     statistic: float | Abstention
     standard_error: float | Abstention
-    confidence_interval: tuple[float, float] | Abstention
+    confidence_interval: ConfidenceInterval | Abstention
     n_labels: int
     per_stratum: pd.DataFrame
 
     @property
     def half_width(self) -> float:
         ci = self.confidence_interval
-        return float("inf") if isinstance(ci, Abstention) else (ci[1] - ci[0]) / 2
+        return float("inf") if isinstance(ci, Abstention) else (ci.high - ci.low) / 2
+
+    def to_frame(self) -> pd.DataFrame:
+        """One tidy row: ``statistic, cause, reason, ci_low, ci_high, ci_cause, ci_reason``, then
+        ``standard_error, n_labels, n_strata``."""
+        se = self.standard_error
+        row = {**self.summary_row(), "standard_error": float("nan") if isinstance(se, Abstention) else se,
+               "n_labels": self.n_labels, "n_strata": len(self.per_stratum)}
+        return pd.DataFrame([row])
 
 
 def stratified_accuracy(pool: pd.DataFrame, labeled: pd.DataFrame, *, item: str = "item",
@@ -101,13 +117,21 @@ def stratified_accuracy(pool: pd.DataFrame, labeled: pd.DataFrame, *, item: str 
     would otherwise be silently dropped from the denominator.
     """
     cl = check_confidence_level(confidence_level)
+    check_columns(pool, (item, stratum), name="pool")
+    check_columns(labeled, (item, correct), name="labeled")
+    check_nonempty(pool, "pool", needs="a stratified estimate needs the pool its strata weigh")
+    check_nonempty(labeled, "labeled", needs="label at least one item per stratum first (see `propose_batch`)")
     W = pool.groupby(stratum).size() / len(pool)
     if labeled[item].duplicated().any():
-        raise ValueError(f"`labeled` has item {labeled.loc[labeled[item].duplicated(), item].iloc[0]!r} twice; "
-                         "fold repeated labels first (one label per item keeps the estimator unbiased).")
+        raise InputError(f"`labeled` has item {labeled.loc[labeled[item].duplicated(), item].iloc[0]!r} twice; "
+                         "fold repeated labels first (one label per item keeps the estimator unbiased).",
+                         field=item)
     lab = labeled.merge(pool[[item, stratum]], on=item, how="left", suffixes=("_given", ""))
     if lab[stratum].isna().any():
-        raise ValueError("`labeled` has items that are not in `pool`.")
+        stray = lab.loc[lab[stratum].isna(), item].tolist()
+        raise InputError(f"`labeled` has {len(stray)} item(s) that are not in `pool`, the first {stray[0]!r}; "
+                         "every labelled item must come from the pool its stratum weight is taken from.",
+                         field=item)
     n_unanswered = int(lab[correct].isna().sum())
     lab = lab[lab[correct].notna()]  # a label that could not decide is not a draw of p_h
     g = lab.groupby(stratum)[correct]
@@ -115,15 +139,17 @@ def stratified_accuracy(pool: pd.DataFrame, labeled: pd.DataFrame, *, item: str 
     per["n"] = per["n"].astype(int)
     if (per["n"] == 0).any():
         missing = per.index[per["n"] == 0].tolist()
-        a = Abstention("missing_evidence", f"strata {missing} have no label yet")
-        return StratifiedEstimate(a, a, a, int(per["n"].sum()), per.reset_index(names=stratum))
-    est = float((per["weight"] * per["p"]).sum())
+        a = undefined(f"strata {missing} have no label yet", what="the stratified accuracy")
+        per = per.reset_index(names=stratum)
+        per.attrs["n_unanswered_labels"] = n_unanswered
+        return StratifiedEstimate(a, a, a, int(per["n"].sum()), per)
+    est = float((per["weight"] * per["p"].astype(float)).sum())
     # within-stratum variance with a finite-sample guard (p in {0, 1} would claim zero variance)
-    p_s = (per["p"] * per["n"] + 0.5) / (per["n"] + 1)  # Jeffreys-smoothed: p = 0 or 1 never claims zero variance
+    p_s = (per["p"].astype(float) * per["n"] + 0.5) / (per["n"] + 1)  # Jeffreys-smoothed: p = 0 or 1 never claims zero variance
     var = float((per["weight"] ** 2 * p_s * (1 - p_s) / per["n"]).sum())
     se = var ** 0.5
-    z = float(norm.ppf(0.5 + cl / 2))
-    ci = (max(0.0, est - z * se), min(1.0, est + z * se))
+    z = z_value(cl)
+    ci = ConfidenceInterval(max(0.0, est - z * se), min(1.0, est + z * se))
     per = per.reset_index(names=stratum)
     per.attrs["n_unanswered_labels"] = n_unanswered
     return StratifiedEstimate(est, se, ci, int(per["n"].sum()), per)
@@ -141,6 +167,7 @@ def propose_batch(pool: pd.DataFrame, labeled: pd.DataFrame | None = None, *, ba
     Returns the chosen rows of ``pool`` with a ``priority`` (order of choice) and the
     ``expected_variance_reduction`` that chose them.
     """
+    check_nonempty(pool, "pool", needs="there are no items to propose for labelling")
     if batch_size < 1:
         raise ValueError(f"`batch_size` must be >= 1; got {batch_size}.")
     gen = check_rng(rng)
@@ -190,18 +217,31 @@ def propose_batch(pool: pd.DataFrame, labeled: pd.DataFrame | None = None, *, ba
 
 
 @dataclass(frozen=True)
-class ExpansionDecision:
-    """Whether to release a new labeling batch, and why."""
+class ExpansionDecision(ResultShape):
+    """Whether to release a new labeling batch, and why.
+
+    ``statistic`` is the agreement value on the overlap sample (a float or an
+    :class:`~evaltk.values.Abstention`), ``statistic_name`` which coefficient it is
+    (``"cohen_kappa"``, ...), ``confidence_interval`` its interval or an abstention.
+    """
 
     release: bool
-    statistic: str
-    estimate: float | Abstention
-    confidence_interval: tuple[float, float] | Abstention
+    statistic: float | Abstention
+    statistic_name: str
+    confidence_interval: ConfidenceInterval | Abstention
     threshold: float
     n_items: int
     message: str
     n_one_sided: int = 0  # items one annotator answered and the other abstained on
     one_sided: str = "disagree"
+
+    def to_frame(self) -> pd.DataFrame:
+        """One tidy row: ``statistic, cause, reason, ci_low, ci_high, ci_cause, ci_reason``, then
+        ``statistic_name, release, threshold, n_items, n_one_sided, one_sided, message``."""
+        row = {**self.summary_row(), "statistic_name": self.statistic_name, "release": self.release,
+               "threshold": self.threshold, "n_items": self.n_items, "n_one_sided": self.n_one_sided,
+               "one_sided": self.one_sided, "message": self.message}
+        return pd.DataFrame([row])
 
 
 #: The category a one-sided abstention becomes when it counts as a disagreement.
@@ -242,7 +282,9 @@ def expansion_gate(first: Sequence[Any], second: Sequence[Any], *, threshold: fl
     statistic = check_choice("statistic", statistic, tuple(fns))
     one_sided = check_choice("one_sided", one_sided, ("disagree", "drop"))
     if len(first) != len(second):
-        raise ValueError("`first` and `second` must label the same items (same length).")
+        raise InputError(f"`first` and `second` must label the same items (same length); got {len(first)} "
+                         f"and {len(second)}.", field="second")
+    check_nonempty(first, "first", needs="the gate needs a double-labelled overlap sample")
     ab = {str(x) for x in abstain_labels(abstain)}
     f_ab = np.array([str(x) in ab for x in first], bool)
     s_ab = np.array([str(x) in ab for x in second], bool)
@@ -257,7 +299,7 @@ def expansion_gate(first: Sequence[Any], second: Sequence[Any], *, threshold: fl
     est = res.statistic
     extra = {"n_one_sided": n_one_sided, "one_sided": one_sided}
     if isinstance(ci, Abstention) or isinstance(est, Abstention):
-        return ExpansionDecision(False, statistic, est, ci, threshold, len(first),
+        return ExpansionDecision(False, est, statistic, ci, threshold, len(first),
                                  f"fix the guidelines first: {statistic} on the overlap sample is undefined ({ci})",
                                  **extra)
     lo = ci[0]
@@ -265,15 +307,15 @@ def expansion_gate(first: Sequence[Any], second: Sequence[Any], *, threshold: fl
     sided = (f"; {n_one_sided} one-sided abstention(s) counted as disagreement" if one_sided == "disagree"
              and n_one_sided else f"; {n_one_sided} one-sided abstention(s) left out" if n_one_sided else "")
     if res.n_units_pairable < min_items:
-        return ExpansionDecision(False, statistic, est, ci, threshold, len(first),
+        return ExpansionDecision(False, est, statistic, ci, threshold, len(first),
                                  f"fix the guidelines first: only {res.n_units_pairable} items could be compared "
                                  f"({dropped} dropped as abstentions or missing{sided}); at least "
                                  f"{min_items} are needed before agreement can release a batch", **extra)
     if lo >= threshold:
         msg = (f"release: {statistic} {est:.3f} [{ci[0]:.3f}, {ci[1]:.3f}] on {res.n_units_pairable} "
                f"double-labelled items clears {threshold:g} at its lower bound{sided}")
-        return ExpansionDecision(True, statistic, est, ci, threshold, len(first), msg, **extra)
+        return ExpansionDecision(True, est, statistic, ci, threshold, len(first), msg, **extra)
     msg = (f"fix the guidelines first: {statistic} {est:.3f} [{ci[0]:.3f}, {ci[1]:.3f}] on "
            f"{res.n_units_pairable} double-labelled items; the lower bound {lo:.3f} is below {threshold:g}, "
            f"so more labels now would buy noise{sided}")
-    return ExpansionDecision(False, statistic, est, ci, threshold, len(first), msg, **extra)
+    return ExpansionDecision(False, est, statistic, ci, threshold, len(first), msg, **extra)

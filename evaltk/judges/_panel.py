@@ -26,6 +26,7 @@ import pandas as pd
 
 from ..scoring import FoldRule, fold_votes
 from ..values import CAUSES
+from ._checks import check_nonempty
 
 __all__ = ["FoldRule", "PanelResult", "fold_panel", "fold_pairwise_trials", "review_queue"]
 
@@ -94,6 +95,7 @@ def fold_panel(answers: pd.DataFrame, *, rule: str | FoldRule = "majority",
     >>> r.verdicts[["verdict", "confidence", "disagreement"]].round(3).values.tolist()
     [['yes', 0.667, 0.333]]
     """
+    check_nonempty(answers, "answers", needs="there are no rater answers to fold")
     fr = rule if isinstance(rule, FoldRule) else FoldRule(rule, weights=weights)
     ks = _keys_present(answers, keys)
     df, members = _checked_answers(answers, ks, keys, rater, answer, panel, fr)
@@ -209,6 +211,7 @@ def fold_pairwise_trials(judgments: pd.DataFrame, *, item: str = "pair_id", judg
     Returns one row per (judge, item): ``score`` (the sum), ``correct``, ``n_trials``,
     ``n_unparsable``.
     """
+    check_nonempty(judgments, "judgments", needs="there are no pairwise trials to fold")
     need = [item, judge, decision, label, trial]
     miss = [c for c in need if c not in judgments.columns]
     if miss:

@@ -32,6 +32,7 @@ from .._validation import (
 )
 from ..stats import BootstrapConfig, bootstrap_sums, wilson_interval
 from ..values import ABSTAIN_WORDS, Abstention, abstain_labels
+from ._checks import check_nonempty
 
 __all__ = ["anchor_correctness", "judge_costs", "canary_hits", "select_judges", "SelectionResult",
            "published_precision_recall",
@@ -60,6 +61,9 @@ def anchor_correctness(answers: pd.DataFrame, labels: pd.DataFrame, *, measure: 
     if measure is not None:
         a = a[a["measure"] == measure]
         h = h[h["measure"] == measure]
+    of = "" if measure is None else f" for measure {measure!r}"
+    check_nonempty(a, "answers", needs=f"there are no judge answers{of} to score against the anchor")
+    check_nonempty(h, "labels", needs=f"there are no human labels{of} to fold into an anchor")
     ks = [k for k in keys if k in a.columns and k in h.columns]
     if "step" in ks and a["step"].isna().all() and h["step"].isna().all():
         ks.remove("step")
@@ -94,6 +98,7 @@ def judge_costs(answers: pd.DataFrame, *, rater: str = "rater", cost: str = "cos
     answered; latency quantiles are over its answers.  Missing columns give missing
     values, never zeros.
     """
+    check_nonempty(answers, "answers", needs="there are no judge answers to cost")
     ks = [k for k in item if k in answers.columns]
     g = answers.groupby(rater, sort=True)
     out = pd.DataFrame({"n_answers": g.size()})
@@ -125,6 +130,7 @@ def canary_hits(answers: pd.DataFrame, canaries: pd.DataFrame, *, keys: Sequence
     would have to give to pass the failure (``"yes"`` for "did the task succeed?" on a
     run that did not).  Returns ``judge, canary, answer`` for every pass.
     """
+    check_nonempty(answers, "answers", needs="there are no judge answers to check against the canaries")
     ks = [k for k in keys if k in canaries.columns]
     if passing not in canaries.columns:
         raise ValueError(f"`canaries` needs a `{passing}` column.")
@@ -143,6 +149,7 @@ def pareto_frontier(points: pd.DataFrame, *, maximize: Sequence[str] = ("accurac
     better on one.  Missing objective values are refused (a judge with no cost is not
     free).
     """
+    check_nonempty(points, "points", needs="a frontier needs at least one point")
     cols = [*maximize, *minimize]
     bad = points[cols].isna().any(axis=1)
     if bad.any():
@@ -210,6 +217,8 @@ def select_judges(correct: pd.DataFrame, costs: pd.DataFrame | None = None, *,
     Accuracy is on answered items (correct / answered) with a Wilson score interval;
     coverage (answered / items with an anchor) is reported beside it, never folded in.
     """
+    check_nonempty(correct, "correct", needs="there are no scored judge answers to select from "
+                   "(see `anchor_correctness`)")
     cl = check_confidence_level(confidence_level)
     check_choice("ordering_rule", ordering_rule, ("overlap", "paired_difference"))
     check_columns(correct, ("judge", "correct"), name="correct")
@@ -383,6 +392,7 @@ def published_precision_recall(table: pd.DataFrame, n_positive: int, *, judge: s
     Returns a :class:`SelectionResult` whose ``table`` has the reconstructed counts and
     intervals and whose ``orderings`` compare precision.
     """
+    check_nonempty(table, "table", needs="there are no published judge rows to put intervals on")
     cl = check_confidence_level(confidence_level)
     if n_positive < 1:
         raise ValueError(f"`n_positive` must be >= 1; got {n_positive}.")

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from .._validation import check_confidence_level
+from ..stats import z_value
 from ..values import (
     Abstention,
     Cause,
@@ -106,22 +108,19 @@ def compare_measure(a: ScoreMatrix, b: ScoreMatrix, measure: str, *, use: str = 
     """
     if use not in ("compare_agents", "regression"):
         raise ValueError("`use` must be 'compare_agents' or 'regression'.")
-    if not 0 < confidence_level < 1:
-        raise ValueError(f"`confidence_level` must be in (0, 1); got {confidence_level}.")
+    confidence_level = check_confidence_level(confidence_level)
     why = check_use(use, a, b, measure=measure)
     sa, sb = a.mean_summary(measure), b.mean_summary(measure)
     ma, mb = sa.mean, sb.mean
     if isinstance(ma, Abstention) or isinstance(mb, Abstention):
         d: float | Abstention = Abstention(Cause.MISSING_EVIDENCE, "one side has no valued record")
         return Comparison(measure, use, ma, mb, d, None, sa, sb, why)
-    from scipy.stats import norm
-
     ea, eb = sa.std_error, sb.std_error
     if isinstance(ea, Abstention) or isinstance(eb, Abstention):
         ci: tuple[float, float] | Abstention = Abstention(
             Cause.MISSING_EVIDENCE, "fewer than two valued records on a side: no interval")
     else:
-        z = float(norm.ppf(0.5 + confidence_level / 2))
+        z = z_value(confidence_level)
         se = math.hypot(ea, eb)
         ci = (mb - ma - z * se, mb - ma + z * se)
     return Comparison(measure, use, ma, mb, mb - ma, ci, sa, sb, why)

@@ -6,8 +6,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from evaltk.errors import InputError
 from evaltk.judges import expansion_gate, propose_batch, stratified_accuracy, uncertainty_strata
-from evaltk.values import Abstention
+from evaltk.stats import ConfidenceInterval
+from evaltk.values import Abstention, UndefinedWarning
 
 
 def _pool(n=2000, seed=0):
@@ -51,8 +53,12 @@ def test_stratified_estimate_is_unbiased_and_abstains_without_evidence():
         lab = p.groupby("stratum", group_keys=False).apply(lambda g, r=rng: g.sample(30, random_state=r))
         ests.append(stratified_accuracy(p, lab[["item", "correct"]]).statistic)
     assert abs(np.mean(ests) - truth) < 0.01
-    e = stratified_accuracy(p, p[p["stratum"] == 0].head(5)[["item", "correct"]])
+    with pytest.warns(UndefinedWarning, match="no label yet"):
+        e = stratified_accuracy(p, p[p["stratum"] == 0].head(5)[["item", "correct"]])
     assert isinstance(e.statistic, Abstention) and e.statistic.cause.value == "missing_evidence"
+    assert not e.defined and isinstance(e.confidence_interval, Abstention)
+    f = e.to_frame()
+    assert f.loc[0, "cause"] == "missing_evidence" and f.loc[0, "ci_cause"] == "missing_evidence"
 
 
 def test_expansion_gated_on_inter_annotator_agreement():
@@ -107,7 +113,54 @@ def test_one_sided_abstentions_count_as_disagreement_unless_told_to_drop():
     assert strict.n_one_sided == 16 and not strict.release
     assert "16 one-sided abstention(s) counted as disagreement" in strict.message
     lenient = expansion_gate(a, b, threshold=0.6, one_sided="drop")
-    assert lenient.release and lenient.estimate == 1.0 and "left out" in lenient.message
-    assert strict.estimate < lenient.estimate
+    assert lenient.release and lenient.statistic == 1.0 and "left out" in lenient.message
+    assert strict.statistic < lenient.statistic
     with pytest.raises(ValueError, match="one_sided"):
         expansion_gate(a, b, one_sided="ignore")
+
+
+def test_stratified_estimate_has_the_one_result_shape():
+    p = _pool()
+    p["stratum"] = uncertainty_strata(p, n_strata=2)
+    e = stratified_accuracy(p, p.groupby("stratum").head(20)[["item", "correct"]])
+    assert e.defined and isinstance(e.confidence_interval, ConfidenceInterval)
+    assert e.confidence_interval.low <= e.statistic <= e.confidence_interval.high
+    f = e.to_frame()
+    assert list(f.columns[:7]) == ["statistic", "cause", "reason", "ci_low", "ci_high", "ci_cause", "ci_reason"]
+    assert f.loc[0, "statistic"] == e.statistic and f.loc[0, "n_labels"] == 40
+    assert f.loc[0, "standard_error"] == e.standard_error and pd.isna(f.loc[0, "cause"])
+
+
+def test_stratified_accuracy_refuses_empty_input_and_stray_labels():
+    p = _pool()
+    p["stratum"] = uncertainty_strata(p, n_strata=2)
+    with pytest.raises(InputError, match="`pool` has no rows"):
+        stratified_accuracy(p.head(0), p.head(3)[["item", "correct"]])
+    with pytest.raises(InputError, match="`labeled` has no rows"):
+        stratified_accuracy(p, p.head(0)[["item", "correct"]])
+    stray = pd.DataFrame({"item": [0, 99999], "correct": [True, False]})
+    with pytest.raises(InputError, match="not in `pool`, the first 99999") as err:
+        stratified_accuracy(p, stray)
+    assert err.value.field == "item"
+    with pytest.raises(InputError, match="twice") as err:
+        stratified_accuracy(p, pd.concat([stray.head(1), stray.head(1)]))
+    assert err.value.field == "item"
+
+
+def test_expansion_decision_holds_the_value_and_names_the_statistic():
+    a = ["yes", "no", "no", "yes"] * 10
+    b = ["yes", "no", "yes", "yes"] * 10
+    d = expansion_gate(a, b, statistic="percent_agreement", threshold=0.5)
+    assert d.statistic == pytest.approx(0.75) and d.statistic_name == "percent_agreement"
+    assert d.defined and isinstance(d.confidence_interval, ConfidenceInterval)
+    f = d.to_frame()
+    assert list(f.columns[:7]) == ["statistic", "cause", "reason", "ci_low", "ci_high", "ci_cause", "ci_reason"]
+    assert f.loc[0, "statistic"] == pytest.approx(0.75) and f.loc[0, "statistic_name"] == "percent_agreement"
+    assert bool(f.loc[0, "release"]) == d.release
+
+
+def test_expansion_gate_refuses_empty_input():
+    with pytest.raises(InputError, match="`first` has no rows"):
+        expansion_gate([], [])
+    with pytest.raises(InputError, match="same items"):
+        expansion_gate(["yes"], [])

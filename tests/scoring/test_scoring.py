@@ -350,6 +350,9 @@ def test_comparisons_refused_across_versions_populations_and_for_levels():
         compare_measure(a, b2, "x_task", use="regression")
     c = compare_measure(a, b, "x_task")
     assert c.difference == -1.0
+    # the one confidence-level check (evaltk._validation): a bool is not a level
+    with pytest.raises(TypeError, match="`confidence_level` must be a float in \\(0, 1\\); got True"):
+        compare_measure(a, b, "x_task", confidence_level=True)
     cal = a.with_manifest(a.manifest.calibrate("x_task", _record()))
     assert "calibrated" in check_use("absolute_level", cal, measure="x_task")
 
