@@ -17,6 +17,8 @@ This module imports nothing from evaltk but :mod:`evaltk.errors`, so every layer
 from __future__ import annotations
 
 import numbers
+import sys
+import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from .errors import InputError
+from .values import Abstention, Cause, UndefinedWarning
 
 __all__ = [
     "check_confidence_level",
@@ -36,6 +39,9 @@ __all__ = [
     "check_n_resamples",
     "check_columns",
     "check_frame",
+    "check_nonempty",
+    "undefined",
+    "user_stacklevel",
 ]
 
 
@@ -235,3 +241,41 @@ def check_columns(frame: Any, columns: Iterable[str | None], *, name: str = "dat
     for col in columns:
         if col is not None and col not in have:
             raise InputError(f"`{name}` must have a column `{col}`; got columns {have}.", field=col)
+
+
+def user_stacklevel() -> int:
+    """``stacklevel`` for ``warnings.warn`` that points at the first frame outside evaltk.
+
+    Call it directly inside the ``warnings.warn(...)`` call.
+    """
+    frame = sys._getframe(1)  # the function that is warning
+    level = 1
+    while frame is not None and str(frame.f_globals.get("__name__", "")).startswith("evaltk"):
+        frame = frame.f_back
+        level += 1
+    return level
+
+
+def undefined(reason: str, *, what: str | None = None, cause: Cause = Cause.MISSING_EVIDENCE) -> Abstention:
+    """The abstention of an undefined statistic, announced with an :class:`UndefinedWarning`
+    that points at the caller's line (the first frame outside evaltk)."""
+    warnings.warn(f"{what} is undefined: {reason}." if what else reason, UndefinedWarning,
+                  stacklevel=user_stacklevel())
+    return Abstention(cause, reason)
+
+
+def check_nonempty(data: Any, name: str, *, needs: str) -> None:
+    """Raise :class:`~evaltk.errors.InputError` when ``data`` has no rows (or no items).
+
+    ``needs`` says what the call needs the rows for, so the message tells the caller
+    what to pass: "`answers` has no rows; ``needs``."
+
+    Examples
+    --------
+    >>> check_nonempty([], "answers", needs="a judge's answers to score")
+    Traceback (most recent call last):
+    ...
+    evaltk.errors.InputError: field `answers`: `answers` has no rows; a judge's answers to score.
+    """
+    if len(data) == 0:
+        raise InputError(f"`{name}` has no rows; {needs}.", field=name)

@@ -45,10 +45,12 @@ from scipy import stats
 from .._validation import (
     check_columns,
     check_confidence_level,
+    check_nonempty,
     check_rng,
     recorded_seed,
     seeded_rng,
 )
+from .._validation import undefined as _undefined
 from ..errors import InputError
 from ..scoring import PROMOTION_CONDITIONS, CalibrationRecord, promotion_conditions
 from ..stats import (
@@ -74,8 +76,6 @@ from ..values import (
     answer_categories,
     measure_level,
 )
-from ._checks import check_nonempty
-from ._checks import undefined as _undefined
 
 __all__ = [
     "CeilingResult",

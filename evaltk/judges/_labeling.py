@@ -31,11 +31,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._validation import check_choice, check_columns, check_confidence_level, check_rng
+from .._validation import (
+    check_choice,
+    check_columns,
+    check_confidence_level,
+    check_nonempty,
+    check_rng,
+    undefined,
+)
 from ..errors import InputError
 from ..stats import ConfidenceInterval, ResultShape, z_value
 from ..values import ABSTAIN_WORDS, Abstention, abstain_labels
-from ._checks import check_nonempty, undefined
 
 __all__ = ["uncertainty_strata", "propose_batch", "stratified_accuracy", "StratifiedEstimate",
            "expansion_gate", "ExpansionDecision"]

@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from .._validation import check_nonempty
 from ..scoring import FoldRule, fold_votes
 from ..values import CAUSES
-from ._checks import check_nonempty
 
 __all__ = ["FoldRule", "PanelResult", "fold_panel", "fold_pairwise_trials", "review_queue"]
 

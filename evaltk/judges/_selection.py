@@ -27,12 +27,12 @@ from .._validation import (
     check_choice,
     check_columns,
     check_confidence_level,
+    check_nonempty,
     recorded_seed,
     seeded_rng,
 )
 from ..stats import BootstrapConfig, bootstrap_sums, wilson_interval
 from ..values import ABSTAIN_WORDS, Abstention, abstain_labels
-from ._checks import check_nonempty
 
 __all__ = ["anchor_correctness", "judge_costs", "canary_hits", "select_judges", "SelectionResult",
            "published_precision_recall",

@@ -10,11 +10,10 @@ with the cause where the number would be, and an :class:`~evaltk.values.Undefine
 from __future__ import annotations
 
 import math
-import sys
-import warnings
 from typing import Any, NamedTuple
 
-from ..values import Abstention, Cause, UndefinedWarning
+from .._validation import undefined, user_stacklevel  # noqa: F401  (re-used by stats)
+from ..values import Abstention, Cause
 
 __all__ = ["ConfidenceInterval", "ResultShape"]
 
@@ -32,26 +31,6 @@ class ConfidenceInterval(NamedTuple):
 
     low: float
     high: float
-
-
-def user_stacklevel() -> int:
-    """``stacklevel`` for ``warnings.warn`` that points at the first frame outside evaltk.
-
-    Call it directly inside the ``warnings.warn(...)`` call.
-    """
-    frame = sys._getframe(1)  # the function that is warning
-    level = 1
-    while frame is not None and str(frame.f_globals.get("__name__", "")).startswith("evaltk"):
-        frame = frame.f_back
-        level += 1
-    return level
-
-
-def undefined(reason: str, *, what: str | None = None, cause: Cause = Cause.MISSING_EVIDENCE) -> Abstention:
-    """The abstention of an undefined statistic, announced with an :class:`UndefinedWarning`."""
-    warnings.warn(f"{what} is undefined: {reason}." if what else reason, UndefinedWarning,
-                  stacklevel=user_stacklevel())
-    return Abstention(cause, reason)
 
 
 def as_interval(ci: Any) -> ConfidenceInterval | Abstention:
