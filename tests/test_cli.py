@@ -215,3 +215,13 @@ def test_agreement_parquet_nan_value_is_exit_65_null_is_missing(tmp_path, capsys
     code, _, err = _agreement([str(write("inf.parquet", [1.0, 2.0, 2.0, float("inf")])),
                                "--level", "interval"], capsys)
     assert code == 65 and "record 4" in err and "`rating`" in err
+
+
+def test_readme_command_table_lists_every_command_and_its_json():
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text[text.index("## Command line"):text.index("### Exit codes")]
+    rows = {m.group(1): m.group(0) for m in re.finditer(r"^\| `evaltk (\S+)[^\n]*", section, re.M)}
+    for top in {p[0] for p in LEAVES}:
+        assert top in rows, f"README's command table has no row for `evaltk {top}`"
+        if any(p[0] == top and p not in NO_JSON for p in LEAVES):
+            assert "--json" in rows[top], f"README's row for `evaltk {top}` does not show --json"
