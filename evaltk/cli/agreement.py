@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -37,20 +38,121 @@ _CLI_COEFFICIENTS: dict[str, Callable[..., AgreementResult]] = {
 }
 
 
-def _read_long_table(path: str, fields: Sequence[str]) -> pd.DataFrame:
+#: A rating cell that reads as a number: ``1``, ``-2``, ``2.5``, ``.5``, ``1e3`` (nothing else:
+#: no blanks around it, no ``1_000``, no ``0x1f``).
+_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+#: A cell that spells a non-finite number: ``nan``, ``inf``, ``-Infinity`` (any case).
+_NON_FINITE = re.compile(r"[+-]?(?:nan|inf|infinity)", re.IGNORECASE)
+
+
+def _line_of(frame: pd.DataFrame, index: Any) -> Any:
+    """The file line of a row (kept in ``frame.attrs`` by the reader), else the row label."""
+    lines = frame.attrs.get("lines")
+    return lines[index] if lines is not None else index
+
+
+def _numeric_ratings(frame: pd.DataFrame, rating: str, path: str) -> pd.DataFrame:
+    """Turn a text rating column into numbers when every non-empty cell is a finite number.
+
+    ``"1"`` and ``"2.5"`` are numbers; ``"None"``, ``"NA"``, ``"yes"`` are words, and one word
+    keeps the whole column as text.  A column of numbers with a ``nan`` or ``inf`` cell (or
+    a number too large for a float) raises :class:`~evaltk.errors.SchemaViolation` naming
+    the file, line and field: a rating that is not a value.
+    """
+    from ..errors import SchemaViolation
+
+    col = frame[rating]
+    cells = col[col.notna()]
+    if cells.empty:
+        return frame
+    is_number = cells.map(lambda s: bool(_NUMBER.fullmatch(s)))
+    is_non_finite = cells.map(lambda s: bool(_NON_FINITE.fullmatch(s)))
+    if not is_number.any() or not (is_number | is_non_finite).all():
+        return frame  # words (or only nan spellings, which are words here): text
+    bad = cells[is_non_finite]
+    if bad.empty:
+        values = pd.to_numeric(col)
+        bad = cells[values[cells.index].map(lambda v: not math.isfinite(v))]  # 1e999
+    if not bad.empty:
+        idx = bad.index[0]
+        raise SchemaViolation(f"rating {col[idx]!r} is not a finite number (the other ratings are "
+                              "numbers)", file=path, record=_line_of(frame, idx), field=rating)
+    out = frame.copy()
+    out[rating] = values
+    return out
+
+
+def _finite_or_raise(frame: pd.DataFrame, rating: str, path: str) -> None:
+    """A typed (JSONL / Parquet) rating column may not hold ``inf`` (``1e999``)."""
+    from ..errors import SchemaViolation
+
+    col = frame[rating]
+    for idx, v in col.items():
+        if isinstance(v, (float, np.floating)) and not math.isnan(v) and not math.isfinite(v):
+            raise SchemaViolation(f"rating {v!r} is not a finite number", file=path,
+                                  record=_line_of(frame, idx), field=rating)
+
+
+def _read_jsonl_table(path: str) -> pd.DataFrame:
+    from .._io import loads_json, read_text
+    from ..errors import SchemaViolation
+
+    rows, lines = [], []
+    for n, line in enumerate(read_text(path).splitlines(), 1):
+        if not line.strip():
+            continue
+        obj = loads_json(line, file=path, record=n)  # NaN / Infinity refused
+        if not isinstance(obj, dict):
+            raise SchemaViolation("a line must be a JSON object", file=path, record=n)
+        rows.append(obj)
+        lines.append(n)
+    frame = pd.DataFrame(rows)
+    frame.attrs["lines"] = lines
+    return frame
+
+
+def _read_parquet_table(path: str, rating: str) -> pd.DataFrame:
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+    import pyarrow.types as pt
+
+    from ..errors import SchemaViolation
+
+    table = pq.read_table(path)
+    if rating in table.column_names and pt.is_floating(table.schema.field(rating).type):
+        nan = pc.fill_null(pc.is_nan(table.column(rating)), False).to_numpy(zero_copy_only=False)
+        if nan.any():  # NaN stored as a value, not a null: not a rating
+            raise SchemaViolation("rating NaN is not a finite number (a missing rating is a null)",
+                                  file=path, record=str(int(nan.argmax()) + 1), field=rating)
+    frame = table.to_pandas()
+    frame.attrs["lines"] = [str(i + 1) for i in range(len(frame))]  # "record 3": the row
+    return frame
+
+
+def _read_long_table(path: str, fields: Sequence[str], rating: str) -> pd.DataFrame:
+    """The long table at ``path``: CSV as text (nothing guessed), JSONL and Parquet as typed.
+
+    CSV cells stay text (ids ``NA`` / ``None`` too; an empty cell is missing); the rating
+    column becomes numbers only when every non-empty cell is a finite number
+    (:func:`_numeric_ratings`).  JSONL is read strictly (a repeated key, ``NaN`` refused).
+    """
+    from .._io import read_csv_text
     from ..errors import SchemaViolation, UnreadableInput
 
     lower = path.lower()
     try:
         if lower.endswith(".parquet"):
-            frame = pd.read_parquet(path)
+            frame = _read_parquet_table(path, rating)
         elif lower.endswith((".jsonl", ".ndjson")):
-            frame = pd.read_json(path, lines=True)
+            frame = _read_jsonl_table(path)
         else:
-            frame = pd.read_csv(path)
+            frame = read_csv_text(path, empty_is_missing=True)
+            frame.attrs["lines"] = {i: i + 2 for i in range(len(frame))}  # line 1 is the header
     except (FileNotFoundError, IsADirectoryError, PermissionError) as e:
         raise UnreadableInput(f"cannot open: {e.strerror or e}", file=path) from None
-    except (UnicodeDecodeError, ValueError, pd.errors.ParserError, pd.errors.EmptyDataError) as e:
+    except (OSError, ValueError) as e:
+        if isinstance(e, (UnreadableInput, SchemaViolation)):
+            raise
         raise UnreadableInput(f"cannot parse as a table: {e}", file=path) from None
     except ImportError as e:  # pragma: no cover - pyarrow is a dependency
         raise UnreadableInput(f"cannot read Parquet ({e})", file=path) from None
@@ -58,7 +160,10 @@ def _read_long_table(path: str, fields: Sequence[str]) -> pd.DataFrame:
         if col not in frame.columns:
             raise SchemaViolation(f"column {col!r} is missing; columns are {list(frame.columns)!r}",
                                   file=path, field=col)
-    return frame
+    if lower.endswith((".parquet", ".jsonl", ".ndjson")):
+        _finite_or_raise(frame, rating, path)
+        return frame
+    return _numeric_ratings(frame, rating, path)
 
 
 def _cli_categories(values: Sequence[str] | None, column: pd.Series) -> list[Any] | None:
@@ -85,7 +190,7 @@ def _cmd_agreement(args: Any) -> int:
     from ._main import EXIT_USAGE, CliError
 
     fn = _CLI_COEFFICIENTS[args.coefficient]
-    frame = _read_long_table(args.file, (args.item, args.rater, args.rating))
+    frame = _read_long_table(args.file, (args.item, args.rater, args.rating), args.rating)
     kwargs: dict[str, Any] = dict(
         data=frame, item=args.item, rater=args.rater, rating=args.rating,
         categories=_cli_categories(args.categories, frame[args.rating]),
@@ -156,7 +261,13 @@ def register_cli(subparsers: Any) -> None:
             "Compute one agreement coefficient from a long CSV / JSONL / Parquet table with one row "
             "per (item, rater).  Exit codes: 0 computed (an undefined coefficient is reported as such, "
             "still 0); 64 usage error; 65 input violates the format (missing column, label outside "
-            "--categories, a rater rating an item twice); 66 unreadable file."),
+            "--categories, a rater rating an item twice, a rating nan or inf); 66 unreadable file.\n\n"
+            "A CSV is read as text, nothing guessed: ids and ratings spelled None, NA, null or NaN "
+            "stay those words; an empty cell is a missing rating.  The rating column becomes numbers "
+            "only when every non-empty cell is a finite decimal number (1, -2, 2.5, 1e3), so "
+            "--level interval / ratio work on numeric ratings; one word (None, NA, yes) keeps the "
+            "column as text, and nan or inf among numbers is an error (exit 65, naming the line).  "
+            "JSONL and Parquet keep their own types."),
         epilog="Example: evaltk agreement labels.csv --coefficient krippendorff_alpha --level nominal "
                "--abstain Unsure --json",
         formatter_class=argparse.RawDescriptionHelpFormatter,

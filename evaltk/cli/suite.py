@@ -74,12 +74,15 @@ def register_cli(subparsers: Any) -> None:
                     "violations, 64 usage, 65 invalid input, 66 unreadable input.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="Examples:\n  evaltk suite summarize data/examples/suite/run.json --out summary.json "
-               "--events events.jsonl\n  evaltk suite gate summary.json\n"
-               "  evaltk suite check data/examples/suite/run.json host-summary.json")
+               "--events events.jsonl\n  evaltk suite gate data/examples/suite/summary.json\n"
+               "  evaltk suite check data/examples/suite/run.json data/examples/suite/summary.json")
     sub = p.add_subparsers(dest="suite_command", metavar="SUBCOMMAND")
     s = sub.add_parser("summarize", help="compute the EvalSummary of a suite run",
                        description="Compute the RFC 0246 EvalSummary of a suite run (JSON or YAML). "
-                                   "Exit 0 when summarised (whether or not the suite passed).")
+                                   "Exit 0 when summarised (whether or not the suite passed).",
+                       epilog="Example: evaltk suite summarize data/examples/suite/run.json "
+                              "--out out/summary.json --events out/events.jsonl --json",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     s.add_argument("run", help="suite run, .json / .yaml")
     s.add_argument("--out", help="write the EvalSummary JSON here (stdout when omitted)")
     s.add_argument("--events", help="write per-trial eval.scored events here (JSONL)")
@@ -87,13 +90,19 @@ def register_cli(subparsers: Any) -> None:
     s.set_defaults(func=_cmd_summarize)
     g = sub.add_parser("gate", help="exit 0 when a summary passed, 1 when not (with why)",
                        description="Read an EvalSummary and decide: exit 0 passed, 1 not passed "
-                                   "(also when the summary contradicts its own passed flag).")
+                                   "(also when the summary contradicts its own passed flag).",
+                       epilog="Example: evaltk suite gate data/examples/suite/summary.json --json",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     g.add_argument("summary", help="EvalSummary JSON")
     g.add_argument("--json", action="store_true", help="machine-readable output")
     g.set_defaults(func=_cmd_gate)
     c = sub.add_parser("check", help="check a host's summary of a run against RFC 0246",
                        description="List every RFC 0246 violation in a host's summary of a run. "
-                                   "Exit 0 conforms, 1 violations.")
+                                   "Exit 0 conforms, 1 violations.",
+                       epilog="Example: evaltk suite check data/examples/suite/run.json "
+                              "data/examples/suite/summary.json --events data/examples/suite/events.jsonl "
+                              "--json",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     c.add_argument("run", help="suite run the host graded, .json / .yaml")
     c.add_argument("summary", help="the host's EvalSummary JSON")
     c.add_argument("--events", help="the host's eval.scored events (JSONL), checked too")

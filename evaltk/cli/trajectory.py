@@ -89,13 +89,42 @@ def _cmd_grade(args: argparse.Namespace) -> int:
     return code
 
 
+def _expected(i: int) -> dict[str, Any]:
+    """What the ``i``-th self-check run (0-based; the last is the final green run) must show."""
+    if i >= len(NEGATIVE_CONTROLS):
+        return {"cohort_decision": "pass", "error": None, "decision": "passed", "held_by": [],
+                "exit": EXIT_PASS}
+    c = NEGATIVE_CONTROLS[i]
+    if c.raises is not None:
+        code = BINDING_EXIT.get(c.raises, 1) if issubclass(c.raises, TrajectoryBindingError) else (
+            66 if issubclass(c.raises, UnreadableInput) else 65)
+        return {"cohort_decision": None, "error": c.raises.__name__, "message": c.message,
+                "exit": code}
+    return {"cohort_decision": "hold", "error": None, "decision": c.decision,
+            "held_by": list(c.held_by), "exit": EXIT_HOLD}
+
+
+def _observed(r: ControlResult) -> dict[str, Any]:
+    if r.error is not None:
+        return {"cohort_decision": None, "error": r.error.__name__, "message": r.message,
+                "exit": _control_exit(r)}
+    return {"cohort_decision": r.cohort_decision, "error": None, "decision": r.decision,
+            "held_by": list(r.held_by), "exit": _control_exit(r)}
+
+
 def _cmd_self_check(args: argparse.Namespace) -> int:
     results = run_self_check()
     n = len(NEGATIVE_CONTROLS)
+    bad = [r.name for r in results if not r.ok]
+    if args.json:
+        rows = [{"name": r.name, "kind": "negative control" if i < n else "final run",
+                 "expected": _expected(i), "observed": _observed(r), "passed": r.ok}
+                for i, r in enumerate(results)]
+        print(json.dumps({"passed": not bad, "controls": rows}, indent=2))
+        return 1 if bad else 0
     for i, r in enumerate(results, 1):
         label = f"control {i:2d}/{n}" if i <= n else "final run  "
         print(f"{label} {r.name:<30} {r.describe()} (exit {_control_exit(r)})")
-    bad = [r.name for r in results if not r.ok]
     if bad:
         print(f"self-check FAILED: {', '.join(bad)}", file=sys.stderr)
         return 1
@@ -116,7 +145,11 @@ def _cmd_seal(args: argparse.Namespace) -> int:
     if set(lock["case_inventory"]) != set(lock["cases"]):
         raise CliError(f"{args.draft}: `case_inventory` and `cases` differ", 65)
     write_json(args.output, lock)
-    print(f"sealed {len(lock['cases'])} case(s): lock_digest {lock['lock_digest']}")
+    if args.json:
+        print(json.dumps({"output": args.output, "cases": len(lock["cases"]),
+                          "lock_digest": lock["lock_digest"]}, indent=2))
+    else:
+        print(f"sealed {len(lock['cases'])} case(s): lock_digest {lock['lock_digest']}")
     return 0
 
 
@@ -125,9 +158,14 @@ def _cmd_digest(args: argparse.Namespace) -> int:
     if args.lock:
         if not isinstance(doc, dict):
             raise SchemaViolation("a lock must be an object", file=args.file)
-        print(lock_digest(doc))
+        digest = lock_digest(doc)
     else:
-        print(sha256_digest(doc))
+        digest = sha256_digest(doc)
+    if args.json:
+        print(json.dumps({"file": args.file, "kind": "lock" if args.lock else "document",
+                          "digest": digest}, indent=2))
+    else:
+        print(digest)
     return 0
 
 
@@ -148,8 +186,9 @@ def register_cli(subparsers: Any) -> None:
             "the results; 12 locked case missing from the results; 13 unlocked case in the results; "
             "65 malformed input (schema violation); 66 unreadable input (missing file, not JSON); "
             "64 usage error."),
-        epilog="Example: evaltk trajectory grade --lock lock.json --results results.json "
-               "--output report.json --design design.json",
+        epilog="Example: evaltk trajectory grade --lock data/examples/trajectory/lock.json "
+               "--results data/examples/trajectory/results-hold.json --output out/report.json "
+               "--design data/examples/trajectory/design.json --json",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     g.add_argument("--lock", required=True, help="the lock (trajectory-lock.schema.json)")
     g.add_argument("--results", required=True, help="the results (trajectory-results.schema.json)")
@@ -157,24 +196,37 @@ def register_cli(subparsers: Any) -> None:
     g.add_argument("--design", help="the design record, to check the lock's design digest")
     g.add_argument("--json", action="store_true", help="print the cohort summary as JSON")
     g.set_defaults(func=_cmd_grade)
-    s = sub.add_parser("self-check", help="run the fourteen negative controls and a final green run")
+    s = sub.add_parser(
+        "self-check", help="run the fourteen negative controls and a final green run",
+        description="Plant each of the fourteen failures of seed 003 into a green synthetic cohort, "
+                    "grade it, and check it is red for the right reason; then grade the unmodified "
+                    "cohort, which must pass.  Exit 0 every control as expected, 1 otherwise.",
+        epilog="Example: evaltk trajectory self-check --json",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    s.add_argument("--json", action="store_true",
+                   help="each control's name, expected and observed outcome, and whether it passed")
     s.set_defaults(func=_cmd_self_check)
     z = sub.add_parser(
         "seal", help="fill in a lock draft's case inventory, case-policy digest and lock digest",
         description="Seal a lock before any result exists: fills `case_inventory` (when absent), "
                     "`case_policy_digest`, `lock_digest` and, with --design, `design_digest`; "
                     "validates the sealed lock against trajectory-lock.schema.json.",
-        epilog="Example: evaltk trajectory seal draft.json --design design.json --output lock.json")
+        epilog="Example: evaltk trajectory seal data/examples/trajectory/lock.json "
+               "--design data/examples/trajectory/design.json --output out/lock.json",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     z.add_argument("draft", help="the lock draft (JSON)")
     z.add_argument("--output", required=True, help="where to write the sealed lock")
     z.add_argument("--design", help="the design record whose digest the lock binds")
+    z.add_argument("--json", action="store_true", help="print the output, case count and lock digest as JSON")
     z.set_defaults(func=_cmd_seal)
     h = sub.add_parser(
         "digest", help="print the canonical SHA-256 of a JSON document (or of a lock, --lock)",
-        epilog="Example: evaltk trajectory digest design.json")
+        epilog="Example: evaltk trajectory digest data/examples/trajectory/lock.json --lock --json",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     h.add_argument("file")
     h.add_argument("--lock", action="store_true",
                    help="digest the document without its `lock_digest` key (the lock's own digest)")
+    h.add_argument("--json", action="store_true", help="print the file, kind and digest as JSON")
     h.set_defaults(func=_cmd_digest)
 
     def _no_sub(args: argparse.Namespace) -> int:
