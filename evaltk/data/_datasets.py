@@ -42,6 +42,7 @@ import numpy as np
 import pandas as pd
 
 from .._io import read_csv_text
+from .._validation import check_rng
 from ..errors import SchemaViolation, UnreadableInput
 from ..values import ANSWER_TABLE_COLUMNS, ANSWER_VALUES, ANSWER_VOCABULARIES
 
@@ -589,14 +590,13 @@ def _validate_n(n_traces: Any) -> int:
 
 def _seed(rng: Any) -> int:
     """The int seed the corpus is generated from: ``rng`` itself when an int, else one
-    drawn from the Generator (recorded, so ``make_demo(rng=manifest["seed"])`` repeats it)."""
-    if isinstance(rng, np.random.Generator):
-        return int(rng.integers(2**63))
-    if isinstance(rng, bool) or not isinstance(rng, int | np.integer):
-        raise TypeError(f"`rng` must be a non-negative int seed or a numpy Generator; got {type(rng).__name__}.")
-    if rng < 0:
-        raise ValueError(f"`rng` must be a non-negative int seed or a numpy Generator; got {rng!r}.")
-    return int(rng)
+    drawn from the Generator (``None``: a fresh one), recorded so
+    ``make_demo(rng=manifest["seed"])`` repeats it.  ``rng`` is checked by the shared
+    :func:`evaltk._validation.check_rng`."""
+    gen = check_rng(rng)
+    if gen is not rng and rng is not None:  # an int seed: used as given
+        return int(rng)
+    return int(gen.integers(2**63))
 
 
 def _draw(rng: np.random.Generator, probs: np.ndarray) -> np.ndarray:
@@ -646,7 +646,7 @@ def _adheres(actions: Sequence[str], wanted: Sequence[str]) -> bool:
     return all(any(a == w for a in it) for w in wanted)
 
 
-def make_demo(*, n_traces: int = 3000, rng: int | np.random.Generator = 0) -> DemoData:
+def make_demo(*, n_traces: int = 3000, rng: int | np.random.Generator | None = 0) -> DemoData:
     """Generate the demo corpus: traces, judge answers, human labels and the planted truth.
 
     Deterministic: the same ``n_traces`` and seed give identical output (one
@@ -657,8 +657,9 @@ def make_demo(*, n_traces: int = 3000, rng: int | np.random.Generator = 0) -> De
     n_traces : int
         Number of trace records (at least 10).  A few further runs exist only in
         the answer tables (their trace line was "lost"): ``manifest["orphan_trace_ids"]``.
-    rng : int or numpy Generator, default 0
-        The seed (a non-negative int), or a Generator from which one seed is drawn.
+    rng : int, numpy Generator or None, default 0
+        The seed (a non-negative int), or a Generator from which one seed is drawn
+        (``None``: a fresh Generator).
         Either way the seed used is recorded in ``manifest["seed"]``, and
         ``make_demo(n_traces=n, rng=manifest["seed"])`` gives the same corpus.
 
