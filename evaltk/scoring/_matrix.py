@@ -13,9 +13,9 @@ import pandas as pd
 
 from ..stats import score_summary
 from ..values import (
-    CAUSES,
     MeanSummary,
     check_value_cause,
+    summarize,
 )
 from ._manifest import Manifest
 from ._measures import (
@@ -102,14 +102,10 @@ class ScoreMatrix:
         return score_summary(f, keys).to_frame()  # the mergeable summary every engine uses (evaltk.scale)
 
     def mean_summary(self, measure: str, *, tier: str = "automatic") -> MeanSummary:
+        """One measure's :class:`~evaltk.values.MeanSummary`, through :func:`evaltk.values.summarize`."""
         f = self.scores(tier)
         f = f[f["measure"] == measure]
-        vals = f["value"].to_numpy(float)
-        counts = f["cause"].value_counts()
-        valued = vals[~np.isnan(vals)]
-        return MeanSummary(n=len(f), n_valued=len(valued), total=float(valued.sum()),
-                           total_sq=float(valued @ valued),
-                           excluded={c: int(counts.get(c, 0)) for c in CAUSES})
+        return summarize(f["value"], f["cause"])
 
     def with_manifest(self, manifest: Manifest) -> ScoreMatrix:
         return replace(self, manifest=manifest)
