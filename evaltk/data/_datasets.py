@@ -41,7 +41,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
-from .._io import read_csv_text
+from .._io import loads_json, read_csv_text, read_json, read_text
 from .._validation import check_rng
 from ..errors import SchemaViolation, UnreadableInput
 from ..values import ANSWER_TABLE_COLUMNS, ANSWER_VALUES, ANSWER_VOCABULARIES
@@ -1865,7 +1865,7 @@ def load_demo(path: str | Path | None = None, *, n_traces: int = 3000,
     raters_raw = _read_csv(files["raters"], "raters")
     raters = pd.DataFrame({c: _objects(raters_raw[c]) for c in raters_raw.columns})
     raters["probability"] = _to_number(raters_raw, "probability", files["raters"])
-    manifest = _read_json(files["manifest"])
+    manifest = read_json(files["manifest"])
     if not isinstance(manifest, dict):
         raise SchemaViolation("expected a JSON object", file=str(files["manifest"]))
     return _normalized(DemoData(traces=traces, answers=answers, labels=labels, truth=truth,
@@ -1892,32 +1892,12 @@ def _check_truth(raw: pd.DataFrame, path: Path) -> None:
         _bad_row((val < 0).to_numpy() | (val > 1).to_numpy(), raw, m, path, "must be in [0, 1]")
 
 
-def _read_text(path: Path) -> str:
-    if not path.is_file():
-        raise UnreadableInput("no such file", file=str(path))
-    try:
-        return path.read_bytes().decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise UnreadableInput(f"not UTF-8 ({e.reason} at byte {e.start})", file=str(path)) from None
-
-
-def _read_json(path: Path) -> Any:
-    text = _read_text(path)
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as e:
-        raise UnreadableInput(f"not JSON ({e.msg}, column {e.colno})", file=str(path), record=e.lineno) from None
-
-
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
     out = []
-    for n, line in enumerate(_read_text(path).splitlines(), start=1):
+    for n, line in enumerate(read_text(path).splitlines(), start=1):
         if not line.strip():
             continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise UnreadableInput(f"not JSON ({e.msg}, column {e.colno})", file=str(path), record=n) from None
+        rec = loads_json(line, file=str(path), record=n)
         if not isinstance(rec, dict):
             raise SchemaViolation(f"expected a JSON object, got {type(rec).__name__}", file=str(path), record=n)
         for key in ("trace_id", "task", "status", "steps"):
@@ -2087,7 +2067,7 @@ def load_alt_test_annotations(path: str | Path) -> dict[str, dict[str, Any]]:
     {'h1': {'i1': 4, 'i2': 2}}
     """
     fp = Path(path)
-    data = _read_json(fp)
+    data = read_json(fp)
     if not isinstance(data, dict):
         raise SchemaViolation(f"expected an object {{rater: {{item: rating}}}}, got {type(data).__name__}",
                               file=str(fp))

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .._io import read_json
 from ..stats import score_summary
 from ..values import (
     MeanSummary,
@@ -133,10 +134,7 @@ class ScoreMatrix:
             raise UnreadableInput("not a saved score matrix (scores.parquet and manifest.json expected)",
                                   file=str(d))
         frame = pd.read_parquet(d / "scores.parquet")
-        try:
-            raw = json.loads((d / "manifest.json").read_text(encoding="utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as e:
-            raise UnreadableInput(f"not JSON: {e}", file=str(d / "manifest.json")) from None
+        raw = read_json(d / "manifest.json")  # strict: a repeated key is refused
         manifest = Manifest.from_dict(raw, source=str(d / "manifest.json"))
         parts = {}
         for name in ("ledger", "runs", "diagnostics", "participation", "unconfirmed", "unscored"):
