@@ -79,10 +79,16 @@ def check_rng(rng: Any) -> np.random.Generator:
     Traceback (most recent call last):
     ...
     TypeError: `rng` must be None, an int seed or a numpy Generator; got str.
+    >>> check_rng(-1)
+    Traceback (most recent call last):
+    ...
+    ValueError: `rng` must be None, a non-negative int seed or a numpy Generator; got -1.
     """
     if rng is None or isinstance(rng, np.random.Generator):
         return np.random.default_rng(rng)
     if isinstance(rng, numbers.Integral) and not isinstance(rng, bool):
+        if rng < 0:
+            raise ValueError(f"`rng` must be None, a non-negative int seed or a numpy Generator; got {rng!r}.")
         return np.random.default_rng(int(rng))
     raise TypeError(f"`rng` must be None, an int seed or a numpy Generator; got {type(rng).__name__}.")
 

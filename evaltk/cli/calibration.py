@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .._io import read_csv_text
+from .._io import read_csv_text, read_json
 from ..data import load_alt_test_annotations
-from ..errors import SchemaViolation, UnreadableInput
+from ..errors import SchemaViolation
 from ..judges import (
     CALIBRATION_LEVELS,
     agentrewardbench_ceiling,
@@ -109,12 +109,7 @@ def _cli_alt_test(args: Any) -> int:
     judges_raw = load_alt_test_annotations(args.judges) if not args.single else None
     if args.single:
         p = Path(args.judges)
-        try:
-            one = json.loads(p.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise UnreadableInput("no such file", file=str(p)) from None
-        except (UnicodeDecodeError, json.JSONDecodeError) as e:
-            raise UnreadableInput(f"not UTF-8 JSON ({e})", file=str(p)) from None
+        one = read_json(p)  # strict: a repeated item key is refused, not silently overwritten
         if not isinstance(one, dict):
             raise SchemaViolation("expected an object {item: label}", file=str(p))
         judges = {"judge": one}

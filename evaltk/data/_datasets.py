@@ -41,7 +41,8 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
-from .._io import read_csv_text
+from .._io import loads_json, read_csv_text, read_json, read_text
+from .._validation import check_rng
 from ..errors import SchemaViolation, UnreadableInput
 from ..values import ANSWER_TABLE_COLUMNS, ANSWER_VALUES, ANSWER_VOCABULARIES
 
@@ -589,14 +590,13 @@ def _validate_n(n_traces: Any) -> int:
 
 def _seed(rng: Any) -> int:
     """The int seed the corpus is generated from: ``rng`` itself when an int, else one
-    drawn from the Generator (recorded, so ``make_demo(rng=manifest["seed"])`` repeats it)."""
-    if isinstance(rng, np.random.Generator):
-        return int(rng.integers(2**63))
-    if isinstance(rng, bool) or not isinstance(rng, int | np.integer):
-        raise TypeError(f"`rng` must be a non-negative int seed or a numpy Generator; got {type(rng).__name__}.")
-    if rng < 0:
-        raise ValueError(f"`rng` must be a non-negative int seed or a numpy Generator; got {rng!r}.")
-    return int(rng)
+    drawn from the Generator (``None``: a fresh one), recorded so
+    ``make_demo(rng=manifest["seed"])`` repeats it.  ``rng`` is checked by the shared
+    :func:`evaltk._validation.check_rng`."""
+    gen = check_rng(rng)
+    if gen is not rng and rng is not None:  # an int seed: used as given
+        return int(rng)
+    return int(gen.integers(2**63))
 
 
 def _draw(rng: np.random.Generator, probs: np.ndarray) -> np.ndarray:
@@ -646,7 +646,7 @@ def _adheres(actions: Sequence[str], wanted: Sequence[str]) -> bool:
     return all(any(a == w for a in it) for w in wanted)
 
 
-def make_demo(*, n_traces: int = 3000, rng: int | np.random.Generator = 0) -> DemoData:
+def make_demo(*, n_traces: int = 3000, rng: int | np.random.Generator | None = 0) -> DemoData:
     """Generate the demo corpus: traces, judge answers, human labels and the planted truth.
 
     Deterministic: the same ``n_traces`` and seed give identical output (one
@@ -657,8 +657,9 @@ def make_demo(*, n_traces: int = 3000, rng: int | np.random.Generator = 0) -> De
     n_traces : int
         Number of trace records (at least 10).  A few further runs exist only in
         the answer tables (their trace line was "lost"): ``manifest["orphan_trace_ids"]``.
-    rng : int or numpy Generator, default 0
-        The seed (a non-negative int), or a Generator from which one seed is drawn.
+    rng : int, numpy Generator or None, default 0
+        The seed (a non-negative int), or a Generator from which one seed is drawn
+        (``None``: a fresh Generator).
         Either way the seed used is recorded in ``manifest["seed"]``, and
         ``make_demo(n_traces=n, rng=manifest["seed"])`` gives the same corpus.
 
@@ -1864,7 +1865,7 @@ def load_demo(path: str | Path | None = None, *, n_traces: int = 3000,
     raters_raw = _read_csv(files["raters"], "raters")
     raters = pd.DataFrame({c: _objects(raters_raw[c]) for c in raters_raw.columns})
     raters["probability"] = _to_number(raters_raw, "probability", files["raters"])
-    manifest = _read_json(files["manifest"])
+    manifest = read_json(files["manifest"])
     if not isinstance(manifest, dict):
         raise SchemaViolation("expected a JSON object", file=str(files["manifest"]))
     return _normalized(DemoData(traces=traces, answers=answers, labels=labels, truth=truth,
@@ -1891,32 +1892,12 @@ def _check_truth(raw: pd.DataFrame, path: Path) -> None:
         _bad_row((val < 0).to_numpy() | (val > 1).to_numpy(), raw, m, path, "must be in [0, 1]")
 
 
-def _read_text(path: Path) -> str:
-    if not path.is_file():
-        raise UnreadableInput("no such file", file=str(path))
-    try:
-        return path.read_bytes().decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise UnreadableInput(f"not UTF-8 ({e.reason} at byte {e.start})", file=str(path)) from None
-
-
-def _read_json(path: Path) -> Any:
-    text = _read_text(path)
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as e:
-        raise UnreadableInput(f"not JSON ({e.msg}, column {e.colno})", file=str(path), record=e.lineno) from None
-
-
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
     out = []
-    for n, line in enumerate(_read_text(path).splitlines(), start=1):
+    for n, line in enumerate(read_text(path).splitlines(), start=1):
         if not line.strip():
             continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise UnreadableInput(f"not JSON ({e.msg}, column {e.colno})", file=str(path), record=n) from None
+        rec = loads_json(line, file=str(path), record=n)
         if not isinstance(rec, dict):
             raise SchemaViolation(f"expected a JSON object, got {type(rec).__name__}", file=str(path), record=n)
         for key in ("trace_id", "task", "status", "steps"):
@@ -2086,7 +2067,7 @@ def load_alt_test_annotations(path: str | Path) -> dict[str, dict[str, Any]]:
     {'h1': {'i1': 4, 'i2': 2}}
     """
     fp = Path(path)
-    data = _read_json(fp)
+    data = read_json(fp)
     if not isinstance(data, dict):
         raise SchemaViolation(f"expected an object {{rater: {{item: rating}}}}, got {type(data).__name__}",
                               file=str(fp))

@@ -424,6 +424,9 @@ def _undefined_ceiling(r: _Ratings, counts: dict[str, int], seed: int | str) -> 
 
 
 def _pairwise_agreement(labels: list[Any]) -> float:
+    # Not evaltk.stats.percent_agreement: that one is undefined with a single pairable item
+    # ("agreement needs at least two"), where the ceiling reports the item's agreement
+    # (tests/data/test_datasets.py::test_alttest_toy_long_table); on >= 2 items they agree bit for bit.
     m = len(labels)
     counts = pd.Series(labels).value_counts().to_numpy(dtype=float)
     return float((counts * (counts - 1.0)).sum() / (m * (m - 1.0)))

@@ -30,6 +30,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from .._io import loads_json
 from ..errors import InputError, UnreadableInput
 from ._params import _check_literal, _check_week, _is_path_param, check_params
 from ._provenance import _PROVENANCE_MIME, file_digest
@@ -174,11 +175,13 @@ def _load_params(params: Mapping[str, Any] | str | os.PathLike[str] | None) -> t
         raise UnreadableInput(f"cannot read the parameters file: {e}.", file=str(path)) from None
     import yaml
 
-    try:
-        data = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
-    except (json.JSONDecodeError, yaml.YAMLError) as e:
-        raise UnreadableInput(f"not valid {'JSON' if path.suffix.lower() == '.json' else 'YAML'}: {e}",
-                              file=str(path)) from None
+    if path.suffix.lower() == ".json":  # strict: a repeated key or NaN is refused, naming the line
+        data = loads_json(text, file=str(path))
+    else:
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as e:
+            raise UnreadableInput(f"not valid YAML: {e}", file=str(path)) from None
     if data is None:
         data = {}
     if not isinstance(data, dict):

@@ -11,11 +11,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .._io import read_json
 from ..stats import score_summary
 from ..values import (
-    CAUSES,
     MeanSummary,
     check_value_cause,
+    summarize,
 )
 from ._manifest import Manifest
 from ._measures import (
@@ -102,14 +103,10 @@ class ScoreMatrix:
         return score_summary(f, keys).to_frame()  # the mergeable summary every engine uses (evaltk.scale)
 
     def mean_summary(self, measure: str, *, tier: str = "automatic") -> MeanSummary:
+        """One measure's :class:`~evaltk.values.MeanSummary`, through :func:`evaltk.values.summarize`."""
         f = self.scores(tier)
         f = f[f["measure"] == measure]
-        vals = f["value"].to_numpy(float)
-        counts = f["cause"].value_counts()
-        valued = vals[~np.isnan(vals)]
-        return MeanSummary(n=len(f), n_valued=len(valued), total=float(valued.sum()),
-                           total_sq=float(valued @ valued),
-                           excluded={c: int(counts.get(c, 0)) for c in CAUSES})
+        return summarize(f["value"], f["cause"])
 
     def with_manifest(self, manifest: Manifest) -> ScoreMatrix:
         return replace(self, manifest=manifest)
@@ -137,10 +134,7 @@ class ScoreMatrix:
             raise UnreadableInput("not a saved score matrix (scores.parquet and manifest.json expected)",
                                   file=str(d))
         frame = pd.read_parquet(d / "scores.parquet")
-        try:
-            raw = json.loads((d / "manifest.json").read_text(encoding="utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as e:
-            raise UnreadableInput(f"not JSON: {e}", file=str(d / "manifest.json")) from None
+        raw = read_json(d / "manifest.json")  # strict: a repeated key is refused
         manifest = Manifest.from_dict(raw, source=str(d / "manifest.json"))
         parts = {}
         for name in ("ledger", "runs", "diagnostics", "participation", "unconfirmed", "unscored"):

@@ -132,7 +132,8 @@ def test_too_few_traces_refused(bad: int) -> None:
 def test_bad_argument_types_refused() -> None:
     with pytest.raises(TypeError, match="n_traces"):
         D.make_demo(n_traces=12.5)  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="`rng` must be a non-negative int seed or a numpy Generator"):
+    # the shared check (evaltk._validation.check_rng), one message for every rng=
+    with pytest.raises(ValueError, match=r"^`rng` must be None, a non-negative int seed or a numpy Generator; got -1\.$"):
         D.make_demo(n_traces=20, rng=-1)
     with pytest.raises(TypeError, match="`rng` must be"):
         D.make_demo(n_traces=20, rng=1.5)  # type: ignore[arg-type]
@@ -148,6 +149,13 @@ def test_a_generator_draws_one_seed_and_records_it() -> None:
     assert again.traces == d.traces and again.manifest == d.manifest
     pd.testing.assert_frame_equal(again.answers, d.answers)
     assert D.make_demo(n_traces=20, rng=np.random.default_rng(124)).traces != d.traces
+
+
+def test_rng_none_draws_a_fresh_seed_and_records_it() -> None:
+    d = D.make_demo(n_traces=20, rng=None)
+    seed = d.manifest["seed"]
+    assert isinstance(seed, int) and 0 <= seed < 2**63
+    assert D.make_demo(n_traces=20, rng=seed).traces == d.traces
 
 
 def test_small_corpora_still_complete() -> None:

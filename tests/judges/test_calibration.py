@@ -364,6 +364,11 @@ def test_load_alt_test_annotations_errors(tmp_path):
     shape.write_text(json.dumps({"h1": ["a", "b"]}), encoding="utf-8")
     with pytest.raises(SchemaViolation, match="record h1"):
         load_alt_test_annotations(shape)
+    # a repeated rater or item is refused (plain json.loads keeps the last silently)
+    twice = tmp_path / "twice.json"
+    twice.write_text('{"h1": {"i1": 1, "i1": 0}}', encoding="utf-8")
+    with pytest.raises(SchemaViolation, match="twice.json: field `i1`: duplicate object key 'i1'"):
+        load_alt_test_annotations(twice)
 
 
 # --------------------------------------------------------------------------- precision planning
@@ -474,6 +479,13 @@ def test_cli_alt_test_exit_codes(tmp_path, capsys):
     assert main(["calibration", "alt-test", str(tmp_path / "x.json"), str(jp)]) == 66
     assert main(["calibration", "alt-test", str(hp), str(jp), "--epsilon"]) == 64
     assert main(["calibration"]) == 64
+    one = tmp_path / "one.json"
+    one.write_text(json.dumps(good))
+    assert main(["calibration", "alt-test", str(hp), str(one), "--single"]) == 0
+    one.write_text('{"0": 1, "0": 0}')  # a repeated item in one judge's {item: label}
+    capsys.readouterr()
+    assert main(["calibration", "alt-test", str(hp), str(one), "--single"]) == 65
+    assert "duplicate object key '0'" in capsys.readouterr().err
 
 
 def test_cli_ceiling(tmp_path, capsys):

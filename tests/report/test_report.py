@@ -17,7 +17,7 @@ import pytest
 
 from evaltk import report
 from evaltk.cli import report as cli_report
-from evaltk.errors import InputError, UnreadableInput
+from evaltk.errors import InputError, SchemaViolation, UnreadableInput
 from evaltk.report import _params, _provenance, _render
 from evaltk.values import UndefinedWarning
 
@@ -226,8 +226,12 @@ def test_load_params_file(tmp_path):
     p.write_text("confidence_level: 0.9\ncalibration:\n  seed: 2\n")
     assert _render._load_params(p) == ({"confidence_level": 0.9, "calibration": {"seed": 2}}, str(p))
     (tmp_path / "bad.json").write_text("{not json")
-    with pytest.raises(UnreadableInput, match="not valid JSON"):
+    with pytest.raises(UnreadableInput, match="bad.json: line 1: not JSON"):
         _render._load_params(tmp_path / "bad.json")
+    # plain json.loads would keep the last value silently: the run would use a seed nobody reviewed
+    (tmp_path / "twice.json").write_text('{"seed": 1,\n "seed": 2}')
+    with pytest.raises(SchemaViolation, match="twice.json: field `seed`: duplicate object key 'seed'"):
+        _render._load_params(tmp_path / "twice.json")
     (tmp_path / "list.yaml").write_text("- 1\n- 2\n")
     with pytest.raises(InputError, match="must be a mapping"):
         _render._load_params(tmp_path / "list.yaml")

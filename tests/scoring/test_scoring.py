@@ -408,6 +408,10 @@ def test_manifest_on_disk_cannot_claim_calibrated_without_its_evidence(tmp_path)
     (tmp_path / "m" / "manifest.json").write_text(json.dumps(man))
     with pytest.raises(SchemaViolation, match="not calibrated or provisional"):
         ScoreMatrix.load(tmp_path / "m")
+    # a repeated key: which evidence level counts is not knowable, so the file is refused
+    (tmp_path / "m" / "manifest.json").write_text('{"measures": {}, ' + json.dumps(man)[1:])
+    with pytest.raises(SchemaViolation, match="duplicate object key 'measures'"):
+        ScoreMatrix.load(tmp_path / "m")
 
 
 def test_calibration_record_conditions_check_the_evidence_itself():

@@ -143,3 +143,15 @@ def test_an_agents_own_claim_of_success_carries_no_weight():
     ans = pd.DataFrame({"trace_id": ["t1"], "measure": ["x_task"], "step": [None], "rater": ["j"],
                         "answer": ["no"]})
     assert score_traces([rec], ans).wide().iloc[0]["x_task"] == 0.0
+
+
+def test_mean_summary_agrees_with_the_summary_table_for_every_measure(matrix):
+    """Two doors to one measure's summary (``mean_summary`` and ``summary()``) give one answer."""
+    table = matrix.summary().set_index("measure")
+    for measure in MEASURES:
+        s = matrix.mean_summary(measure)
+        row = table.loc[measure]
+        assert (s.n, s.n_valued) == (row["n"], row["n_valued"])
+        assert {c: s.excluded[c] for c in s.excluded} == {c: row[f"n_{c}"] for c in s.excluded}
+        assert (s.mean == row["mean"]) if s.n_valued else (pd.isna(row["mean"]) and s.n_valued == 0)
+        assert s.coverage == pytest.approx(row["coverage"], abs=0)

@@ -370,6 +370,8 @@ def test_validation_has_one_message_form():
         check_confidence_level(1.5)
     with pytest.raises(TypeError, match="^`rng` must be None, an int seed or a numpy Generator; got float.$"):
         check_rng(1.5)
+    with pytest.raises(ValueError, match=r"^`rng` must be None, a non-negative int seed or a numpy Generator; got -1\.$"):
+        check_rng(-1)
     with pytest.raises(ValueError, match="^`unit` must be one of 'item', 'cluster'; got 'items'.$"):
         check_choice("unit", "items", ("item", "cluster"))
     import pandas as pd
