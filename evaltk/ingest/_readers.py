@@ -30,6 +30,70 @@ from ._series import _const, _from_codes, _increasing_within, _s, _str_series
 from ._validate import _check_trace, _validate_arrow, _validate_python
 
 
+def _blank_to_null(a: pa.Array) -> pa.Array:
+    """Empty strings read as absent."""
+    if pa.types.is_null(a.type):
+        return pa.nulls(len(a), pa.string())
+    empty = pc.equal(pc.binary_length(a), 0)
+    if pc.any(empty).as_py():
+        a = pc.if_else(empty, pa.scalar(None, pa.string()), a)
+    return a
+
+
+def _as_arrow_text(a: Any) -> pa.Array:
+    return a if isinstance(a, pa.Array) else pa.array(a, pa.string())
+
+
+def _run_domains(domain: Any, task: pa.Array, rule: Callable[[str], Any]) -> tuple[pd.Series, np.ndarray]:
+    """The record's domain, else the rule applied to the task prompt (once per distinct
+    prompt).  Returns the domains and where the rule gave them."""
+    dom = _blank_to_null(_as_arrow_text(domain))
+    from_rule = dom.is_null().to_numpy(zero_copy_only=False)
+    dom_s = _str_series(dom)
+    if from_rule.any():
+        tasks = _str_series(task)[from_rule]
+        codes, uniq = pd.factorize(tasks)
+        derived = np.asarray(_apply_rule(rule, list(uniq)), dtype=object)
+        vals = dom_s.to_numpy(dtype=object, na_value=None)
+        vals[from_rule] = derived[codes] if len(uniq) else []
+        dom_s = _s(vals)
+    return dom_s, from_rule
+
+
+def _steps_missing(n_steps: np.ndarray, s_index: np.ndarray, sc_run: np.ndarray,
+                   sc_count: np.ndarray) -> np.ndarray:
+    """Index gaps within a run (indices sorted), or a source reporting more steps than recorded."""
+    n = len(n_steps)
+    first = np.zeros(n, np.int64)
+    last = np.zeros(n, np.int64)
+    if s_index.size:
+        starts = np.cumsum(n_steps) - n_steps
+        has = n_steps > 0
+        first[has] = s_index[starts[has]]
+        last[has] = s_index[starts[has] + n_steps[has] - 1]
+    gaps = (n_steps > 0) & (last - first + 1 > n_steps)
+    more = np.zeros(n, bool)
+    if sc_run.size:
+        more[sc_run[sc_count > n_steps[sc_run]]] = True
+    return gaps | more
+
+
+def _disagreements(tid_s: pd.Series, n_steps: np.ndarray, sc_run: np.ndarray,
+                   sc_source: list[str] | np.ndarray, sc_count: np.ndarray) -> pd.DataFrame:
+    """Step counts that differ from the recorded steps, ordered by run then source name."""
+    differs = sc_count != n_steps[sc_run] if sc_run.size else np.zeros(0, bool)
+    src = np.asarray(sc_source, dtype=object)[differs] if sc_run.size else np.zeros(0, object)
+    dr = sc_run[differs]
+    o = np.lexsort((src.astype(str), dr)) if dr.size else np.zeros(0, np.int64)
+    return pd.DataFrame({
+        "trace_id": _s(tid_s.array[dr[o]] if dr.size else []),
+        "source": _s(src[o].tolist()),
+        "count": sc_count[differs][o],
+        "canonical": np.asarray(n_steps, np.int64)[dr[o]],
+        "run_pos": dr[o],
+    })
+
+
 def _build_tables(*, tid: pa.Array, task: pa.Array, domain: pa.Array, agent: pa.Array,
                   guide: list[Any], n_steps: np.ndarray, s_index: np.ndarray, s_action: pa.Array,
                   s_target: pa.Array, s_screen: pa.Array, s_cons: np.ndarray, s_conf: np.ndarray,
@@ -53,52 +117,21 @@ def _build_tables(*, tid: pa.Array, task: pa.Array, domain: pa.Array, agent: pa.
             return a.take(pa.array(order))
         return a[order]
 
-    def blank_to_null(a: pa.Array) -> pa.Array:
-        if pa.types.is_null(a.type):
-            return pa.nulls(len(a), pa.string())
-        empty = pc.equal(pc.binary_length(a), 0)
-        if pc.any(empty).as_py():
-            a = pc.if_else(empty, pa.scalar(None, pa.string()), a)
-        return a
-
     s_index = take(s_index)
     tid_s = _str_series(tid)
     steps = pd.DataFrame({
         "trace_id": _s(tid_s.array[step_run] if n else []),
         "index": s_index.astype(np.int64),
         "action": _str_series(take(s_action)),
-        "target": _str_series(blank_to_null(take(s_target))),
-        "screen": _str_series(blank_to_null(take(s_screen))),
+        "target": _str_series(_blank_to_null(take(s_target))),
+        "screen": _str_series(_blank_to_null(take(s_screen))),
         "consequential": take(s_cons).astype(bool),
         "needs_confirmation": take(s_conf).astype(bool),
         "run_pos": step_run,
     })
-    # domain: the record's, else the rule applied to the task prompt
-    dom = blank_to_null(domain if isinstance(domain, pa.Array) else pa.array(domain, pa.string()))
-    from_rule = dom.is_null().to_numpy(zero_copy_only=False)
-    dom_s = _str_series(dom)
-    if from_rule.any():
-        tasks = _str_series(task)[from_rule]
-        codes, uniq = pd.factorize(tasks)
-        derived = np.asarray(_apply_rule(rule, list(uniq)), dtype=object)
-        vals = dom_s.to_numpy(dtype=object, na_value=None)
-        vals[from_rule] = derived[codes] if len(uniq) else []
-        dom_s = _s(vals)
-    # steps_missing: index gaps, or a source reporting more steps than recorded
-    first = np.zeros(n, np.int64)
-    last = np.zeros(n, np.int64)
-    if s_index.size:
-        starts = np.cumsum(n_steps) - n_steps
-        has = n_steps > 0
-        first[has] = s_index[starts[has]]
-        last[has] = s_index[starts[has] + n_steps[has] - 1]
-    gaps = (n_steps > 0) & (last - first + 1 > n_steps)
+    dom_s, from_rule = _run_domains(domain, task, rule)
     sc_run = np.asarray(sc_run, np.int64)
     sc_count = np.asarray(sc_count, np.int64)
-    more = np.zeros(n, bool)
-    differs = sc_count != n_steps[sc_run] if sc_run.size else np.zeros(0, bool)
-    if sc_run.size:
-        more[sc_run[sc_count > n_steps[sc_run]]] = True
     runs = pd.DataFrame({
         "trace_id": tid_s,
         "task": _str_series(task),
@@ -106,23 +139,12 @@ def _build_tables(*, tid: pa.Array, task: pa.Array, domain: pa.Array, agent: pa.
         "domain_source": _from_codes(from_rule.astype(np.int64), ["record", "rule"]),
         "status": _const("complete", n),
         "n_steps": np.asarray(n_steps, np.int64),
-        "agent": _str_series(blank_to_null(agent if isinstance(agent, pa.Array)
-                                           else pa.array(agent, pa.string()))),
+        "agent": _str_series(_blank_to_null(_as_arrow_text(agent))),
         "guide": pd.Series(guide, dtype=object),
-        "steps_missing": gaps | more,
+        "steps_missing": _steps_missing(n_steps, s_index, sc_run, sc_count),
     })
-    # disagreements, ordered by run then source name
-    src = np.asarray(sc_source, dtype=object)[differs] if sc_run.size else np.zeros(0, object)
-    dr = sc_run[differs]
-    o = np.lexsort((src.astype(str), dr)) if dr.size else np.zeros(0, np.int64)
-    dis = pd.DataFrame({
-        "trace_id": _s(tid_s.array[dr[o]] if dr.size else []),
-        "source": _s(src[o].tolist()),
-        "count": sc_count[differs][o],
-        "canonical": np.asarray(n_steps, np.int64)[dr[o]],
-        "run_pos": dr[o],
-    })
-    return runs, steps, dis
+    return runs, steps, _disagreements(tid_s, n_steps, sc_run, sc_source, sc_count)
+
 
 def _records_from_frame(df: pd.DataFrame) -> list[dict[str, Any]]:
     return df.to_dict("records")
@@ -503,23 +525,16 @@ def _decodes(raw: bytes) -> bool:
     return True
 
 
-def _arrow_piece(name: str, table: pa.Table, numbers: np.ndarray, rule: Callable[[str], Any],
-                 strict: bool, get_record: Callable[[int], Any]) -> _Piece | None:
-    """Column-wise validation of an Arrow table; None when it is not the expected shape
-    (or the column checks and the validator disagree): then the validator reads it."""
-    try:
-        res = _validate_arrow(table)
-    except UnicodeError:  # pragma: no cover - _arrow_json already checks the names
-        return None
-    if res is None:
-        return None
-    cols, code, suspect = res
-    n = table.num_rows
+def _explain_suspects(suspect: np.ndarray, code: np.ndarray, numbers: np.ndarray, name: str,
+                      strict: bool, get_record: Callable[[int], Any]) -> tuple[list[Any], np.ndarray,
+                                                                            np.ndarray] | None:
+    """The Python validator (the authority) explains each suspect record: malformed (code 2,
+    with reason, field and trace id) or in progress (code 1).  ``code`` is updated in place;
+    None when the validator finds a suspect record complete (the two paths disagree)."""
+    n = len(code)
     tids: list[Any] = [None] * n
     reasons = np.full(n, None, dtype=object)
     fields = np.full(n, None, dtype=object)
-    code = code.copy()
-    # the Python validator (the authority) explains each suspect record
     for k in np.flatnonzero(suspect):
         rec = get_record(int(k))
         try:
@@ -538,13 +553,60 @@ def _arrow_piece(name: str, table: pa.Table, numbers: np.ndarray, rule: Callable
             return None
         code[k] = 1
     reasons[code == 1] = "in_progress"
+    return tids, reasons, fields
+
+
+def _kept_guides(guide: pa.Array | None, n_kept: int) -> list[Any]:
+    out: list[Any] = [None] * n_kept
+    if guide is None:
+        return out
+    valid = guide.is_valid().to_numpy(zero_copy_only=False)
+    if valid.any():
+        vals = guide.filter(guide.is_valid()).to_pylist()
+        for pos, v in zip(np.flatnonzero(valid), vals, strict=True):
+            out[pos] = _strip_none(v)
+    return out
+
+
+def _kept_step_counts(sc: Sequence[tuple[str, np.ndarray, np.ndarray]], code: np.ndarray,
+                      kept: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(run position among the kept, source, count) of every recorded step count of a kept run."""
+    if not sc:
+        return np.zeros(0, np.int64), np.zeros(0, object), np.zeros(0, np.int64)
+    new_pos = np.full(len(code), -1, np.int64)
+    new_pos[kept] = np.arange(len(kept))
+    runs, sources, counts = [], [], []
+    for src_name, present, vals in sc:
+        r = np.flatnonzero(present & (code == 0))
+        runs.append(new_pos[r])
+        sources.append(np.full(r.size, src_name, dtype=object))
+        counts.append(vals[r])
+    return np.concatenate(runs), np.concatenate(sources), np.concatenate(counts)
+
+
+def _arrow_piece(name: str, table: pa.Table, numbers: np.ndarray, rule: Callable[[str], Any],
+                 strict: bool, get_record: Callable[[int], Any]) -> _Piece | None:
+    """Column-wise validation of an Arrow table; None when it is not the expected shape
+    (or the column checks and the validator disagree): then the validator reads it."""
+    try:
+        res = _validate_arrow(table)
+    except UnicodeError:  # pragma: no cover - _arrow_json already checks the names
+        return None
+    if res is None:
+        return None
+    cols, code, suspect = res
+    code = code.copy()
+    explained = _explain_suspects(suspect, code, numbers, name, strict, get_record)
+    if explained is None:
+        return None
+    tids, reasons, fields = explained
+    n = table.num_rows
     kept = np.flatnonzero(code == 0)
     tid_all = cols["tid"]
     tid_py = _str_series(tid_all).to_numpy(dtype=object, na_value=None)
     for k in np.flatnonzero(code == 2):
         tid_py[k] = tids[k]
-    offsets = cols["offsets"]
-    lens = np.diff(offsets)
+    lens = np.diff(cols["offsets"])
     all_kept = len(kept) == n
     kept_steps = np.repeat(code == 0, lens)
     kept_idx = pa.array(kept)
@@ -559,31 +621,15 @@ def _arrow_piece(name: str, table: pa.Table, numbers: np.ndarray, rule: Callable
             return a.filter(pa.array(kept_steps))
         return a[kept_steps]
 
-    guide: list[Any] = [None] * len(kept)
-    if cols["guide"] is not None:
-        g = take(cols["guide"])
-        valid = g.is_valid().to_numpy(zero_copy_only=False)
-        if valid.any():
-            vals = g.filter(g.is_valid()).to_pylist()
-            for pos, v in zip(np.flatnonzero(valid), vals, strict=True):
-                guide[pos] = _strip_none(v)
-    sc_run, sc_src, sc_cnt = [], [], []
-    new_pos = np.full(n, -1, np.int64)
-    new_pos[kept] = np.arange(len(kept))
-    for src_name, present, vals in cols["sc"]:
-        r = np.flatnonzero(present & (code == 0))
-        sc_run.append(new_pos[r])
-        sc_src.append(np.full(r.size, src_name, dtype=object))
-        sc_cnt.append(vals[r])
+    guide = _kept_guides(None if cols["guide"] is None else take(cols["guide"]), len(kept))
+    sc_run, sc_src, sc_cnt = _kept_step_counts(cols["sc"], code, kept)
     runs, steps, dis = _build_tables(
         tid=take(tid_all), task=take(cols["task"]), domain=take(cols["domain"]),
         agent=take(cols["agent"]), guide=guide, n_steps=lens[kept],
         s_index=take_steps(cols["s_index"]), s_action=take_steps(cols["s_action"]),
         s_target=take_steps(cols["s_target"]), s_screen=take_steps(cols["s_screen"]),
         s_cons=take_steps(cols["s_cons"]), s_conf=take_steps(cols["s_conf"]),
-        sc_run=np.concatenate(sc_run) if sc_run else np.zeros(0, np.int64),
-        sc_source=np.concatenate(sc_src) if sc_src else np.zeros(0, object),
-        sc_count=np.concatenate(sc_cnt) if sc_cnt else np.zeros(0, np.int64), rule=rule)
+        sc_run=sc_run, sc_source=sc_src, sc_count=sc_cnt, rule=rule)
     return _Piece(np.asarray(numbers, np.int64), code, list(tid_py), list(reasons), list(fields),
                   runs, steps, dis, kept.astype(np.int64))
 

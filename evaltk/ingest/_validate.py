@@ -204,6 +204,60 @@ class _TraceCols:
         self.sc_cnt: list[int] = []
 
 
+    def add(self, k: int, res: _CheckedTrace) -> None:
+        """Append the validated complete run of record ``k``."""
+        st = res.steps
+        r = len(self.tid)
+        self.rec.append(k)
+        self.tid.append(res.trace_id)
+        self.task.append(res.task)
+        self.domain.append(res.domain)
+        self.agent.append(res.agent)
+        self.guide.append(res.guide)
+        self.nsteps.append(len(st.index))
+        self.s_idx += st.index
+        self.s_act += st.action
+        self.s_tgt += st.target
+        self.s_scr += st.screen
+        self.s_con += st.consequential
+        self.s_nc += st.needs_confirmation
+        for src, c in res.step_counts:
+            self.sc_run.append(r)
+            self.sc_src.append(src)
+            self.sc_cnt.append(c)
+
+    def columns(self) -> dict[str, Any]:
+        return {
+            "rec": np.asarray(self.rec, np.int64),
+            "trace_id": pa.array(self.tid, pa.string()),
+            "task": pa.array(self.task, pa.string()),
+            "domain": pa.array(self.domain, pa.string()),
+            "agent": pa.array(self.agent, pa.string()),
+            "guide": self.guide,
+            "n_steps": np.asarray(self.nsteps, np.int64),
+            "s_index": np.asarray(self.s_idx, np.int64),
+            "s_action": pa.array(self.s_act, pa.string()),
+            "s_target": pa.array(self.s_tgt, pa.string()),
+            "s_screen": pa.array(self.s_scr, pa.string()),
+            "s_cons": np.asarray(self.s_con, bool),
+            "s_conf": np.asarray(self.s_nc, bool),
+            "sc_run": np.asarray(self.sc_run, np.int64),
+            "sc_source": self.sc_src,
+            "sc_count": np.asarray(self.sc_cnt, np.int64),
+        }
+
+
+def _checked_or_bad(obj: Any) -> _CheckedTrace | _Bad:
+    """The validated record, or why it is malformed (a line that failed to decode or
+    parse arrives as its exception)."""
+    if isinstance(obj, Exception):
+        return _Bad(None, str(obj))
+    try:
+        return _check_trace(obj)
+    except _Bad as b:
+        return b
+
+
 def _validate_python(records: Sequence[Any], *, strict: bool, name: str,
                      numbers: Sequence[int]) -> tuple[dict[str, Any], np.ndarray, list, list, list]:
     """Per-record validation.  Returns (columns, status codes, trace ids, reasons, fields).
@@ -217,65 +271,22 @@ def _validate_python(records: Sequence[Any], *, strict: bool, name: str,
     fields: list[Any] = [None] * n
     cols = _TraceCols()
     for k, obj in enumerate(records):
-        if isinstance(obj, Exception):  # a line that failed to decode or parse
-            bad = _Bad(None, str(obj))
+        res = _checked_or_bad(obj)
+        if isinstance(res, _Bad):
+            if strict:
+                raise _error(res, name, numbers[k])
+            code[k] = 2
+            tids[k] = res.trace_id
+            reasons[k] = f"malformed: {res.detail}"
+            fields[k] = res.field
+        elif res.status == "in_progress":
+            tids[k] = res.trace_id
+            code[k] = 1
+            reasons[k] = "in_progress"
         else:
-            try:
-                res = _check_trace(obj)
-            except _Bad as b:
-                bad = b
-            else:
-                tids[k] = res.trace_id
-                if res.status == "in_progress":
-                    code[k] = 1
-                    reasons[k] = "in_progress"
-                    continue
-                st = res.steps
-                r = len(cols.tid)
-                cols.rec.append(k)
-                cols.tid.append(res.trace_id)
-                cols.task.append(res.task)
-                cols.domain.append(res.domain)
-                cols.agent.append(res.agent)
-                cols.guide.append(res.guide)
-                cols.nsteps.append(len(st.index))
-                cols.s_idx += st.index
-                cols.s_act += st.action
-                cols.s_tgt += st.target
-                cols.s_scr += st.screen
-                cols.s_con += st.consequential
-                cols.s_nc += st.needs_confirmation
-                for src, c in res.step_counts:
-                    cols.sc_run.append(r)
-                    cols.sc_src.append(src)
-                    cols.sc_cnt.append(c)
-                continue
-        if strict:
-            raise _error(bad, name, numbers[k])
-        code[k] = 2
-        tids[k] = bad.trace_id
-        reasons[k] = f"malformed: {bad.detail}"
-        fields[k] = bad.field
-    nst = np.asarray(cols.nsteps, np.int64)
-    columns = {
-        "rec": np.asarray(cols.rec, np.int64),
-        "trace_id": pa.array(cols.tid, pa.string()),
-        "task": pa.array(cols.task, pa.string()),
-        "domain": pa.array(cols.domain, pa.string()),
-        "agent": pa.array(cols.agent, pa.string()),
-        "guide": cols.guide,
-        "n_steps": nst,
-        "s_index": np.asarray(cols.s_idx, np.int64),
-        "s_action": pa.array(cols.s_act, pa.string()),
-        "s_target": pa.array(cols.s_tgt, pa.string()),
-        "s_screen": pa.array(cols.s_scr, pa.string()),
-        "s_cons": np.asarray(cols.s_con, bool),
-        "s_conf": np.asarray(cols.s_nc, bool),
-        "sc_run": np.asarray(cols.sc_run, np.int64),
-        "sc_source": cols.sc_src,
-        "sc_count": np.asarray(cols.sc_cnt, np.int64),
-    }
-    return columns, code, tids, reasons, fields
+            tids[k] = res.trace_id
+            cols.add(k, res)
+    return cols.columns(), code, tids, reasons, fields
 
 
 _STEP_TYPES = {
@@ -299,6 +310,172 @@ def _fits(t: pa.DataType, preds: Iterable[Callable[[pa.DataType], bool]]) -> boo
     return any(p(t) for p in preds)
 
 
+def _mask(a: Any) -> np.ndarray:
+    """A boolean Arrow array as a NumPy mask."""
+    return a.to_numpy(zero_copy_only=False)
+
+
+def _empty_text(a: pa.Array) -> np.ndarray:
+    """Null or the empty string (a required text field that is missing)."""
+    return _mask(pc.fill_null(pc.equal(pc.binary_length(a), 0), True))
+
+
+def _field_type(table: pa.Table, name: str) -> pa.DataType:
+    names = table.column_names
+    return table.schema.field(name).type if name in names else pa.null()
+
+
+def _steps_fit(steps_t: pa.DataType) -> bool:
+    """The steps column is null, a list of nulls, or a list of structs with well-typed fields."""
+    if pa.types.is_null(steps_t):
+        return True
+    if not (pa.types.is_list(steps_t) or pa.types.is_large_list(steps_t)):
+        return False
+    vt = steps_t.value_type
+    if pa.types.is_null(vt):
+        return True
+    if not pa.types.is_struct(vt):
+        return False
+    fnames = {vt.field(i).name for i in range(vt.num_fields)}
+    if "action" not in fnames:
+        return False
+    return all(_fits(vt.field(f).type, _STEP_TYPES[f]) for f in fnames & set(_STEP_TYPES))
+
+
+def _shape_fits(table: pa.Table) -> bool:
+    """The table has the column types the column-wise checks read (else the Python path)."""
+    names = set(table.column_names)
+    if "trace_id" not in names or "status" not in names:
+        return False
+    for col, preds in _RUN_TYPES.items():
+        if col in names and not _fits(table.schema.field(col).type, preds):
+            return False
+    if not _steps_fit(_field_type(table, "steps")):
+        return False
+    sc_t = _field_type(table, "step_counts")
+    if not (pa.types.is_null(sc_t) or (pa.types.is_struct(sc_t) and all(
+            pa.types.is_integer(sc_t.field(i).type) or pa.types.is_null(sc_t.field(i).type)
+            for i in range(sc_t.num_fields)))):
+        return False
+    g_t = _field_type(table, "guide")
+    return pa.types.is_null(g_t) or pa.types.is_struct(g_t)
+
+
+class _StepList(NamedTuple):
+    """Where each run's steps sit in the flat step arrays."""
+
+    offsets: np.ndarray  # n + 1, from 0
+    lens: np.ndarray
+    step_run: np.ndarray  # run of each step
+    flat: Any  # the flattened step structs, or None
+    null_list: np.ndarray | None  # runs whose steps value is null
+
+
+def _step_list_arrow(table: pa.Table, n: int) -> _StepList:
+    if pa.types.is_null(_field_type(table, "steps")):
+        offsets, flat, null_list = np.zeros(n + 1, np.int64), None, None
+    else:
+        steps_arr = table.column("steps").combine_chunks()
+        if isinstance(steps_arr, pa.ChunkedArray):  # pragma: no cover - combine_chunks gives Array
+            steps_arr = steps_arr.combine_chunks()
+        null_list = _mask(steps_arr.is_null())
+        offsets = steps_arr.offsets.to_numpy().astype(np.int64)
+        offsets = offsets - offsets[0]
+        flat = steps_arr.flatten()
+    lens = np.diff(offsets)
+    step_run = np.repeat(np.arange(n, dtype=np.int64), lens)
+    return _StepList(offsets, lens, step_run, flat, null_list)
+
+
+def _no_step_columns(m: int) -> dict[str, Any]:
+    return {"s_index": np.zeros(m, np.int64), "s_action": pa.nulls(m, pa.string()),
+            "s_target": pa.nulls(m, pa.string()), "s_screen": pa.nulls(m, pa.string()),
+            "s_cons": np.zeros(m, bool), "s_conf": np.zeros(m, bool)}
+
+
+def _step_indices(index: pa.Array, sl: _StepList, n: int, m: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each step's index (the list order where a run's steps carry none) and the bad ones:
+    a missing index in a run that has some, or a negative one."""
+    if pa.types.is_null(index.type):
+        idx_null = np.ones(m, bool)
+        s_index = np.zeros(m, np.int64)
+    else:
+        idx_null = _mask(index.is_null())
+        s_index = index.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+    bad = np.zeros(m, bool)
+    if idx_null.any():
+        n_null = np.bincount(sl.step_run[idx_null], minlength=n)
+        positional = (n_null == sl.lens)[sl.step_run]
+        within = np.arange(m, dtype=np.int64) - np.repeat(sl.offsets[:-1], sl.lens)
+        s_index = np.where(idx_null & positional, within, s_index)
+        bad |= idx_null & ~positional
+    bad |= s_index < 0
+    return s_index, bad
+
+
+def _runs_with_repeated_index(s_index: np.ndarray, step_run: np.ndarray, n: int) -> np.ndarray:
+    bad_run = np.zeros(n, bool)
+    if _increasing_within(s_index, step_run):
+        return bad_run  # strictly increasing: no repeat
+    order = np.lexsort((s_index, step_run))
+    sr, si = step_run[order], s_index[order]
+    dup = (sr[1:] == sr[:-1]) & (si[1:] == si[:-1])
+    if dup.any():
+        bad_run[sr[1:][dup]] = True
+    return bad_run
+
+
+def _step_checks(sl: _StepList, n: int, m: int) -> tuple[dict[str, Any], np.ndarray]:
+    """Every step well-formed: not null, an index (or none in the run), a non-empty
+    action, no index twice in a run.  Returns the step columns and the runs that fail."""
+    flat = sl.flat
+    fn = {flat.type.field(i).name for i in range(flat.type.num_fields)}
+
+    def field(name: str) -> pa.Array:
+        a = flat.field(name) if name in fn else pa.nulls(m, pa.null())
+        return pa.nulls(m, pa.string()) if pa.types.is_null(a.type) else a
+
+    def flag(name: str) -> np.ndarray:
+        if name not in fn or pa.types.is_null(flat.field(name).type):
+            return np.zeros(m, bool)
+        return flat.field(name).fill_null(False).to_numpy(zero_copy_only=False).astype(bool)
+
+    s_index, bad_s = _step_indices(flat.field("index") if "index" in fn else pa.nulls(m, pa.null()),
+                                   sl, n, m)
+    bad_s |= _mask(flat.is_null())
+    action = field("action")
+    bad_s |= _empty_text(action)
+    bad_run = _runs_with_repeated_index(s_index, sl.step_run, n)
+    if bad_s.any():
+        bad_run[sl.step_run[bad_s]] = True
+    cols = {"s_index": s_index,
+            "s_action": action if pa.types.is_string(action.type) else pa.nulls(m, pa.string()),
+            "s_target": field("target"), "s_screen": field("screen"),
+            "s_cons": flag("consequential"), "s_conf": flag("needs_confirmation")}
+    return cols, bad_run
+
+
+def _step_count_checks(table: pa.Table) -> tuple[list[tuple[str, np.ndarray, np.ndarray]], np.ndarray]:
+    """Each recorded step count present is non-negative.  Returns (source, present, count)
+    per source and the runs with a negative count."""
+    sc_t = _field_type(table, "step_counts")
+    sc_cols: list[tuple[str, np.ndarray, np.ndarray]] = []
+    negative = np.zeros(table.num_rows, bool)
+    if not pa.types.is_struct(sc_t):
+        return sc_cols, negative
+    sc = table.column("step_counts").combine_chunks()
+    sc_valid = _mask(sc.is_valid())
+    for i in range(sc_t.num_fields):
+        f = sc.field(i)
+        if pa.types.is_null(f.type):
+            continue
+        present = _mask(f.is_valid()) & sc_valid
+        vals = f.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+        negative |= present & (vals < 0)
+        sc_cols.append((sc_t.field(i).name, present, vals))
+    return sc_cols, negative
+
+
 def _validate_arrow(table: pa.Table) -> tuple[dict[str, Any], np.ndarray, np.ndarray] | None:
     """Column-wise validation of an Arrow table of trace records.
 
@@ -306,150 +483,41 @@ def _validate_arrow(table: pa.Table) -> tuple[dict[str, Any], np.ndarray, np.nda
     marks records the Python validator must look at), or None when the table's
     shape is not the expected one (then the Python path reads everything).
     """
-    names = set(table.column_names)
-    if "trace_id" not in names or "status" not in names:
+    if not _shape_fits(table):
         return None
-    for col, preds in _RUN_TYPES.items():
-        if col in names and not _fits(table.schema.field(col).type, preds):
-            return None
     n = table.num_rows
-    steps_t = table.schema.field("steps").type if "steps" in names else pa.null()
-    if pa.types.is_null(steps_t):
-        steps_arr = None
-    elif pa.types.is_list(steps_t) or pa.types.is_large_list(steps_t):
-        vt = steps_t.value_type
-        if pa.types.is_null(vt):
-            steps_arr = table.column("steps").combine_chunks()
-        elif pa.types.is_struct(vt):
-            fnames = {vt.field(i).name for i in range(vt.num_fields)}
-            if "action" not in fnames:
-                return None
-            for f in fnames & set(_STEP_TYPES):
-                if not _fits(vt.field(f).type, _STEP_TYPES[f]):
-                    return None
-            steps_arr = table.column("steps").combine_chunks()
-        else:
-            return None
-    else:
-        return None
-    sc_t = table.schema.field("step_counts").type if "step_counts" in names else pa.null()
-    if not (pa.types.is_null(sc_t) or (pa.types.is_struct(sc_t) and all(
-            pa.types.is_integer(sc_t.field(i).type) or pa.types.is_null(sc_t.field(i).type)
-            for i in range(sc_t.num_fields)))):
-        return None
-    g_t = table.schema.field("guide").type if "guide" in names else pa.null()
-    if not (pa.types.is_null(g_t) or pa.types.is_struct(g_t)):
-        return None
 
     def col(name: str) -> pa.Array:
-        if name in names:
+        if name in table.column_names:
             return table.column(name).combine_chunks()
         return pa.nulls(n, pa.string())
 
-    tid = col("trace_id")
-    status = col("status")
-    task = col("task")
+    tid, status, task = col("trace_id"), col("status"), col("task")
     if pa.types.is_null(task.type):
         task = pa.nulls(n, pa.string())
-    suspect = np.zeros(n, bool)
-    # trace_id: non-null, non-empty; status in the vocabulary
-    suspect |= pc.fill_null(pc.equal(pc.binary_length(tid), 0), True).to_numpy(zero_copy_only=False)
-    is_ip = pc.fill_null(pc.equal(status, "in_progress"), False).to_numpy(zero_copy_only=False)
-    is_c = pc.fill_null(pc.equal(status, "complete"), False).to_numpy(zero_copy_only=False)
-    suspect |= ~(is_ip | is_c)
-    # complete runs: task non-empty, steps a list, every step well-formed
-    suspect |= is_c & pc.fill_null(pc.equal(pc.binary_length(task), 0), True).to_numpy(zero_copy_only=False)
-    if steps_arr is None:
-        suspect |= is_c
-        offsets = np.zeros(n + 1, np.int64)
-        flat = None
+    is_ip = _mask(pc.fill_null(pc.equal(status, "in_progress"), False))
+    is_c = _mask(pc.fill_null(pc.equal(status, "complete"), False))
+    # trace_id non-empty, status in the vocabulary; every check below is for complete runs
+    suspect = _empty_text(tid) | ~(is_ip | is_c)
+    bad_run = _empty_text(task)  # task non-empty
+    sl = _step_list_arrow(table, n)
+    m = int(sl.offsets[-1])
+    if sl.flat is None:
+        bad_run |= True  # steps a list
     else:
-        if isinstance(steps_arr, pa.ChunkedArray):  # pragma: no cover - combine_chunks gives Array
-            steps_arr = steps_arr.combine_chunks()
-        suspect |= is_c & steps_arr.is_null().to_numpy(zero_copy_only=False)
-        offsets = steps_arr.offsets.to_numpy().astype(np.int64)
-        offsets = offsets - offsets[0]
-        flat = steps_arr.flatten()
-    lens = np.diff(offsets)
-    m = int(offsets[-1])
-    step_run = np.repeat(np.arange(n, dtype=np.int64), lens)
-    if flat is not None and m and pa.types.is_struct(flat.type):
-        ftype = flat.type
-        fn = {ftype.field(i).name for i in range(ftype.num_fields)}
-
-        def sfield(name: str) -> pa.Array:
-            return flat.field(name) if name in fn else pa.nulls(m, pa.null())
-
-        bad_s = flat.is_null().to_numpy(zero_copy_only=False)
-        index = sfield("index")
-        if pa.types.is_null(index.type):
-            idx_null = np.ones(m, bool)
-            s_index = np.zeros(m, np.int64)
-        else:
-            idx_null = index.is_null().to_numpy(zero_copy_only=False)
-            s_index = index.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
-        if idx_null.any():
-            # a run whose steps carry no index at all: the list order is the index
-            n_null = np.bincount(step_run[idx_null], minlength=n)
-            positional = (n_null == lens)[step_run]
-            within = np.arange(m, dtype=np.int64) - np.repeat(offsets[:-1], lens)
-            s_index = np.where(idx_null & positional, within, s_index)
-            bad_s |= idx_null & ~positional
-        bad_s |= s_index < 0
-        action = sfield("action")
-        bad_s |= pc.fill_null(pc.equal(pc.binary_length(action), 0), True).to_numpy(zero_copy_only=False)
-        # duplicated index within a run
-        if _increasing_within(s_index, step_run):
-            dup = np.zeros(max(m - 1, 0), bool)  # strictly increasing: no repeat
-            sr = step_run
-        else:
-            order = np.lexsort((s_index, step_run))
-            sr, si = step_run[order], s_index[order]
-            dup = (sr[1:] == sr[:-1]) & (si[1:] == si[:-1])
-        bad_run = np.zeros(n, bool)
-        if dup.any():
-            bad_run[sr[1:][dup]] = True
-        if bad_s.any():
-            bad_run[step_run[bad_s]] = True
-        suspect |= is_c & bad_run
-
-        def sstr(name: str) -> pa.Array:
-            a = sfield(name)
-            if pa.types.is_null(a.type):
-                return pa.nulls(m, pa.string())
-            return a
-
-        def sbool(name: str) -> np.ndarray:
-            a = sfield(name)
-            if pa.types.is_null(a.type):
-                return np.zeros(m, bool)
-            return a.fill_null(False).to_numpy(zero_copy_only=False).astype(bool)
-
-        steps_cols = {"s_index": s_index, "s_action": action if pa.types.is_string(action.type)
-                      else pa.nulls(m, pa.string()),
-                      "s_target": sstr("target"), "s_screen": sstr("screen"),
-                      "s_cons": sbool("consequential"), "s_conf": sbool("needs_confirmation")}
+        bad_run |= sl.null_list
+    if sl.flat is not None and m and pa.types.is_struct(sl.flat.type):
+        steps_cols, bad_steps = _step_checks(sl, n, m)
+        bad_run |= bad_steps
     else:
-        steps_cols = {"s_index": np.zeros(m, np.int64), "s_action": pa.nulls(m, pa.string()),
-                      "s_target": pa.nulls(m, pa.string()), "s_screen": pa.nulls(m, pa.string()),
-                      "s_cons": np.zeros(m, bool), "s_conf": np.zeros(m, bool)}
+        steps_cols = _no_step_columns(m)
         if m:
-            suspect |= is_c & (lens > 0)
-    # step_counts: non-negative
-    sc_cols: list[tuple[str, np.ndarray, np.ndarray]] = []
-    if pa.types.is_struct(sc_t):
-        sc = table.column("step_counts").combine_chunks()
-        sc_valid = sc.is_valid().to_numpy(zero_copy_only=False)
-        for i in range(sc_t.num_fields):
-            f = sc.field(i)
-            if pa.types.is_null(f.type):
-                continue
-            present = f.is_valid().to_numpy(zero_copy_only=False) & sc_valid
-            vals = f.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
-            suspect |= is_c & present & (vals < 0)
-            sc_cols.append((sc_t.field(i).name, present, vals))
+            bad_run |= sl.lens > 0
+    sc_cols, negative = _step_count_checks(table)
+    suspect |= is_c & (bad_run | negative)
+    g_t = _field_type(table, "guide")
     columns = {"tid": tid, "task": task, "domain": col("domain"), "agent": col("agent"),
                "guide": table.column("guide").combine_chunks() if pa.types.is_struct(g_t) else None,
-               "offsets": offsets, "step_run": step_run, "sc": sc_cols, **steps_cols}
+               "offsets": sl.offsets, "step_run": sl.step_run, "sc": sc_cols, **steps_cols}
     code = np.where(is_ip, 1, 0).astype(np.int8)
     return columns, code, suspect
