@@ -301,6 +301,9 @@ def _num_col(col: pd.Series) -> tuple[np.ndarray, np.ndarray]:
         elif isinstance(v, int | float | np.integer | np.floating):
             out[i] = float(v)
         elif isinstance(v, str):
+            if "_" in v or not v.isascii():  # Python's float() reads "1_000" and "٣"; Arrow's cast does not
+                wrong[i] = True
+                continue
             try:
                 out[i] = float(v)
             except ValueError:

@@ -1057,6 +1057,19 @@ _answer_cell = st.one_of(st.sampled_from(["", " ", "yes", "No", "cannot tell", "
                          st.text(alphabet="aXy_ 01.-", max_size=4))
 
 
+@pytest.mark.parametrize("cell", ["0_0", "1_000", "\u0663", "2.5"])
+def test_a_number_cell_reads_the_same_from_a_csv_and_from_records(tmp_path, cell):
+    """Python's ``float`` accepts digit separators and non-ASCII digits ("1_000", "\u0663");
+    the CSV path (Arrow's cast) refuses them, and so must the records path (found by the
+    hypothesis test below, on a draw of "0_0")."""
+    rows = [{"trace_id": "t1", "measure": "x_ctx", "step": cell, "rater": "j", "answer": "yes"}]
+    f = tmp_path / "a.csv"
+    pd.DataFrame(rows).to_csv(f, index=False)
+    fast, slow = read_answers(f), read_answers(rows)
+    assert fast.ledger["reason"].tolist() == slow.ledger["reason"].tolist()
+    assert fast.ledger["status"].tolist() == ["dropped"]
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_answer_checks_agree_on_the_arrow_and_the_object_columns(tmp_path, data):
