@@ -45,6 +45,7 @@ __all__ = [
     "EvaltkWarning",
     "UndefinedWarning",
     "is_abstention",
+    "is_missing_label",
     "make_score",
     "check_value_cause",
     "MeanSummary",
@@ -158,6 +159,32 @@ class Abstention:
 def is_abstention(x: Any) -> bool:
     """True when ``x`` is an :class:`Abstention`."""
     return isinstance(x, Abstention)
+
+
+def is_missing_label(x: Any, abstain: Iterable[Any] = ()) -> bool:
+    """True when a label carries no rating: ``None``, NaN, ``pd.NA``, ``pd.NaT``, an
+    :class:`Abstention`, or one of the words in ``abstain`` (e.g. ``{"cannot tell"}``).
+
+    The one rule every pairing and calibration step uses to drop a label before counting.
+    An unhashable label (a list) is never an abstention word.
+
+    Examples
+    --------
+    >>> [is_missing_label(x) for x in (None, float("nan"), pd.NA, pd.NaT, Abstention("abstained"))]
+    [True, True, True, True, True]
+    >>> is_missing_label("cannot tell", {"cannot tell"}), is_missing_label("yes", {"cannot tell"})
+    (True, False)
+    >>> is_missing_label(0.0), is_missing_label(""), is_missing_label(["a"], {"a"})
+    (False, False, False)
+    """
+    if x is None or x is pd.NA or x is pd.NaT or isinstance(x, Abstention):
+        return True
+    if isinstance(x, (float, np.floating)) and math.isnan(x):
+        return True
+    try:
+        return x in abstain
+    except TypeError:  # unhashable label
+        return False
 
 
 def make_score(value: Any, *, name: str = "value") -> float | Abstention:

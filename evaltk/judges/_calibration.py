@@ -74,6 +74,7 @@ from ..values import (
     UndefinedWarning,
     abstain_labels,
     answer_categories,
+    is_missing_label,
     measure_level,
 )
 
@@ -100,17 +101,6 @@ _LEVELS = LEVELS[:2]
 
 
 # --------------------------------------------------------------------------- label handling
-
-
-def _is_abstention(x: Any, abstain: frozenset) -> bool:
-    if x is None or isinstance(x, Abstention) or x is pd.NA:
-        return True
-    if isinstance(x, (float, np.floating)) and math.isnan(x):
-        return True
-    try:
-        return x in abstain
-    except TypeError:
-        return False
 
 
 def _domain(labels: Iterable[Any], categories: Sequence[Any] | None, level: str) -> list[Any]:
@@ -297,7 +287,7 @@ def _units(frame: pd.DataFrame, item: str, rater: str, rating: str, abstain: fro
     n_abst = 0
     lost = 0
     for k, v in multi.items():
-        kept = [x for x in v if not _is_abstention(x, abstain)]
+        kept = [x for x in v if not is_missing_label(x, abstain)]
         n_abst += len(v) - len(kept)
         if len(kept) >= 2:
             units[k] = kept
@@ -396,7 +386,7 @@ def _ceiling(r: _Ratings, frame: pd.DataFrame, *, method: str, n_resamples: int,
     cats = _domain((x for v in units.values() for x in v), r.categories, r.level)
     per_item = np.array([_pairwise_agreement(v) for v in units.values()])
     sub = frame[frame[r.item].isin(set(units))]
-    sub = sub[[not _is_abstention(x, r.abstain) for x in sub[r.rating].tolist()]]
+    sub = sub[[not is_missing_label(x, r.abstain) for x in sub[r.rating].tolist()]]
     columns = {"data": sub, "item": r.item, "rater": r.rater, "rating": r.rating, "categories": cats}
     boot = {"method": method, "n_resamples": n_resamples, "confidence_level": r.confidence_level, "rng": gen}
     if all(len(v) == 2 for v in units.values()):  # each item a Bernoulli trial: Wilson
@@ -612,7 +602,7 @@ def calibration_numbers(
                  abstain=abstain, confidence_level=confidence_level)
     jmap = judge.to_dict() if isinstance(judge, pd.Series) else dict(judge)
     units_all, _ = _units(r.frame, r.item, r.rater, r.rating, r.abstain)
-    keep = [k for k in units_all if k in jmap and not _is_abstention(jmap[k], r.abstain)]
+    keep = [k for k in units_all if k in jmap and not is_missing_label(jmap[k], r.abstain)]
     n_missing = sum(1 for k in units_all if k not in jmap)
     counts = {"n_judge_abstained": len(units_all) - n_missing - len(keep), "n_judge_missing": n_missing}
     gen, record = seeded_rng(rng)
@@ -1021,9 +1011,9 @@ def alt_test(
     ab = abstain_labels(abstain)
     check_nonempty(humans, "humans", needs="the alt-test compares the judge with human annotators")
     check_nonempty(judge, "judge", needs="the alt-test needs the judge's labels")
-    hum = {a: {i: v for i, v in d.items() if not _is_abstention(v, ab)} for a, d in _annotations(humans, "humans").items()}
+    hum = {a: {i: v for i, v in d.items() if not is_missing_label(v, ab)} for a, d in _annotations(humans, "humans").items()}
     jd = judge.to_dict() if isinstance(judge, pd.Series) else dict(judge)
-    jd = {i: v for i, v in jd.items() if not _is_abstention(v, ab)}
+    jd = {i: v for i, v in jd.items() if not is_missing_label(v, ab)}
     by_item: dict[Any, list[Any]] = {}
     for a, d in hum.items():
         for i in d:

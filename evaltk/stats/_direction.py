@@ -44,7 +44,14 @@ from scipy import stats
 
 from .._validation import check_choice, check_columns, check_confidence_level
 from ..errors import InputError
-from ..values import ABSTAIN_WORDS, Abstention, Cause, UndefinedWarning, abstain_labels
+from ..values import (
+    ABSTAIN_WORDS,
+    Abstention,
+    Cause,
+    UndefinedWarning,
+    abstain_labels,
+    is_missing_label,
+)
 from ._intervals import paired_difference_interval
 from ._result import NO_INTERVAL, ConfidenceInterval, ResultShape, _num, undefined
 
@@ -82,21 +89,6 @@ _MCNEMAR_METHODS = ("exact", "mid-p", "asymptotic")
 
 
 # --------------------------------------------------------------------------- pairing
-
-
-def _is_missing(x: Any, abstain: frozenset) -> bool:
-    if x is None or isinstance(x, Abstention):
-        return True
-    if isinstance(x, float) and math.isnan(x):
-        return True
-    if isinstance(x, np.floating) and np.isnan(x):
-        return True
-    if x is pd.NA or x is pd.NaT:
-        return True
-    try:
-        return x in abstain
-    except TypeError:  # unhashable label
-        return False
 
 
 @dataclass(frozen=True)
@@ -169,8 +161,8 @@ def _pair(judge: Any, human: Any, abstain: Iterable[Any]) -> tuple[list[Any], li
     if not j:
         raise InputError("`judge` and `human` are empty: there are no items to compare.", field="judge")
     ab = abstain_labels(abstain)
-    jm = [_is_missing(x, ab) for x in j]
-    hm = [_is_missing(x, ab) for x in h]
+    jm = [is_missing_label(x, ab) for x in j]
+    hm = [is_missing_label(x, ab) for x in h]
     keep = [not a and not b for a, b in zip(jm, hm, strict=True)]
     counts = PairCounts(
         n_items=len(j),
