@@ -7,6 +7,7 @@ import argparse
 import json
 import re
 import shlex
+import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -39,9 +40,14 @@ LEAVES = dict(_leaves(build_parser()))
 
 
 def _example(parser: argparse.ArgumentParser) -> str:
-    m = re.search(r"Examples?:\s+(evaltk [^\n]*)", parser.format_help())
+    m = re.search(r"Examples?:\s+((?:evaltk|cp) [^\n]*)", parser.format_help())
     assert m, f"no 'Example: evaltk ...' in the help of {parser.prog}"
     return m.group(1)
+
+
+def _commands(example: str) -> list[list[str]]:
+    """The example's commands, split at ``&&`` (a ``# comment`` dropped)."""
+    return [shlex.split(part, comments=True) for part in example.split("&&")]
 
 
 def test_the_tree_has_every_command():
@@ -52,8 +58,10 @@ def test_the_tree_has_every_command():
 
 @pytest.mark.parametrize("path", sorted(LEAVES), ids=" ".join)
 def test_every_leaf_help_shows_an_example_of_itself(path):
-    example = _example(LEAVES[path])
-    assert example.startswith("evaltk " + " ".join(path) + " ")
+    """The example ends by running the leaf itself (earlier commands make its inputs)."""
+    commands = _commands(_example(LEAVES[path]))
+    assert commands[-1][:len(path) + 1] == ["evaltk", *path]
+    assert all(c[0] in ("evaltk", "cp") for c in commands)
 
 
 @pytest.mark.parametrize("path", sorted(LEAVES), ids=" ".join)
@@ -62,31 +70,71 @@ def test_every_leaf_that_prints_results_offers_json(path):
     assert has_json != (path in NO_JSON), NO_JSON.get(path, "no --json")
 
 
+#: Examples that name real data kept outside the repository (``../shared/data``).
+SHARED = {("calibration", "agentrewardbench")}
+
+
 @pytest.mark.parametrize("path", sorted(LEAVES), ids=" ".join)
 def test_example_paths_into_the_repository_exist(path):
-    for token in shlex.split(_example(LEAVES[path])):
+    tokens = [t for c in _commands(_example(LEAVES[path])) for t in c]
+    for token in tokens:
         if token.startswith(("data/", "evaltk/data/", "tests/inputs/")):
             assert (ROOT / token).exists(), f"{' '.join(path)}: example names missing {token}"
+        assert not token.startswith("../") or path in SHARED, f"{' '.join(path)}: names {token} outside"
+    if path in SHARED:
+        assert "shared" in LEAVES[path].format_help().split("Example:")[1]
 
 
-#: Examples that run as printed (``out/...`` redirected to a temporary folder); each exits
-#: with the code it documents for the example's data.
+#: Every example, with the exit code it documents for the example's data; each runs as printed
+#: (``out/...`` and ``out-...`` redirected to a temporary folder), chained commands included.
 RUNNABLE = {
+    ("agreement",): 0,
+    ("calibration", "agentrewardbench"): 0, ("calibration", "alt-test"): 1,
+    ("calibration", "ceiling"): 0,
+    ("fixtures", "list"): 0, ("fixtures", "validate"): 0, ("fixtures", "seen"): 0,
+    ("fixtures", "retire"): 0,
+    ("gate",): 0, ("ingest",): 1, ("score",): 0,
+    ("scale", "score"): 0, ("scale", "summarize"): 0,
     ("suite", "summarize"): 0, ("suite", "gate"): 1, ("suite", "check"): 0,
     ("trajectory", "grade"): 2, ("trajectory", "seal"): 0, ("trajectory", "digest"): 0,
     ("trajectory", "self-check"): 0,
 }
+#: Examples not run here, and why.
+NOT_RUN = {
+    ("demo",): "writes a 3000-trace corpus; `demo` itself is tested in tests/data",
+    ("report",): "executes every notebook; tests/report runs it",
+}
+
+
+def test_every_example_is_run_or_says_why_not():
+    assert set(RUNNABLE) | set(NOT_RUN) == set(LEAVES) and not set(RUNNABLE) & set(NOT_RUN)
+
+
+def _out(token: str, tmp_path: Path) -> str:
+    return str(tmp_path / token) if token.startswith(("out/", "out-")) else token
 
 
 @pytest.mark.parametrize("path", sorted(RUNNABLE), ids=" ".join)
 def test_examples_run(path, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(ROOT)
-    argv = [str(tmp_path / t[4:]) if t.startswith("out/") else t
-            for t in shlex.split(_example(LEAVES[path]))[1:]]
+    commands = [[_out(t, tmp_path) for t in c] for c in _commands(_example(LEAVES[path]))]
+    for token in (t for c in commands for t in c):
+        if token.startswith("../") and not (ROOT / token).exists():
+            pytest.skip(f"needs the shared data {token} beside the clone")
+    for argv in commands[:-1]:
+        if argv[:2] == ["cp", "-r"]:
+            shutil.copytree(argv[2], argv[3])
+        else:
+            assert argv[0] == "evaltk" and main(argv[1:]) == 0, argv
+    capsys.readouterr()
+    argv = commands[-1][1:]
     assert main(argv) == RUNNABLE[path]
     out = capsys.readouterr().out
     if "--json" in argv:
         json.loads(out)
+    if path[0] == "fixtures" and path[1] in ("seen", "retire"):
+        ledger = Path(argv[argv.index("--root") + 1]) / "holdout-ledger.jsonl"
+        assert json.loads(ledger.read_text().splitlines()[-1])["id"] == argv[2]
 
 
 # --------------------------------------------------------------------------- self-check --json

@@ -268,8 +268,8 @@ def register_cli(subparsers: Any) -> None:
             "--level interval / ratio work on numeric ratings; one word (None, NA, yes) keeps the "
             "column as text, and nan or inf among numbers is an error (exit 65, naming the line).  "
             "JSONL and Parquet keep their own types."),
-        epilog="Example: evaltk agreement labels.csv --coefficient krippendorff_alpha --level nominal "
-               "--abstain Unsure --json",
+        epilog="Example: evaltk agreement data/examples/agreement/ratings.csv --coefficient krippendorff_alpha --level nominal "
+               "--abstain cannot_tell --json",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("file", help="long table: CSV, JSONL (.jsonl) or Parquet (.parquet)")

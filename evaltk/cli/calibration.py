@@ -29,7 +29,7 @@ def register_cli(subparsers: Any) -> None:
         help="human ceiling and the alternative annotator test",
         description="Calibration against humans: human-human agreement with intervals (ceiling) and the "
                     "alternative annotator test (alt-test).",
-        epilog="Example: evaltk calibration ceiling labels.csv --level nominal --abstain Unsure",
+        epilog="Example: evaltk calibration ceiling data/examples/agreement/ratings.csv --level nominal --abstain cannot_tell",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sub = group.add_subparsers(dest="calibration_command", metavar="SUBCOMMAND",
@@ -41,8 +41,8 @@ def register_cli(subparsers: Any) -> None:
         help="alternative annotator test: can a judge replace the human annotators?",
         description="Leave-one-annotator-out alt-test (Calderon, Reichart and Dror 2025). Exit 0 when the "
                     "judge passes (winning rate >= 0.5), 1 when it does not.",
-        epilog="Example: evaltk calibration alt-test human_annotations.json llm_annotations.json --judge gpt-4o "
-               "--metric accuracy --epsilon 0.2 --json",
+        epilog="Example: evaltk calibration alt-test data/examples/alttest/human_annotations.json data/examples/alttest/llm_annotations.json "
+               "--judge judge-a --metric accuracy --epsilon 0.2 --min-items 10 --json",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("humans", help="JSON {annotator: {item: label}}")
@@ -61,8 +61,8 @@ def register_cli(subparsers: Any) -> None:
         help="human-human agreement on multiply-labelled items, with 95%% intervals",
         description="Human ceiling from a long CSV (item, rater, rating). Abstentions (by default the "
                     "vocabulary's abstain words: cannot tell, Unsure, ...) are excluded and counted.",
-        epilog="Example: evaltk calibration ceiling labels.csv --item item_id --rater rater --rating rating "
-               "--level nominal --abstain Unsure --json",
+        epilog="Example: evaltk calibration ceiling data/examples/agreement/ratings.csv --item item_id --rater rater --rating rating "
+               "--level nominal --abstain cannot_tell --json",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     c.add_argument("csv", help="long CSV: one row per (item, rater)")
@@ -86,7 +86,8 @@ def register_cli(subparsers: Any) -> None:
         "agentrewardbench",
         help="human ceiling of AgentRewardBench's four questions on its double-annotated trajectories",
         description="Reads AgentRewardBench's annotations.csv; 'Unsure' is an abstention, excluded and counted.",
-        epilog="Example: evaltk calibration agentrewardbench ../shared/data/agentrewardbench/annotations.csv",
+        epilog="Example: evaltk calibration agentrewardbench ../shared/data/agentrewardbench/annotations.csv\n"
+               "(needs the shared AgentRewardBench data beside the clone; see docs/datasets.md)",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     a.add_argument("csv", help="annotations.csv")

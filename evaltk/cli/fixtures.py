@@ -166,8 +166,8 @@ def register_cli(subparsers: Any) -> None:
 
     s = sub.add_parser("seen", help="record in the holdout ledger that someone saw a fixture",
                        formatter_class=fmt,
-                       epilog="Example: evaltk fixtures seen untangle-billing-module --by alice "
-                              "--root SUITE")
+                       epilog="Example: cp -r data/examples/fixtures out-suite && evaltk fixtures seen "
+                              "untangle-billing-module --by alice --root out-suite")
     s.add_argument("id")
     s.add_argument("--by", required=True, help="who saw it")
     s.add_argument("--root", default=".", help="suite folder (default: current folder)")
@@ -176,8 +176,8 @@ def register_cli(subparsers: Any) -> None:
 
     r = sub.add_parser("retire", help="move a holdout fixture to public and record why",
                        formatter_class=fmt,
-                       epilog="Example: evaltk fixtures retire untangle-billing-module "
-                              "--reason 'pasted in a PR' --root SUITE")
+                       epilog="Example: cp -r data/examples/fixtures out-suite && evaltk fixtures retire "
+                              "untangle-billing-module --reason 'pasted in a PR' --root out-suite")
     r.add_argument("id")
     r.add_argument("--reason", required=True)
     r.add_argument("--by", default=None)

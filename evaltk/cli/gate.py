@@ -31,7 +31,9 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
         description="Compare two saved score matrices (evaltk score --out DIR) dimension by dimension. "
                     "Exit 0 promote, 1 regress, 3 review; 65 invalid data, 67 inconsistent scoring "
                     "(different scorer versions), 66 unreadable input.",
-        epilog="Example: evaltk gate --baseline out/v1 --candidate out/v2 --json")
+        epilog="Example: evaltk score data/demo/traces.jsonl --answers data/demo/answers.csv --out out/v1 && evaltk score data/demo/traces.jsonl --answers data/demo/answers.csv "
+               "--out out/v2 && evaltk gate --baseline out/v1 --candidate out/v2 --json",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--baseline", required=True, help="directory written by `evaltk score --out`")
     p.add_argument("--candidate", required=True, help="directory written by `evaltk score --out`")
     p.add_argument("--measures", nargs="+", help="dimensions to gate (default: the four trace dimensions)")

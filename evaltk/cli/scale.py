@@ -28,8 +28,8 @@ def register_cli(subparsers: Any) -> None:
                     "machine, Dask on a cluster) and summarise it; results equal `evaltk score` in memory. "
                     "Exit codes: 0 done; 64 usage; 65 the store violates the contract (a trace id in two "
                     "partitions, a non-empty --out, an unknown --by column); 66 unreadable input.",
-        epilog="Example: evaltk scale score store/traces --answers store/answers --labels store/labels "
-               "--out scored/ --engine duckdb --memory-limit 4GB --json",
+        epilog="Example: evaltk scale score data/demo/traces.jsonl --answers data/demo/answers.csv --labels data/demo/labels.csv "
+               "--out out/scored --engine duckdb --memory-limit 4GB --json",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="scale_command", metavar="SUBCOMMAND", parser_class=type(p))
 
@@ -42,7 +42,8 @@ def register_cli(subparsers: Any) -> None:
         q.add_argument("--json", action="store_true", help="print a machine-readable summary")
 
     s = sub.add_parser("score", help="score a trace store and write the score matrix as partitioned Parquet",
-                       epilog="Example: evaltk scale score store/traces --answers store/answers --out scored/")
+                       epilog="Example: evaltk scale score data/demo/traces.jsonl --answers data/demo/answers.csv --out out/scored",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     s.add_argument("traces", help="a trace file or a folder of them (hive-partitioned or not)")
     s.add_argument("--answers", help="judge answers: co-partitioned folder, or one file/folder")
     s.add_argument("--labels", help="human labels: co-partitioned folder, or one file/folder")
@@ -50,7 +51,9 @@ def register_cli(subparsers: Any) -> None:
     engine_args(s)
     s.set_defaults(func=_cli_score)
     m = sub.add_parser("summarize", help="summarise a scored dataset (the --out of `evaltk scale score`)",
-                       epilog="Example: evaltk scale summarize scored/ --by agent --engine duckdb --json")
+                       epilog="Example: evaltk scale score data/demo/traces.jsonl --answers data/demo/answers.csv --out out/scored && "
+                              "evaltk scale summarize out/scored --by agent --engine duckdb --json",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     m.add_argument("out", help="a folder written by `evaltk scale score`")
     engine_args(m)
     m.set_defaults(func=_cli_summarize)
