@@ -154,6 +154,19 @@ def test_abstention_chart_aggregates_before_charting():
     assert "coverage" in report.chart_to_svg(ch)
 
 
+def test_abstention_chart_and_coverage_line_keep_the_seeds_measure_order():
+    """Summaries sort their group keys; what a page shows keeps the seed's order (the trace
+    vector x_task, x_safe, x_eff, x_ctx, then the guide family)."""
+    from evaltk.report._format import _in_measure_order
+
+    scores = pd.DataFrame({"trace_id": range(4), "measure": ["g_outcome", "x_ctx", "x_task", "x_safe"],
+                           "value": [1.0, 0.5, 1.0, 0.0], "cause": [None] * 4})
+    order = _in_measure_order(pd.DataFrame({"measure": ["g_outcome", "x_ctx", "x_task", "x_safe"]}))["measure"]
+    assert order.tolist() == ["x_task", "x_safe", "x_ctx", "g_outcome"]
+    svg = report.chart_to_svg(report.abstention_chart(scores))
+    assert svg.index(">x_task<") < svg.index(">x_safe<") < svg.index(">x_ctx<") < svg.index(">g_outcome<")
+
+
 def test_abstention_chart_refuses_nan_without_cause():
     bad = pd.DataFrame({"measure": ["x_task"], "value": [np.nan], "cause": [None]})
     with pytest.raises(ValueError, match="without a `cause`"):
