@@ -29,9 +29,6 @@ from collections.abc import Sequence
 
 from ..errors import EvaltkError, SchemaViolation, UnreadableInput
 
-__all__ = ["main", "CliError", "EXIT_OK", "EXIT_NEGATIVE", "EXIT_USAGE", "EXIT_DATAERR",
-           "EXIT_NOINPUT", "EXIT_SOFTWARE"]
-
 EXIT_OK = 0
 EXIT_NEGATIVE = 1
 EXIT_USAGE = 64

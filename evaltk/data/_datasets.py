@@ -46,36 +46,6 @@ from .._validation import check_rng
 from ..errors import SchemaViolation, UnreadableInput
 from ..values import ANSWER_TABLE_COLUMNS, ANSWER_VALUES, ANSWER_VOCABULARIES
 
-__all__ = [
-    "GENERATOR_VERSION",
-    "AGENTS",
-    "DOMAINS",
-    "DOMAIN_KEYWORDS",
-    "JUDGES",
-    "HUMANS",
-    "DEMO_FILES",
-    "ANSWER_COLUMNS",
-    "TASK_WORDS",
-    "EFF_WORDS",
-    "SAFE_WORDS",
-    "HARM_PROXY",
-    "AgentProfile",
-    "RaterProfile",
-    "DemoData",
-    "make_demo",
-    "write_demo",
-    "load_demo",
-    "domain_of_prompt",
-    "JUDGEBENCH_COLUMNS",
-    "load_judgebench",
-    "judgebench_pair_outcomes",
-    "ALTTEST_DATASETS",
-    "load_alttest",
-    "load_alt_test_annotations",
-    "AGENTREWARDBENCH_QUESTIONS",
-    "load_agentrewardbench",
-]
-
 #: Bumped whenever the same seed would produce different data.
 GENERATOR_VERSION = "1.0"
 

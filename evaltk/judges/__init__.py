@@ -1,11 +1,11 @@
 """Judges: the panel fold, calibration against human labels, judge selection on the
 Pareto frontier, active labeling and regression gates."""
 
+from ..scoring import PROMOTION_CONDITIONS  # the one rule's names (scoring), re-exported here
 from ._calibration import (
     _LEVELS as CALIBRATION_LEVELS,
 )
 from ._calibration import (
-    PROMOTION_CONDITIONS,
     AgreementWithHumans,
     AltTestResult,
     CalibrationNumbers,

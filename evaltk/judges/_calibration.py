@@ -52,7 +52,7 @@ from .._validation import (
 )
 from .._validation import undefined as _undefined
 from ..errors import InputError
-from ..scoring import PROMOTION_CONDITIONS, CalibrationRecord, promotion_conditions
+from ..scoring import CalibrationRecord, promotion_conditions
 from ..stats import (
     AgreementResult,
     CategoryDomainWarning,
@@ -77,24 +77,6 @@ from ..values import (
     is_missing_label,
     measure_level,
 )
-
-__all__ = [
-    "CeilingResult",
-    "AgreementWithHumans",
-    "CalibrationNumbers",
-    "PromotionCheck",
-    "PROMOTION_CONDITIONS",
-    "AltTestResult",
-    "SampleSizePlan",
-    "agentrewardbench_ceiling",
-    "population_table",
-    "human_ceiling",
-    "calibration_numbers",
-    "promotion_check",
-    "calibration_record",
-    "alt_test",
-    "kappa_sample_size",
-]
 
 #: Calibration compares categories: the first two levels of the one list (values.LEVELS says so).
 _LEVELS = LEVELS[:2]

@@ -43,9 +43,6 @@ from ..errors import InputError
 from ..stats import ConfidenceInterval, ResultShape, z_value
 from ..values import ABSTAIN_WORDS, Abstention, abstain_labels
 
-__all__ = ["uncertainty_strata", "propose_batch", "stratified_accuracy", "StratifiedEstimate",
-           "expansion_gate", "ExpansionDecision"]
-
 
 def uncertainty_strata(items: pd.DataFrame, *, disagreement: str = "disagreement",
                        confidence: str | None = "confidence", conflict: str | None = None,

@@ -28,7 +28,6 @@ from .._validation import check_nonempty
 from ..scoring import FoldRule, fold_votes
 from ..values import CAUSES
 
-__all__ = ["FoldRule", "PanelResult", "fold_panel", "fold_pairwise_trials", "review_queue"]
 
 @dataclass(frozen=True)
 class PanelResult:

@@ -50,8 +50,6 @@ from ..stats import (
 )
 from ..values import CAUSES, MEASURE_LEVELS, PER_STEP_MEASURES, Abstention, Cause
 
-__all__ = ["DIMENSION_TYPES", "GateResult", "GateRefused", "gate", "data_validity", "scoring_consistency"]
-
 #: The gate's test per measure, from the vocabulary's levels (values.MEASURE_LEVELS): a
 #: per-step measure is a rate, an ordinal one ordinal, every other one binary.
 DIMENSION_TYPES: dict[str, str] = {

@@ -34,10 +34,6 @@ from .._validation import (
 from ..stats import BootstrapConfig, bootstrap_sums, wilson_interval
 from ..values import ABSTAIN_WORDS, Abstention, abstain_labels
 
-__all__ = ["anchor_correctness", "judge_costs", "canary_hits", "select_judges", "SelectionResult",
-           "published_precision_recall",
-           "pareto_frontier"]
-
 
 def anchor_correctness(answers: pd.DataFrame, labels: pd.DataFrame, *, measure: str | None = None,
                        keys: Sequence[str] = ("trace_id", "measure", "step"), rater: str = "rater",

@@ -71,23 +71,6 @@ from ..stats import (
 )
 from ..values import CAUSES, Abstention
 
-__all__ = [
-    "ENGINES",
-    "engine_kind",
-    "optional_module",
-    "SCORE_META",
-    "CALIBRATION_CATEGORIES",
-    "Partition",
-    "DatasetSummary",
-    "ScoredDataset",
-    "discover_partitions",
-    "score_dataset",
-    "summarize_dataset",
-    "score_partitions",
-    "dask_score_summary",
-    "write_store",
-]
-
 #: Engine names accepted by ``engine=`` (an engine object works too).
 ENGINES: tuple[str, ...] = ("pandas", "duckdb", "dask")
 

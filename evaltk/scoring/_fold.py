@@ -30,9 +30,6 @@ import numpy as np
 
 from ..values import ABSTAIN_WORDS
 
-__all__ = ["FOLD_STATUSES", "FoldRule", "FoldedVotes", "fold_votes"]
-
-
 #: What each ``FoldedVotes.status`` code means.
 FOLD_STATUSES: dict[int, str] = {
     0: "valued",

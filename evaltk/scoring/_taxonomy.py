@@ -43,8 +43,6 @@ from ..values import CAUSES
 from ._matrix import ScoreMatrix
 from ._measures import MEASURES
 
-__all__ = ["FailureRule", "DEFAULT_RULES", "classify_failures", "load_rules"]
-
 _OPS = {"equals": np.equal, "lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal}
 
 

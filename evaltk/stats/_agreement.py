@@ -77,30 +77,6 @@ from ..values import (
 from ._bootstrap import BootstrapResult, _config, _undefined_result, bootstrap_table
 from ._result import ConfidenceInterval, ResultShape, undefined, user_stacklevel
 
-__all__ = [
-    "AgreementResult",
-    "ClassificationResult",
-    "CategoryDomainWarning",
-    "percent_agreement",
-    "cohen_kappa",
-    "scott_pi",
-    "fleiss_kappa",
-    "conger_kappa",
-    "krippendorff_alpha",
-    "gwet_ac1",
-    "gwet_ac2",
-    "brennan_prediger",
-    "pabak",
-    "agreement_difference",
-    "weight_matrix",
-    "kappa_from_tables",
-    "classification_metrics",
-    "classification_report",
-    "INTERVAL_METHODS",
-    "LEVELS",
-    "WEIGHTS",
-]
-
 #: ``method=`` values of every agreement function.
 INTERVAL_METHODS: tuple[str, ...] = ("analytic", "percentile", "basic", "bca")
 #: ``weights=`` names of the weighted coefficients (besides a matrix or None).

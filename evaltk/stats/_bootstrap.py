@@ -59,18 +59,6 @@ from ..errors import InputError
 from ..values import Abstention, Cause, UndefinedWarning
 from ._result import ConfidenceInterval, ResultShape, user_stacklevel
 
-__all__ = [
-    "BootstrapConfig",
-    "BootstrapResult",
-    "UndefinedReplicateError",
-    "bootstrap",
-    "bootstrap_table",
-    "bootstrap_sums",
-    "resample_counts",
-    "METHODS",
-    "UNITS",
-]
-
 #: Interval methods understood by both engines.
 METHODS: tuple[str, ...] = ("percentile", "basic", "bca")
 #: Units of resampling.

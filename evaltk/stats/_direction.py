@@ -55,29 +55,6 @@ from ..values import (
 from ._intervals import paired_difference_interval
 from ._result import NO_INTERVAL, ConfidenceInterval, ResultShape, _num, undefined
 
-__all__ = [
-    "LEANS",
-    "OVERSTATES",
-    "UNDERSTATES",
-    "NO_DETECTABLE_LEAN",
-    "UNKNOWN",
-    "PairCounts",
-    "SignedBiasResult",
-    "McNemarResult",
-    "StuartMaxwellResult",
-    "MeanSignedDifferenceResult",
-    "DirectionResult",
-    "signed_bias",
-    "mcnemar_test",
-    "stuart_maxwell_test",
-    "class_bias",
-    "confusion_asymmetry",
-    "mean_signed_difference",
-    "lean_from_interval",
-    "direction_of_error",
-    "direction_table",
-]
-
 OVERSTATES = "overstates"
 UNDERSTATES = "understates"
 NO_DETECTABLE_LEAN = "no detectable lean"

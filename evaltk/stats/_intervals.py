@@ -53,17 +53,6 @@ from .._validation import check_confidence_level
 from ..values import Abstention
 from ._result import ConfidenceInterval, ResultShape, undefined
 
-__all__ = [
-    "ProportionInterval",
-    "PairedDifferenceResult",
-    "wilson_interval",
-    "clopper_pearson_interval",
-    "wilson_bounds",
-    "clopper_pearson_bounds",
-    "paired_difference_interval",
-    "z_value",
-]
-
 
 def z_value(confidence_level: float) -> float:
     """Two-sided standard normal quantile: 1.959964 for 0.95."""

@@ -13,8 +13,6 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["pass_at_k", "pass_hat_k"]
-
 
 def _check_counts(n: Any, c: Any, k: Any) -> tuple[int, int, int]:
     for name, v in (("n", n), ("c", c), ("k", k)):

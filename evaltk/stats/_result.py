@@ -15,8 +15,6 @@ from typing import Any, NamedTuple
 from .._validation import undefined, user_stacklevel  # noqa: F401  (re-used by stats)
 from ..values import Abstention, Cause
 
-__all__ = ["ConfidenceInterval", "ResultShape"]
-
 
 class ConfidenceInterval(NamedTuple):
     """A two-sided interval ``(low, high)``; unpacks like a tuple.

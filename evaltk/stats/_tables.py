@@ -70,24 +70,6 @@ from ._bootstrap import (
 )
 from ._passk import pass_at_k, pass_hat_k
 
-__all__ = [
-    "MeanSummary",
-    "ScoreSummary",
-    "ConfusionTable",
-    "UnitPatterns",
-    "PassCounts",
-    "PARTIAL_COLUMNS",
-    "score_partials",
-    "score_summary",
-    "summarize_frame",
-    "MISSING_KEY",
-    "confusion_table",
-    "calibration_table",
-    "unit_patterns",
-    "pass_counts",
-    "combine_all",
-]
-
 #: Columns of a partial score summary (after the group keys): what adds across pieces.
 PARTIAL_COLUMNS: tuple[str, ...] = ("n", "n_valued", "total", "total_sq", *(f"n_{c}" for c in CAUSES))
 _TWO_RATER_STATS = ("cohen_kappa", "scott_pi", "pabak", "percent_agreement")

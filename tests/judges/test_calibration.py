@@ -29,8 +29,8 @@ from statsmodels.stats.multitest import multipletests
 from evaltk.cli._main import main
 from evaltk.data import AGENTREWARDBENCH_QUESTIONS, load_agentrewardbench, load_alt_test_annotations
 from evaltk.errors import InputError, SchemaViolation, UnreadableInput
+from evaltk.judges import PROMOTION_CONDITIONS
 from evaltk.judges._calibration import (
-    PROMOTION_CONDITIONS,
     AltTestResult,
     CalibrationNumbers,
     CeilingResult,
