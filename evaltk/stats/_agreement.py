@@ -61,7 +61,6 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
-from scipy.special import ndtri
 
 from .._validation import check_choice, check_columns, check_confidence_level
 from ..errors import InputError
@@ -75,6 +74,7 @@ from ..values import (
     abstain_labels,
 )
 from ._bootstrap import BootstrapResult, _config, _undefined_result, bootstrap_table
+from ._intervals import z_value
 from ._result import ConfidenceInterval, ResultShape, undefined, user_stacklevel
 
 #: ``method=`` values of every agreement function.
@@ -1060,7 +1060,7 @@ def _analytic_ci(stat: float, se: float | Abstention, confidence_level: float
                  ) -> ConfidenceInterval | Abstention:
     if isinstance(se, Abstention) or not math.isfinite(se):
         return Abstention(Cause.MISSING_EVIDENCE, "no standard error")
-    z = float(ndtri(0.5 + confidence_level / 2.0))
+    z = z_value(confidence_level)
     return ConfidenceInterval(max(-1.0, stat - z * se), min(1.0, stat + z * se))
 
 

@@ -561,7 +561,8 @@ def _categories(jl: list[Any], hl: list[Any], categories: Sequence[Any] | None) 
     cats = list(categories)
     if len(set(cats)) != len(cats):
         raise ValueError("`categories` has duplicates.")
-    unknown = [x for x in (*jl, *hl) if x not in set(cats)]
+    known = set(cats)
+    unknown = [x for x in (*jl, *hl) if x not in known]
     if unknown:
         raise ValueError(
             f"label {unknown[0]!r} is not among `categories` {cats}; declare it, or list it in `abstain`."

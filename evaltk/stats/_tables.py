@@ -776,15 +776,20 @@ def unit_patterns(ratings: Any, *, categories: Sequence[Any] | None = None,
     ab = set(abstain_labels(abstain, categories))
     missing = pd.isna(pd.DataFrame(arr)).to_numpy()
     is_ab = np.zeros(arr.shape, bool)
-    if ab:
-        is_ab = np.vectorize(lambda x: _hashable_in(x, ab), otypes=[bool])(arr) & ~missing
+    if ab:  # test each distinct label once, not every cell
+        from ._agreement import _in_set
+
+        ucodes, uniq = pd.factorize(arr.reshape(-1), use_na_sentinel=True)
+        hit = np.array([_in_set(x, ab) for x in uniq] + [False], bool)  # [-1]: missing
+        is_ab = hit[ucodes].reshape(arr.shape) & ~missing
     use = ~missing & ~is_ab
     labels = [_plain(x) for x in arr[use]]
     if categories is None:
         cats = tuple(sorted(set(labels), key=lambda x: (str(type(x)), x)))
     else:
         cats = tuple(categories)
-        bad = [x for x in labels if x not in set(cats)]
+        known = set(cats)
+        bad = [x for x in labels if x not in known]
         if bad:
             raise ValueError(f"label {bad[0]!r} is not among `categories` {list(cats)} (or `abstain`).")
     index = {c: i for i, c in enumerate(cats)}
@@ -801,13 +806,6 @@ def unit_patterns(ratings: Any, *, categories: Sequence[Any] | None = None,
         rows, mult = np.unique(C[rated], axis=0, return_counts=True)
         pats = {tuple(int(x) for x in r): int(m) for r, m in zip(rows, mult, strict=True)}
     return UnitPatterns(cats, pats, int(is_ab.sum()), int((~rated).sum()))
-
-
-def _hashable_in(x: Any, s: set[Any]) -> bool:
-    try:
-        return x in s
-    except TypeError:
-        return False
 
 
 # =========================================================================== pass counts
