@@ -293,23 +293,17 @@ def _num_col(col: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     vals = col.to_numpy(dtype=object)
     out = np.full(n, np.nan)
     wrong = np.zeros(n, bool)
-    for i, v in enumerate(vals):
-        if _is_missing(v) or (isinstance(v, str) and not v.strip()):
+    text = np.array([isinstance(v, str) for v in vals], bool)
+    if text.any():  # text cells parse exactly as a CSV column does (Arrow's cast, not float())
+        out[text], wrong[text] = _num_col(pd.Series(list(vals[text]), dtype=_STR))
+    for i in np.flatnonzero(~text):
+        v = vals[i]
+        if _is_missing(v):
             continue
         if isinstance(v, bool | np.bool_):
             wrong[i] = True
         elif isinstance(v, int | float | np.integer | np.floating):
             out[i] = float(v)
-        elif isinstance(v, str):
-            if "_" in v or not v.isascii():  # Python's float() reads "1_000" and "٣"; Arrow's cast does not
-                wrong[i] = True
-                continue
-            try:
-                out[i] = float(v)
-            except ValueError:
-                wrong[i] = True
-            else:
-                wrong[i] = math.isnan(out[i])
         else:
             wrong[i] = True
     return out, wrong
