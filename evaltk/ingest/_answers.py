@@ -57,7 +57,7 @@ def _load_answer_source(source: Any, kind: str) -> tuple[str, pd.DataFrame, np.n
             return name, df, np.arange(1, len(df) + 1)
         if fmt == "jsonl":
             clean, n_lines = _no_blank_lines(data)
-            t = _arrow_json(data) if clean else None
+            t = _arrow_json(data, checked=True) if clean else None  # _no_blank_lines screened bare nulls
             if (t is not None and t.num_rows == n_lines
                     and all(not pa.types.is_nested(f.type) for f in t.schema)):
                 return name, t.to_pandas(), np.arange(1, n_lines + 1)
@@ -140,7 +140,7 @@ def _read_csv(data: bytes, name: str) -> tuple[str, pd.DataFrame, np.ndarray]:
             if not fields or all(not f.strip() for f in fields) and len(fields) <= 1:
                 continue  # a blank line is not a record
             nums.append(line)
-            if any(_has_surrogate(f) for f in fields):
+            if any(_bad_text(f) for f in fields):
                 rows.append({"__error__": "not valid UTF-8"})
             elif len(fields) != len(header):
                 rows.append({"__error__": f"has {len(fields)} fields; the header has {len(header)}"})
@@ -150,14 +150,6 @@ def _read_csv(data: bytes, name: str) -> tuple[str, pd.DataFrame, np.ndarray]:
         raise UnreadableInput(f"not readable as CSV ({e})", file=name) from None
     df = pd.DataFrame.from_records(rows, columns=list(dict.fromkeys([*header, "__error__"])))
     return name, df.astype(object), np.asarray(nums, np.int64)
-
-
-def _has_surrogate(s: str) -> bool:
-    try:
-        s.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
 
 
 def _str_col(col: pd.Series) -> tuple[pd.Series, np.ndarray, np.ndarray]:

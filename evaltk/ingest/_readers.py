@@ -44,14 +44,14 @@ def _as_arrow_text(a: Any) -> pa.Array:
     return a if isinstance(a, pa.Array) else pa.array(a, pa.string())
 
 
-def _run_domains(domain: Any, task: pa.Array, rule: Callable[[str], Any]) -> tuple[pd.Series, np.ndarray]:
+def _run_domains(domain: Any, task_s: pd.Series, rule: Callable[[str], Any]) -> tuple[pd.Series, np.ndarray]:
     """The record's domain, else the rule applied to the task prompt (once per distinct
     prompt).  Returns the domains and where the rule gave them."""
     dom = _blank_to_null(_as_arrow_text(domain))
     from_rule = dom.is_null().to_numpy(zero_copy_only=False)
     dom_s = _str_series(dom)
     if from_rule.any():
-        tasks = _str_series(task)[from_rule]
+        tasks = task_s[from_rule]
         codes, uniq = pd.factorize(tasks)
         derived = np.asarray(_apply_rule(rule, list(uniq)), dtype=object)
         vals = dom_s.to_numpy(dtype=object, na_value=None)
@@ -129,12 +129,13 @@ def _build_tables(*, tid: pa.Array, task: pa.Array, domain: pa.Array, agent: pa.
         "needs_confirmation": take(s_conf).astype(bool),
         "run_pos": step_run,
     })
-    dom_s, from_rule = _run_domains(domain, task, rule)
+    task_s = _str_series(task)
+    dom_s, from_rule = _run_domains(domain, task_s, rule)
     sc_run = np.asarray(sc_run, np.int64)
     sc_count = np.asarray(sc_count, np.int64)
     runs = pd.DataFrame({
         "trace_id": tid_s,
-        "task": _str_series(task),
+        "task": task_s,
         "domain": dom_s,
         "domain_source": _from_codes(from_rule.astype(np.int64), ["record", "rule"]),
         "status": _const("complete", n),
