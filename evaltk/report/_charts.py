@@ -13,9 +13,8 @@ import numpy as np
 import pandas as pd
 
 from .._validation import check_columns, check_frame
-from ..stats import summarize_frame
 from ..values import CAUSES
-from ._format import _in_measure_order, format_interval
+from ._format import format_interval, measure_summary
 from ._theme import _ACCENT, _BAND, _MUTED, _WARN, CAUSE_COLORS
 
 _MAX_CHART_ROWS = 500  # builders chart aggregates; more rows than this means "aggregate first"
@@ -380,9 +379,7 @@ def abstention_chart(
     check_columns(scores, [measure, value, cause], name="scores")
     if len(scores) == 0:
         raise ValueError("`scores` is empty: nothing to chart.")
-    summary = summarize_frame(scores, by=measure, value=value, cause=cause)
-    if measure == "measure":
-        summary = _in_measure_order(summary)  # the seed's order, not the summary's sorted keys
+    summary = measure_summary(scores, measure=measure, value=value, cause=cause)
     long = summary.melt(id_vars=[measure, "coverage", "n"], value_vars=["n_valued", *[f"n_{c}" for c in CAUSES]],
                         var_name="outcome", value_name="count")
     long["outcome"] = long["outcome"].str.slice(2)

@@ -219,12 +219,16 @@ def orderings_note(orderings: pd.DataFrame, *, what: str = "precision") -> str:
             "not, whatever the published ranking says.")
 
 
-def _in_measure_order(frame: pd.DataFrame) -> pd.DataFrame:
-    """Rows in the seed's order of the measures (the trace vector, then the guide family)."""
+def measure_summary(scores: pd.DataFrame, *, measure: str = "measure", value: str = "value",
+                    cause: str = "cause") -> pd.DataFrame:
+    """:func:`evaltk.stats.summarize_frame` by measure, in the seed's order of the measures
+    (the trace vector, then the guide family; other names after them), as a page shows it."""
     from ..scoring import MEASURES
+    from ..stats import summarize_frame
 
     rank = {m: i for i, m in enumerate(MEASURES)}
-    return frame.sort_values("measure", key=lambda s: s.map(lambda m: rank.get(m, len(rank))), kind="stable")
+    summary = summarize_frame(scores, by=measure, value=value, cause=cause)
+    return summary.sort_values(measure, key=lambda s: s.map(lambda m: rank.get(m, len(rank))), kind="stable")
 
 
 def week_at_a_glance(*, week: str, measure: str, scores: pd.DataFrame, selection: Any, directions: pd.DataFrame,
@@ -239,7 +243,6 @@ def week_at_a_glance(*, week: str, measure: str, scores: pd.DataFrame, selection
     ``agentrewardbench`` :func:`evaltk.agentrewardbench_ceiling`; ``judgebench`` the
     selection on JudgeBench.  Absent sources give a line that says so or no line.
     """
-    from ..stats import summarize_frame
 
     fmt = format_interval
     t = selection.table
@@ -249,8 +252,7 @@ def week_at_a_glance(*, week: str, measure: str, scores: pd.DataFrame, selection
             ("runs scored", f"{scores['trace_id'].nunique()} traces, {len(scores)} scores, scorer versions "
                             f"{versions} (all dimensions provisional)"),
             ("coverage per dimension", "; ".join(f"{r.measure} {r.coverage:.0%}"
-                                                 for r in _in_measure_order(summarize_frame(scores, by="measure"))
-                                                 .itertuples())),
+                                                 for r in measure_summary(scores).itertuples())),
             (f"judges on the frontier ({measure}), not rejected by a canary",
              "; ".join(f"{r.judge}: accuracy {fmt(r.accuracy, r.ci_low, r.ci_high)}, ${r.cost_per_item:.4f}/item, "
                        f"p50 {r.latency_p50:.0f} ms" for r in best.itertuples()) or "none"),

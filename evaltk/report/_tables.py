@@ -182,10 +182,15 @@ def human_ceiling_table(labels: pd.DataFrame, *, measures: Sequence[str], confid
         human = _human_ratings(labels, m)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UndefinedWarning)
-            c = human_ceiling(human, level=measure_level(m), categories=list(answer_categories(m)), abstain=ABSTAIN_WORDS,
-                              confidence_level=confidence_level, n_resamples=n_resamples, rng=rng)
-            base = (_calibration_numbers(human, _every_item_rater(human, m), m, confidence_level=confidence_level,
-                                         n_resamples=n_resamples, rng=rng) if baseline else None)
+            if baseline:  # the calibration numbers carry the same ceiling: computed once
+                base = _calibration_numbers(human, _every_item_rater(human, m), m, confidence_level=confidence_level,
+                                            n_resamples=n_resamples, rng=rng)
+                c = base.ceiling
+            else:
+                base = None
+                c = human_ceiling(human, level=measure_level(m), categories=list(answer_categories(m)),
+                                  abstain=ABSTAIN_WORDS, confidence_level=confidence_level,
+                                  n_resamples=n_resamples, rng=rng)
         lo, hi = _interval(c.confidence_interval)
         cause, reason = _cause(c)
         rows.append({"measure": m, "level": measure_level(m), "statistic": _number(c.statistic),

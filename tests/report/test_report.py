@@ -157,11 +157,11 @@ def test_abstention_chart_aggregates_before_charting():
 def test_abstention_chart_and_coverage_line_keep_the_seeds_measure_order():
     """Summaries sort their group keys; what a page shows keeps the seed's order (the trace
     vector x_task, x_safe, x_eff, x_ctx, then the guide family)."""
-    from evaltk.report._format import _in_measure_order
+    from evaltk.report._format import measure_summary
 
     scores = pd.DataFrame({"trace_id": range(4), "measure": ["g_outcome", "x_ctx", "x_task", "x_safe"],
                            "value": [1.0, 0.5, 1.0, 0.0], "cause": [None] * 4})
-    order = _in_measure_order(pd.DataFrame({"measure": ["g_outcome", "x_ctx", "x_task", "x_safe"]}))["measure"]
+    order = measure_summary(scores)["measure"]
     assert order.tolist() == ["x_task", "x_safe", "x_ctx", "g_outcome"]
     svg = report.chart_to_svg(report.abstention_chart(scores))
     assert svg.index(">x_task<") < svg.index(">x_safe<") < svg.index(">x_ctx<") < svg.index(">g_outcome<")
