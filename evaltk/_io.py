@@ -23,7 +23,7 @@ from typing import Any
 from .errors import DuplicateKeyError, SchemaViolation, UnreadableInput, no_duplicate_keys
 
 __all__ = ["read_bytes", "decode_utf8", "read_text", "loads_json", "read_json", "read_jsonl",
-           "read_csv_text", "write_json"]
+           "read_csv_text", "write_text_atomic", "write_json"]
 
 
 def read_bytes(path: str | os.PathLike[str]) -> bytes:
@@ -156,19 +156,23 @@ def read_csv_text(path: str | os.PathLike[str], *, required: Iterable[str] = (),
     return frame
 
 
-def write_json(path: str | os.PathLike[str], doc: Any) -> None:
-    """Write ``doc`` as indented UTF-8 JSON (no ``NaN``) atomically: through a temporary
-    file in the same folder, renamed over ``path`` only once it is complete.  Creates
-    the folder when needed."""
+def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
+    """Write ``text`` as UTF-8 atomically: through a temporary file in the same folder,
+    renamed over ``path`` only once it is complete (the old file stays whole until then,
+    and a failed write leaves no temporary behind).  Creates the folder when needed."""
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=str(p.parent))
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(doc, f, indent=2, ensure_ascii=False, allow_nan=False)
-            f.write("\n")
+            f.write(text)
         os.replace(tmp, p)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def write_json(path: str | os.PathLike[str], doc: Any) -> None:
+    """Write ``doc`` as indented UTF-8 JSON (no ``NaN``) atomically (:func:`write_text_atomic`)."""
+    write_text_atomic(path, json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False) + "\n")

@@ -34,15 +34,20 @@ def _path_str(path: Iterable[Any]) -> str:
     return out or "(document)"
 
 
+@cache
+def _summary_validator() -> Any:
+    """The EvalSummary schema's validator, built once (as the trajectory documents' are)."""
+    import jsonschema
+
+    return jsonschema.Draft202012Validator(schema("eval-summary"))
+
+
 def validate_summary(doc: Any, *, file: str | None = None) -> None:
     """Raise :class:`SchemaViolation` unless ``doc`` follows the EvalSummary schema.
 
     The error names the task (``tasks[1]`` / its ``taskId``) and the field.
     """
-    import jsonschema
-
-    validator = jsonschema.Draft202012Validator(schema("eval-summary"))
-    errors = sorted(validator.iter_errors(doc), key=lambda e: list(e.absolute_path))
+    errors = sorted(_summary_validator().iter_errors(doc), key=lambda e: list(e.absolute_path))
     if errors:
         e = errors[0]
         path = list(e.absolute_path)
