@@ -257,6 +257,7 @@ from .values import (  # noqa: E402
     make_score,
     measure_level,
     normalize_answer,
+    normalize_measure,
     resolve_fail_closed,
     summarize,
     verdict,
@@ -496,4 +497,5 @@ __all__ = [
     "run_grade",
     "engine_kind",
     "optional_module",
+    "normalize_measure",
 ]

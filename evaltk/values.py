@@ -69,6 +69,7 @@ __all__ = [
     "MEASURE_ALIASES",
     "ABSTAIN_WORDS",
     "normalize_answer",
+    "normalize_measure",
     "abstain_labels",
     "measure_level",
     "answer_categories",
@@ -600,6 +601,18 @@ MEASURE_ALIASES: dict[str, str] = {
     "t_eff": "x_eff",
     "t_ctx": "x_ctx",
 }
+
+
+def normalize_measure(name: Any) -> str:
+    """A measure's canonical name: trimmed, lower-cased, the ``t_`` spellings mapped.
+
+    Examples
+    --------
+    >>> normalize_measure(" T_Task "), normalize_measure("x_ctx")
+    ('x_task', 'x_ctx')
+    """
+    k = str(name).strip().lower()
+    return MEASURE_ALIASES.get(k, k)
 
 
 def normalize_answer(word: str) -> str:

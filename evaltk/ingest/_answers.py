@@ -19,9 +19,9 @@ from ..errors import SchemaViolation, UnreadableInput
 from ..values import (
     ANSWER_VOCABULARIES,
     FREE_TEXT_MEASURES,
-    MEASURE_ALIASES,
     PER_STEP_MEASURES,
     normalize_answer,
+    normalize_measure,
 )
 from ._checks import (
     _NOT_TEXT,
@@ -447,8 +447,7 @@ class _Measures(NamedTuple):
 def _measures(spelled: _Coded) -> _Measures:
     canonical: list[Any] = []
     for m in spelled.uniques:
-        k = str(m).strip().lower()
-        k = MEASURE_ALIASES.get(k, k)
+        k = normalize_measure(m)
         canonical.append(k if (k in ANSWER_VOCABULARIES or k in FREE_TEXT_MEASURES or _G_MEASURE.match(k))
                          else None)
     ids, names = _distinct_ids(canonical)

@@ -69,7 +69,7 @@ from ..stats import (
     pass_counts,
     score_partials,
 )
-from ..values import CAUSES, Abstention
+from ..values import CAUSES, Abstention, normalize_measure
 
 #: Engine names accepted by ``engine=`` (an engine object works too).
 ENGINES: tuple[str, ...] = ("pandas", "duckdb", "dask")
@@ -352,18 +352,11 @@ def _select_rows(source: str, trace_file: str, con: Any = None) -> pd.DataFrame:
 _MARKER_ID = "\x00evaltk:tier-marker"
 
 
-def _norm_measure(m: Any) -> str:
-    from ..values import MEASURE_ALIASES
-
-    k = str(m).strip().lower()
-    return MEASURE_ALIASES.get(k, k)
-
-
 def _marker_measures(measures: Any) -> tuple[str, ...]:
     """Trace-level label measures whose blocks a partition must carry (``x_task`` always: the tier)."""
     from ..values import ANSWER_VOCABULARIES, PER_STEP_MEASURES
 
-    ms = {_norm_measure(m) for m in measures if m is not None and not pd.isna(m)}
+    ms = {normalize_measure(m) for m in measures if m is not None and not pd.isna(m)}
     keep = {m for m in ms if m in ANSWER_VOCABULARIES and m not in PER_STEP_MEASURES}
     return tuple(sorted(keep | {"x_task"}))
 
