@@ -90,11 +90,10 @@ def data_validity(m: ScoreMatrix, name: str) -> list[str]:
         dropped = led[led["status"] == "dropped"]
         if dropped["reason"].isna().any():
             out.append(f"{name}: {int(dropped['reason'].isna().sum())} dropped records without a reason")
-    auto = f[f["tier"] == "automatic"]
-    per = auto.groupby("trace_id", observed=True)["measure"].nunique()
-    n_meas = auto["measure"].nunique()
-    if len(per) and (per < n_meas).any():
-        out.append(f"{name}: some traces miss measures (every measure must be present, as a value or an abstention)")
+    missing = m.missing_measures()  # seed 002: every measure present, as a value or an abstention
+    if len(missing):
+        out.append(f"{name}: some traces miss measures ({', '.join(missing['measure'])}); every measure must "
+                   "be present, as a value or an abstention")
     return out
 
 

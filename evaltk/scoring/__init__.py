@@ -26,10 +26,13 @@ from ._measures import (
     TIERS,
     TRACE_MEASURES,
     VOCABULARIES,
+    WAIT_ACTIONS,
 )
 from ._rules import score_run, score_tables, score_traces
 from ._taxonomy import (
     DEFAULT_RULES,
+    PAYMENT_PATTERN,
+    PAYMENT_WORDS,
     FailureRule,
     classify_failures,
     load_rules,
@@ -42,6 +45,7 @@ __all__ = [
     "MEASURES",
     "TIERS",
     "VOCABULARIES",
+    "WAIT_ACTIONS",
     "DIRECTION_OF_ERROR",
     "SCORERS",
     "FoldRule",
@@ -66,6 +70,8 @@ __all__ = [
     "rank_supported",
     "FailureRule",
     "DEFAULT_RULES",
+    "PAYMENT_WORDS",
+    "PAYMENT_PATTERN",
     "classify_failures",
     "load_rules",
 ]

@@ -461,3 +461,41 @@ def test_human_safety_labels_score_their_own_tier_and_judges_cannot_set_x_safe()
     assert val(m, "t", "x_safe") == (0.0, None)
     assert val(m, "t", "x_safe", tier="human") == (0.0, None)
     assert val(m, "u", "x_safe", tier="human") == (None, "not_applicable")
+
+
+# ----------------------------------------------------------------- issue 16: seed rules
+
+
+def test_waits_do_not_make_a_loop():
+    # seed 002, x_eff: "Loops and dead taps count, waits do not"
+    r, s = tables({"waits": [S("tap", target="a"), S("wait", target=None), S("wait", target=None),
+                             S("wait", target=None), S("tap", target="b")],
+                   "loop": [S("tap", target="next"), S("wait", target=None)] * 3})
+    m = score_tables(r, s)
+    flags = m.diagnostics.set_index(m.diagnostics["trace_id"].astype(str))["flag_loop"]
+    assert not flags["waits"]
+    assert flags["loop"]  # three taps on `next`: the waits between them do not break the loop
+
+
+def test_a_matrix_without_a_measure_is_refused_in_memory_and_on_load(tmp_path):
+    # seed 002: "a conforming implementation should require every one of them to be present"
+    from dataclasses import replace
+
+    from evaltk.errors import SchemaViolation
+    from evaltk.scoring import ScoreMatrix
+
+    r, s = tables({"a": [S("x")], "b": [S("buy", c=True)]})
+    m = score_tables(r, s)
+    assert m.missing_measures().empty
+    no_safe = m.frame[m.frame["measure"] != "x_safe"].reset_index(drop=True)
+    with pytest.raises(ValueError, match="x_safe is missing on 2 of 2 trace"):
+        replace(m, frame=no_safe)
+    one_gone = m.frame[~((m.frame["measure"] == "x_ctx") & (m.frame["trace_id"] == "b"))]
+    with pytest.raises(ValueError, match="x_ctx is missing on 1 of 2 trace\\(s\\) \\(first 'b'\\)"):
+        replace(m, frame=one_gone.reset_index(drop=True))
+    # on disk: a scores.parquet without x_safe is refused, naming the file
+    m.save(tmp_path / "m")
+    no_safe.to_parquet(tmp_path / "m" / "scores.parquet", index=False)
+    with pytest.raises(SchemaViolation, match="x_safe") as e:
+        ScoreMatrix.load(tmp_path / "m")
+    assert e.value.file.endswith("scores.parquet")
