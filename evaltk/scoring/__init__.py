@@ -37,7 +37,15 @@ from ._taxonomy import (
     classify_failures,
     load_rules,
 )
-from ._use import USES, Comparison, UnsupportedUse, check_use, compare_measure, rank_supported
+from ._use import (
+    LENGTH_STRATA,
+    USES,
+    Comparison,
+    UnsupportedUse,
+    check_use,
+    compare_measure,
+    rank_supported,
+)
 
 __all__ = [
     "TRACE_MEASURES",
@@ -65,6 +73,7 @@ __all__ = [
     "UnsupportedUse",
     "USES",
     "Comparison",
+    "LENGTH_STRATA",
     "check_use",
     "compare_measure",
     "rank_supported",
