@@ -28,6 +28,8 @@ case, one function per dimension), ``_cohort`` (bindings, the report, the cohort
 
 from ._cohort import (
     CohortReport,
+    DESIGN_BESIDE_LOCK,
+    DesignNotBound,
     LockChanged,
     MissingCase,
     PostResultLock,
@@ -63,6 +65,8 @@ __all__ = [
     "PostResultLock",
     "MissingCase",
     "UnlockedCase",
+    "DesignNotBound",
+    "DESIGN_BESIDE_LOCK",
     "canonical_json",
     "sha256_digest",
     "design_digest",
