@@ -27,8 +27,8 @@ case, one function per dimension), ``_cohort`` (bindings, the report, the cohort
 """
 
 from ._cohort import (
-    CohortReport,
     DESIGN_BESIDE_LOCK,
+    CohortReport,
     DesignNotBound,
     LockChanged,
     MissingCase,
