@@ -24,7 +24,13 @@ import numpy as np
 import pandas as pd
 
 from evaltk.data import make_demo
-from evaltk.judges import expansion_gate, fold_panel, propose_batch, stratified_accuracy, uncertainty_strata
+from evaltk.judges import (
+    expansion_gate,
+    fold_panel,
+    propose_batch,
+    stratified_accuracy,
+    uncertainty_strata,
+)
 from evaltk.stats import wilson_interval
 
 
