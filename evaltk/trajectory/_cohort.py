@@ -307,13 +307,12 @@ def grade_files(lock: str | os.PathLike[str], results: str | os.PathLike[str], *
     Without ``design``, the design is :data:`DESIGN_BESIDE_LOCK` in the lock's folder (a
     regular file there, not a symlink out of it); with neither, :class:`DesignNotBound`.
     """
-    if design is None:
-        design = _design_beside(Path(lock))
     lock_doc = read_json(lock)
     results_doc = read_json(results)
-    design_doc = read_json(design) if design is not None else None
-    return grade_cohort(lock_doc, results_doc, design=design_doc, lock_file=str(lock),
-                        results_file=str(results), design_file=None if design is None else str(design))
+    if design is None:
+        design = _design_beside(Path(lock))
+    return grade_cohort(lock_doc, results_doc, design=read_json(design), lock_file=str(lock),
+                        results_file=str(results), design_file=str(design))
 
 
 def _design_beside(lock: Path) -> Path:

@@ -202,6 +202,7 @@ def test_undecided_labels_do_not_count_toward_a_stratum():
     p["stratum"] = uncertainty_strata(p, n_strata=2)
     lab = p.groupby("stratum").head(10)[["item", "correct", "stratum"]].astype({"correct": "object"})
     lab.loc[lab["stratum"] == 1, "correct"] = None
+    lab.loc[lab["stratum"] == 0, "correct"] = [True, False] * 5  # the decided stratum at its most uncertain
     lab = lab.drop(columns="stratum")
     with pytest.warns(UndefinedWarning, match="strata \\[1\\] have no label yet"):
         assert not stratified_accuracy(p, lab).defined
