@@ -48,8 +48,7 @@ def _decimal_ints(arrays: Iterable[np.ndarray], terms: int) -> tuple[int, list[n
               if all(np.array_equal(np.rint(a * 10.0**k) / 10.0**k, a) for a in arrays)), None)
     if d is not None and 2 * terms * 10**d < 2**53:
         return d, [np.rint(a * 10.0**d).astype(np.int64) for a in arrays]
-    if d is None:
-        d = max((_places(x) for a in arrays for x in np.unique(a)), default=0)
+    d = max((_places(x) for a in arrays for x in np.unique(a)), default=0)  # exact: every value's places
     out = []
     for a in arrays:
         ints = np.empty(a.size, dtype=object)
