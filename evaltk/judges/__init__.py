@@ -43,6 +43,7 @@ from ._regression import (
     data_validity,
     gate,
     scoring_consistency,
+    unpinned_instruments,
 )
 from ._selection import (
     SelectionResult,
@@ -95,4 +96,5 @@ __all__ = [
     "gate",
     "data_validity",
     "scoring_consistency",
+    "unpinned_instruments",
 ]

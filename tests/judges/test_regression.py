@@ -15,6 +15,10 @@ from evaltk.judges import GateRefused, gate
 from evaltk.scoring import CalibrationRecord, score_tables
 from evaltk.values import Threshold, UndefinedWarning
 
+#: The instrument columns of the one judge (evaltk.ingest.INSTRUMENT_COLUMNS).
+PINNED = {"judge_model": "m", "judge_model_version": "2026-01", "rubric_id": "r-v1", "rubric_digest": "sha256:" + "a" * 64,
+          "template_digest": "sha256:" + "b" * 64, "decoding": '{"temperature":0}'}
+
 
 def _matrix(p_task: float, *, n: int = 200, seed: int = 0, p_ground: float = 0.8, eff: float = 0.6):
     rng = np.random.default_rng(seed)
@@ -31,6 +35,7 @@ def _matrix(p_task: float, *, n: int = 200, seed: int = 0, p_ground: float = 0.8
         ans.append((tid, "x_eff", None, "j1", "none" if rng.random() < eff else "lots"))
     a = pd.DataFrame(ans, columns=["trace_id", "measure", "step", "rater", "answer"])
     a["step"] = a["step"].astype("Int64")
+    a = a.assign(**PINNED)  # one pinned judge on both sides: an unpinned one only ever reaches review
     ledger = pd.DataFrame({"status": ["kept"] * n, "reason": [None] * n})
     return score_tables(pd.DataFrame(runs), pd.DataFrame(steps), a, ledger=ledger, population="tasks:demo")
 
