@@ -46,6 +46,8 @@ from ._regression import (
     unpinned_instruments,
 )
 from ._selection import (
+    COVERAGE_MARGIN,
+    MIN_COVERAGE,
     SelectionResult,
     anchor_correctness,
     canary_hits,
@@ -81,6 +83,8 @@ __all__ = [
     "judge_costs",
     "canary_hits",
     "select_judges",
+    "MIN_COVERAGE",
+    "COVERAGE_MARGIN",
     "SelectionResult",
     "published_precision_recall",
     "pareto_frontier",
