@@ -181,63 +181,117 @@ def _member_line(m: PanelMember) -> str:
 # --------------------------------------------------------------------------- building it from answers
 
 
-def panel_members(answers: pd.DataFrame) -> tuple[PanelMember, ...]:
-    """The panel members of one measure's answers: per ``rater``, each instrument field's one
-    value, or None with the problem recorded (absent on some answers, or several values)."""
-    if answers is None or not len(answers):
+def panel_members(answers: pd.DataFrame, rows: np.ndarray | None = None) -> tuple[PanelMember, ...]:
+    """The panel members of one measure's answers (``rows`` of ``answers``, default all): per
+    ``rater``, each instrument field's one value, or None with the problem recorded (absent
+    on some answers, or several values).  Reads the integer codes ingest remembers
+    (:mod:`evaltk._columns`), so a large table is not hashed again per measure."""
+    return _members(_FieldCodes.of(answers), rows)
+
+
+class _FieldCodes:
+    """An answers table's ``rater`` and instrument columns as integer codes (-1: missing),
+    built once per table; a column missing on every row is None."""
+
+    def __init__(self, n: int, rater: tuple[np.ndarray, np.ndarray],
+                 fields: dict[str, tuple[np.ndarray, np.ndarray] | None]) -> None:
+        self.n, self.rater, self.fields = n, rater, fields
+
+    @classmethod
+    def of(cls, answers: pd.DataFrame) -> _FieldCodes:
+        from .. import _columns
+
+        fields: dict[str, tuple[np.ndarray, np.ndarray] | None] = {}
+        for f in MEMBER_FIELDS:
+            col = answers[f] if f in answers.columns else None
+            if col is None or _all_missing(col):
+                fields[f] = None
+                continue
+            c, u = _columns.codes(col)
+            u = np.asarray(u, dtype=object)
+            blank = np.flatnonzero(np.array([not isinstance(x, str) or not x.strip() for x in u], bool))
+            c = np.asarray(c, np.int64)
+            if blank.size:
+                c = np.where(np.isin(c, blank), -1, c)
+            fields[f] = (c, u)
+        rc, ru = _columns.codes(answers["rater"])
+        return cls(len(answers), (np.asarray(rc, np.int64), np.asarray(ru, dtype=object)), fields)
+
+
+def _all_missing(col: pd.Series) -> bool:
+    arr = getattr(col.array, "_pa_array", None)
+    if arr is not None:
+        return arr.null_count == len(arr)
+    return bool(col.isna().all())
+
+
+def _members(fc: _FieldCodes, rows: np.ndarray | None, per_rater: np.ndarray | None = None
+             ) -> tuple[PanelMember, ...]:
+    """The members of ``rows``; ``per_rater`` (answers per rater code), when given, spares the
+    pass over the rows while no instrument column is present."""
+    if per_rater is not None and all(v is None for v in fc.fields.values()):
+        used = np.flatnonzero(per_rater)
+        names = sorted((str(fc.rater[1][u]), int(per_rater[u])) for u in used)
+        return tuple(PanelMember(r, n_answers=n, problems=("no instrument columns on its answers",))
+                     for r, n in names)
+    rows = np.arange(fc.n) if rows is None else np.asarray(rows, np.int64)
+    if not rows.size:
         return ()
-    raters = answers["rater"].astype(str).to_numpy(object)
-    codes, names = pd.factorize(raters, sort=True)
+    rc = fc.rater[0][rows]
+    used = np.flatnonzero(np.bincount(rc, minlength=len(fc.rater[1])))  # a pass, not a sort
+    names = [str(fc.rater[1][u]) for u in used]
+    order = np.argsort(names, kind="stable")  # members in name order
+    lookup = np.full(len(fc.rater[1]), -1, np.int64)
+    lookup[used[order]] = np.arange(len(order))
+    codes = lookup[rc]
+    names = [names[i] for i in order]
     k = len(names)
     n_answers = np.bincount(codes, minlength=k)
     values: dict[str, list[str | None]] = {}
     problems: list[list[str]] = [[] for _ in range(k)]
-    absent_everywhere: list[list[str]] = [[] for _ in range(k)]
+    gone: list[list[str]] = [[] for _ in range(k)]
     for f in MEMBER_FIELDS:
-        vals, probs, mixed, absent = _field_per_rater(answers, f, codes, k, n_answers)
+        vals, probs, mixed, absent = _field_per_rater(fc.fields[f], rows, codes, k, n_answers, f)
         values[f] = vals
         for j in range(k):
             if f not in _PINNING:  # rater_version is compared when given; only several values unpin
                 if mixed[j]:
                     problems[j].append(probs[j])
             elif absent[j]:
-                absent_everywhere[j].append(f)
+                gone[j].append(f)
             elif probs[j]:
                 problems[j].append(probs[j])
     for j in range(k):
-        gone = absent_everywhere[j]
-        if gone:
-            problems[j].insert(0, "no instrument columns on its answers" if len(gone) == len(_PINNING)
-                               else "no " + ", ".join(gone) + " on its answers")
-    return tuple(PanelMember(str(names[j]), **{f: values[f][j] for f in MEMBER_FIELDS},
+        if gone[j]:
+            problems[j].insert(0, "no instrument columns on its answers" if len(gone[j]) == len(_PINNING)
+                               else "no " + ", ".join(gone[j]) + " on its answers")
+    return tuple(PanelMember(names[j], **{f: values[f][j] for f in MEMBER_FIELDS},
                              n_answers=int(n_answers[j]), problems=tuple(problems[j])) for j in range(k))
 
 
-def _field_per_rater(answers: pd.DataFrame, f: str, codes: np.ndarray, k: int, n_answers: np.ndarray
-                     ) -> tuple[list[str | None], list[str], np.ndarray, np.ndarray]:
+def _field_per_rater(coded: tuple[np.ndarray, np.ndarray] | None, rows: np.ndarray, codes: np.ndarray, k: int,
+                     n_answers: np.ndarray, f: str) -> tuple[list[str | None], list[str], np.ndarray, np.ndarray]:
     """Per rater: the one value or None, the problem or "", several values, absent on every answer."""
-    if f not in answers.columns:
+    if coded is None:
         return [None] * k, [""] * k, np.zeros(k, bool), np.ones(k, bool)
-    col = answers[f]
-    present = col.notna().to_numpy(bool) & (col.astype(object) != "").to_numpy(bool)
-    vcodes, uniques = pd.factorize(col.where(present, None))
-    n_present = np.bincount(codes[present], minlength=k)
-    big = np.iinfo(np.int64).max
-    lo = np.full(k, big, np.int64)
+    vc, uniques = coded[0][rows], coded[1]
+    present = vc >= 0
+    who, v = codes[present], vc[present]
+    n_present = np.bincount(who, minlength=k)
+    lo = np.full(k, np.iinfo(np.int64).max, np.int64)
     hi = np.full(k, -1, np.int64)
-    np.minimum.at(lo, codes[present], vcodes[present])
-    np.maximum.at(hi, codes[present], vcodes[present])
+    np.minimum.at(lo, who, v)
+    np.maximum.at(hi, who, v)
+    mixed = (n_present > 0) & (lo != hi)
     vals: list[str | None] = []
     probs: list[str] = []
-    mixed = (n_present > 0) & (lo != hi)
     for j in range(k):
         if n_present[j] == 0:
             vals.append(None)
             probs.append("")
-        elif lo[j] != hi[j]:
-            n_distinct = len(set(vcodes[present & (codes == j)].tolist()))
+        elif mixed[j]:
             vals.append(None)
-            probs.append(f"{n_distinct} different {f} values (several instruments under one name)")
+            probs.append(f"{np.unique(v[who == j]).size} different {f} values (several instruments under one name)")
         elif n_present[j] < n_answers[j]:
             vals.append(None)
             probs.append(f"{int(n_answers[j] - n_present[j])} of {int(n_answers[j])} answers have no {f}")
@@ -247,11 +301,30 @@ def _field_per_rater(answers: pd.DataFrame, f: str, codes: np.ndarray, k: int, n
     return vals, probs, mixed, n_present == 0
 
 
-def judged_instrument(measure: str, scorer: str, scorer_version: str, fold_rule: Mapping[str, Any],
-                      answers: pd.DataFrame | None) -> Instrument:
-    """The instrument of a measure folded from ``answers`` (its rows only) under ``fold_rule``."""
-    return Instrument(measure, scorer, scorer_version, kind="panel", fold_rule=dict(fold_rule),
-                      panel=panel_members(answers) if answers is not None else ())
+def judged_instruments(answers: pd.DataFrame | None, measures: Mapping[str, tuple[str, str]],
+                       fold_rule: Mapping[str, Any]) -> dict[str, Instrument]:
+    """The instrument of each measure folded from ``answers`` under ``fold_rule``:
+    ``measures`` maps a measure to its (scorer, version); a measure's panel is every rater
+    of its rows."""
+    from .. import _columns
+
+    if answers is None or answers.empty:
+        return {m: Instrument(m, sc, v, kind="panel", fold_rule=dict(fold_rule)) for m, (sc, v) in measures.items()}
+    fc = _FieldCodes.of(answers)
+    mc, mu = _columns.codes(answers["measure"])
+    n_r = len(fc.rater[1])
+    ok = (mc >= 0) & (fc.rater[0] >= 0)
+    # answers per (measure code, rater code) in one pass: without instrument columns no more is read
+    per = np.bincount(np.asarray(mc, np.int64)[ok] * n_r + fc.rater[0][ok],
+                      minlength=len(mu) * n_r).reshape(len(mu), n_r)
+    out = {}
+    for m, (sc, v) in measures.items():
+        hit = [i for i, x in enumerate(mu) if x == m]
+        lazy = all(x is None for x in fc.fields.values())
+        rows = None if lazy else (np.flatnonzero(np.isin(mc, hit)) if hit else np.zeros(0, np.int64))
+        panel = _members(fc, rows, per[hit].sum(axis=0)) if lazy else _members(fc, rows)
+        out[m] = Instrument(m, sc, v, kind="panel", fold_rule=dict(fold_rule), panel=panel)
+    return out
 
 
 # --------------------------------------------------------------------------- comparing two

@@ -38,7 +38,7 @@ from ..values import (
     Cause,
 )
 from ._fold import FoldRule, fold_votes
-from ._instrument import MEMBER_FIELDS, judged_instrument
+from ._instrument import judged_instruments
 from ._manifest import Manifest, population_digest
 from ._matrix import ScoreMatrix, _unscored_frame
 from ._measures import (
@@ -758,16 +758,11 @@ def score_tables(runs: pd.DataFrame, steps: pd.DataFrame, answers: pd.DataFrame 
 def _with_instruments(manifest: Manifest, answers: pd.DataFrame | None, fold_rule: FoldRule) -> Manifest:
     """The manifest with the instrument of every measure folded from judges' answers: the
     fold rule and the panel the automatic tier's answers describe."""
-    judged = [m for m in MEASURES if SCORERS[m].kind == "answers"]
-    have = answers is not None and not answers.empty
-    cols = [c for c in ("rater", *MEMBER_FIELDS) if have and c in answers.columns]
-    measure = answers["measure"].astype(str).to_numpy(object) if have else None
-    ms = dict(manifest.measures)
-    for m in judged:
-        rows = answers.loc[measure == m, cols] if have else None
-        st = ms[m]
-        ms[m] = replace(st, instrument=judged_instrument(m, st.scorer, st.scorer_version, fold_rule.to_dict(), rows))
-    return replace(manifest, measures=ms)
+    judged = {m: (manifest.measures[m].scorer, manifest.measures[m].scorer_version)
+              for m in MEASURES if SCORERS[m].kind == "answers"}
+    ins = judged_instruments(answers, judged, fold_rule.to_dict())
+    return replace(manifest, measures={m: replace(st, instrument=ins[m]) if m in ins else st
+                                       for m, st in manifest.measures.items()})
 
 
 def _unscored_answers(prep: _Prepared, tier: str, n_unmatched: int) -> list[tuple[str, str, int, str]]:

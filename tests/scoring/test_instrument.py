@@ -125,6 +125,10 @@ def test_answers_without_metadata_give_an_unpinned_instrument_and_old_manifests_
     ins = m.manifest.instrument("x_task")
     assert ins.status == "unpinned" and "no instrument columns" in ins.unpinned_reasons[0]
     assert m.manifest.instrument("x_eff").unpinned_reasons == ("no judge answered x_eff",)
+    from evaltk.scoring._instrument import panel_members
+
+    # the row-by-row reading agrees with the fast one
+    assert panel_members(answers({"j1": None}, lambda r, i: "yes")) == ins.panel
     m.save(tmp_path / "m")
     doc = json.loads((tmp_path / "m" / "manifest.json").read_text())
     for s in doc["measures"].values():  # a manifest written before instruments were recorded
