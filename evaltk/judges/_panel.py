@@ -134,7 +134,8 @@ def fold_panel(answers: pd.DataFrame, *, rule: str | FoldRule = "majority",
     verdict[cause != None] = None  # noqa: E711
     # confidence and agreement are shares of the whole panel: a member that did not answer is
     # weight not behind the verdict, so one answer of three reports 1/3, never a full panel's 1.0
-    panel_w = float(sum(fr.weights[m] for m in members)) if fr.name == "weighted" else float(n_panel)
+    weights_of = dict(fr.weights or {})
+    panel_w = float(sum(float(weights_of[m]) for m in members)) if fr.name == "weighted" else float(n_panel)
     top_v = wsum[np.arange(n_items), top] if k else np.zeros(n_items)
     modal = counts.max(1) if k else np.zeros(n_items)
     out = items.to_frame(index=False)

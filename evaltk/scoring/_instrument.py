@@ -231,9 +231,9 @@ def _members(fc: _FieldCodes, rows: np.ndarray | None, per_rater: np.ndarray | N
     pass over the rows while no instrument column is present."""
     if per_rater is not None and all(v is None for v in fc.fields.values()):
         used = np.flatnonzero(per_rater)
-        names = sorted((str(fc.rater[1][u]), int(per_rater[u])) for u in used)
+        counted = sorted((str(fc.rater[1][u]), int(per_rater[u])) for u in used)
         return tuple(PanelMember(r, n_answers=n, problems=("no instrument columns on its answers",))
-                     for r, n in names)
+                     for r, n in counted)
     rows = np.arange(fc.n) if rows is None else np.asarray(rows, np.int64)
     if not rows.size:
         return ()
