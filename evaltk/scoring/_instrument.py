@@ -115,7 +115,11 @@ class Instrument:
             return (_UNRECORDED,)
         if not self.panel:
             return (f"no judge answered {self.measure}",)
-        return tuple(f"{m.rater}: {p}" for m in self.panel for p in m.problems)
+        by_problem: dict[str, list[str]] = {}  # one line per problem, naming every judge with it
+        for m in self.panel:
+            for p in m.problems:
+                by_problem.setdefault(p, []).append(m.rater)
+        return tuple(f"{', '.join(who)}: {p}" for p, who in by_problem.items())
 
     @property
     def pinned(self) -> bool:
@@ -232,7 +236,7 @@ def _members(fc: _FieldCodes, rows: np.ndarray | None, per_rater: np.ndarray | N
     if per_rater is not None and all(v is None for v in fc.fields.values()):
         used = np.flatnonzero(per_rater)
         counted = sorted((str(fc.rater[1][u]), int(per_rater[u])) for u in used)
-        return tuple(PanelMember(r, n_answers=n, problems=("no instrument columns on its answers",))
+        return tuple(PanelMember(r, n_answers=n, problems=("no instrument columns on the answers",))
                      for r, n in counted)
     rows = np.arange(fc.n) if rows is None else np.asarray(rows, np.int64)
     if not rows.size:
@@ -263,8 +267,8 @@ def _members(fc: _FieldCodes, rows: np.ndarray | None, per_rater: np.ndarray | N
                 problems[j].append(probs[j])
     for j in range(k):
         if gone[j]:
-            problems[j].insert(0, "no instrument columns on its answers" if len(gone[j]) == len(_PINNING)
-                               else "no " + ", ".join(gone[j]) + " on its answers")
+            problems[j].insert(0, "no instrument columns on the answers" if len(gone[j]) == len(_PINNING)
+                               else "no " + ", ".join(gone[j]) + " on the answers")
     return tuple(PanelMember(names[j], **{f: values[f][j] for f in MEMBER_FIELDS},
                              n_answers=int(n_answers[j]), problems=tuple(problems[j])) for j in range(k))
 
