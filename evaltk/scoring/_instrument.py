@@ -42,7 +42,7 @@ _PINNING = MEMBER_FIELDS[:-1]  # == evaltk.ingest.INSTRUMENT_COLUMNS (tests chec
 #: ``Instrument.kind``: a deterministic rule, a panel of judges, or nothing recorded.
 INSTRUMENT_KINDS: tuple[str, ...] = ("rule", "panel", "unrecorded")
 
-_UNRECORDED = "the manifest records no instrument (written before evaltk recorded instruments)"
+_UNRECORDED = "the manifest records no instrument for this measure (an older manifest, or one the scale engines wrote)"
 
 
 @dataclass(frozen=True)
