@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from .. import _columns
 from .._validation import check_nonempty
 from ..scoring import FoldRule, fold_votes
 from ..values import CAUSES
@@ -109,7 +110,7 @@ def fold_panel(answers: pd.DataFrame, *, rule: str | FoldRule = "majority",
     _, first = np.unique(item_codes_all, return_index=True)
     items = pd.MultiIndex.from_frame(df[ks].iloc[first].reset_index(drop=True))
     n_items = len(items)
-    has = _answered(df[answer])
+    has = np.asarray(_columns.present(df[answer]), bool)  # not missing, not blank
     item_codes = item_codes_all[has]
     ans = df.loc[has, answer].astype(str).to_numpy()
     words, wcodes = np.unique(ans, return_inverse=True)
@@ -155,12 +156,6 @@ def fold_panel(answers: pd.DataFrame, *, rule: str | FoldRule = "majority",
     sk = _skips(items, item_codes, raters_answered.to_numpy(), members, rater,
                 empty=(item_codes_all[~has], df.loc[~has, rater].astype(str).to_numpy()))
     return PanelResult(verdicts=out, skips=sk, rule=fr, panel=members, keys=tuple(ks))
-
-
-def _answered(col: pd.Series) -> np.ndarray:
-    """Rows with an answer: not missing and not the empty string."""
-    c = col.astype(object)
-    return (c.notna() & (c.astype(str).str.strip() != "")).to_numpy(bool)
 
 
 def _checked_answers(answers: pd.DataFrame, ks: list[str], keys: Sequence[str], rater: str, answer: str,
