@@ -197,6 +197,7 @@ NOT_ESTIMATORS: dict[str, str] = {
     "gate": "a promote / review / regress decision over dimensions",
     "data_validity": "a list of reasons",
     "scoring_consistency": "a list of reasons",
+    "unpinned_instruments": "a list of reasons",
 }
 
 

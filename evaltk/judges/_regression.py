@@ -43,7 +43,14 @@ import numpy as np
 import pandas as pd
 
 from .._validation import check_choice, check_confidence_level, recorded_seed, seeded_rng
-from ..scoring import GUIDE_MEASURES, TRACE_MEASURES, ScoreMatrix
+from ..scoring import (
+    GUIDE_MEASURES,
+    TRACE_MEASURES,
+    ScoreMatrix,
+    instrument_differences,
+    same_instrument,
+    unpinned_sides,
+)
 from ..stats import (
     BootstrapConfig,
     BootstrapResult,
@@ -101,16 +108,41 @@ def data_validity(m: ScoreMatrix, name: str) -> list[str]:
 
 
 def scoring_consistency(a: ScoreMatrix, b: ScoreMatrix, measures: Sequence[str]) -> list[str]:
-    """Reasons the two matrices are not on one scale: scorer, version or lifecycle differ."""
+    """Reasons the two matrices are not on one scale: their instruments differ (one reason per
+    differing field: scorer, version, fold rule, each judge's model, rubric, template and
+    decoding; :func:`evaltk.scoring.instrument_differences`), or a definition is superseded.
+
+    An unpinned instrument is no reason here: it routes the dimension to review
+    (:func:`unpinned_instruments`)."""
     out = []
     for meas in measures:
         sa, sb = a.manifest.status(meas), b.manifest.status(meas)
-        if (sa.scorer, sa.scorer_version) != (sb.scorer, sb.scorer_version):
-            out.append(f"{meas}: baseline scored by {sa.scorer} {sa.scorer_version}, candidate by "
-                       f"{sb.scorer} {sb.scorer_version} (a rubric edit is a new instrument)")
+        out += [f"{d.describe()} (a rubric edit is a new instrument)"
+                for d in instrument_differences(a.manifest.instrument(meas), b.manifest.instrument(meas))]
         if sa.lifecycle == "superseded" or sb.lifecycle == "superseded":
             out.append(f"{meas}: a superseded definition is not gated")
     return out
+
+
+def unpinned_instruments(a: ScoreMatrix, b: ScoreMatrix, measure: str) -> list[str]:
+    """Why the two sides' instruments of ``measure`` are not both pinned (empty: both are).
+
+    Answers without judge metadata still score, but nothing shows the two sides were
+    measured by one instrument: the gate routes such a dimension to review, never promote."""
+    return unpinned_sides(a.manifest.instrument(measure), b.manifest.instrument(measure))
+
+
+def _review_unpinned(dims: pd.DataFrame, a: ScoreMatrix, b: ScoreMatrix) -> pd.DataFrame:
+    """A dimension whose instrument is unpinned on either side goes to review, whatever its test said."""
+    why = [unpinned_instruments(a, b, m) for m in dims["measure"]]
+    dims["instrument_pinned"] = [not w for w in why]
+    for i, w in enumerate(why):
+        if w and dims.at[i, "decision"] != "review":
+            dims.at[i, "reason"] = (f"instrument unpinned ({'; '.join(w)}): the test said "
+                                    f"{dims.at[i, 'decision']} ({dims.at[i, 'reason']}), but one instrument on "
+                                    "both sides is not established")
+            dims.at[i, "decision"] = "review"
+    return dims
 
 
 @dataclass(frozen=True)
@@ -331,6 +363,7 @@ def gate(baseline: ScoreMatrix, candidate: ScoreMatrix, *, measures: Sequence[st
     dims["min_effect"] = dims["measure"].map(me)
     dims["calibrated"] = [_calibrated(baseline, candidate, x) for x in meas]
     dims["decision"], dims["reason"] = zip(*(_decide(r, alpha, min_pairs) for r in dims.itertuples()), strict=True)
+    dims = _review_unpinned(dims, baseline, candidate)
     decisions = set(dims["decision"])
     overall = "regress" if "regress" in decisions else "review" if "review" in decisions else "promote"
     settings = {"pair_by": pair_by, "alpha": alpha, "correction": correction, "min_pairs": min_pairs,
@@ -341,13 +374,13 @@ def gate(baseline: ScoreMatrix, candidate: ScoreMatrix, *, measures: Sequence[st
 
 def _calibrated(a: ScoreMatrix, b: ScoreMatrix, measure: str) -> bool:
     """Whether the dimension is calibrated for this comparison.  Calibration belongs to the
-    instrument, not to one scored sample: when both sides share the instrument (today the
-    same scorer and version and the same fold rule) a record meeting the promotion rule on
+    instrument, not to one scored sample: when both sides share the pinned instrument
+    (:func:`evaltk.scoring.same_instrument`: scorer and version, fold rule, and every
+    judge's model, rubric, template and decoding) a record meeting the promotion rule on
     either side applies to both; otherwise each side must carry its own."""
     sa, sb = a.manifest.status(measure), b.manifest.status(measure)
     ca, cb = sa.evidence == "calibrated", sb.evidence == "calibrated"
-    shared = ((sa.scorer, sa.scorer_version) == (sb.scorer, sb.scorer_version)
-              and a.manifest.fold_rule == b.manifest.fold_rule)
+    shared = same_instrument(a.manifest.instrument(measure), b.manifest.instrument(measure))
     return (ca or cb) if shared else (ca and cb)
 
 
