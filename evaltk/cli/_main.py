@@ -27,7 +27,7 @@ import sys
 import traceback
 from collections.abc import Sequence
 
-from ..errors import EvaltkError, SchemaViolation, UnreadableInput
+from ..errors import EvaltkError, OutputRefused, SchemaViolation, UnreadableInput
 
 EXIT_OK = 0
 EXIT_NEGATIVE = 1
@@ -93,6 +93,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CliError as e:
         print(f"evaltk: {e}", file=sys.stderr)
         return e.code
+    except OutputRefused as e:  # nothing read or written: a usage error (docs/outputs.md)
+        print(f"evaltk: refused output: {e}", file=sys.stderr)
+        return EXIT_USAGE
     except UnreadableInput as e:
         print(f"evaltk: unreadable input: {e}", file=sys.stderr)
         return EXIT_NOINPUT

@@ -17,7 +17,7 @@ from ._manifest import (
     population_digest,
     promotion_conditions,
 )
-from ._matrix import ScoreMatrix
+from ._matrix import SCORE_TABLES, ScoreMatrix, check_score_table
 from ._measures import (
     DIRECTION_OF_ERROR,
     GUIDE_MEASURES,
@@ -49,6 +49,8 @@ __all__ = [
     "FOLD_STATUSES",
     "fold_votes",
     "ScoreMatrix",
+    "SCORE_TABLES",
+    "check_score_table",
     "Manifest",
     "MeasureStatus",
     "CalibrationRecord",
