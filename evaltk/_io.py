@@ -393,16 +393,25 @@ def neutralize_formula(cell: Any) -> Any:
 
 def write_csv(frame: Any, path: str | os.PathLike[str]) -> None:
     """Write a DataFrame as UTF-8 CSV (no index, ``\\n`` line ends) atomically, text cells
-    passed through :func:`neutralize_formula` (number columns are left as they are)."""
+    passed through :func:`neutralize_formula` (number columns are left as they are).  A
+    text cell that holds a carriage return makes every text cell quoted (a bare CR would
+    otherwise split the row for most readers)."""
+    import csv
+
     import pandas as pd
 
     safe = frame.copy()
+    bare_cr = False
     for c in safe.columns:
         s = safe[c]
         if s.dtype == object or pd.api.types.is_string_dtype(s.dtype) or isinstance(s.dtype, pd.CategoricalDtype):
             safe[c] = s.astype(object).map(neutralize_formula)
+            bare_cr = bare_cr or bool(safe[c].map(lambda x: isinstance(x, str) and "\r" in x).any())
+    # Python's CSV writer quotes a cell holding "\n" but not one holding a bare "\r", which
+    # readers take for a line end: such a file quotes every text cell
+    quoting = csv.QUOTE_NONNUMERIC if bare_cr else csv.QUOTE_MINIMAL
     with atomic_path(path) as tmp:
-        safe.to_csv(tmp, index=False, lineterminator="\n")
+        safe.to_csv(tmp, index=False, lineterminator="\n", quoting=quoting)
 
 
 def file_digest(path: str | os.PathLike[str]) -> str:

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .._io import check_output, write_csv, write_parquet
+from .._io import check_output, removed_on_failure, write_csv, write_parquet
 from ..ingest import (
     ingest_traces,
 )
@@ -47,7 +47,9 @@ def _cli_ingest(args: argparse.Namespace) -> int:
     inputs = [args.traces, *(args.answers or []), *(args.labels or [])]
     if args.out:
         check_output(args.out, inputs, kind="dir", writes=INGEST_FILES)
-    ing = ingest_traces(args.traces, args.answers, args.labels, strict=args.strict)
+    written = [Path(args.out) / name for name in INGEST_FILES] if args.out else []
+    with removed_on_failure(*written):  # a failed run leaves no earlier tables to read as its own
+        ing = ingest_traces(args.traces, args.answers, args.labels, strict=args.strict)
     if args.out:
         out = Path(args.out)
         runs = ing.runs.copy()

@@ -208,7 +208,7 @@ class ScoredDataset:
     Attributes
     ----------
     out : Path
-        The output folder (``scores/``, ``runs/``, ``ledger/``, ``manifest.json``).
+        The output folder (``scores/``, ``runs/``, ``ledger/``, ``manifest.json``, ``_complete.json``).
     summary : DatasetSummary
     n_partitions : int
     engine : str
@@ -768,7 +768,9 @@ def score_dataset(traces: str | Path, answers: str | Path | None = None, labels:
         partition, same relative path) or one file or folder for the whole store.
     out : path
         Output folder: ``scores/``, ``runs/``, ``ledger/`` (Parquet, one file per
-        partition, same folders as the store) and ``manifest.json``.
+        partition, same folders as the store), ``manifest.json`` and last the completion
+        record ``_complete.json`` (docs/outputs.md). An ``out`` that is or lies inside an input is refused
+        (:class:`~evaltk.errors.OutputRefused`).
     engine : {"pandas", "duckdb", "dask"}, a DuckDB connection or a dask.distributed Client
         ``"dask"`` uses the current client when there is one, else starts a
         ``LocalCluster`` of ``n_workers`` (default 2) single-threaded workers.
@@ -803,7 +805,7 @@ def score_dataset(traces: str | Path, answers: str | Path | None = None, labels:
     >>> d.answers.to_csv(tmp / "a" / "p0.csv", index=False)
     >>> res = score_dataset(tmp / "t", tmp / "a", out=tmp / "out")
     >>> res.summary.n_runs, sorted(p.name for p in (tmp / "out").iterdir())  # one run is in progress
-    (39, ['ledger', 'manifest.json', 'runs', 'scores'])
+    (39, ['_complete.json', 'ledger', 'manifest.json', 'runs', 'scores'])
     """
     kind = engine_kind(engine)
     keys = [] if by is None else ([by] if isinstance(by, str) else list(by))
