@@ -538,13 +538,19 @@ def _commands(base: Path, demo: Path, scored: Path, dataset: Path, store: Path) 
                              traj / "results-hold.json", "--design", traj / "design.json", "--output", out / "r.json"],
         "trajectory-seal": ["trajectory", "seal", traj / "lock.json", "--output", out / "lock.json"],
         "fixtures-validate": ["fixtures", "validate", base / "in" / "fixtures"],
+        "fixtures-list": ["fixtures", "list", base / "in" / "fixtures", "--json"],
+        "calibration-ceiling": ["calibration", "ceiling", EXAMPLES / "agreement" / "ratings.csv", "--level",
+                                "nominal", "--abstain", "cannot_tell"],
+        "suite-gate": ["suite", "gate", base / "in" / "suite" / "summary.json"],
+        "trajectory-digest": ["trajectory", "digest", traj / "lock.json", "--lock"],
         "scale-score": ["scale", "score", store, "--out", out / "scale", "--engine", "duckdb"],
         "scale-summarize": ["scale", "summarize", dataset, "--engine", "duckdb"],
     }
 
 
 @pytest.mark.parametrize("name", ["demo", "ingest", "score", "gate", "agreement", "suite-summarize", "suite-check",
-                                  "trajectory-grade", "trajectory-seal", "fixtures-validate", "scale-score",
+                                  "trajectory-grade", "trajectory-seal", "fixtures-validate", "fixtures-list",
+                                  "calibration-ceiling", "suite-gate", "trajectory-digest", "scale-score",
                                   "scale-summarize"])
 def test_a_command_changes_no_input_and_writes_only_its_output(name, demo, scored, dataset, store, tmp_path):
     """HOME and the working folder stay empty, every input keeps its bytes, and the output
