@@ -5,8 +5,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
+from .._io import check_output, removed_on_failure
 from ..scoring import (
+    SCORE_TABLES,
     score_traces,
 )
 
@@ -37,8 +40,11 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
 
 
 def _cli_score(args: argparse.Namespace) -> int:
-    m = score_traces(args.traces, args.answers, args.labels, strict=args.strict, fold=args.fold)
-    out = m.save(args.out)
+    writes = [*(f"{t}.parquet" for t in SCORE_TABLES), "manifest.json"]
+    check_output(args.out, [args.traces, args.answers, args.labels], kind="dir", writes=writes)
+    with removed_on_failure(Path(args.out) / "manifest.json"):  # a failed run leaves no loadable result
+        m = score_traces(args.traces, args.answers, args.labels, strict=args.strict, fold=args.fold)
+        out = m.save(args.out)
     led = m.ledger
     dropped = led[led["status"] == "dropped"] if len(led) else led
     summary = {

@@ -28,7 +28,7 @@ from ._manifest import (
     population_digest,
     promotion_conditions,
 )
-from ._matrix import ScoreMatrix
+from ._matrix import SCORE_TABLES, ScoreMatrix, check_score_table
 from ._measures import (
     DIRECTION_OF_ERROR,
     GUIDE_MEASURES,
@@ -80,6 +80,8 @@ __all__ = [
     "instrument_differences",
     "same_instrument",
     "unpinned_sides",
+    "SCORE_TABLES",
+    "check_score_table",
     "Manifest",
     "MeasureStatus",
     "CalibrationRecord",
