@@ -318,7 +318,10 @@ def gate(baseline: ScoreMatrix, candidate: ScoreMatrix, *, measures: Sequence[st
     gen, record = seeded_rng(rng)
     seed = recorded_seed(record)
     # one engine, one generator for every dimension; the keys (pair_by) are the resampled clusters
-    cfg = BootstrapConfig(n_resamples=n_resamples, confidence_level=cl, unit="cluster", rng=gen)
+    # degenerate="keep": two runs equal on every key resample to a zero-width interval, which the gate
+    # has always read as "no drop" (issue #16 leaves the gate's own exact bound for that case to its owner)
+    cfg = BootstrapConfig(n_resamples=n_resamples, confidence_level=cl, unit="cluster", rng=gen,
+                          degenerate="keep")
     dims = pd.DataFrame([_compare(_pair(baseline, candidate, x, pair_by), x, pair_by, cfg) for x in meas])
     # interpretability counts answered items on each side, not keys: a dimension nobody
     # answered (all cannot-tell, or switched off) measured nothing and cannot promote
