@@ -7,9 +7,9 @@ test matching its type, corrected for multiple comparisons, and decided:
 ================  ===================================================================
 dimension type    test (paired on the ``pair_by`` key, default the task)
 ================  ===================================================================
-binary            McNemar exact on discordant pairs, Newcombe paired interval of the
-(x_task, x_safe,  difference; a paired cluster bootstrap when a key has several runs
-g_*)
+binary            McNemar mid-p on discordant pairs (``evaltk.stats.MCNEMAR_METHOD``, the
+(x_task, x_safe,  test signed_bias reports), Newcombe paired interval of the
+g_*)              difference; a paired cluster bootstrap when a key has several runs
 ordinal (x_eff)   Wilcoxon signed-rank on paired differences (zero differences dropped,
                   Wilcoxon's convention), mean difference with a bootstrap interval
 per-step rate     cluster bootstrap over keys of the pooled rate grounded / answered
@@ -224,14 +224,14 @@ def _compare_rate(base: pd.DataFrame, cand: pd.DataFrame, kb: np.ndarray, kc: np
 
 
 def _compare_binary(mb: np.ndarray, mc: np.ndarray, cl: float) -> dict[str, Any]:
-    """One run per key and side: McNemar exact and Newcombe's paired interval (no resampling)."""
+    """One run per key and side: McNemar (evaltk's one choice, mid-p) and Newcombe's paired interval."""
     cells = [[int(((mc == 1) & (mb == 1)).sum()), int(((mc == 1) & (mb == 0)).sum())],
              [int(((mc == 0) & (mb == 1)).sum()), int(((mc == 0) & (mb == 0)).sum())]]
-    t = mcnemar_test(cells, method="exact")
+    t = mcnemar_test(cells)  # MCNEMAR_METHOD, the same test signed_bias reports
     ci = paired_difference_interval(cells, confidence_level=cl)
     return {"baseline": mb.mean(), "candidate": mc.mean(), "effect": float(mc.mean() - mb.mean()),
             **_interval_columns(ci.confidence_interval),
-            "pvalue": float(t.pvalue), "test": "McNemar exact; Newcombe paired interval"}
+            "pvalue": float(t.pvalue), "test": f"McNemar {t.method}; Newcombe paired interval"}
 
 
 def _compare(p: pd.DataFrame, measure: str, pair_by: str, cfg: BootstrapConfig) -> dict[str, Any]:
