@@ -861,3 +861,18 @@ def test_constant_rater_null_se_abstains_with_its_cause():
     assert "single category" in res.standard_error_null.reason
     f = res.to_frame()
     assert pd.isna(f.loc[0, "standard_error_null"])
+
+
+def test_cli_agreement_shows_and_takes_the_interval_distribution(long_csv, capsys):
+    import json
+
+    from evaltk.cli._main import main
+    assert main(["agreement", str(long_csv), "--coefficient", "cohen_kappa", "--abstain", "Unsure"]) == 0
+    assert "(analytic, t on 3 df)" in capsys.readouterr().out
+    assert main(["agreement", str(long_csv), "--coefficient", "cohen_kappa", "--abstain", "Unsure",
+                 "--distribution", "normal", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)["result"]
+    assert out["distribution"] == "normal"
+    assert main(["agreement", str(long_csv), "--coefficient", "percent_agreement", "--abstain", "Unsure"]) == 0
+    assert "(wilson)" in capsys.readouterr().out
+    assert main(["agreement", str(long_csv), "--coefficient", "cohen_kappa", "--method", "wilson"]) == 64
