@@ -1160,6 +1160,8 @@ def _finish(
             ci = se_v
         else:
             ci = _analytic_ci(coef, se_v, confidence_level, distribution, df)
+            if fn == "percent_agreement" and isinstance(ci, ConfidenceInterval):  # a share lives in [0, 1]
+                ci = ConfidenceInterval(max(0.0, ci.low), ci.high)
         used = "analytic"
     else:
         assert boot is not None

@@ -876,3 +876,10 @@ def test_cli_agreement_shows_and_takes_the_interval_distribution(long_csv, capsy
     assert main(["agreement", str(long_csv), "--coefficient", "percent_agreement", "--abstain", "Unsure"]) == 0
     assert "(wilson)" in capsys.readouterr().out
     assert main(["agreement", str(long_csv), "--coefficient", "cohen_kappa", "--method", "wilson"]) == 64
+
+
+def test_percent_agreement_wald_interval_never_leaves_zero_one():
+    a = [0, 1, 0, 1, 0]
+    b = [1, 0, 1, 0, 0]  # 1 agreement in 5: Wald's lower limit is below 0 before clipping
+    res = percent_agreement(a, b, method="analytic", distribution="normal")
+    assert res.statistic == 0.2 and res.confidence_interval.low == 0.0
