@@ -151,6 +151,19 @@ REGISTRY: dict[str, Entry] = {
     "expansion_gate": Entry(lambda a, b, ctx: judges.expansion_gate(a, b, statistic="cohen_kappa")),
 }
 
+#: Interval options of registered estimators (issue #16), run through the same shape and symmetry
+#: invariants: (estimator, keywords, what the result records as ``(method, distribution)``).
+OPTIONS: dict[str, tuple[str, dict[str, Any], tuple[str, str | None]]] = {
+    "percent_agreement[wilson]": ("percent_agreement", {"method": "wilson"}, ("wilson", None)),
+    "percent_agreement[analytic, t]": ("percent_agreement", {"method": "analytic", "distribution": "t"},
+                                       ("analytic", "t")),
+    "percent_agreement[analytic, normal]": ("percent_agreement", {"method": "analytic", "distribution": "normal"},
+                                            ("analytic", "normal")),
+    **{f"{n}[analytic, {d}]": (n, {"method": "analytic", "distribution": d}, ("analytic", d))
+       for n in ("cohen_kappa", "scott_pi", "pabak", "brennan_prediger", "fleiss_kappa", "conger_kappa",
+                 "gwet_ac1", "krippendorff_alpha") for d in ("t", "normal")},
+}
+
 #: Public functions that are not estimators of one statistic, and why.
 NOT_ESTIMATORS: dict[str, str] = {
     # stats
@@ -334,6 +347,21 @@ def test_constant_raters_are_undefined_with_a_cause_and_a_warning(name):
         r = REGISTRY[name].call(a, list(a), _ctx())
     _check_shape(r)
     assert not r.defined and r.statistic.reason
+
+
+@pytest.mark.parametrize("option", sorted(OPTIONS))
+def test_interval_options_keep_the_invariants_and_are_recorded(option):
+    name, kw, (method, dist) = OPTIONS[option]
+    fn = getattr(stats, name)
+    extra = {"level": "nominal"} if name == "krippendorff_alpha" else {}
+    r = _quiet(lambda a, b: fn(a, b, categories=CATS, **extra, **kw), A, B)
+    _check_shape(r)
+    assert r.defined and (r.method, r.distribution) == (method, dist)
+    f = r.to_frame()
+    assert f.loc[0, "method"] == method and (f.loc[0, "distribution"] == dist or dist is None)
+    swapped = _quiet(lambda a, b: fn(a, b, categories=CATS, **extra, **kw), B, A)
+    assert _close(r.statistic, swapped.statistic)
+    assert _close(r.confidence_interval.low, swapped.confidence_interval.low)
 
 
 @pytest.mark.parametrize("name", [n for n in NAMES if REGISTRY[n].exact_when_perfect is None])
