@@ -7,9 +7,9 @@ test matching its type, corrected for multiple comparisons, and decided:
 ================  ===================================================================
 dimension type    test (paired on the ``pair_by`` key, default the task)
 ================  ===================================================================
-binary            McNemar exact on discordant pairs, Newcombe paired interval of the
-(x_task, x_safe,  difference; a paired cluster bootstrap when a key has several runs
-g_*)
+binary            McNemar mid-p on discordant pairs (``evaltk.stats.MCNEMAR_METHOD``, the
+(x_task, x_safe,  test signed_bias reports), Newcombe paired interval of the
+g_*)              difference; a paired cluster bootstrap when a key has several runs
 ordinal (x_eff)   Wilcoxon signed-rank on paired differences (zero differences dropped,
                   Wilcoxon's convention), mean difference with a bootstrap interval
 per-step rate     cluster bootstrap over keys of the pooled rate grounded / answered
@@ -258,14 +258,14 @@ def _compare_rate(base: pd.DataFrame, cand: pd.DataFrame, kb: np.ndarray, kc: np
 
 
 def _compare_binary(mb: np.ndarray, mc: np.ndarray, cl: float) -> dict[str, Any]:
-    """One run per key and side: McNemar exact and Newcombe's paired interval (no resampling)."""
+    """One run per key and side: McNemar (evaltk's one choice, mid-p) and Newcombe's paired interval."""
     cells = [[int(((mc == 1) & (mb == 1)).sum()), int(((mc == 1) & (mb == 0)).sum())],
              [int(((mc == 0) & (mb == 1)).sum()), int(((mc == 0) & (mb == 0)).sum())]]
-    t = mcnemar_test(cells, method="exact")
+    t = mcnemar_test(cells)  # MCNEMAR_METHOD, the same test signed_bias reports
     ci = paired_difference_interval(cells, confidence_level=cl)
     return {"baseline": mb.mean(), "candidate": mc.mean(), "effect": float(mc.mean() - mb.mean()),
             **_interval_columns(ci.confidence_interval),
-            "pvalue": float(t.pvalue), "test": "McNemar exact; Newcombe paired interval"}
+            "pvalue": float(t.pvalue), "test": f"McNemar {t.method}; Newcombe paired interval"}
 
 
 def _compare(p: pd.DataFrame, measure: str, pair_by: str, cfg: BootstrapConfig) -> dict[str, Any]:
@@ -352,7 +352,10 @@ def gate(baseline: ScoreMatrix, candidate: ScoreMatrix, *, measures: Sequence[st
     gen, record = seeded_rng(rng)
     seed = recorded_seed(record)
     # one engine, one generator for every dimension; the keys (pair_by) are the resampled clusters
-    cfg = BootstrapConfig(n_resamples=n_resamples, confidence_level=cl, unit="cluster", rng=gen)
+    # degenerate="keep": two runs equal on every key resample to a zero-width interval, which the gate
+    # has always read as "no drop" (issue #16 leaves the gate's own exact bound for that case to its owner)
+    cfg = BootstrapConfig(n_resamples=n_resamples, confidence_level=cl, unit="cluster", rng=gen,
+                          degenerate="keep")
     dims = pd.DataFrame([_compare(_pair(baseline, candidate, x, pair_by), x, pair_by, cfg) for x in meas])
     # interpretability counts answered items on each side, not keys: a dimension nobody
     # answered (all cannot-tell, or switched off) measured nothing and cannot promote

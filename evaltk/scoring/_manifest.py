@@ -59,6 +59,9 @@ def _ceiling_condition(rec: CalibrationRecord) -> tuple[bool, str]:
     hc = rec.human_ceiling
     if hc is None or len(hc) != 3 or not _finite(*hc) or not hc[1] <= hc[0] <= hc[2]:
         return False, "no human-human agreement with a finite interval around it"
+    if not hc[1] < hc[2]:
+        return False, (f"the human-human interval [{hc[1]:.4g}, {hc[2]:.4g}] has zero width: a sample never "
+                       "shows that precision (issue #16)")
     return True, f"human-human agreement {hc[0]:.4g} [{hc[1]:.4g}, {hc[2]:.4g}]"
 
 
@@ -104,6 +107,9 @@ def _interval_condition(rec: CalibrationRecord) -> tuple[bool, str]:
         return False, f"no finite interval around the {rec.statistic} estimate"
     if not _finite(rec.confidence_level) or not 0 < rec.confidence_level < 1:
         return False, f"the interval's confidence level {rec.confidence_level!r} is not in (0, 1)"
+    if not ci[0] < ci[1]:
+        return False, (f"the {rec.statistic} interval [{ci[0]:.4g}, {ci[1]:.4g}] has zero width: a sample of "
+                       f"{rec.n_items} items never shows that precision (an interval must reflect the sample size)")
     return True, (f"{rec.statistic} {rec.estimate:.4g} [{ci[0]:.4g}, {ci[1]:.4g}] at "
                   f"{rec.confidence_level:.0%} on {rec.n_items} items")
 
