@@ -49,6 +49,7 @@ _MODULES: tuple[str, ...] = (
     "evaltk.cli.score",
     "evaltk.cli.gate",
     "evaltk.cli.scale",
+    "evaltk.cli.judge",
 )
 
 

@@ -8,7 +8,7 @@ per-record authority and the Arrow fast path), ``_series`` (column builders),
 Parquet answer readers; the answer vocabulary itself is :mod:`evaltk.values`), ``_join`` (answers to runs), ``_ledger``
 and ``_ingest`` (:func:`ingest_traces`, :func:`ingest_one`)."""
 
-from ._answers import read_answers
+from ._answers import INSTRUMENT_COLUMNS, read_answers
 from ._domain import DEFAULT_DOMAIN_KEYWORDS, UNKNOWN_DOMAIN, KeywordDomainRule, domain_from_task
 from ._ingest import ingest_one, ingest_traces
 from ._readers import read_traces
@@ -29,6 +29,7 @@ __all__ = [
     "RUN_COLUMNS",
     "STEP_COLUMNS",
     "ANSWER_COLUMNS",
+    "INSTRUMENT_COLUMNS",
     "DEFAULT_DOMAIN_KEYWORDS",
     "UNKNOWN_DOMAIN",
     "KeywordDomainRule",

@@ -45,6 +45,14 @@ _G_MEASURE = re.compile(r"^g_[a-z0-9_]+$")
 
 _ANSWER_REQUIRED = ("trace_id", "measure", "rater", "answer")
 
+#: The optional per-row judge-instrument columns of an answers table (issue #14): the
+#: judge's model id and version, the rubric id and content digest, the prompt-template
+#: digest, and ``decoding`` (the canonical JSON text of the decoding settings, sorted
+#: keys: '{"max_tokens":16,"temperature":0}').  Digests are ``"sha256:<hex>"``.  A row
+#: without them is "unpinned".
+INSTRUMENT_COLUMNS = ("judge_model", "judge_model_version", "rubric_id", "rubric_digest",
+                      "template_digest", "decoding")
+
 
 def _load_answer_source(source: Any, kind: str) -> tuple[str, pd.DataFrame, np.ndarray]:
     """(name, raw frame, record numbers).  Raw frames keep the source's own types."""
