@@ -492,8 +492,9 @@ async def _ask_all(units: list[_Unit], rub: Rubric, jc: JudgeConfig, instrument:
                 o.reply = reply
                 return i
 
+    tasks = [asyncio.ensure_future(one(i)) for i in pending]  # started in order (as_completed would shuffle)
     try:
-        for fut in asyncio.as_completed([one(i) for i in pending]):
+        for fut in asyncio.as_completed(tasks):
             i = await fut
             o = outcomes[i]
             if store is not None and o.reply is not None:
@@ -501,6 +502,8 @@ async def _ask_all(units: list[_Unit], rub: Rubric, jc: JudgeConfig, instrument:
             if bar is not None:
                 bar.update(1)
     finally:
+        for t in tasks:  # a backend's own bug, or an interrupt: nothing is left running
+            t.cancel()
         if close and hasattr(client, "aclose"):
             await client.aclose()
     return outcomes, calls[0]
@@ -626,7 +629,8 @@ def sweep_judges(traces: Any, rubric: Rubric | str | Path | Mapping[str, Any],
     failures = pd.concat([r.failures for r in runs.values()], ignore_index=True)
     correct = anchor_correctness(answers, lab, measure=rub.measure)
     hits = canary_hits(answers, can) if can is not None and len(answers) else None
-    selection = select_judges(correct, judge_costs(answers), canaries=hits, rng=rng,
+    costs = judge_costs(answers)[["judge", "cost_per_item", "latency_p50", "latency_p95"]]  # measured
+    selection = select_judges(correct, costs, canaries=hits, rng=rng,
                               confidence_level=confidence_level)
     return SweepResult(runs=runs, answers=answers, failures=failures, correct=correct, selection=selection)
 

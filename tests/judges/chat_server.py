@@ -75,6 +75,9 @@ class ChatServer:
     port: int = 0
     bodies: list[dict[str, Any]] = field(default_factory=list)
     calls: int = 0
+    in_flight: int = 0
+    authorizations: list[str | None] = field(default_factory=list)
+    max_in_flight: int = 0
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
@@ -94,6 +97,16 @@ class ChatServer:
                     n = server.calls
                     server.calls += 1
                     server.bodies.append(body)
+                    server.authorizations.append(self.headers.get("Authorization"))
+                    server.in_flight += 1
+                    server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                try:
+                    self._answer(body, n)
+                finally:
+                    with server._lock:
+                        server.in_flight -= 1
+
+            def _answer(self, body: dict[str, Any], n: int) -> None:
                 if self.path.rstrip("/") != "/v1/chat/completions":
                     return self._send(404, b'{"error": "not found"}', ())
                 action = server.script(body, n)
