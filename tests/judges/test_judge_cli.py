@@ -162,28 +162,13 @@ def test_rubric_command_prints_the_digests(capsys):
 # --------------------------------------------------------------------------- the sweep
 
 
-DEMO_JUDGES = """\
-- name: screen-rules
-  model: screen-rules
-  model_version: "2026-11"
-  decoding: {temperature: 0, max_tokens: 4}
-  price: {input_per_million: 2.50, output_per_million: 10.0}
-- name: optimist
-  model: optimist
-  model_version: "2026-11"
-  decoding: {temperature: 0, max_tokens: 4}
-  price: {input_per_million: 0.15, output_per_million: 0.60}
-- name: hedger
-  model: hedger
-  model_version: "2026-11"
-  decoding: {temperature: 0, max_tokens: 4}
-  price: {input_per_million: 0.40, output_per_million: 1.60}
-- name: rambler
-  model: rambler
-  model_version: "2026-11"
-  decoding: {temperature: 0, max_tokens: 32}
-  price: {input_per_million: 0.40, output_per_million: 1.60}
-"""
+#: The docs' four judges (docs/judges.md): name, max_tokens, and the declared price (USD per
+#: million input / output tokens).
+_JUDGES = (("screen-rules", 4, 2.50, 10.0), ("optimist", 4, 0.15, 0.60), ("hedger", 4, 0.40, 1.60),
+           ("rambler", 32, 0.40, 1.60))
+DEMO_JUDGES = "".join(
+    f"- name: {n}\n  model: {n}\n  model_version: \"2026-11\"\n  decoding: {{temperature: 0, max_tokens: {t}}}\n"
+    f"  price: {{input_per_million: {i}, output_per_million: {o}}}\n" for n, t, i, o in _JUDGES)
 
 
 def test_sweep_from_traces_to_a_frontier(tmp_path, capsys):

@@ -16,7 +16,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evaltk.errors import SchemaViolation, UnreadableInput
-from evaltk.judges import MEASURE_UNITS, SHIPPED_RUBRICS, UNIT_CONTEXT, load_rubric, run_judge, unit_of
+from evaltk.judges import (
+    MEASURE_UNITS,
+    SHIPPED_RUBRICS,
+    UNIT_CONTEXT,
+    load_rubric,
+    run_judge,
+    unit_of,
+)
 from evaltk.values import ANSWER_VOCABULARIES, answer_categories
 
 from .chat_server import ChatServer, reply
