@@ -23,6 +23,7 @@ from ._calibration import (
     promotion_check,
 )
 from ._client import (
+    HTTP_POOL_SIZE,
     RETRYABLE_STATUSES,
     CallFailed,
     ChatClient,
@@ -130,6 +131,7 @@ __all__ = [
     "OpenAIChatClient",
     "Price",
     "RETRYABLE_STATUSES",
+    "HTTP_POOL_SIZE",
     "JudgeConfig",
     "JudgeRun",
     "GradeCache",

@@ -67,6 +67,11 @@ def completion(text: str, model: str, usage: tuple[int, int] | None, n: int) -> 
     return json.dumps(doc).encode()
 
 
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 256  # the default backlog of 5 resets connections beyond it
+    daemon_threads = True
+
+
 @dataclass
 class ChatServer:
     """The server; a context manager that starts it on an ephemeral port of 127.0.0.1."""
@@ -133,7 +138,7 @@ class ChatServer:
                 except (BrokenPipeError, ConnectionResetError):  # the client gave up (a timeout)
                     self.close_connection = True
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        self._httpd = _Server(("127.0.0.1", self.port), Handler)
         self._httpd.daemon_threads = True
         self.port = self._httpd.server_address[1]
 
@@ -189,11 +194,40 @@ def demo_script(body: dict[str, Any], n: int) -> Action:
     return slow(0.040, reply(verdict, usage=tokens))
 
 
-def fixed_latency_script(seconds: float) -> Callable[[dict[str, Any], int], Action]:
-    """Every request answered "yes" after ``seconds`` (the benchmark's server)."""
-    def script(body: dict[str, Any], n: int) -> Action:
-        return slow(seconds, reply("yes")) if seconds > 0 else reply("yes")
-    return script
+async def serve_fixed_latency(port: int, seconds: float) -> None:
+    """The benchmark's server: asyncio, HTTP/1.1 keep-alive, every request answered "yes"
+    after ``seconds`` (no thread per connection, so the server is not the bottleneck)."""
+    import asyncio
+
+    count = [0]
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = 0
+                for line in head.split(b"\r\n")[1:]:
+                    k, _, v = line.partition(b":")
+                    if k.strip().lower() == b"content-length":
+                        length = int(v)
+                body = json.loads(await reader.readexactly(length)) if length else {}
+                n = count[0]
+                count[0] += 1
+                if seconds > 0:
+                    await asyncio.sleep(seconds)
+                data = completion("yes", str(body.get("model")), (50, 1), n)
+                writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
+                             + str(len(data)).encode() + b"\r\n\r\n" + data)
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", port, backlog=512)
+    print(f"serving http://127.0.0.1:{server.sockets[0].getsockname()[1]}/v1", flush=True)
+    async with server:
+        await server.serve_forever()
 
 
 def main() -> None:
@@ -203,8 +237,15 @@ def main() -> None:
     g.add_argument("--demo", action="store_true", help="the docs' four x_task judges (demo_script)")
     g.add_argument("--latency-ms", type=float, help="answer 'yes' to everything after this many ms")
     args = ap.parse_args()
-    script = demo_script if args.demo else fixed_latency_script(args.latency_ms / 1000.0)
-    server = ChatServer(script, port=args.port)
+    if not args.demo:
+        import asyncio
+
+        try:
+            asyncio.run(serve_fixed_latency(args.port, args.latency_ms / 1000.0))
+        except KeyboardInterrupt:
+            pass
+        return
+    server = ChatServer(demo_script, port=args.port)
     print(f"serving {server.base_url}", flush=True)
     try:
         server.serve_forever()
