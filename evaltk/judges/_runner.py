@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import re
 import sqlite3
 import time
 from collections.abc import Mapping, Sequence
@@ -59,6 +60,7 @@ FAILURE_COLUMNS: tuple[str, ...] = ("trace_id", "measure", "step", "rater", "rea
 SKIPPED_COLUMNS: tuple[str, ...] = ("trace_id", "measure", "step", "cause", "reason")
 
 _FORBIDDEN_DECODING = ("model", "messages", "stream", "n")
+_KEY_ENV = re.compile(r"^[A-Z][A-Z0-9_]*(API_KEY|_TOKEN)$")
 _JUDGE_KEYS = ("name", "model", "model_version", "base_url", "api_key_env", "decoding", "price")
 
 
@@ -74,7 +76,10 @@ class JudgeConfig:
     and recorded as canonical JSON.  ``model_version`` is what you pin the model to (a
     dated snapshot, a weights digest); empty when you cannot, which the instrument then
     shows.  ``api_key_env`` names the environment variable that holds the key (a key is
-    never written in a file or recorded).
+    never written in a file or recorded); without it the default client sends
+    ``EVALTK_JUDGE_API_KEY`` or ``OPENAI_API_KEY`` when ``ambient_key`` (a judge read from
+    a file, :func:`judge_config`, gets only the key it names: the file also says where it
+    is sent).
     """
 
     name: str
@@ -84,6 +89,7 @@ class JudgeConfig:
     price: Price | None = None
     base_url: str | None = None
     api_key_env: str | None = None
+    ambient_key: bool = True
 
     def __post_init__(self) -> None:
         for k in ("name", "model"):
@@ -100,6 +106,9 @@ class JudgeConfig:
                              "non-streamed completion per prompt).")
         canonical_json(dict(self.decoding))  # JSON values only: refused here, not mid-run
         object.__setattr__(self, "decoding", dict(self.decoding))
+        if self.api_key_env is not None and not _KEY_ENV.match(str(self.api_key_env)):
+            raise ValueError(f"`api_key_env` must name an environment variable ending in API_KEY or _TOKEN "
+                             f"(a judges file decides where the key is sent); got {self.api_key_env!r}.")
 
     def instrument(self, rubric: Rubric) -> dict[str, str]:
         """The instrument columns (:data:`evaltk.ingest.INSTRUMENT_COLUMNS`) for ``rubric``."""
@@ -111,7 +120,7 @@ class JudgeConfig:
         """The default client for this judge (:class:`OpenAIChatClient`)."""
         import os
 
-        key = os.environ.get(self.api_key_env) if self.api_key_env else None
+        key = os.environ.get(self.api_key_env) if self.api_key_env else (None if self.ambient_key else "")
         if self.api_key_env and not key:
             raise ValueError(f"judge {self.name!r}: the environment variable {self.api_key_env} "
                              "(api_key_env) is not set.")
@@ -141,6 +150,7 @@ def judge_config(spec: Mapping[str, Any], *, file: str | None = None, record: in
         if k not in spec:
             raise SchemaViolation("is required", file=file, record=record, field=k)
     kw: dict[str, Any] = {k: spec[k] for k in _JUDGE_KEYS if k in spec and k != "price"}
+    kw["ambient_key"] = False  # the file says where the key goes: it gets only the key it names
     fld = "name"
     try:
         if "price" in spec:

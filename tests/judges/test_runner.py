@@ -317,3 +317,23 @@ def test_bad_options_are_refused():
         run_judge(TRACES, "x_task", ChatReply, judge={"name": "j", "model": "m"}, concurrency=0)
     with pytest.raises(ValueError, match="may not set stream"):
         JudgeConfig("j", "m", decoding={"stream": True})
+
+
+def test_a_judge_from_a_file_gets_only_the_key_it_names(monkeypatch):
+    """A judges file says where the key is sent: the ambient key is not sent to its URL."""
+    from evaltk.errors import SchemaViolation
+    from evaltk.judges import read_judges
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-ambient")
+    monkeypatch.setenv("LOCAL_API_KEY", "sk-named")
+    with ChatServer(lambda body, n: reply("yes")) as server:
+        plain, named = read_judges([{"name": "a", "model": "m", "base_url": server.base_url},
+                                    {"name": "b", "model": "m", "base_url": server.base_url,
+                                     "api_key_env": "LOCAL_API_KEY"}])
+        run_judge(TRACES[:1], "x_task", judge=plain, **FAST)
+        run_judge(TRACES[:1], "x_task", judge=named, **FAST)
+        run_judge(TRACES[:1], "x_task", judge=judge(server), **FAST)  # built in code: the ambient key
+    assert server.authorizations == [None, "Bearer sk-named", "Bearer sk-ambient"]
+    with pytest.raises(SchemaViolation, match="ending in API_KEY or _TOKEN") as e:
+        read_judges([{"name": "a", "model": "m", "api_key_env": "AWS_SECRET_ACCESS"}])
+    assert e.value.field == "api_key_env" and e.value.record == 1
