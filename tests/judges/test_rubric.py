@@ -207,3 +207,12 @@ def test_every_unit_context_is_facts_only():
     forbidden = {"label", "labels", "human", "human_vote", "y", "truth", "trace_id", "rater"}
     for unit, names in UNIT_CONTEXT.items():
         assert not forbidden & set(names), unit
+
+
+def test_the_docs_rubric_with_its_comments_has_the_shipped_digest(tmp_path):
+    import re
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "judges.md").read_text("utf-8")
+    block = re.search(r"```yaml\n(schema: evaltk.rubric/1\n.*?)```", doc, re.S).group(1)
+    assert "#" in block  # comments, another layout: the same content
+    assert load_rubric(write(tmp_path, block)).digest == load_rubric("x_task").digest
