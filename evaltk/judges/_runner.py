@@ -390,7 +390,7 @@ def run_judge(traces: Any, rubric: Rubric | str | Path | Mapping[str, Any], clie
     concurrency : int
         Calls in flight at once.
     timeout : float
-        Seconds per attempt (the default client's).
+        Seconds per attempt, whatever the backend (the default client's own timeouts too).
     retries, backoff, max_retry_after
         A retryable failure (timeout, connection dropped, 429, 5xx) is tried again up to
         ``retries`` times, after the server's ``Retry-After`` or ``backoff * 2**k``
@@ -420,9 +420,10 @@ def run_judge(traces: Any, rubric: Rubric | str | Path | Mapping[str, Any], clie
     for k, v, lo in (("concurrency", concurrency, 1), ("retries", retries, 0)):
         if isinstance(v, bool) or not isinstance(v, int) or v < lo:
             raise ValueError(f"`{k}` must be an integer >= {lo}; got {v!r}.")
-    for k, v in (("backoff", backoff), ("max_retry_after", max_retry_after), ("timeout", timeout)):
-        if isinstance(v, bool) or not isinstance(v, int | float) or not v >= 0:
-            raise ValueError(f"`{k}` must be a number of seconds >= 0; got {v!r}.")
+    for k, v, strict in (("backoff", backoff, False), ("max_retry_after", max_retry_after, False),
+                         ("timeout", timeout, True)):
+        if isinstance(v, bool) or not isinstance(v, int | float) or not (v > 0 if strict else v >= 0):
+            raise ValueError(f"`{k}` must be a number of seconds {'>' if strict else '>='} 0; got {v!r}.")
     tr = traces if isinstance(traces, TraceRecords) else read_traces(traces)
     units, skipped = _select(*_units(tr, rub), items)
     instrument = jc.instrument(rub)
@@ -433,7 +434,8 @@ def run_judge(traces: Any, rubric: Rubric | str | Path | Mapping[str, Any], clie
     bar = tqdm.tqdm(total=len(units), desc=jc.name, unit="item", disable=not progress) if tqdm else None
     try:
         outcomes, n_calls = _run_sync(lambda: _ask_all(units, rub, jc, instrument, cl, store, bar,
-                                                       concurrency=concurrency, retries=retries,
+                                                       concurrency=concurrency, timeout=float(timeout),
+                                                       retries=retries,
                                                        backoff=float(backoff),
                                                        max_retry_after=float(max_retry_after),
                                                        close=own_client))
@@ -458,7 +460,7 @@ def _run_sync(make: Any) -> Any:
 
 
 async def _ask_all(units: list[_Unit], rub: Rubric, jc: JudgeConfig, instrument: Mapping[str, str],
-                   client: ChatClient, store: GradeCache | None, bar: Any, *, concurrency: int,
+                   client: ChatClient, store: GradeCache | None, bar: Any, *, concurrency: int, timeout: float,
                    retries: int, backoff: float, max_retry_after: float, close: bool) -> tuple[list[_Outcome], int]:
     messages = [rub.render(u.facts) for u in units]
     digests = ["sha256:" + sha256_digest(m) for m in messages]
@@ -486,7 +488,11 @@ async def _ask_all(units: list[_Unit], rub: Rubric, jc: JudgeConfig, instrument:
                 calls[0] += 1
                 t0 = time.perf_counter()
                 try:
-                    reply = await client.complete(messages[i], model=jc.model, decoding=jc.decoding)
+                    try:  # the whole attempt, whatever the backend: a plugged-in one may not time out
+                        reply = await asyncio.wait_for(
+                            client.complete(messages[i], model=jc.model, decoding=jc.decoding), timeout)
+                    except TimeoutError:
+                        raise CallFailed(f"timed out after {timeout:g} s", retryable=True) from None
                 except CallFailed as e:
                     wait = e.retry_after if e.retry_after is not None else backoff * 2 ** (o.attempts - 1)
                     if not e.retryable or o.attempts > retries:

@@ -216,3 +216,20 @@ def test_the_docs_rubric_with_its_comments_has_the_shipped_digest(tmp_path):
     block = re.search(r"```yaml\n(schema: evaltk.rubric/1\n.*?)```", doc, re.S).group(1)
     assert "#" in block  # comments, another layout: the same content
     assert load_rubric(write(tmp_path, block)).digest == load_rubric("x_task").digest
+
+
+@settings(max_examples=200, deadline=None)
+@given(name=st.sampled_from(SHIPPED_RUBRICS), data=st.data(),
+       case=st.sampled_from([str.lower, str.upper, str.title, str.capitalize]),
+       sep=st.sampled_from(["_", " ", "-"]), pre=st.sampled_from(["", "Answer: ", "answer = ", "**", '"', " \n"]),
+       post=st.sampled_from(["", ".", "!", "**", '"', "\n"]))
+def test_a_clear_reply_reads_as_its_word_however_it_is_spelled(name, data, case, sep, pre, post):
+    r = load_rubric(name)
+    word = data.draw(st.sampled_from(r.answers))
+    text = pre + case(word.replace("_", sep)) + post
+    assert r.read_reply(text) == (word, None)
+    # and a reply that names no word of the rubric never reads as one
+    other = data.draw(st.sampled_from([w for m in ANSWER_VOCABULARIES.values() for w in m if w not in r.answers]
+                                      or ["maybe"]))
+    got, reason = r.read_reply(pre + other + post)
+    assert got is None and reason.startswith("unreadable reply")

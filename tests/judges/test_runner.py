@@ -337,3 +337,12 @@ def test_a_judge_from_a_file_gets_only_the_key_it_names(monkeypatch):
     with pytest.raises(SchemaViolation, match="ending in API_KEY or _TOKEN") as e:
         read_judges([{"name": "a", "model": "m", "api_key_env": "AWS_SECRET_ACCESS"}])
     assert e.value.field == "api_key_env" and e.value.record == 1
+
+
+def test_a_plugged_in_backend_that_hangs_times_out():
+    class Hangs:
+        async def complete(self, messages, *, model, decoding):
+            await asyncio.sleep(3600)
+
+    res = run_judge(TRACES[:2], "x_task", Hangs(), judge={"name": "h", "model": "m"}, timeout=0.2, retries=0)
+    assert res.answers.empty and res.failures["reason"].str.startswith("timed out after 0.2 s").all()
