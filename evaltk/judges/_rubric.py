@@ -213,7 +213,7 @@ _PREFIX = re.compile(r"^(final\s+)?(answer|verdict)\s*[:=\-]\s*", re.IGNORECASE)
 
 
 def _render(template: Any, ctx: Mapping[str, Any], rubric: Rubric, fld: str) -> str:
-    jinja2 = require("jinja2")
+    import jinja2  # already imported: the template was compiled by it
     from jinja2.sandbox import SecurityError
 
     try:

@@ -489,8 +489,8 @@ async def _ask_all(units: list[_Unit], rub: Rubric, jc: JudgeConfig, instrument:
                 t0 = time.perf_counter()
                 try:
                     try:  # the whole attempt, whatever the backend: a plugged-in one may not time out
-                        reply = await asyncio.wait_for(
-                            client.complete(messages[i], model=jc.model, decoding=jc.decoding), timeout)
+                        async with asyncio.timeout(timeout):
+                            reply = await client.complete(messages[i], model=jc.model, decoding=jc.decoding)
                     except TimeoutError:
                         raise CallFailed(f"timed out after {timeout:g} s", retryable=True) from None
                 except CallFailed as e:
