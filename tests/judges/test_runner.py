@@ -346,3 +346,54 @@ def test_a_plugged_in_backend_that_hangs_times_out():
 
     res = run_judge(TRACES[:2], "x_task", Hangs(), judge={"name": "h", "model": "m"}, timeout=0.2, retries=0)
     assert res.answers.empty and res.failures["reason"].str.startswith("timed out after 0.2 s").all()
+
+
+class _Backend:
+    """A backend that is not HTTP: "yes" unless the prompt shows one of `no_words`; usage reported."""
+
+    def __init__(self, *no_words: str) -> None:
+        self.prompts: list[str] = []
+        self.no_words = no_words
+
+    async def complete(self, messages, *, model, decoding):
+        text = messages[-1]["content"]
+        self.prompts.append(text)
+        return ChatReply("no" if any(w in text for w in self.no_words) else "yes", 30, 1)
+
+
+def test_a_guide_rubric_asks_on_the_served_guide_without_its_label():
+    doc = {"schema": "evaltk.rubric/1", "id": "g_adherence.order.v1", "measure": "g_adherence", "unit": "guide",
+           "question": "Did the run follow the guide's steps in order?",
+           "answers": [{"word": "yes", "means": "in order"}, {"word": "no", "means": "not"},
+                       {"word": "cannot_tell", "means": "?"}],
+           "prompt": {"user": "Guide {{ guide.id }} ({{ guide.reference_id | default('hidden') }}): "
+                              "{% for s in guide.steps %}{{ s.action }} {% endfor %}| run: "
+                              "{% for s in steps %}{{ s.action }} {% endfor %}\n{{ question }}"}}
+    with_guide = {**TRACES[0], "guide": {"id": "g-7", "reference_id": "g-LABEL",
+                                         "steps": [{"id": "s1", "action": "tap"}]}}
+    backend = _Backend()
+    res = run_judge([with_guide, TRACES[1]], doc, backend, judge={"name": "j", "model": "m"})
+    assert res.answers[["trace_id", "measure", "answer"]].values.tolist() == [["t0", "g_adherence", "yes"]]
+    assert res.skipped[["trace_id", "cause"]].values.tolist() == [["t1", "not_applicable"]]
+    assert "g-7 (hidden)" in backend.prompts[0] and "g-LABEL" not in backend.prompts[0]
+
+
+def test_sweep_per_step_asks_the_labelled_steps_and_the_canary_runs():
+    from evaltk.judges import sweep_judges
+
+    runs = [run_(f"s{i}", ["Home", f"List {i}", f"Done {i}"], task="Canary" if i == 5 else "Mute") for i in range(6)]
+    labels = pd.DataFrame([{"trace_id": f"s{i}", "measure": "x_ctx", "step": st, "rater": h,
+                            "answer": "no" if (i, st) == (0, 1) else "yes"}
+                           for i in range(4) for st in (0, 1) for h in ("h1", "h2")])
+    canaries = pd.DataFrame({"trace_id": ["s5"], "measure": ["x_ctx"], "passing_answer": ["yes"]})
+    # strict reads the failing step (s0 step 1 acts on "List 0") and the canary run; lenient says yes
+    backends = {"strict": _Backend("List 0", "Task: Canary"), "lenient": _Backend()}
+    judges = [{"name": n, "model": n, "price": {"input_per_million": p, "output_per_million": p}}
+              for n, p in (("strict", 3.0), ("lenient", 1.0))]
+    res = sweep_judges(runs, "x_ctx", judges, labels, canaries=canaries, clients=backends, rng=0)
+    asked = res.answers[res.answers["rater"] == "strict"][["trace_id", "step"]].astype(str).values.tolist()
+    assert asked == [[f"s{i}", str(st)] for i in range(4) for st in (0, 1)] + [["s5", "0"], ["s5", "1"]]
+    t = res.selection.table.set_index("judge")
+    assert t.loc["strict", "accuracy"] == 1.0 and t.loc["lenient", "accuracy"] == 7 / 8
+    assert t.loc["lenient", "rejected"] and not t.loc["strict", "rejected"]  # "yes" on the canary run s5
+    assert res.selection.eligible == ["strict"]
