@@ -98,12 +98,15 @@ RUNNABLE = {
     ("scale", "score"): 0, ("scale", "summarize"): 0,
     ("suite", "summarize"): 0, ("suite", "gate"): 1, ("suite", "check"): 0,
     ("trajectory", "grade"): 2, ("trajectory", "seal"): 0, ("trajectory", "digest"): 0,
-    ("trajectory", "self-check"): 0,
+    ("trajectory", "self-check"): 0, ("judge", "rubric"): 0,
 }
 #: Examples not run here, and why.
 NOT_RUN = {
     ("demo",): "writes a 3000-trace corpus; `demo` itself is tested in tests/data",
     ("report",): "executes every notebook; tests/report runs it",
+    ("judge", "run"): "needs a chat-completions server; tests/judges/test_judge_cli.py runs it against one",
+    ("judge", "sweep"): "needs a chat-completions server and a judges file; tests/judges/test_judge_cli.py "
+                        "runs it against one",
 }
 
 

@@ -52,6 +52,7 @@ _MODULES: tuple[str, ...] = (
     "evaltk.cli.score",
     "evaltk.cli.gate",
     "evaltk.cli.scale",
+    "evaltk.cli.judge",
 )
 
 
