@@ -14,6 +14,7 @@ duplicated key), each naming the file and, where known, the line.
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 from collections.abc import Iterable
@@ -23,7 +24,7 @@ from typing import Any
 from .errors import DuplicateKeyError, SchemaViolation, UnreadableInput, no_duplicate_keys
 
 __all__ = ["read_bytes", "decode_utf8", "read_text", "loads_json", "read_json", "read_jsonl",
-           "read_csv_text", "write_text_atomic", "write_json"]
+           "read_csv_text", "read_document", "canonical_json", "write_text_atomic", "write_json"]
 
 
 def read_bytes(path: str | os.PathLike[str]) -> bytes:
@@ -154,6 +155,69 @@ def read_csv_text(path: str | os.PathLike[str], *, required: Iterable[str] = (),
             raise SchemaViolation(f"required column is missing (columns: {list(frame.columns)})",
                                   file=str(p), field=col)
     return frame
+
+
+def read_document(path: str | os.PathLike[str]) -> Any:
+    """A JSON or YAML document: ``.yaml`` / ``.yml`` as YAML (``yaml.safe_load`` only),
+    ``.json`` as strict JSON, any other name as JSON first and YAML when it is not JSON.
+    ``NaN`` is let through so that the loader names the field that holds it."""
+    path = Path(path)
+    text = read_text(path)
+    if path.suffix.lower() not in (".yaml", ".yml"):
+        try:
+            return loads_json(text, file=str(path), allow_nan=True)
+        except UnreadableInput:
+            if path.suffix.lower() == ".json":
+                raise
+    import yaml
+
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        raise UnreadableInput(f"not JSON or YAML: {getattr(e, 'problem', None) or e}", file=str(path),
+                              record=None if mark is None else mark.line + 1) from None
+
+
+def _canon(x: Any, where: str) -> Any:
+    if isinstance(x, dict):
+        out = {}
+        for k, v in x.items():
+            if not isinstance(k, str):
+                raise TypeError(f"{where}: object key {k!r} is not a string.")
+            out[k] = _canon(v, f"{where}.{k}")
+        return out
+    if isinstance(x, list | tuple):
+        return [_canon(v, f"{where}[{i}]") for i, v in enumerate(x)]
+    if isinstance(x, bool) or x is None or isinstance(x, str | int):
+        return x
+    if isinstance(x, float):
+        if not math.isfinite(x):
+            raise ValueError(f"{where}: {x!r} has no canonical JSON form.")
+        return int(x) if x.is_integer() else x
+    raise TypeError(f"{where}: {type(x).__name__} is not a JSON value.")
+
+
+def canonical_json(obj: Any) -> bytes:
+    """The canonical JSON serialisation (every trajectory digest, tool arguments and judge
+    decoding settings are written in it).
+
+    UTF-8 bytes of JSON with object keys sorted by Unicode code point, no
+    whitespace (separators ``,`` and ``:``), non-ASCII characters written as
+    themselves (``ensure_ascii=False``; only ``"``, ``\\`` and control characters
+    are escaped), integers in plain decimal, a float with an integral value written
+    as that integer (``2.0`` as ``2``), other floats in Python's shortest
+    round-trip form (``0.1``, ``1e-07``); NaN and infinities are refused.  Arrays
+    keep their order.
+
+    Examples
+    --------
+    >>> canonical_json({"b": [1, 2.0], "a": "é"})
+    b'{"a":"\\xc3\\xa9","b":[1,2]}'
+    """
+    return json.dumps(
+        _canon(obj, "$"), sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    ).encode("utf-8")
 
 
 def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
