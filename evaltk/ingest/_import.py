@@ -97,10 +97,12 @@ def _answers_frame(rows: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
 
 
 def _mark_step(step: dict[str, Any], tool: str | None, policy: ActionPolicy | None) -> dict[str, Any]:
-    """Set a tool call's ``consequential`` / ``needs_confirmation`` from the policy (only
-    tool calls are ever marked; without a policy nothing is)."""
-    if policy is not None and tool is not None:
-        step["consequential"], step["needs_confirmation"] = policy.classify(tool)
+    """With a policy, set a step's ``consequential`` / ``needs_confirmation``: a tool call's
+    from its name, ``false`` for any other step.  Without one, nothing is set (the run
+    says ``consequential_declared: false``)."""
+    if policy is not None:
+        step["consequential"], step["needs_confirmation"] = (policy.classify(tool) if tool is not None
+                                                             else (False, False))
     return step
 
 

@@ -111,7 +111,7 @@ def _steps(sample: Any, policy: ActionPolicy | None) -> list[dict[str, Any]]:
             if first_user:
                 first_user = False
                 continue
-            steps.append({"action": "user_message", "content": m.text})
+            steps.append(_mark_step({"action": "user_message", "content": m.text}, None, policy))
         elif m.role == "assistant":
             made: list[dict[str, Any]] = []
             for tc in m.tool_calls or []:
@@ -120,7 +120,7 @@ def _steps(sample: Any, policy: ActionPolicy | None) -> list[dict[str, Any]]:
                 by_call[tc.id] = step
                 made.append(_mark_step(step, tc.function, policy))
             if not made:
-                made.append({"action": "assistant_message"})
+                made.append(_mark_step({"action": "assistant_message"}, None, policy))
             if m.text:
                 made[0]["content"] = m.text
             ev = calls.get(m.id)
@@ -131,7 +131,7 @@ def _steps(sample: Any, policy: ActionPolicy | None) -> list[dict[str, Any]]:
         elif m.role == "tool":
             step = by_call.get(m.tool_call_id or "")
             if step is None:
-                step = {"action": "tool_result", "tool_call_id": m.tool_call_id}
+                step = _mark_step({"action": "tool_result", "tool_call_id": m.tool_call_id}, None, policy)
                 steps.append(step)
             step["result"] = m.text
             if m.error is not None:
