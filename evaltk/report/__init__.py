@@ -65,6 +65,7 @@ from ._sources import (
     DataSources,
     data_sources,
     demo_data,
+    week_scores,
     example_path,
     judgebench_presented,
 )
@@ -148,6 +149,7 @@ __all__ = [
     "DataSources",
     "data_sources",
     "demo_data",
+    "week_scores",
     "example_path",
     "judgebench_presented",
     "check_params",
