@@ -65,9 +65,9 @@ from ._sources import (
     DataSources,
     data_sources,
     demo_data,
-    week_scores,
     example_path,
     judgebench_presented,
+    week_scores,
 )
 from ._tables import (
     answer_order,
