@@ -8,6 +8,7 @@ import json
 import sys
 from typing import Any
 
+from ..errors import InputError
 from ..ingest import (
     INSPECT_EXTRA,
     Imported,
@@ -94,6 +95,10 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
         imp = import_inspect(args.logs, policy=policy, scorer=args.scorer, pass_score=args.pass_score, k=args.k)
     except ImportError as e:
         raise CliError(str(e), EXIT_USAGE) from None
+    except InputError:
+        raise
+    except ValueError as e:  # --k or --pass-score out of range
+        raise CliError(f"usage: {e}", EXIT_USAGE) from None
     return _write(imp, args)
 
 

@@ -9,7 +9,7 @@ import io
 import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -63,7 +63,6 @@ class Imported:
     ledger: pd.DataFrame
     inputs: tuple[str, ...]
     policy: ActionPolicy | None = None
-    notes: tuple[str, ...] = field(default=())
 
     def summary(self) -> pd.DataFrame:
         """Counts per ``kind, status, became`` and reason category (the text before the first ``:``)."""
@@ -185,7 +184,6 @@ def write_import(imported: Imported, out: str | os.PathLike[str]) -> dict[str, P
             "answers": int(len(imported.answers)),
             "suite_tasks": 0 if imported.suite is None else len(imported.suite["tasks"]),
         },
-        "notes": list(imported.notes),
         "files": {k: str(v.relative_to(root)) for k, v in paths.items()},
     })
     return paths

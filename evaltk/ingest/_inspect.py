@@ -209,12 +209,18 @@ def import_inspect(logs: Iterable[str | os.PathLike[str]] | str | os.PathLike[st
         spec = log.eval
         names.add(spec.task)
         n_epochs = max(n_epochs, int(spec.config.epochs or 1))
-        first = scorer or (log.results.scores[0].name if log.results and log.results.scores else None)
+        names_here = [sc.name for sc in log.results.scores] if log.results else []
+        if scorer is not None and names_here and scorer not in names_here:
+            raise ValueError(f"{path}: no scorer {scorer!r} in the log (it has {', '.join(names_here)}).")
+        first = scorer or (names_here[0] if names_here else None)
         for sample in log.samples or []:
             tid = f"{spec.eval_id}:{sample.id}:{sample.epoch}"
             rec = f"sample {sample.id} epoch {sample.epoch}"
             task_id = f"{spec.task}/{sample.id}"
-            slot = tasks.setdefault(task_id, {"trials": {}, "why": {}})
+            slot = tasks.setdefault(task_id, {"trials": {}, "why": {}, "seen": {}, "twice": []})
+            if sample.epoch in slot["seen"]:  # the same sample and epoch in two logs: which trial counts?
+                slot["twice"].append(f"epoch {sample.epoch} is in {slot['seen'][sample.epoch]} and {path}")
+            slot["seen"].setdefault(sample.epoch, path)
             if sample.error is not None:
                 reason = _drop_reason(sample.error)
                 led.dropped(path, rec, tid, "sample", reason, "error")
@@ -241,6 +247,8 @@ def import_inspect(logs: Iterable[str | os.PathLike[str]] | str | os.PathLike[st
             traces.append(run)
             led.kept(path, rec, tid, "sample", "run")
             chosen = first if first is not None else next(iter(scores), None)
+            if chosen not in scores:
+                slot["why"][sample.epoch] = f"no {chosen or 'trial'} score"
             for name, s in scores.items():
                 srec = f"{rec} score {name}"
                 became = []
@@ -275,6 +283,10 @@ def import_inspect(logs: Iterable[str | os.PathLike[str]] | str | os.PathLike[st
     suite_tasks = []
     for task_id, slot in tasks.items():
         trials = slot["trials"]
+        if slot["twice"]:
+            led.dropped("", task_id, None, "task", f"duplicate trial: {'; '.join(slot['twice'])}; which one "
+                        "counts would be a guess (import the logs separately)", "trials")
+            continue
         if len(trials) == n_epochs:
             suite_tasks.append({"id": task_id, "trials": [trials[e] for e in sorted(trials)]})
             continue

@@ -228,3 +228,25 @@ def test_without_inspect_ai_the_command_names_the_extra(monkeypatch, tmp_path, c
     log.write_bytes(b"x")
     assert main(["import", "inspect", str(log), "--out", str(tmp_path / "o")]) == 64
     assert "pip install 'evaltk[inspect]'" in capsys.readouterr().err
+
+
+def test_the_same_sample_in_two_logs_is_no_suite_trial(inspect_logs, tmp_path):
+    copy = tmp_path / "copy.eval"
+    copy.write_bytes(inspect_logs["eval"].read_bytes())
+    imp = import_inspect([inspect_logs["eval"], copy])
+    assert len(imp.traces) == 2 * 13  # both runs are kept: they are runs
+    assert imp.suite is None
+    tasks = imp.ledger[imp.ledger["kind"] == "task"]
+    assert len(tasks) == 5 and tasks["reason"].str.startswith("duplicate trial: epoch 1 is in ").all()
+
+
+def test_scorer_choice_and_option_errors(inspect_logs, tmp_path, capsys):
+    imp = import_inspect(inspect_logs["eval"], scorer="graded")
+    led = imp.ledger.set_index("record")
+    assert led.loc["sample s1 epoch 1 score graded", "became"] == "trial score and answer"
+    assert led.loc["sample s1 epoch 1 score includes", "became"] == "run observation"
+    # a partial grade is a trial score of 0.5 and no answer
+    assert led.loc["sample s2 epoch 3 score graded", "became"] == "trial score"
+    for argv in (["--scorer", "nope"], ["--k", "4"], ["--k", "0"], ["--pass-score", "2"]):
+        assert main(["import", "inspect", str(inspect_logs["eval"]), "--out", str(tmp_path / "o"), *argv]) == 64, argv
+        assert "usage: " in capsys.readouterr().err

@@ -149,3 +149,29 @@ def test_cli_import_otel(otel_spans, policy_file, tmp_path, capsys):
     assert not (out / "suite").exists()
     missing = tmp_path / "missing.jsonl"
     assert main(["import", "otel", str(missing), "--out", str(tmp_path / "o")]) == 66
+
+
+def _canon_runs(imp):
+    """The runs as sorted JSON texts, the file names left out."""
+    return sorted(json.dumps({**t, "source": {**t["source"], "files": None}} if "source" in t else t,
+                             sort_keys=True) for t in imp.traces)
+
+
+def test_the_order_of_the_spans_in_the_file_does_not_change_the_runs(otel_spans, tmp_path_factory):
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    lines = otel_spans["jsonl"].read_text().splitlines()
+    want = _canon_runs(import_otel(otel_spans["jsonl"]))
+    folder = tmp_path_factory.mktemp("shuffled")
+
+    @settings(max_examples=25, deadline=None)
+    @given(st.permutations(lines))
+    def check(order):
+        p = folder / "spans.jsonl"
+        p.write_text("\n".join(order) + "\n")
+        imp = import_otel(p)
+        assert _canon_runs(imp) == want
+        assert len(imp.ledger) == len(lines)
+
+    check()
