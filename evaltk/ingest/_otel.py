@@ -216,30 +216,66 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+def _items(v: Any, where: str, *, objects: bool = True) -> list[Any]:
+    """A JSON list (absent or null: empty) whose items are objects."""
+    if v is None:
+        return []
+    if not isinstance(v, list) or (objects and not all(isinstance(x, Mapping) for x in v)):
+        raise _BadSpan(where, "must be a list of objects")
+    return v
+
+
+def _otlp_spans(doc: Mapping[str, Any], path: str, line: int, led: _Ledger,
+                out: list[tuple[Any, str | None, dict[str, Any]]]) -> None:
+    """The spans of one OTLP JSON document; a malformed block or span goes to the ledger."""
+    try:
+        blocks = _items(doc.get("resourceSpans"), "resourceSpans")
+    except _BadSpan as b:
+        led.dropped(path, line, None, "span", f"malformed: {b.detail}", b.field)
+        return
+    for i, rs in enumerate(blocks):
+        try:
+            resource = rs.get("resource") or {}
+            res = _kv_list(resource.get("attributes") or []) if isinstance(resource, Mapping) else {}
+            scopes = _items(rs.get("scopeSpans", rs.get("instrumentationLibrarySpans")),
+                            f"resourceSpans[{i}].scopeSpans")
+            spans = [(j, ss, _items(ss.get("spans"), f"resourceSpans[{i}].scopeSpans[{j}].spans", objects=False))
+                     for j, ss in enumerate(scopes)]
+        except _BadSpan as b:
+            led.dropped(path, line, None, "span", f"malformed: {b.detail}", b.field or f"resourceSpans[{i}]")
+            continue
+        except (TypeError, ValueError, AttributeError) as e:  # e.g. a resource attribute of the wrong type
+            led.dropped(path, line, None, "span", f"malformed: {e}", f"resourceSpans[{i}].resource")
+            continue
+        for j, ss, items in spans:
+            sc = ss.get("scope")
+            scope = {k: v for k, v in sc.items() if k in ("name", "version")} if isinstance(sc, Mapping) else {}
+            for m, sp in enumerate(items):
+                where = f"resourceSpans[{i}].scopeSpans[{j}].spans[{m}]"
+                try:
+                    out.append((line, where, _checked(_otlp_span(sp, res, scope))))
+                except _BadSpan as b:
+                    led.dropped(path, line, None, "span", f"malformed: {b.detail}",
+                                f"{where}.{b.field}" if b.field else where)
+                except (TypeError, ValueError, AttributeError) as e:  # a value of the wrong type inside
+                    led.dropped(path, line, None, "span", f"malformed: {e}", where)
+
+
 def _spans(path: str, led: _Ledger) -> list[tuple[Any, str | None, dict[str, Any]]]:
     """Every span of one file with its record: ``(record, field, span)``; malformed ones go to the ledger."""
-    out = []
+    out: list[tuple[Any, str | None, dict[str, Any]]] = []
     for line, doc in _documents(path):
         if isinstance(doc, Exception):
             led.dropped(path, line, None, "span", f"malformed: {doc}")
-            continue
-        if isinstance(doc, Mapping) and "resourceSpans" in doc:
-            for i, rs in enumerate(doc.get("resourceSpans") or []):
-                res = _kv_list((rs.get("resource") or {}).get("attributes", [])) if isinstance(rs, Mapping) else {}
-                for j, ss in enumerate((rs or {}).get("scopeSpans") or (rs or {}).get("instrumentationLibrarySpans") or []):
-                    scope = {k: v for k, v in (ss.get("scope") or {}).items() if k in ("name", "version")}
-                    for m, s in enumerate(ss.get("spans") or []):
-                        where = f"resourceSpans[{i}].scopeSpans[{j}].spans[{m}]"
-                        try:
-                            out.append((line, where, _checked(_otlp_span(s, res, scope))))
-                        except _BadSpan as b:
-                            led.dropped(path, line, None, "span", f"malformed: {b.detail}",
-                                        f"{where}.{b.field}" if b.field else where)
+        elif isinstance(doc, Mapping) and "resourceSpans" in doc:
+            _otlp_spans(doc, path, line, led, out)
         elif isinstance(doc, Mapping) and "context" in doc:
             try:
                 out.append((line, None, _checked(_sdk_span(doc))))
             except _BadSpan as b:
                 led.dropped(path, line, None, "span", f"malformed: {b.detail}", b.field)
+            except (TypeError, ValueError, AttributeError) as e:
+                led.dropped(path, line, None, "span", f"malformed: {e}")
         else:
             led.dropped(path, line, None, "span", "malformed: neither an OTLP JSON document "
                         "(resourceSpans) nor an SDK span (context, name, start_time)")

@@ -175,3 +175,28 @@ def test_the_order_of_the_spans_in_the_file_does_not_change_the_runs(otel_spans,
         assert len(imp.ledger) == len(lines)
 
     check()
+
+
+def test_any_json_document_is_a_span_or_a_ledger_drop_never_a_crash(tmp_path_factory):
+    """Untrusted input: whatever JSON a line holds, the import returns (no traceback)."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    scalars = st.none() | st.booleans() | st.integers() | st.text(max_size=5)
+    values = st.recursive(scalars, lambda c: st.lists(c, max_size=3) | st.dictionaries(
+        st.sampled_from(["resourceSpans", "scopeSpans", "spans", "traceId", "spanId", "name", "context",
+                         "trace_id", "span_id", "startTimeUnixNano", "start_time", "attributes", "resource",
+                         "key", "value", "intValue", "events", "status"]), c, max_size=4), max_leaves=12)
+    folder = tmp_path_factory.mktemp("fuzz")
+
+    @settings(max_examples=150, deadline=None)
+    @given(st.lists(values, min_size=1, max_size=4))
+    def check(docs):
+        p = folder / "spans.jsonl"
+        p.write_text("".join(json.dumps(d) + "\n" for d in docs))
+        imp = import_otel(p)
+        # a line that is not an OTLP document is one span (kept) or a drop; a document holds 0 or more
+        assert len(imp.ledger) >= sum(1 for d in docs if not (isinstance(d, dict) and "resourceSpans" in d))
+        assert imp.ledger["status"].isin(["kept", "dropped"]).all()
+
+    check()
