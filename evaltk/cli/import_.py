@@ -19,7 +19,8 @@ from ..ingest import (
     write_import,
 )
 
-_EXIT_TEXT = ("Exit codes: 0 imported (dropped records are listed in the ledger, not errors); 64 usage "
+_EXIT_TEXT = ("Exit codes: 0 imported (dropped records are listed in the ledger, not errors); 1 no complete "
+              "run among the inputs (the ledger says why); 64 usage "
               "(--out is one of the inputs; the inspect extra is not installed); 65 a policy file that is "
               "not a policy; 66 an input that cannot be read.")
 
@@ -109,10 +110,13 @@ def _cmd_otel(args: argparse.Namespace) -> int:
 def _write(imp: Imported, args: argparse.Namespace) -> int:
     paths = write_import(imp, args.out)
     manifest = paths["manifest"].read_text(encoding="utf-8")
+    c = json.loads(manifest)["counts"]
+    code = 0 if c["runs"] else 1
+    if not c["runs"]:
+        print(f"evaltk import: no complete run among the inputs; see {paths['ledger']}", file=sys.stderr)
     if args.json:
         print(manifest, end="")
-        return 0
-    c = json.loads(manifest)["counts"]
+        return code
     print(f"{c['ledger_records']} records: {c['kept']} kept, {c['dropped']} dropped; {c['runs']} runs "
           f"({c['in_progress_runs']} in progress), {c['answers']} answers, {c['suite_tasks']} suite tasks; "
           f"wrote {args.out}")
@@ -120,4 +124,4 @@ def _write(imp: Imported, args: argparse.Namespace) -> int:
         print(f"  {r.source}:{r.record}: {r.kind}: {r.reason}")
     if imp.policy is None:
         print("  no --policy: consequential steps are not declared, so x_safe is not_implemented on every run")
-    return 0
+    return code

@@ -200,3 +200,11 @@ def test_any_json_document_is_a_span_or_a_ledger_drop_never_a_crash(tmp_path_fac
         assert imp.ledger["status"].isin(["kept", "dropped"]).all()
 
     check()
+
+
+def test_cli_exits_1_when_no_complete_run_was_imported(tmp_path, capsys):
+    p = tmp_path / "spans.jsonl"
+    p.write_text('{"name": "x"}\n')
+    assert main(["import", "otel", str(p), "--out", str(tmp_path / "o")]) == 1
+    assert "no complete run" in capsys.readouterr().err
+    assert (tmp_path / "o" / "ledger.csv").is_file()
