@@ -126,18 +126,25 @@ def _file_sha256(path: str) -> str:
 
 
 def check_import_paths(inputs: Iterable[str | os.PathLike[str]], out: str | os.PathLike[str]) -> None:
-    """Refuse an output folder that is, or would overwrite, one of the inputs.
+    """Refuse an output folder that is, or would overwrite, one of the inputs, or that holds
+    files :func:`write_import` did not write (a previous import's folder is rewritten whole).
 
     Raises
     ------
     ValueError
-        ``out`` is an input, or a file :func:`write_import` writes is an input.
+        ``out`` is an input, a file :func:`write_import` writes is an input, or ``out``
+        is a file, or a folder with other files and no ``import.json``.
     """
     root = Path(out).expanduser().resolve()
     targets = {root, *(root / rel for rel in IMPORT_FILES.values())}
     for p in inputs:
         if Path(p).expanduser().resolve() in targets:
             raise ValueError(f"--out {out} is one of the inputs ({p}): importing would overwrite it.")
+    if root.exists() and not root.is_dir():
+        raise ValueError(f"--out {out} is a file, not a folder.")
+    if root.is_dir() and any(root.iterdir()) and not (root / IMPORT_FILES["manifest"]).is_file():
+        raise ValueError(f"--out {out} holds files evaltk import did not write: give an empty or new folder "
+                         "(or a previous import's).")
 
 
 def write_import(imported: Imported, out: str | os.PathLike[str]) -> dict[str, Path]:
@@ -158,7 +165,9 @@ def write_import(imported: Imported, out: str | os.PathLike[str]) -> dict[str, P
     _io.write_text_atomic(paths["answers"], buf.getvalue())
     if imported.suite is not None:
         _io.write_json(paths["suite"], imported.suite)
-    else:
+    else:  # a previous import's suite run would be read as this one's
+        if paths["suite"].is_file():
+            paths["suite"].unlink()
         del paths["suite"]
     buf = io.StringIO()
     imported.ledger.to_csv(buf, index=False, lineterminator="\n")

@@ -250,3 +250,18 @@ def test_scorer_choice_and_option_errors(inspect_logs, tmp_path, capsys):
     for argv in (["--scorer", "nope"], ["--k", "4"], ["--k", "0"], ["--pass-score", "2"]):
         assert main(["import", "inspect", str(inspect_logs["eval"]), "--out", str(tmp_path / "o"), *argv]) == 64, argv
         assert "usage: " in capsys.readouterr().err
+
+
+def test_out_must_be_new_empty_or_a_previous_import(inspect_logs, otel_spans, tmp_path, capsys):
+    foreign = tmp_path / "demo"
+    foreign.mkdir()
+    (foreign / "traces.jsonl").write_text("{}\n")
+    assert main(["import", "inspect", str(inspect_logs["eval"]), "--out", str(foreign)]) == 64
+    assert "did not write" in capsys.readouterr().err and (foreign / "traces.jsonl").read_text() == "{}\n"
+    out = tmp_path / "imp"
+    assert main(["import", "inspect", str(inspect_logs["eval"]), "--out", str(out)]) == 0
+    assert (out / "suite" / "run.json").is_file()
+    # importing spans into the same folder rewrites it whole: no stale suite run from the log
+    assert main(["import", "otel", str(otel_spans["jsonl"]), "--out", str(out)]) == 0
+    assert not (out / "suite" / "run.json").exists()
+    assert json.loads((out / "import.json").read_text())["source"] == "opentelemetry"
