@@ -115,10 +115,10 @@ def _steps(sample: Any, policy: ActionPolicy | None) -> list[dict[str, Any]]:
         elif m.role == "assistant":
             made: list[dict[str, Any]] = []
             for tc in m.tool_calls or []:
-                step = {"action": tc.function, "target": canonical_text(_jsonable(tc.arguments)),
+                call = {"action": tc.function, "target": canonical_text(_jsonable(tc.arguments)),
                         "tool_call_id": tc.id}
-                by_call[tc.id] = step
-                made.append(_mark_step(step, tc.function, policy))
+                by_call[tc.id] = call
+                made.append(_mark_step(call, tc.function, policy))
             if not made:
                 made.append(_mark_step({"action": "assistant_message"}, None, policy))
             if m.text:
@@ -217,7 +217,7 @@ def import_inspect(logs: Iterable[str | os.PathLike[str]] | str | os.PathLike[st
             tid = f"{spec.eval_id}:{sample.id}:{sample.epoch}"
             rec = f"sample {sample.id} epoch {sample.epoch}"
             task_id = f"{spec.task}/{sample.id}"
-            slot = tasks.setdefault(task_id, {"trials": {}, "why": {}, "seen": {}, "twice": []})
+            slot = tasks.setdefault(task_id, {"trials": {}, "why": {}, "seen": {}, "twice": [], "path": path})
             if sample.epoch in slot["seen"]:  # the same sample and epoch in two logs: which trial counts?
                 slot["twice"].append(f"epoch {sample.epoch} is in {slot['seen'][sample.epoch]} and {path}")
             slot["seen"].setdefault(sample.epoch, path)
@@ -284,7 +284,7 @@ def import_inspect(logs: Iterable[str | os.PathLike[str]] | str | os.PathLike[st
     for task_id, slot in tasks.items():
         trials = slot["trials"]
         if slot["twice"]:
-            led.dropped("", task_id, None, "task", f"duplicate trial: {'; '.join(slot['twice'])}; which one "
+            led.dropped(slot["path"], task_id, None, "task", f"duplicate trial: {'; '.join(slot['twice'])}; which one "
                         "counts would be a guess (import the logs separately)", "trials")
             continue
         if len(trials) == n_epochs:
@@ -292,7 +292,7 @@ def import_inspect(logs: Iterable[str | os.PathLike[str]] | str | os.PathLike[st
             continue
         missing = sorted(set(range(1, n_epochs + 1)) - set(trials))
         why = ", ".join(f"epoch {e}: {slot['why'].get(e, 'not in the log')}" for e in missing)
-        led.dropped("", task_id, None, "task",
+        led.dropped(slot["path"], task_id, None, "task",
                     f"incomplete task: {len(trials)} of {n_epochs} trials usable ({why}); a suite task "
                     "needs every trial, and a missing one is not a failure", "trials")
     suite = None

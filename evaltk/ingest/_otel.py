@@ -433,13 +433,13 @@ def _run(tid: str, items: list[_Item], policy: ActionPolicy | None, led: _Ledger
     calls: list[dict[str, Any]] = []
     others: list[dict[str, Any]] = []
     for (*_loc, s), role in zip(spans, roles, strict=True):
-        where = _owner(s["parent_span_id"], parents, step_of)
+        owner = _owner(s["parent_span_id"], parents, step_of)
         if role == "model call":
             a = s["attributes"]
             calls.append({"model": _first(a, "gen_ai.response.model", "gen_ai.request.model", "llm.model_name"),
-                          "usage": _usage(a), "step": where, **_span_fields(s)})
+                          "usage": _usage(a), "step": owner, **_span_fields(s)})
         elif role == "span":
-            others.append({"step": where, **_span_fields(s)})
+            others.append({"step": owner, **_span_fields(s)})
     run: dict[str, Any] = {"trace_id": tid, "status": "in_progress" if why else "complete"}
     if not why:
         task, task_from = _task([t[3] for t in spans])
@@ -495,7 +495,7 @@ def import_otel(files: Iterable[str | os.PathLike[str]] | str | os.PathLike[str]
     traces = [_run(tid, items, policy, led) for tid, items in by_trace.items()]
     ledger = led.frame()  # in input order: file, line, position in the document
     pos = {p: i for i, p in enumerate(paths)}
-    order = sorted(range(len(ledger)), key=lambda i: (pos[ledger["source"].iat[i]], ledger["record"].iat[i],
+    order = sorted(range(len(ledger)), key=lambda i: (pos[str(ledger["source"].iat[i])], ledger["record"].iat[i],
                                                       _span_position(ledger["field"].iat[i])))
     ledger = ledger.iloc[order].reset_index(drop=True)
     return Imported("opentelemetry", traces, _answers_frame([]), None, ledger, tuple(paths), policy)

@@ -208,3 +208,13 @@ def test_cli_exits_1_when_no_complete_run_was_imported(tmp_path, capsys):
     assert main(["import", "otel", str(p), "--out", str(tmp_path / "o")]) == 1
     assert "no complete run" in capsys.readouterr().err
     assert (tmp_path / "o" / "ledger.csv").is_file()
+
+
+def test_console_exporter_output_pretty_objects_one_after_another(otel_spans, imported, tmp_path):
+    """ConsoleSpanExporter writes ``span.to_json()`` (indented) objects one after another."""
+    p = tmp_path / "console.txt"
+    p.write_text("".join(json.dumps(json.loads(line), indent=4) + "\n"
+                         for line in otel_spans["jsonl"].read_text().splitlines()))
+    imp = import_otel(p)
+    assert _canon_runs(imp) == _canon_runs(import_otel(otel_spans["jsonl"]))
+    assert len(imp.ledger) == 12 and imp.ledger["record"].is_unique
