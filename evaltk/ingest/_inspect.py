@@ -151,6 +151,17 @@ def _answer_word(value: Any, to_float: Any) -> str | None:
     return {1.0: "yes", 0.0: "no"}.get(f)
 
 
+def _trial_value(value: Any, to_float: Any) -> float:
+    """A score value through inspect_ai's ``value_to_float`` (NaN for a dict, a list, or a
+    value it cannot read: no trial score)."""
+    if isinstance(value, dict | list):
+        return math.nan
+    try:
+        return float(to_float(value))
+    except Exception:
+        return math.nan
+
+
 def _read_log(inspect_log: Any, path: str) -> Any:
     if not Path(path).is_file():
         raise UnreadableInput("no such file" if not Path(path).exists() else "is not a file", file=path)
@@ -201,7 +212,8 @@ def import_inspect(logs: Iterable[str | os.PathLike[str]] | str | os.PathLike[st
     led = _Ledger()
     traces: list[dict[str, Any]] = []
     answers: list[dict[str, Any]] = []
-    tasks: dict[str, dict[str, Any]] = {}  # suite task id -> {"epochs": {epoch: trial}, "source": ..}
+    # suite task id -> its trials by epoch, why an epoch has none, where each epoch was seen
+    tasks: dict[str, dict[str, Any]] = {}
     n_epochs = 0
     names = set()
     for path in paths:
@@ -253,7 +265,7 @@ def import_inspect(logs: Iterable[str | os.PathLike[str]] | str | os.PathLike[st
                 srec = f"{rec} score {name}"
                 became = []
                 if name == chosen:
-                    val = to_float(s.value) if not isinstance(s.value, dict | list) else math.nan
+                    val = _trial_value(s.value, to_float)
                     if isinstance(val, float) and math.isfinite(val) and 0 <= val <= 1:
                         slot["trials"][sample.epoch] = {"score": val, "traceId": tid,
                                                         "toolCalls": [st["action"] for st in run["steps"]

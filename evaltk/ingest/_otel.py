@@ -319,7 +319,7 @@ def _task(spans: list[dict[str, Any]]) -> tuple[str, str]:
     call's) input; the root span's name when none carries one."""
     order = sorted(spans, key=lambda s: (s["parent_span_id"] is not None, span_role(s["attributes"]) != "agent",
                                          s["start"]))
-    for s in order:
+    for s in (s for s in order if s["parent_span_id"] is None or span_role(s["attributes"]) in ("agent", "model call")):
         a = s["attributes"]
         for key in ("input.value", "gen_ai.input.messages", "gen_ai.prompt"):
             text = _text_of_messages(a.get(key)) if key != "input.value" else a.get(key)
