@@ -57,7 +57,7 @@ def register_cli(subparsers: Any) -> None:
         description="One trace id is one run; agent and tool spans (GenAI or OpenInference attributes) are "
                     "its steps in start order; every attribute is kept; an unfinished trace is an in-progress "
                     "run. Mapping: docs/import-otel.md.",
-        epilog="Example: evaltk import otel data/examples/import/spans.jsonl data/examples/import/otlp.json "
+        epilog="Example: evaltk import otel data/examples/import/otlp.json "
                "--policy data/examples/import/policy.yaml --out out/spans --json\n\n" + _EXIT_TEXT)
     po.add_argument("files", nargs="+", metavar="FILE", help="span files")
     for q in (pi, po):
