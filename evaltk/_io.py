@@ -34,7 +34,7 @@ from .errors import (
 )
 
 __all__ = ["read_bytes", "decode_utf8", "read_text", "loads_json", "read_json", "read_jsonl",
-           "read_csv_text", "check_output", "atomic_path", "atomic_dir", "removed_on_failure",
+           "read_csv_text", "read_document", "check_output", "atomic_path", "atomic_dir", "removed_on_failure",
            "write_bytes_atomic", "write_text_atomic", "write_json", "write_jsonl", "write_parquet",
            "write_csv", "neutralize_formula", "file_digest", "check_digest", "TEMP_SUFFIX",
            "FORMULA_PREFIXES", "canonical_json", "sha256_digest", "parse_yaml", "loads_yaml"]
@@ -381,6 +381,24 @@ def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> None:
     """Write ``data`` atomically (:func:`atomic_path`)."""
     with atomic_path(path) as tmp:
         tmp.write_bytes(data)
+
+
+def read_document(path: str | os.PathLike[str]) -> Any:
+    """A JSON or YAML document: ``.yaml`` / ``.yml`` as YAML (:func:`loads_yaml`: the safe
+    loader, a repeated key refused), ``.json`` as strict JSON, any other name as JSON first
+    and YAML when it is not JSON.  ``NaN`` is let through so that the loader names the field
+    that holds it."""
+    path = Path(path)
+    text = read_text(path)
+    if path.suffix.lower() not in (".yaml", ".yml"):
+        try:
+            return loads_json(text, file=str(path), allow_nan=True)
+        except UnreadableInput:
+            if path.suffix.lower() == ".json":
+                raise
+    return loads_yaml(text, file=str(path))
+
+
 
 
 def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:

@@ -45,6 +45,7 @@ _MODULES: tuple[str, ...] = (
     "evaltk.cli.calibration",
     "evaltk.cli.demo",
     "evaltk.cli.ingest",
+    "evaltk.cli.import_",
     "evaltk.cli.trajectory",
     "evaltk.cli.suite",
     "evaltk.cli.report",
