@@ -161,6 +161,10 @@ NOT_ESTIMATORS: dict[str, str] = {
     "wilson_bounds": "vectorised array core of wilson_interval",
     "clopper_pearson_bounds": "vectorised array core of clopper_pearson_interval",
     "z_value": "a normal quantile",
+    "ppi_mean": "array core of judges.level_estimate (clean numbers in; abstentions folded by the caller); "
+                "checked against ppi_py in tests/stats/test_ppi.py",
+    "active_mean": "array core of judges.level_estimate's active design; tested in tests/stats/test_ppi.py",
+    "rogan_gladen": "array core of judges.level_estimate(method='rogan_gladen'); tested in tests/stats/test_ppi.py",
     "lean_from_interval": "words for an interval; no data",
     "class_bias": "a per-class DataFrame of signed_bias one-vs-rest",
     "confusion_asymmetry": "a per-pair DataFrame of McNemar components",

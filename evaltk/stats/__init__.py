@@ -69,6 +69,7 @@ from ._intervals import (
     z_value,
 )
 from ._passk import pass_at_k, pass_hat_k
+from ._ppi import LEVEL_METHODS, LevelEstimate, active_mean, ppi_mean, rogan_gladen
 from ._result import ConfidenceInterval, ResultShape
 from ._tables import (
     MISSING_KEY,
@@ -156,6 +157,11 @@ __all__ = [
     "PassCounts",
     "pass_at_k",
     "pass_hat_k",
+    "LEVEL_METHODS",
+    "LevelEstimate",
+    "ppi_mean",
+    "active_mean",
+    "rogan_gladen",
     "PARTIAL_COLUMNS",
     "score_partials",
     "score_summary",
