@@ -29,6 +29,7 @@ from ._labeling import (
     stratified_accuracy,
     uncertainty_strata,
 )
+from ._level import EXCLUSION_CAUSES, expected_half_width, level_estimate
 from ._panel import (
     FoldRule,
     PanelResult,
@@ -55,6 +56,9 @@ from ._selection import (
 )
 
 __all__ = [
+    "EXCLUSION_CAUSES",
+    "level_estimate",
+    "expected_half_width",
     "CALIBRATION_LEVELS",
     "FoldRule",
     "PanelResult",

@@ -104,6 +104,10 @@ class LevelEstimate(ResultShape):
         abstentions; empty here).
     notes : tuple of str
         What the estimate assumed or clipped.
+    variance_split : tuple of float, optional
+        ``(judge term, rectifier term)``: the variance contributed by the unlabelled
+        runs' judge answers and by the labelled runs' residuals (unclustered PPI only),
+        so a planner can see what another batch of labels buys.
     """
 
     statistic: float | Abstention
@@ -120,6 +124,7 @@ class LevelEstimate(ResultShape):
     confidence_level: float
     n_excluded: Mapping[str, int] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    variance_split: tuple[float, float] | None = None
 
     @property
     def half_width(self) -> float:
@@ -369,8 +374,9 @@ def ppi_mean(
         if math.isnan(var):
             raise InputError("a cluster-robust interval needs at least two clusters.", field="clusters")
     ci, se = _interval(est, var, z, "the prediction-powered mean")
+    split = (float(t_u.var()) / N, float(t_l.var()) / n) if cu is None else None
     return LevelEstimate(est, ci, se, "ppi++" if tuned else "ppi", lam, ho, ho_ci,
-                         _effective(int(y2.sum()), var_h, var), n, N, n_clusters, cl, {}, tuple(notes))
+                         _effective(int(y2.sum()), var_h, var), n, N, n_clusters, cl, {}, tuple(notes), split)
 
 
 def _human_ratio(y1: np.ndarray, y2: np.ndarray, cl: float, z: float, codes: np.ndarray | None, *,
