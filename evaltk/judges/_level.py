@@ -87,6 +87,20 @@ def _reading(x: Any, measure: str | None, who: str, run: Any) -> tuple[str, floa
     return "value", v
 
 
+def _readings(s: pd.Series, measure: str | None, who: str) -> tuple[np.ndarray, np.ndarray]:
+    """Per run: the kind of reading (``value``, ``cannot_tell``, ``not_applicable``, ``none``) and the value."""
+    if pd.api.types.is_float_dtype(s.dtype) or pd.api.types.is_integer_dtype(s.dtype):
+        v = s.to_numpy(dtype=float, na_value=np.nan, copy=True)
+        bad = ~np.isnan(v) & ((v < 0) | (v > 1))
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise InputError(f"{who} answer {v[i]!r} on run {s.index[i]!r} is outside [0, 1].",
+                             record=str(s.index[i]), field=who)
+        return np.where(np.isnan(v), "none", "value").astype(object), v
+    kinds, vals = zip(*(_reading(x, measure, who, k) for k, x in s.items()), strict=True) if len(s) else ((), ())
+    return np.array(kinds, dtype=object), np.array([np.nan if x is None else x for x in vals], dtype=float)
+
+
 def _series(x: Any, name: str) -> pd.Series:
     s = x if isinstance(x, pd.Series) else pd.Series(dict(x) if isinstance(x, Mapping) else x)
     if s.index.has_duplicates:
@@ -156,25 +170,21 @@ def level_estimate(
         raise InputError(f"`human` labels run {stray[0]!r}, which is not among the judge's runs "
                          f"({len(stray)} such): the estimate is over the judge's runs.",
                          record=str(stray[0]), field="human")
-    j_kind, j_val = zip(*(_reading(v, m, "judge", k) for k, v in js.items()), strict=True)
-    jk = np.array(j_kind, dtype=object)
+    jk, f = _readings(js, m, "judge")
     answered = jk == "value"
     if not answered.any():
         raise InputError("the judge answered no run: its answers carry no level to correct.", field="judge")
-    f = np.array([v if v is not None else np.nan for v in j_val], dtype=float)
     fill = float(np.nanmean(f[answered]))
     f[~answered] = fill  # label-free imputation: the rectifier keeps the estimate unbiased
     judge_dec = ~np.isin(jk, (CANNOT_TELL, "not_applicable"))
     pos = pd.Index(js.index)
-    h_kind = pd.Series("unlabeled", index=pos, dtype=object)
-    h_val = pd.Series(np.nan, index=pos, dtype=float)
-    for k, v in hs.items():
-        kind, val = _reading(v, m, "human", k)
-        h_kind[k] = {"value": "value", CANNOT_TELL: "human_cannot_tell", "not_applicable": "human_not_applicable",
-                     "none": "human_no_label"}[kind]
-        if val is not None:
-            h_val[k] = val
-    hk = h_kind.to_numpy()
+    h_read, h_num = _readings(hs, m, "human")
+    where = pos.get_indexer(hs.index)
+    hk = np.full(len(pos), "unlabeled", dtype=object)
+    hk[where] = pd.Series(h_read).map({"value": "value", CANNOT_TELL: "human_cannot_tell",
+                                       "not_applicable": "human_not_applicable", "none": "human_no_label"}).to_numpy()
+    y = np.full(len(pos), np.nan)
+    y[where] = h_num
     labeled = np.isin(hk, ("value", "human_cannot_tell", "human_not_applicable"))
     decidable = hk == "value"
     counts = {c: int((hk == c).sum()) for c in EXCLUSION_CAUSES[:3]}
@@ -182,7 +192,6 @@ def level_estimate(
     counts["judge_no_answer"] = int((jk == "none").sum())
     if not labeled.any():
         raise InputError("no run has a human label: a level on the human scale needs some.", field="human")
-    y = h_val.to_numpy()
     cl_codes = None if clusters is None else _series(clusters, "clusters").reindex(pos).to_numpy(dtype=object)
     if cl_codes is not None and pd.isna(cl_codes).any():
         raise InputError(f"`clusters` has no cluster for run {pos[pd.isna(cl_codes)][0]!r}.", field="clusters")
