@@ -175,6 +175,7 @@ NOT_ESTIMATORS: dict[str, str] = {
     "wilson_bounds": "vectorised array core of wilson_interval",
     "clopper_pearson_bounds": "vectorised array core of clopper_pearson_interval",
     "z_value": "a normal quantile",
+    "critical_value": "a normal or Student t quantile",
     "expected_half_width": "plans the next labelling batch from a LevelEstimate; no data",
     "ppi_mean": "array core of judges.level_estimate (clean numbers in; abstentions folded by the caller); "
                 "checked against ppi_py in tests/stats/test_ppi.py",

@@ -34,7 +34,15 @@ import pandas as pd
 
 from .._validation import check_choice, check_confidence_level
 from ..errors import InputError
-from ..stats import LEVEL_METHODS, LevelEstimate, active_mean, ppi_mean, rogan_gladen, z_value
+from ..stats import (
+    LEVEL_DISTRIBUTION,
+    LEVEL_METHODS,
+    LevelEstimate,
+    active_mean,
+    critical_value,
+    ppi_mean,
+    rogan_gladen,
+)
 from ..values import (
     ABSTAIN_WORDS,
     ANSWER_VALUES,
@@ -118,6 +126,7 @@ def level_estimate(
     inclusion_probability: Any = None,
     clusters: Any = None,
     confidence_level: float = 0.95,
+    distribution: str = LEVEL_DISTRIBUTION,
 ) -> LevelEstimate:
     """The human-scale level of a measure over every run, with an interval valid whatever the judge's bias.
 
@@ -144,6 +153,8 @@ def level_estimate(
     clusters : Series or mapping, run id -> cluster (the task), optional
         Runs of one task are not independent: the variance is summed over clusters.
     confidence_level : float, default 0.95
+    distribution : {"t", "normal"}, default "t"
+        The interval's quantile (:data:`evaltk.stats.LEVEL_DISTRIBUTION`).
 
     Returns
     -------
@@ -208,7 +219,8 @@ def level_estimate(
             kw = {"decidable": decidable[L], "judge_decidable": judge_dec[L], "judge_decidable_unlabeled": judge_dec[U]}
         if cl_codes is not None:
             kw |= {"clusters": cl_codes[L], "clusters_unlabeled": cl_codes[U]}
-        r = ppi_mean(y[L], f[L], f[U], lam=None if method == "ppi++" else 1.0, confidence_level=cl, **kw)
+        r = ppi_mean(y[L], f[L], f[U], lam=None if method == "ppi++" else 1.0, confidence_level=cl,
+                     distribution=distribution, **kw)
     elif method == "active":
         if inclusion_probability is None:
             raise InputError("method='active' needs `inclusion_probability`: each run's chance of a label "
@@ -218,11 +230,11 @@ def level_estimate(
             raise InputError(f"`inclusion_probability` has none for run {pos[np.isnan(pi)][0]!r}.",
                              field="inclusion_probability")
         kw = {"decidable": decidable, "judge_decidable": judge_dec} if any_undecidable else {}
-        r = active_mean(f, labeled, pi, y, confidence_level=cl, clusters=cl_codes, **kw)
+        r = active_mean(f, labeled, pi, y, confidence_level=cl, clusters=cl_codes, distribution=distribution, **kw)
     else:
         keep = answered
         L, U = decidable & keep, ~labeled & keep
-        r = rogan_gladen(y[L], f[L], f[U], confidence_level=cl)
+        r = rogan_gladen(y[L], f[L], f[U], confidence_level=cl, distribution=distribution)
         note = (f"{int((~answered).sum())} judge-abstained runs left out of the apparent rate "
                 "(Rogan-Gladen assumes them uninformative)" if (~answered).any() else None)
     if any_undecidable and method != "rogan_gladen":
@@ -262,4 +274,5 @@ def expected_half_width(estimate: LevelEstimate, more_labels: int) -> float:
         var = v_u * N / (N - b) + v_l * n / (n + b)
     else:
         var = float(se) ** 2 * n / (n + b)
-    return z_value(estimate.confidence_level) * math.sqrt(var)
+    c = critical_value(estimate.confidence_level, estimate.distribution, max(n + b - 1, 1))
+    return c * math.sqrt(var)

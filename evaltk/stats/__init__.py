@@ -63,13 +63,22 @@ from ._intervals import (
     ProportionInterval,
     clopper_pearson_bounds,
     clopper_pearson_interval,
+    critical_value,
     paired_difference_interval,
     wilson_bounds,
     wilson_interval,
     z_value,
 )
 from ._passk import pass_at_k, pass_hat_k
-from ._ppi import LEVEL_METHODS, LevelEstimate, active_mean, ppi_mean, rogan_gladen
+from ._ppi import (
+    LEVEL_DISTRIBUTION,
+    LEVEL_DISTRIBUTIONS,
+    LEVEL_METHODS,
+    LevelEstimate,
+    active_mean,
+    ppi_mean,
+    rogan_gladen,
+)
 from ._result import ConfidenceInterval, ResultShape
 from ._tables import (
     MISSING_KEY,
@@ -158,6 +167,9 @@ __all__ = [
     "pass_at_k",
     "pass_hat_k",
     "LEVEL_METHODS",
+    "LEVEL_DISTRIBUTION",
+    "LEVEL_DISTRIBUTIONS",
+    "critical_value",
     "LevelEstimate",
     "ppi_mean",
     "active_mean",

@@ -32,7 +32,7 @@ def _draw(rng, n, N, acc=0.8, p=0.6, continuous=False):
 def test_ppi_mean_equals_ppi_py(seed, lam):
     rng = np.random.default_rng(seed)
     y, f, fu, _ = _draw(rng, int(rng.integers(10, 300)), int(rng.integers(50, 3000)), continuous=seed % 2 == 1)
-    r = ppi_mean(y, f, fu, lam=lam, confidence_level=0.9)
+    r = ppi_mean(y, f, fu, lam=lam, confidence_level=0.9, distribution="normal")
     point = float(np.ravel(ppi_py.ppi_mean_pointestimate(y, f, fu, lam=lam))[0])
     lo, hi = (float(np.ravel(v)[0]) for v in ppi_py.ppi_mean_ci(y, f, fu, alpha=0.1, lam=lam))
     assert r.statistic == pytest.approx(point, abs=1e-10)
