@@ -28,8 +28,9 @@ Formulas (labels ``Y_i`` on ``n`` labelled runs, judge answers ``f_i`` on them a
 
 with ``var_1`` the sample variance (``ddof=1``) over all judge answers, exactly as
 ``ppi_py.ppi_mean_ci`` computes it; ``lam = 1`` is plain PPI, ``lam = 0`` the human-only
-mean.  The interval is ``theta +- c se`` with ``c`` Student's t on ``n - 1`` df by
-default (``distribution="normal"``: ppi_py's normal quantile).  A zero estimated variance (every label
+mean.  The interval is ``theta +- c se``: by default the small-sample t form (``c``
+Student's t on ``n - 1`` df, the variances with ``ddof=1``); ``distribution="normal"``
+is ppi_py's (normal ``c``, ``ddof=0``).  A zero estimated variance (every label
 equal to its judge answer, all one value) gives no interval: it abstains with the
 cause rather than print ``[1, 1]``.
 
@@ -71,7 +72,8 @@ from ._result import ConfidenceInterval, ResultShape, undefined
 #: The estimators :class:`LevelEstimate.method` names.
 LEVEL_METHODS = ("ppi++", "ppi", "active", "rogan_gladen")
 #: ``distribution=`` values: the interval is ``estimate +- c * SE`` with ``c`` the normal
-#: quantile (``ppi_py``'s) or Student's t on ``n - 1`` df, ``n`` the labels.
+#: quantile and population variances (``ppi_py``'s), or Student's t on ``n - 1`` df and
+#: sample variances (``ddof=1``), ``n`` the labels.
 LEVEL_DISTRIBUTIONS = ("t", "normal")
 #: The default, chosen from ``benchmarks/level_coverage.py`` (docs/calibration.md, "Where
 #: you are"): at 50 labels the normal interval covered 92.1-92.8% for the three simulated
@@ -212,6 +214,16 @@ def _quantile(cl: float, distribution: str, n_labels: int) -> float:
     return critical_value(cl, check_choice("distribution", distribution, LEVEL_DISTRIBUTIONS), max(n_labels - 1, 1))
 
 
+def _ddof(distribution: str, n_labels: int) -> int:
+    """The t interval is the textbook one: the sample variances with ``n - 1`` (``ddof=1``);
+    the normal one is ppi_py's (``ddof=0``)."""
+    return 1 if distribution == "t" and n_labels > 1 else 0
+
+
+def _var(x: np.ndarray, ddof: int) -> float:
+    return float(x.var(ddof=ddof if x.size > ddof else 0))
+
+
 def _interval(est: float, var: float, z: float, what: str) -> tuple[ConfidenceInterval | Abstention,
                                                                     float | Abstention]:
     if not var > 0:
@@ -331,9 +343,10 @@ def ppi_mean(
     -----
     Without clusters or ``decidable`` and with ``distribution="normal"``, the estimate
     and interval equal ``ppi_py.ppi_mean_pointestimate`` and ``ppi_py.ppi_mean_ci(alpha=1 -
-    confidence_level)`` (tested to 1e-10).  The default ``distribution="t"`` keeps
-    ppi_py's standard error and takes Student's t on ``n - 1`` df for the quantile: at 50
-    labels the normal interval under-covers (:data:`LEVEL_DISTRIBUTION`).  With ``decidable``, ``lam`` is the same
+    confidence_level)`` (tested to 1e-10).  The default ``distribution="t"`` is the
+    textbook small-sample form: sample variances with ``n - 1`` (``ddof=1``) and Student's
+    t on ``n - 1`` df; at 50 labels the normal interval under-covers
+    (:data:`LEVEL_DISTRIBUTION`).  With ``decidable``, ``lam`` is the same
     formula applied to ``Y D - theta D`` and ``f d - theta d`` at the plain-PPI
     ``theta``: the power tuning of the ratio's linearisation.
 
@@ -373,7 +386,7 @@ def ppi_mean(
     m1, m2 = means(lam)
     z = _quantile(cl, distribution, n)
     notes: list[str] = []
-    ho, ho_ci, var_h = _human_ratio(y1, y2, cl, z, cu)
+    ho, ho_ci, var_h = _human_ratio(y1, y2, cl, z, cu, ddof=_ddof(distribution, n))
     if not m2 > 0:
         a, b = _no_decidable()
         return LevelEstimate(a, b, b, "ppi++" if tuned else "ppi", lam, ho, ho_ci, math.nan, n, N, None, cl,
@@ -386,8 +399,9 @@ def ppi_mean(
     t_u = lam * (g1 - est * g2) / m2
     t_l = (y1 - est * y2 - lam * (f1 - est * f2)) / m2
     n_clusters: int | None = None
+    dd = _ddof(distribution, n)
     if cu is None:
-        var = float(t_u.var()) / N + float(t_l.var()) / n
+        var = _var(t_u, dd) / N + _var(t_l, dd) / n
     else:
         both = pd.factorize(pd.Series(np.concatenate([np.asarray(clusters, dtype=object),
                                                       np.asarray(clusters_unlabeled, dtype=object)])))[0]
@@ -397,14 +411,14 @@ def ppi_mean(
         if math.isnan(var):
             raise InputError("a cluster-robust interval needs at least two clusters.", field="clusters")
     ci, se = _interval(est, var, z, "the prediction-powered mean")
-    split = (float(t_u.var()) / N, float(t_l.var()) / n) if cu is None else None
+    split = (_var(t_u, dd) / N, _var(t_l, dd) / n) if cu is None else None
     return LevelEstimate(est, ci, se, "ppi++" if tuned else "ppi", lam, ho, ho_ci,
                          _effective(int(y2.sum()), var_h, var), n, N, n_clusters, cl, {}, tuple(notes), split,
                          distribution)
 
 
 def _human_ratio(y1: np.ndarray, y2: np.ndarray, cl: float, z: float, codes: np.ndarray | None, *,
-                 weights: np.ndarray | None = None
+                 weights: np.ndarray | None = None, ddof: int = 0
                  ) -> tuple[float | Abstention, ConfidenceInterval | Abstention, float]:
     """The labels' own mean over the decidable runs (inverse-probability weighted when
     ``weights``), its interval and the variance of that mean."""
@@ -416,7 +430,7 @@ def _human_ratio(y1: np.ndarray, y2: np.ndarray, cl: float, z: float, codes: np.
     est = float((w * y1).mean()) / den
     terms = w * (y1 - est * y2) / den
     N = terms.size
-    var = float(terms.var()) / N if codes is None else _cluster_var(terms - terms.mean(), codes, N)[0]
+    var = _var(terms, ddof) / N if codes is None else _cluster_var(terms - terms.mean(), codes, N)[0]
     ci: ConfidenceInterval | Abstention
     if weights is None and codes is None and _is_binary(y1) and _is_binary(y2):
         ci = wilson_interval(int(y1.sum()), int(y2.sum()), confidence_level=cl).confidence_interval
@@ -517,7 +531,7 @@ def active_mean(
     m1, m2 = float(p1.mean()), float(p2.mean())
     z = _quantile(cl, distribution, int(xi.sum()))
     codes = _clusters(clusters, N, "clusters")
-    ho, ho_ci, var_h = _human_ratio(y1, y2, cl, z, codes, weights=w)
+    ho, ho_ci, var_h = _human_ratio(y1, y2, cl, z, codes, weights=w, ddof=_ddof(distribution, int(xi.sum())))
     n = int(xi.sum())
     if not m2 > 0:
         a_, b_ = _no_decidable()
@@ -529,7 +543,7 @@ def active_mean(
     terms = (p1 - est * p2) / m2 if ratio else p1 - est
     n_clusters = None
     if codes is None:
-        var = float(terms.var()) / N
+        var = _var(terms, _ddof(distribution, n)) / N
     else:
         var, n_clusters = _cluster_var(terms - terms.mean(), codes, N)
         if math.isnan(var):
