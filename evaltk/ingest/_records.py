@@ -13,7 +13,8 @@ TRACE_STATUSES: tuple[str, ...] = ("complete", "in_progress")
 #: Columns of :attr:`Ingested.ledger`.
 LEDGER_COLUMNS: tuple[str, ...] = ("source", "record", "trace_id", "kind", "status", "reason", "field")
 #: Columns of :attr:`Ingested.runs`.
-RUN_COLUMNS: tuple[str, ...] = ("trace_id", "task", "domain", "domain_source", "status", "n_steps",
+RUN_COLUMNS: tuple[str, ...] = ("trace_id", "task", "domain", "domain_source", "domain_record", "status",
+                                "n_steps",
                                 "agent", "guide", "steps_missing")
 #: Columns of :attr:`Ingested.steps`.
 STEP_COLUMNS: tuple[str, ...] = ("trace_id", "index", "action", "target", "screen", "consequential",
@@ -75,8 +76,10 @@ class Ingested:
     Attributes
     ----------
     runs : DataFrame
-        One row per kept run: ``trace_id, task, domain, domain_source ("record" |
-        "rule"), status, n_steps`` (the canonical step count: the number of steps in
+        One row per kept run: ``trace_id, task, domain, domain_source ("rule": read
+        from the task prompt; "record": the prompt names no domain and the record's
+        field gave it), domain_record`` (the record's own ``domain`` field as given, NaN
+        when absent: where it differs from ``domain`` the prompt won), ``status, n_steps`` (the canonical step count: the number of steps in
         the record), ``agent`` (NaN when absent), ``guide`` (dict or None) and
         ``steps_missing`` (True when the step indices have gaps or a source in
         ``step_counts`` reports more steps than the record holds).

@@ -23,6 +23,7 @@ from ._calibration import (
 )
 from ._labeling import (
     ExpansionDecision,
+    ExpansionRefused,
     StratifiedEstimate,
     expansion_gate,
     propose_batch,
@@ -93,6 +94,7 @@ __all__ = [
     "StratifiedEstimate",
     "expansion_gate",
     "ExpansionDecision",
+    "ExpansionRefused",
     "DIMENSION_TYPES",
     "GateResult",
     "GateRefused",

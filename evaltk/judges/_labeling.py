@@ -158,14 +158,34 @@ def stratified_accuracy(pool: pd.DataFrame, labeled: pd.DataFrame, *, item: str 
     return StratifiedEstimate(est, se, ci, int(per["n"].sum()), per)
 
 
-def propose_batch(pool: pd.DataFrame, labeled: pd.DataFrame | None = None, *, batch_size: int = 20,
+class ExpansionRefused(ValueError):
+    """Labeling may not expand: no agreement gate was given, or it did not release.
+    ``decision`` is the :class:`ExpansionDecision` (None when none was given)."""
+
+    def __init__(self, message: str, decision: ExpansionDecision | None = None) -> None:
+        super().__init__(message)
+        self.decision = decision
+
+
+def propose_batch(pool: pd.DataFrame, labeled: pd.DataFrame | None = None, *,
+                  gate: ExpansionDecision | None = None, batch_size: int = 20,
                   item: str = "item", stratum: str = "stratum", correct: str = "correct",
                   rng: Any = None) -> pd.DataFrame:
-    """The next items to send to human labelers.
+    """The next items to send to human labelers, once agreement releases the expansion.
+
+    Seed 002, "Active labeling": "Expansion is gated on inter-annotator agreement, since
+    labeling faster than annotators agree buys noise."  The first batch (nothing
+    labelled yet) is where agreement is measured: double-label it.  Every later batch is
+    an expansion and needs ``gate``, the :func:`expansion_gate` decision on the
+    double-labelled overlap; without it, or when it does not release, this raises
+    :class:`ExpansionRefused` (with the gate's message) and proposes nothing.
 
     Each label of the batch goes, greedily, to the stratum whose expected variance
     reduction is largest; every stratum gets at least two labels before any gets more,
-    so no weight is left without evidence.  Items are drawn uniformly within a stratum.
+    so no weight is left without evidence.  A label that could not decide (``correct``
+    missing) is not a draw of the stratum's accuracy and does not count toward its
+    labelled n (its item is not proposed again).  Items are drawn uniformly within a
+    stratum.
 
     Returns the chosen rows of ``pool`` with a ``priority`` (order of choice) and the
     ``expected_variance_reduction`` that chose them.
@@ -173,6 +193,14 @@ def propose_batch(pool: pd.DataFrame, labeled: pd.DataFrame | None = None, *, ba
     check_nonempty(pool, "pool", needs="there are no items to propose for labelling")
     if batch_size < 1:
         raise ValueError(f"`batch_size` must be >= 1; got {batch_size}.")
+    if gate is not None and not isinstance(gate, ExpansionDecision):
+        raise TypeError(f"`gate` must be the ExpansionDecision of `expansion_gate`; got {type(gate).__name__}.")
+    expanding = labeled is not None and not labeled.empty
+    if gate is None and expanding:
+        raise ExpansionRefused("expansion is gated on inter-annotator agreement (seed 002): pass "
+                               "`gate=expansion_gate(first, second)` on the double-labelled overlap sample")
+    if gate is not None and not gate.release:
+        raise ExpansionRefused(f"no new batch: {gate.message}", gate)
     gen = check_rng(rng)
     done = set() if labeled is None or labeled.empty else set(labeled[item])
     avail = pool[~pool[item].isin(done)]
@@ -183,6 +211,7 @@ def propose_batch(pool: pd.DataFrame, labeled: pd.DataFrame | None = None, *, ba
     s = {h: 0.0 for h in W}
     if labeled is not None and not labeled.empty:
         lab = labeled.merge(pool[[item, stratum]], on=item, how="left", suffixes=("_given", ""))
+        lab = lab[lab[correct].notna()]  # an undecided label is not a draw of p_h
         for h, grp in lab.groupby(stratum):
             n[h] = len(grp)
             s[h] = float(grp[correct].astype(float).sum())

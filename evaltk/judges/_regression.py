@@ -19,8 +19,11 @@ per-step rate     cluster bootstrap over keys of the pooled rate grounded / answ
 Holm's correction by default across the dimensions tested (``correction="fdr_bh"``
 for Benjamini-Hochberg), through pingouin.  The caller sets the minimum practical
 effect.  A significant drop at least that large is a **regress** on a calibrated
-dimension (both sides calibrated) and only a **review** on an uncalibrated one: there is
-no validated measure to regress against.  A dimension **promotes** only when its
+dimension and only a **review** on an uncalibrated one: there is
+no validated measure to regress against.  Calibration belongs to the instrument: when
+both sides share it (same scorer, version and fold rule) a calibration record on either
+side applies to both, so a candidate scored with a fresh default manifest still regresses;
+otherwise both sides must carry one.  A dimension **promotes** only when its
 interval rules out a drop of the minimum practical effect (a non-significant result whose
 interval still allows such a drop is inconclusive and routes to review), and only when
 each side has at least ``min_pairs`` answered records: a dimension nobody answered, or
@@ -90,11 +93,10 @@ def data_validity(m: ScoreMatrix, name: str) -> list[str]:
         dropped = led[led["status"] == "dropped"]
         if dropped["reason"].isna().any():
             out.append(f"{name}: {int(dropped['reason'].isna().sum())} dropped records without a reason")
-    auto = f[f["tier"] == "automatic"]
-    per = auto.groupby("trace_id", observed=True)["measure"].nunique()
-    n_meas = auto["measure"].nunique()
-    if len(per) and (per < n_meas).any():
-        out.append(f"{name}: some traces miss measures (every measure must be present, as a value or an abstention)")
+    missing = m.missing_measures()  # seed 002: every measure present, as a value or an abstention
+    if len(missing):
+        out.append(f"{name}: some traces miss measures ({', '.join(missing['measure'])}); every measure must "
+                   "be present, as a value or an abstention")
     return out
 
 
@@ -327,9 +329,7 @@ def gate(baseline: ScoreMatrix, candidate: ScoreMatrix, *, measures: Sequence[st
     dims["pvalue_adjusted"] = _adjusted_pvalues(dims, alpha, correction)
     me = {x: (min_effect.get(x, 0.05) if isinstance(min_effect, Mapping) else float(min_effect)) for x in meas}
     dims["min_effect"] = dims["measure"].map(me)
-    # calibrated only when both sides carry a calibration record meeting the promotion rule
-    dims["calibrated"] = [baseline.manifest.status(x).evidence == "calibrated"
-                          and candidate.manifest.status(x).evidence == "calibrated" for x in meas]
+    dims["calibrated"] = [_calibrated(baseline, candidate, x) for x in meas]
     dims["decision"], dims["reason"] = zip(*(_decide(r, alpha, min_pairs) for r in dims.itertuples()), strict=True)
     decisions = set(dims["decision"])
     overall = "regress" if "regress" in decisions else "review" if "review" in decisions else "promote"
@@ -337,6 +337,18 @@ def gate(baseline: ScoreMatrix, candidate: ScoreMatrix, *, measures: Sequence[st
                 "confidence_level": cl, "n_resamples": n_resamples, "min_effect": me,
                 "fail_closed_causes": list(FAIL_CLOSED_CAUSES), "seed": seed}
     return GateResult(decision=overall, dimensions=dims, settings=settings)
+
+
+def _calibrated(a: ScoreMatrix, b: ScoreMatrix, measure: str) -> bool:
+    """Whether the dimension is calibrated for this comparison.  Calibration belongs to the
+    instrument, not to one scored sample: when both sides share the instrument (today the
+    same scorer and version and the same fold rule) a record meeting the promotion rule on
+    either side applies to both; otherwise each side must carry its own."""
+    sa, sb = a.manifest.status(measure), b.manifest.status(measure)
+    ca, cb = sa.evidence == "calibrated", sb.evidence == "calibrated"
+    shared = ((sa.scorer, sa.scorer_version) == (sb.scorer, sb.scorer_version)
+              and a.manifest.fold_rule == b.manifest.fold_rule)
+    return (ca or cb) if shared else (ca and cb)
 
 
 def _check_gate(correction: str, alpha: float, measures: Sequence[str] | None) -> list[str]:

@@ -86,7 +86,8 @@ CALIBRATION_CATEGORIES: dict[str, tuple[float, ...]] = {"x_task": (0.0, 1.0), "x
 
 _TRACE_SUFFIXES = (".parquet", ".jsonl", ".ndjson", ".json")
 _ANSWER_SUFFIXES = (".parquet", ".jsonl", ".ndjson", ".json", ".csv")
-_RUN_OUT = ("trace_id", "task", "domain", "domain_source", "status", "n_steps", "agent", "steps_missing", "guide")
+_RUN_OUT = ("trace_id", "task", "domain", "domain_source", "domain_record", "status", "n_steps", "agent",
+            "steps_missing", "guide")
 _HIVE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
 #: The folder value of a missing hive key (Hive's convention): DuckDB
 #: (``hive_partitioning = true``) and Arrow datasets read it back as NULL, and so does

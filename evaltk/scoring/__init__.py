@@ -26,15 +26,26 @@ from ._measures import (
     TIERS,
     TRACE_MEASURES,
     VOCABULARIES,
+    WAIT_ACTIONS,
 )
 from ._rules import score_run, score_tables, score_traces
 from ._taxonomy import (
     DEFAULT_RULES,
+    PAYMENT_PATTERN,
+    PAYMENT_WORDS,
     FailureRule,
     classify_failures,
     load_rules,
 )
-from ._use import USES, Comparison, UnsupportedUse, check_use, compare_measure, rank_supported
+from ._use import (
+    LENGTH_STRATA,
+    USES,
+    Comparison,
+    UnsupportedUse,
+    check_use,
+    compare_measure,
+    rank_supported,
+)
 
 __all__ = [
     "TRACE_MEASURES",
@@ -42,6 +53,7 @@ __all__ = [
     "MEASURES",
     "TIERS",
     "VOCABULARIES",
+    "WAIT_ACTIONS",
     "DIRECTION_OF_ERROR",
     "SCORERS",
     "FoldRule",
@@ -61,11 +73,14 @@ __all__ = [
     "UnsupportedUse",
     "USES",
     "Comparison",
+    "LENGTH_STRATA",
     "check_use",
     "compare_measure",
     "rank_supported",
     "FailureRule",
     "DEFAULT_RULES",
+    "PAYMENT_WORDS",
+    "PAYMENT_PATTERN",
     "classify_failures",
     "load_rules",
 ]

@@ -218,6 +218,20 @@ class CalibrationRecord:
                    tuning_items=None if tu is None else tuple(tu))
 
 
+def _status_problem(evidence: Any, lifecycle: Any, rec: CalibrationRecord | None) -> tuple[str, str] | None:
+    """(field, what is wrong) when a status breaks the vocabulary or claims more than its
+    evidence: the one check :class:`MeasureStatus` and :meth:`Manifest.from_dict` apply."""
+    if evidence not in ("calibrated", "provisional"):
+        return "evidence", f"evidence status {evidence!r} is not calibrated or provisional"
+    if lifecycle not in ("current", "superseded"):
+        return "lifecycle", f"lifecycle status {lifecycle!r} is not current or superseded"
+    if evidence == "calibrated" and (rec is None or rec.unmet()):
+        why = "no calibration record" if rec is None else f"unmet: {', '.join(rec.unmet())}"
+        return "evidence", (f"`calibrated` is not supported by its evidence ({why}); the promotion rule "
+                            "needs all five conditions on a calibration record")
+    return None
+
+
 @dataclass(frozen=True)
 class MeasureStatus:
     """Both status axes of one measure, its scorer and its direction-of-error note."""
@@ -230,6 +244,13 @@ class MeasureStatus:
     direction_of_error: str
     evidence_kind: str = "none"  # "none" | "fitted" | "held_out"
     calibration: CalibrationRecord | None = None
+
+    def __post_init__(self) -> None:
+        """Seed 002: "calibrated belongs on a record" and "calibrated implies all five": a
+        status is refused when it claims ``calibrated`` without a record meeting them."""
+        problem = _status_problem(self.evidence, self.lifecycle, self.calibration)
+        if problem is not None:
+            raise ValueError(f"{self.measure}: {problem[1]}")
 
     @property
     def label(self) -> str:
@@ -314,20 +335,16 @@ class Manifest:
             try:
                 cal = s.get("calibration")
                 rec = None if cal is None else CalibrationRecord.from_dict(cal)
+                problem = _status_problem(s["evidence"], s["lifecycle"], rec)
+            except (KeyError, TypeError, ValueError, AttributeError) as e:
+                raise SchemaViolation(f"malformed measure status: {e}", file=source, field=where) from None
+            if problem is not None:
+                raise SchemaViolation(problem[1], file=source, field=f"{where}.{problem[0]}")
+            try:
                 st = MeasureStatus(m, s["evidence"], s["lifecycle"], s["scorer"], s["scorer_version"],
                                    s["direction_of_error"], s.get("evidence_kind", "none"), rec)
             except (KeyError, TypeError, ValueError) as e:
                 raise SchemaViolation(f"malformed measure status: {e}", file=source, field=where) from None
-            if st.evidence not in ("calibrated", "provisional"):
-                raise SchemaViolation(f"evidence status {st.evidence!r} is not calibrated or provisional",
-                                      file=source, field=f"{where}.evidence")
-            if st.lifecycle not in ("current", "superseded"):
-                raise SchemaViolation(f"lifecycle status {st.lifecycle!r} is not current or superseded",
-                                      file=source, field=f"{where}.lifecycle")
-            if st.evidence == "calibrated" and (rec is None or rec.unmet()):
-                why = "no calibration record" if rec is None else f"unmet: {', '.join(rec.unmet())}"
-                raise SchemaViolation(f"`calibrated` is not supported by its evidence ({why}); the promotion "
-                                      "rule needs all five conditions", file=source, field=f"{where}.evidence")
             ms[m] = st
         try:
             return cls(measures=ms, population=d["population"], created_with=d["created_with"],

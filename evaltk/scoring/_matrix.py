@@ -66,6 +66,40 @@ class ScoreMatrix:
 
     def __post_init__(self) -> None:
         check_value_cause(self.frame, where="score matrix")
+        missing = self.missing_measures()
+        if len(missing):
+            r = missing.iloc[0]
+            raise ValueError(
+                f"score matrix: {len(missing)} measure(s) are not present on every trace, e.g. "
+                f"{r['measure']} is missing on {r['n_traces_missing']} of {r['n_traces']} trace(s) "
+                f"(first {r['first_trace']!r}); seed 002 requires every measure to be present, as a value "
+                "or an explicit abstention (`not_implemented` where no scorer exists)")
+
+    def missing_measures(self) -> pd.DataFrame:
+        """Measures of :data:`MEASURES` absent from the ``automatic`` tier for some trace.
+
+        Seed 002, "The vector is four, the record is not": a conforming implementation
+        requires every measure to be present, including as an explicit abstention,
+        "what stops a dimension disappearing from a report by being silently unscored".
+        Returns ``measure, n_traces_missing, n_traces, first_trace`` (empty when complete).
+        """
+        f = self.frame
+        auto = (f["tier"] == "automatic").to_numpy(bool)
+        t_codes, t_uniq = _codes(f["trace_id"][auto])
+        m_codes, m_uniq = _codes(f["measure"][auto])
+        m_of = np.append(pd.Index(MEASURES).get_indexer(pd.Index(m_uniq).astype(str)), -1)
+        m_idx = m_of[m_codes]  # a missing code (-1) reads the appended -1
+        seen = np.zeros(len(t_uniq), bool)
+        seen[t_codes[t_codes >= 0]] = True
+        present = np.zeros((len(t_uniq), len(MEASURES)), bool)
+        ok = (m_idx >= 0) & (t_codes >= 0)
+        present[t_codes[ok], m_idx[ok]] = True
+        rows = []
+        for j, m in enumerate(MEASURES):
+            miss = np.flatnonzero(seen & ~present[:, j])
+            if miss.size:
+                rows.append((m, int(miss.size), int(seen.sum()), str(t_uniq[miss[0]])))
+        return pd.DataFrame(rows, columns=["measure", "n_traces_missing", "n_traces", "first_trace"])
 
     def __len__(self) -> int:
         return len(self.frame)
@@ -144,7 +178,20 @@ class ScoreMatrix:
         runs = parts["runs"]
         if "guide" in runs.columns:
             runs["guide"] = runs["guide"].map(lambda s: json.loads(s) if isinstance(s, str) else None).astype(object)
-        return cls(frame=frame, manifest=manifest, **parts)
+        from ..errors import SchemaViolation
+
+        try:
+            return cls(frame=frame, manifest=manifest, **parts)
+        except ValueError as e:
+            raise SchemaViolation(str(e), file=str(d / "scores.parquet"), field="measure") from None
+
+
+def _codes(s: pd.Series) -> tuple[np.ndarray, pd.Index]:
+    """Integer codes of a column and the values they stand for (a categorical's own codes)."""
+    if isinstance(s.dtype, pd.CategoricalDtype):
+        return s.cat.codes.to_numpy(np.int64), s.cat.categories
+    codes, uniq = pd.factorize(s, use_na_sentinel=True)
+    return codes.astype(np.int64), pd.Index(uniq)
 
 
 def _to_parquet(t: pd.DataFrame, path: Path) -> None:

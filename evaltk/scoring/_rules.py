@@ -46,6 +46,7 @@ from ._measures import (
     SCORERS,
     TIERS,
     VOCABULARIES,
+    WAIT_ACTIONS,
 )
 
 _CAUSE_DTYPE = pd.CategoricalDtype(list(CAUSES))
@@ -785,7 +786,8 @@ def _review_flags(runs: pd.DataFrame, st: _Steps, n: int) -> dict[str, np.ndarra
 
     * ``flag_overlong``: more than twice the guide's length (when a guide gives one),
     * ``flag_step_cap``: 50 steps or more,
-    * ``flag_loop``: the same (action, target) three times in a row.
+    * ``flag_loop``: the same (action, target) three times in a row, waits
+      (:data:`WAIT_ACTIONS`) left out: "loops and dead taps count, waits do not" (seed 002).
     """
     steps, srp, n_steps = st.table, st.run, st.n_steps
     guide_len = np.full(n, np.nan)
@@ -797,10 +799,16 @@ def _review_flags(runs: pd.DataFrame, st: _Steps, n: int) -> dict[str, np.ndarra
                 guide_len[i] = len(s)
     loop = np.zeros(n, bool)
     if len(steps) >= 3:
-        same = (_columns.adjacent_equal(steps["action"]) & _columns.adjacent_equal(steps["target"])
-                & (srp[1:] == srp[:-1]))
-        three = same[1:] & same[:-1]
-        loop[srp[2:][three]] = True
+        action, target, rp = steps["action"], steps["target"], srp
+        waits = action.astype(str).str.strip().str.lower().isin(WAIT_ACTIONS).to_numpy(bool)
+        if waits.any():  # waits are not waste: they neither make a loop nor break one
+            keep = ~waits
+            action, target, rp = (action[keep].reset_index(drop=True), target[keep].reset_index(drop=True),
+                                  srp[keep])
+        if len(rp) >= 3:
+            same = _columns.adjacent_equal(action) & _columns.adjacent_equal(target) & (rp[1:] == rp[:-1])
+            three = same[1:] & same[:-1]
+            loop[rp[2:][three]] = True
     has_len = ~np.isnan(guide_len)
     overlong = np.zeros(n, bool)
     overlong[has_len] = n_steps[has_len] > 2 * guide_len[has_len]

@@ -26,14 +26,23 @@ def test_strata_order_by_uncertainty():
     assert p.loc[s == s.max(), "disagreement"].mean() > p.loc[s == 0, "disagreement"].mean()
 
 
+def _release(p_agree=0.95, n=200, seed=0):
+    """The expansion gate on a simulated double-labelled overlap (two annotators agreeing at p_agree)."""
+    rng = np.random.default_rng(seed)
+    a = rng.choice(["yes", "no"], n)
+    b = np.where(rng.random(n) < p_agree, a, np.where(a == "yes", "no", "yes"))
+    return expansion_gate(a, b, threshold=0.6)
+
+
 def test_every_stratum_is_seeded_then_labels_go_where_variance_is():
     p = _pool()
     p["stratum"] = uncertainty_strata(p, n_strata=3)
     first = propose_batch(p, batch_size=6, rng=0)
     assert first.groupby("stratum").size().min() >= 2  # no weight left without evidence
     labeled = p.set_index("item").loc[first["item"], ["correct"]].reset_index()
+    release = _release()
     for _ in range(10):
-        b = propose_batch(p, labeled, batch_size=20, rng=1)
+        b = propose_batch(p, labeled, gate=release, batch_size=20, rng=1)
         assert not set(b["item"]) & set(labeled["item"])  # never asks twice
         labeled = pd.concat([labeled, p.set_index("item").loc[b["item"], ["correct"]].reset_index()])
     n = labeled.merge(p[["item", "stratum"]], on="item").groupby("stratum").size()
@@ -164,3 +173,39 @@ def test_expansion_gate_refuses_empty_input():
         expansion_gate([], [])
     with pytest.raises(InputError, match="same items"):
         expansion_gate(["yes"], [])
+
+
+def test_expansion_beyond_the_first_batch_needs_the_agreement_gate():
+    # seed 002, "Active labeling": "Expansion is gated on inter-annotator agreement"
+    from evaltk.judges import ExpansionRefused
+
+    p = _pool()
+    p["stratum"] = uncertainty_strata(p, n_strata=3)
+    first = propose_batch(p, batch_size=6, rng=0)  # the overlap sample: no gate yet
+    labeled = p.set_index("item").loc[first["item"], ["correct"]].reset_index()
+    with pytest.raises(ExpansionRefused, match="gated on inter-annotator agreement") as e:
+        propose_batch(p, labeled, batch_size=20, rng=1)
+    assert e.value.decision is None
+    refused = _release(p_agree=0.6)
+    assert not refused.release
+    with pytest.raises(ExpansionRefused, match="no new batch: fix the guidelines first") as e:
+        propose_batch(p, labeled, gate=refused, batch_size=20, rng=1)
+    assert e.value.decision is refused
+    assert len(propose_batch(p, labeled, gate=_release(), batch_size=20, rng=1)) == 20
+    with pytest.raises(TypeError, match="ExpansionDecision"):
+        propose_batch(p, labeled, gate=True, batch_size=20, rng=1)
+
+
+def test_undecided_labels_do_not_count_toward_a_stratum():
+    # the stratum whose only labels are undecided keeps the estimate undefined: it needs the next labels
+    p = _pool()
+    p["stratum"] = uncertainty_strata(p, n_strata=2)
+    lab = p.groupby("stratum").head(10)[["item", "correct", "stratum"]].astype({"correct": "object"})
+    lab.loc[lab["stratum"] == 1, "correct"] = None
+    lab.loc[lab["stratum"] == 0, "correct"] = [True, False] * 5  # the decided stratum at its most uncertain
+    lab = lab.drop(columns="stratum")
+    with pytest.warns(UndefinedWarning, match="strata \\[1\\] have no label yet"):
+        assert not stratified_accuracy(p, lab).defined
+    b = propose_batch(p, lab, gate=_release(), batch_size=4, rng=0)
+    assert (b["stratum"] == 1).sum() >= 2
+    assert not set(b["item"]) & set(lab["item"])  # an undecided item is not asked again

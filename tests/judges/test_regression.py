@@ -153,9 +153,18 @@ def test_x_ctx_abstentions_fail_closed_in_the_gate():
     assert d.loc["x_ctx", "decision"] == "review"
 
 
-def test_calibrated_only_when_both_sides_are():
-    base, cand = _matrix(0.85, seed=1), _calibrated(_matrix(0.45, seed=2))
+def test_calibration_of_a_shared_instrument_applies_to_both_sides():
+    # seed 002: "A regression on a calibrated dimension is a hard regress"; the calibration record
+    # is evidence about the instrument, so a candidate scored with a fresh default manifest by the
+    # same scorer, version and fold rule is on the calibrated instrument too
+    base, cand = _calibrated(_matrix(0.85, seed=1)), _matrix(0.45, seed=2)
     d = gate(base, cand).dimensions.set_index("measure")
+    assert d.loc["x_task", "calibrated"] and d.loc["x_task", "decision"] == "regress"
+    d = gate(_matrix(0.85, seed=1), _calibrated(_matrix(0.45, seed=2))).dimensions.set_index("measure")
+    assert d.loc["x_task", "decision"] == "regress"
+    # another fold rule is another instrument: the record does not carry over
+    other = cand.with_manifest(replace(cand.manifest, fold_rule="unanimity"))
+    d = gate(base, other).dimensions.set_index("measure")
     assert not d.loc["x_task", "calibrated"] and d.loc["x_task", "decision"] == "review"
 
 
