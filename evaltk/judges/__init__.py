@@ -45,8 +45,11 @@ from ._regression import (
     data_validity,
     gate,
     scoring_consistency,
+    unpinned_instruments,
 )
 from ._selection import (
+    COVERAGE_MARGIN,
+    MIN_COVERAGE,
     SelectionResult,
     anchor_correctness,
     canary_hits,
@@ -85,6 +88,8 @@ __all__ = [
     "judge_costs",
     "canary_hits",
     "select_judges",
+    "MIN_COVERAGE",
+    "COVERAGE_MARGIN",
     "SelectionResult",
     "published_precision_recall",
     "pareto_frontier",
@@ -101,4 +106,5 @@ __all__ = [
     "gate",
     "data_validity",
     "scoring_consistency",
+    "unpinned_instruments",
 ]

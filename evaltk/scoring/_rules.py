@@ -38,6 +38,7 @@ from ..values import (
     Cause,
 )
 from ._fold import FoldRule, fold_votes
+from ._instrument import judged_instruments
 from ._manifest import Manifest, population_digest
 from ._matrix import ScoreMatrix, _unscored_frame
 from ._measures import (
@@ -746,13 +747,23 @@ def score_tables(runs: pd.DataFrame, steps: pd.DataFrame, answers: pd.DataFrame 
                                                      dtype=_TIER_DTYPE, validate=False))
     diag.attrs["n_unmatched_ctx_answers"] = n_unmatched
     frame = _assemble(n, tid_dtype, cols)
-    manifest = replace(Manifest.default(population),
-                       fold_rule=fold_rule.describe())
+    manifest = _with_instruments(replace(Manifest.default(population), fold_rule=fold_rule.describe()),
+                                 answers, fold_rule)
     return ScoreMatrix(frame=frame, manifest=manifest,
                        ledger=ledger if ledger is not None else pd.DataFrame(),
                        runs=runs, diagnostics=diag, participation=part.frame(tid_dtype),
                        unconfirmed=_unconfirmed(st, unconfirmed_rows, tid_dtype),
                        unscored=_unscored_frame(unscored))
+
+
+def _with_instruments(manifest: Manifest, answers: pd.DataFrame | None, fold_rule: FoldRule) -> Manifest:
+    """The manifest with the instrument of every measure folded from judges' answers: the
+    fold rule and the panel the automatic tier's answers describe."""
+    judged = {m: (manifest.measures[m].scorer, manifest.measures[m].scorer_version)
+              for m in MEASURES if SCORERS[m].kind == "answers"}
+    ins = judged_instruments(answers, judged, fold_rule.to_dict())
+    return replace(manifest, measures={m: replace(st, instrument=ins[m]) if m in ins else st
+                                       for m, st in manifest.measures.items()})
 
 
 def _unscored_answers(prep: _Prepared, tier: str, n_unmatched: int) -> list[tuple[str, str, int, str]]:
