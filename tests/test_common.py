@@ -192,6 +192,8 @@ NOT_ESTIMATORS: dict[str, str] = {
     "clopper_pearson_bounds": "vectorised array core of clopper_pearson_interval",
     "z_value": "a normal quantile",
     "critical_value": "a normal or Student t quantile",
+    "absolute_level": "level_estimate on a score matrix, checked by check_use('absolute_level'): a use "
+                      "decision around the registered estimator (tests/judges/test_level.py)",
     "expected_half_width": "plans the next labelling batch from a LevelEstimate; no data",
     "ppi_mean": "array core of judges.level_estimate (clean numbers in; abstentions folded by the caller); "
                 "checked against ppi_py in tests/stats/test_ppi.py",

@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -34,6 +35,7 @@ import pandas as pd
 
 from .._validation import check_choice, check_confidence_level
 from ..errors import InputError
+from ..scoring import ScoreMatrix, check_use
 from ..stats import (
     LEVEL_DISTRIBUTION,
     LEVEL_METHODS,
@@ -65,8 +67,9 @@ EXCLUSION_CAUSES = (
 
 def _reading(x: Any, measure: str | None, who: str, run: Any) -> tuple[str, float | None]:
     """``("value", v)``, ``("cannot_tell", None)``, ``("not_applicable", None)`` or ``("none", None)``."""
-    if isinstance(x, Abstention):
-        return ("not_applicable", None) if x.cause is Cause.NOT_APPLICABLE else (CANNOT_TELL, None)
+    if isinstance(x, Abstention):  # the rater declined / the question did not arise / no answer to read
+        return {Cause.ABSTAINED: (CANNOT_TELL, None), Cause.NOT_APPLICABLE: ("not_applicable", None)}.get(
+            x.cause, ("none", None))
     if x is None or x is pd.NA or (isinstance(x, (float, np.floating)) and math.isnan(x)):
         return "none", None
     if isinstance(x, str):
@@ -276,3 +279,61 @@ def expected_half_width(estimate: LevelEstimate, more_labels: int) -> float:
         var = float(se) ** 2 * n / (n + b)
     c = critical_value(estimate.confidence_level, estimate.distribution, max(n + b - 1, 1))
     return c * math.sqrt(var)
+
+
+def absolute_level(
+    matrix: ScoreMatrix,
+    measure: str,
+    labels: Any,
+    *,
+    method: str = "ppi++",
+    inclusion_probability: Any = None,
+    clusters: Any = "task",
+    confidence_level: float = 0.95,
+    distribution: str = LEVEL_DISTRIBUTION,
+) -> LevelEstimate:
+    """Where you are on ``measure``: its level on the human scale, where seed 002 allows one.
+
+    The judge's scores in ``matrix`` on every run and the held-out human ``labels`` go
+    through :func:`level_estimate`; the estimate is stamped with the measure's instrument
+    digest and the labelled runs, and :func:`evaltk.check_use` ("absolute_level") must
+    accept it: the measure calibrated on a record, its instrument pinned, every labelled
+    run among the record's held-out evaluation items and none among its tuning items.
+    Otherwise :class:`evaltk.UnsupportedUse` says why, and no level is given.
+
+    Parameters
+    ----------
+    matrix : ScoreMatrix
+    measure : str
+    labels : Series or mapping, trace id -> human label (a value in [0, 1] or a word)
+    method, inclusion_probability, confidence_level, distribution
+        As in :func:`level_estimate`.
+    clusters : "task", None, or Series/mapping trace id -> cluster
+        ``"task"`` (default) clusters runs of one task when any task has several runs.
+
+    Returns
+    -------
+    LevelEstimate
+    """
+    m = normalize_measure(measure)
+    f = matrix.frame
+    rows = f[(f["measure"] == m) & (f["tier"] == "automatic")]
+    if rows.empty:
+        raise InputError(f"the matrix has no automatic {m} scores.", field="measure")
+    vals = rows["value"].to_numpy(dtype=object, copy=True)
+    cause = rows["cause"].to_numpy(dtype=object)
+    for i in np.flatnonzero(pd.notna(cause)):
+        vals[i] = Abstention(Cause(cause[i]), "")
+    judge = pd.Series(vals, index=pd.Index(rows["trace_id"].to_numpy(), name="trace_id"), dtype=object)
+    judge = judge.astype(float) if not pd.notna(cause).any() else judge
+    cl = clusters
+    if isinstance(clusters, str) and clusters == "task":
+        runs = matrix.runs
+        task = runs.set_index("trace_id")["task"] if "task" in runs.columns else None
+        cl = task if task is not None and task.reindex(judge.index).duplicated().any() else None
+    hs = _series(labels, "labels")
+    r = level_estimate(judge, hs, measure=m, method=method, inclusion_probability=inclusion_probability,
+                       clusters=cl, confidence_level=confidence_level, distribution=distribution)
+    r = replace(r, instrument=matrix.manifest.instrument(m).digest, label_items=tuple(hs.index))
+    check_use("absolute_level", matrix, measure=m, level=r)
+    return r

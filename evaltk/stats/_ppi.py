@@ -116,6 +116,11 @@ class LevelEstimate(ResultShape):
         What the estimate assumed or clipped.
     distribution : str
         ``"t"`` (Student's t on ``n_labeled - 1`` df) or ``"normal"``: the quantile of the interval.
+    instrument : str, optional
+        The digest of the instrument whose answers were the predictions (set by
+        :func:`evaltk.absolute_level`): an estimate belongs to one instrument.
+    label_items : tuple, optional
+        The runs whose human labels were used, so a check can see they were held out.
     variance_split : tuple of float, optional
         ``(judge term, rectifier term)``: the variance contributed by the unlabelled
         runs' judge answers and by the labelled runs' residuals (unclustered PPI only),
@@ -138,6 +143,8 @@ class LevelEstimate(ResultShape):
     notes: tuple[str, ...] = ()
     variance_split: tuple[float, float] | None = None
     distribution: str = LEVEL_DISTRIBUTION
+    instrument: str | None = None
+    label_items: tuple[Any, ...] | None = None
 
     @property
     def half_width(self) -> float:

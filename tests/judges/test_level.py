@@ -151,3 +151,86 @@ def test_alttest_summeval_ten_percent_of_labels_cover_the_all_human_mean(shared_
         cover += r.confidence_interval.low <= truth <= r.confidence_interval.high
     assert cover / 60 >= 0.9
     assert r.n_excluded["judge_no_answer"] == int(judges["gpt-4o"].isna().sum())
+
+
+# --------------------------------------------------------------------------- wired into check_use
+
+
+PINNED = {"judge_model": "m", "judge_model_version": "2026-01", "rubric_id": "r-v1",
+          "rubric_digest": "sha256:" + "a" * 64, "template_digest": "sha256:" + "b" * 64,
+          "decoding": '{"temperature":0}'}
+
+
+def _scored(n=400, seed=0, pinned=True):
+    """A score matrix whose judge understates x_task, and the human truth per run."""
+    from evaltk import score_tables
+
+    rng = np.random.default_rng(seed)
+    truth = rng.random(n) < 0.6
+    said = np.where(truth, rng.random(n) < 0.7, rng.random(n) < 0.1)
+    runs, steps, ans = [], [], []
+    for i in range(n):
+        tid = f"r{i}"
+        runs.append({"trace_id": tid, "task": f"task {i // 4}", "domain": "shopping", "status": "complete",
+                     "n_steps": 1, "guide": None})
+        steps.append({"trace_id": tid, "index": 0, "run_pos": i, "action": "tap", "target": "t", "screen": "s",
+                      "consequential": False, "needs_confirmation": False})
+        ans.append((tid, "x_task", None, "j1", "yes" if said[i] else "no"))
+    a = pd.DataFrame(ans, columns=["trace_id", "measure", "step", "rater", "answer"])
+    a["step"] = a["step"].astype("Int64")
+    if pinned:
+        a = a.assign(**PINNED)
+    m = score_tables(pd.DataFrame(runs), pd.DataFrame(steps), a,
+                     ledger=pd.DataFrame({"status": ["kept"] * n, "reason": [None] * n}), population="tasks:t")
+    return m, pd.Series(np.where(truth, "yes", "no"), index=[f"r{i}" for i in range(n)])
+
+
+def _calibrate(m, evaluation, tuning=()):
+    from evaltk import CalibrationRecord, Threshold
+
+    rec = CalibrationRecord(label_set="held-out-2026-11", statistic="percent_agreement", estimate=0.8,
+                            interval=(0.74, 0.85), confidence_level=0.95, held_out=True,
+                            human_ceiling=(0.9, 0.85, 0.94), baseline=0.6,
+                            threshold=Threshold(0.5, validated=True, source="decision cost"),
+                            n_items=len(evaluation), evaluation_items=tuple(evaluation),
+                            tuning_items=tuple(tuning))
+    return m.with_manifest(m.manifest.calibrate("x_task", rec))
+
+
+def test_absolute_level_is_given_on_a_calibrated_pinned_instrument_with_held_out_labels():
+    from evaltk import UnsupportedUse, absolute_level, check_use
+
+    m, truth = _scored()
+    held = [f"r{i}" for i in range(0, 400, 5)]  # every fifth run labelled, held out
+    with pytest.raises(UnsupportedUse, match="provisional"):
+        absolute_level(m, "x_task", truth[held])
+    cal = _calibrate(m, held, tuning=[f"r{i}" for i in range(1, 400, 5)])
+    r = absolute_level(cal, "x_task", truth[held])
+    assert r.instrument == cal.manifest.instrument("x_task").digest and r.n_labeled == 80
+    assert r.n_clusters == 100  # four runs per task: the variance is summed over tasks
+    assert r.confidence_interval.low <= (truth == "yes").mean() <= r.confidence_interval.high
+    judge_mean = float(m.frame.query("measure == 'x_task'")["value"].mean())
+    assert judge_mean < r.confidence_interval.low  # the judge alone understates; the level corrects it
+    assert "held-out" in check_use("absolute_level", cal, measure="x_task", level=r)
+    with pytest.raises(UnsupportedUse, match="prediction-powered"):
+        check_use("absolute_level", cal, measure="x_task")
+
+
+def test_absolute_level_refuses_labels_not_held_out_and_another_instrument():
+    from dataclasses import replace
+
+    from evaltk import UnsupportedUse, absolute_level, check_use
+
+    m, truth = _scored()
+    held = [f"r{i}" for i in range(0, 400, 5)]
+    cal = _calibrate(m, held, tuning=["r1", "r2"])
+    with pytest.raises(UnsupportedUse, match="not among the held-out evaluation items"):
+        absolute_level(cal, "x_task", truth[held + ["r3"]])
+    with pytest.raises(UnsupportedUse, match="shaped the scorer"):
+        absolute_level(cal, "x_task", truth[held + ["r1"]])  # r1 tuned the scorer
+    r = absolute_level(cal, "x_task", truth[held])
+    with pytest.raises(UnsupportedUse, match="instrument"):
+        check_use("absolute_level", cal, measure="x_task", level=replace(r, instrument="sha256:" + "0" * 64))
+    unpinned, _ = _scored(pinned=False)
+    with pytest.raises(UnsupportedUse, match="unpinned"):
+        absolute_level(_calibrate(unpinned, held), "x_task", truth[held])
