@@ -316,6 +316,8 @@ def absolute_level(
     LevelEstimate
     """
     m = normalize_measure(measure)
+    if matrix.manifest.status(m).evidence != "calibrated" or not matrix.manifest.instrument(m).pinned:
+        check_use("absolute_level", matrix, measure=m)  # raises why, before any estimate is made
     f = matrix.frame
     rows = f[(f["measure"] == m) & (f["tier"] == "automatic")]
     if rows.empty:
