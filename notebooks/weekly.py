@@ -112,8 +112,7 @@ report.show_agents(sm.summary(by="agent"), measures=scoring.TRACE_MEASURES)
 # reason is shown instead of a number.
 
 # %%
-report.show_levels(report.level_table(sm, demo.labels, measures=scoring.TRACE_MEASURES,
-                                      confidence_level=confidence_level))
+report.show_levels(report.level_table(sm, demo.labels, measures=scoring.TRACE_MEASURES, confidence_level=confidence_level))
 
 # %% [markdown]
 # ## Value is not verdict
