@@ -63,7 +63,6 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
-from scipy import stats as scipy_stats
 
 from .._validation import check_choice, check_columns, check_confidence_level
 from ..errors import InputError
@@ -77,7 +76,7 @@ from ..values import (
     abstain_labels,
 )
 from ._bootstrap import BootstrapResult, _config, _undefined_result, bootstrap_table
-from ._intervals import wilson_bounds, z_value
+from ._intervals import critical_value, wilson_bounds
 from ._result import ConfidenceInterval, ResultShape, undefined, user_stacklevel
 
 #: ``method=`` values of the agreement functions: ``"wilson"`` (the score interval) is
@@ -1077,18 +1076,11 @@ def _conger_se(codes: np.ndarray, C: np.ndarray, r: np.ndarray, w: np.ndarray, q
 # =========================================================================== shared driver
 
 
-def _critical_value(confidence_level: float, distribution: str, df: int) -> float:
-    """The two-sided quantile of an analytic interval: normal, or Student's t on ``df``."""
-    if distribution == "t":
-        return float(scipy_stats.t.ppf(0.5 + confidence_level / 2.0, df))
-    return z_value(confidence_level)
-
-
 def _analytic_ci(stat: float, se: float | Abstention, confidence_level: float, distribution: str = "normal",
                  df: int = 0) -> ConfidenceInterval | Abstention:
     if isinstance(se, Abstention) or not math.isfinite(se):
         return Abstention(Cause.MISSING_EVIDENCE, "no standard error")
-    c = _critical_value(confidence_level, distribution, df)
+    c = critical_value(confidence_level, distribution, df)
     return ConfidenceInterval(max(-1.0, stat - c * se), min(1.0, stat + c * se))
 
 
