@@ -7,7 +7,6 @@ from ._agreement import (
     LEVELS,
     WEIGHTS,
     AgreementResult,
-    CategoryDomainWarning,
     ClassificationResult,
     agreement_difference,
     brennan_prediger,
@@ -69,6 +68,7 @@ from ._intervals import (
     z_value,
 )
 from ._passk import pass_at_k, pass_hat_k
+from ._ratings import CategoryDomainWarning
 from ._result import ConfidenceInterval, ResultShape
 from ._tables import (
     MISSING_KEY,

@@ -62,19 +62,27 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
-from .._validation import check_choice, check_columns, check_confidence_level
+from .._validation import check_choice, check_confidence_level
 from ..errors import InputError
 from ..values import (
     ABSTAIN_WORDS,
     LEVELS,
     Abstention,
     Cause,
-    EvaltkWarning,
     UndefinedWarning,
     abstain_labels,
 )
 from ._bootstrap import BootstrapResult, _config, _undefined_result, bootstrap_table
 from ._intervals import z_value
+from ._ratings import (
+    _as_1d,
+    _check_domain,
+    _encode,
+    _hashable,
+    _int_uniques,
+    _prepare,
+    _Ratings,
+)
 from ._result import ConfidenceInterval, ResultShape, undefined, user_stacklevel
 
 #: ``method=`` values of every agreement function.
@@ -82,284 +90,6 @@ INTERVAL_METHODS: tuple[str, ...] = ("analytic", "percentile", "basic", "bca")
 #: ``weights=`` names of the weighted coefficients (besides a matrix or None).
 WEIGHTS: tuple[str, ...] = ("identity", "linear", "quadratic", "ordinal", "ratio")
 _EPS = 1e-12
-
-
-class CategoryDomainWarning(EvaltkWarning):
-    """The observed labels are a strict subset of the declared category domain (weighted/ordinal)."""
-
-
-# =========================================================================== input
-
-
-@dataclass(frozen=True)
-class _Ratings:
-    """Ratings encoded as category codes: -1 missing, -2 abstained, else index in ``categories``."""
-
-    codes: np.ndarray  # (n_units, n_raters) int
-    categories: tuple[Any, ...]
-    n_missing: int
-    n_abstained: int
-    observed: np.ndarray  # bool (q,), category observed among pairable ratings
-    declared: bool
-
-
-def _sort_labels(labels: list[Any]) -> list[Any]:
-    try:
-        return sorted(labels)
-    except TypeError:
-        return labels
-
-
-def _int_uniques(x: np.ndarray, lo: int | None = None, hi: int | None = None
-                 ) -> tuple[np.ndarray, list[Any], np.ndarray] | None:
-    """Codes, unique values and counts of an int array by bincount (None when the range is huge).
-
-    ``lo`` and ``hi`` may pass the known minimum and maximum.
-    """
-    if x.size == 0:
-        return np.zeros(0, dtype=np.intp), [], np.zeros(0, dtype=np.intp)
-    if lo is None or hi is None:
-        lo, hi = int(x.min()), int(x.max())
-    if hi - lo > 1_000_000:
-        return None
-    shifted = x - lo if lo else x
-    cnt = np.bincount(shifted, minlength=hi - lo + 1)
-    present = cnt > 0
-    if bool(present.all()):             # every value in [lo, hi] occurs: the shift is the code
-        return shifted, list(range(lo, hi + 1)), cnt
-    lookup = np.cumsum(present, dtype=np.intp) - 1
-    return np.take(lookup, shifted), (np.flatnonzero(present) + lo).tolist(), cnt[present]
-
-
-class _Uniques(NamedTuple):
-    """A flat label array as codes into its distinct labels (-1 where missing)."""
-
-    codes: np.ndarray           # (n,) intp, -1 missing
-    labels: list[Any]           # distinct non-missing labels
-    counts: np.ndarray          # occurrences of each label
-    missing: np.ndarray | None  # bool (n,), None when nothing is missing
-
-
-def _uniques(flat: np.ndarray) -> _Uniques:
-    """Distinct labels of any dtype: bincount for ints and integer-valued floats, else unique / factorize."""
-    if flat.dtype.kind in "iub":
-        return _int_label_uniques(flat)
-    if flat.dtype.kind == "f":
-        return _float_label_uniques(flat)
-    obj = flat.astype(object) if flat.dtype.kind != "O" else flat
-    ucodes, u = pd.factorize(obj, use_na_sentinel=True)
-    miss = ucodes < 0
-    return _Uniques(ucodes.astype(np.intp), list(u), np.bincount(ucodes[~miss], minlength=len(u)),
-                    miss if miss.any() else None)
-
-
-def _int_label_uniques(flat: np.ndarray) -> _Uniques:
-    got = _int_uniques(flat.astype(np.int64) if flat.dtype.kind == "b" else flat)
-    if got is None:  # a huge range: sort instead of bincount
-        u, inv, c = np.unique(flat, return_inverse=True, return_counts=True)
-        got = inv.reshape(-1), u.tolist(), c
-    return _Uniques(*got, None)
-
-
-def _float_label_uniques(flat: np.ndarray) -> _Uniques:
-    miss = np.isnan(flat)
-    has_missing = bool(miss.any())
-    got = _integral_float_uniques(flat, miss, has_missing) if flat.size and not bool(miss.all()) else None
-    if got is None:
-        vals = flat[~miss] if has_missing else flat
-        u, inv, c = np.unique(vals, return_inverse=True, return_counts=True)
-        codes = inv.reshape(-1)
-        if has_missing:
-            codes = np.full(flat.shape, -1, dtype=np.intp)
-            codes[~miss] = inv.reshape(-1)
-        got = codes, u.tolist(), c
-    return _Uniques(*got, miss if has_missing else None)
-
-
-def _integral_float_uniques(flat: np.ndarray, miss: np.ndarray, has_missing: bool
-                            ) -> tuple[np.ndarray, list[Any], np.ndarray] | None:
-    """Integer-valued floats (the usual case) by bincount, NaN as a sentinel below the minimum."""
-    mn, mx = float(np.fmin.reduce(flat)), float(np.fmax.reduce(flat))
-    if not (abs(mn) < 2 ** 52 and abs(mx) < 2 ** 52 and mx - mn <= 1_000_000):
-        return None
-    filled = flat
-    if has_missing:
-        filled = flat.copy()
-        np.copyto(filled, mn - 1.0, where=miss)
-    iv = filled.astype(np.int64)
-    if not np.array_equal(iv, filled):
-        return None
-    got = _int_uniques(iv, int(mn) - 1 if has_missing else int(mn), int(mx))
-    if got is None or not has_missing:
-        return got
-    codes0, labels0, counts0 = got
-    return codes0 - 1, labels0[1:], counts0[1:]   # the sentinel is unique value 0: shift it to -1 (missing)
-
-
-def _category_domain(answer_labels: list[Any], categories: Sequence[Any] | None, fn: str
-                     ) -> tuple[tuple[Any, ...], bool]:
-    """The categories (declared, or the sorted answered labels) and whether they were declared."""
-    if categories is None:
-        return tuple(_sort_labels(list(answer_labels))), False
-    cats = tuple(categories)
-    if len(set(map(_hashable, cats))) != len(cats):
-        raise ValueError(f"{fn}: `categories` has duplicates: {list(cats)!r}.")
-    return cats, True
-
-
-def _label_map(u: _Uniques, is_abst: np.ndarray, cats: tuple[Any, ...], *, fn: str, n_raters: int,
-               units: Sequence[Any] | None, raters: Sequence[Any] | None, where: str) -> np.ndarray:
-    """Category code of each distinct label (-2 abstained), and -1 last (missing maps there)."""
-    index = {_hashable(c): i for i, c in enumerate(cats)}
-    umap = np.empty(len(u.labels) + 1, dtype=np.intp)
-    umap[-1] = -1
-    for j, (lab, ab) in enumerate(zip(u.labels, is_abst, strict=True)):
-        k = -2 if ab else index.get(_hashable(lab))
-        if k is None:
-            i, g = divmod(int(np.flatnonzero(u.codes == j)[0]), n_raters)
-            rater = raters[g] if raters is not None else g
-            raise InputError(
-                f"{fn}: label {lab!r} (rater {rater!r}) is not in the declared `categories` "
-                f"{list(cats)!r} and not an `abstain` label.",
-                record=units[i] if units is not None else i, field=where)
-        umap[j] = k
-    return umap
-
-
-def _encode(values: np.ndarray, *, categories: Sequence[Any] | None, abstain: Iterable[Any],
-            fn: str, units: Sequence[Any] | None = None, raters: Sequence[Any] | None = None,
-            where: str = "ratings") -> _Ratings:
-    """Encode a (n, r) label array (any dtype) into category codes (vectorised, no per-cell Python)."""
-    if values.ndim != 2:
-        raise InputError(f"{fn}: ratings must be units x raters (2-D); got {values.ndim}-D.", field=where)
-    n, r = values.shape
-    abstain_set = set(abstain_labels(abstain, categories))  # a declared category never abstains
-    u = _uniques(values.reshape(-1))
-    is_abst = np.array([_in_set(x, abstain_set) for x in u.labels], dtype=bool)
-    cats, declared = _category_domain([x for x, a in zip(u.labels, is_abst, strict=True) if not a],
-                                      categories, fn)
-    umap = _label_map(u, is_abst, cats, fn=fn, n_raters=r, units=units, raters=raters, where=where)
-    u_map = umap[:-1]
-    if np.array_equal(u_map, np.arange(len(u.labels))):
-        codes = u.codes.reshape(n, r)          # labels are already the category codes
-    else:
-        codes = np.take(umap, u.codes).reshape(n, r)
-    observed = np.zeros(len(cats), dtype=bool)
-    observed[u_map[(u_map >= 0) & (u.counts > 0)]] = True
-    return _Ratings(codes, cats, 0 if u.missing is None else int(u.missing.sum()),
-                    int(u.counts[u_map == -2].sum()), observed, declared)
-
-
-def _hashable(x: Any) -> Any:
-    if isinstance(x, float) and x.is_integer():
-        return int(x)
-    if isinstance(x, np.generic):
-        return _hashable(x.item())
-    return x
-
-
-def _in_set(x: Any, s: set[Any]) -> bool:
-    try:
-        return x in s
-    except TypeError:
-        return False
-
-
-def _to_matrix(ratings: Any, y2: Any, data: Any, item: str, rater: str, rating: str, fn: str
-               ) -> tuple[np.ndarray, list[Any] | None, list[Any] | None]:
-    """Return (values (n, r), unit labels, rater labels) from whichever input form was given."""
-    if data is not None:
-        if ratings is not None or y2 is not None:
-            raise TypeError(f"{fn}: pass either ratings (array-like) or `data=` (long DataFrame), not both.")
-        return _long_to_matrix(data, item, rater, rating, fn)
-    if ratings is None:
-        raise TypeError(f"{fn}: no ratings given (pass a units x raters array, two sequences, or `data=`).")
-    if y2 is not None:
-        return _pair_to_matrix(ratings, y2, fn), None, None
-    if isinstance(ratings, pd.DataFrame):
-        return ratings.to_numpy(), list(ratings.index), list(ratings.columns)
-    arr = _as_array(ratings) if not isinstance(ratings, np.ndarray) else ratings
-    if arr.dtype.kind not in "iufbO":
-        arr = arr.astype(object)
-    if arr.ndim != 2:
-        raise InputError(f"{fn}: ratings must be a units x raters array (2-D); got shape {arr.shape}. "
-                         "For two label sequences pass them as two arguments.", field="ratings")
-    return arr, None, None
-
-
-def _long_to_matrix(data: Any, item: str, rater: str, rating: str, fn: str
-                    ) -> tuple[np.ndarray, list[Any], list[Any]]:
-    """A long table (one row per rating) as units x raters, each unit and rater labelled once."""
-    if not isinstance(data, pd.DataFrame):
-        raise TypeError(f"{fn}: `data` must be a long pandas DataFrame; got {type(data).__name__}.")
-    check_columns(data, (item, rater, rating))
-    for col in (item, rater):
-        if data[col].isna().any():
-            i = data.index[data[col].isna().to_numpy()][0]
-            raise InputError(f"{fn}: missing {col!r} label.", record=i, field=col)
-    dup = data.duplicated([item, rater], keep="first")
-    if dup.any():
-        i = data.index[dup.to_numpy()][0]
-        raise InputError(
-            f"{fn}: rater {data.loc[i, rater]!r} rated item {data.loc[i, item]!r} more than once.",
-            record=i, field=rating)
-    units_codes, units = pd.factorize(data[item], sort=False)
-    rater_codes, raters = pd.factorize(data[rater], sort=False)
-    vals = data[rating].to_numpy()
-    out = np.empty((len(units), len(raters)), dtype=object if vals.dtype.kind not in "f" else float)
-    out[:] = None if out.dtype == object else np.nan
-    out[units_codes, rater_codes] = vals
-    return out, list(units), list(raters)
-
-
-def _pair_to_matrix(y1: Any, y2: Any, fn: str) -> np.ndarray:
-    """Two raters' label sequences as an (n, 2) array (numeric when both are)."""
-    a, b = _as_1d(y1, fn, "y1"), _as_1d(y2, fn, "y2")
-    if a.shape[0] != b.shape[0]:
-        raise InputError(f"{fn}: `y1` and `y2` must have one label per unit; got lengths "
-                         f"{a.shape[0]} and {b.shape[0]}.", field="y2")
-    if a.dtype.kind == b.dtype.kind and a.dtype.kind in "iuf":
-        return np.column_stack([a, b])
-    return np.column_stack([a.astype(object), b.astype(object)])
-
-
-def _as_array(x: Any) -> np.ndarray:
-    """np.asarray, but a list mixing numbers and strings keeps its Python types (object)."""
-    if isinstance(x, (pd.Series, pd.Index)):
-        return x.to_numpy()
-    a = np.asarray(x)
-    if a.dtype.kind in "US" and not isinstance(x, np.ndarray):
-        a = np.empty(len(x), dtype=object) if a.ndim == 1 else np.asarray(x, dtype=object)
-        if a.ndim == 1:
-            a[:] = list(x)
-    return a
-
-
-def _as_1d(x: Any, fn: str, name: str) -> np.ndarray:
-    a = _as_array(x)
-    if a.ndim != 1:
-        raise InputError(f"{fn}: `{name}` must be a 1-D sequence of labels; got shape {a.shape}.", field=name)
-    if a.dtype.kind not in "iufbO":
-        a = a.astype(object)
-    return a
-
-
-def _prepare(ratings: Any, y2: Any, data: Any, item: str, rater: str, rating: str,
-             categories: Any, abstain: Any, fn: str, *, two: bool) -> _Ratings:
-    values, units, raters = _to_matrix(ratings, y2, data, item, rater, rating, fn)
-    if values.shape[0] == 0:
-        raise InputError(f"{fn}: no units to rate (empty input).", field="ratings")
-    if two and values.shape[1] != 2:
-        raise InputError(f"{fn} is a two-rater coefficient; got {values.shape[1]} raters.", field="ratings")
-    if values.shape[1] < 2:
-        raise InputError(f"{fn}: agreement needs at least two raters; got {values.shape[1]}.", field="ratings")
-    if isinstance(abstain, (str, bytes)):
-        abstain = (abstain,)
-    if categories is not None and (isinstance(categories, (str, bytes)) or not isinstance(categories, Iterable)):
-        raise TypeError(f"{fn}: `categories` must be a sequence of labels; got {categories!r}.")
-    return _encode(values, categories=None if categories is None else list(categories),
-                   abstain=abstain, fn=fn, units=units, raters=raters,
-                   where=rating if data is not None else "ratings")
 
 
 # =========================================================================== weights
@@ -426,15 +156,6 @@ def weight_matrix(categories: Sequence[Any], weights: Any = None) -> np.ndarray:
     if not np.allclose(np.diag(w), 1.0):
         raise ValueError("`weights` matrix must have ones on the diagonal (full agreement).")
     return w
-
-
-def _check_domain(rt: _Ratings, weighted: bool, fn: str) -> None:
-    if weighted and rt.declared and not rt.observed.all():
-        unseen = [c for c, o in zip(rt.categories, rt.observed, strict=False) if not o]
-        warnings.warn(
-            f"{fn}: observed labels are a strict subset of the declared categories "
-            f"(unseen: {unseen!r}); the weights and chance agreement use the declared domain.",
-            CategoryDomainWarning, stacklevel=user_stacklevel())
 
 
 # =========================================================================== result
@@ -1306,7 +1027,8 @@ def _two_rater(kind: str, fn: str, y1: Any, y2: Any, *, weights: Any, categories
             cells = rt.codes[both, 0] * q + rt.codes[both, 1]
         table = np.bincount(cells, minlength=q * q).astype(float)
     w = weight_matrix(rt.categories, weights)
-    _check_domain(rt, weights is not None and _weights_name(weights) != "identity", fn)
+    weighted = weights is not None and _weights_name(weights) != "identity"
+    _check_domain(rt, weighted, fn, ordered=f"weights={_weights_name(weights)!r}" if weighted else None)
     n = int(table.sum())
     stat = _pair_table_batch(kind, w, q)
     P = table.reshape(q, q) / max(n, 1)
@@ -1481,7 +1203,9 @@ def _multi(kind: str, fn: str, ratings: Any, y2: Any, *, weights: Any, categorie
     rt = _prepare(ratings, y2, data, item, rater, rating, categories, abstain, fn, two=False)
     q = len(rt.categories)
     w = weight_matrix(rt.categories, weights)
-    _check_domain(rt, _weights_name(weights) != "identity" or kind == "bp", fn)
+    weighted = _weights_name(weights) != "identity"
+    _check_domain(rt, weighted or kind == "bp", fn,
+                  ordered=f"weights={_weights_name(weights)!r}" if weighted else None)
     by_rater = kind == "conger"
     if by_rater:
         # a rater with no answered rating has undefined marginals and rates no pair: drop them
@@ -1921,7 +1645,7 @@ def krippendorff_alpha(
     fn = "krippendorff_alpha"
     rt = _prepare(ratings, y2, data, item, rater, rating, categories, abstain, fn, two=False)
     _check_level_values(rt.categories, level, fn)
-    _check_domain(rt, level != "nominal", fn)
+    _check_domain(rt, level != "nominal", fn, ordered="level='ordinal'" if level == "ordinal" else None)
     pat = _patterns(rt, dedupe=method != "analytic")
     stat = _kripp_batch(pat, level, rt.categories)
     two = pat.r >= 2

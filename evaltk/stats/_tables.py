@@ -777,7 +777,7 @@ def unit_patterns(ratings: Any, *, categories: Sequence[Any] | None = None,
     missing = pd.isna(pd.DataFrame(arr)).to_numpy()
     is_ab = np.zeros(arr.shape, bool)
     if ab:  # test each distinct label once, not every cell
-        from ._agreement import _in_set
+        from ._ratings import _in_set
 
         ucodes, uniq = pd.factorize(arr.reshape(-1), use_na_sentinel=True)
         hit = np.array([_in_set(x, ab) for x in uniq] + [False], bool)  # [-1]: missing

@@ -723,7 +723,8 @@ def test_kappa_with_a_constant_rater_gives_no_falsely_precise_interval(method):
     assert isinstance(r.standard_error, Abstention)
     # weighted kappa is at the same boundary
     with pytest.warns(UndefinedWarning, match="single category"):
-        rw = cohen_kappa(["a"] * 6, ["a", "b", "c", "a", "b", "c"], weights="linear")
+        rw = cohen_kappa(["a"] * 6, ["a", "b", "c", "a", "b", "c"], weights="linear",
+                         categories=["a", "b", "c"])
     assert rw.statistic == 0.0 and isinstance(rw.confidence_interval, Abstention)
 
 
