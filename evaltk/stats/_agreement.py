@@ -80,6 +80,7 @@ from ._ratings import (
     _encode,
     _hashable,
     _int_uniques,
+    _Names,
     _prepare,
     _Ratings,
 )
@@ -87,6 +88,8 @@ from ._result import ConfidenceInterval, ResultShape, undefined, user_stacklevel
 
 #: ``method=`` values of every agreement function.
 INTERVAL_METHODS: tuple[str, ...] = ("analytic", "percentile", "basic", "bca")
+#: ``method=`` values of :func:`krippendorff_alpha` (the jackknife over distinct unit patterns too).
+ALPHA_METHODS: tuple[str, ...] = (*INTERVAL_METHODS, "jackknife")
 #: ``weights=`` names of the weighted coefficients (besides a matrix or None).
 WEIGHTS: tuple[str, ...] = ("identity", "linear", "quadratic", "ordinal", "ratio")
 _EPS = 1e-12
@@ -477,6 +480,38 @@ def _row_types(rows: np.ndarray, base: int) -> tuple[np.ndarray, np.ndarray, np.
     return uniq, tidx.reshape(-1).astype(np.intp), tcounts
 
 
+def _rater_patterns(codes: np.ndarray, q: int) -> _Patterns:
+    """Conger's unit types: each unit's row of rater codes as one base-(q+1) integer (0 missing).
+
+    The per-type category counts come from the decoded distinct rows, so nothing of size
+    (n, q) is built; the types are those (and in the order) of :func:`_row_types`.
+    """
+    n, R = codes.shape
+    base = q + 1
+    key = np.zeros(n, dtype=np.int64)
+    for g in range(R - 1, -1, -1):               # Horner, rater 0 least significant
+        key *= base
+        key += np.maximum(codes[:, g], -1) + 1
+    rated = key > 0
+    rated_mask = None if bool(rated.all()) else rated
+    if rated_mask is not None:
+        key = key[rated_mask]
+    got = _int_uniques(key)
+    if got is None:
+        ukeys, tidx, tcounts = np.unique(key, return_inverse=True, return_counts=True)
+        tidx = tidx.reshape(-1)
+    else:
+        tidx, labels, tcounts = got
+        ukeys = np.asarray(labels, dtype=np.int64)
+    pw = base ** np.arange(R, dtype=np.int64)
+    U = ((ukeys[:, None] // pw[None, :]) % base).astype(np.intp) - 1          # (T, R), -1 missing
+    T = U.shape[0]
+    tt, gg = np.nonzero(U >= 0)
+    C = np.bincount(tt * q + U[tt, gg], minlength=T * q).reshape(T, q).astype(float)
+    return _Patterns(C=C, r=C.sum(axis=1), type_index=np.asarray(tidx, dtype=np.intp),
+                     counts=np.asarray(tcounts, dtype=float), unit_codes=U, rated=rated_mask)
+
+
 def _patterns(rt: _Ratings, *, by_rater: bool = False, dedupe: bool = True) -> _Patterns:
     """Unit types for the batch statistics.
 
@@ -490,6 +525,8 @@ def _patterns(rt: _Ratings, *, by_rater: bool = False, dedupe: bool = True) -> _
     q = len(rt.categories)
     n, R = codes.shape
     base = R + 1
+    if by_rater and q and (q + 1) ** R < 2 ** 62:
+        return _rater_patterns(codes, q)
     if not by_rater and q and base ** q <= 1_000_000:
         # The count vector as one base-(R+1) integer, summed straight from the codes:
         # key_i = sum_g base ** code_ig (missing / abstained cells add 0).
@@ -652,45 +689,102 @@ def _kripp_weights_batch(level: str, cats: tuple[Any, ...], nc: np.ndarray) -> n
     return out
 
 
-def _kripp_batch(pat: _Patterns, level: str, cats: tuple[Any, ...]) -> Callable[[np.ndarray], np.ndarray]:
+class _KrippSums(NamedTuple):
+    """Sums over units that alpha is a function of (each adds across units, so one resample or one
+    deleted unit is a matrix product or a subtraction): units, pairable values ``n..``, value
+    marginals ``n_c``, and the coincidence term (nominal: ``sum_c n_uc (n_uc - 1) / (m_u - 1)``;
+    else the coincidences ``sum_u n_uc n_uk / (m_u - 1)`` and ``sum_u m_u / (m_u - 1)``)."""
+
+    n: np.ndarray        # (B,)
+    tot: np.ndarray      # (B,)
+    nc: np.ndarray       # (B, q)
+    agree: np.ndarray    # (B,) nominal, (B, q * q) otherwise
+    r_frac: np.ndarray   # (B,) (zeros for nominal)
+
+
+class _KrippFeatures(NamedTuple):
+    """Per pairable unit type: the rows whose weighted sums are :class:`_KrippSums`."""
+
+    two: np.ndarray       # mask of pairable types among all types
+    all_two: bool
+    r2: np.ndarray        # (T2,)
+    C2: np.ndarray        # (T2, q)
+    agree: np.ndarray     # (T2,) or (T2, q * q)
+    r_frac: np.ndarray    # (T2,)
+
+    def sums(self, W: np.ndarray) -> _KrippSums:
+        W2 = W if self.all_two else W[:, self.two]
+        return _KrippSums(W2.sum(axis=1), W2 @ self.r2, W2 @ self.C2, W2 @ self.agree,
+                          W2 @ self.r_frac)
+
+    def deleted(self, full: _KrippSums) -> _KrippSums:
+        """The sums with one unit of each pairable type left out (the delete-one jackknife)."""
+        return _KrippSums(np.full(self.r2.shape, full.n[0] - 1.0), full.tot - self.r2, full.nc - self.C2, full.agree - self.agree,
+                          full.r_frac - self.r_frac)
+
+
+def _kripp_features(pat: _Patterns, level: str) -> _KrippFeatures:
     C, r = pat.C, pat.r
     two = r >= 2
     all_two = bool(two.all())
     C2, r2 = (C, r) if all_two else (C[two], r[two])
-    nominal_sq = (C2 * (C2 - 1.0)).sum(axis=1) / (r2 - 1.0)
     q = C.shape[1]
-    if level != "nominal":
-        outer2 = (C2[:, :, None] * C2[:, None, :]).reshape(C2.shape[0], q * q) / (r2 - 1.0)[:, None]
+    if level == "nominal":
+        agree = (C2 * (C2 - 1.0)).sum(axis=1) / (r2 - 1.0)
+        r_frac = np.zeros_like(r2)
+    else:
+        agree = (C2[:, :, None] * C2[:, None, :]).reshape(C2.shape[0], q * q) / (r2 - 1.0)[:, None]
         r_frac = r2 / (r2 - 1.0)
+    return _KrippFeatures(two, all_two, r2, C2, agree, r_frac)
+
+
+def _kripp_value(s: _KrippSums, level: str, cats: tuple[Any, ...]) -> np.ndarray:
+    """Alpha (B,) from its sums, in Gwet's (2014) agreement form (NaN where undefined)."""
+    q = s.nc.shape[1]
+    pi = _safe_ratio_2d(s.nc, s.tot)
+    eps = _safe_ratio(np.ones_like(s.tot), s.tot)
+    if level == "nominal":            # identity weights: no (B, q, q) intermediate
+        pa = _safe_ratio(s.agree, s.tot)
+        pe = (pi * pi).sum(axis=1)
+    else:
+        wts = _kripp_weights_batch(level, cats, s.nc)   # (B, q, q)
+        # observed: sum_kl w_kl coinc_kl - sum_u m_u / (m_u - 1), over n..
+        sq = np.einsum("bkl,bkl->b", wts, s.agree.reshape(-1, q, q)) - s.r_frac
+        pa = _safe_ratio(sq, s.tot)
+        pe = np.einsum("bk,bkl,bl->b", pi, wts, pi)
+    pa_full = (1.0 - eps) * pa + eps  # Gwet (2014): p_a = (1 - 1/n..) p_a' + 1/n..
+    out = _safe_ratio(pa_full - pe, 1.0 - pe)
+    out[s.n < 1] = np.nan
+    return out
+
+
+def _kripp_batch(pat: _Patterns, level: str, cats: tuple[Any, ...]) -> Callable[[np.ndarray], np.ndarray]:
+    feats = _kripp_features(pat, level)
 
     def stat(W: np.ndarray) -> np.ndarray:
-        W2 = W if all_two else W[:, two]
-        n = W2.sum(axis=1)
-        tot = W2 @ r2                      # sum of pairable values n..
-        nc = W2 @ C2                       # value marginals n_c
-        if level == "nominal":            # identity weights: no (B, T, q) intermediate
-            pa = _safe_ratio(W2 @ nominal_sq, tot)
-            pi = _safe_ratio_2d(nc, tot)
-            pe = (pi * pi).sum(axis=1)
-            eps = _safe_ratio(np.ones_like(tot), tot)
-            out = _safe_ratio((1.0 - eps) * pa + eps - pe, 1.0 - pe)
-            out[n < 1] = np.nan
-            return out
-        wts = _kripp_weights_batch(level, cats, nc)   # (B, q, q)
-        # observed: sum_i sum_kl w_kl C_ik C_il / (r_i - 1) - sum_i r_i / (r_i - 1), over units, / n..
-        # = sum_kl w_kl coinc_kl - const; coinc = sum_i W_i C_ik C_il / (r_i - 1) is one matmul
-        coinc = (W2 @ outer2).reshape(-1, q, q)
-        sq = np.einsum("bkl,bkl->b", wts, coinc) - W2 @ r_frac
-        pa = _safe_ratio(sq, tot)
-        # Krippendorff: D_e uses n..(n.. - 1); Gwet's form: pa' and pe on pi = n_c / n..
-        pi = _safe_ratio_2d(nc, tot)
-        pe = np.einsum("bk,bkl,bl->b", pi, wts, pi)
-        eps = _safe_ratio(np.ones_like(tot), tot)
-        pa_full = (1.0 - eps) * pa + eps  # Gwet (2014): p_a = (1 - 1/n..) p_a' + 1/n..
-        out = _safe_ratio(pa_full - pe, 1.0 - pe)
-        out[n < 1] = np.nan
-        return out
+        return _kripp_value(feats.sums(W), level, cats)
     return stat
+
+
+def _kripp_jackknife_se(pat: _Patterns, level: str, cats: tuple[Any, ...]) -> float:
+    """Delete-one-unit jackknife SE of alpha over the pairable units (Efron & Tibshirani 1993, ch. 11).
+
+    Units of one type give the same leave-one-out value, so the cost is one evaluation per
+    distinct pairable unit type, each from the full sums less that type's row: O(T q^2), not
+    O(n) evaluations.  Alpha is a smooth function of unit means, where the jackknife variance
+    is consistent.  NaN when fewer than two pairable units or a leave-one-out value is undefined.
+    """
+    feats = _kripp_features(pat, level)
+    cnt = pat.counts if feats.all_two else pat.counts[feats.two]
+    N = float(cnt.sum())
+    if N < 2:
+        return math.nan
+    loo = _kripp_value(feats.deleted(feats.sums(pat.counts[None, :])), level, cats)
+    if not np.all(np.isfinite(loo)):
+        return math.nan
+    mean = float(cnt @ loo) / N
+    dev = loo - mean
+    return math.sqrt((N - 1.0) / N * float(cnt @ (dev * dev)))
 
 
 def _kripp_se(pat: _Patterns, w: np.ndarray, pe: float) -> float:
@@ -746,23 +840,34 @@ def _conger_parts(W: np.ndarray, pat: _Patterns, w: np.ndarray, q: int, R: int
     return pa, pe
 
 
-def _conger_se(codes: np.ndarray, C: np.ndarray, r: np.ndarray, w: np.ndarray, q: int,
-               coef: float, pe: float) -> float:
-    """Gwet's (2014) linearised SE of Conger's kappa (irrCAC ``conger.kappa.raw``), per unit."""
-    n, R = codes.shape
-    valid = codes >= 0
-    delta = np.zeros((n, R, q))
-    ii, gg = np.nonzero(valid)
-    delta[ii, gg, codes[ii, gg]] = 1.0
-    ng = valid.sum(axis=0).astype(float)
-    pgk = delta.sum(axis=0) / ng[:, None]               # (R, q)
+def _conger_se(pat: _Patterns, w: np.ndarray, q: int, coef: float, pe: float) -> float:
+    """Gwet's (2014) linearised SE of Conger's kappa (irrCAC ``conger.kappa.raw``), per unit pattern.
+
+    A unit's term depends only on its row of rater-specific codes, so it is computed once per
+    distinct row (``pat.unit_codes``, multiplicities ``pat.counts``).  The chance-agreement
+    term ``pe_i = sum_{g,k} lambda_igk (r pbar_k - p_gk) / (r (r - 1))`` with
+    ``lambda_igk = (n / n_g) sum_l w_kl (delta_igl - (eps_ig - n_g / n) p_gl)`` is, with
+    ``M = (r pbar - p) w``, ``sum_g (n / n_g) [eps_ig M_g,c_ig - (eps_ig - n_g / n) (p_g . M_g)]``:
+    a gather per (pattern, rater), no (n, r, q) tensor.
+    """
+    U, cnt, C, r = pat.unit_codes, pat.counts, pat.C, pat.r
+    n = float(cnt.sum())
+    T, R = U.shape
+    valid = U >= 0
+    ng = cnt @ valid                                      # (R,) units each rater rated
+    pgk = np.zeros((R, q))
+    tt, gg = np.nonzero(valid)
+    np.add.at(pgk, (gg, U[tt, gg]), cnt[tt])
+    pgk /= ng[:, None]
+    fac = R * pgk.mean(axis=0)[None, :] - pgk             # (R, q)
+    M = fac @ w                                           # M_gl = sum_k fac_gk w_kl
+    s_g = (pgk * M).sum(axis=1)                           # (R,)
+    hit = np.zeros((T, R))
+    hit[tt, gg] = M[gg, U[tt, gg]]
     eps = valid.astype(float)
-    A = delta - (eps - ng[None, :] / n)[:, :, None] * pgk[None, :, :]      # (n, R, q_l)
-    lam = np.einsum("nrl,kl->nrk", A, w) * (n / ng)[None, :, None]         # (n, R, q_k)
-    fac = R * pgk.mean(axis=0)[None, :] - pgk                             # (R, q_k)
-    pe_i = (lam * fac[None, :, :]).sum(axis=(1, 2)) / (R * (R - 1))
+    pe_i = ((hit - (eps - ng[None, :] / n) * s_g[None, :]) * (n / ng)[None, :]).sum(axis=1) / (R * (R - 1))
     two = r >= 2
-    n2 = two.sum()
+    n2 = float(cnt[two].sum())
     cw = C @ w.T
     sum_q = (C * (cw - 1.0)).sum(axis=1)
     pa_i = np.where(two, sum_q / np.where(two, r * (r - 1.0), 1.0), 0.0)
@@ -770,7 +875,7 @@ def _conger_se(codes: np.ndarray, C: np.ndarray, r: np.ndarray, w: np.ndarray, q
     x = k_i - 2.0 * (1.0 - coef) * (pe_i - pe) / (1.0 - pe)
     if n < 2:
         return math.nan
-    var = float(((x - coef) ** 2).sum()) / (n * (n - 1.0))
+    var = float(cnt @ ((x - coef) ** 2)) / (n * (n - 1.0))
     return math.sqrt(max(var, 0.0))
 
 
@@ -935,10 +1040,10 @@ def _int_pair_table(y1: Any, y2: Any, categories: Any, fn: str
     general path handles them).  The per-unit cell codes (needed only by a
     cluster or stratified bootstrap) are computed lazily.
     """
-    if isinstance(y1, pd.Series):
-        y1 = y1.to_numpy()
-    if isinstance(y2, pd.Series):
-        y2 = y2.to_numpy()
+    names = _Names(y1.index, y1.columns) if isinstance(y1, pd.DataFrame) else _Names()
+    if y2 is None and isinstance(y1, pd.DataFrame | np.ndarray) and y1.ndim == 2 and y1.shape[1] == 2:
+        y1, y2 = (y1.iloc[:, 0], y1.iloc[:, 1]) if isinstance(y1, pd.DataFrame) else (y1[:, 0], y1[:, 1])
+    y1, y2 = (y.to_numpy() if isinstance(y, pd.Series) and isinstance(y.dtype, np.dtype) else y for y in (y1, y2))
     if y2 is None or not isinstance(y1, np.ndarray) or not isinstance(y2, np.ndarray):
         return None
     if y1.ndim != 1 or y2.ndim != 1 or y1.dtype.kind not in "iu" or y2.dtype.kind not in "iu":
@@ -976,10 +1081,10 @@ def _int_pair_table(y1: Any, y2: Any, categories: Any, fn: str
             k = index.get(v)
             if k is None:
                 bad = np.flatnonzero((y1 == v) | (y2 == v))[0]
-                rname = 0 if y1[bad] == v else 1
+                rname = names.rater(0 if y1[bad] == v else 1)
                 raise InputError(
                     f"{fn}: label {v!r} (rater {rname!r}) is not in the declared `categories` "
-                    f"{list(cats)!r} and not an `abstain` label.", record=int(bad), field="ratings")
+                    f"{list(cats)!r} and not an `abstain` label.", record=names.unit(int(bad)), field="ratings")
             pos_list.append(k)
         pos = np.asarray(pos_list, dtype=np.intp)
         declared = True
@@ -1250,10 +1355,7 @@ def _multi(kind: str, fn: str, ratings: Any, y2: Any, *, weights: Any, categorie
     per_cat = None
     if reason is None:
         if kind == "conger":
-            codes_r = rt.codes if rated is None else rt.codes[rated]
-            keep = (codes_r >= 0).any(axis=0)
-            uc = _unit_counts(codes_r, q)
-            se = _conger_se(codes_r[:, keep], uc, uc.sum(axis=1), w, q, coef, pe)
+            se = _conger_se(pat, w, q, coef, pe)
         else:
             se = _multi_se(kind, pat, w, q, coef, pa, pe, pi)
         if kind == "fleiss":
@@ -1268,13 +1370,6 @@ def _multi(kind: str, fn: str, ratings: Any, y2: Any, *, weights: Any, categorie
                    n_pairable_units=n_pair_units, n_pairable_ratings=n_pair_ratings,
                    undefined_reason=reason, weights_name=_weights_name(weights), method=method,
                    confidence_level=confidence_level, boot=boot, per_category=per_cat)
-
-
-def _unit_counts(codes: np.ndarray, q: int) -> np.ndarray:
-    n, R = codes.shape
-    valid = codes >= 0
-    rows = np.repeat(np.arange(n), R)[valid.reshape(-1)]
-    return np.bincount(rows * q + codes[valid], minlength=n * q).reshape(n, q).astype(float)
 
 
 def _fleiss_extras(pat: _Patterns, pi: np.ndarray, cats: tuple[Any, ...], wname: str
@@ -1598,7 +1693,7 @@ def _kripp_point(pat: Any, stat: Callable[[np.ndarray], np.ndarray], level: str,
 def krippendorff_alpha(
     ratings: Any = None, y2: Any = None, *, level: str, categories: Sequence[Any] | None = None,
     abstain: Any = ABSTAIN_WORDS, confidence_level: float = 0.95, method: str | None = None,
-    n_resamples: int = 2000, rng: Any = None, unit: str = "item", clusters: Any = None,
+    ci: bool = True, n_resamples: int = 2000, rng: Any = None, unit: str = "item", clusters: Any = None,
     strata: Any = None, undefined: str = "drop", data: pd.DataFrame | None = None,
     item: str = "item_id", rater: str = "rater", rating: str = "rating",
 ) -> AgreementResult:
@@ -1607,11 +1702,20 @@ def krippendorff_alpha(
     level : {"nominal", "ordinal", "interval", "ratio"}
         Required: no silent default (the ``krippendorff`` package defaults to
         interval).  ``interval`` and ``ratio`` need numeric categories;
-        ``ordinal`` uses the order of ``categories`` (sorted labels if undeclared).
-    method : None or {"analytic", "percentile", "basic", "bca"}
+        ``ordinal`` uses the order of ``categories``: numbers in their order, text
+        only with ``categories=`` declared (an alphabetical order is refused).
+    method : None or {"analytic", "jackknife", "percentile", "basic", "bca"}
         Default: ``"analytic"`` (Gwet's 2014 linearised SE) for nominal, interval
-        and ratio; ``"percentile"`` bootstrap for ordinal, whose metric depends on
-        the marginal frequencies and has no analytic SE here.
+        and ratio; ``"jackknife"`` for ordinal, whose metric depends on the marginal
+        frequencies and has no analytic SE here.  The jackknife interval is
+        ``alpha +- z * SE_jack`` with the delete-one-unit SE over the pairable units,
+        one evaluation per distinct unit pattern (cost O(T q^2), T patterns).  A
+        bootstrap draws ``n_resamples`` multinomials over the T patterns: its cost is
+        O(n_resamples * T * q^2), and T grows with n when ratings are missing or
+        raters many.
+    ci : bool, default True
+        ``ci=False``: the statistic alone (no interval, no resampling; the analytic
+        SE is still reported for nominal, interval and ratio).
 
     Returns
     -------
@@ -1638,10 +1742,12 @@ def krippendorff_alpha(
     """
     if not isinstance(level, str) or level not in LEVELS:
         raise ValueError(f"`level` must be one of {', '.join(map(repr, LEVELS))}; got {level!r}.")
+    if not ci and method is not None:
+        raise TypeError(f"`ci=False` asks for no interval, and `method={method!r}` for one: pass one of them.")
     if method is None:
-        method = "percentile" if level == "ordinal" else "analytic"
+        method = "jackknife" if level == "ordinal" else "analytic"
     confidence_level = check_confidence_level(confidence_level)
-    method = check_choice("method", method, INTERVAL_METHODS)
+    method = check_choice("method", method, ALPHA_METHODS)
     fn = "krippendorff_alpha"
     rt = _prepare(ratings, y2, data, item, rater, rating, categories, abstain, fn, two=False)
     _check_level_values(rt.categories, level, fn)
@@ -1658,13 +1764,28 @@ def krippendorff_alpha(
     boot = _boot_factory(pat.type_index, pat.C.shape[0], stat, pat.rated, n_all_units=rt.codes.shape[0],
                          method=method, confidence_level=confidence_level, n_resamples=n_resamples, rng=rng,
                          unit=unit, clusters=clusters, strata=strata, undefined=undefined)
-    return _finish(fn=fn, rt=rt, coef=point.coef, pa=point.pa, pe=point.pe, se=point.se, se0=None,
-                   se0_reason="the literature defines no null-hypothesis SE for alpha",
-                   n_pairable_units=n_pair_units, n_pairable_ratings=n_pair_ratings,
-                   undefined_reason=point.reason, weights_name=level, method=method,
-                   confidence_level=confidence_level, boot=boot,
-                   no_se_reason="no analytic SE for ordinal alpha (its metric depends on the "
-                                "marginals); use a bootstrap method")
+    se = point.se
+    if method == "jackknife" and point.reason is None and ci:
+        se = _kripp_jackknife_se(pat, level, rt.categories)
+    # the normal-interval path of the shared driver serves the jackknife SE and ci=False (a
+    # placeholder SE of 1, replaced below, so no interval is drawn and nothing is resampled)
+    res = _finish(fn=fn, rt=rt, coef=point.coef, pa=point.pa, pe=point.pe,
+                  se=se if ci else 1.0, se0=None,
+                  se0_reason="the literature defines no null-hypothesis SE for alpha",
+                  n_pairable_units=n_pair_units, n_pairable_ratings=n_pair_ratings,
+                  undefined_reason=point.reason, weights_name=level,
+                  method="analytic" if method == "jackknife" or not ci else method,
+                  confidence_level=confidence_level, boot=boot,
+                  no_se_reason="no analytic SE for ordinal alpha (its metric depends on the "
+                               "marginals); use method='jackknife' or a bootstrap method")
+    if not res.defined:
+        return res
+    if not ci:
+        return dataclasses.replace(
+            res, method="none", confidence_interval=Abstention(Cause.NOT_APPLICABLE, "not asked for (ci=False)"),
+            standard_error=point.se if point.se is not None and math.isfinite(point.se) else Abstention(
+                Cause.NOT_APPLICABLE, "not asked for (ci=False); ordinal alpha has no analytic SE"))
+    return dataclasses.replace(res, method="jackknife") if method == "jackknife" else res
 
 
 # =========================================================================== paired difference

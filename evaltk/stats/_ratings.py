@@ -92,14 +92,15 @@ def _sort_labels(labels: list[Any]) -> list[Any]:
         return labels
 
 
-def _int_uniques(x: np.ndarray, lo: int | None = None, hi: int | None = None
-                 ) -> tuple[np.ndarray, list[Any], np.ndarray] | None:
+def _int_uniques(x: np.ndarray, lo: int | None = None, hi: int | None = None, *, as_array: bool = False
+                 ) -> tuple[np.ndarray, Any, np.ndarray] | None:
     """Codes, unique values and counts of an int array by bincount (None when the range is huge).
 
-    ``lo`` and ``hi`` may pass the known minimum and maximum.
+    ``lo`` and ``hi`` may pass the known minimum and maximum; ``as_array=True`` gives the
+    unique values as an array (many ids) rather than a list (a few labels).
     """
     if x.size == 0:
-        return np.zeros(0, dtype=np.intp), [], np.zeros(0, dtype=np.intp)
+        return np.zeros(0, dtype=np.intp), np.zeros(0, np.int64) if as_array else [], np.zeros(0, dtype=np.intp)
     if lo is None or hi is None:
         lo, hi = int(x.min()), int(x.max())
     if hi - lo > 1_000_000:
@@ -108,9 +109,10 @@ def _int_uniques(x: np.ndarray, lo: int | None = None, hi: int | None = None
     cnt = np.bincount(shifted, minlength=hi - lo + 1)
     present = cnt > 0
     if bool(present.all()):             # every value in [lo, hi] occurs: the shift is the code
-        return shifted, list(range(lo, hi + 1)), cnt
+        return shifted, np.arange(lo, hi + 1) if as_array else list(range(lo, hi + 1)), cnt
     lookup = np.cumsum(present, dtype=np.intp) - 1
-    return np.take(lookup, shifted), (np.flatnonzero(present) + lo).tolist(), cnt[present]
+    values = np.flatnonzero(present) + lo
+    return np.take(lookup, shifted), values if as_array else values.tolist(), cnt[present]
 
 
 class _Uniques(NamedTuple):
@@ -334,8 +336,29 @@ def _key_codes(col: pd.Series) -> tuple[np.ndarray, Any]:
         remap = np.full(used.size + 1, -1, dtype=np.intp)
         remap[:-1][used] = np.arange(int(used.sum()))
         return np.take(remap, codes), col.dtype.categories[used]
+    if isinstance(col.dtype, np.dtype) and col.dtype.kind in "iu":
+        got = _first_seen_ints(col.to_numpy())
+        if got is not None:
+            return got
     codes, uniq = pd.factorize(col, sort=False)
     return codes.astype(np.intp, copy=False), uniq
+
+
+def _first_seen_ints(x: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """Integer ids as codes in order of first appearance (as ``pd.factorize``), by bincount, not hashing."""
+    got = _int_uniques(x, as_array=True)
+    if got is None:
+        return None
+    codes, labels, _ = got
+    k = len(labels)
+    if x.size < 2 or bool((x[1:] >= x[:-1]).all()):   # sorted ids (the usual table): sorted is first-seen
+        return codes, labels
+    first = np.full(k, x.size, dtype=np.intp)
+    np.minimum.at(first, codes, np.arange(x.size, dtype=np.intp))
+    order = np.argsort(first, kind="stable")
+    rank = np.empty(k, dtype=np.intp)
+    rank[order] = np.arange(k, dtype=np.intp)
+    return np.take(rank, codes), labels[order]
 
 
 def _long_labels(data: Any, item: str, rater: str, rating: str, fn: str) -> _Labels:
@@ -353,8 +376,9 @@ def _long_labels(data: Any, item: str, rater: str, rating: str, fn: str) -> _Lab
     (ucodes, units), (rcodes, raters) = keys
     n, r = len(units), len(raters)
     cell = ucodes * r + rcodes if r > 1 else ucodes.copy()
-    seen = np.bincount(cell, minlength=n * r)
-    if cell.size and int(seen.max()) > 1:
+    filled = np.zeros(n * r, dtype=bool)
+    filled[cell] = True
+    if int(np.count_nonzero(filled)) != cell.size:
         i = _first_repeat(cell)
         raise InputError(
             f"{fn}: rater {_plain(data[rater].iloc[i])!r} rated item {_plain(data[item].iloc[i])!r} "
