@@ -455,6 +455,15 @@ class _Patterns:
     rated: np.ndarray | None = None  # mask of units with an answered rating (None: all)
 
 
+def _key_types(key: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Type index, distinct keys (sorted) and counts of an int64 key: a bincount when the range allows."""
+    got = _int_uniques(key, as_array=True)
+    if got is None:
+        ukeys, tidx, tcounts = np.unique(key, return_inverse=True, return_counts=True)
+        return tidx.reshape(-1), ukeys, tcounts
+    return got
+
+
 def _row_types(rows: np.ndarray, base: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Distinct rows of a small non-negative int matrix: (representative rows, type index, counts).
 
@@ -467,12 +476,7 @@ def _row_types(rows: np.ndarray, base: int) -> tuple[np.ndarray, np.ndarray, np.
         for j in range(q - 2, -1, -1):           # Horner: a column loop beats an axis-1 reduction
             key *= base
             key += rows[:, j]
-        got = _int_uniques(key)
-        if got is None:
-            _, tidx, tcounts = np.unique(key, return_inverse=True, return_counts=True)
-            tidx = tidx.reshape(-1)
-        else:
-            tidx, _, tcounts = got
+        tidx, _, tcounts = _key_types(key)
         rep = np.empty(tcounts.size, dtype=np.intp)
         rep[tidx] = np.arange(m)
         return rows[rep], tidx.astype(np.intp), tcounts
@@ -496,13 +500,7 @@ def _rater_patterns(codes: np.ndarray, q: int) -> _Patterns:
     rated_mask = None if bool(rated.all()) else rated
     if rated_mask is not None:
         key = key[rated_mask]
-    got = _int_uniques(key)
-    if got is None:
-        ukeys, tidx, tcounts = np.unique(key, return_inverse=True, return_counts=True)
-        tidx = tidx.reshape(-1)
-    else:
-        tidx, labels, tcounts = got
-        ukeys = np.asarray(labels, dtype=np.int64)
+    tidx, ukeys, tcounts = _key_types(key)
     pw = base ** np.arange(R, dtype=np.int64)
     U = ((ukeys[:, None] // pw[None, :]) % base).astype(np.intp) - 1          # (T, R), -1 missing
     T = U.shape[0]
