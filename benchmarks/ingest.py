@@ -39,12 +39,13 @@ import argparse
 import json
 import os
 import random
-import resource
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from _memory import peak_mib
 
 ACTIONS = ["tap", "type", "scroll", "open_app", "back", "confirm", "buy", "send"]
 TASKS = ["Buy a red mug", "Send an email to Bob about Friday", "Book a flight to Oslo",
@@ -191,16 +192,11 @@ def worker(reader: str, path: str, answers: str | None) -> None:
 
 
 def _peak_mib() -> float:
-    """Peak resident memory of this process (VmHWM; reset by exec, unlike ru_maxrss, which
-    a child started by fork + exec inherits from its parent)."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as fh:
-            for line in fh:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    """Peak resident memory of this fresh child (VmHWM, :mod:`_memory`; not ``ru_maxrss``)."""
+    got = peak_mib()
+    if got is None:
+        raise SystemExit("no /proc/self/status here: this benchmark measures memory from VmHWM (Linux)")
+    return got
 
 
 def measure(reader: str, path: Path, answers: Path | None = None) -> dict:
