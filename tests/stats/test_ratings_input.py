@@ -101,6 +101,10 @@ def test_errors_name_the_unit_and_the_rater_of_every_form():
     with pytest.raises(InputError, match="rater 'bob' rated item 't1' more than once") as e:
         fleiss_kappa(data=pd.concat([long, long.iloc[[3]]], ignore_index=True))
     assert e.value.record == 6
+    ints = pd.DataFrame({"alice": [0, 1, 1], "bob": [0, 2, 1]}, index=["t1", "t2", "t3"])
+    with pytest.raises(InputError, match="label 2 \\(rater 'bob'\\)") as e:
+        cohen_kappa(ints, categories=[0, 1])
+    assert e.value.record == "t2"
     with pytest.raises(InputError, match="missing 'rater' label") as e:
         fleiss_kappa(data=long.assign(rater=long["rater"].where(long.index != 4)))
     assert e.value.record == 4
