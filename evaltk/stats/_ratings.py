@@ -130,6 +130,8 @@ def _uniques(flat: np.ndarray) -> _Uniques:
         return _int_label_uniques(flat)
     if flat.dtype.kind == "f":
         return _float_label_uniques(flat)
+    if flat.dtype.kind == "U":
+        return _fixed_text_uniques(flat)
     obj = flat.astype(object) if flat.dtype.kind != "O" else flat
     return _factorized(obj)
 
@@ -142,6 +144,38 @@ def _factorized(values: Any) -> _Uniques:
     counts = np.bincount(ucodes[~miss] if has_missing else ucodes, minlength=len(u))
     labels = u.tolist() if hasattr(u, "tolist") else list(u)
     return _Uniques(ucodes.astype(np.intp, copy=False), labels, counts, miss if has_missing else None)
+
+
+#: Odd 64-bit multipliers of the fixed-width text hash (a constant, so codes never depend on a seed).
+_TEXT_HASH = np.uint64(0x9E3779B97F4A7C15)
+
+
+def _fixed_text_uniques(flat: np.ndarray) -> _Uniques:
+    """A NumPy fixed-width text array by hashing its code points, not through a Python object per cell.
+
+    Each row's code points fold into one 64-bit key (Horner, wrapping), the keys are
+    factorized, and every cell is then compared with its label's first cell, so a hash
+    collision can never merge two labels (it falls back to the exact object path).  Labels
+    come in order of first appearance, as :func:`pandas.factorize` gives them.
+    """
+    n = flat.size
+    width = flat.dtype.itemsize // 4
+    if n == 0 or width == 0:
+        return _factorized(flat.astype(object))
+    units = np.ascontiguousarray(flat).view(np.uint32).reshape(n, width)
+    key = units[:, 0].astype(np.uint64)
+    with np.errstate(over="ignore"):
+        for j in range(1, width):
+            key *= _TEXT_HASH
+            key += units[:, j]
+    codes, ukeys = pd.factorize(key)
+    k = len(ukeys)
+    first = np.full(k, n, dtype=np.intp)
+    np.minimum.at(first, codes, np.arange(n, dtype=np.intp))
+    reps = flat[first]
+    if not np.array_equal(reps[codes], flat):  # a collision: the exact path
+        return _factorized(flat.astype(object))
+    return _Uniques(codes.astype(np.intp, copy=False), reps.tolist(), np.bincount(codes, minlength=k), None)
 
 
 def _int_label_uniques(flat: np.ndarray) -> _Uniques:
@@ -201,7 +235,7 @@ def _column_uniques(col: Any) -> _Uniques:
             return _uniques(col.to_numpy())
         return _factorized(col.array if isinstance(col, pd.Series) else col)
     arr = _as_array(col)
-    if arr.dtype.kind in "iufb":
+    if arr.dtype.kind in "iufbU":
         return _uniques(arr)
     return _factorized(arr.astype(object) if arr.dtype.kind != "O" else arr)
 
@@ -316,7 +350,7 @@ def _to_labels(ratings: Any, y2: Any, data: Any, item: str, rater: str, rating: 
 
 
 def _wide(arr: np.ndarray, names: _Names, fn: str) -> _Labels:
-    if arr.dtype.kind not in "iufbO":
+    if arr.dtype.kind not in "iufbOU":
         arr = arr.astype(object)
     if arr.ndim != 2:
         raise InputError(f"{fn}: ratings must be a units x raters array (2-D); got shape {arr.shape}. "
