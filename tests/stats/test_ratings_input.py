@@ -171,3 +171,18 @@ def test_an_infinite_rating_is_refused_by_unit_and_rater(level):
     with pytest.raises(InputError, match="rating inf \\(rater 'ben'\\) is not a finite number") as e:
         krippendorff_alpha(r, level=level)
     assert e.value.record == "i3"
+
+
+def test_unit_patterns_reads_labels_by_the_same_rules():
+    """The mergeable summary reads ratings through the same adapter: blank text is missing,
+    an unknown label names its unit and rater, and its Fleiss' kappa is the function's."""
+    from evaltk.stats import unit_patterns
+
+    frame = pd.DataFrame({"ann": ["a", "b", " ", "a"], "ben": ["a", "b", "b", "nan"], "cy": ["b", "b", "b", "a"]},
+                         index=["u1", "u2", "u3", "u4"])
+    up = unit_patterns(frame)
+    assert up.categories == ("a", "b") and up.n_units == 4
+    assert up.statistic("fleiss_kappa") == pytest.approx(fleiss_kappa(frame).statistic, abs=1e-12)
+    with pytest.raises(InputError, match="rater 'cy'") as e:
+        unit_patterns(frame, categories=["a"])
+    assert e.value.record == "u1"
