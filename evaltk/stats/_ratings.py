@@ -388,7 +388,10 @@ def _first_seen_ints(x: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     if x.size < 2 or bool((x[1:] >= x[:-1]).all()):   # sorted ids (the usual table): sorted is first-seen
         return codes, labels
     first = np.full(k, x.size, dtype=np.intp)
-    np.minimum.at(first, codes, np.arange(x.size, dtype=np.intp))
+    head = codes[:4096]                 # few distinct ids (raters) all show up early: look there first
+    np.minimum.at(first, head, np.arange(head.size, dtype=np.intp))
+    if int(first.max()) == x.size:
+        np.minimum.at(first, codes, np.arange(x.size, dtype=np.intp))
     order = np.argsort(first, kind="stable")
     rank = np.empty(k, dtype=np.intp)
     rank[order] = np.arange(k, dtype=np.intp)
