@@ -5,7 +5,8 @@ Run:  .venv/bin/python benchmarks/agreement.py [--quick] [--rounds N]
 Every workload is timed in interleaved rounds: each round runs every contender once
 (in a rotating order), so a burst of load on the shared machine hits all of them alike;
 a ratio is the median over rounds of the per-round (paired) ratio, printed with its
-range over the rounds.  BLAS runs single-threaded.  The load average is printed at the
+range over the rounds, for wall-clock time and for the process's CPU time (which other
+jobs on the machine disturb much less).  BLAS runs single-threaded.  The load average is printed at the
 start and the end: read each ratio against it.
 
 Workloads (issue #17):
@@ -49,31 +50,33 @@ import pandas as pd  # noqa: E402
 
 
 def paired(contenders: dict[str, Callable[[], object]], rounds: int) -> dict[str, np.ndarray]:
-    """Times (rounds,) of every contender, interleaved: round k runs each once, order rotated."""
+    """Wall and CPU times (rounds, 2) of every contender, interleaved: round k runs each once,
+    order rotated."""
     names = list(contenders)
     for f in contenders.values():   # warm up (imports, caches)
         f()
-    out = {k: np.empty(rounds) for k in names}
+    out = {k: np.empty((rounds, 2)) for k in names}
     for k in range(rounds):
         order = names[k % len(names):] + names[:k % len(names)]
         for name in order:
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             contenders[name]()
-            out[name][k] = time.perf_counter() - t0
+            out[name][k] = (time.perf_counter() - t0, time.process_time() - c0)
     return out
 
 
-def ratio(t: dict[str, np.ndarray], num: str, den: str) -> str:
-    r = t[num] / t[den]
+def ratio(t: dict[str, np.ndarray], num: str, den: str, col: int = 0) -> str:
+    r = t[num][:, col] / np.maximum(t[den][:, col], 1e-9)
     return f"{np.median(r):8.2f}x  [{r.min():.2f}-{r.max():.2f}]"
 
 
 def report(title: str, t: dict[str, np.ndarray], rows: list[tuple[str, str, str, str]]) -> None:
-    """Print ``label: num / den`` for each row, with the median times."""
+    """Print ``label: num / den`` for each row (wall clock, then CPU time), with the median wall times."""
     print(f"\n{title}")
     for label, num, den, goal in rows:
-        print(f"  {label:<58} {ratio(t, num, den)}   ({num} {np.median(t[num]) * 1e3:.2f} ms, "
-              f"{den} {np.median(t[den]) * 1e3:.2f} ms){'   goal ' + goal if goal else ''}")
+        print(f"  {label:<58} wall {ratio(t, num, den)}  cpu {ratio(t, num, den, 1)}   "
+              f"({num} {np.median(t[num][:, 0]) * 1e3:.2f} ms, {den} {np.median(t[den][:, 0]) * 1e3:.2f} ms)"
+              f"{'   goal ' + goal if goal else ''}")
 
 
 def np_kappa_from_codes(a: np.ndarray, b: np.ndarray, q: int) -> float:
@@ -332,7 +335,7 @@ def bootstrap_section(rounds: int, rng: np.random.Generator, quick: bool) -> Non
         ours = cohen_kappa(a, b, method=method, n_resamples=2000, rng=1).confidence_interval
         ref = stats.bootstrap((a, b), np_kappa, paired=True, vectorized=True, method=scipy_method,
                               n_resamples=2000, random_state=3).confidence_interval
-        med = float(np.median(t["evaltk"]))
+        med = float(np.median(t["evaltk"][:, 0]))
         report(f"6. 95% {method} interval of Cohen's kappa, n = 10^4, B = 2,000 "
                f"(CI evaltk [{ours[0]:.4f}, {ours[1]:.4f}], scipy [{ref.low:.4f}, {ref.high:.4f}])", t, [
                    ("scipy.stats.bootstrap + NumPy kappa / evaltk", "scipy+NumPy", "evaltk", ">= 20x")])
