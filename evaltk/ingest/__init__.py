@@ -8,12 +8,11 @@ per-record authority and the Arrow fast path), ``_series`` (column builders),
 Parquet answer readers; the answer vocabulary itself is :mod:`evaltk.values`), ``_join`` (answers to runs), ``_ledger``
 and ``_ingest`` (:func:`ingest_traces`, :func:`ingest_one`)."""
 
-from ._answers import read_answers
+from ._answers import ANSWER_COLUMNS, AUDIT_COLUMNS, INSTRUMENT_COLUMNS, read_answers
 from ._domain import DEFAULT_DOMAIN_KEYWORDS, UNKNOWN_DOMAIN, KeywordDomainRule, domain_from_task
 from ._ingest import ingest_one, ingest_traces
 from ._readers import read_traces
 from ._records import (
-    ANSWER_COLUMNS,
     LEDGER_COLUMNS,
     RUN_COLUMNS,
     STEP_COLUMNS,
@@ -29,6 +28,8 @@ __all__ = [
     "RUN_COLUMNS",
     "STEP_COLUMNS",
     "ANSWER_COLUMNS",
+    "INSTRUMENT_COLUMNS",
+    "AUDIT_COLUMNS",
     "DEFAULT_DOMAIN_KEYWORDS",
     "UNKNOWN_DOMAIN",
     "KeywordDomainRule",

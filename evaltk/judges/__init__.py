@@ -23,6 +23,7 @@ from ._calibration import (
 )
 from ._labeling import (
     ExpansionDecision,
+    ExpansionRefused,
     StratifiedEstimate,
     expansion_gate,
     propose_batch,
@@ -43,8 +44,11 @@ from ._regression import (
     data_validity,
     gate,
     scoring_consistency,
+    unpinned_instruments,
 )
 from ._selection import (
+    COVERAGE_MARGIN,
+    MIN_COVERAGE,
     SelectionResult,
     anchor_correctness,
     canary_hits,
@@ -80,6 +84,8 @@ __all__ = [
     "judge_costs",
     "canary_hits",
     "select_judges",
+    "MIN_COVERAGE",
+    "COVERAGE_MARGIN",
     "SelectionResult",
     "published_precision_recall",
     "pareto_frontier",
@@ -89,10 +95,12 @@ __all__ = [
     "StratifiedEstimate",
     "expansion_gate",
     "ExpansionDecision",
+    "ExpansionRefused",
     "DIMENSION_TYPES",
     "GateResult",
     "GateRefused",
     "gate",
     "data_validity",
     "scoring_consistency",
+    "unpinned_instruments",
 ]

@@ -298,7 +298,7 @@ class _Checker:
     def gated_aggregate(self, gagg: Any) -> None:
         """Sections A and D: ``gatedAggregateScore`` is the aggregation of the task gating
         scores, present whenever a task has expected.trajectory, absent on a suite with no
-        trajectory and no gated task."""
+        trajectory and no fixture miss (with a miss, a host may carry it)."""
         ours, run = self.ours, self.run
         has = run.has_trajectory
         if gagg is None:
@@ -308,7 +308,9 @@ class _Checker:
                          f"{_fmt(ours.gated_aggregate_score)})", ours.gated_aggregate_score, None)
             return
         g = _num(gagg)
-        if not ours.gated_aggregate_present and g is not None and _close(g, ours.gated_aggregate_score):
+        # section D: only a suite with no trajectory *and no fixture miss* carries neither field
+        stray = not ours.gated_aggregate_present and not run.fixture_miss.any()
+        if stray and g is not None and _close(g, ours.gated_aggregate_score):
             self.add("0246.D", "suite", "gatedAggregateScore",
                      "carried on a suite with no expected.trajectory and no gated task (section D: a suite "
                      "with no trajectory and no fixture miss carries neither field)", None, gagg)

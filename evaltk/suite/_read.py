@@ -406,7 +406,9 @@ def _trial_trajectory(ctx: _Ctx, trial: Mapping[str, Any], tid: str, j: int,
                       spec: TrajectorySpec | None) -> bool:
     """Whether the trial's trajectory matched (True on a task without one).  The calls are
     matched against ``spec``; the host's ``trajectoryMatched`` may stand in for them, and
-    with both present the trajectory matched only if both say so (a gate fails safe)."""
+    with both present the trajectory matched only if both say so (a gate fails safe).  A
+    fixture-miss trial with neither needs no path: its gating score is 0 whatever its path
+    (RFC 0246 A), so it is not counted as a trajectory failure."""
     host = trial.get("trajectoryMatched")
     if host is not None and host.__class__ is not bool:
         ctx.boolean(host, record=tid, field=f"trials[{j}].trajectoryMatched")
@@ -419,6 +421,8 @@ def _trial_trajectory(ctx: _Ctx, trial: Mapping[str, Any], tid: str, j: int,
             _check_tool_names(ctx, calls, tid, j)
         return True
     if calls is None:
+        if host is None and trial.get("fixtureMiss") is True:
+            return True  # failed closed before any path: gated to 0 by the miss, not a trajectory failure
         if host is None:
             raise ctx.fail("the task has expected.trajectory, so each trial needs `toolCalls` or the "
                            "host's `trajectoryMatched`", record=tid, field=f"trials[{j}].toolCalls")
