@@ -34,10 +34,10 @@ from .errors import (
 )
 
 __all__ = ["read_bytes", "decode_utf8", "read_text", "loads_json", "read_json", "read_jsonl",
-           "read_csv_text", "check_output", "atomic_path", "atomic_dir", "removed_on_failure",
+           "read_csv_text", "read_document", "check_output", "atomic_path", "atomic_dir", "removed_on_failure",
            "write_bytes_atomic", "write_text_atomic", "write_json", "write_jsonl", "write_parquet",
            "write_csv", "neutralize_formula", "file_digest", "check_digest", "TEMP_SUFFIX",
-           "FORMULA_PREFIXES", "canonical_json"]
+           "FORMULA_PREFIXES", "canonical_json", "sha256_digest", "parse_yaml", "loads_yaml"]
 
 
 def read_bytes(path: str | os.PathLike[str]) -> bytes:
@@ -383,6 +383,24 @@ def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> None:
         tmp.write_bytes(data)
 
 
+def read_document(path: str | os.PathLike[str]) -> Any:
+    """A JSON or YAML document: ``.yaml`` / ``.yml`` as YAML (:func:`loads_yaml`: the safe
+    loader, a repeated key refused), ``.json`` as strict JSON, any other name as JSON first
+    and YAML when it is not JSON.  ``NaN`` is let through so that the loader names the field
+    that holds it."""
+    path = Path(path)
+    text = read_text(path)
+    if path.suffix.lower() not in (".yaml", ".yml"):
+        try:
+            return loads_json(text, file=str(path), allow_nan=True)
+        except UnreadableInput:
+            if path.suffix.lower() == ".json":
+                raise
+    return loads_yaml(text, file=str(path))
+
+
+
+
 def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
     """Write ``text`` as UTF-8 atomically: through a temporary file in the same folder,
     renamed over ``path`` only once it is complete (the old file stays whole until then,
@@ -482,3 +500,135 @@ def check_digest(path: str | os.PathLike[str], expected: str, *, recorded_in: st
         raise SchemaViolation(f"integrity check `digest`: sha256 {have[:16]}... differs from "
                               f"{want[:16]}... recorded in {recorded_in}: the file changed after it was "
                               "written", file=str(p))
+
+
+def sha256_digest(obj: Any) -> str:
+    """Lower-case hex SHA-256 of :func:`canonical_json` of ``obj``.
+
+    Examples
+    --------
+    >>> sha256_digest({})
+    '44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a'
+    """
+    return hashlib.sha256(canonical_json(obj)).hexdigest()
+
+
+# --------------------------------------------------------------------------- safe YAML
+
+import yaml  # noqa: E402  (PyYAML is a core dependency)
+
+
+class _DuplicateKeys:
+    """Mixin for a safe loader: records duplicate keys (with their lines), never overwrites."""
+
+    duplicates: list[tuple[str, int, int]]  # key, line, first line
+
+    def construct_mapping(self, node: yaml.Node, deep: bool = False) -> dict[Any, Any]:
+        if isinstance(node, yaml.MappingNode):
+            first: dict[Any, int] = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                try:
+                    key = self.construct_object(key_node, deep=True)  # type: ignore[attr-defined]
+                    hash(key)
+                except Exception:  # the base class reports unhashable keys
+                    continue
+                line = key_node.start_mark.line + 1
+                if key in first:
+                    self.duplicates.append((str(key), line, first[key]))
+                else:
+                    first[key] = line
+        return super().construct_mapping(node, deep=deep)  # type: ignore[misc]
+
+
+class _SafeLoader(_DuplicateKeys, yaml.SafeLoader):
+    """The pure-Python safe loader: used for messages, identical with or without libyaml."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self.duplicates = []
+
+
+if hasattr(yaml, "CSafeLoader"):
+    class _FastLoader(_DuplicateKeys, yaml.CSafeLoader):  # type: ignore[name-defined]
+        """libyaml's parser with the same safe constructor: about ten times faster."""
+
+        def __init__(self, stream: str) -> None:
+            super().__init__(stream)
+            self.duplicates = []
+else:  # pragma: no cover - PyYAML built without libyaml
+    _FastLoader = _SafeLoader  # type: ignore[misc, assignment]
+
+
+def parse_yaml(text: str) -> tuple[Any, yaml.Node | None, list[tuple[int | None, str]]]:
+    """Parse YAML safely.  Returns (data, root node, [(line, problem)]); never raises on bad YAML.
+
+    No object is constructed (the safe loader) and a duplicate key is a problem with
+    its line and the line of the first.  The libyaml parser reads a well-formed file;
+    a file it rejects is parsed again by the pure-Python parser, so that the reported
+    problem is the same on every install.
+    """
+    if _FastLoader is not _SafeLoader:
+        loader = _FastLoader(text)
+        try:
+            node = loader.get_single_node()
+            data = loader.construct_document(node) if node is not None else None
+            return data, node, [(line, f"duplicate key `{key}` (first at line {first})")
+                                for key, line, first in loader.duplicates]
+        except (yaml.YAMLError, RecursionError):
+            pass
+        finally:
+            loader.dispose()
+    loader = _SafeLoader(text)
+    problems: list[tuple[int | None, str]] = []
+    data: Any = None
+    node: yaml.Node | None = None
+    try:
+        node = loader.get_single_node()
+        if node is not None:
+            data = loader.construct_document(node)
+        for key, line, first in loader.duplicates:
+            problems.append((line, f"duplicate key `{key}` (first at line {first})"))
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        what = e.problem or e.context or "invalid YAML"
+        if e.context and e.problem:
+            what = f"{e.context}, {e.problem}"
+        problems.append((mark.line + 1 if mark else None, f"not valid YAML: {what}"))
+        data, node = None, None
+    except yaml.YAMLError as e:
+        problems.append((None, f"not valid YAML: {e}"))
+        data, node = None, None
+    except RecursionError:
+        problems.append((None, "not valid YAML: nested too deeply"))
+        data, node = None, None
+    finally:
+        loader.dispose()
+    return data, node, problems
+
+
+def loads_yaml(text: str, *, file: str | None = None) -> Any:
+    """One YAML document, strictly: :func:`parse_yaml`, raising on its first problem.
+
+    A duplicate key raises :class:`~evaltk.errors.SchemaViolation` naming the key as the
+    field and its line as the record; text that is not YAML raises
+    :class:`~evaltk.errors.UnreadableInput` with the line.
+
+    Examples
+    --------
+    >>> loads_yaml("a: 1\\nb: [x, y]\\n")
+    {'a': 1, 'b': ['x', 'y']}
+    >>> loads_yaml("a: 1\\na: 2\\n", file="r.yaml")
+    Traceback (most recent call last):
+    ...
+    evaltk.errors.SchemaViolation: r.yaml: line 2: field `a`: duplicate key `a` (first at line 1)
+    """
+    data, _node, problems = parse_yaml(text)
+    if problems:
+        line, msg = problems[0]
+        if msg.startswith("duplicate key"):
+            key = msg.split("`")[1]
+            raise SchemaViolation(msg, file=file, record=line, field=key)
+        raise UnreadableInput(msg, file=file, record=line)
+    return data

@@ -60,7 +60,7 @@ sources = report.data_sources(params["data_dir"])
 demo, demo_files, demo_note = report.demo_data(sources, n_traces=n_traces, seed=seed)
 inputs = [*demo_files, *sources.files()]
 warnings.simplefilter("ignore", evaltk.UndefinedWarning)  # undefined replicates are counted on each result
-sm = evaltk.score_traces(demo.traces, demo.answers, demo.labels)  # the week's scores
+sm, runs_note = report.week_scores(sources, demo)  # the week's scores: imported runs when the folder has them
 auto = sm.scores("automatic")
 ans = report.select_answers(demo.answers, measure=measure)
 sel = report.judge_selection(ans, demo.labels, demo.canaries, measure=measure, confidence_level=confidence_level,
@@ -82,7 +82,7 @@ jb = (report.judgebench_selection(evaltk.load_judgebench(sources.judgebench), co
 glance = report.week_at_a_glance(week=params["week"], measure=measure, scores=auto, selection=sel, directions=leans,
                                  ceilings=ceilings, suite=summary, trajectory=cohort and cohort.summary(),
                                  agentrewardbench=arb, judgebench=jb)
-display(Markdown(f"Sources: {demo_note}" + (f"; real data from {sources.data_dir}" if sources.data_dir else "") + "."))
+display(Markdown(f"Sources: {runs_note}{demo_note}" + (f"; real data from {sources.data_dir}" if sources.data_dir else "") + "."))
 display(Markdown(report.markdown_list(glance)))
 
 # %% [markdown]

@@ -216,6 +216,12 @@ NOT_ESTIMATORS: dict[str, str] = {
     "data_validity": "a list of reasons",
     "scoring_consistency": "a list of reasons",
     "unpinned_instruments": "a list of reasons",
+    "load_rubric": "reads a rubric file (tests/judges/test_rubric.py)",
+    "unit_of": "a measure's unit, from the vocabulary",
+    "judge_config": "builds a judge's configuration",
+    "read_judges": "reads a sweep's judges file",
+    "run_judge": "calls a judge over HTTP and returns an answers table (tests/judges/test_runner.py)",
+    "sweep_judges": "runs judges then select_judges (tests/judges/test_judge_cli.py)",
 }
 
 

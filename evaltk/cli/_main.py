@@ -45,6 +45,7 @@ _MODULES: tuple[str, ...] = (
     "evaltk.cli.calibration",
     "evaltk.cli.demo",
     "evaltk.cli.ingest",
+    "evaltk.cli.import_",
     "evaltk.cli.trajectory",
     "evaltk.cli.suite",
     "evaltk.cli.report",
@@ -52,6 +53,7 @@ _MODULES: tuple[str, ...] = (
     "evaltk.cli.score",
     "evaltk.cli.gate",
     "evaltk.cli.scale",
+    "evaltk.cli.judge",
 )
 
 

@@ -42,6 +42,14 @@ from ._series import _blocks, _empty_str, _from_codes, _s
 #: A guide-level measure name (``g_<name>``): answered in free text unless the vocabulary lists it.
 _G_MEASURE = re.compile(r"^g_[a-z0-9_]+$")
 
+#: Optional per-row judge-instrument columns of an answers table (issue #14): the model and
+#: its version, the rubric and its digest, the prompt template's digest, and ``decoding``
+#: (the canonical JSON text of the decoding settings, sorted keys, e.g.
+#: ``{"max_tokens":16,"temperature":0}``); digests are ``"sha256:<hex>"``.  A row without
+#: them is "unpinned".
+INSTRUMENT_COLUMNS: tuple[str, ...] = ("judge_model", "judge_model_version", "rubric_id", "rubric_digest",
+                                       "template_digest", "decoding")
+
 # --------------------------------------------------------------------------- answers
 
 _ANSWER_REQUIRED = ("trace_id", "measure", "rater", "answer")

@@ -14,8 +14,7 @@ TRACE_STATUSES: tuple[str, ...] = ("complete", "in_progress")
 LEDGER_COLUMNS: tuple[str, ...] = ("source", "record", "trace_id", "kind", "status", "reason", "field")
 #: Columns of :attr:`Ingested.runs`.
 RUN_COLUMNS: tuple[str, ...] = ("trace_id", "task", "domain", "domain_source", "domain_record", "status",
-                                "n_steps",
-                                "agent", "guide", "steps_missing")
+                                "n_steps", "agent", "guide", "steps_missing", "consequential_declared")
 #: Columns of :attr:`Ingested.steps`.
 STEP_COLUMNS: tuple[str, ...] = ("trace_id", "index", "action", "target", "screen", "consequential",
                                  "needs_confirmation", "run_pos")
@@ -79,7 +78,10 @@ class Ingested:
         when absent: where it differs from ``domain`` the prompt won), ``status, n_steps`` (the canonical step count: the number of steps in
         the record), ``agent`` (NaN when absent), ``guide`` (dict or None) and
         ``steps_missing`` (True when the step indices have gaps or a source in
-        ``step_counts`` reports more steps than the record holds).
+        ``step_counts`` reports more steps than the record holds) and
+        ``consequential_declared`` (False when the record says which steps are
+        consequential is not declared, as an import without an action policy does:
+        x_safe is then ``not_implemented``).
     steps : DataFrame
         One row per step of the kept runs, ordered by run then ``index``:
         ``trace_id, index, action, target, screen, consequential,

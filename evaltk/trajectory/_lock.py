@@ -9,11 +9,10 @@ is authored.
 from __future__ import annotations
 
 import copy
-import hashlib
 from collections.abc import Mapping
 from typing import Any
 
-from .._io import canonical_json
+from .._io import canonical_json, sha256_digest  # noqa: F401  (re-exported: the trajectory API)
 
 #: The eight dimensions, in the seed's order.  Every case is graded on all eight.
 DIMENSIONS: tuple[str, ...] = (
@@ -39,16 +38,7 @@ _PREREQUISITES = ("milestones", "recovered_faults", "faithful_evidence")
 
 # --------------------------------------------------------------------------- canonical form
 
-
-def sha256_digest(obj: Any) -> str:
-    """Lower-case hex SHA-256 of :func:`canonical_json` of ``obj``.
-
-    Examples
-    --------
-    >>> sha256_digest({})
-    '44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a'
-    """
-    return hashlib.sha256(canonical_json(obj)).hexdigest()
+# canonical_json and sha256_digest live in the foundation (evaltk._io): one home for every digest.
 
 
 def design_digest(design: Mapping[str, Any]) -> str:
