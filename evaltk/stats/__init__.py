@@ -9,7 +9,6 @@ from ._agreement import (
     LEVELS,
     WEIGHTS,
     AgreementResult,
-    CategoryDomainWarning,
     ClassificationResult,
     agreement_difference,
     brennan_prediger,
@@ -84,6 +83,7 @@ from ._ppi import (
     ppi_mean,
     rogan_gladen,
 )
+from ._ratings import CategoryDomainWarning
 from ._result import ConfidenceInterval, ResultShape
 from ._tables import (
     MISSING_KEY,
