@@ -55,14 +55,32 @@ def _is_missing(v: Any) -> bool:
 
 
 def _strip_none(v: Any) -> Any:
-    """Drop null-valued keys from objects (recursively): absent and null read alike."""
-    if isinstance(v, Mapping):
-        return {k: _strip_none(x) for k, x in v.items() if not _is_missing(x)}
-    if isinstance(v, list | tuple):
-        return [_strip_none(x) for x in v]
-    if isinstance(v, np.ndarray):
-        return [_strip_none(x) for x in v.tolist()]
-    return v
+    """Drop null-valued keys from objects (recursively): absent and null read alike.
+
+    Iterative (an explicit stack), so a document as deep as the depth limit allows is
+    copied without running into Python's recursion limit."""
+    nested = (Mapping, list, tuple, np.ndarray)
+    if not isinstance(v, nested):
+        return v
+    root: list[Any] = [None]
+    stack: list[tuple[Any, Any, Any]] = [(v, root, 0)]
+    while stack:
+        src, parent, key = stack.pop()
+        if isinstance(src, Mapping):
+            out: Any = {}
+            pairs = [(k, x) for k, x in src.items() if not _is_missing(x)]
+        else:
+            items = src.tolist() if isinstance(src, np.ndarray) else src
+            out = [None] * len(items)
+            pairs = list(enumerate(items))
+        parent[key] = out
+        for k, x in pairs:
+            if isinstance(x, nested):
+                out[k] = None
+                stack.append((x, out, k))
+            else:
+                out[k] = x
+    return root[0]
 
 
 #: _ARROW_ABORT: with pyarrow 26, a Parquet table read with threads (the default) and
