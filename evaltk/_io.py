@@ -22,7 +22,6 @@ import contextlib
 import contextvars
 import csv
 import dataclasses
-import io
 import json
 import math
 import os
