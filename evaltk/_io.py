@@ -451,7 +451,8 @@ def loads_json(text: str, *, file: str | None = None, record: int | None = None,
     ...
     evaltk.errors.SchemaViolation: field `a`: duplicate object key 'a'
     """
-    check_depth(json_depth(text), file=file, record=record)
+    depth = json_depth(text)
+    check_depth(depth, file=file, record=record)
     try:
         return json.loads(text, object_pairs_hook=no_duplicate_keys,
                           parse_constant=None if allow_nan else _no_constant,
@@ -463,8 +464,9 @@ def loads_json(text: str, *, file: str | None = None, record: int | None = None,
         raise UnreadableInput(f"not JSON: {e.msg} (column {e.colno})", file=file,
                               record=e.lineno if record is None else record) from None
     except RecursionError:  # deeper than Python's parser reads (the limit was raised past it)
-        raise _over("nesting depth", "beyond Python's recursion limit", "depth", file=file,
-                    record=record) from None
+        raise LimitExceeded(f"nesting depth {depth} is more than Python's JSON parser can read "
+                            f"(the limit depth={current_limits().depth} is above what it holds)",
+                            limit="depth", file=file, record=record) from None
     except ValueError as e:  # NaN, Infinity, 1e999, an integer of too many digits
         raise UnreadableInput(f"not JSON: {e}", file=file, record=record) from None
 
@@ -578,7 +580,9 @@ def loads_yaml(text: str, *, file: str | None = None) -> Any:
             raise type(e)(e.detail, file=file, record=e.record, field=e.field) from None
         raise
     except RecursionError:
-        raise _over("nesting depth", "beyond Python's recursion limit", "depth", file=file) from None
+        raise LimitExceeded(f"nesting depth is more than Python's YAML reader can build (the limit "
+                            f"depth={current_limits().depth} is above what it holds)", limit="depth",
+                            file=file) from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         problem = getattr(e, "problem", None) or str(e)

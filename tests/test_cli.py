@@ -93,7 +93,7 @@ RUNNABLE = {
     ("calibration", "ceiling"): 0,
     ("fixtures", "list"): 0, ("fixtures", "validate"): 0, ("fixtures", "seen"): 0,
     ("fixtures", "retire"): 0,
-    ("gate",): 0, ("ingest",): 1, ("score",): 0,
+    ("gate",): 0, ("ingest",): 0, ("score",): 0,
     ("scale", "score"): 0, ("scale", "summarize"): 0,
     ("suite", "summarize"): 0, ("suite", "gate"): 1, ("suite", "check"): 0,
     ("trajectory", "grade"): 2, ("trajectory", "seal"): 0, ("trajectory", "digest"): 0,

@@ -311,12 +311,18 @@ class Manifest:
             raise SchemaViolation("a manifest needs a `measures` mapping", file=source, field="measures") from None
         for m, s in items:
             where = f"measures.{m}"
+            if not isinstance(s, Mapping):
+                raise SchemaViolation(f"a measure's status must be an object; got {type(s).__name__}",
+                                      file=source, field=where)
+            cal = s.get("calibration")
+            if cal is not None and not isinstance(cal, Mapping):
+                raise SchemaViolation(f"a calibration record must be an object or null; got "
+                                      f"{type(cal).__name__}", file=source, field=f"{where}.calibration")
             try:
-                cal = s.get("calibration")
                 rec = None if cal is None else CalibrationRecord.from_dict(cal)
                 st = MeasureStatus(m, s["evidence"], s["lifecycle"], s["scorer"], s["scorer_version"],
                                    s["direction_of_error"], s.get("evidence_kind", "none"), rec)
-            except (KeyError, TypeError, ValueError) as e:
+            except (KeyError, TypeError, ValueError, AttributeError) as e:
                 raise SchemaViolation(f"malformed measure status: {e}", file=source, field=where) from None
             if st.evidence not in ("calibrated", "provisional"):
                 raise SchemaViolation(f"evidence status {st.evidence!r} is not calibrated or provisional",
