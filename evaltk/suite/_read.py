@@ -117,7 +117,8 @@ class _Ctx:
 
 
 def _read_document(path: Path) -> Any:
-    """A JSON or YAML document: ``.yaml`` / ``.yml`` as YAML, ``.json`` as strict JSON, any
+    """A JSON or YAML document: ``.yaml`` / ``.yml`` as strict YAML (:func:`evaltk._io.loads_yaml`),
+    ``.json`` as strict JSON, any
     other name as JSON first and YAML when it is not JSON.  ``NaN`` is let through so that
     the loader names the field that holds it."""
     text = _io.read_text(path)
@@ -127,14 +128,7 @@ def _read_document(path: Path) -> Any:
         except UnreadableInput:
             if path.suffix.lower() == ".json":
                 raise
-    import yaml
-
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        raise UnreadableInput(f"not JSON or YAML: {getattr(e, 'problem', None) or e}", file=str(path),
-                              record=None if mark is None else mark.line + 1) from None
+    return _io.loads_yaml(text, file=str(path))  # strict: a repeated key, .nan and deep nesting refused
 
 
 def load_suite_run(source: str | Path | Mapping[str, Any], *, file: str | None = None) -> SuiteRun:

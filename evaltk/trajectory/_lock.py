@@ -41,22 +41,36 @@ _PREREQUISITES = ("milestones", "recovered_faults", "faithful_evidence")
 
 
 def _canon(x: Any, where: str) -> Any:
-    if isinstance(x, dict):
-        out = {}
-        for k, v in x.items():
-            if not isinstance(k, str):
-                raise TypeError(f"{where}: object key {k!r} is not a string.")
-            out[k] = _canon(v, f"{where}.{k}")
-        return out
-    if isinstance(x, list | tuple):
-        return [_canon(v, f"{where}[{i}]") for i, v in enumerate(x)]
-    if isinstance(x, bool) or x is None or isinstance(x, str | int):
-        return x
-    if isinstance(x, float):
-        if not math.isfinite(x):
-            raise ValueError(f"{where}: {x!r} has no canonical JSON form.")
-        return int(x) if x.is_integer() else x
-    raise TypeError(f"{where}: {type(x).__name__} is not a JSON value.")
+    """``x`` in canonical form, checked.  Iterative (an explicit stack, children visited in
+    document order), so a document as deep as the reading limit allows is never cut short
+    by Python's recursion limit."""
+    root: list[Any] = [None]
+    stack: list[tuple[Any, str, Any, Any]] = [(x, where, root, 0)]
+    while stack:
+        v, w, parent, key = stack.pop()
+        if isinstance(v, dict):
+            out: Any = {}
+            kids = []
+            for k, item in v.items():
+                if not isinstance(k, str):
+                    raise TypeError(f"{w}: object key {k!r} is not a string.")
+                out[k] = None
+                kids.append((item, f"{w}.{k}", out, k))
+            parent[key] = out
+            stack.extend(reversed(kids))
+        elif isinstance(v, list | tuple):
+            out = [None] * len(v)
+            parent[key] = out
+            stack.extend((v[i], f"{w}[{i}]", out, i) for i in range(len(v) - 1, -1, -1))
+        elif isinstance(v, bool) or v is None or isinstance(v, str | int):
+            parent[key] = v
+        elif isinstance(v, float):
+            if not math.isfinite(v):
+                raise ValueError(f"{w}: {v!r} has no canonical JSON form.")
+            parent[key] = int(v) if v.is_integer() else v
+        else:
+            raise TypeError(f"{w}: {type(v).__name__} is not a JSON value.")
+    return root[0]
 
 
 def canonical_json(obj: Any) -> bytes:
