@@ -423,11 +423,25 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+class _OutOfRange(ValueError):
+    def __init__(self, number: str) -> None:
+        super().__init__(f"number {number} is out of range (larger than a float holds)")
+        self.number = number
+
+
 def _finite_float(text: str) -> float:
     x = float(text)
     if not math.isfinite(x):
-        raise ValueError(f"number {text} is out of range")
+        raise _OutOfRange(text)
     return x
+
+
+def _key_of(text: str, number: str) -> str | None:
+    """The object key holding ``number`` in ``text`` (for the message), if one does."""
+    import re
+
+    m = re.search(r'"((?:[^"\\]|\\.)*)"\s*:\s*' + re.escape(number) + r"(?![0-9.eE+-])", text)
+    return None if m is None else m.group(1)
 
 
 def loads_json(text: str, *, file: str | None = None, record: int | None = None,
@@ -467,7 +481,10 @@ def loads_json(text: str, *, file: str | None = None, record: int | None = None,
         raise LimitExceeded(f"nesting depth {depth} is more than Python's JSON parser can read "
                             f"(the limit depth={current_limits().depth} is above what it holds)",
                             limit="depth", file=file, record=record) from None
-    except ValueError as e:  # NaN, Infinity, 1e999, an integer of too many digits
+    except _OutOfRange as e:
+        raise UnreadableInput(f"not JSON: {e}", file=file, record=record,
+                              field=_key_of(text, e.number)) from None
+    except ValueError as e:  # NaN, Infinity, an integer of too many digits
         raise UnreadableInput(f"not JSON: {e}", file=file, record=record) from None
 
 

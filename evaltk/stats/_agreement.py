@@ -62,6 +62,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
+from .. import _io
 from .._validation import check_choice, check_columns, check_confidence_level
 from ..errors import InputError
 from ..values import (
@@ -238,6 +239,7 @@ def _encode(values: np.ndarray, *, categories: Sequence[Any] | None, abstain: It
     is_abst = np.array([_in_set(x, abstain_set) for x in u.labels], dtype=bool)
     cats, declared = _category_domain([x for x, a in zip(u.labels, is_abst, strict=True) if not a],
                                       categories, fn)
+    _io.check_categories(len(cats), field=where)  # a k x k table follows: bounded before it is built
     umap = _label_map(u, is_abst, cats, fn=fn, n_raters=r, units=units, raters=raters, where=where)
     u_map = umap[:-1]
     if np.array_equal(u_map, np.arange(len(u.labels))):
