@@ -42,7 +42,7 @@ from .errors import (
 )
 
 __all__ = ["Limits", "current_limits", "limits", "parse_limits", "LIMITS_ENV",
-           "read_bytes", "decode_utf8", "read_text", "loads_json", "read_json", "read_jsonl",
+           "read_bytes", "read_parquet", "decode_utf8", "read_text", "loads_json", "read_json", "read_jsonl",
            "json_depth", "json_line_screen", "loads_yaml", "yaml_depth", "check_depth",
            "check_line_bytes", "NATIVE_DEPTH",
            "csv_records", "read_csv_text", "check_categories", "check_records",
@@ -245,7 +245,14 @@ def read_bytes(path: str | os.PathLike[str]) -> bytes:
     cap = current_limits().file_bytes
     with _open_checked(p) as f:
         try:
-            data = f.read(cap + 1)
+            if stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                data = f.read()  # its size was checked; sized from fstat, not from the cap
+            else:  # a stream (regular_only=false): read in pieces, never past the cap
+                parts, n = [], 0
+                while n <= cap and (piece := f.read(min(1 << 20, cap + 1 - n))):
+                    parts.append(piece)
+                    n += len(piece)
+                data = b"".join(parts)
         except OSError as e:
             raise UnreadableInput(f"cannot be read ({e.strerror or e})", file=str(p)) from None
     if len(data) > cap:
@@ -280,6 +287,29 @@ def decode_utf8(raw: bytes, *, file: str | None = None) -> str:
 def read_text(path: str | os.PathLike[str]) -> str:
     """:func:`read_bytes` then :func:`decode_utf8`."""
     return decode_utf8(read_bytes(path), file=str(path))
+
+
+def read_parquet(source: str | os.PathLike[str] | bytes, *, columns: Iterable[str] | None = None,
+                 name: str | None = None) -> Any:
+    """A Parquet file (a path, or its bytes) as an Arrow table: read through
+    :func:`read_bytes` (a regular file within ``Limits.file_bytes``) and decoded on one
+    thread.  With pyarrow 26 a table read with threads and later converted can abort the
+    interpreter at exit ("terminate called without an active exception", exit 134); on
+    one thread it never did (tests/ingest/test_traces.py runs the case in fresh
+    interpreters).  A file that is not Parquet (0 bytes, garbage, truncated) is
+    :class:`~evaltk.errors.UnreadableInput` naming it."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    label = name if name is not None else (None if isinstance(source, bytes) else str(source))
+    data = source if isinstance(source, bytes) else read_bytes(source)
+    try:
+        table = pq.read_table(pa.BufferReader(data), columns=None if columns is None else list(columns),
+                              use_threads=False)
+    except (pa.ArrowException, OSError) as e:
+        raise UnreadableInput(f"not a readable Parquet file ({e})", file=label) from None
+    check_records(table.num_rows, file=label)
+    return table
 
 
 # --------------------------------------------------------------------------- JSON

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from .._io import read_bytes
+from .._io import read_bytes, read_parquet
 from ..errors import SchemaViolation, UnreadableInput
 
 # --------------------------------------------------------------------------- helpers
@@ -99,13 +99,8 @@ def _read_file(source: str | Path) -> tuple[Path, str, bytes, str]:
 
 
 def _read_parquet(data: bytes, name: str) -> pa.Table:
-    """A Parquet file's bytes as an Arrow table, read on one thread (see _ARROW_ABORT)."""
-    import pyarrow.parquet as pq
-
-    try:
-        return pq.read_table(pa.BufferReader(data), use_threads=False)
-    except (pa.ArrowException, OSError) as e:
-        raise UnreadableInput(f"not a readable Parquet file ({e})", file=name) from None
+    """A Parquet file's bytes as an Arrow table, read on one thread (:func:`evaltk._io.read_parquet`)."""
+    return read_parquet(data, name=name)
 
 
 def _read_bytes(path: Path) -> bytes:

@@ -339,7 +339,7 @@ def _jsonl_field(path: str | Path, field: str) -> list[Any]:
 def _trace_ids(path: str) -> pa.Array:
     p = Path(path)
     if p.suffix.lower() == ".parquet":
-        return pq.read_table(path, columns=["trace_id"]).column("trace_id").combine_chunks().cast(pa.string())
+        return _io.read_parquet(path, columns=["trace_id"]).column("trace_id").combine_chunks().cast(pa.string())
     return pa.array([str(x) for x in _jsonl_field(path, "trace_id")], pa.string())
 
 
@@ -639,7 +639,8 @@ def _check_unique_ids(parts: Sequence[Partition], *, memory_limit: str | None = 
         except duckdb.Error:  # a file DuckDB refuses (a JSON line nested too deeply, not Parquet)
             for i, f in enumerate(files):
                 try:
-                    con.execute(read(i, f, "count(*)")).fetchall()
+                    con.execute(f"SELECT count(DISTINCT h) FROM ({read(i, f, 'hash(CAST(trace_id AS VARCHAR)) AS h')})"
+                                ).fetchall()
                 except duckdb.Error:
                     try:
                         ids = _trace_ids(f)
@@ -681,7 +682,7 @@ def _store_label_measures(parts: Sequence[Partition], shared: Mapping[str, str |
         suf = f.suffix.lower()
         try:
             if suf == ".parquet":
-                col = pq.read_table(f, columns=["measure"]).column("measure").to_pylist()
+                col = _io.read_parquet(f, columns=["measure"]).column("measure").to_pylist()
             elif suf == ".csv":
                 col = _io.read_csv_text(f, required=["measure"])["measure"].tolist()
             else:
@@ -830,8 +831,8 @@ def _pairs(out: Path) -> list[tuple[str, str]]:
 
 
 def _summary_of_files(pair: tuple[str, str], by: Sequence[str]) -> DatasetSummary:
-    s = pq.read_table(pair[0]).to_pandas()
-    r = pq.read_table(pair[1]).to_pandas()
+    s = _io.read_parquet(pair[0]).to_pandas()
+    r = _io.read_parquet(pair[1]).to_pandas()
     if len(r) == 0:
         return _empty_summary(by)
     missing = [b for b in by if b not in r.columns]
