@@ -45,7 +45,7 @@ __all__ = ["Limits", "current_limits", "limits", "parse_limits", "LIMITS_ENV",
            "read_bytes", "read_parquet", "decode_utf8", "read_text", "loads_json", "read_json", "read_jsonl",
            "json_depth", "json_line_screen", "loads_yaml", "yaml_depth", "check_depth",
            "check_line_bytes", "NATIVE_DEPTH",
-           "csv_records", "read_csv_text", "check_categories", "check_records",
+           "csv_records", "read_csv_text", "check_categories", "check_records", "check_line_records",
            "write_text_atomic", "write_json"]
 
 # --------------------------------------------------------------------------- limits
@@ -200,6 +200,15 @@ def check_records(n: int, *, file: str | None = None) -> None:
     """Refuse a file of more than ``Limits.records`` records."""
     if n > current_limits().records:
         raise _over("record count", n, "records", file=file)
+
+
+def check_line_records(data: bytes, *, file: str | None = None, header: int = 0) -> None:
+    """Refuse a line-oriented file (JSON Lines, CSV) of more than ``Limits.records`` non-blank
+    lines after ``header`` lines (counted exactly only when the newlines say it may be)."""
+    lim = current_limits().records
+    if data.count(b"\n") + 1 - header <= lim:
+        return
+    check_records(sum(1 for ln in data.split(b"\n") if ln.strip()) - header, file=file)
 
 
 def check_categories(n: int, *, file: str | None = None, field: str | None = None) -> None:
@@ -498,9 +507,9 @@ def loads_json(text: str, *, file: str | None = None, record: int | None = None,
     depth = json_depth(text)
     check_depth(depth, file=file, record=record)
     try:
-        return json.loads(text, object_pairs_hook=no_duplicate_keys,
-                          parse_constant=None if allow_nan else _no_constant,
-                          parse_float=None if allow_nan else _finite_float)
+        doc = json.loads(text, object_pairs_hook=no_duplicate_keys,
+                         parse_constant=None if allow_nan else _no_constant,
+                         parse_float=None if allow_nan else _finite_float)
     except DuplicateKeyError as e:
         raise SchemaViolation(f"duplicate object key {e.args[0]!r}", file=file, record=record,
                               field=e.args[0]) from None
@@ -516,6 +525,22 @@ def loads_json(text: str, *, file: str | None = None, record: int | None = None,
                               field=_key_of(text, e.number)) from None
     except ValueError as e:  # NaN, Infinity, an integer of too many digits
         raise UnreadableInput(f"not JSON: {e}", file=file, record=record) from None
+    if _SURROGATE.search(text) and _lone_surrogate(doc):
+        raise UnreadableInput("not JSON text: a lone surrogate escape (such as \\ud800) is not "
+                              "Unicode; no file can store it", file=file, record=record)
+    return doc
+
+
+#: A ``\\uD800``-``\\uDFFF`` escape: only a text holding one can decode to a lone surrogate.
+_SURROGATE = __import__("re").compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def _lone_surrogate(doc: Any) -> bool:
+    try:
+        json.dumps(doc, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def read_json(path: str | os.PathLike[str], *, allow_nan: bool = False) -> Any:
@@ -623,13 +648,15 @@ def loads_yaml(text: str, *, file: str | None = None) -> Any:
         check_depth(yaml_depth(text), file=file)
         return yaml.load(text, Loader=_strict_yaml_loader())  # noqa: S506 - a SafeLoader subclass
     except SchemaViolation as e:
-        if e.file is None and file is not None:
-            raise type(e)(e.detail, file=file, record=e.record, field=e.field) from None
+        if e.file is None and file is not None and not isinstance(e, LimitExceeded):
+            raise SchemaViolation(e.detail, file=file, record=e.record, field=e.field) from None
         raise
     except RecursionError:
         raise LimitExceeded(f"nesting depth is more than Python's YAML reader can build (the limit "
                             f"depth={current_limits().depth} is above what it holds)", limit="depth",
                             file=file) from None
+    except ValueError as e:  # an integer of more digits than Python converts, a bad date
+        raise UnreadableInput(f"not YAML that can be read: {e}", file=file) from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         problem = getattr(e, "problem", None) or str(e)

@@ -54,6 +54,7 @@ def _load_answer_source(source: Any, kind: str) -> tuple[str, pd.DataFrame, np.n
         if fmt == "parquet":
             df = _read_parquet(data, name).to_pandas()
             return name, df, np.arange(1, len(df) + 1)
+        _io.check_line_records(data, file=name, header=int(fmt == "csv"))
         if fmt == "jsonl":
             clean, n_lines = _no_blank_lines(data)
             t = _arrow_json(data, checked=True) if clean else None  # _no_blank_lines screened bare nulls

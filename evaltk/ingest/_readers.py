@@ -290,6 +290,7 @@ def _load_trace_source(source: Any) -> tuple[str, str, Any, Any]:
             if not isinstance(arr, list):  # pragma: no cover - starts with "["
                 raise UnreadableInput("expected a JSON array of trace records", file=name)
             return name, "records", arr, list(range(1, len(arr) + 1))
+        _io.check_line_records(data, file=name)
         return name, "jsonl", data, None
     if isinstance(source, Mapping):
         return "<records>", "records", [source], [1]

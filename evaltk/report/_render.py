@@ -262,10 +262,10 @@ def render_report(
 
     say = progress or (lambda _msg: None)
     week = _check_week(week)
+    given, params_file = _load_params(params)  # the parameters file first: its problems are named
     data_dir = ""
     if data is not None and str(data) != "":
         data_dir = check_params(data_dir=str(data))["data_dir"]
-    given, params_file = _load_params(params)
     names = list(NOTEBOOKS if notebooks is None else notebooks)
     unknown = [n for n in names if n not in NOTEBOOKS]
     if unknown or not names:
