@@ -125,7 +125,7 @@ def trace_jsonl_cases(tmp: Path, rng: random.Random) -> list[Case]:
         p.write_bytes(b"\n".join(lines) + b"\n")
         lim = "line_bytes=3000" if "bytes" in name else "depth=3"
         out.append(Case(f"traces-jsonl/{name}", d, ["--limit", lim, "ingest", str(p), "--out", str(d / "out")],
-                        [p], {0, 65, 66}, (p.name,), None, _jsonl_ledger(p, None)))
+                        [p], {0}, (p.name,), None, _jsonl_ledger(p, word)))
     d = _case_dir(tmp, "traces-jsonl", "limit-records")
     p = _write_clean_traces(d)
     out.append(Case("traces-jsonl/limit-records", d, ["ingest", str(p), "--limit", "records=5"], [p],
