@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -88,7 +89,7 @@ def test_limits_defaults_context_env_and_errors(monkeypatch):
     lim = _io.Limits()
     assert (lim.depth, lim.line_bytes, lim.records, lim.categories, lim.file_bytes, lim.regular_only) == (
         512, 64 << 20, 50_000_000, 1000, 8 << 30, True)
-    with pytest.raises(Exception):
+    with pytest.raises(dataclasses.FrozenInstanceError):
         lim.depth = 3  # frozen
     with _io.limits(depth=9, records=4) as inner:
         assert _io.current_limits() == inner and inner.depth == 9
