@@ -484,7 +484,7 @@ def _key_of(text: str, number: str) -> str | None:
 
 
 def loads_json(text: str, *, file: str | None = None, record: int | None = None,
-               allow_nan: bool = False) -> Any:
+               allow_nan: bool = False, allow_surrogates: bool = False) -> Any:
     """Parse one JSON document strictly.
 
     A repeated object key raises :class:`~evaltk.errors.SchemaViolation` (plain
@@ -492,8 +492,10 @@ def loads_json(text: str, *, file: str | None = None, record: int | None = None,
     :class:`~evaltk.errors.UnreadableInput` with the line (or ``record``, for one
     line of a JSON Lines file) and column.  ``NaN``, ``Infinity`` and a number too large
     for a float (``1e999``) are not JSON and are refused unless ``allow_nan=True`` (for a
-    reader whose own checks then name the field that holds one).  Nesting deeper than
-    ``Limits.depth`` raises :class:`~evaltk.errors.LimitExceeded` before parsing.
+    reader whose own checks then name the field that holds one).  A lone surrogate escape
+    (``"\\ud800"``: no file can store the text it makes) is refused unless
+    ``allow_surrogates=True`` (the trace reader, whose validator names the field).  Nesting
+    deeper than ``Limits.depth`` raises :class:`~evaltk.errors.LimitExceeded` before parsing.
 
     Examples
     --------
@@ -525,7 +527,7 @@ def loads_json(text: str, *, file: str | None = None, record: int | None = None,
                               field=_key_of(text, e.number)) from None
     except ValueError as e:  # NaN, Infinity, an integer of too many digits
         raise UnreadableInput(f"not JSON: {e}", file=file, record=record) from None
-    if _SURROGATE.search(text) and _lone_surrogate(doc):
+    if not allow_surrogates and _SURROGATE.search(text) and _lone_surrogate(doc):
         raise UnreadableInput("not JSON text: a lone surrogate escape (such as \\ud800) is not "
                               "Unicode; no file can store it", file=file, record=record)
     return doc
@@ -675,10 +677,11 @@ def csv_records(text: str, *, n_fields: int | None = None) -> Iterator[tuple[int
     """The records of CSV text: ``(line, fields)``, or ``(line, reason)`` for a malformed one.
 
     A quoted field may span lines.  A record that cannot end (an unterminated quote runs
-    to the end of the file), breaks the quoting rules, or spans lines and then has a
-    number of fields other than ``n_fields`` is malformed on its first line, and reading
-    starts again on the next line: one bad quote spoils one record, and every following
-    line still gets a record of its own.  Blank lines give ``[]``.
+    to the end of the file), breaks the quoting rules, or spans lines that are each a
+    record of ``n_fields`` fields on their own and then has another number of fields, is
+    malformed on its first line, and reading starts again on the next line: one bad quote
+    spoils one record, and every following line still gets a record of its own.  Blank
+    lines give ``[]``.
 
     Examples
     --------
@@ -707,16 +710,27 @@ def csv_records(text: str, *, n_fields: int | None = None) -> Iterator[tuple[int
                 restart = i + before + 1
                 break
             used = reader.line_num - before
-            if used > 1 and n_fields is not None and len(fields) != n_fields:
-                yield i + before + 1, (f"not valid CSV (a quoted field runs over {used} lines and "
-                                       f"leaves {len(fields)} fields, not {n_fields}: an "
-                                       f"unterminated quote)")
-                restart = i + before + 1
+            start = i + before
+            if (used > 1 and n_fields is not None and len(fields) != n_fields
+                    and _records_each(lines[start + 1:start + used], n_fields)):
+                # the quote swallowed lines that are records of their own: it was unterminated
+                yield start + 1, (f"not valid CSV (a quoted field runs over {used} lines and "
+                                  f"leaves {len(fields)} fields, not {n_fields}: an "
+                                  f"unterminated quote)")
+                restart = start + 1
                 break
-            yield i + before + 1, fields
+            yield start + 1, fields
         if restart is None:
             return
         i = restart
+
+
+def _records_each(lines: list[str], n_fields: int) -> bool:
+    """Whether every one of ``lines``, read alone, is a CSV record of ``n_fields`` fields."""
+    try:
+        return all(len(next(csv.reader([ln], strict=True), [])) == n_fields for ln in lines)
+    except csv.Error:
+        return False
 
 
 def read_csv_text(path: str | os.PathLike[str], *, required: Iterable[str] = (),
