@@ -124,7 +124,7 @@ def trace_jsonl_cases(tmp: Path, rng: random.Random) -> list[Case]:
         d = _case_dir(tmp, "traces-jsonl", name)
         p = d / "traces.jsonl"
         p.write_bytes(b"\n".join(lines) + b"\n")
-        lim = "line_bytes=3000" if "bytes" in name else "depth=3"
+        lim = "line_bytes=1000" if "bytes" in name else "depth=3"
         out.append(Case(f"traces-jsonl/{name}", d, ["--limit", lim, "ingest", str(p), "--out", str(d / "out")],
                         [p], {0}, (p.name,), None, _jsonl_ledger(p, word)))
     d = _case_dir(tmp, "traces-jsonl", "limit-records")
