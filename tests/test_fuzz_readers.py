@@ -265,6 +265,26 @@ def suite_run_cases(tmp: Path, rng: random.Random) -> list[Case]:
     return cases
 
 
+def suite_check_cases(tmp: Path, rng: random.Random) -> list[Case]:
+    """The summary a host wrote and its eval.scored events (JSON Lines), read by `suite check`."""
+    run, summary = EX / "suite" / "run.json", EX / "suite" / "summary.json"
+    events = (EX / "suite" / "events.jsonl").read_text("utf-8").splitlines()
+    cases = _document_cases(tmp, "suite-summary", summary.read_text("utf-8"), ".json",
+                            lambda p, d: ["suite", "check", str(run), str(p), "--json"], {0, 1, 65, 66})
+
+    def with_events(p: Path, d: Path) -> list[str]:
+        return ["suite", "check", str(run), str(summary), "--events", str(p), "--json"]
+
+    ev = _document_cases(tmp, "suite-events", events[0], ".jsonl", with_events, {0, 1, 65, 66})
+    for c in ev:  # the hostile line first, the host's other events after it
+        p = c.dir / "input.jsonl"
+        if p.is_file() and not p.is_symlink() and c.id != "suite-events/special":
+            p.write_bytes(p.read_bytes() + b"\n" + "\n".join(events[1:]).encode() + b"\n")
+    for c in cases + ev:
+        c.refused_ok = (0, 1)  # 1: violations, a decision on readable input
+    return cases + ev
+
+
 def _traj(name: str) -> str:
     return (EX / "trajectory" / name).read_text("utf-8")
 
@@ -429,7 +449,7 @@ def _yaml_doc(p: Path) -> object:
 READERS: dict[str, Callable[..., list[Case]]] = {
     "traces-jsonl": trace_jsonl_cases, "traces-parquet": trace_parquet_cases,
     "answers-csv": answers_csv_cases, "labels-csv": labels_csv_cases, "agreement": agreement_cases,
-    "suite-run": suite_run_cases, "trajectory": trajectory_cases, "alt-test": alt_test_cases,
+    "suite-run": suite_run_cases, "suite-check": suite_check_cases, "trajectory": trajectory_cases, "alt-test": alt_test_cases,
     "report-params": report_params_cases, "fixtures": fixtures_cases,
 }
 
