@@ -677,9 +677,9 @@ def csv_records(text: str, *, n_fields: int | None = None) -> Iterator[tuple[int
     """The records of CSV text: ``(line, fields)``, or ``(line, reason)`` for a malformed one.
 
     A quoted field may span lines.  A record that cannot end (an unterminated quote runs
-    to the end of the file), breaks the quoting rules, or spans lines that are each a
-    record of ``n_fields`` fields on their own and then has another number of fields, is
-    malformed on its first line, and reading starts again on the next line: one bad quote
+    to the end of the file), breaks the quoting rules, or has a number of fields other
+    than ``n_fields`` after swallowing whole lines that are records of ``n_fields`` fields
+    on their own (without a quote), is malformed on its first line, and reading starts again on the next line: one bad quote
     spoils one record, and every following line still gets a record of its own.  Blank
     lines give ``[]``.
 
@@ -712,7 +712,7 @@ def csv_records(text: str, *, n_fields: int | None = None) -> Iterator[tuple[int
             used = reader.line_num - before
             start = i + before
             if (used > 1 and n_fields is not None and len(fields) != n_fields
-                    and _records_each(lines[start + 1:start + used], n_fields)):
+                    and _records_each(lines[start + 1:start + used - 1], n_fields)):
                 # the quote swallowed lines that are records of their own: it was unterminated
                 yield start + 1, (f"not valid CSV (a quoted field runs over {used} lines and "
                                   f"leaves {len(fields)} fields, not {n_fields}: an "
@@ -726,9 +726,12 @@ def csv_records(text: str, *, n_fields: int | None = None) -> Iterator[tuple[int
 
 
 def _records_each(lines: list[str], n_fields: int) -> bool:
-    """Whether every one of ``lines``, read alone, is a CSV record of ``n_fields`` fields."""
+    """Whether there are ``lines`` and each, read alone, is a CSV record of ``n_fields``
+    fields with no quote in it (the lines a stray quote swallowed between itself and the
+    quote that closed it)."""
     try:
-        return all(len(next(csv.reader([ln], strict=True), [])) == n_fields for ln in lines)
+        return bool(lines) and all('"' not in ln and len(next(csv.reader([ln], strict=True), []))
+                                   == n_fields for ln in lines)
     except csv.Error:
         return False
 

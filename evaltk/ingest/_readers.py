@@ -152,11 +152,29 @@ def _records_from_frame(df: pd.DataFrame) -> list[dict[str, Any]]:
 
 
 class _NotJson(ValueError):
-    """Why a line is not a record, and the field when one is to blame (a repeated key)."""
+    """Why a line is not a record, the field when one is to blame (a repeated key), and the
+    trace id the line spells, when it spells one (so the ledger row names the run)."""
 
-    def __init__(self, message: str, field: str | None = None) -> None:
+    def __init__(self, message: str, field: str | None = None, text: str | None = None) -> None:
         super().__init__(message)
         self.field = field
+        m = None if text is None else _TRACE_ID.search(text, 0, 4096)
+        self.trace_id = None if m is None else _id_text(m.group(1))
+
+
+def _id_text(escaped: str) -> str:
+    """A JSON string's body as text (its escapes decoded), or as written when it does not
+    decode to storable text."""
+    try:
+        text = json.loads(f'"{escaped}"')
+        text.encode("utf-8")
+    except (ValueError, UnicodeEncodeError):
+        return escaped
+    return text
+
+
+#: ``"trace_id": "..."`` near the start of a line (read for the ledger when the line is not JSON).
+_TRACE_ID = re.compile(r'"trace_id"\s*:\s*"((?:[^"\\]|\\.){1,200})"')
 
 
 def _parse_json_lines(texts: Sequence[Any]) -> list[Any]:
@@ -173,12 +191,12 @@ def _parse_json_lines(texts: Sequence[Any]) -> list[Any]:
             _io.check_line_bytes(len(t))
             out.append(_io.loads_json(t, record=1, allow_surrogates=True))  # the validator names the field
         except LimitExceeded as e:
-            out.append(_NotJson(e.detail))
+            out.append(_NotJson(e.detail, None, t))
         except SchemaViolation as e:  # a repeated key
-            out.append(_NotJson(f"not valid JSON ({e.detail})", e.field))
+            out.append(_NotJson(f"not valid JSON ({e.detail})", e.field, t))
         except UnreadableInput as e:
             out.append(_NotJson("not valid JSON (" + e.detail.removeprefix("not JSON: ")
-                                .replace(" (column", ": column").rstrip(")") + ")"))
+                                .replace(" (column", ": column").rstrip(")") + ")", None, t))
     return out
 
 
@@ -567,7 +585,7 @@ def _explain_suspects(suspect: np.ndarray, code: np.ndarray, numbers: np.ndarray
         rec = get_record(int(k))
         try:
             if isinstance(rec, Exception):
-                raise _Bad(getattr(rec, "field", None), str(rec))
+                raise _Bad(getattr(rec, "field", None), str(rec), getattr(rec, "trace_id", None))
             res_k = _check_trace(rec)
         except _Bad as b:
             if strict:
