@@ -331,8 +331,6 @@ NATIVE_DEPTH = 1000
 #: first letters of ``NaN`` / ``Infinity`` (Arrow reads both; JSON has neither).
 _EVENTS = np.zeros(256, bool)
 _EVENTS[list(b'"\\[]{}\nNI')] = True
-_OPENS = np.zeros(256, bool)
-_OPENS[list(b'[{')] = True
 
 
 def _screen(a: np.ndarray, per_line: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -436,7 +434,7 @@ def json_line_screen(data: bytes, start: int = 0, stop: int | None = None, *,
     held = np.zeros(n_lines, bool)
     if stop - start > lim.line_bytes:
         held |= (np.r_[nls, len(a)] - np.r_[0, nls + 1]) > lim.line_bytes
-    opens = np.flatnonzero(_OPENS[a])
+    opens = np.flatnonzero((a | 32) == 123)  # "[" (91) and "{" (123): the bytes b with b | 32 == 123
     deep = np.bincount(np.searchsorted(nls, opens), minlength=n_lines) > cap
     nan = (data.find(b"NaN", start, stop) >= 0) or (data.find(b"Infinity", start, stop) >= 0)
     if deep.any() or nan:
