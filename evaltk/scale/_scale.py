@@ -313,7 +313,8 @@ def _duckdb_read_sql(path: str) -> str:
     if suf <= {".parquet"}:
         return f"read_parquet({lit}, union_by_name = true, hive_partitioning = false)"
     if suf <= {".csv"}:
-        return f"read_csv({lit}, union_by_name = true, hive_partitioning = false)"
+        # CSV is text (README, "CSV as text"): no type guessed, so an id `007` stays `007`
+        return f"read_csv({lit}, union_by_name = true, hive_partitioning = false, all_varchar = true)"
     if suf <= {".jsonl", ".ndjson", ".json"}:
         return f"read_json({lit}, format = 'newline_delimited', union_by_name = true, hive_partitioning = false)"
     raise InputError(f"an answer source mixes formats {sorted(suf)}; use one", file=path)
@@ -352,8 +353,12 @@ def _select_rows(source: str, trace_file: str, con: Any = None) -> pd.DataFrame:
     try:
         ids = pa.table({"trace_id": _trace_ids(trace_file)})  # noqa: F841 - read by DuckDB
         c.register("evaltk_ids", ids)
-        df = c.execute(f"SELECT * FROM {_duckdb_read_sql(source)} WHERE CAST(trace_id AS VARCHAR) IN "
-                       "(SELECT trace_id FROM evaltk_ids)").df()
+        try:
+            df = c.execute(f"SELECT * FROM {_duckdb_read_sql(source)} WHERE CAST(trace_id AS VARCHAR) IN "
+                           "(SELECT trace_id FROM evaltk_ids)").df()
+        except duckdb.Error as e:  # not a table DuckDB reads (a bad quote, a deep line, not Parquet)
+            raise UnreadableInput(f"not readable as an answer table ({str(e).splitlines()[0]})",
+                                  file=source) from None
         c.unregister("evaltk_ids")
         return df
     finally:
