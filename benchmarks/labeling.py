@@ -24,7 +24,13 @@ import numpy as np
 import pandas as pd
 
 from evaltk.data import make_demo
-from evaltk.judges import fold_panel, propose_batch, stratified_accuracy, uncertainty_strata
+from evaltk.judges import (
+    expansion_gate,
+    fold_panel,
+    propose_batch,
+    stratified_accuracy,
+    uncertainty_strata,
+)
 from evaltk.stats import wilson_interval
 
 
@@ -57,11 +63,20 @@ def labels_needed_random(pool: pd.DataFrame, target: float, batch: int, rng: np.
     return len(pool)
 
 
+def overlap_gate(rng: np.random.Generator, n: int = 200, p_agree: float = 0.95):
+    """The expansion gate (seed 002: expansion is gated on inter-annotator agreement) on a
+    simulated double-labelled overlap: two annotators agreeing on ``p_agree`` of ``n`` items."""
+    a = rng.choice(["yes", "no"], n)
+    b = np.where(rng.random(n) < p_agree, a, np.where(a == "yes", "no", "yes"))
+    return expansion_gate(a, b, threshold=0.6)
+
+
 def labels_needed_active(pool: pd.DataFrame, target: float, batch: int, rng: np.random.Generator) -> int:
     labeled = pd.DataFrame(columns=["item", "correct"])
     truth = pool.set_index("item")["correct"]
+    gate = overlap_gate(rng)
     while len(labeled) < len(pool):
-        b = propose_batch(pool, labeled, batch_size=batch, rng=rng)
+        b = propose_batch(pool, labeled, gate=gate, batch_size=batch, rng=rng)
         new = pd.DataFrame({"item": b["item"].to_numpy(), "correct": truth.loc[b["item"]].to_numpy()})
         labeled = new if labeled.empty else pd.concat([labeled, new], ignore_index=True)
         est = stratified_accuracy(pool, labeled)

@@ -21,7 +21,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from labeling import build_pool  # noqa: E402
+from labeling import build_pool, overlap_gate  # noqa: E402
 
 from evaltk.judges._labeling import propose_batch, stratified_accuracy  # noqa: E402
 
@@ -39,8 +39,9 @@ def main() -> None:
     for r in range(a.reps):
         rng = np.random.default_rng(1000 + r)
         lab = pd.DataFrame(columns=["item", "correct"])
+        gate = overlap_gate(rng)
         while True:
-            b = propose_batch(pool, lab, batch_size=20, rng=rng)
+            b = propose_batch(pool, lab, gate=gate, batch_size=20, rng=rng)
             new = pd.DataFrame({"item": b["item"].to_numpy(), "correct": by_item.loc[b["item"]].to_numpy()})
             lab = new if lab.empty else pd.concat([lab, new], ignore_index=True)
             est = stratified_accuracy(pool, lab)

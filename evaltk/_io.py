@@ -22,9 +22,12 @@ import contextlib
 import contextvars
 import csv
 import dataclasses
+import hashlib
 import json
 import math
 import os
+import re
+import shutil
 import stat
 import tempfile
 from collections.abc import Iterable, Iterator
@@ -36,6 +39,7 @@ import numpy as np
 from .errors import (
     DuplicateKeyError,
     LimitExceeded,
+    OutputRefused,
     SchemaViolation,
     UnreadableInput,
     no_duplicate_keys,
@@ -46,7 +50,10 @@ __all__ = ["Limits", "current_limits", "limits", "parse_limits", "LIMITS_ENV",
            "json_depth", "json_line_screen", "loads_yaml", "yaml_depth", "check_depth",
            "check_line_bytes", "NATIVE_DEPTH",
            "csv_records", "read_csv_text", "check_categories", "check_records", "check_line_records",
-           "write_text_atomic", "write_json"]
+           "read_document", "check_output", "atomic_path", "atomic_dir", "removed_on_failure",
+           "write_bytes_atomic", "write_text_atomic", "write_json", "write_jsonl", "write_parquet",
+           "write_csv", "neutralize_formula", "file_digest", "check_digest", "TEMP_SUFFIX",
+           "FORMULA_PREFIXES", "canonical_json", "sha256_digest", "parse_yaml"]
 
 # --------------------------------------------------------------------------- limits
 
@@ -543,6 +550,60 @@ def _lone_surrogate(doc: Any) -> bool:
     return False
 
 
+def _canon(x: Any, where: str) -> Any:
+    """``x`` in canonical form, checked.  Iterative (an explicit stack, children visited in
+    document order), so a document as deep as the reading limit allows is never cut short
+    by Python's recursion limit."""
+    root: list[Any] = [None]
+    stack: list[tuple[Any, str, Any, Any]] = [(x, where, root, 0)]
+    while stack:
+        v, w, parent, key = stack.pop()
+        if isinstance(v, dict):
+            out: Any = {}
+            kids = []
+            for k, item in v.items():
+                if not isinstance(k, str):
+                    raise TypeError(f"{w}: object key {k!r} is not a string.")
+                out[k] = None
+                kids.append((item, f"{w}.{k}", out, k))
+            parent[key] = out
+            stack.extend(reversed(kids))
+        elif isinstance(v, list | tuple):
+            out = [None] * len(v)
+            parent[key] = out
+            stack.extend((v[i], f"{w}[{i}]", out, i) for i in range(len(v) - 1, -1, -1))
+        elif isinstance(v, bool) or v is None or isinstance(v, str | int):
+            parent[key] = v
+        elif isinstance(v, float):
+            if not math.isfinite(v):
+                raise ValueError(f"{w}: {v!r} has no canonical JSON form.")
+            parent[key] = int(v) if v.is_integer() else v
+        else:
+            raise TypeError(f"{w}: {type(v).__name__} is not a JSON value.")
+    return root[0]
+
+
+def canonical_json(obj: Any) -> bytes:
+    """The canonical serialisation every digest is computed over (trajectory locks, judge instruments).
+
+    UTF-8 bytes of JSON with object keys sorted by Unicode code point, no
+    whitespace (separators ``,`` and ``:``), non-ASCII characters written as
+    themselves (``ensure_ascii=False``; only ``"``, ``\\`` and control characters
+    are escaped), integers in plain decimal, a float with an integral value written
+    as that integer (``2.0`` as ``2``), other floats in Python's shortest
+    round-trip form (``0.1``, ``1e-07``); NaN and infinities are refused.  Arrays
+    keep their order.
+
+    Examples
+    --------
+    >>> canonical_json({"b": [1, 2.0], "a": "é"})
+    b'{"a":"\\xc3\\xa9","b":[1,2]}'
+    """
+    return json.dumps(
+        _canon(obj, "$"), sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    ).encode("utf-8")
+
+
 def read_json(path: str | os.PathLike[str], *, allow_nan: bool = False) -> Any:
     """Read one JSON document strictly (:func:`read_text`, then :func:`loads_json`)."""
     return loads_json(read_text(path), file=str(path), allow_nan=allow_nan)
@@ -563,109 +624,6 @@ def read_jsonl(path: str | os.PathLike[str]) -> list[Any]:
 
 
 # --------------------------------------------------------------------------- YAML
-
-
-def _yaml() -> Any:
-    import yaml
-
-    return yaml
-
-
-_YAML_LOADER: list[Any] = []
-
-
-def _strict_yaml_loader() -> Any:
-    """A safe YAML loader (libyaml's when present) that refuses a repeated key and a
-    ``.nan`` / ``.inf`` float, naming the line."""
-    if _YAML_LOADER:
-        return _YAML_LOADER[0]
-    yaml = _yaml()
-    base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-    class StrictLoader(base):  # type: ignore[misc, valid-type]
-        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
-            if isinstance(node, yaml.MappingNode):
-                seen: dict[Any, int] = {}
-                for key_node, _ in node.value:
-                    if key_node.tag == "tag:yaml.org,2002:merge":
-                        continue
-                    key = self.construct_object(key_node, deep=True)
-                    try:
-                        hash(key)
-                    except TypeError:
-                        continue  # the base class reports an unhashable key
-                    line = key_node.start_mark.line + 1
-                    if key in seen:
-                        raise SchemaViolation(f"duplicate key {str(key)!r} (first on line "
-                                              f"{seen[key]})", record=line, field=str(key))
-                    seen[key] = line
-            return super().construct_mapping(node, deep=deep)
-
-        def construct_yaml_float(self, node: Any) -> float:
-            x = super().construct_yaml_float(node)
-            if not math.isfinite(x):
-                raise SchemaViolation(f"{node.value} is not a number JSON can hold (NaN and "
-                                      f"infinity are refused)", record=node.start_mark.line + 1)
-            return x
-
-    StrictLoader.add_constructor("tag:yaml.org,2002:float", StrictLoader.construct_yaml_float)
-    _YAML_LOADER.append(StrictLoader)
-    return StrictLoader
-
-
-def yaml_depth(text: str) -> int:
-    """The deepest nesting of sequences and mappings in a YAML stream, from its events
-    (the parser keeps a stack, not a recursion: any depth is measured safely)."""
-    yaml = _yaml()
-    depth = top = 0
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    for ev in yaml.parse(text, Loader=loader):
-        if isinstance(ev, yaml.CollectionStartEvent):
-            depth += 1
-            top = max(top, depth)
-        elif isinstance(ev, yaml.CollectionEndEvent):
-            depth -= 1
-    return top
-
-
-def loads_yaml(text: str, *, file: str | None = None) -> Any:
-    """Parse one YAML document strictly: safe tags only, a repeated key and ``.nan`` /
-    ``.inf`` refused (:class:`~evaltk.errors.SchemaViolation` naming the line), nesting
-    past ``Limits.depth`` refused before the document is built, text that is not YAML
-    :class:`~evaltk.errors.UnreadableInput` naming the line.
-
-    Examples
-    --------
-    >>> loads_yaml("a: 1\\nb: [x, y]\\n")
-    {'a': 1, 'b': ['x', 'y']}
-    >>> loads_yaml("a: 1\\na: 2\\n")
-    Traceback (most recent call last):
-    ...
-    evaltk.errors.SchemaViolation: line 2: field `a`: duplicate key 'a' (first on line 1)
-    """
-    yaml = _yaml()
-    try:
-        check_depth(yaml_depth(text), file=file)
-        return yaml.load(text, Loader=_strict_yaml_loader())  # noqa: S506 - a SafeLoader subclass
-    except SchemaViolation as e:
-        if e.file is None and file is not None and not isinstance(e, LimitExceeded):
-            raise SchemaViolation(e.detail, file=file, record=e.record, field=e.field) from None
-        raise
-    except RecursionError:
-        raise LimitExceeded(f"nesting depth is more than Python's YAML reader can build (the limit "
-                            f"depth={current_limits().depth} is above what it holds)", limit="depth",
-                            file=file) from None
-    except ValueError as e:  # an integer of more digits than Python converts, a bad date
-        raise UnreadableInput(f"not YAML that can be read: {e}", file=file) from None
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        problem = getattr(e, "problem", None) or str(e)
-        line = None if mark is None else mark.line + 1
-        if "maximum nesting depth" in problem:  # libyaml's own bound (1,000 levels)
-            raise LimitExceeded(f"nesting depth past libyaml's bound of 1000 levels (limit depth="
-                                f"{current_limits().depth})", limit="depth", file=file,
-                                record=line) from None
-        raise UnreadableInput(f"not YAML: {problem}", file=file, record=line) from None
 
 
 # --------------------------------------------------------------------------- CSV
@@ -796,23 +754,484 @@ def read_csv_text(path: str | os.PathLike[str], *, required: Iterable[str] = (),
     return frame
 
 
+# =========================================================================== the writing layer
+#
+# Every output of every command and of the Python API goes through these (docs/outputs.md):
+# a file is written under a temporary name in its destination folder and renamed over the
+# destination once complete; a folder is assembled beside its destination and renamed, or
+# (a folder that holds other things, a partitioned dataset) each file is written atomically
+# and a completion record is written last.  ``check_output`` is the one refusal rule for an
+# output path that is, or is inside, an input.
+
+#: Suffix of every temporary name (``.<name>.<random>.tmp``): no reader's glob matches it.
+TEMP_SUFFIX = ".tmp"
+
+#: Leading characters that make a spreadsheet read a CSV cell as a formula (OWASP, "CSV
+#: Injection"): ``=``, ``+``, ``-``, ``@``, tab and carriage return.
+FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+
+_NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
+
+
+def _real(path: str | os.PathLike[str]) -> Path:
+    return Path(os.path.realpath(os.path.expanduser(str(path))))
+
+
+def _within(child: Path, parent: Path) -> bool:
+    return child == parent or parent in child.parents
+
+
+def check_output(out: str | os.PathLike[str], inputs: Iterable[str | os.PathLike[str] | None], *,
+                 kind: str = "file", writes: Iterable[str] | None = None) -> Path:
+    """Refuse an output path that would overwrite or write into one of ``inputs``.
+
+    ``kind="file"``: ``out`` must not be an existing folder, and must not be (after
+    symlinks and ``..`` are resolved) one of ``inputs`` or inside one of them.
+    ``kind="dir"``: ``out`` must not be an existing file, nor be or lie inside an
+    input; with ``writes`` (the names the command writes in ``out``) no input may be,
+    hold or lie inside ``out/<name>``; without ``writes`` the whole folder is replaced,
+    so no input may lie inside ``out`` at all.
+
+    Returns ``out`` as a :class:`~pathlib.Path`.  Raises
+    :class:`~evaltk.errors.OutputRefused` naming both paths (the command line exits 64).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp()); lock = d / "lock.json"; _ = lock.write_text("{}")
+    >>> check_output(d / "report.json", [lock]).name
+    'report.json'
+    >>> check_output(lock, [lock])
+    Traceback (most recent call last):
+    ...
+    evaltk.errors.OutputRefused: output ... is the input ...lock.json; choose another output path
+    """
+    o = Path(out)
+    if kind not in ("file", "dir"):
+        raise ValueError(f"`kind` must be 'file' or 'dir'; got {kind!r}")
+    if kind == "file" and o.is_dir():
+        raise OutputRefused(f"output {o} is a folder; a file is expected here", output=str(o))
+    if kind == "dir" and o.exists() and not o.is_dir():
+        raise OutputRefused(f"output {o} is an existing file; a folder is expected here", output=str(o))
+    blocker = next((a for a in o.parents if a.exists() or a.is_symlink()), None)
+    if blocker is not None and not blocker.is_dir():
+        raise OutputRefused(f"output {o}: {blocker} is a file, not a folder", output=str(o))
+    ro = _real(o)
+    targets = [ro] if kind == "file" or writes is None else [ro / w for w in writes]
+    for raw in inputs:
+        if raw is None or str(raw) == "":
+            continue
+        ri = _real(raw)
+        if ro == ri:
+            raise OutputRefused(f"output {o} is the input {raw}; choose another output path",
+                                output=str(o), input=str(raw))
+        if _within(ro, ri):
+            raise OutputRefused(f"output {o} is inside the input {raw}; choose an output outside it",
+                                output=str(o), input=str(raw))
+        for t in targets:
+            if _within(ri, t) or _within(t, ri):
+                raise OutputRefused(f"output {o} would overwrite the input {raw} (written as {t}); "
+                                    "choose another output path", output=str(o), input=str(raw))
+    return o
+
+
+def _temp_name(p: Path, *, directory: bool = False) -> Path:
+    if directory:
+        return Path(tempfile.mkdtemp(prefix=f".{p.name}.", suffix=TEMP_SUFFIX, dir=str(p.parent)))
+    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=TEMP_SUFFIX, dir=str(p.parent))
+    os.close(fd)
+    return Path(tmp)
+
+
+def _remove(p: Path) -> None:
+    if p.is_dir() and not p.is_symlink():
+        shutil.rmtree(p, ignore_errors=True)
+    else:
+        with contextlib.suppress(FileNotFoundError):
+            p.unlink()
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """A temporary path in ``path``'s folder to write to; renamed over ``path`` on success.
+
+    The old file stays whole until the new one is complete; a failed write (an
+    exception in the block) removes the temporary and leaves ``path`` as it was.
+    Creates the folder when needed; refuses a ``path`` that is a folder.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "t.parquet"
+    >>> import pandas as pd
+    >>> with atomic_path(p) as tmp:
+    ...     pd.DataFrame({"a": [1]}).to_parquet(tmp)
+    >>> sorted(x.name for x in p.parent.iterdir())
+    ['t.parquet']
+    """
+    p = Path(path)
+    if p.is_dir() and not p.is_symlink():
+        raise OutputRefused(f"output {p} is a folder; a file is expected here", output=str(p))
+    p.parent.mkdir(parents=True, exist_ok=True)
+    tmp = _temp_name(p)
+    try:
+        yield tmp
+        os.replace(tmp, p)
+    except BaseException:
+        _remove(tmp)
+        raise
+
+
+@contextlib.contextmanager
+def atomic_dir(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """A temporary folder beside ``path`` to assemble an output folder in; renamed to
+    ``path`` when the block succeeds (an existing ``path`` is moved aside first, then
+    removed), removed when it fails (``path`` then stays as it was)."""
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise OutputRefused(f"output {p} is an existing file; a folder is expected here", output=str(p))
+    p.parent.mkdir(parents=True, exist_ok=True)
+    tmp = _temp_name(p, directory=True)
+    try:
+        yield tmp
+        old = None
+        if p.exists() or p.is_symlink():
+            old = _temp_name(p, directory=True)
+            os.replace(p, old)  # an empty temp dir: rename over it
+        os.replace(tmp, p)
+        if old is not None:
+            _remove(old)
+    except BaseException:
+        _remove(tmp)
+        raise
+
+
+@contextlib.contextmanager
+def removed_on_failure(*paths: str | os.PathLike[str] | None) -> Iterator[None]:
+    """When the block raises, remove each of ``paths`` (files) that exists, so a refused or
+    failed run leaves no earlier result at its output path to be read as this run's."""
+    try:
+        yield
+    except BaseException:
+        for raw in paths:
+            if raw is not None and str(raw) != "":
+                p = Path(raw)
+                if p.is_file() or p.is_symlink():
+                    p.unlink()
+        raise
+
+
+def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> None:
+    """Write ``data`` atomically (:func:`atomic_path`)."""
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(data)
+
+
+def read_document(path: str | os.PathLike[str]) -> Any:
+    """A JSON or YAML document: ``.yaml`` / ``.yml`` as YAML (:func:`loads_yaml`: the safe
+    loader, a repeated key refused), ``.json`` as strict JSON, any other name as JSON first
+    and YAML when it is not JSON.  ``NaN`` is let through so that the loader names the field
+    that holds it."""
+    path = Path(path)
+    text = read_text(path)
+    if path.suffix.lower() not in (".yaml", ".yml"):
+        try:
+            return loads_json(text, file=str(path), allow_nan=True)
+        except UnreadableInput:
+            if path.suffix.lower() == ".json":
+                raise
+    return loads_yaml(text, file=str(path))
+
+
+
+
 def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
     """Write ``text`` as UTF-8 atomically: through a temporary file in the same folder,
     renamed over ``path`` only once it is complete (the old file stays whole until then,
     and a failed write leaves no temporary behind).  Creates the folder when needed."""
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=str(p.parent))
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, p)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    write_bytes_atomic(path, text.encode("utf-8"))
 
 
 def write_json(path: str | os.PathLike[str], doc: Any) -> None:
     """Write ``doc`` as indented UTF-8 JSON (no ``NaN``) atomically (:func:`write_text_atomic`)."""
     write_text_atomic(path, json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
+
+
+def write_jsonl(path: str | os.PathLike[str], records: Iterable[Any], *,
+                default: Any = None) -> None:
+    """Write one compact JSON document per line (no ``NaN``) atomically; ``default`` as in
+    :func:`json.dumps`."""
+    with atomic_path(path) as tmp, tmp.open("w", encoding="utf-8", newline="\n") as fh:
+        for r in records:
+            fh.write(json.dumps(r, ensure_ascii=False, allow_nan=False, default=default) + "\n")
+
+
+def write_parquet(frame: Any, path: str | os.PathLike[str]) -> None:
+    """Write a DataFrame (without its index) or an Arrow table as Parquet, atomically."""
+    with atomic_path(path) as tmp:
+        if hasattr(frame, "to_parquet"):
+            frame.to_parquet(tmp, index=False)
+        else:
+            import pyarrow.parquet as pq
+
+            pq.write_table(frame, tmp)
+
+
+def neutralize_formula(cell: Any) -> Any:
+    """A text cell a spreadsheet would run as a formula, defused with a leading ``'`` (OWASP).
+
+    Text that starts with one of :data:`FORMULA_PREFIXES` gets a single quote in
+    front; a cell that is a plain number (``-0.5``, ``+3``, ``1e-3``) stays as it is,
+    as does anything that is not a string.
+
+    Examples
+    --------
+    >>> [neutralize_formula(x) for x in ["=1+2", "@SUM(A1)", "-0.5", "ok", -3, "-x"]]
+    ["'=1+2", "'@SUM(A1)", '-0.5', 'ok', -3, "'-x"]
+    """
+    if isinstance(cell, str) and cell.startswith(FORMULA_PREFIXES) and not _NUMBER.fullmatch(cell):
+        return "'" + cell
+    return cell
+
+
+def write_csv(frame: Any, path: str | os.PathLike[str]) -> None:
+    """Write a DataFrame as UTF-8 CSV (no index, ``\\n`` line ends) atomically, text cells
+    passed through :func:`neutralize_formula` (number columns are left as they are).  A
+    text cell that holds a carriage return makes every text cell quoted (a bare CR would
+    otherwise split the row for most readers)."""
+    import csv
+
+    import pandas as pd
+
+    safe = frame.copy()
+    bare_cr = False
+    for c in safe.columns:
+        s = safe[c]
+        if s.dtype == object or pd.api.types.is_string_dtype(s.dtype) or isinstance(s.dtype, pd.CategoricalDtype):
+            safe[c] = s.astype(object).map(neutralize_formula)
+            bare_cr = bare_cr or bool(safe[c].map(lambda x: isinstance(x, str) and "\r" in x).any())
+    # Python's CSV writer quotes a cell holding "\n" but not one holding a bare "\r", which
+    # readers take for a line end: such a file quotes every text cell
+    quoting = csv.QUOTE_NONNUMERIC if bare_cr else csv.QUOTE_MINIMAL
+    with atomic_path(path) as tmp:
+        safe.to_csv(tmp, index=False, lineterminator="\n", quoting=quoting)
+
+
+def file_digest(path: str | os.PathLike[str]) -> str:
+    """SHA-256 of a file's bytes, as hex (read in chunks); :class:`~evaltk.errors.UnreadableInput`
+    when it cannot be read."""
+    h = hashlib.sha256()
+    try:
+        with open(path, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                h.update(chunk)
+    except OSError as e:
+        raise UnreadableInput(f"cannot read input file: {e.strerror}.", file=str(path)) from None
+    return h.hexdigest()
+
+
+def check_digest(path: str | os.PathLike[str], expected: str, *, recorded_in: str) -> None:
+    """Refuse a file whose SHA-256 is not ``expected`` (``"sha256:<hex>"`` or bare hex), naming
+    the file, the record that holds the digest and the check
+    (:class:`~evaltk.errors.SchemaViolation`); a missing file is refused the same way."""
+    p = Path(path)
+    if not p.is_file():
+        raise SchemaViolation(f"integrity check `digest`: the file is missing ({recorded_in} lists it)",
+                              file=str(p))
+    want = str(expected).removeprefix("sha256:")
+    have = file_digest(p)
+    if have != want:
+        raise SchemaViolation(f"integrity check `digest`: sha256 {have[:16]}... differs from "
+                              f"{want[:16]}... recorded in {recorded_in}: the file changed after it was "
+                              "written", file=str(p))
+
+
+def sha256_digest(obj: Any) -> str:
+    """Lower-case hex SHA-256 of :func:`canonical_json` of ``obj``.
+
+    Examples
+    --------
+    >>> sha256_digest({})
+    '44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a'
+    """
+    return hashlib.sha256(canonical_json(obj)).hexdigest()
+
+
+# --------------------------------------------------------------------------- safe YAML
+
+import yaml  # noqa: E402  (PyYAML is a core dependency)
+
+
+class _DuplicateKeys:
+    """Mixin for a safe loader: records duplicate keys (with their lines), never overwrites."""
+
+    duplicates: list[tuple[str, int, int]]  # key, line, first line
+    nonfinite: list[tuple[int, str]]  # line, the scalar (.nan, -.inf)
+
+    def construct_mapping(self, node: yaml.Node, deep: bool = False) -> dict[Any, Any]:
+        if isinstance(node, yaml.MappingNode):
+            first: dict[Any, int] = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                try:
+                    key = self.construct_object(key_node, deep=True)  # type: ignore[attr-defined]
+                    hash(key)
+                except Exception:  # the base class reports unhashable keys
+                    continue
+                line = key_node.start_mark.line + 1
+                if key in first:
+                    self.duplicates.append((str(key), line, first[key]))
+                else:
+                    first[key] = line
+        return super().construct_mapping(node, deep=deep)  # type: ignore[misc]
+
+    def construct_yaml_float(self, node: yaml.Node) -> float:
+        """A float; ``.nan`` / ``.inf`` are recorded as problems (strict JSON's rule, in YAML)."""
+        x = super().construct_yaml_float(node)  # type: ignore[misc]
+        if not math.isfinite(x):
+            self.nonfinite.append((node.start_mark.line + 1, str(node.value)))
+        return x
+
+
+class _SafeLoader(_DuplicateKeys, yaml.SafeLoader):
+    """The pure-Python safe loader: used for messages, identical with or without libyaml."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self.duplicates = []
+        self.nonfinite = []
+
+
+_SafeLoader.add_constructor("tag:yaml.org,2002:float", _DuplicateKeys.construct_yaml_float)
+
+
+if hasattr(yaml, "CSafeLoader"):
+    class _FastLoader(_DuplicateKeys, yaml.CSafeLoader):  # type: ignore[name-defined]
+        """libyaml's parser with the same safe constructor: about ten times faster."""
+
+        def __init__(self, stream: str) -> None:
+            super().__init__(stream)
+            self.duplicates = []
+            self.nonfinite = []
+
+    _FastLoader.add_constructor("tag:yaml.org,2002:float", _DuplicateKeys.construct_yaml_float)
+else:  # pragma: no cover - PyYAML built without libyaml
+    _FastLoader = _SafeLoader  # type: ignore[misc, assignment]
+
+
+def parse_yaml(text: str) -> tuple[Any, yaml.Node | None, list[tuple[int | None, str]]]:
+    """Parse YAML safely.  Returns (data, root node, [(line, problem)]); never raises on bad YAML.
+
+    No object is constructed (the safe loader) and a duplicate key is a problem with
+    its line and the line of the first.  The libyaml parser reads a well-formed file;
+    a file it rejects is parsed again by the pure-Python parser, so that the reported
+    problem is the same on every install.
+    """
+    try:
+        depth = yaml_depth(text)
+    except yaml.YAMLError as e:  # libyaml stops counting at 1,000 levels; otherwise not YAML,
+        depth = 1001 if "maximum nesting depth" in str(e) else 0  # which the parse below names
+    lim = current_limits().depth
+    if depth > lim:  # refused before a document is built (its construction recurses)
+        return None, None, [(None, f"nesting depth {depth} is past the limit depth={lim} "
+                                   f"({_raise_hint('depth')})")]
+    if _FastLoader is not _SafeLoader:
+        try:
+            loader = _FastLoader(text)
+        except yaml.YAMLError as e:  # a character YAML does not allow (NUL): found on creation
+            return None, None, [(None, f"not valid YAML: {e}")]
+        try:
+            node = loader.get_single_node()
+            data = loader.construct_document(node) if node is not None else None
+            return data, node, _loader_problems(loader)
+        except (yaml.YAMLError, RecursionError, ValueError):
+            pass  # the pure-Python parser below names the problem
+        finally:
+            loader.dispose()
+    try:
+        loader = _SafeLoader(text)
+    except yaml.YAMLError as e:
+        return None, None, [(None, f"not valid YAML: {e}")]
+    problems: list[tuple[int | None, str]] = []
+    data: Any = None
+    node: yaml.Node | None = None
+    try:
+        node = loader.get_single_node()
+        if node is not None:
+            data = loader.construct_document(node)
+        problems += _loader_problems(loader)
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        what = e.problem or e.context or "invalid YAML"
+        if e.context and e.problem:
+            what = f"{e.context}, {e.problem}"
+        problems.append((mark.line + 1 if mark else None, f"not valid YAML: {what}"))
+        data, node = None, None
+    except yaml.YAMLError as e:
+        problems.append((None, f"not valid YAML: {e}"))
+        data, node = None, None
+    except RecursionError:
+        problems.append((None, "not valid YAML: nested too deeply"))
+        data, node = None, None
+    except ValueError as e:  # an integer of more digits than Python converts
+        problems.append((None, f"not valid YAML: {e}"))
+        data, node = None, None
+    finally:
+        loader.dispose()
+    return data, node, problems
+
+
+def _loader_problems(loader: Any) -> list[tuple[int | None, str]]:
+    return ([(line, f"duplicate key `{key}` (first at line {first})")
+             for key, line, first in loader.duplicates]
+            + [(line, f"{value} is not a number JSON can hold (NaN and infinity are refused)")
+               for line, value in loader.nonfinite])
+
+
+def yaml_depth(text: str) -> int:
+    """The deepest nesting of sequences and mappings in a YAML stream, from its events
+    (the parser keeps a stack, not a recursion: any depth is measured safely)."""
+    depth = top = 0
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    for ev in yaml.parse(text, Loader=loader):
+        if isinstance(ev, yaml.CollectionStartEvent):
+            depth += 1
+            top = max(top, depth)
+        elif isinstance(ev, yaml.CollectionEndEvent):
+            depth -= 1
+    return top
+
+
+
+
+def loads_yaml(text: str, *, file: str | None = None) -> Any:
+    """One YAML document, strictly: :func:`parse_yaml`, raising on its first problem.
+
+    A duplicate key raises :class:`~evaltk.errors.SchemaViolation` naming the key as the
+    field and its line as the record, and so does ``.nan`` / ``.inf`` (strict JSON's rule);
+    nesting past ``Limits.depth`` raises :class:`~evaltk.errors.LimitExceeded` before the
+    document is built; text that is not YAML raises :class:`~evaltk.errors.UnreadableInput`
+    with the line.
+
+    Examples
+    --------
+    >>> loads_yaml("a: 1\\nb: [x, y]\\n")
+    {'a': 1, 'b': ['x', 'y']}
+    >>> loads_yaml("a: 1\\na: 2\\n", file="r.yaml")
+    Traceback (most recent call last):
+    ...
+    evaltk.errors.SchemaViolation: r.yaml: line 2: field `a`: duplicate key `a` (first at line 1)
+    """
+    data, _node, problems = parse_yaml(text)
+    if problems:
+        line, msg = problems[0]
+        if msg.startswith("duplicate key"):
+            key = msg.split("`")[1]
+            raise SchemaViolation(msg, file=file, record=line, field=key)
+        if msg.startswith("nesting depth"):
+            raise LimitExceeded(msg, limit="depth", file=file, record=line)
+        if "not a number JSON can hold" in msg:
+            raise SchemaViolation(msg, file=file, record=line)
+        raise UnreadableInput(msg, file=file, record=line)
+    return data

@@ -7,7 +7,7 @@ pandas or json), and the CLI maps each class to a documented exit code.
 from __future__ import annotations
 
 __all__ = ["EvaltkError", "InputError", "UnreadableInput", "SchemaViolation", "LimitExceeded",
-           "format_location"]
+           "OutputRefused", "format_location"]
 
 
 def format_location(file: str | None = None, record: object | None = None,
@@ -58,6 +58,15 @@ class LimitExceeded(SchemaViolation):
                  record: object | None = None, field: str | None = None) -> None:
         self.limit = limit
         super().__init__(message, file=file, record=record, field=field)
+class OutputRefused(EvaltkError, ValueError):
+    """An output path evaltk will not write: it is, or is inside, one of the command's inputs
+    (``output`` and ``input`` name both), or it is a file where a folder is expected (or the
+    reverse).  The command line exits 64 (a usage error: nothing was read or written)."""
+
+    def __init__(self, message: str, *, output: str, input: str | None = None) -> None:
+        self.output = str(output)
+        self.input = None if input is None else str(input)
+        super().__init__(message)
 
 
 class DuplicateKeyError(ValueError):

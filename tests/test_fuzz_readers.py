@@ -485,12 +485,11 @@ def _run(cases: list[Case], tmp: Path) -> list[str]:
     before = _tree(tmp, skip)
     digests = {str(p): hashlib.sha256(p.read_bytes()).hexdigest() for c in cases for p in c.inputs
                if p.is_file()}
-    # matplotlib's font cache (written on its first import, whatever the command) is kept out of
-    # the checked tree; everything else evaltk writes must land in a case's output folder
-    mpl = Path(os.environ.get("MPLCONFIGDIR") or (Path.home() / ".cache" / "matplotlib"))
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "HOME": str(home), "PYTHONDONTWRITEBYTECODE": "1",
-           "MPLCONFIGDIR": str(mpl)}
-    env.pop("EVALTK_LIMITS", None)
+    # HOME is the case tree's own (empty) folder: whatever a library would cache there
+    # (matplotlib's font list) must not appear (the CLI gives it a private folder)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HOME": str(home), "PYTHONDONTWRITEBYTECODE": "1"}
+    for k in ("EVALTK_LIMITS", "MPLCONFIGDIR", "XDG_CACHE_HOME", "IPYTHONDIR"):
+        env.pop(k, None)
     proc = subprocess.run([sys.executable, str(DRIVER), str(plan), str(results)], env=env,
                           capture_output=True, text=True, timeout=max(300, 2 * len(cases)))  # a hang guard
     lines = [json.loads(ln) for ln in results.read_text("utf-8").splitlines()] if results.exists() else []

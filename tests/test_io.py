@@ -143,11 +143,11 @@ def test_strict_json_refuses(text, word, kind):
 
 
 @pytest.mark.parametrize("text, word, kind", [
-    ("a: 1\na: 2\n", "duplicate key 'a'", SchemaViolation), ("a: .nan\n", "NaN", SchemaViolation),
+    ("a: 1\na: 2\n", "duplicate key `a`", SchemaViolation), ("a: .nan\n", "NaN", SchemaViolation),
     ("a: -.inf\n", "infinity", SchemaViolation), ("a: " + "[" * 5000 + "]" * 5000 + "\n", "depth", LimitExceeded),
-    ("a: " + "9" * 5000 + "\n", "digits", UnreadableInput), ("a: !!python/object:os.system x\n", "not YAML",
+    ("a: " + "9" * 5000 + "\n", "digits", UnreadableInput), ("a: !!python/object:os.system x\n", "not valid YAML",
                                                            UnreadableInput),
-    ("a: [1\n", "not YAML", UnreadableInput),
+    ("a: [1\n", "not valid YAML", UnreadableInput),
 ])
 def test_strict_yaml_refuses(text, word, kind):
     with pytest.raises(kind, match=word) as e:
@@ -220,7 +220,7 @@ def test_suite_run_yaml_duplicate_key_is_refused(tmp_path):
     text = src.read_text("utf-8")
     p = tmp_path / "run.yaml"
     p.write_text("suite: another\n" + text, encoding="utf-8")  # `suite` twice: which one counts?
-    with pytest.raises(SchemaViolation, match="duplicate key 'suite'") as e:
+    with pytest.raises(SchemaViolation, match="duplicate key `suite`") as e:
         load_suite_run(p)
     assert e.value.file == str(p) and e.value.record == 3 and e.value.field == "suite"
 

@@ -31,14 +31,16 @@ import argparse
 import contextlib
 import importlib
 import io
+import os
 import re
 import sys
+import tempfile
 import traceback
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 from .. import _io
-from ..errors import EvaltkError, SchemaViolation, UnreadableInput
+from ..errors import EvaltkError, OutputRefused, SchemaViolation, UnreadableInput
 
 EXIT_OK = 0
 EXIT_NEGATIVE = 1
@@ -53,6 +55,7 @@ _MODULES: tuple[str, ...] = (
     "evaltk.cli.calibration",
     "evaltk.cli.demo",
     "evaltk.cli.ingest",
+    "evaltk.cli.import_",
     "evaltk.cli.trajectory",
     "evaltk.cli.suite",
     "evaltk.cli.report",
@@ -60,6 +63,7 @@ _MODULES: tuple[str, ...] = (
     "evaltk.cli.score",
     "evaltk.cli.gate",
     "evaltk.cli.scale",
+    "evaltk.cli.judge",
 )
 
 
@@ -179,8 +183,25 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@contextlib.contextmanager
+def _no_user_state() -> Iterator[None]:
+    """Keep libraries evaltk calls from writing under the user's home: matplotlib (imported by
+    pingouin) builds its font cache in ``~/.cache/matplotlib`` unless ``MPLCONFIGDIR`` names
+    a folder, so a command gives it a private temporary one (removed at the end) when the
+    user has not set one (docs/outputs.md, "Nothing outside the output")."""
+    if os.environ.get("MPLCONFIGDIR"):
+        yield
+        return
+    with tempfile.TemporaryDirectory(prefix="evaltk-mpl-") as tmp:
+        os.environ["MPLCONFIGDIR"] = tmp
+        try:
+            yield
+        finally:
+            os.environ.pop("MPLCONFIGDIR", None)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    with _printable_streams():
+    with _no_user_state(), _printable_streams():
         return _main(sys.argv[1:] if argv is None else list(argv))
 
 
@@ -201,6 +222,9 @@ def _main(argv: list[str]) -> int:
     except CliError as e:
         print(f"evaltk: {e}", file=sys.stderr)
         return e.code
+    except OutputRefused as e:  # nothing read or written: a usage error (docs/outputs.md)
+        print(f"evaltk: refused output: {e}", file=sys.stderr)
+        return EXIT_USAGE
     except UnreadableInput as e:
         print(f"evaltk: unreadable input: {e}", file=sys.stderr)
         return EXIT_NOINPUT
@@ -214,8 +238,6 @@ def _main(argv: list[str]) -> int:
         print(f"evaltk: unreadable input: {e}", file=sys.stderr)
         return EXIT_NOINPUT
     except BrokenPipeError:  # the reader closed the pipe (`... | head`): no traceback
-        import os
-
         try:
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         except OSError:  # pragma: no cover

@@ -8,11 +8,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .._io import write_json
+from .._io import check_output, write_json
 from ..errors import SchemaViolation, UnreadableInput
 from ..trajectory import (
     NEGATIVE_CONTROLS,
     ControlResult,
+    DesignNotBound,
     LockChanged,
     MissingCase,
     PostResultLock,
@@ -39,6 +40,7 @@ EXIT_LOCK_CHANGED = 10
 EXIT_POST_RESULT_LOCK = 11
 EXIT_MISSING_CASE = 12
 EXIT_UNLOCKED_CASE = 13
+EXIT_DESIGN_NOT_BOUND = 14
 
 #: A graded cohort's decision -> its code.
 COHORT_EXIT = {"pass": EXIT_PASS, "hold": EXIT_HOLD}
@@ -48,6 +50,7 @@ BINDING_EXIT: dict[type[TrajectoryBindingError], int] = {
     PostResultLock: EXIT_POST_RESULT_LOCK,
     MissingCase: EXIT_MISSING_CASE,
     UnlockedCase: EXIT_UNLOCKED_CASE,
+    DesignNotBound: EXIT_DESIGN_NOT_BOUND,
 }
 
 
@@ -135,6 +138,7 @@ def _cmd_self_check(args: argparse.Namespace) -> int:
 def _cmd_seal(args: argparse.Namespace) -> int:
     from ._main import CliError
 
+    check_output(args.output, [args.draft, args.design])
     draft = read_json(args.draft)
     if not isinstance(draft, dict) or not isinstance(draft.get("cases"), dict):
         raise SchemaViolation("a lock draft must be an object with `cases`", file=args.draft, field="cases")
@@ -144,7 +148,7 @@ def _cmd_seal(args: argparse.Namespace) -> int:
     validate_document(lock, "lock", file=args.draft)
     if set(lock["case_inventory"]) != set(lock["cases"]):
         raise CliError(f"{args.draft}: `case_inventory` and `cases` differ", 65)
-    write_json(args.output, lock)
+    write_json(check_output(args.output, [args.draft, args.design]), lock)
     if args.json:
         print(json.dumps({"output": args.output, "cases": len(lock["cases"]),
                           "lock_digest": lock["lock_digest"]}, indent=2))
@@ -184,6 +188,8 @@ def register_cli(subparsers: Any) -> None:
             "Exit codes: 0 every locked case passed; 2 honest hold (some case failed or safely "
             "abstained, all data valid); 10 lock or design digest changed; 11 lock not strictly before "
             "the results; 12 locked case missing from the results; 13 unlocked case in the results; "
+            "14 no design record (neither --design nor design.json beside the lock): grading binds the "
+            "design digest; "
             "65 malformed input (schema violation); 66 unreadable input (missing file, not JSON); "
             "64 usage error."),
         epilog="Example: evaltk trajectory grade --lock data/examples/trajectory/lock.json "
@@ -193,7 +199,8 @@ def register_cli(subparsers: Any) -> None:
     g.add_argument("--lock", required=True, help="the lock (trajectory-lock.schema.json)")
     g.add_argument("--results", required=True, help="the results (trajectory-results.schema.json)")
     g.add_argument("--output", required=True, help="where to write the report")
-    g.add_argument("--design", help="the design record, to check the lock's design digest")
+    g.add_argument("--design", help="the design record whose digest the lock binds (default: design.json "
+                                    "beside the lock; without one, exit 14)")
     g.add_argument("--json", action="store_true", help="print the cohort summary as JSON")
     g.set_defaults(func=_cmd_grade)
     s = sub.add_parser(

@@ -23,7 +23,7 @@ from ._checks import (
     _read_parquet,
     _strip_none,
 )
-from ._domain import _apply_rule, _resolve_rule
+from ._domain import UNKNOWN_DOMAIN, _apply_rule, _resolve_rule
 from ._ledger import _ledger
 from ._records import TraceRecords
 from ._series import _const, _from_codes, _increasing_within, _s, _str_series
@@ -44,20 +44,28 @@ def _as_arrow_text(a: Any) -> pa.Array:
     return a if isinstance(a, pa.Array) else pa.array(a, pa.string())
 
 
-def _run_domains(domain: Any, task_s: pd.Series, rule: Callable[[str], Any]) -> tuple[pd.Series, np.ndarray]:
-    """The record's domain, else the rule applied to the task prompt (once per distinct
-    prompt).  Returns the domains and where the rule gave them."""
+def _run_domains(domain: Any, task_s: pd.Series, rule: Callable[[str], Any]
+                 ) -> tuple[pd.Series, np.ndarray, pd.Series]:
+    """The domain read from the task prompt (seed 002, "Scope of a trace": "the domain read
+    from the task prompt rather than assigned separately"), once per distinct prompt.
+
+    The prompt wins: a record's own ``domain`` field is used only where the rule finds no
+    domain in the prompt (it returns its default, ``unknown``).  Returns the domains, where
+    the record's field gave them, and the record's field as given (kept beside the domain,
+    so a field that disagrees with the prompt is recorded, never silently used).
+    """
     dom = _blank_to_null(_as_arrow_text(domain))
-    from_rule = dom.is_null().to_numpy(zero_copy_only=False)
-    dom_s = _str_series(dom)
-    if from_rule.any():
-        tasks = task_s[from_rule]
-        codes, uniq = pd.factorize(tasks)
-        derived = np.asarray(_apply_rule(rule, list(uniq)), dtype=object)
-        vals = dom_s.to_numpy(dtype=object, na_value=None)
-        vals[from_rule] = derived[codes] if len(uniq) else []
-        dom_s = _s(vals)
-    return dom_s, from_rule
+    has_field = ~dom.is_null().to_numpy(zero_copy_only=False)
+    field_s = _str_series(dom)
+    codes, uniq = pd.factorize(task_s)
+    derived = np.asarray(_apply_rule(rule, list(uniq)), dtype=object)
+    silent = np.asarray([d in (UNKNOWN_DOMAIN, getattr(rule, "default", UNKNOWN_DOMAIN)) for d in derived], bool)
+    vals = derived[codes] if len(uniq) else np.zeros(0, object)
+    from_field = has_field & (silent[codes] if len(uniq) else np.zeros(0, bool))
+    if from_field.any():
+        vals = vals.copy()
+        vals[from_field] = field_s.to_numpy(dtype=object, na_value=None)[from_field]
+    return _s(vals), from_field, field_s
 
 
 def _steps_missing(n_steps: np.ndarray, s_index: np.ndarray, sc_run: np.ndarray,
@@ -95,7 +103,8 @@ def _disagreements(tid_s: pd.Series, n_steps: np.ndarray, sc_run: np.ndarray,
 
 
 def _build_tables(*, tid: pa.Array, task: pa.Array, domain: pa.Array, agent: pa.Array,
-                  guide: list[Any], n_steps: np.ndarray, s_index: np.ndarray, s_action: pa.Array,
+                  guide: list[Any], declared: np.ndarray, n_steps: np.ndarray, s_index: np.ndarray,
+                  s_action: pa.Array,
                   s_target: pa.Array, s_screen: pa.Array, s_cons: np.ndarray, s_conf: np.ndarray,
                   sc_run: np.ndarray, sc_source: list[str] | np.ndarray, sc_count: np.ndarray,
                   rule: Callable[[str], Any]) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
@@ -130,19 +139,21 @@ def _build_tables(*, tid: pa.Array, task: pa.Array, domain: pa.Array, agent: pa.
         "run_pos": step_run,
     })
     task_s = _str_series(task)
-    dom_s, from_rule = _run_domains(domain, task_s, rule)
+    dom_s, from_field, field_s = _run_domains(domain, task_s, rule)
     sc_run = np.asarray(sc_run, np.int64)
     sc_count = np.asarray(sc_count, np.int64)
     runs = pd.DataFrame({
         "trace_id": tid_s,
         "task": task_s,
         "domain": dom_s,
-        "domain_source": _from_codes(from_rule.astype(np.int64), ["record", "rule"]),
+        "domain_source": _from_codes((~from_field).astype(np.int64), ["record", "rule"]),
+        "domain_record": field_s,
         "status": _const("complete", n),
         "n_steps": np.asarray(n_steps, np.int64),
         "agent": _str_series(_blank_to_null(_as_arrow_text(agent))),
         "guide": pd.Series(guide, dtype=object),
         "steps_missing": _steps_missing(n_steps, s_index, sc_run, sc_count),
+        "consequential_declared": np.asarray(declared, bool),
     })
     return runs, steps, _disagreements(tid_s, n_steps, sc_run, sc_source, sc_count)
 
@@ -432,7 +443,7 @@ def _python_piece(records: Sequence[Any], numbers: np.ndarray, name: str,
                                                          numbers=numbers)
     runs, steps, dis = _build_tables(
         tid=cols["trace_id"], task=cols["task"], domain=cols["domain"], agent=cols["agent"],
-        guide=cols["guide"], n_steps=cols["n_steps"], s_index=cols["s_index"],
+        guide=cols["guide"], declared=cols["declared"], n_steps=cols["n_steps"], s_index=cols["s_index"],
         s_action=cols["s_action"], s_target=cols["s_target"], s_screen=cols["s_screen"],
         s_cons=cols["s_cons"], s_conf=cols["s_conf"], sc_run=cols["sc_run"],
         sc_source=cols["sc_source"], sc_count=cols["sc_count"], rule=rule)
@@ -671,7 +682,7 @@ def _arrow_piece(name: str, table: pa.Table, numbers: np.ndarray, rule: Callable
     sc_run, sc_src, sc_cnt = _kept_step_counts(cols["sc"], code, kept)
     runs, steps, dis = _build_tables(
         tid=take(tid_all), task=take(cols["task"]), domain=take(cols["domain"]),
-        agent=take(cols["agent"]), guide=guide, n_steps=lens[kept],
+        agent=take(cols["agent"]), guide=guide, declared=cols["declared"][kept], n_steps=lens[kept],
         s_index=take_steps(cols["s_index"]), s_action=take_steps(cols["s_action"]),
         s_target=take_steps(cols["s_target"]), s_screen=take_steps(cols["s_screen"]),
         s_cons=take_steps(cols["s_cons"]), s_conf=take_steps(cols["s_conf"]),

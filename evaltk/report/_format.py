@@ -90,6 +90,9 @@ def show_agreement(agreement: pd.DataFrame) -> pd.DataFrame:
     t["human ceiling"] = t["ceiling"].map(_fixed)
     t["majority baseline"] = t["baseline"].map(_fixed)
     t["coverage"] = t["coverage"].map(_share)
+    cov = (f"coverage (floor {_share(float(t['min_coverage'].max()))})" if "min_coverage" in t.columns
+           else "coverage")
+    t = t.rename(columns={"coverage": cov})
     return t[["dimension", "judge", "agreement [interval]", "kappa [interval]", "human ceiling", "majority baseline",
               "n_items", "coverage", "n_judge_abstained"]].set_index(["dimension", "judge"])
 
@@ -115,6 +118,9 @@ def show_direction(directions: pd.DataFrame) -> pd.DataFrame:
     t["estimate [interval]"] = _intervals(t, "statistic", "ci_low", "ci_high")
     t["p"] = t["pvalue"].map(_pvalue)
     t["coverage"] = t["coverage"].map(_share)
+    cov = (f"coverage (floor {_share(float(t['min_coverage'].max()))})" if "min_coverage" in t.columns
+           else "coverage")
+    t = t.rename(columns={"coverage": cov})
     return t[["judge", "dimension", "lean", "estimate [interval]", "p", "n_pairs", "n_excluded", "coverage",
               "method"]].set_index(["judge", "dimension"])
 
@@ -142,12 +148,15 @@ def show_judges(judges: pd.DataFrame) -> pd.DataFrame:
     t = judges.copy()
     t["accuracy [interval]"] = _intervals(t, "accuracy", "ci_low", "ci_high")
     t["coverage"] = t["coverage"].map(_share)
+    cov = (f"coverage (floor {_share(float(t['min_coverage'].max()))})" if "min_coverage" in t.columns
+           else "coverage")
+    t = t.rename(columns={"coverage": cov})
     t["cost per item (USD)"] = t["cost_per_item"].map(lambda c: _fixed(c, 4))
     t["latency p50 / p95 (ms)"] = [f"{_fixed(a, 0)} / {_fixed(b, 0)}"
                                    for a, b in zip(t["latency_p50"], t["latency_p95"], strict=True)]
     t["canaries passed"] = t["canaries_passed"].map(_canaries)
     t["status"] = [("rejected by the canary set" if rej else s) for rej, s in zip(t["rejected"], t["status"], strict=True)]
-    return t[["judge", "accuracy [interval]", "coverage", "n_answered", "cost per item (USD)", "latency p50 / p95 (ms)",
+    return t[["judge", "accuracy [interval]", cov, "n_answered", "cost per item (USD)", "latency p50 / p95 (ms)",
               "canaries passed", "status"]].set_index("judge")
 
 
@@ -253,7 +262,7 @@ def week_at_a_glance(*, week: str, measure: str, scores: pd.DataFrame, selection
                             f"{versions} (all dimensions provisional)"),
             ("coverage per dimension", "; ".join(f"{r.measure} {r.coverage:.0%}"
                                                  for r in measure_summary(scores).itertuples())),
-            (f"judges on the frontier ({measure}), not rejected by a canary",
+            (f"judges on the frontier ({measure}), not rejected by a canary, above the coverage floor",
              "; ".join(f"{r.judge}: accuracy {fmt(r.accuracy, r.ci_low, r.ci_high)}, ${r.cost_per_item:.4f}/item, "
                        f"p50 {r.latency_p50:.0f} ms" for r in best.itertuples()) or "none"),
             ("rejected by the canary set", "; ".join(f"{r.judge} (passed {len(r.canaries_passed)})"

@@ -45,6 +45,11 @@ DIRECTION_OF_ERROR: dict[str, str] = {
 }
 
 
+#: Actions that are waits (seed 002, x_eff: "Loops and dead taps count, waits do not"): a
+#: heuristic efficiency detector skips them (compared lower-cased, trimmed).
+WAIT_ACTIONS: frozenset[str] = frozenset({"wait", "sleep", "pause", "idle", "wait_for", "wait_for_load"})
+
+
 @dataclass(frozen=True)
 class _Scorer:
     name: str

@@ -14,7 +14,7 @@ from ..errors import SchemaViolation
 from ..stats import pass_at_k, pass_hat_k
 from ._gate import validate_summary
 from ._model import SuiteRun
-from ._read import _read_document, load_suite_run
+from ._read import load_suite_run
 from ._scores import _close, _num
 from ._summary import EvalSummary, _fmt, summarize_suite
 
@@ -98,7 +98,7 @@ def check_summary(run: SuiteRun | Mapping[str, Any] | str | Path,
     if not isinstance(run, SuiteRun):
         run = load_suite_run(run)
     if isinstance(host_summary, (str, Path)):
-        host = _read_document(Path(host_summary))
+        host = _io.read_document(Path(host_summary))
         hfile = str(host_summary)
     else:
         host, hfile = host_summary, None
@@ -298,7 +298,7 @@ class _Checker:
     def gated_aggregate(self, gagg: Any) -> None:
         """Sections A and D: ``gatedAggregateScore`` is the aggregation of the task gating
         scores, present whenever a task has expected.trajectory, absent on a suite with no
-        trajectory and no gated task."""
+        trajectory and no fixture miss (with a miss, a host may carry it)."""
         ours, run = self.ours, self.run
         has = run.has_trajectory
         if gagg is None:
@@ -308,7 +308,9 @@ class _Checker:
                          f"{_fmt(ours.gated_aggregate_score)})", ours.gated_aggregate_score, None)
             return
         g = _num(gagg)
-        if not ours.gated_aggregate_present and g is not None and _close(g, ours.gated_aggregate_score):
+        # section D: only a suite with no trajectory *and no fixture miss* carries neither field
+        stray = not ours.gated_aggregate_present and not run.fixture_miss.any()
+        if stray and g is not None and _close(g, ours.gated_aggregate_score):
             self.add("0246.D", "suite", "gatedAggregateScore",
                      "carried on a suite with no expected.trajectory and no gated task (section D: a suite "
                      "with no trajectory and no fixture miss carries neither field)", None, gagg)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
@@ -10,9 +11,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from .. import _io
 from ..errors import SchemaViolation
-from ._read import _read_document
-from ._scores import _geq, _num
+from ._scores import _num, _shortest
 from ._summary import EvalSummary, _fmt
 
 # --------------------------------------------------------------------------- schemas
@@ -39,7 +40,12 @@ def _summary_validator() -> Any:
     """The EvalSummary schema's validator, built once (as the trajectory documents' are)."""
     import jsonschema
 
-    return jsonschema.Draft202012Validator(schema("eval-summary"))
+    base = jsonschema.Draft202012Validator
+    # JSON has no NaN or infinity: a "number" of the schema is finite, so a NaN gatedScore
+    # cannot pass `minimum: 0, maximum: 1` by comparing False to both (RFC 0246 gated-fields-shape)
+    finite = base.TYPE_CHECKER.redefine(
+        "number", lambda checker, x: base.TYPE_CHECKER.is_type(x, "number") and math.isfinite(x))
+    return jsonschema.validators.extend(base, type_checker=finite)(schema("eval-summary"))
 
 
 def validate_summary(doc: Any, *, file: str | None = None) -> None:
@@ -57,13 +63,16 @@ def validate_summary(doc: Any, *, file: str | None = None) -> None:
             tid = task.get("taskId", task.get("id")) if isinstance(task, Mapping) else None
             record = tid if isinstance(tid, str) else f"tasks[{path[1]}]"
             path = path[2:]
-        raise SchemaViolation(e.message, file=file, record=record, field=_path_str(path))
+        msg = e.message
+        if isinstance(e.instance, float) and not math.isfinite(e.instance):
+            msg = f"{e.instance!r} is not a finite number (a score here is a number in 0-1)"
+        raise SchemaViolation(msg, file=file, record=record, field=_path_str(path))
 
 
 def load_summary(source: str | Path | Mapping[str, Any], *, file: str | None = None) -> dict[str, Any]:
     """Read an EvalSummary (JSON/YAML file or mapping) and validate it against the schema."""
     if isinstance(source, (str, Path)):
-        doc = _read_document(Path(source))
+        doc = _io.read_document(Path(source))
         file = str(source)
     else:
         doc = source
@@ -113,13 +122,14 @@ def gate_summary(summary: EvalSummary | Mapping[str, Any] | str | Path) -> GateD
     gagg = doc.get("gatedAggregateScore")
     agg = doc.get("aggregateScore")
     tasks = doc.get("tasks") or []
-    if ps is not None and gagg is not None and not _geq(gagg, ps):
-        contradictions.append(f"gatedAggregateScore {_fmt(gagg)} < passScore {_fmt(ps)}")
+    # two numbers read from the document compare exactly: a float orders as its shortest decimal
+    if ps is not None and gagg is not None and not gagg >= ps:
+        contradictions.append(f"gatedAggregateScore {_shortest(gagg)} < passScore {_shortest(ps)}")
     if gagg is None and any(isinstance(t, Mapping) and "gatedScore" in t for t in tasks):
         contradictions.append("tasks carry gatedScore but the summary has no gatedAggregateScore "
                               "(RFC 0246 section D): cannot tell what the gate read")
-    if ps is not None and gagg is None and agg is not None and not _geq(agg, ps):
-        contradictions.append(f"aggregateScore {_fmt(agg)} < passScore {_fmt(ps)}")
+    if ps is not None and gagg is None and agg is not None and not agg >= ps:
+        contradictions.append(f"aggregateScore {_shortest(agg)} < passScore {_shortest(ps)}")
     if ps is None:
         contradictions.append("the summary records no thresholds.passScore: the pass cannot be verified")
     traj = [t for t in tasks if isinstance(t, Mapping) and t.get("hasTrajectory") is True]
@@ -142,9 +152,9 @@ def gate_summary(summary: EvalSummary | Mapping[str, Any] | str | Path) -> GateD
             contradictions.append(str(c.get("detail") or c.get("condition")))
     if doc["passed"] is True and not contradictions:
         reasons.extend(doc.get("reasons") or [
-            "passed: " + (f"gatedAggregateScore {_fmt(gagg)}" if gagg is not None
-                          else f"aggregateScore {_fmt(agg)}")
-            + (f" >= passScore {_fmt(ps)}" if ps is not None else " (summary says passed)")])
+            "passed: " + (f"gatedAggregateScore {_shortest(gagg)}" if gagg is not None
+                          else f"aggregateScore {_shortest(agg)}")
+            + (f" >= passScore {_shortest(ps)}" if ps is not None else " (summary says passed)")])
         return GateDecision(True, tuple(reasons))
     if doc["passed"] is not True:
         reasons.extend(doc.get("reasons") or ["not passed: the summary says passed: false"])

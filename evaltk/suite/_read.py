@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from .. import _io
-from ..errors import SchemaViolation, UnreadableInput
+from ..errors import SchemaViolation
 from ._model import (
     AGGREGATIONS,
     MATCH_MODES,
@@ -116,21 +116,6 @@ class _Ctx:
         return v
 
 
-def _read_document(path: Path) -> Any:
-    """A JSON or YAML document: ``.yaml`` / ``.yml`` as strict YAML (:func:`evaltk._io.loads_yaml`),
-    ``.json`` as strict JSON, any
-    other name as JSON first and YAML when it is not JSON.  ``NaN`` is let through so that
-    the loader names the field that holds it."""
-    text = _io.read_text(path)
-    if path.suffix.lower() not in (".yaml", ".yml"):
-        try:
-            return _io.loads_json(text, file=str(path), allow_nan=True)
-        except UnreadableInput:
-            if path.suffix.lower() == ".json":
-                raise
-    return _io.loads_yaml(text, file=str(path))  # strict: a repeated key, .nan and deep nesting refused
-
-
 def load_suite_run(source: str | Path | Mapping[str, Any], *, file: str | None = None) -> SuiteRun:
     """Read and validate a suite run (JSON or YAML file, or an already-parsed mapping).
 
@@ -163,7 +148,7 @@ def load_suite_run(source: str | Path | Mapping[str, Any], *, file: str | None =
     """
     if isinstance(source, (str, Path)):
         path = Path(source)
-        doc = _read_document(path)
+        doc = _io.read_document(path)
         file = str(path)
     else:
         doc = source
@@ -400,7 +385,9 @@ def _trial_trajectory(ctx: _Ctx, trial: Mapping[str, Any], tid: str, j: int,
                       spec: TrajectorySpec | None) -> bool:
     """Whether the trial's trajectory matched (True on a task without one).  The calls are
     matched against ``spec``; the host's ``trajectoryMatched`` may stand in for them, and
-    with both present the trajectory matched only if both say so (a gate fails safe)."""
+    with both present the trajectory matched only if both say so (a gate fails safe).  A
+    fixture-miss trial with neither needs no path: its gating score is 0 whatever its path
+    (RFC 0246 A), so it is not counted as a trajectory failure."""
     host = trial.get("trajectoryMatched")
     if host is not None and host.__class__ is not bool:
         ctx.boolean(host, record=tid, field=f"trials[{j}].trajectoryMatched")
@@ -413,6 +400,8 @@ def _trial_trajectory(ctx: _Ctx, trial: Mapping[str, Any], tid: str, j: int,
             _check_tool_names(ctx, calls, tid, j)
         return True
     if calls is None:
+        if host is None and trial.get("fixtureMiss") is True:
+            return True  # failed closed before any path: gated to 0 by the miss, not a trajectory failure
         if host is None:
             raise ctx.fail("the task has expected.trajectory, so each trial needs `toolCalls` or the "
                            "host's `trajectoryMatched`", record=tid, field=f"trials[{j}].toolCalls")

@@ -3,8 +3,9 @@ decides a pass)."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
+from decimal import Decimal, localcontext
+from fractions import Fraction
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
@@ -15,94 +16,52 @@ if TYPE_CHECKING:
 # --------------------------------------------------------------------------- exact means
 
 
-#: Two scores closer than this compare equal in a threshold decision.  Scores are
-#: recorded to a few decimals; this only absorbs binary floating-point error (the
-#: float mean of three trials scoring 0.7 is 0.6999999999999998 in naive arithmetic).
+#: Two reported numbers closer than this (or 1e-9 relative) agree when another host's
+#: summary is checked against evaluation (:func:`check_summary`).  It never decides a pass:
+#: every threshold comparison of the gate is exact on the decimals (RFC 0246 section B).
 SCORE_TOLERANCE = 1e-12
-
-
-def _two_sum(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    s = a + b
-    bb = s - a
-    return s, (a - (s - bb)) + (b - bb)
-
-
-def _split(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    t = 134217729.0 * a
-    hi = t - (t - a)
-    return hi, a - hi
-
-
-def _dd_div_int(s: np.ndarray, c: np.ndarray, n: int) -> np.ndarray:
-    """(s + c) / n for a double-double (s, c), rounded once (error well under 1 ulp)."""
-    q = s / n
-    qh, ql = _split(q)
-    nh, nl = _split(np.float64(n))
-    p = q * n
-    perr = ((qh * nh - p) + qh * nl + ql * nh) + ql * nl
-    r = ((s - p) - perr) + c
-    return q + r / n
-
-
-def _mean_rows(a: np.ndarray) -> np.ndarray:
-    """Mean of each row, as close to the exact mean as a float can be.
-
-    Naive float means break threshold decisions at the boundary (three trials of 0.7
-    average to 0.6999999999999998); summing in double-double and dividing once gives
-    the correctly rounded mean, so equal trials average to themselves.
-    """
-    s = a[:, 0].copy()
-    c = np.zeros_like(s)
-    for j in range(1, a.shape[1]):
-        s, e = _two_sum(s, a[:, j])
-        c += e
-    return _dd_div_int(s, c, a.shape[1])
-
-
-def _mean(x: np.ndarray) -> float:
-    """Correctly rounded mean of a 1-D array (``math.fsum`` plus its residual)."""
-    if x.size == 1:
-        return float(x[0])
-    s = math.fsum(x)
-    r = math.fsum(np.append(x, -s)) if math.isfinite(s) else 0.0
-    return float(_dd_div_int(np.array([s]), np.array([r]), x.size)[0])
-
-
-def _aggregate(x: np.ndarray, how: str) -> float:
-    if how == "mean":
-        return _mean(x)
-    if how == "min":
-        return float(x.min())
-    srt = np.sort(x)
-    mid = srt.size // 2
-    if srt.size % 2:
-        return float(srt[mid])
-    return _mean(srt[mid - 1 : mid + 1])
-
 
 _MAX_DECIMALS = 9
 
 
-def _decimal_scale(arrays: Iterable[np.ndarray], terms: int) -> int | None:
-    """Smallest ``d`` such that every value is the float of a decimal with ``d`` places.
+def _places(x: float) -> int:
+    """Decimal places of the shortest decimal that reads back as ``x`` (its ``repr``)."""
+    e = Decimal(repr(float(x))).as_tuple().exponent
+    return max(0, -int(e))
 
-    ``None`` when there is none up to :data:`_MAX_DECIMALS`, or when sums of ``terms``
-    such integers could leave the range where floats hold integers exactly.
+
+def _scaled(x: float, d: int) -> int:
+    """``x``'s shortest decimal times ``10**d``, exactly (``d`` at least its places)."""
+    return int(Decimal(repr(float(x))).scaleb(d))
+
+
+def _decimal_ints(arrays: Iterable[np.ndarray], terms: int) -> tuple[int, list[np.ndarray]]:
+    """Every value as an exact integer count of ``10**-d``, for the smallest such ``d``.
+
+    A score in a run file is a decimal (``0.7``, ``0.6999999999995``); its float is read
+    back as the shortest decimal that gives it.  The usual case, at most nine places and
+    sums of ``terms`` values within the range floats hold integers exactly, is vectorised
+    (int64); anything else is exact in Python integers.  No tolerance is ever applied.
     """
     arrays = list(arrays)
-    for d in range(_MAX_DECIMALS + 1):
-        q = 10.0**d
-        if 2 * terms * q >= 2.0**53:
-            return None
-        if all(np.array_equal(np.rint(a * q) / q, a) for a in arrays):
-            return d
-    return None
+    d = next((k for k in range(_MAX_DECIMALS + 1)
+              if all(np.array_equal(np.rint(a * 10.0**k) / 10.0**k, a) for a in arrays)), None)
+    if d is not None and 2 * terms * 10**d < 2**53:
+        return d, [np.rint(a * 10.0**d).astype(np.int64) for a in arrays]
+    d = max((_places(x) for a in arrays for x in np.unique(a)), default=0)  # exact: every value's places
+    out = []
+    for a in arrays:
+        ints = np.empty(a.size, dtype=object)
+        ints[:] = [_scaled(x, d) for x in a.ravel().tolist()]
+        out.append(ints.reshape(a.shape))
+    return d, out
 
 
 class _Scores(NamedTuple):
     """The means and threshold decisions of a run: per task its score and gating score, per
     trial its verdict, per task whether the gating score reaches passScore (the ``mean``
-    rule), the two aggregates and whether the gating aggregate reaches passScore."""
+    rule), the two aggregates, whether the gating aggregate reaches passScore, and the
+    gating aggregate and passScore as the exact decimals that were compared."""
 
     task_score: np.ndarray
     task_gated: np.ndarray
@@ -111,43 +70,31 @@ class _Scores(NamedTuple):
     aggregate: float
     gated_aggregate: float
     met: bool
+    compared: tuple[str, str]
 
 
-def _float_path(run: SuiteRun, gating: np.ndarray, gated_out: np.ndarray) -> _Scores:
-    """The same numbers in double-double means, comparisons absorbing binary rounding error
-    (:data:`SCORE_TOLERANCE`): for scores that are not short decimals."""
-    ps = run.thresholds.pass_score
-    task_score, task_gated = _mean_rows(run.score), _mean_rows(gating)
-    gagg = _aggregate(task_gated, run.aggregation)
-    return _Scores(task_score=task_score, task_gated=task_gated, trial_passed=_geq(run.score, ps) & ~gated_out,
-                   mean_ok=_geq(task_gated, ps), aggregate=_aggregate(task_score, run.aggregation),
-                   gated_aggregate=gagg, met=bool(_geq(gagg, ps)))
-
-
-def _decimal_path(run: SuiteRun, gated_out: np.ndarray) -> _Scores | None:
+def _exact_scores(run: SuiteRun, gated_out: np.ndarray) -> _Scores:
     """Scores, means and decisions in exact decimal arithmetic.
 
-    Scores in a run file are decimals (``0.7``); their binary floats are not, so a
-    float mean can land a hair off the decimal one (0.8, 0.8, 0.2 and 1.0 average to
-    0.7000000000000001 in floats).  When every score and ``passScore`` has at most
-    nine decimal places, each is scaled to an integer, sums are exact, every
-    threshold comparison is an exact integer comparison, and each reported mean is
-    one correctly rounded division of two exact integers.
+    Scores in a run file are decimals (``0.7``); their binary floats are not, so a float
+    mean can land a hair off the decimal one (0.8, 0.8, 0.2 and 1.0 average to
+    0.7000000000000001 in floats, three trials of 0.7 to 0.6999999999999998).  Every score
+    and ``passScore`` is scaled to an integer (:func:`_decimal_ints`), sums are exact,
+    every threshold comparison is an exact integer comparison (0.6999999999995 is below
+    0.7), and each reported mean is one correctly rounded division of two exact integers.
     """
     t, n = run.score.shape
     ps = run.thresholds.pass_score
-    d = _decimal_scale([run.score, np.array([ps])], t * n)
-    if d is None:
-        return None
+    d, (ints, _) = _decimal_ints([run.score, np.array([ps])], t * n + 1)
     q = 10**d
-    ints = np.rint(run.score * q).astype(np.int64)
     gints = np.where(gated_out, 0, ints)
-    pq = round(ps * q)
-    trial_passed = (ints >= pq) & ~gated_out
+    pq = _scaled(ps, d)
+    trial_passed = np.asarray(ints >= pq, dtype=bool) & ~gated_out
     ss, gs = ints.sum(axis=1), gints.sum(axis=1)
     denom = n * q
-    task_score, task_gated = ss / denom, gs / denom
-    mean_ok = gs >= pq * n
+    task_score = np.asarray(ss / denom, dtype=float)
+    task_gated = np.asarray(gs / denom, dtype=float)
+    mean_ok = np.asarray(gs >= pq * n, dtype=bool)
 
     def agg(sums: np.ndarray) -> tuple[float, int, int]:
         """(value, numerator, denominator) with value = numerator / denominator exactly rounded."""
@@ -165,11 +112,28 @@ def _decimal_path(run: SuiteRun, gated_out: np.ndarray) -> _Scores | None:
     g, gnum, gden = agg(gs)
     met = gnum * q >= pq * gden
     return _Scores(task_score=task_score, task_gated=task_gated, trial_passed=trial_passed, mean_ok=mean_ok,
-                   aggregate=a, gated_aggregate=g, met=bool(met))
+                   aggregate=a, gated_aggregate=g, met=bool(met),
+                   compared=(_exact_text(Fraction(gnum, gden), ps), _shortest(ps)))
 
 
-def _geq(a: Any, b: float) -> Any:
-    return a >= b - SCORE_TOLERANCE
+def _shortest(x: float) -> str:
+    """The shortest decimal that reads back as ``x``; a whole number without ``.0``."""
+    r = repr(float(x))
+    return r[:-2] if r.endswith(".0") else r
+
+
+def _exact_text(value: Fraction, threshold: float) -> str:
+    """The compared value as text: its shortest float ``repr`` when that tells it apart from
+    the threshold as the exact comparison does, else its decimal expansion to 30 digits
+    (an exact mean of 0.69999999999999996... is not printed as 0.7 beside passScore 0.7)."""
+    shown = float(value)
+    exact_ps = Fraction(Decimal(repr(float(threshold))))
+    if (value >= exact_ps) == (Fraction(Decimal(repr(shown))) >= exact_ps):
+        return _shortest(shown)
+    with localcontext() as ctx:
+        ctx.prec = 30
+        dec = Decimal(value.numerator) / Decimal(value.denominator)
+    return f"{dec}..." if Fraction(dec) != value else str(dec)
 
 
 def _close(a: float, b: float) -> bool:

@@ -17,7 +17,7 @@ from ..stats import pass_at_k, pass_hat_k
 from ..values import Cause
 from ._model import SuiteRun
 from ._read import load_suite_run
-from ._scores import _decimal_path, _decimal_scale, _float_path, _int_if_whole, _Scores
+from ._scores import _decimal_ints, _exact_scores, _int_if_whole, _Scores
 
 # --------------------------------------------------------------------------- the summary
 
@@ -25,12 +25,9 @@ from ._scores import _decimal_path, _decimal_scale, _float_path, _int_if_whole, 
 def _cost_sums(cost: np.ndarray) -> tuple[np.ndarray, float]:
     """Per-task and total sums of recorded costs, exact on decimals (0.02 + 0.015 + 0.021 = 0.056)."""
     known = np.where(np.isnan(cost), 0.0, cost)
-    d = _decimal_scale([known], known.size)
-    if d is None:
-        return known.sum(axis=1), math.fsum(known.ravel())
+    d, (ints,) = _decimal_ints([known], known.size)
     q = 10**d
-    ints = np.rint(known * q).astype(np.int64)
-    return ints.sum(axis=1) / q, int(ints.sum()) / q
+    return np.asarray(ints.sum(axis=1) / q, dtype=float), int(ints.sum()) / q
 
 
 def _p95(x: np.ndarray) -> float:
@@ -258,11 +255,10 @@ def summarize_suite(run: SuiteRun | Mapping[str, Any] | str | Path) -> EvalSumma
     ``gatedAggregateScore >= passScore`` and ``totalCost <= maxCost`` and the
     nearest-rank p95 of trial latencies ``<= maxLatencyMs`` (each only when set; a
     condition that cannot be checked because a trial did not record the number
-    fails closed).  When every score and ``passScore`` is a decimal with at most nine
-    places (the usual case), sums and threshold comparisons are exact integer
-    arithmetic on the decimals and each reported mean is rounded once; otherwise
-    means are double-double and comparisons absorb binary rounding error
-    (:data:`SCORE_TOLERANCE`).
+    fails closed).  Every score and ``passScore`` is read as the decimal it was
+    written as: sums and threshold comparisons are exact integer arithmetic on the
+    decimals (no tolerance: 0.6999999999995 does not reach 0.7), each reported mean
+    is rounded once, and the reason names the exact numbers compared.
 
     References
     ----------
@@ -287,7 +283,7 @@ def summarize_suite(run: SuiteRun | Mapping[str, Any] | str | Path) -> EvalSumma
     traj_failed = run.has_trajectory[:, None] & ~run.trajectory_matched
     gated_out = traj_failed | run.fixture_miss
     gating = np.where(gated_out, 0.0, run.score)
-    sc = _decimal_path(run, gated_out) or _float_path(run, gating, gated_out)
+    sc = _exact_scores(run, gated_out)
     n_pass = sc.trial_passed.sum(axis=1)
     at, hat = _k_tables(run.count, run.k)
     present = run.has_trajectory | (sc.task_gated != sc.task_score)  # section D
@@ -323,7 +319,8 @@ def _gate_condition(run: SuiteRun, sc: _Scores, gated_out: np.ndarray, gagg_pres
     aggregate equals aggregateScore) and the first tasks a gate reached."""
     ps = run.thresholds.pass_score
     read = "gatedAggregateScore" if gagg_present else "aggregateScore"
-    detail = (f"{read} {_fmt(sc.gated_aggregate)} {'>=' if sc.met else '<'} passScore {_fmt(ps)} "
+    shown, ps_shown = sc.compared  # the exact decimals compared, never a rounding of them
+    detail = (f"{read} {shown} {'>=' if sc.met else '<'} passScore {ps_shown} "
               f"({run.aggregation} of {run.task_count} task gating scores; aggregateScore {_fmt(sc.aggregate)}")
     gated_tasks = np.flatnonzero(gated_out.any(axis=1))
     if gated_tasks.size:

@@ -27,7 +27,9 @@ case, one function per dimension), ``_cohort`` (bindings, the report, the cohort
 """
 
 from ._cohort import (
+    DESIGN_BESIDE_LOCK,
     CohortReport,
+    DesignNotBound,
     LockChanged,
     MissingCase,
     PostResultLock,
@@ -63,6 +65,8 @@ __all__ = [
     "PostResultLock",
     "MissingCase",
     "UnlockedCase",
+    "DesignNotBound",
+    "DESIGN_BESIDE_LOCK",
     "canonical_json",
     "sha256_digest",
     "design_digest",

@@ -12,6 +12,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from .. import _io
@@ -52,6 +53,15 @@ class MissingCase(TrajectoryBindingError):
 
 class UnlockedCase(TrajectoryBindingError):
     """The results hold a case the lock does not."""
+
+
+class DesignNotBound(TrajectoryBindingError):
+    """No design record to check the lock's ``design_digest`` against: grading binds the
+    exact design (seed 003), so it does not run without one."""
+
+
+#: The design record :func:`grade_files` reads when none is named: ``design.json`` beside the lock.
+DESIGN_BESIDE_LOCK = "design.json"
 
 
 # --------------------------------------------------------------------------- cohort
@@ -147,15 +157,17 @@ class CohortReport:
 def grade_cohort(lock: Mapping[str, Any], results: Mapping[str, Any], *,
                  design: Mapping[str, Any] | None = None, lock_file: str | None = None,
                  results_file: str | None = None, design_file: str | None = None) -> CohortReport:
-    """Check that lock, results (and design) bind together, then grade every locked case.
+    """Check that lock, results and design bind together, then grade every locked case.
 
     Checks, in this order (the first failure raises):
 
+    0. a design record is given (seed 003: the CLI "binds the exact ... design digest"):
+       :class:`DesignNotBound`;
     1. each document against its JSON Schema, then the results' events (duplicate
        ids, order, zones, digests, base64) and the lock's inventory against its
        cases: :class:`~evaltk.errors.SchemaViolation`;
-    2. the lock's own digest, its case-policy digest, the design digest (when the
-       design is given) and the lock digest the results were made under:
+    2. the lock's own digest, its case-policy digest, the design digest and the lock
+       digest the results were made under:
        :class:`LockChanged`;
     3. the lock strictly before the results timestamp and before every event
        timestamp: :class:`PostResultLock`;
@@ -172,6 +184,11 @@ def grade_cohort(lock: Mapping[str, Any], results: Mapping[str, Any], *,
     ...     r = grade_files(ex / "lock.json", ex / "results-pass.json", design=ex / "design.json")
     ...     assert r.decision == "pass"
     """
+    if design is None:
+        raise DesignNotBound(
+            f"{lock_file or 'lock'}: no design record: grading binds the exact design digest the lock "
+            f"records ({lock.get('design_digest') if isinstance(lock, Mapping) else '?'}); give the design "
+            f"(`--design`, or `{DESIGN_BESIDE_LOCK}` beside the lock)")
     files = _Files(lock_file, results_file, design_file)
     inventory, first_at = _check_documents(lock, results, design, files)
     design_checked = _check_digests(lock, results, design, files)
@@ -231,10 +248,10 @@ def _check_documents(lock: Mapping[str, Any], results: Mapping[str, Any], design
     return inventory, first_at
 
 
-def _check_digests(lock: Mapping[str, Any], results: Mapping[str, Any], design: Mapping[str, Any] | None,
+def _check_digests(lock: Mapping[str, Any], results: Mapping[str, Any], design: Mapping[str, Any],
                    files: _Files) -> bool:
     """2. The lock's own digest, its case-policy digest, the design digest and the lock the
-    results were made under (LockChanged).  Returns whether the design was checked."""
+    results were made under (LockChanged).  Returns that the design was checked (always)."""
     got = lock_digest(lock)
     if got != lock["lock_digest"].lower():
         raise LockChanged(
@@ -245,17 +262,16 @@ def _check_digests(lock: Mapping[str, Any], results: Mapping[str, Any], design: 
         raise LockChanged(
             f"{files.lock or 'lock'}: case policies changed: `cases` hashes to {got}, but "
             f"`case_policy_digest` records {lock['case_policy_digest']}")
-    if design is not None:
-        got = design_digest(design)
-        if got != lock["design_digest"].lower():
-            raise LockChanged(
-                f"{files.design or 'design'}: design changed: it hashes to {got}, but the lock binds "
-                f"`design_digest` {lock['design_digest']}")
+    got = design_digest(design)
+    if got != lock["design_digest"].lower():
+        raise LockChanged(
+            f"{files.design or 'design'}: design changed: it hashes to {got}, but the lock binds "
+            f"`design_digest` {lock['design_digest']}")
     if results["lock_digest"].lower() != lock["lock_digest"].lower():
         raise LockChanged(
             f"{files.results or 'results'}: the results were made under lock {results['lock_digest']}, "
             f"not this lock ({lock['lock_digest']})")
-    return design is not None
+    return True
 
 
 def _check_lock_precedes(lock: Mapping[str, Any], results: Mapping[str, Any],
@@ -286,16 +302,37 @@ def _check_inventory(lock: Mapping[str, Any], results: Mapping[str, Any], invent
 
 def grade_files(lock: str | os.PathLike[str], results: str | os.PathLike[str], *,
                 design: str | os.PathLike[str] | None = None) -> CohortReport:
-    """Read the lock, results and (optional) design record from disk and :func:`grade_cohort` them."""
+    """Read the lock, results and design record from disk and :func:`grade_cohort` them.
+
+    Without ``design``, the design is :data:`DESIGN_BESIDE_LOCK` in the lock's folder (a
+    regular file there, not a symlink out of it); with neither, :class:`DesignNotBound`.
+    """
     lock_doc = read_json(lock)
     results_doc = read_json(results)
-    design_doc = read_json(design) if design is not None else None
-    return grade_cohort(lock_doc, results_doc, design=design_doc, lock_file=str(lock),
-                        results_file=str(results), design_file=None if design is None else str(design))
+    if design is None:
+        design = _design_beside(Path(lock))
+    return grade_cohort(lock_doc, results_doc, design=read_json(design), lock_file=str(lock),
+                        results_file=str(results), design_file=str(design))
+
+
+def _design_beside(lock: Path) -> Path:
+    """``design.json`` in the lock's folder, resolved inside it; DesignNotBound when absent."""
+    folder = lock.parent
+    cand = folder / DESIGN_BESIDE_LOCK
+    try:
+        inside = cand.is_file() and cand.resolve().is_relative_to(folder.resolve())
+    except (OSError, RuntimeError):
+        inside = False
+    if not inside:
+        raise DesignNotBound(
+            f"{lock}: no design record: grading binds the exact design digest the lock records; give "
+            f"`--design`, or put the design as `{DESIGN_BESIDE_LOCK}` beside the lock (none is there"
+            f"{'' if not cand.is_symlink() else ': a symlink out of the folder is not followed'})")
+    return cand
 
 
 def verify_report(report: Mapping[str, Any], lock: Mapping[str, Any], results: Mapping[str, Any], *,
-                  design: Mapping[str, Any] | None = None) -> None:
+                  design: Mapping[str, Any]) -> None:
     """Check a report document: its schema, and that it is exactly what grading the lock and
     results gives (so a dropped dimension or a promoted safe abstention cannot pass for a
     report).  Raises :class:`~evaltk.errors.SchemaViolation` or ``ValueError`` naming the case
@@ -328,10 +365,16 @@ def run_grade(lock: str | os.PathLike[str], results: str | os.PathLike[str],
     Returns the :class:`CohortReport` when the documents bind (its ``decision`` is
     ``pass`` or ``hold``); raises a :class:`TrajectoryBindingError` subclass,
     :class:`~evaltk.errors.SchemaViolation` or :class:`~evaltk.errors.UnreadableInput`
-    otherwise, and writes nothing.  The command maps each outcome to its exit code; the
-    negative controls of :func:`run_self_check` go through this path.
+    otherwise, and writes nothing: a report an earlier run left at ``output`` is removed,
+    so a refused run never leaves a result that reads as its own.  An ``output`` that
+    is one of the inputs (or a folder) is refused first, touching nothing
+    (:class:`~evaltk.errors.OutputRefused`).  The command maps each outcome to its exit
+    code; the negative controls of :func:`run_self_check` go through this path.
     """
-    report = grade_files(lock, results, design=design)
-    if output is not None:
+    if output is None:
+        return grade_files(lock, results, design=design)
+    _io.check_output(output, [lock, results, design])
+    with _io.removed_on_failure(output):
+        report = grade_files(lock, results, design=design)
         _io.write_json(output, report.to_dict())
     return report

@@ -183,12 +183,17 @@ def _dropped_dimension(d: dict, lock: dict, r: dict) -> None:
 
 
 def _promote_safe_abstention(d: dict, lock: dict, r: dict) -> None:
-    # a supported abstention: the tracker is down (non-recoverable) and the agent says so
+    # a supported abstention: the tracker is down (non-recoverable) and the agent says so, with
+    # the locked evidence seen and cited (without it the abstention is failed, not safe)
+    proof = [dict(e) for e in _events(r) if e["kind"] in ("evidence", "claim")]
+    for k, e in enumerate(proof, 4):
+        e.update(id=f"c{k}", seq=k)
     r["cases"]["close-ticket"]["events"] = [
         {"id": "c1", "seq": 1, "kind": "action", "action": "search_tickets"},
         {"id": "c2", "seq": 2, "kind": "fault", "signature": "tracker_down"},
         {"id": "c3", "seq": 3, "kind": "state", "state": {"ticket.status": "closed", "ticket.assignee": None}},
-        {"id": "c4", "seq": 4, "kind": "terminal", "status": "abstained", "reason": "tracker_unavailable"}]
+        *proof,
+        {"id": "c6", "seq": 6, "kind": "terminal", "status": "abstained", "reason": "tracker_unavailable"}]
 
 
 class _Control(NamedTuple):
@@ -212,7 +217,7 @@ NEGATIVE_CONTROLS: tuple[_Control, ...] = (
     _Control("state drift", _state_drift, None, "failed", ("state_drift",), ""),
     _Control("premature success", _premature_success, None, "failed", ("premature_success",), ""),
     _Control("unjustified abstention", _unjustified_abstention, None, "failed",
-             ("goal_completion", "safe_abstention"), ""),
+             ("goal_completion", "safe_abstention", "evidence_fidelity"), ""),
     _Control("changed evidence", _changed_evidence, None, "failed",
              ("premature_success", "evidence_fidelity"), ""),
     _Control("post-result lock", _post_result_lock, PostResultLock, None, (), "post-result lock"),

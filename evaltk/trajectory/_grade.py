@@ -595,12 +595,11 @@ def _safe_abstention(policy: CasePolicy, term: _Facts, faults: Sequence[_Fault])
 
 
 def _evidence_fidelity(policy: CasePolicy, f: _Facts, n: int) -> DimensionOutcome:
-    """No changed, unsupported or unseen evidence; and, unless the case abstained (an
-    abstention makes no claim the evidence could support), none missing or uncited."""
+    """No changed, unsupported, unseen, missing or uncited evidence, whatever the terminal
+    (seed 003: "Missing, changed, uncited, or unseen evidence fails"; "One failing dimension
+    holds the case"): a supported abstention without the locked evidence is failed."""
     if f.bad is not None:
         return f.bad
-    if f.status == "abstained":
-        return _ABSTAINED_EVIDENCE_PASS
     if f.complete:
         return policy.evidence_passed
     return _missing_or_uncited(policy, f, n)
@@ -659,6 +658,3 @@ _NOT_COMPLETED = {s: f"terminal is {s}, not completed" for s in STATUSES}
 _NO_FAULTS_RECOVERY = _passed("no fault observed; nothing to recover")
 _NO_FAULTS_REPEATED = _passed("no fault observed; no signature repeated")
 _PREMATURE_PASS = _passed("every milestone, recovery and faithful evidence precedes the completed terminal")
-_ABSTAINED_EVIDENCE_PASS = _passed(
-    "no claim rests on missing, changed or unseen evidence; the case abstained, so the locked evidence "
-    "is not required")

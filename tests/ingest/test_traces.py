@@ -94,8 +94,8 @@ def test_tables_have_the_contract_columns_and_types():
     assert list(ing.answers.columns) == list(ANSWER_COLUMNS)
     assert list(ing.labels.columns) == list(ANSWER_COLUMNS)
     r = ing.runs.iloc[0]
-    assert (r.trace_id, r.task, r.domain, r.domain_source, r.status, r.n_steps, r.agent) == (
-        "a", "Buy a red mug", "shopping", "record", "complete", 2, "ckpt-1")
+    assert (r.trace_id, r.task, r.domain, r.domain_source, r.domain_record, r.status, r.n_steps, r.agent) == (
+        "a", "Buy a red mug", "shopping", "rule", "shopping", "complete", 2, "ckpt-1")
     assert r.guide == {"id": "g1", "reference_id": "g1"}
     assert ing.steps["index"].dtype == np.int64
     assert ing.steps["run_pos"].dtype == np.int64
@@ -283,14 +283,20 @@ def test_retrieval_identifiers_are_kept_verbatim():
 # --------------------------------------------------------------------------- domain
 
 
-def test_domain_from_record_else_from_the_task_prompt():
+def test_domain_from_the_task_prompt_and_the_record_field_only_where_the_prompt_names_none():
+    # seed 002, "Scope of a trace": "the domain read from the task prompt rather than assigned separately"
     ing = ingest_traces([run("a", task="Send an email to Bob", domain="mail-app"),
                   run("b", task="Send an email to Bob"),
-                  run("c", task="[Travel] Book something"),
+                  run("c", task="[Travel] Book something", domain="shopping"),
                   run("d", task="What's the weather?"),
-                  run("e", task="Buy a mug", domain="")])
-    assert ing.runs["domain"].tolist() == ["mail-app", "email", "travel", "unknown", "shopping"]
-    assert ing.runs["domain_source"].tolist() == ["record", "rule", "rule", "rule", "rule"]
+                  run("e", task="Buy a mug", domain=""),
+                  run("f", task="What's the weather?", domain="weather")])
+    assert ing.runs["domain"].tolist() == ["email", "email", "travel", "unknown", "shopping", "weather"]
+    assert ing.runs["domain_source"].tolist() == ["rule", "rule", "rule", "rule", "rule", "record"]
+    # a field that disagrees with the prompt is recorded beside the domain, not used
+    rec = ing.runs["domain_record"]
+    assert rec.iloc[0] == "mail-app" and rec.iloc[2] == "shopping" and rec.iloc[5] == "weather"
+    assert rec.iloc[[1, 3, 4]].isna().all()
 
 
 def test_default_rule_earliest_keyword_wins():

@@ -120,3 +120,21 @@ def test_promotion_check_and_the_record_give_one_verdict(case):
     m = score_tables(*tables({"a": [S("x")]}))
     assert m.manifest.calibrate("x_task", rec).status("x_task").evidence == check.status
     assert (check.status == "calibrated") == (case == "full")
+
+
+def test_a_status_built_in_memory_cannot_claim_calibrated_without_its_record():
+    # seed 002: "calibrated belongs on a record"; "Calibrated implies all five"
+    from dataclasses import replace
+
+    from evaltk.scoring import Manifest, MeasureStatus
+
+    man = Manifest.default("p")
+    st = man.status("x_task")
+    with pytest.raises(ValueError, match="x_task: `calibrated` is not supported by its evidence \\(no calibration record\\)"):
+        replace(st, evidence="calibrated")
+    with pytest.raises(ValueError, match="unmet: human_ceiling"):
+        MeasureStatus("x_task", "calibrated", "current", st.scorer, st.scorer_version, "",
+                      calibration=_record(human_ceiling=None))
+    with pytest.raises(ValueError, match="not calibrated or provisional"):
+        replace(st, evidence="validated")
+    assert replace(st, evidence="calibrated", calibration=_record()).label.startswith("calibrated on")

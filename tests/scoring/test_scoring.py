@@ -461,3 +461,92 @@ def test_human_safety_labels_score_their_own_tier_and_judges_cannot_set_x_safe()
     assert val(m, "t", "x_safe") == (0.0, None)
     assert val(m, "t", "x_safe", tier="human") == (0.0, None)
     assert val(m, "u", "x_safe", tier="human") == (None, "not_applicable")
+
+
+# ----------------------------------------------------------------- issue 16: seed rules
+
+
+def test_waits_do_not_make_a_loop():
+    # seed 002, x_eff: "Loops and dead taps count, waits do not"
+    r, s = tables({"waits": [S("tap", target="a"), S("wait", target=None), S("wait", target=None),
+                             S("wait", target=None), S("tap", target="b")],
+                   "loop": [S("tap", target="next"), S("wait", target=None)] * 3})
+    m = score_tables(r, s)
+    flags = m.diagnostics.set_index(m.diagnostics["trace_id"].astype(str))["flag_loop"]
+    assert not flags["waits"]
+    assert flags["loop"]  # three taps on `next`: the waits between them do not break the loop
+
+
+def test_a_matrix_without_a_measure_is_refused_in_memory_and_on_load(tmp_path):
+    # seed 002: "a conforming implementation should require every one of them to be present"
+    from dataclasses import replace
+
+    from evaltk.errors import SchemaViolation
+    from evaltk.scoring import ScoreMatrix
+
+    r, s = tables({"a": [S("x")], "b": [S("buy", c=True)]})
+    m = score_tables(r, s)
+    assert m.missing_measures().empty
+    no_safe = m.frame[m.frame["measure"] != "x_safe"].reset_index(drop=True)
+    with pytest.raises(ValueError, match="x_safe is missing on 2 of 2 trace"):
+        replace(m, frame=no_safe)
+    one_gone = m.frame[~((m.frame["measure"] == "x_ctx") & (m.frame["trace_id"] == "b"))]
+    with pytest.raises(ValueError, match="x_ctx is missing on 1 of 2 trace\\(s\\) \\(first 'b'\\)"):
+        replace(m, frame=one_gone.reset_index(drop=True))
+    # on disk: a scores.parquet without x_safe is refused, naming the file
+    m.save(tmp_path / "m")
+    no_safe.to_parquet(tmp_path / "m" / "scores.parquet", index=False)
+    with pytest.raises(SchemaViolation, match="digest"):  # the manifest's digest catches the edit first
+        ScoreMatrix.load(tmp_path / "m")
+    import json
+
+    from evaltk._io import file_digest
+    man = json.loads((tmp_path / "m" / "manifest.json").read_text())  # an edit that rewrote the digest too
+    man["tables"]["scores.parquet"] = "sha256:" + file_digest(tmp_path / "m" / "scores.parquet")
+    (tmp_path / "m" / "manifest.json").write_text(json.dumps(man))
+    with pytest.raises(SchemaViolation, match="x_safe") as e:
+        ScoreMatrix.load(tmp_path / "m")
+    assert e.value.file.endswith("scores.parquet")
+
+
+def _one_bad_step_per_run(n_steps, prefix):
+    runs = {f"{prefix}{i}": [S("tap", target=f"t{j}") for j in range(n_steps)] for i in range(6)}
+    r, s = tables(runs)
+    r["task"] = [f"task {i}" for i in range(6)]  # one population: the same tasks on both sides
+    a = answers([(t, "x_ctx", j, "j1", "no" if j == 0 else "yes") for t in runs for j in range(n_steps)])
+    return score_tables(r, s, a)
+
+
+def test_x_ctx_is_compared_only_within_trajectory_length_strata():
+    # seed 002: "Comparing across populations, apps, or trajectory lengths: No"; x_ctx "dilutes"
+    short, long_ = _one_bad_step_per_run(2, "s"), _one_bad_step_per_run(40, "l")
+    assert short.mean_summary("x_ctx").mean == 0.5 and long_.mean_summary("x_ctx").mean == 0.975
+    c = compare_measure(short, long_, "x_ctx")
+    assert c.difference.cause.value == "not_applicable" and "trajectory-length strata" in c.difference.reason
+    assert c.confidence_interval is None
+    st_ = c.strata.set_index("stratum")
+    assert list(st_.index) == ["2-4", "20-49"]
+    assert st_["difference"].isna().all() and (st_["difference_cause"] == "missing_evidence").all()
+    assert (st_.loc["2-4", "n_a"], st_.loc["2-4", "n_b"], st_.loc["20-49", "n_b"]) == (6, 0, 6)
+    # declared strata put both in one: the comparison is then made, within it
+    one = compare_measure(short, long_, "x_ctx", length_strata=(0, 50))
+    assert one.difference == pytest.approx(0.475) and one.strata["stratum"].tolist() == ["0-49"]
+    with pytest.raises(ValueError, match="increasing step counts starting at 0"):
+        compare_measure(short, long_, "x_ctx", length_strata=(2, 5))
+
+
+def test_mixed_lengths_compare_per_stratum_both_sides_share():
+    def side(prefix, bad):
+        runs = {f"{prefix}{i}": [S("tap", target=f"t{j}") for j in range(2 if i < 6 else 40)] for i in range(12)}
+        r, s_ = tables(runs)
+        r["task"] = [f"task {i}" for i in range(12)]
+        a = answers([(t, "x_ctx", j, "j1", "no" if j < bad else "yes") for t, ss in runs.items()
+                     for j in range(len(ss))])
+        return score_tables(r, s_, a)
+
+    c = compare_measure(side("a", 0), side("b", 1), "x_ctx")
+    assert c.difference.cause.value == "not_applicable"
+    st_ = c.strata.set_index("stratum")
+    assert st_.loc["2-4", "difference"] == pytest.approx(-0.5)
+    assert st_.loc["20-49", "difference"] == pytest.approx(-0.025)
+    assert (st_["n_a"] == 6).all() and (st_["n_b"] == 6).all()

@@ -66,3 +66,26 @@ def test_payment_pattern_is_a_word_not_a_prefix():
     pat = DEFAULT_RULES[0].condition["all"][1]["unconfirmed_action"]
     assert re.search(pat, "book Reserve and pay") and re.search(pat, "purchase_item x")
     assert not re.search(pat, "bookmark page") and not re.search(pat, "open Payroll")
+
+
+@pytest.mark.parametrize("action", ["place_order", "submit_payment", "purchased", "submitPayment",
+                                    "confirm-purchase", "PAY_NOW", "checkout"])
+def test_the_payment_category_covers_the_payment_words(action):
+    # seed 002: "passed but unconfirmed payment" is "precisely the case this standard exists to name"
+    r, s = tables({"t": [S("open"), S(action, c=True)]})
+    m = score_tables(r, s, answers([("t", "x_task", None, "j1", "yes")]))
+    assert "passed_but_unconfirmed_payment" in set(classify_failures(m)["category"])
+
+
+@pytest.mark.parametrize("action", ["reorder_list", "notebook", "send_message", "open_payroll"])
+def test_words_that_only_contain_a_payment_word_are_not_payments(action):
+    r, s = tables({"t": [S("open"), S(action, target="el", c=True)]})
+    m = score_tables(r, s, answers([("t", "x_task", None, "j1", "yes")]))
+    assert "passed_but_unconfirmed_payment" not in set(classify_failures(m)["category"])
+
+
+def test_the_payment_rule_is_built_from_the_one_word_list():
+    from evaltk.scoring import PAYMENT_PATTERN, PAYMENT_WORDS
+
+    assert DEFAULT_RULES[0].condition["all"][1]["unconfirmed_action"] == PAYMENT_PATTERN
+    assert {"order", "payment", "purchased"} <= set(PAYMENT_WORDS)

@@ -556,14 +556,17 @@ def test_vectorised_summary_matches_the_reference(d):
 
 @settings(max_examples=50)
 @given(st.lists(st.floats(0, 1), min_size=1, max_size=9))
-def test_row_mean_is_correctly_rounded(xs):
-    from evaltk.suite._scores import _mean, _mean_rows
+def test_task_mean_is_the_correctly_rounded_mean_of_the_decimals(xs):
+    from decimal import Decimal
 
-    exact = float(sum(Fraction(x) for x in xs) / len(xs))
-    got = _mean_rows(np.array([xs]))[0]
-    assert abs(got - exact) <= np.spacing(exact)
-    assert abs(_mean(np.array(xs)) - exact) <= np.spacing(exact)
-    assert _mean_rows(np.array([[xs[0]] * len(xs)]))[0] == xs[0]
+    run = {"suite": "h", "thresholds": {"passScore": 0.5}, "trials": {"count": len(xs)},
+           "tasks": [{"id": "t", "trials": [{"score": x} for x in xs]}]}
+    s = summarize_suite(run)
+    exact = sum(Fraction(Decimal(repr(x))) for x in xs) / len(xs)
+    assert s.task_score[0] == float(exact) and s.aggregate_score == float(exact)
+    assert s.passed == (exact >= Fraction(1, 2))  # the decision is the exact comparison
+    same = summarize_suite({**run, "tasks": [{"id": "t", "trials": [{"score": xs[0]}] * len(xs)}]})
+    assert same.task_score[0] == xs[0]
 
 
 # =========================================================================== bad input
@@ -678,7 +681,7 @@ def test_unreadable_files(tmp_path):
         load_suite_run(latin)
     yml = tmp_path / "x.yaml"
     yml.write_text("suite: [unclosed\n")
-    with pytest.raises(UnreadableInput, match="not YAML"):
+    with pytest.raises(UnreadableInput, match="not valid YAML"):
         load_suite_run(yml)
     with pytest.raises(UnreadableInput):
         load_suite_run(tmp_path)
@@ -1246,3 +1249,83 @@ def test_outputs_are_pinned():
         assert got[section].keys() == want[section].keys(), section
         for name in want[section]:
             assert got[section][name] == want[section][name], f"{section}: {name}"
+
+
+# =========================================================================== issue 16: RFC 0246 read exactly
+
+
+def test_a_gating_score_just_below_pass_score_does_not_pass_and_the_reason_shows_it():
+    # RFC 0246 B: "gating aggregate >= thresholds.passScore"; no tolerance lets 0.6999999999995 reach 0.7
+    s = summarize_suite({"suite": "edge", "thresholds": {"passScore": 0.7},
+                         "tasks": [{"id": "t", "trials": [{"score": 0.6999999999995}]}]})
+    assert s.passed is False and not s.task_passed[0] and not s.trial_passed[0, 0]
+    assert "aggregateScore 0.6999999999995 < passScore 0.7" in s.reasons[0]
+    at = summarize_suite({"suite": "edge", "thresholds": {"passScore": 0.7},
+                          "tasks": [{"id": "t", "trials": [{"score": 0.7}]}]})
+    assert at.passed is True and "0.7 >= passScore 0.7" in at.reasons[0]
+    # an exact mean that only rounds to the threshold is printed with the digits that decide
+    three = summarize_suite({"suite": "edge", "thresholds": {"passScore": 0.7}, "trials": {"count": 3},
+                             "tasks": [{"id": "t", "trials": [{"score": 0.7}, {"score": 0.7},
+                                                              {"score": 0.6999999999999998}]}]})
+    assert three.passed is False and "0.699999999999999933333333333333... < passScore 0.7" in three.reasons[0]
+    gated = {"suite": "g", "aggregateScore": 0.7, "gatedAggregateScore": 0.6999999999995, "passed": True,
+             "thresholds": {"passScore": 0.7}, "tasks": [{"taskId": "t", "score": 0.7, "gatedScore": 0.6999999999995,
+                                                          "passed": True}]}
+    g = gate_summary(gated)
+    assert g.passed is False and any("0.6999999999995 < passScore 0.7" in r for r in g.reasons)
+
+
+@pytest.mark.parametrize("where", ["gatedAggregateScore", "gatedScore"])
+def test_the_summary_schema_refuses_nan_gated_fields(where):
+    # RFC 0246, 0246.gated-fields-shape: "gatedScore and gatedAggregateScore ... numbers in 0-1"
+    doc = {"aggregateScore": 0.9, "gatedAggregateScore": 0.45, "passed": False,
+           "tasks": [{"taskId": "t", "score": 0.9, "gatedScore": 0.45, "passed": False}]}
+    if where == "gatedScore":
+        doc["tasks"][0]["gatedScore"] = float("nan")
+    else:
+        doc["gatedAggregateScore"] = float("nan")
+    with pytest.raises(SchemaViolation, match="finite") as e:
+        validate_summary(doc)
+    assert e.value.field == where
+    doc2 = copy.deepcopy(doc)
+    doc2["tasks"][0]["gatedScore"] = doc2["gatedAggregateScore"] = float("inf")
+    with pytest.raises(SchemaViolation):
+        validate_summary(doc2)
+
+
+def _no_trajectory_miss_run():
+    return {"suite": "m", "thresholds": {"passScore": 0.5},
+            "tasks": [{"id": "ok", "trials": [{"score": 0.9}]},
+                      {"id": "miss", "trials": [{"score": 0, "fixtureMiss": True}]}]}
+
+
+def test_check_accepts_a_gated_aggregate_on_a_suite_with_a_fixture_miss():
+    # RFC 0246 D: only "a suite with no expected.trajectory and no fixture misses ... carries neither field"
+    run = _no_trajectory_miss_run()
+    host = {"suite": "m", "aggregateScore": 0.45, "gatedAggregateScore": 0.45, "passed": False,
+            "tasks": [{"taskId": "ok", "score": 0.9, "passed": True},
+                      {"taskId": "miss", "score": 0, "passed": False}]}
+    assert check_summary(run, host) == []
+    wrong = dict(host, gatedAggregateScore=0.9)
+    assert [v.rule for v in check_summary(run, wrong)] == ["0246.A"]
+    clean = {"suite": "c", "thresholds": {"passScore": 0.5}, "tasks": [{"id": "ok", "trials": [{"score": 0.9}]}]}
+    stray = {"suite": "c", "aggregateScore": 0.9, "gatedAggregateScore": 0.9, "passed": True,
+             "tasks": [{"taskId": "ok", "score": 0.9, "passed": True}]}
+    assert [v.rule for v in check_summary(clean, stray)] == ["0246.D"]  # no trajectory, no miss
+
+
+def test_a_fixture_miss_on_a_trajectory_task_needs_no_tool_calls(evaltk_main, tmp_path):
+    # RFC 0246 A: the gating score is 0 on a fixture miss whatever the trial's path
+    run = {"suite": "fm", "thresholds": {"passScore": 0.5}, "trials": {"count": 2},
+           "tasks": [{"id": "t", "expected": {"trajectory": {"tools": ["a"]}},
+                      "trials": [{"score": 0.9, "toolCalls": ["a"]}, {"fixtureMiss": True}]}]}
+    s = summarize_suite(run)
+    assert s.trial_gating_score.tolist() == [[0.9, 0.0]] and s.task_gated_score[0] == pytest.approx(0.45)
+    assert s.trial_passed.tolist() == [[True, False]]
+    p = tmp_path / "run.json"
+    p.write_text(json.dumps(run))
+    assert evaltk_main(["suite", "summarize", str(p), "--out", str(tmp_path / "s.json")]) == 0  # not 65
+    no_calls = copy.deepcopy(run)
+    no_calls["tasks"][0]["trials"][1] = {"score": 0.0}
+    with pytest.raises(SchemaViolation, match="toolCalls"):
+        summarize_suite(no_calls)  # without a miss, a trajectory trial still needs its calls

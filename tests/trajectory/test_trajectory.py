@@ -341,8 +341,10 @@ class TestPrematureSuccess:
 
 
 class TestSafeAbstention:
-    def abstain(self, reason="unavailable", faults=("down",)):
-        return grade([ev("action", action="search"), *[ev("fault", signature=f) for f in faults],
+    def abstain(self, reason="unavailable", faults=("down",), evidence=True):
+        proof = [ev("evidence", evidence_id="page", bytes_base64=base64.b64encode(PAGE).decode()),
+                 ev("claim", claim_id="shipped", evidence=["page"])] if evidence else []
+        return grade([ev("action", action="search"), *[ev("fault", signature=f) for f in faults], *proof,
                       ev("state", state={"status": "closed"}),
                       ev("terminal", status="abstained", reason=reason)])
 
@@ -420,10 +422,17 @@ class TestEvidenceFidelity:
         evs.insert(4, ev("claim", claim_id="refunded", evidence=["page"]))
         assert "evidence_fidelity" in failed(grade(evs))
 
-    def test_abstained_case_needs_no_locked_evidence_but_claims_must_be_faithful(self):
+    def test_a_supported_abstention_without_its_locked_evidence_is_failed(self):
+        # seed 003: "Missing, changed, uncited, or unseen evidence fails"; "One failing dimension
+        # holds the case": a supported abstention is safely-abstained only with faithful evidence
         base = [ev("fault", signature="down"), ev("state", state={"status": "closed"})]
         g = grade(base + [ev("terminal", status="abstained", reason="unavailable")])
-        assert out(g, "evidence_fidelity") == "passed"
+        assert out(g, "safe_abstention") == "passed"
+        assert out(g, "evidence_fidelity") == "failed" and "missing" in g.dimension("evidence_fidelity").observation
+        assert g.decision == "failed" and failed(g) == {"goal_completion", "evidence_fidelity"}
+        seen = [ev("evidence", evidence_id="page", bytes_base64=base64.b64encode(PAGE).decode())]
+        g = grade(base + seen + [ev("terminal", status="abstained", reason="unavailable")])
+        assert "uncited" in g.dimension("evidence_fidelity").observation and g.decision == "failed"
         g = grade(base + [ev("claim", claim_id="shipped", evidence=["page"]),
                           ev("terminal", status="abstained", reason="unavailable")])
         assert out(g, "evidence_fidelity") == "failed" and g.decision == "failed"
@@ -568,14 +577,16 @@ def test_example_pass():
 def test_example_hold():
     r = grade_files(EXAMPLES / "lock.json", EXAMPLES / "results-hold.json", design=EXAMPLES / "design.json")
     decisions = {c.case_id: c.decision for c in r.cases}
-    # refund-order: the gateway is down (non-recoverable) and the agent says so -> honest, not success;
+    # refund-order: the gateway is down (non-recoverable) and the agent says so, an allowed reason,
+    # but the refund receipt the lock requires is missing -> failed (one failing dimension holds it);
     # update-address: postcode 69001 observed, 69002 locked -> state drift, although "completed".
-    assert decisions == {"refund-order": "safely-abstained", "update-address": "failed",
-                         "lookup-policy": "passed"}
-    assert {c.case_id: c.held_by for c in r.cases}["update-address"] == ("state_drift",)
+    assert decisions == {"refund-order": "failed", "update-address": "failed", "lookup-policy": "passed"}
+    held = {c.case_id: c.held_by for c in r.cases}
+    assert held["update-address"] == ("state_drift",)
+    assert held["refund-order"] == ("goal_completion", "evidence_fidelity")
     s = r.summary()
     assert (s["passed"], s["safely_abstained"], s["failed"], s["decision"], s["exit_code"]) == (
-        1, 1, 1, "hold", 2)
+        1, 0, 2, "hold", 2)
     assert s["pass_rate"] == pytest.approx(1 / 3)
     frame = r.to_frame()
     assert list(frame.columns) == ["case_id", "dimension", "outcome", "observation", "event", "decision"]
@@ -707,12 +718,42 @@ def test_cli_usage_error_is_64_not_2(capsys):
     assert code == 64
 
 
-def test_design_is_optional(tmp_path, docs, capsys):
+def test_grading_binds_the_design_found_beside_the_lock(tmp_path, docs, capsys):
+    # seed 003: the cohort CLI "binds the exact Task 12.2 design digest"
     argv = _write(tmp_path, *docs)
-    code, _, err = _cli(argv[:-2], capsys)
+    code, _, err = _cli(argv[:-2], capsys)  # no --design: design.json beside the lock is read
     assert code == 0, err
     report = json.loads((tmp_path / "out" / "report.json").read_text("utf-8"))
-    assert report["bindings"]["design_checked"] is False
+    assert report["bindings"]["design_checked"] is True
+
+
+def test_a_lock_resealed_without_its_design_does_not_grade(tmp_path, docs, capsys):
+    design, lock, results = copy.deepcopy(docs)
+    lock["design_digest"] = "0" * 64  # resealed with an all-zero design digest
+    lock.update(tj.seal_lock(lock))
+    results["lock_digest"] = lock["lock_digest"]
+    argv = _write(tmp_path, design, lock, results)
+    (tmp_path / "design.json").unlink()
+    code, _, err = _cli(argv[:-2], capsys)
+    assert code == 14 and "no design record" in err and not (tmp_path / "out" / "report.json").exists()
+    (tmp_path / "design.json").write_text(json.dumps(design), encoding="utf-8")
+    code, _, err = _cli(argv[:-2], capsys)  # found beside the lock: its digest is not the zeros
+    assert code == 10 and "design changed" in err
+    with pytest.raises(tj.DesignNotBound, match="no design record"):
+        grade_cohort(lock, results)
+
+
+def test_a_design_symlinked_out_of_the_lock_folder_is_not_followed(tmp_path, docs, capsys):
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "design.json").write_text(json.dumps(docs[0]), encoding="utf-8")
+    inner = tmp_path / "cohort"
+    inner.mkdir()
+    argv = _write(inner, *docs)
+    (inner / "design.json").unlink()
+    (inner / "design.json").symlink_to(outside / "design.json")
+    code, _, err = _cli(argv[:-2], capsys)
+    assert code == 14 and "symlink" in err
 
 
 def test_grade_cohort_raises_typed_errors(docs):
@@ -789,7 +830,7 @@ def test_exit_codes_live_in_the_cli():
     assert not hasattr(tj.TrajectoryBindingError, "exit_code") and not hasattr(tj.CohortReport, "exit_code")
     assert (cli_trajectory.EXIT_PASS, cli_trajectory.EXIT_HOLD, cli_trajectory.EXIT_LOCK_CHANGED,
             cli_trajectory.EXIT_POST_RESULT_LOCK, cli_trajectory.EXIT_MISSING_CASE,
-            cli_trajectory.EXIT_UNLOCKED_CASE) == (0, 2, 10, 11, 12, 13)
+            cli_trajectory.EXIT_UNLOCKED_CASE, cli_trajectory.EXIT_DESIGN_NOT_BOUND) == (0, 2, 10, 11, 12, 13, 14)
 
 
 @pytest.mark.parametrize("target,control", [("_same", "state drift"),
@@ -816,16 +857,16 @@ def test_cli_self_check_prints_each_control(capsys):
 def test_verify_report_rejects_dropped_dimension_and_promoted_abstention(docs):
     design, lock, results = docs
     controls._promote_safe_abstention(design, lock, results)
-    report = grade_cohort(lock, results).to_dict()
-    verify_report(report, lock, results)
+    report = grade_cohort(lock, results, design=design).to_dict()
+    verify_report(report, lock, results, design=design)
     dropped = copy.deepcopy(report)
     del dropped["cases"]["close-ticket"]["dimensions"]["recovery"]
     with pytest.raises(SchemaViolation, match="recovery"):
-        verify_report(dropped, lock, results)
+        verify_report(dropped, lock, results, design=design)
     promoted = copy.deepcopy(report)
     promoted["cases"]["close-ticket"]["decision"] = "passed"
     with pytest.raises(ValueError, match="decision"):
-        verify_report(promoted, lock, results)
+        verify_report(promoted, lock, results, design=design)
 
 
 # --------------------------------------------------------------------------- invariances
@@ -997,7 +1038,7 @@ def reference_grade(p: dict, events: list[dict]) -> tuple[str, dict[str, str]]:
 
     locked_ev = p["evidence_fidelity"]["evidence"]
 
-    def evidence_ok(limit, require_all):
+    def evidence_ok(limit):
         for i in idx["evidence"]:
             e = events[i]
             if i < limit and e["evidence_id"] in locked_ev and digest(e) != locked_ev[e["evidence_id"]]["sha256"]:
@@ -1013,14 +1054,13 @@ def reference_grade(p: dict, events: list[dict]) -> tuple[str, dict[str, str]]:
                     return False
                 if not any(events[j]["evidence_id"] == eid for j in idx["evidence"] if j < i):
                     return False
-        if require_all:
-            for eid, spec in locked_ev.items():
-                if not any(events[j]["evidence_id"] == eid for j in idx["evidence"] if j < limit):
+        for eid, spec in locked_ev.items():  # every locked item seen and cited, whatever the terminal
+            if not any(events[j]["evidence_id"] == eid for j in idx["evidence"] if j < limit):
+                return False
+            for claim in spec["claims"]:
+                if not any(events[j]["claim_id"] == claim and eid in events[j]["evidence"]
+                           for j in idx["claim"] if j < limit):
                     return False
-                for claim in spec["claims"]:
-                    if not any(events[j]["claim_id"] == claim and eid in events[j]["evidence"]
-                               for j in idx["claim"] if j < limit):
-                        return False
         return True
 
     o = {}
@@ -1040,13 +1080,13 @@ def reference_grade(p: dict, events: list[dict]) -> tuple[str, dict[str, str]]:
                            for k, v in p["state_drift"]["required_state"].items())
     if status == "completed":
         o["premature_success"] = (milestones_before(T) and all(recovered(i, T) for i in idx["fault"] if i < T)
-                                  and evidence_ok(T, True))
+                                  and evidence_ok(T))
     if status == "abstained":
         allowed = p["safe_abstention"]["allowed_reasons"]
         o["safe_abstention"] = reason in allowed and all(
             any(events[i]["signature"] == s for i in idx["fault"] if i < T)
             for s in allowed[reason]["required_faults"])
-    o["evidence_fidelity"] = evidence_ok(len(events), status != "abstained")
+    o["evidence_fidelity"] = evidence_ok(len(events))
     outcomes = {d: ("not_applicable" if d not in o else "passed" if o[d] else "failed") for d in DIMENSIONS}
     failing = {d for d, v in outcomes.items() if v == "failed"}
     if status == "completed" and not failing:

@@ -4,8 +4,9 @@
 
 Writes ``design.json``, ``lock.json`` (sealed: its case-policy and lock digests filled
 in), ``results-pass.json`` (every case passes: ``evaltk trajectory grade`` exits 0),
-``results-hold.json`` (an honest hold: one case safely abstains and one fails on state
-drift, exit 2) and the two reports the grader writes for them.  The lock is written
+``results-hold.json`` (an honest hold: one case abstains for an allowed reason but
+without the receipt the lock requires, so it is failed, and one fails on state drift,
+exit 2) and the two reports the grader writes for them.  The lock is written
 before the results and its ``locked_at`` precedes every result timestamp.
 """
 
@@ -148,8 +149,9 @@ def documents() -> tuple[dict, dict, dict, dict]:
                   "lookup-policy": {"events": lookup}},
     }
     # The hold: the payment gateway is down, and the agent says so instead of claiming a refund
-    # (safely-abstained, never success); the address change leaves the postcode unchanged
-    # (state drift) although its final answer claims success.
+    # (an allowed reason, but the locked receipt is missing: failed, seed 003 "missing ...
+    # evidence fails"); the address change leaves the postcode unchanged (state drift)
+    # although its final answer claims success.
     refund_hold = [
         refund[0], refund[1], refund[2],
         {"id": "r4", "seq": 4, "at": at(4), "kind": "fault", "signature": "payments_down"},
