@@ -289,7 +289,7 @@ def _traj(name: str) -> str:
     return (EX / "trajectory" / name).read_text("utf-8")
 
 
-TRAJECTORY_CODES = {0, 2, 10, 11, 12, 13, 65, 66}
+TRAJECTORY_CODES = {0, 2, 10, 11, 12, 13, 14, 65, 66}
 
 
 def trajectory_cases(tmp: Path, rng: random.Random) -> list[Case]:
