@@ -552,7 +552,7 @@ ALL_READERS = [*READERS, "gate-manifest"]
 
 @pytest.mark.slow
 def test_every_hostile_input(tmp_path, score_dirs):
-    """About 600 cases, every reader, in one child (one interpreter start, not one per reader)."""
+    """About 720 cases, every reader, in one child (one interpreter start, not one per reader)."""
     cases = [c for r in ALL_READERS for c in _cases(r, tmp_path, score_dirs)]
     per_file: dict[str, int] = {}
     for c in cases:
