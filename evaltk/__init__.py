@@ -9,6 +9,7 @@ vocabularies stay in their subpackage (``evaltk.values.CAUSES``).  ``evaltk.repo
 
 __version__ = "0.1.0"
 
+from ._io import Limits, current_limits, limits  # noqa: E402
 from .data import (  # noqa: E402
     AgentProfile,
     DemoData,
@@ -26,6 +27,7 @@ from .data import (  # noqa: E402
 from .errors import (  # noqa: E402
     EvaltkError,
     InputError,
+    LimitExceeded,
     OutputRefused,
     SchemaViolation,
     UnreadableInput,
@@ -316,6 +318,10 @@ __all__ = [
     "SchemaViolation",
     "OutputRefused",
     "UnreadableInput",
+    "LimitExceeded",
+    "Limits",
+    "limits",
+    "current_limits",
     "Cause",
     "Abstention",
     "EvaltkWarning",

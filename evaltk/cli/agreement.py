@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .. import _io
 from ..errors import InputError
 from ..stats import (
     ANALYTIC_DISTRIBUTIONS,
@@ -115,12 +116,11 @@ def _read_jsonl_table(path: str) -> pd.DataFrame:
 
 def _read_parquet_table(path: str, rating: str) -> pd.DataFrame:
     import pyarrow.compute as pc
-    import pyarrow.parquet as pq
     import pyarrow.types as pt
 
     from ..errors import SchemaViolation
 
-    table = pq.read_table(path)
+    table = _io.read_parquet(path)  # one thread; 0-byte or garbage files named
     if rating in table.column_names and pt.is_floating(table.schema.field(rating).type):
         nan = pc.fill_null(pc.is_nan(table.column(rating)), False).to_numpy(zero_copy_only=False)
         if nan.any():  # NaN stored as a value, not a null: not a rating

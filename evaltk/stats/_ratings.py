@@ -36,6 +36,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
+from .. import _io
 from .._validation import check_columns
 from ..errors import InputError
 from ..values import EvaltkWarning, abstain_labels, is_missing_label
@@ -503,6 +504,7 @@ def _encode_uniques(u: _Uniques, shape: tuple[int, int], *, categories: Sequence
     kind = _label_kinds(u, abstain_set, fn=fn, n_raters=r, names=names, where=where)
     answered = [x for x, k, c in zip(u.labels, kind, u.counts, strict=True) if k == 0 and c > 0]
     cats, declared = _category_domain(answered, categories, fn)
+    _io.check_categories(len(cats), field=where)  # a k x k table follows: bounded before it is built
     umap = _label_map(u, kind, cats, fn=fn, n_raters=r, names=names, where=where)
     u_map = umap[:-1]
     if np.array_equal(u_map, np.arange(len(u.labels))):
