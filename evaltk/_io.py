@@ -835,11 +835,36 @@ def check_output(out: str | os.PathLike[str], inputs: Iterable[str | os.PathLike
     return o
 
 
+def _umask() -> int:
+    """The process's umask, read without changing it where the system shows it (Linux's
+    ``/proc/self/status``: ``os.umask`` can only be read by setting it, which another
+    thread writing a file at that moment would see)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def _temp_name(p: Path, *, directory: bool = False) -> Path:
+    """A fresh temporary name beside ``p``, with the permissions an ordinary ``open`` would
+    give (an existing ``p``'s mode kept; otherwise 0o666 / 0o777 less the umask), not
+    ``mkstemp``'s 0o600: a file replaced atomically keeps who may read it."""
     if directory:
-        return Path(tempfile.mkdtemp(prefix=f".{p.name}.", suffix=TEMP_SUFFIX, dir=str(p.parent)))
+        d = Path(tempfile.mkdtemp(prefix=f".{p.name}.", suffix=TEMP_SUFFIX, dir=str(p.parent)))
+        os.chmod(d, 0o777 & ~_umask())
+        return d
     fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=TEMP_SUFFIX, dir=str(p.parent))
-    os.close(fd)
+    try:
+        mode = p.stat().st_mode & 0o7777 if p.is_file() else 0o666 & ~_umask()
+        os.fchmod(fd, mode)
+    finally:
+        os.close(fd)
     return Path(tmp)
 
 
