@@ -6,7 +6,7 @@ pandas or json), and the CLI maps each class to a documented exit code.
 
 from __future__ import annotations
 
-__all__ = ["EvaltkError", "InputError", "UnreadableInput", "SchemaViolation", "format_location"]
+__all__ = ["EvaltkError", "InputError", "UnreadableInput", "SchemaViolation", "MissingExtra", "format_location"]
 
 
 def format_location(file: str | None = None, record: object | None = None,
@@ -46,6 +46,23 @@ class UnreadableInput(InputError):
 
 class SchemaViolation(InputError):
     """The input was read but does not follow its documented schema."""
+
+
+class MissingExtra(EvaltkError, ImportError):
+    """An optional dependency is not installed: says which extra of evaltk brings it.
+
+    ``extra`` is the extra's name (``report``, ``scale``...), ``module`` the module that
+    could not be imported and ``purpose`` what needed it (``evaltk report``).  The CLI
+    exits 69 (``EX_UNAVAILABLE``) with this message.
+    """
+
+    def __init__(self, extra: str, module: str, purpose: str) -> None:
+        self.extra = extra
+        self.module = module
+        self.purpose = purpose
+        super().__init__(
+            f"{purpose} needs the `{extra}` extra of evaltk ({module} is not installed): "
+            f"pip install 'evaltk[{extra}]'", name=module)
 
 
 class DuplicateKeyError(ValueError):

@@ -42,7 +42,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._validation import check_choice, check_confidence_level, recorded_seed, seeded_rng
+from .._validation import (
+    check_choice,
+    check_confidence_level,
+    import_optional,
+    recorded_seed,
+    seeded_rng,
+)
 from ..scoring import GUIDE_MEASURES, TRACE_MEASURES, ScoreMatrix
 from ..stats import (
     BootstrapConfig,
@@ -375,7 +381,7 @@ def _hard_checks(baseline: ScoreMatrix, candidate: ScoreMatrix, meas: Sequence[s
 
 def _adjusted_pvalues(dims: pd.DataFrame, alpha: float, correction: str) -> pd.Series:
     """The multiple-comparison correction across the interpretable, tested dimensions (pingouin)."""
-    import pingouin
+    pingouin = import_optional("pingouin", purpose="the regression gate's multiple-comparison correction")
 
     out = pd.Series(np.nan, index=dims.index)
     testable = dims["interpretable"] & dims["pvalue"].notna()

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from .._io import loads_json
+from .._validation import require_extra
 from ..errors import InputError, UnreadableInput
 from ._params import _check_literal, _check_week, _is_path_param, check_params
 from ._provenance import _PROVENANCE_MIME, file_digest
@@ -101,13 +102,7 @@ def _report_kernel() -> Iterator[str]:
     Whatever kernels the machine (or the user's ~/.local/share/jupyter) has, the
     notebooks run on the Python that runs evaltk, with evaltk importable.
     """
-    try:
-        from ipykernel.kernelspec import write_kernel_spec
-    except ImportError:  # pragma: no cover - depends on the environment
-        raise InputError(
-            "`evaltk report` needs the notebooks extra (ipykernel, nbconvert, jupytext): "
-            "pip install 'evaltk[notebooks]'."
-        ) from None
+    from ipykernel.kernelspec import write_kernel_spec  # the report extra, checked by render_report
     old = os.environ.get("JUPYTER_PATH")
     with tempfile.TemporaryDirectory(prefix="evaltk-kernel-") as tmp:
         kdir = Path(tmp) / "kernels" / _KERNEL_NAME
@@ -268,6 +263,7 @@ def render_report(
     """
     from .. import __version__
 
+    require_extra("report", purpose="`evaltk report`")
     say = progress or (lambda _msg: None)
     week = _check_week(week)
     data_dir = ""

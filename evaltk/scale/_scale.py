@@ -58,6 +58,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from .._validation import import_optional
 from ..errors import InputError, UnreadableInput
 from ..stats import (
     PARTIAL_COLUMNS,
@@ -529,13 +530,9 @@ def engine_kind(engine: Any) -> str:
 
 
 def optional_module(module: str) -> Any:
-    """Import an engine's optional dependency, or say which extra installs it."""
-    import importlib
-
-    try:
-        return importlib.import_module(module)
-    except ImportError:
-        raise ImportError(f"this engine needs `{module}`: pip install \"evaltk[scale]\"") from None
+    """Import an engine's optional dependency, or :class:`~evaltk.errors.MissingExtra` naming the
+    extra that installs it (``pip install 'evaltk[scale]'``)."""
+    return import_optional(module, purpose="this engine")
 
 
 @contextlib.contextmanager
