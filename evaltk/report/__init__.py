@@ -87,6 +87,7 @@ from ._tables import (
 )
 from ._theme import (
     CAUSE_COLORS,
+    RENDERER_ENV,
     THEME_NAME,
     chart_to_svg,
     use_theme,
@@ -94,6 +95,7 @@ from ._theme import (
 
 __all__ = [
     "THEME_NAME",
+    "RENDERER_ENV",
     "CAUSE_COLORS",
     "use_theme",
     "chart_to_svg",

@@ -35,6 +35,7 @@ from .._validation import require_extra
 from ..errors import InputError, UnreadableInput
 from ._params import _check_literal, _check_week, _is_path_param, check_params
 from ._provenance import _PROVENANCE_MIME, file_digest
+from ._theme import RENDERER_ENV
 
 #: The notebooks, in the order they run; ``weekly`` last (it becomes index.html).
 NOTEBOOKS: tuple[str, ...] = ("calibration", "judge_selection", "direction_of_error", "suite_gating", "weekly")
@@ -110,6 +111,7 @@ def _report_kernel() -> Iterator[str]:
         spec = json.loads((kdir / "kernel.json").read_text())
         spec["argv"][0] = sys.executable
         spec["argv"].append("--IPKernelApp.log_level=ERROR")  # no transport chatter on the terminal
+        spec["env"] = {RENDERER_ENV: "svg"}  # static SVG charts in the report's kernels only
         (kdir / "kernel.json").write_text(json.dumps(spec))
         os.environ["JUPYTER_PATH"] = tmp + (os.pathsep + old if old else "")
         try:

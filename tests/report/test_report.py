@@ -9,6 +9,7 @@ import json
 import math
 import os
 import sys
+from pathlib import Path
 
 import altair as alt
 import numpy as np
@@ -31,12 +32,44 @@ def _layer_data(chart: alt.TopLevelMixin) -> list[pd.DataFrame]:
 # --------------------------------------------------------------------------- theme and SVG
 
 
-def test_use_theme_enables_theme_and_svg_renderer():
+def test_use_theme_in_the_report_kernel_enables_theme_and_svg_renderer(monkeypatch):
+    monkeypatch.setenv(report.RENDERER_ENV, "svg")  # what render_report's kernelspec sets
+    previous = alt.renderers.active
+    try:
+        report.use_theme()
+        assert alt.theme.active == report.THEME_NAME
+        assert alt.renderers.active == "svg"
+        cfg = alt.theme.get()()["config"]
+        assert cfg["title"]["anchor"] == "start"
+    finally:
+        alt.renderers.enable(previous)
+
+
+def test_use_theme_outside_the_report_keeps_the_interactive_renderer(monkeypatch):
+    """A user's own kernel keeps altair's renderer (tooltips); only the theme changes."""
+    monkeypatch.delenv(report.RENDERER_ENV, raising=False)
+    alt.renderers.enable("default")
     report.use_theme()
     assert alt.theme.active == report.THEME_NAME
-    assert alt.renderers.active == "svg"
-    cfg = alt.theme.get()()["config"]
-    assert cfg["title"]["anchor"] == "start"
+    assert alt.renderers.active == "default"
+    chart = report.judge_frontier_chart(pd.DataFrame({
+        "judge": ["a", "b"], "accuracy": [0.8, 0.7], "ci_low": [0.7, 0.6], "ci_high": [0.9, 0.8],
+        "cost": [1.0, 2.0], "on_frontier": [True, False]}), latency=None)
+    assert isinstance(chart, alt.TopLevelMixin)  # composable: an altair object
+    bundle = chart._repr_mimebundle_()
+    bundle = bundle[0] if isinstance(bundle, tuple) else bundle
+    assert "image/svg+xml" not in bundle  # the live (vega) renderer, where tooltips work
+    assert "tooltip" in json.dumps(chart.to_dict())
+
+
+def test_the_report_kernel_carries_the_svg_renderer():
+    from evaltk.report._render import _report_kernel
+
+    with _report_kernel() as name:
+        import jupyter_client.kernelspec as ks
+
+        spec = ks.KernelSpecManager().get_kernel_spec(name)
+    assert spec.env == {report.RENDERER_ENV: "svg"}
 
 
 def test_chart_to_svg_is_svg_with_labels():
@@ -639,3 +672,33 @@ def test_format_abstention_and_suite_tables():
     assert t.index.name == "task_id" and {"reported", "gating"} <= set(t.columns)
     tr = report.show_suite_trials(s.to_frame("trial"))
     assert tr.index.names == ["task_id", "trial"]
+
+
+# --------------------------------------------------------------------------- JupyterLab
+
+
+def test_jupytext_configuration_opens_the_notebooks_as_notebooks_and_saves_them_back(tmp_path):
+    """What JupyterLab does through jupytext's contents manager: open, edit, run, save."""
+    import shutil
+
+    from jupytext import TextFileContentsManager
+    from jupytext.config import find_jupytext_configuration_file
+
+    root = Path(__file__).resolve().parents[2]
+    assert Path(find_jupytext_configuration_file(str(root / "notebooks"))) == root / "jupytext.toml"
+    shutil.copy(root / "jupytext.toml", tmp_path)
+    shutil.copytree(root / "notebooks", tmp_path / "notebooks")
+    cm = TextFileContentsManager(root_dir=str(tmp_path))
+    for name in report.NOTEBOOKS:
+        model = cm.get(f"notebooks/{name}.py")
+        assert model["type"] == "notebook"
+        cells = model["content"]["cells"]
+        assert [c.metadata.get("tags") for c in cells].count(["parameters"]) == 1
+        code = [c for c in cells if c.cell_type == "code"]
+        code[-1].outputs = [{"output_type": "stream", "name": "stdout", "text": "OUTPUT-OF-A-RUN"}]
+        code[-1].metadata["collapsed"] = True
+        cm.save(model, f"notebooks/{name}.py")
+        saved = (tmp_path / "notebooks" / f"{name}.py").read_text()
+        assert "OUTPUT-OF-A-RUN" not in saved and "collapsed" not in saved  # inputs only, same text format
+        again = cm.get(f"notebooks/{name}.py")["content"]["cells"]
+        assert [c.source for c in again] == [c.source for c in cells]
