@@ -27,6 +27,7 @@ from .data import (  # noqa: E402
 from .errors import (  # noqa: E402
     EvaltkError,
     InputError,
+    MissingExtra,
     SchemaViolation,
     UnreadableInput,
     format_location,
@@ -270,6 +271,7 @@ from .values import (  # noqa: E402
 __all__ = [
     "__version__",
     "EvaltkError",
+    "MissingExtra",
     "InputError",
     "SchemaViolation",
     "UnreadableInput",

@@ -223,10 +223,12 @@ def check_n_resamples(n_resamples: Any) -> int:
 
 #: Each optional extra of evaltk (``pip install 'evaltk[NAME]'``) and the modules it brings
 #: that evaltk imports; ``pyproject.toml`` lists the same extras with their versions.
+#: A module in two extras is named by the first (the weekly report runs the regression gate).
 EXTRAS: dict[str, tuple[str, ...]] = {
-    "report": ("altair", "vl_convert", "papermill", "nbformat", "nbconvert", "jupytext", "ipykernel"),
-    "scale": ("duckdb", "dask", "distributed"),
     "gate": ("pingouin",),
+    "scale": ("duckdb", "dask", "distributed"),
+    "report": ("altair", "vl_convert", "papermill", "nbformat", "nbconvert", "jupytext", "ipykernel",
+               "pingouin"),
 }
 
 

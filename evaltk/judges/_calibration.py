@@ -42,6 +42,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from .._display import HtmlTable
 from .._validation import (
     check_columns,
     check_confidence_level,
@@ -628,7 +629,7 @@ def _majority(units: list[list[Any]], cats: list[Any], majority: Any) -> Any:
 
 
 @dataclass(frozen=True)
-class PromotionCheck:
+class PromotionCheck(HtmlTable):
     """Which of seed 002's five promotion conditions are met, and on what evidence.
 
     Attributes

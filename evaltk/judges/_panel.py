@@ -24,13 +24,14 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from .._display import HtmlTable
 from .._validation import check_nonempty
 from ..scoring import FoldRule, fold_votes
 from ..values import CAUSES
 
 
 @dataclass(frozen=True)
-class PanelResult:
+class PanelResult(HtmlTable):
     """One folded verdict per item, the skips, and the rule that produced them.
 
     ``verdicts`` columns: the item keys, ``verdict`` (the winning answer, or missing),

@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._display import HtmlTable
 from .._validation import (
     check_choice,
     check_confidence_level,
@@ -120,12 +121,15 @@ def scoring_consistency(a: ScoreMatrix, b: ScoreMatrix, measures: Sequence[str])
 
 
 @dataclass(frozen=True)
-class GateResult:
+class GateResult(HtmlTable):
     """Per-dimension decisions and the overall one: ``promote``, ``review`` or ``regress``."""
 
     decision: str
     dimensions: pd.DataFrame
     settings: Mapping[str, Any] = field(default_factory=dict)
+
+    def _html_tables(self) -> list[tuple[str, pd.DataFrame]]:
+        return [(f"GateResult: {self.decision}", self.dimensions)]
 
     def to_dict(self) -> dict[str, Any]:
         return {"decision": self.decision, "settings": dict(self.settings),

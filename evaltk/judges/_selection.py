@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._display import HtmlTable
 from .._validation import (
     check_choice,
     check_columns,
@@ -163,12 +164,15 @@ def pareto_frontier(points: pd.DataFrame, *, maximize: Sequence[str] = ("accurac
 
 
 @dataclass(frozen=True)
-class SelectionResult:
+class SelectionResult(HtmlTable):
     """Judge selection: a per-judge table, every pairwise ordering, and the declared settings."""
 
     table: pd.DataFrame
     orderings: pd.DataFrame
     settings: Mapping[str, Any]
+
+    def _html_tables(self) -> list[tuple[str, pd.DataFrame]]:
+        return [("SelectionResult: judges", self.table), ("pairwise orderings", self.orderings)]
 
     @property
     def frontier(self) -> list[str]:

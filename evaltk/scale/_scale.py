@@ -58,6 +58,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from .._display import HtmlTable
 from .._validation import import_optional
 from ..errors import InputError, UnreadableInput
 from ..stats import (
@@ -102,7 +103,7 @@ _TIER_MARKER = "evaltk:tier-marker"
 
 
 @dataclass(frozen=True)
-class DatasetSummary:
+class DatasetSummary(HtmlTable):
     """Every aggregate of a scored dataset, as mergeable summaries.
 
     Attributes

@@ -12,6 +12,7 @@ from typing import Any
 import pandas as pd
 
 from .. import __version__ as _evaltk_version
+from .._display import HtmlTable
 from ..values import (
     Threshold,
 )
@@ -265,7 +266,7 @@ class MeasureStatus:
 
 
 @dataclass(frozen=True)
-class Manifest:
+class Manifest(HtmlTable):
     """Travels with every score matrix: per measure both status axes, scorer, lean."""
 
     measures: Mapping[str, MeasureStatus]
@@ -298,6 +299,9 @@ class Manifest:
     def supersede(self, measure: str) -> Manifest:
         st = self.status(measure)
         return replace(self, measures={**self.measures, measure: replace(st, lifecycle="superseded")})
+
+    def _html_tables(self) -> list[tuple[str, pd.DataFrame]]:
+        return [(f"Manifest: population {self.population}, {self.created_with}", self.to_frame())]
 
     def to_frame(self) -> pd.DataFrame:
         return pd.DataFrame([{

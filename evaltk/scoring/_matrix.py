@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .._display import HtmlTable
 from .._io import read_json
 from ..stats import score_summary
 from ..values import (
@@ -28,7 +29,7 @@ from ._measures import (
 
 
 @dataclass(frozen=True)
-class ScoreMatrix:
+class ScoreMatrix(HtmlTable):
     """Scores of every (trace, measure, tier), with the manifest and the ingest ledger.
 
     Attributes
@@ -103,6 +104,13 @@ class ScoreMatrix:
 
     def __len__(self) -> int:
         return len(self.frame)
+
+    def _html_tables(self) -> list[tuple[str, pd.DataFrame]]:
+        """In a notebook: the summary per measure, then the first rows of the matrix."""
+        n = self.frame["trace_id"].nunique()
+        return [(f"ScoreMatrix: {n:,} traces, population {self.manifest.population}: summary per measure",
+                 self.summary()),
+                ("scores (long table)", self.frame)]
 
     def scores(self, tier: str = "automatic") -> pd.DataFrame:
         """The long table for one tier (``automatic`` by default; ``human`` for anchors)."""
