@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import _columns
+from .._validation import as_frame
 from ..errors import SchemaViolation, UnreadableInput
 from ..values import (
     ANSWER_VOCABULARIES,
@@ -48,6 +49,7 @@ _ANSWER_REQUIRED = ("trace_id", "measure", "rater", "answer")
 
 def _load_answer_source(source: Any, kind: str) -> tuple[str, pd.DataFrame, np.ndarray]:
     """(name, raw frame, record numbers).  Raw frames keep the source's own types."""
+    source = as_frame(source)
     if isinstance(source, pd.DataFrame):
         return "<dataframe>", source.reset_index(drop=True), np.arange(1, len(source) + 1)
     if isinstance(source, str | Path):

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from .._display import HtmlTable
-from .._validation import check_nonempty
+from .._validation import as_frame, check_nonempty
 from ..scoring import FoldRule, fold_votes
 from ..values import CAUSES
 
@@ -95,6 +95,7 @@ def fold_panel(answers: pd.DataFrame, *, rule: str | FoldRule = "majority",
     >>> r.verdicts[["verdict", "confidence", "disagreement"]].round(3).values.tolist()
     [['yes', 0.667, 0.333]]
     """
+    answers = as_frame(answers)
     check_nonempty(answers, "answers", needs="there are no rater answers to fold")
     fr = rule if isinstance(rule, FoldRule) else FoldRule(rule, weights=weights)
     ks = _keys_present(answers, keys)

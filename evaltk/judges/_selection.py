@@ -25,6 +25,7 @@ import pandas as pd
 
 from .._display import HtmlTable
 from .._validation import (
+    as_frame,
     check_choice,
     check_columns,
     check_confidence_level,
@@ -54,7 +55,7 @@ def anchor_correctness(answers: pd.DataFrame, labels: pd.DataFrame, *, measure: 
     """
     from ._panel import FoldRule, fold_panel
 
-    a, h = answers, labels
+    a, h = as_frame(answers), as_frame(labels)
     if measure is not None:
         a = a[a["measure"] == measure]
         h = h[h["measure"] == measure]
@@ -95,6 +96,7 @@ def judge_costs(answers: pd.DataFrame, *, rater: str = "rater", cost: str = "cos
     answered; latency quantiles are over its answers.  Missing columns give missing
     values, never zeros.
     """
+    answers = as_frame(answers)
     check_nonempty(answers, "answers", needs="there are no judge answers to cost")
     ks = [k for k in item if k in answers.columns]
     g = answers.groupby(rater, sort=True)
@@ -127,6 +129,7 @@ def canary_hits(answers: pd.DataFrame, canaries: pd.DataFrame, *, keys: Sequence
     would have to give to pass the failure (``"yes"`` for "did the task succeed?" on a
     run that did not).  Returns ``judge, canary, answer`` for every pass.
     """
+    answers, canaries = as_frame(answers), as_frame(canaries)
     check_nonempty(answers, "answers", needs="there are no judge answers to check against the canaries")
     ks = [k for k in keys if k in canaries.columns]
     if passing not in canaries.columns:
@@ -217,6 +220,8 @@ def select_judges(correct: pd.DataFrame, costs: pd.DataFrame | None = None, *,
     Accuracy is on answered items (correct / answered) with a Wilson score interval;
     coverage (answered / items with an anchor) is reported beside it, never folded in.
     """
+    correct = as_frame(correct)
+    costs, canaries = (None if x is None else as_frame(x) for x in (costs, canaries))
     check_nonempty(correct, "correct", needs="there are no scored judge answers to select from "
                    "(see `anchor_correctness`)")
     cl = check_confidence_level(confidence_level)

@@ -62,7 +62,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
-from .._validation import check_choice, check_columns, check_confidence_level
+from .._validation import as_frame, check_choice, check_columns, check_confidence_level
 from ..errors import InputError
 from ..values import (
     ABSTAIN_WORDS,
@@ -276,6 +276,7 @@ def _to_matrix(ratings: Any, y2: Any, data: Any, item: str, rater: str, rating: 
         raise TypeError(f"{fn}: no ratings given (pass a units x raters array, two sequences, or `data=`).")
     if y2 is not None:
         return _pair_to_matrix(ratings, y2, fn), None, None
+    ratings = as_frame(ratings)
     if isinstance(ratings, pd.DataFrame):
         return ratings.to_numpy(), list(ratings.index), list(ratings.columns)
     arr = _as_array(ratings) if not isinstance(ratings, np.ndarray) else ratings
@@ -290,6 +291,7 @@ def _to_matrix(ratings: Any, y2: Any, data: Any, item: str, rater: str, rating: 
 def _long_to_matrix(data: Any, item: str, rater: str, rating: str, fn: str
                     ) -> tuple[np.ndarray, list[Any], list[Any]]:
     """A long table (one row per rating) as units x raters, each unit and rater labelled once."""
+    data = as_frame(data)
     if not isinstance(data, pd.DataFrame):
         raise TypeError(f"{fn}: `data` must be a long pandas DataFrame; got {type(data).__name__}.")
     check_columns(data, (item, rater, rating))
