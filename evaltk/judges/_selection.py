@@ -217,8 +217,18 @@ def select_judges(correct: pd.DataFrame, costs: pd.DataFrame | None = None, *,
 
     Notes
     -----
-    Accuracy is on answered items (correct / answered) with a Wilson score interval;
-    coverage (answered / items with an anchor) is reported beside it, never folded in.
+    Accuracy is on answered items (correct / answered) with a Wilson score interval.
+    Three shares are reported beside it, never folded in, each named for what it is:
+    ``run_share`` (items the judge was run on / items with an anchor), ``answer_rate``
+    (items it answered / items it was run on: one minus its abstention rate) and
+    ``coverage`` (answered / items with an anchor, their product).
+
+    Two judges are compared only on the items both answered: each ordering's point
+    order, interval overlap and paired difference are computed on those common items
+    (``accuracy_a``, ``ci_low_a``... in ``orderings``).  Two judges with no item in
+    common are **not comparable**: no ordering between them is supported, neither
+    dominates the other, and a judge comparable with no other judge is not on the
+    frontier (``status`` says so; ``comparable_with`` lists whom it can be compared with).
     """
     correct = as_frame(correct)
     costs, canaries = (None if x is None else as_frame(x) for x in (costs, canaries))
@@ -233,10 +243,10 @@ def select_judges(correct: pd.DataFrame, costs: pd.DataFrame | None = None, *,
         t = t.merge(costs, on="judge", how="left")
     minimize = _objectives(t, latency)
     t = _with_canaries(t, canaries)
-    t = _with_frontier(t, minimize)
     gen, record = seeded_rng(rng)
     seed = recorded_seed(record)
     orderings = _orderings(df, t, cl, ordering_rule, n_resamples, gen)
+    t = _with_frontier(t, minimize, orderings)
     t["status"] = [_status(r, orderings) for r in t.itertuples()]
     note = None if minimize else "no cost or latency supplied: the frontier is on accuracy alone"
     settings = {"confidence_level": cl, "ordering_rule": ordering_rule, "n_resamples": n_resamples,
@@ -274,7 +284,9 @@ def _accuracy_table(df: pd.DataFrame, anchor: Mapping[str, Any], cl: float) -> p
     t["n_items"] = n_anchor
     t["n_abstained"] = t["n_rows"] - t["n_answered"]
     t["n_skipped"] = n_anchor - t["n_rows"]
-    t = t.drop(columns="n_rows")
+    t = t.rename(columns={"n_rows": "n_run"})
+    t["run_share"] = t["n_run"] / t["n_items"]
+    t["answer_rate"] = t["n_answered"] / t["n_run"]
     t["coverage"] = t["n_answered"] / t["n_items"]
     acc = [_wilson_accuracy(int(k), int(n), cl) for k, n in zip(t["n_correct"], t["n_answered"], strict=True)]
     t["accuracy"], t["ci_low"], t["ci_high"] = np.array(acc, dtype=float).reshape(-1, 3).T
@@ -310,15 +322,31 @@ def _with_canaries(t: pd.DataFrame, canaries: pd.DataFrame | None) -> pd.DataFra
     return t
 
 
-def _with_frontier(t: pd.DataFrame, minimize: list[str]) -> pd.DataFrame:
-    """``on_frontier`` and ``dominated_by``: a judge that passed a canary neither joins nor shapes
-    the frontier, and neither does one with no answered item."""
+def _with_frontier(t: pd.DataFrame, minimize: list[str], orderings: pd.DataFrame) -> pd.DataFrame:
+    """``on_frontier``, ``dominated_by`` and ``comparable_with``: a judge that passed a canary
+    neither joins nor shapes the frontier, and neither does one with no answered item.  A
+    judge dominates another only when both answered common items and it is not less accurate
+    on them; a judge comparable with no other judge is not on the frontier."""
     valid = t["accuracy"].notna() & ~t["rejected"]
     fr = pareto_frontier(t[valid], minimize=minimize) if valid.any() else pd.DataFrame(
         {"judge": [], "on_frontier": [], "dominated_by": []})
     t = t.merge(fr, on="judge", how="left")
-    t["on_frontier"] = t["on_frontier"].astype("boolean").fillna(False).astype(bool)
-    t["dominated_by"] = t["dominated_by"].apply(lambda x: x if isinstance(x, list) else [])
+    common = orderings[orderings["comparable"]]
+    # who may be compared with whom, and who is not less accurate than whom on common items
+    comparable = {j: set() for j in t["judge"]}
+    not_worse: set[tuple[str, str]] = set()
+    for r in common.itertuples():
+        comparable[r.a].add(r.b)
+        comparable[r.b].add(r.a)
+        if r.accuracy_a >= r.accuracy_b:
+            not_worse.add((r.a, r.b))
+        if r.accuracy_b >= r.accuracy_a:
+            not_worse.add((r.b, r.a))
+    t["comparable_with"] = [sorted(comparable[j]) for j in t["judge"]]
+    t["dominated_by"] = [[d for d in x if (d, j) in not_worse] if isinstance(x, list) else []
+                         for j, x in zip(t["judge"], t["dominated_by"], strict=True)]
+    alone = valid.to_numpy() & (t["comparable_with"].map(len).to_numpy() == 0) & (int(valid.sum()) > 1)
+    t["on_frontier"] = valid.to_numpy() & ~alone & (t["dominated_by"].map(len).to_numpy() == 0)
     return t
 
 
@@ -331,10 +359,17 @@ def _paired_difference(xa: np.ndarray, xb: np.ndarray, cfg: BootstrapConfig) -> 
     return float(xa.mean() - xb.mean()), float(lo), float(hi), res.n_undefined
 
 
+_ORDERING_COLUMNS = ["a", "b", "comparable", "n_common_items", "accuracy_a", "ci_low_a", "ci_high_a",
+                     "accuracy_b", "ci_low_b", "ci_high_b", "point_order", "intervals_overlap", "difference",
+                     "difference_ci_low", "difference_ci_high", "difference_n_undefined_resamples", "supported",
+                     "verdict"]
+
+
 def _orderings(df: pd.DataFrame, t: pd.DataFrame, cl: float, rule: str, B: int,
                rng: np.random.Generator) -> pd.DataFrame:
+    """Every pair of judges compared on the items both answered (accuracies, their Wilson
+    intervals and the paired difference all on those items), or not at all."""
     judges = t.loc[t["accuracy"].notna(), "judge"].tolist()
-    acc = t.set_index("judge")
     piv = df[df["_answered"]].pivot_table(index="_item", columns="judge", values="_ok", aggfunc="first")
     cfg = BootstrapConfig(n_resamples=B, confidence_level=cl, rng=rng)
     rows = []
@@ -342,26 +377,34 @@ def _orderings(df: pd.DataFrame, t: pd.DataFrame, cl: float, rule: str, B: int,
         for b in judges[i + 1:]:
             both = piv[[a, b]].dropna() if a in piv and b in piv else pd.DataFrame()
             n = len(both)
-            diff = lo = hi = np.nan
-            n_undef = 0
-            if n > 0:
-                diff, lo, hi, n_undef = _paired_difference(both[a].to_numpy(float), both[b].to_numpy(float), cfg)
-            ra, rb = acc.loc[a], acc.loc[b]
-            overlap = not (ra["ci_low"] > rb["ci_high"] or rb["ci_low"] > ra["ci_high"])
-            diff_excl = bool(n > 0 and (lo > 0 or hi < 0))
+            if n == 0:
+                rows.append({"a": a, "b": b, "comparable": False, "n_common_items": 0, "point_order": "",
+                             "intervals_overlap": pd.NA, "difference_n_undefined_resamples": 0, "supported": False,
+                             "verdict": f"{a} and {b}: not comparable (no item that both answered)"})
+                continue
+            xa, xb = both[a].to_numpy(float), both[b].to_numpy(float)
+            diff, lo, hi, n_undef = _paired_difference(xa, xb, cfg)
+            (pa, la, ha), (pb, lb, hb) = (_wilson_accuracy(int(x.sum()), n, cl) for x in (xa, xb))
+            overlap = not (la > hb or lb > ha)
+            diff_excl = bool(lo > 0 or hi < 0)
             supported = (not overlap) if rule == "overlap" else diff_excl
-            point = ">" if ra["accuracy"] > rb["accuracy"] else "<" if ra["accuracy"] < rb["accuracy"] else "="
-            rows.append({"a": a, "b": b, "point_order": point, "intervals_overlap": overlap,
-                         "n_common_items": n, "difference": diff, "difference_ci_low": lo,
+            point = ">" if pa > pb else "<" if pa < pb else "="
+            rows.append({"a": a, "b": b, "comparable": True, "n_common_items": n,
+                         "accuracy_a": pa, "ci_low_a": la, "ci_high_a": ha,
+                         "accuracy_b": pb, "ci_low_b": lb, "ci_high_b": hb,
+                         "point_order": point, "intervals_overlap": overlap,
+                         "difference": diff, "difference_ci_low": lo,
                          "difference_ci_high": hi, "difference_n_undefined_resamples": n_undef,
                          "supported": supported,
                          "verdict": (f"{a} {point} {b}" if supported else
                                      f"{a} and {b}: ordering not supported (intervals overlap)" if rule == "overlap"
                                      else f"{a} and {b}: ordering not supported (difference interval includes 0)")})
-    return pd.DataFrame(rows, columns=["a", "b", "point_order", "intervals_overlap", "n_common_items",
-                                       "difference", "difference_ci_low", "difference_ci_high",
-                                       "difference_n_undefined_resamples", "supported",
-                                       "verdict"])
+    out = pd.DataFrame(rows, columns=_ORDERING_COLUMNS)
+    out["comparable"] = out["comparable"].astype(bool)
+    out["supported"] = out["supported"].astype(bool)
+    out["n_common_items"] = out["n_common_items"].astype(np.int64)
+    out["difference_n_undefined_resamples"] = out["difference_n_undefined_resamples"].astype(np.int64)
+    return out
 
 
 def _status(r: Any, orderings: pd.DataFrame) -> str:
@@ -369,6 +412,8 @@ def _status(r: Any, orderings: pd.DataFrame) -> str:
         return f"rejected: passed canary {', '.join(r.canaries_passed)}"
     if np.isnan(r.accuracy):
         return "no answered item with a human anchor"
+    if not r.comparable_with and len(orderings):
+        return "not comparable: no item that another judge also answered (run on other items)"
     if r.on_frontier:
         return "on the frontier"
     doms = r.dominated_by
