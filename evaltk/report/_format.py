@@ -141,28 +141,41 @@ def show_judges(judges: pd.DataFrame) -> pd.DataFrame:
     """A judge-selection table (:attr:`evaltk.SelectionResult.table`) with costs, latency and canaries, as shown."""
     t = judges.copy()
     t["accuracy [interval]"] = _intervals(t, "accuracy", "ci_low", "ci_high")
-    t["coverage"] = t["coverage"].map(_share)
+    shares = _shares(t, "items")
     t["cost per item (USD)"] = t["cost_per_item"].map(lambda c: _fixed(c, 4))
     t["latency p50 / p95 (ms)"] = [f"{_fixed(a, 0)} / {_fixed(b, 0)}"
                                    for a, b in zip(t["latency_p50"], t["latency_p95"], strict=True)]
     t["canaries passed"] = t["canaries_passed"].map(_canaries)
     t["status"] = [("rejected by the canary set" if rej else s) for rej, s in zip(t["rejected"], t["status"], strict=True)]
-    return t[["judge", "accuracy [interval]", "coverage", "n_answered", "cost per item (USD)", "latency p50 / p95 (ms)",
+    return t[["judge", "accuracy [interval]", *shares, "n_answered", "cost per item (USD)", "latency p50 / p95 (ms)",
               "canaries passed", "status"]].set_index("judge")
 
 
+def _shares(t: pd.DataFrame, unit: str) -> list[str]:
+    """The three shares of a judge-selection table, each named for what it is (added to ``t``)."""
+    names = [f"run on (of the {unit})", "answered (of those run on)", f"coverage (answered, of the {unit})"]
+    for name, col in zip(names, ("run_share", "answer_rate", "coverage"), strict=True):
+        t[name] = t[col].map(_share)
+    return names
+
+
 def show_judge_accuracy(judges: pd.DataFrame) -> pd.DataFrame:
-    """A judge-selection table without costs (JudgeBench) as shown: accuracy, answered, correct, status."""
+    """A judge-selection table without costs (JudgeBench) as shown: accuracy, the shares of pairs
+    run on and answered, answered, correct, status."""
     t = judges.copy()
     t["accuracy [interval]"] = _intervals(t, "accuracy", "ci_low", "ci_high")
-    return t[["judge", "accuracy [interval]", "n_answered", "n_correct", "status"]].set_index("judge")
+    shares = _shares(t, "pairs")
+    return t[["judge", "accuracy [interval]", *shares, "n_answered", "n_correct", "status"]].set_index("judge")
 
 
 def show_orderings(orderings: pd.DataFrame) -> pd.DataFrame:
     """The pairwise orderings of a judge selection as shown, with the paired difference."""
     o = orderings.copy()
-    o["difference [interval]"] = _intervals(o, "difference", "difference_ci_low", "difference_ci_high", cause=None)
-    return o[["verdict", "difference [interval]", "n_common_items"]]
+    comparable = o["comparable"] if "comparable" in o.columns else pd.Series(True, index=o.index)
+    o["difference [interval]"] = ["—" if not c else f for c, f in zip(comparable, _intervals(
+        o, "difference", "difference_ci_low", "difference_ci_high", cause=None), strict=True)]
+    o["items both answered"] = o["n_common_items"]
+    return o[["verdict", "difference [interval]", "items both answered"]].set_index("verdict")
 
 
 def show_agents(summary: pd.DataFrame, *, measures: Any) -> pd.DataFrame:
@@ -254,7 +267,8 @@ def week_at_a_glance(*, week: str, measure: str, scores: pd.DataFrame, selection
             ("coverage per dimension", "; ".join(f"{r.measure} {r.coverage:.0%}"
                                                  for r in measure_summary(scores).itertuples())),
             (f"judges on the frontier ({measure}), not rejected by a canary",
-             "; ".join(f"{r.judge}: accuracy {fmt(r.accuracy, r.ci_low, r.ci_high)}, ${r.cost_per_item:.4f}/item, "
+             "; ".join(f"{r.judge}: accuracy {fmt(r.accuracy, r.ci_low, r.ci_high)} on {r.n_answered} answered "
+                       f"(coverage {_share(r.coverage)}), ${r.cost_per_item:.4f}/item, "
                        f"p50 {r.latency_p50:.0f} ms" for r in best.itertuples()) or "none"),
             ("rejected by the canary set", "; ".join(f"{r.judge} (passed {len(r.canaries_passed)})"
                                                     for r in t[t["rejected"]].itertuples()) or "none")]
@@ -285,8 +299,14 @@ def week_at_a_glance(*, week: str, measure: str, scores: pd.DataFrame, selection
                      "; ".join(f"{r.question} {fmt(r.statistic, r.ci_low, r.ci_high)}" for r in pa.itertuples())))
     if judgebench is not None:
         jt = judgebench.table.sort_values("accuracy", ascending=False)
-        rows.append(("JudgeBench pair accuracy (published fold)",
-                     "; ".join(f"{r.judge} {fmt(r.accuracy, r.ci_low, r.ci_high)}" for r in jt.itertuples())))
+        alone = jt["comparable_with"].map(len).eq(0) & (len(jt) > 1)
+        rows.append(("JudgeBench pair accuracy (published fold), judges run on the same pairs",
+                     "; ".join(f"{r.judge} {fmt(r.accuracy, r.ci_low, r.ci_high)} (coverage {_share(r.coverage)})"
+                               for r in jt[~alone].itertuples()) or "none"))
+        if alone.any():
+            rows.append(("JudgeBench judges run on other pairs (not comparable, not ranked)",
+                         "; ".join(f"{r.judge}: {fmt(r.accuracy, r.ci_low, r.ci_high)} on its own {r.n_run} pairs "
+                                   f"(coverage {_share(r.coverage)} of all pairs)" for r in jt[alone].itertuples())))
     return pd.DataFrame(rows, columns=["item", "text"])
 
 

@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import html
 import json
+import logging
 import os
 import sys
 import tempfile
@@ -35,7 +37,11 @@ from .._validation import require_extra
 from ..errors import InputError, UnreadableInput
 from ._params import _check_literal, _check_week, _is_path_param, check_params
 from ._provenance import _PROVENANCE_MIME, file_digest
+from ._sources import data_sources
 from ._theme import RENDERER_ENV
+
+#: ``evaltk.report`` logs one INFO line per notebook step; the CLI shows them on stderr.
+logger = logging.getLogger("evaltk.report")
 
 #: The notebooks, in the order they run; ``weekly`` last (it becomes index.html).
 NOTEBOOKS: tuple[str, ...] = ("calibration", "judge_selection", "direction_of_error", "suite_gating", "weekly")
@@ -132,12 +138,19 @@ _TEMPLATE = """{%- extends 'index.html.j2' -%}
 {{ output.data['image/svg+xml'] }}
 </div>
 {%- endblock data_svg %}
+{%- block body_header -%}
+{{ super() }}
+{%- if resources.evaltk_index_link %}
+<nav class="evaltk-nav"><a href="index.html">&larr; Weekly report (index)</a></nav>
+{%- endif %}
+{%- endblock body_header -%}
 {% block extra_css %}
 <style type="text/css">
   main { max-width: 1100px; margin: 0 auto; }
   .jp-RenderedSVG svg { max-width: 100%; height: auto; }
   table.dataframe, table.evaltk-provenance { font-size: 12px; }
   table.evaltk-provenance td { word-break: break-all; }
+  nav.evaltk-nav { max-width: 1100px; margin: 8px auto; font-size: 14px; }
 </style>
 {% endblock extra_css %}
 """
@@ -248,7 +261,9 @@ def render_report(
     notebooks : sequence of str, optional
         Subset of :data:`NOTEBOOKS` to run (default all).
     progress : callable, optional
-        Called with one line of text per step (the CLI prints it on stderr).
+        Called with one line of text per step; each line is also logged (INFO) on the
+        ``evaltk.report`` logger.  A failed notebook's line says FAILED; the failure
+        itself is on the :class:`ReportFailed` raised at the end (printed once by the CLI).
 
     Returns
     -------
@@ -266,7 +281,11 @@ def render_report(
     from .. import __version__
 
     require_extra("report", purpose="`evaltk report`")
-    say = progress or (lambda _msg: None)
+
+    def say(msg: str) -> None:
+        logger.info(msg)
+        if progress is not None:
+            progress(msg)
     week = _check_week(week)
     data_dir = ""
     if data is not None and str(data) != "":
@@ -277,7 +296,6 @@ def render_report(
     if unknown or not names:
         raise InputError(f"unknown notebook(s) {unknown}; choose among {', '.join(NOTEBOOKS)}.", field="notebooks")
     out_dir = Path(out) / week
-    (out_dir / "notebooks").mkdir(parents=True, exist_ok=True)
 
     failures: list[NotebookFailure] = []
     records: dict[str, Any] = {}
@@ -285,6 +303,8 @@ def render_report(
         # 1. convert every notebook and read its declared parameters
         converted, declared = _convert_notebooks(names, Path(tmp))
         per = _notebook_parameters(declared, given, params_file, week=week, data_dir=data_dir)
+        (out_dir / "notebooks").mkdir(parents=True, exist_ok=True)
+        shown = _shown_roots(per, out_dir, data_as_given=str(data) if data_dir else "")
         # 2. execute and render
         exporter = _html_exporter()
         with _report_kernel() as kernel:
@@ -292,7 +312,7 @@ def render_report(
                 t0 = time.monotonic()
                 say(f"[{i}/{len(names)}] {name}: executing")
                 failure = _execute(converted[name], out_dir, name, per[name], kernel, start_timeout)
-                page, failure, prov = _render_page(out_dir, name, week, failure, exporter)
+                page, failure, prov = _render_page(out_dir, name, week, failure, exporter, shown)
                 records[name] = {
                     "status": "failed" if failure else "ok",
                     "page": page.name if page.is_file() else None,
@@ -303,7 +323,7 @@ def render_report(
                 }
                 if failure:
                     failures.append(failure)
-                    say(f"[{i}/{len(names)}] {name}: FAILED ({time.monotonic() - t0:.1f}s): {failure}")
+                    say(f"[{i}/{len(names)}] {name}: FAILED ({time.monotonic() - t0:.1f}s)")
                 else:
                     say(f"[{i}/{len(names)}] {name}: ok ({time.monotonic() - t0:.1f}s) -> {page}")
 
@@ -368,7 +388,45 @@ def _notebook_parameters(declared: Mapping[str, dict[str, Any]], given: Mapping[
             check_params(**per[name])
         except InputError as e:
             raise type(e)(f"notebook `{name}`: {e.detail}", file=params_file, field=e.field) from None
+    # a data folder that holds none of the recognised data is refused here, not by five kernels
+    for folder in sorted({str(v.get("data_dir") or "") for v in per.values()} - {""}):
+        data_sources(folder)
     return per
+
+
+def _shown_roots(per: Mapping[str, Mapping[str, Any]], out_dir: Path, *, data_as_given: str) -> list[tuple[str, str]]:
+    """The absolute folders a page may mention and how a page names them instead, longest
+    first: the data folder (as given, or by its name), the shipped examples, the notebooks,
+    the output folder, the current folder.  Pages show no absolute machine path."""
+    from ..data import examples_dir
+
+    roots: dict[str, str] = {}
+    for v in per.values():
+        folder = str(v.get("data_dir") or "")
+        if folder:
+            given = data_as_given if data_as_given and not Path(data_as_given).is_absolute() else Path(folder).name
+            roots[str(Path(folder).expanduser().resolve())] = given.rstrip("/") or "data"
+    with contextlib.suppress(UnreadableInput):
+        roots.setdefault(str(examples_dir().resolve()), "evaltk/data/examples")
+    with contextlib.suppress(UnreadableInput):
+        roots.setdefault(str(notebooks_dir().resolve()), "notebooks")
+    roots.setdefault(str(out_dir.resolve()), str(out_dir) if not out_dir.is_absolute() else out_dir.name)
+    roots.setdefault(str(Path.cwd().resolve()), ".")
+    return sorted(roots.items(), key=lambda kv: -len(kv[0]))
+
+
+def without_machine_paths(text: str, roots: Sequence[tuple[str, str]]) -> str:
+    """``text`` (HTML) with each absolute folder of ``roots`` replaced by how a reader names it.
+
+    Examples
+    --------
+    >>> without_machine_paths("Source: /home/a/data/judgebench/judgments.csv", [("/home/a/data", "data")])
+    'Source: data/judgebench/judgments.csv'
+    """
+    for folder, label in roots:
+        for form in {folder, html.escape(folder)}:
+            text = text.replace(form + os.sep, label + "/").replace(form, label)
+    return text
 
 
 def _execute(ipynb: Path, out_dir: Path, name: str, parameters: dict[str, Any], kernel: str,
@@ -389,8 +447,8 @@ def _execute(ipynb: Path, out_dir: Path, name: str, parameters: dict[str, Any], 
     return None
 
 
-def _render_page(out_dir: Path, name: str, week: str, failure: NotebookFailure | None, exporter: Any
-                 ) -> tuple[Path, NotebookFailure | None, list[Any]]:
+def _render_page(out_dir: Path, name: str, week: str, failure: NotebookFailure | None, exporter: Any,
+                 shown: Sequence[tuple[str, str]] = ()) -> tuple[Path, NotebookFailure | None, list[Any]]:
     """The executed notebook as code-free HTML (a failed one too: its error shows on its page), the
     failure placed in its section, and the provenance the notebook recorded."""
     import nbformat
@@ -402,8 +460,9 @@ def _render_page(out_dir: Path, name: str, week: str, failure: NotebookFailure |
     result = nbformat.read(executed, as_version=4)
     if failure is not None and failure.cell is not None:
         failure = replace(failure, section=_section_of(result, failure.cell))
-    body, _ = exporter.from_notebook_node(result, resources={"metadata": {"name": _title(name, week)}})
-    page.write_text(body, encoding="utf-8")
+    body, _ = exporter.from_notebook_node(result, resources={"metadata": {"name": _title(name, week)},
+                                                             "evaltk_index_link": name != _INDEX})
+    page.write_text(without_machine_paths(body, shown), encoding="utf-8")
     return page, failure, _collect_provenance(result)
 
 

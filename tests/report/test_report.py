@@ -615,8 +615,11 @@ def test_judge_selection_and_formatting_on_the_demo(small_demo):
     shown = report.show_judges(sel.table)
     assert list(shown.index) == list(sel.table["judge"])
     assert all(v == "none" or v[0].isdigit() for v in shown["canaries passed"])
+    assert [c for c in shown.columns if "(" in c and "of" in c] == [
+        "run on (of the items)", "answered (of those run on)", "coverage (answered, of the items)"]
     o = report.show_orderings(sel.orderings)
-    assert list(o.columns) == ["verdict", "difference [interval]", "n_common_items"]
+    assert o.index.name == "verdict"  # no raw pandas index on the page
+    assert list(o.columns) == ["difference [interval]", "items both answered"]
     sm = __import__("evaltk").score_traces(small_demo.traces, small_demo.answers, small_demo.labels)
     agents = report.show_agents(sm.summary(by="agent"), measures=("x_task", "x_safe"))
     assert list(agents.index) == ["x_task", "x_safe"]  # the measures' order, not the alphabet
@@ -629,6 +632,50 @@ def test_judge_selection_and_formatting_on_the_demo(small_demo):
     assert report.markdown_list(glance).startswith("- **week**: 2026-W49")
     v = report.verdict_table(sm.scores("automatic"), report.thresholds_of({"x_safe": 1.0}))
     assert set(v["verdict"]) == {"abstain"} and v["runs"].sum() == (sm.scores("automatic")["measure"] == "x_safe").sum()
+
+
+def _judgebench_like() -> pd.DataFrame:
+    """Two judges on pairs p0..p59, a third (`haiku`) on other pairs q0..q39."""
+    rows = []
+    for judge, pairs, right in (("gpt", [f"p{i}" for i in range(60)], 0.8),
+                                ("llama", [f"p{i}" for i in range(60)], 0.6),
+                                ("haiku", [f"q{i}" for i in range(40)], 0.7)):
+        for i, p in enumerate(pairs):
+            ok = i < right * len(pairs)
+            for _trial in (0, 1):
+                rows.append({"judge_name": "arena_hard", "judge_model": judge, "pair_id": p, "source": "s",
+                             "label": "A>B", "decision_original": "A>B" if ok else "B>A"})
+    return pd.DataFrame(rows)
+
+
+def test_judgebench_judge_on_other_pairs_is_not_ranked_and_shares_are_named():
+    jb = report.judgebench_selection(_judgebench_like(), n_resamples=50, rng=0)
+    t = jb.table.set_index("judge")
+    assert t.loc["haiku", "status"].startswith("not comparable") and not t.loc["haiku", "on_frontier"]
+    shown = report.show_judge_accuracy(jb.table)
+    assert shown.loc["haiku", "run on (of the pairs)"] == "40%"  # 40 of the 100 pairs
+    assert shown.loc["haiku", "answered (of those run on)"] == "100%"
+    assert shown.loc["gpt", "run on (of the pairs)"] == "60%"
+    o = report.show_orderings(jb.orderings)
+    assert o.filter(like="haiku", axis=0)["difference [interval]"].eq("—").all()
+    assert "not comparable" in " ".join(o.index)
+
+
+def test_the_weekly_summary_quotes_coverage_and_does_not_rank_a_judge_on_other_pairs(small_demo):
+    sel = report.judge_selection(small_demo.answers, small_demo.labels, small_demo.canaries, measure="x_task",
+                                 n_resamples=50, rng=0)
+    sm = __import__("evaltk").score_traces(small_demo.traces, small_demo.answers, small_demo.labels)
+    leans = report.judge_direction_table(small_demo.answers, small_demo.labels, measures=["x_task"])
+    ceil = report.human_ceiling_table(small_demo.labels, measures=["x_task"], n_resamples=20, baseline=False)
+    jb = report.judgebench_selection(_judgebench_like(), n_resamples=50, rng=0)
+    glance = report.week_at_a_glance(week="2026-W49", measure="x_task", scores=sm.scores("automatic"), selection=sel,
+                                     directions=leans, ceilings=ceil, judgebench=jb).set_index("item")["text"]
+    frontier = glance.filter(like="judges on the frontier").iloc[0]
+    assert frontier == "none" or "(coverage " in frontier
+    ranked = glance["JudgeBench pair accuracy (published fold), judges run on the same pairs"]
+    assert ranked.startswith("gpt ") and "llama" in ranked and "haiku" not in ranked and "(coverage 60%)" in ranked
+    alone = glance["JudgeBench judges run on other pairs (not comparable, not ranked)"]
+    assert alone.startswith("haiku: ") and "on its own 40 pairs (coverage 40% of all pairs)" in alone
 
 
 def test_checkpoint_gate_scores_each_agent_and_refuses_absent_ones(small_demo):
@@ -702,3 +749,43 @@ def test_jupytext_configuration_opens_the_notebooks_as_notebooks_and_saves_them_
         assert "OUTPUT-OF-A-RUN" not in saved and "collapsed" not in saved  # inputs only, same text format
         again = cm.get(f"notebooks/{name}.py")["content"]["cells"]
         assert [c.source for c in again] == [c.source for c in cells]
+
+
+# --------------------------------------------------------------------------- what the pages show
+
+
+def test_a_data_folder_with_nothing_recognised_is_refused_before_any_notebook_runs(tmp_path, capsys):
+    from evaltk.cli import main
+
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "notes.txt").write_text("not data")
+    lines: list[str] = []
+    with pytest.raises(UnreadableInput, match="holds none of the data the report reads"):
+        report.render_report(data=tmp_path / "empty", out=tmp_path / "out", progress=lines.append)
+    assert lines == [] and not (tmp_path / "out" / report.current_week()).exists()
+    params = tmp_path / "p.yaml"  # the same through a parameters file
+    params.write_text(f"data_dir: {tmp_path / 'empty'}\n")
+    assert main(["report", "--params", str(params), "--out", str(tmp_path / "out")]) == 66
+    err = capsys.readouterr().err
+    assert err.count("holds none of the data") == 1 and "executing" not in err
+
+
+def test_pages_name_folders_without_machine_paths():
+    roots = [("/home/ana/shared/data", "../shared/data"), ("/opt/py/site-packages/evaltk/data/examples",
+                                                            "evaltk/data/examples")]
+    page = ("<p>Source: /home/ana/shared/data/judgebench/judgments.csv (4740 judgments)</p>"
+            "<td>input /opt/py/site-packages/evaltk/data/examples/suite/run.json</td>")
+    out = _render.without_machine_paths(page, roots)
+    assert out == ("<p>Source: ../shared/data/judgebench/judgments.csv (4740 judgments)</p>"
+                   "<td>input evaltk/data/examples/suite/run.json</td>")
+
+
+def test_each_detail_page_links_back_to_the_index():
+    import nbformat
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# A page")])
+    exporter = _render._html_exporter()
+    detail, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": "t"}, "evaltk_index_link": True})
+    index, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": "t"}, "evaltk_index_link": False})
+    assert '<a href="index.html">' in detail and '<a href="index.html">' not in index
+    assert detail.index('href="index.html"') < detail.index("A page")  # at the top of the page
