@@ -1,4 +1,5 @@
-"""How a result shows itself in a notebook: one escaped HTML table, for every result class.
+"""How a result shows itself in a notebook (one escaped HTML table, for every result class),
+and how long work shows its progress (:func:`progress`: a tqdm bar and log lines, never print).
 
 JupyterLab calls ``_repr_html_`` on the value a cell ends with.  Every result class of
 evaltk gets it from :class:`HtmlTable` (its ``to_frame()`` as a table under the class
@@ -12,9 +13,14 @@ This module imports nothing from evaltk, so every layer may use it.
 from __future__ import annotations
 
 import html
-from typing import Any
+import logging
+import time
+from collections.abc import Iterable, Iterator
+from typing import Any, TypeVar
 
-__all__ = ["HtmlTable", "frame_html"]
+__all__ = ["HtmlTable", "frame_html", "progress"]
+
+T = TypeVar("T")
 
 _STYLE = ("<style>table.evaltk-table{border-collapse:collapse;font-size:12px}"
           "table.evaltk-table td,table.evaltk-table th{padding:2px 8px;text-align:left}</style>")
@@ -53,3 +59,29 @@ class HtmlTable:
 
     def _repr_html_(self) -> str:
         return "".join(frame_html(frame, caption=caption) for caption, frame in self._html_tables())
+
+
+def progress(items: Iterable[T], *, desc: str, logger: logging.Logger, total: int | None = None,
+             unit: str = "it") -> Iterator[T]:
+    """``items``, one at a time, with a tqdm bar on stderr (shown only on a terminal or in a
+    notebook) and an INFO line on ``logger`` when the work starts and when it ends.
+
+    Library code reports long work this way, never with ``print``: the caller decides what
+    to see through ``logging`` (the CLI shows INFO on stderr with ``--verbose``).
+
+    Examples
+    --------
+    >>> import logging
+    >>> sum(progress(range(4), desc="adding", logger=logging.getLogger("evaltk.doc")))
+    6
+    """
+    from tqdm.auto import tqdm
+
+    n = total if total is not None else (len(items) if hasattr(items, "__len__") else None)  # type: ignore[arg-type]
+    logger.info("%s: %s %s", desc, "?" if n is None else n, unit)
+    t0 = time.monotonic()
+    done = 0
+    for item in tqdm(items, desc=desc, total=n, unit=unit, disable=None, leave=False):
+        done += 1
+        yield item
+    logger.info("%s: done, %d %s in %.1fs", desc, done, unit, time.monotonic() - t0)

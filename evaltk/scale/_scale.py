@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import math
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -58,7 +59,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from .._display import HtmlTable
+from .._display import HtmlTable, progress
 from .._validation import import_optional
 from ..errors import InputError, UnreadableInput
 from ..stats import (
@@ -72,6 +73,9 @@ from ..stats import (
     score_partials,
 )
 from ..values import CAUSES, Abstention, normalize_measure
+
+#: Progress of long work (partitions scored) is logged here at INFO, never printed.
+logger = logging.getLogger("evaltk.scale")
 
 #: Engine names accepted by ``engine=`` (an engine object works too).
 ENGINES: tuple[str, ...] = ("pandas", "duckdb", "dask")
@@ -734,19 +738,22 @@ def score_dataset(traces: str | Path, answers: str | Path | None = None, labels:
             if check_ids:
                 _check_unique_ids(parts, memory_limit=memory_limit,
                                   temp_directory=None if temp_directory is None else str(temp_directory))
-            for p in parts:
+            for p in progress(parts, desc="scoring partitions (duckdb)", logger=logger, unit="partition"):
                 _score_partition(p, **kw)
             summary = _summarize_duckdb(con, o, keys)
     elif kind == "dask":
         if check_ids:
             _maybe_check_ids(parts, memory_limit)
         with _dask_client(engine, memory_limit, n_workers) as client:
+            logger.info("scoring %d partitions on the dask cluster", len(parts))
             futures = client.map(_score_partition, parts, pure=False, **kw)
             summary = _tree_reduce(client, futures)
+            logger.info("scored %d partitions on the dask cluster", len(parts))
     else:
         if check_ids:
             _maybe_check_ids(parts, memory_limit)
-        summary = combine_all([_score_partition(p, **kw) for p in parts])
+        summary = combine_all([_score_partition(p, **kw) for p in
+                               progress(parts, desc="scoring partitions (pandas)", logger=logger, unit="partition")])
     _write_manifest(o, summary)
     return ScoredDataset(o, summary, len(parts), kind)
 
