@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 
@@ -81,6 +83,44 @@ def _pvalue(p: Any) -> str:
     return "—" if _missing(p) else f"{p:.3g}"
 
 
+def _number(x: Any) -> str:
+    """A threshold or a measured value as text: whole numbers with thousands separators,
+    others with up to four decimals and no trailing zeros (``0.6625``, ``2.5``, ``60,000``)."""
+    if _missing(x) or isinstance(x, bool):
+        return "—" if _missing(x) else ("yes" if x else "no")
+    if not isinstance(x, int | float):
+        return str(x)
+    if float(x).is_integer():
+        return f"{int(x):,}"
+    return f"{x:.4f}".rstrip("0").rstrip(".")
+
+
+def _yes_no(t: pd.DataFrame) -> pd.DataFrame:
+    """Boolean columns as ``yes`` / ``no`` (``—`` where missing): a page never shows Python's True/False."""
+    def is_flag(col: pd.Series) -> bool:
+        if col.dtype == bool or str(col.dtype) == "boolean":
+            return True
+        vals = [v for v in col if not _missing(v)]
+        return col.dtype == object and bool(vals) and all(isinstance(v, bool | np.bool_) for v in vals)
+
+    flags = [c for c in t.columns if is_flag(t[c])]
+    if not flags:
+        return t
+    t = t.copy()
+    for c in flags:
+        t[c] = [("—" if _missing(v) else "yes" if v else "no") for v in t[c]]
+    return t
+
+
+def _as_shown(fn: Callable[..., pd.DataFrame]) -> Callable[..., pd.DataFrame]:
+    """The one rule every ``show_*`` table follows on its way to a page: yes / no for booleans."""
+    @functools.wraps(fn)
+    def shown(*args: Any, **kwargs: Any) -> pd.DataFrame:
+        return _yes_no(fn(*args, **kwargs))
+    return shown
+
+
+@_as_shown
 def show_agreement(agreement: pd.DataFrame) -> pd.DataFrame:
     """:func:`judge_agreement_table` as shown: agreement and kappa with intervals, ceiling,
     baseline, coverage."""
@@ -94,6 +134,7 @@ def show_agreement(agreement: pd.DataFrame) -> pd.DataFrame:
               "n_items", "coverage", "n_judge_abstained"]].set_index(["dimension", "judge"])
 
 
+@_as_shown
 def show_promotion(promotion: pd.DataFrame) -> pd.DataFrame:
     """:func:`promotion_table` as shown: one block of conditions per ``dimension (judge)``."""
     t = promotion.assign(dimension=[f"{m} ({j})" for m, j in zip(promotion["measure"], promotion["judge"], strict=True)],
@@ -101,6 +142,7 @@ def show_promotion(promotion: pd.DataFrame) -> pd.DataFrame:
     return t.drop(columns=["measure", "judge"]).set_index("dimension")
 
 
+@_as_shown
 def show_ceiling(ceiling: pd.DataFrame) -> pd.DataFrame:
     """A human-ceiling table (:func:`evaltk.agentrewardbench_ceiling`) as shown."""
     t = ceiling.copy()
@@ -109,6 +151,7 @@ def show_ceiling(ceiling: pd.DataFrame) -> pd.DataFrame:
               "n_items_lost_to_abstention", "interval_method"]].set_index(["question", "statistic_name"])
 
 
+@_as_shown
 def show_direction(directions: pd.DataFrame) -> pd.DataFrame:
     """:func:`judge_direction_table` as shown."""
     t = directions.copy()
@@ -119,12 +162,14 @@ def show_direction(directions: pd.DataFrame) -> pd.DataFrame:
               "method"]].set_index(["judge", "dimension"])
 
 
+@_as_shown
 def show_construct_direction(construct: pd.DataFrame) -> pd.DataFrame:
     """:func:`construct_direction_table` as shown."""
     return construct.rename(columns={"construct": "seed 002 direction of error (the construct)",
                                      "judges": "judges measured here"}).set_index("dimension")
 
 
+@_as_shown
 def show_position_bias(bias: pd.DataFrame) -> pd.DataFrame:
     """:func:`position_bias_table` as shown."""
     t = bias.copy()
@@ -137,6 +182,7 @@ def _canaries(passed: Any) -> str:
     return "none" if not len(passed) else f"{len(passed)}: " + ", ".join(passed[:3]) + (", …" if len(passed) > 3 else "")
 
 
+@_as_shown
 def show_judges(judges: pd.DataFrame) -> pd.DataFrame:
     """A judge-selection table (:attr:`evaltk.SelectionResult.table`) with costs, latency and canaries, as shown."""
     t = judges.copy()
@@ -159,6 +205,7 @@ def _shares(t: pd.DataFrame, unit: str) -> list[str]:
     return names
 
 
+@_as_shown
 def show_judge_accuracy(judges: pd.DataFrame) -> pd.DataFrame:
     """A judge-selection table without costs (JudgeBench) as shown: accuracy, the shares of pairs
     run on and answered, answered, correct, status."""
@@ -168,6 +215,7 @@ def show_judge_accuracy(judges: pd.DataFrame) -> pd.DataFrame:
     return t[["judge", "accuracy [interval]", *shares, "n_answered", "n_correct", "status"]].set_index("judge")
 
 
+@_as_shown
 def show_orderings(orderings: pd.DataFrame) -> pd.DataFrame:
     """The pairwise orderings of a judge selection as shown, with the paired difference."""
     o = orderings.copy()
@@ -178,6 +226,7 @@ def show_orderings(orderings: pd.DataFrame) -> pd.DataFrame:
     return o[["verdict", "difference [interval]", "items both answered"]].set_index("verdict")
 
 
+@_as_shown
 def show_agents(summary: pd.DataFrame, *, measures: Any) -> pd.DataFrame:
     """A per-agent score summary (:meth:`evaltk.ScoreMatrix.summary` ``by="agent"``) as shown:
     ``mean (coverage)``, a row per measure in ``measures``, a column per agent."""
@@ -187,6 +236,7 @@ def show_agents(summary: pd.DataFrame, *, measures: Any) -> pd.DataFrame:
     return s.pivot(index="measure", columns="agent", values="mean (coverage)")
 
 
+@_as_shown
 def show_gate(dimensions: pd.DataFrame) -> pd.DataFrame:
     """The checkpoint gate's per-dimension table (:attr:`evaltk.GateResult.dimensions`) as shown."""
     g = dimensions.copy()
@@ -194,6 +244,7 @@ def show_gate(dimensions: pd.DataFrame) -> pd.DataFrame:
     return g[["measure", "type", "decision", "reason", "n_pairs", "adjusted p", "calibrated"]].set_index("measure")
 
 
+@_as_shown
 def show_suite_tasks(tasks: pd.DataFrame) -> pd.DataFrame:
     """A suite summary's task table (:meth:`evaltk.EvalSummary.to_frame`) as shown: the reported
     score beside the gating score, RFC 0246's pass@k and pass^k."""
@@ -208,10 +259,23 @@ def show_suite_tasks(tasks: pd.DataFrame) -> pd.DataFrame:
               "fixture misses", "pass@k / pass^k"]].set_index("task_id")
 
 
+@_as_shown
+def show_suite_conditions(conditions: Any) -> pd.DataFrame:
+    """A suite summary's pass conditions (:attr:`evaltk.EvalSummary.conditions`) as shown:
+    value and threshold in one number format, met as yes / no."""
+    t = pd.DataFrame([dict(c) for c in conditions])
+    for c in ("value", "threshold"):
+        if c in t.columns:
+            t[c] = t[c].map(_number)
+    return t.set_index("condition")
+
+
+@_as_shown
 def show_suite_trials(trials: pd.DataFrame) -> pd.DataFrame:
     """A suite summary's trial table as shown (a trial with no expected trajectory says so)."""
     t = trials.copy()
-    t["trajectory_matched"] = [("n/a (no trajectory)" if _missing(m) else bool(m)) for m in t["trajectory_matched"]]
+    t["trajectory_matched"] = [("n/a (no trajectory)" if _missing(m) else "yes" if m else "no")
+                               for m in t["trajectory_matched"]]
     return t.set_index(["task_id", "trial"])
 
 

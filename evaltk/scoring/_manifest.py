@@ -59,13 +59,13 @@ def _ceiling_condition(rec: CalibrationRecord) -> tuple[bool, str]:
     hc = rec.human_ceiling
     if hc is None or len(hc) != 3 or not _finite(*hc) or not hc[1] <= hc[0] <= hc[2]:
         return False, "no human-human agreement with a finite interval around it"
-    return True, f"human-human agreement {hc[0]:.4g} [{hc[1]:.4g}, {hc[2]:.4g}]"
+    return True, f"human-human agreement {hc[0]:.3f} [{hc[1]:.3f}, {hc[2]:.3f}]"
 
 
 def _baseline_condition(rec: CalibrationRecord) -> tuple[bool, str]:
     if rec.baseline is None or not _finite(rec.baseline):
         return False, "no degenerate (always-majority) baseline on the same items"
-    return True, f"degenerate baseline {rec.baseline:.4g} on the same items"
+    return True, f"degenerate baseline {rec.baseline:.3f} on the same items"
 
 
 def _held_out_condition(rec: CalibrationRecord) -> tuple[bool, str]:
@@ -104,7 +104,7 @@ def _interval_condition(rec: CalibrationRecord) -> tuple[bool, str]:
         return False, f"no finite interval around the {rec.statistic} estimate"
     if not _finite(rec.confidence_level) or not 0 < rec.confidence_level < 1:
         return False, f"the interval's confidence level {rec.confidence_level!r} is not in (0, 1)"
-    return True, (f"{rec.statistic} {rec.estimate:.4g} [{ci[0]:.4g}, {ci[1]:.4g}] at "
+    return True, (f"{rec.statistic} {rec.estimate:.3f} [{ci[0]:.3f}, {ci[1]:.3f}] at "
                   f"{rec.confidence_level:.0%} on {rec.n_items} items")
 
 

@@ -169,6 +169,18 @@ def test_confusion_heatmap_shares_are_row_normalised():
     assert "<svg" in report.chart_to_svg(report.confusion_heatmap(f.drop(columns="judge")))
 
 
+def test_confusion_heatmap_labels_do_not_run_into_each_other():
+    """cannot_tell is wider than its column: the labels are angled (they collided side by side)."""
+    def x_axis(answers):
+        f = pd.DataFrame({"human": answers, "judge_answer": answers[::-1], "n": range(1, len(answers) + 1)})
+        spec = report.confusion_heatmap(f).to_dict()
+        return spec["layer"][0]["encoding"]["x"]["axis"]
+
+    assert x_axis(["no", "yes"])["labelAngle"] == 0
+    angled = x_axis(["none", "a_few", "lots", "cannot_tell"])
+    assert angled["labelAngle"] == -40 and angled["labelAlign"] == "right"
+
+
 def test_abstention_chart_aggregates_before_charting():
     rng = np.random.default_rng(0)
     n = 6000  # more than altair's default 5,000-row limit: the chart must not carry records
@@ -789,3 +801,21 @@ def test_each_detail_page_links_back_to_the_index():
     index, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": "t"}, "evaltk_index_link": False})
     assert '<a href="index.html">' in detail and '<a href="index.html">' not in index
     assert detail.index('href="index.html"') < detail.index("A page")  # at the top of the page
+
+
+def test_pages_show_yes_no_and_one_number_format():
+    conds = [{"condition": "gatedAggregateScore >= passScore", "value": 0.6625, "threshold": 0.7, "met": False},
+             {"condition": "totalCost <= maxCost", "value": 0.258, "threshold": 2.5, "met": True},
+             {"condition": "p95LatencyMs <= maxLatencyMs", "value": 3000.0, "threshold": 60000.0, "met": True}]
+    t = report.show_suite_conditions(conds)
+    assert t["value"].tolist() == ["0.6625", "0.258", "3,000"]
+    assert t["threshold"].tolist() == ["0.7", "2.5", "60,000"]
+    assert t["met"].tolist() == ["no", "yes", "yes"]
+    promo = pd.DataFrame({"measure": ["x_task"] * 2, "judge": ["j"] * 2, "condition": ["human_ceiling", "held_out"],
+                          "met": [True, False], "evidence": ["a", "b"]})
+    shown = report.show_promotion(promo)
+    assert shown["met"].tolist() == ["yes", "no"]
+    assert "True" not in shown.to_html() and "False" not in shown.to_html()
+    gate = pd.DataFrame({"measure": ["x_task"], "type": ["binary"], "decision": ["promote"], "reason": ["r"],
+                         "n_pairs": [3], "pvalue_adjusted": [0.01], "calibrated": pd.array([pd.NA], dtype="boolean")})
+    assert report.show_gate(gate)["calibrated"].tolist() == ["—"]
