@@ -24,6 +24,7 @@ import html
 import json
 import logging
 import os
+import re
 import sys
 import tempfile
 import time
@@ -401,17 +402,23 @@ def _shown_roots(per: Mapping[str, Mapping[str, Any]], out_dir: Path, *, data_as
     from ..data import examples_dir
 
     roots: dict[str, str] = {}
+
+    def add(folder: Path, label: str) -> None:
+        for form in (folder.absolute(), folder.resolve()):  # as found, and through symlinks
+            roots.setdefault(str(form), label)
+
     for v in per.values():
         folder = str(v.get("data_dir") or "")
         if folder:
             given = data_as_given if data_as_given and not Path(data_as_given).is_absolute() else Path(folder).name
-            roots[str(Path(folder).expanduser().resolve())] = given.rstrip("/") or "data"
+            add(Path(folder).expanduser(), given.rstrip("/") or "data")
     with contextlib.suppress(UnreadableInput):
-        roots.setdefault(str(examples_dir().resolve()), "evaltk/data/examples")
+        add(examples_dir(), "evaltk/data/examples")
     with contextlib.suppress(UnreadableInput):
-        roots.setdefault(str(notebooks_dir().resolve()), "notebooks")
-    roots.setdefault(str(out_dir.resolve()), str(out_dir) if not out_dir.is_absolute() else out_dir.name)
-    roots.setdefault(str(Path.cwd().resolve()), ".")
+        add(notebooks_dir(), "notebooks")
+    add(out_dir, str(out_dir) if not out_dir.is_absolute() else out_dir.name)
+    if len(Path.cwd().resolve().parts) > 2:  # never "/" or "/home": too short to be a machine path
+        add(Path.cwd(), ".")
     return sorted(roots.items(), key=lambda kv: -len(kv[0]))
 
 
@@ -425,7 +432,8 @@ def without_machine_paths(text: str, roots: Sequence[tuple[str, str]]) -> str:
     """
     for folder, label in roots:
         for form in {folder, html.escape(folder)}:
-            text = text.replace(form + os.sep, label + "/").replace(form, label)
+            # the folder itself or a path under it, never a longer name that starts the same way
+            text = re.sub(re.escape(form) + r"(?=[/\\\s\"'<>),;:]|\.(?:\s|$|<)|$)", lambda _m, lab=label: lab, text)
     return text
 
 

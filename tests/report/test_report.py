@@ -819,3 +819,18 @@ def test_pages_show_yes_no_and_one_number_format():
     gate = pd.DataFrame({"measure": ["x_task"], "type": ["binary"], "decision": ["promote"], "reason": ["r"],
                          "n_pairs": [3], "pvalue_adjusted": [0.01], "calibrated": pd.array([pd.NA], dtype="boolean")})
     assert report.show_gate(gate)["calibrated"].tolist() == ["—"]
+
+
+def test_the_shipped_examples_are_named_as_in_the_package_however_they_are_reached(tmp_path):
+    from evaltk.data import examples_dir
+
+    roots = _render._shown_roots({}, tmp_path / "out", data_as_given="")
+    page = f"source: {examples_dir() / 'suite' / 'run.json'}; lock {examples_dir().resolve() / 'trajectory'}"
+    assert _render.without_machine_paths(page, roots) == (
+        "source: evaltk/data/examples/suite/run.json; lock evaltk/data/examples/trajectory")
+
+
+def test_a_folder_name_is_replaced_only_where_it_is_that_folder():
+    roots = [("/w/data", "data")]
+    assert _render.without_machine_paths("/w/data/x.csv, /w/data2/y.csv and /w/data.", roots) == \
+        "data/x.csv, /w/data2/y.csv and data."
