@@ -321,7 +321,7 @@ def week_at_a_glance(*, week: str, measure: str, scores: pd.DataFrame, selection
     selection on JudgeBench.  Absent sources give a line that says so or no line.
     """
 
-    fmt = format_interval
+    fmt = functools.partial(format_interval, digits=3)  # the digits of the tables on the pages
     t = selection.table
     best = t[t["judge"].isin(selection.eligible)].sort_values("accuracy", ascending=False)
     versions = ", ".join(sorted(scores["scorer_version"].astype(str).unique()))
@@ -365,12 +365,14 @@ def week_at_a_glance(*, week: str, measure: str, scores: pd.DataFrame, selection
         jt = judgebench.table.sort_values("accuracy", ascending=False)
         alone = jt["comparable_with"].map(len).eq(0) & (len(jt) > 1)
         rows.append(("JudgeBench pair accuracy (published fold), judges run on the same pairs",
-                     "; ".join(f"{r.judge} {fmt(r.accuracy, r.ci_low, r.ci_high)} (coverage {_share(r.coverage)})"
+                     "; ".join(f"{r.judge} {fmt(r.accuracy, r.ci_low, r.ci_high)} (answered {r.n_answered} of the "
+                               f"{r.n_run} pairs it was run on; coverage {_share(r.coverage)} of all {r.n_items} pairs)"
                                for r in jt[~alone].itertuples()) or "none"))
         if alone.any():
             rows.append(("JudgeBench judges run on other pairs (not comparable, not ranked)",
-                         "; ".join(f"{r.judge}: {fmt(r.accuracy, r.ci_low, r.ci_high)} on its own {r.n_run} pairs "
-                                   f"(coverage {_share(r.coverage)} of all pairs)" for r in jt[alone].itertuples())))
+                         "; ".join(f"{r.judge}: {fmt(r.accuracy, r.ci_low, r.ci_high)} (answered {r.n_answered} of "
+                                   f"its own {r.n_run} pairs; coverage {_share(r.coverage)} of all {r.n_items} pairs)"
+                                   for r in jt[alone].itertuples())))
     return pd.DataFrame(rows, columns=["item", "text"])
 
 
