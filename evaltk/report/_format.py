@@ -252,7 +252,7 @@ def show_suite_tasks(tasks: pd.DataFrame) -> pd.DataFrame:
     t["reported"] = t["score"].map(_fixed)
     t["gating"] = [_fixed(g) if (rep or g != s) else "= reported (no trajectory)" for g, s, rep in
                    zip(t["gated_score"], t["score"], t["gated_score_reported"], strict=True)]
-    t["pass@k / pass^k"] = [f"{_fixed(a, 2)} / {_fixed(b, 2)}" for a, b in zip(t["pass_at_k"], t["pass_hat_k"], strict=True)]
+    t["pass@k / pass^k"] = [f"{_fixed(a)} / {_fixed(b)}" for a, b in zip(t["pass_at_k"], t["pass_hat_k"], strict=True)]
     t["trials failing trajectory"] = t["n_trajectory_failed"]
     t["fixture misses"] = t["n_fixture_miss"]
     return t[["task_id", "type", "reported", "gating", "passed", "n_passed", "n_trials", "trials failing trajectory",
