@@ -96,7 +96,7 @@ def main(argv: list[str]) -> int:
     if cmd == "report":
         _ensure_venv("report")
         return _run([BIN / "evaltk", "report", *rest])
-    _ensure_venv("dev,notebooks,scale,gate")
+    _ensure_venv("dev,notebooks,scale,gate,judges,inspect,otel")
     rc = _run([PY, "-m", "pytest", *rest])
     if rc == 5:
         print("dev.py: pytest collected no tests; that is a failure.", file=sys.stderr)

@@ -5,8 +5,10 @@ prevalence (:func:`evaltk.judges.population_table`), draws ``--reps``
 samples of n items for every n in (50, 200, 1000) and prevalence in (0.1, 0.5),
 and counts how often each interval method covers the true kappa:
 
-* ``analytic``: kappa +- z * SE of Fleiss, Cohen and Everitt (1969)
-  (``evaltk.stats.cohen_kappa(method="analytic")``);
+* ``analytic``: kappa +- c * SE of Fleiss, Cohen and Everitt (1969)
+  (``evaltk.stats.cohen_kappa(method="analytic")``; ``c`` is Student's t on n - 1 df
+  since issue #16, the normal quantile before: ``benchmarks/interval_coverage.py``
+  compares the two);
 * ``percentile``, ``basic``, ``bca``: the item bootstrap of ``evaltk.stats``
   (2,000 resamples drawn as count tables);
 * ``statsmodels``: the peer, ``statsmodels.stats.inter_rater.cohens_kappa``'s

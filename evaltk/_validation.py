@@ -227,6 +227,8 @@ def check_n_resamples(n_resamples: Any) -> int:
 EXTRAS: dict[str, tuple[str, ...]] = {
     "gate": ("pingouin",),
     "scale": ("duckdb", "dask", "distributed"),
+    "judges": ("httpx", "jinja2"),
+    "inspect": ("inspect_ai",),
     "report": ("altair", "vl_convert", "papermill", "nbformat", "nbconvert", "jupytext", "ipykernel",
                "pingouin"),
 }

@@ -6,7 +6,8 @@ pandas or json), and the CLI maps each class to a documented exit code.
 
 from __future__ import annotations
 
-__all__ = ["EvaltkError", "InputError", "UnreadableInput", "SchemaViolation", "MissingExtra", "format_location"]
+__all__ = ["EvaltkError", "InputError", "UnreadableInput", "SchemaViolation", "OutputRefused",
+           "MissingExtra", "format_location"]
 
 
 def format_location(file: str | None = None, record: object | None = None,
@@ -63,6 +64,17 @@ class MissingExtra(EvaltkError, ImportError):
         super().__init__(
             f"{purpose} needs the `{extra}` extra of evaltk ({module} is not installed): "
             f"pip install 'evaltk[{extra}]'", name=module)
+
+
+class OutputRefused(EvaltkError, ValueError):
+    """An output path evaltk will not write: it is, or is inside, one of the command's inputs
+    (``output`` and ``input`` name both), or it is a file where a folder is expected (or the
+    reverse).  The command line exits 64 (a usage error: nothing was read or written)."""
+
+    def __init__(self, message: str, *, output: str, input: str | None = None) -> None:
+        self.output = str(output)
+        self.input = None if input is None else str(input)
+        super().__init__(message)
 
 
 class DuplicateKeyError(ValueError):

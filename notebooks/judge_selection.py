@@ -71,8 +71,11 @@ report.judge_frontier_chart(sel.table, cost="cost_per_item", latency="latency_p5
 # %% [markdown]
 # Dots are judges; the vertical bar is the accuracy interval; the dot's size is the median
 # latency.  Faded judges are dominated; red crosses passed at least one canary and are
-# rejected.  Accuracy is computed on the items the judge answered; coverage (the share it
-# answered) is in the table, never folded into accuracy.
+# rejected; triangles answered fewer of the anchored items than the coverage floor and are
+# not eligible.  Accuracy is computed on the items the judge answered; coverage (the share
+# it answered) is never folded into accuracy, but no judge dominates one whose coverage is
+# materially higher (more than 5 points), and eligibility needs the floor in the table's
+# coverage column (`select_judges(min_coverage=, coverage_margin=)`).
 
 # %%
 report.show_judges(sel.table)

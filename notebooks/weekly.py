@@ -60,7 +60,7 @@ sources = report.data_sources(params["data_dir"])
 demo, demo_files, demo_note = report.demo_data(sources, n_traces=n_traces, seed=seed)
 inputs = [*demo_files, *sources.files()]
 warnings.simplefilter("ignore", evaltk.UndefinedWarning)  # undefined replicates are counted on each result
-sm = evaltk.score_traces(demo.traces, demo.answers, demo.labels)  # the week's scores
+sm, runs_note = report.week_scores(sources, demo)  # the week's scores: imported runs when the folder has them
 auto = sm.scores("automatic")
 ans = report.select_answers(demo.answers, measure=measure)
 sel = report.judge_selection(ans, demo.labels, demo.canaries, measure=measure, confidence_level=confidence_level,
@@ -82,7 +82,7 @@ jb = (report.judgebench_selection(evaltk.load_judgebench(sources.judgebench), co
 glance = report.week_at_a_glance(week=params["week"], measure=measure, scores=auto, selection=sel, directions=leans,
                                  ceilings=ceilings, suite=summary, trajectory=cohort and cohort.summary(),
                                  agentrewardbench=arb, judgebench=jb)
-display(Markdown(f"Sources: {demo_note}" + (f"; real data from {sources.data_dir}" if sources.data_dir else "") + "."))
+display(Markdown(f"Sources: {runs_note}{demo_note}" + (f"; real data from {sources.data_dir}" if sources.data_dir else "") + "."))
 display(Markdown(report.markdown_list(glance)))
 
 # %% [markdown]
@@ -122,7 +122,10 @@ report.verdict_table(auto, th).set_index(["measure", "verdict"]) if th else Mark
 # **review** or **regress**.  Every dimension is uncalibrated, so a significant drop can only
 # route to review, never regress (seed 002): there is no validated measure to regress
 # against.  In the gate an abstention counts as a failure (not applicable stays out); the
-# scores above are untouched.
+# scores above are untouched.  The demo's synthetic judges carry no instrument metadata
+# (model, rubric, template, decoding), so their instrument is unpinned and the judged
+# dimensions can only route to review: that both sides used one instrument is not
+# established (docs/judges.md, "The instrument is compared before anything else").
 
 # %%
 headline, g = report.checkpoint_gate_headline(demo, baseline_agent=baseline_agent, candidate_agent=candidate_agent,

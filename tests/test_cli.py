@@ -93,16 +93,23 @@ RUNNABLE = {
     ("calibration", "ceiling"): 0,
     ("fixtures", "list"): 0, ("fixtures", "validate"): 0, ("fixtures", "seen"): 0,
     ("fixtures", "retire"): 0,
-    ("gate",): 0, ("ingest",): 1, ("score",): 0,
+    ("gate",): 3,  # the demo's judges carry no instrument columns: unpinned, so review (issue #14)
+    ("ingest",): 1, ("score",): 0,
     ("scale", "score"): 0, ("scale", "summarize"): 0,
     ("suite", "summarize"): 0, ("suite", "gate"): 1, ("suite", "check"): 0,
     ("trajectory", "grade"): 2, ("trajectory", "seal"): 0, ("trajectory", "digest"): 0,
-    ("trajectory", "self-check"): 0,
+    ("trajectory", "self-check"): 0, ("judge", "rubric"): 0,
+    ("import", "inspect"): 0, ("import", "otel"): 0,
 }
+#: Examples that need an optional extra: the module that must be importable.
+NEEDS = {("import", "inspect"): "inspect_ai"}
 #: Examples not run here, and why.
 NOT_RUN = {
     ("demo",): "writes a 3000-trace corpus; `demo` itself is tested in tests/data",
     ("report",): "executes every notebook; tests/report runs it",
+    ("judge", "run"): "needs a chat-completions server; tests/judges/test_judge_cli.py runs it against one",
+    ("judge", "sweep"): "needs a chat-completions server and a judges file; tests/judges/test_judge_cli.py "
+                        "runs it against one",
 }
 
 
@@ -117,6 +124,8 @@ def _out(token: str, tmp_path: Path) -> str:
 @pytest.mark.parametrize("path", sorted(RUNNABLE), ids=" ".join)
 def test_examples_run(path, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(ROOT)
+    if path in NEEDS:
+        pytest.importorskip(NEEDS[path], reason=f"needs the optional extra providing {NEEDS[path]}")
     commands = [[_out(t, tmp_path) for t in c] for c in _commands(_example(LEAVES[path]))]
     for token in (t for c in commands for t in c):
         if token.startswith("../") and not (ROOT / token).exists():

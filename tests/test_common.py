@@ -75,6 +75,7 @@ class Entry:
     empty: str = "raises"  # "raises" (InputError) or "undefined" (counts: a rate over nothing)
     ordinal: bool = False  # needs an ordered numeric scale (labels mapped in order)
     counts: bool = False  # fed with counts of the labels: abstentions are not its concept
+    exact_when_perfect: str | None = None  # why a zero-width interval is exact here (no sampling error)
 
 
 def _labelled_pool(a: list[Any], b: list[Any]) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -143,9 +144,24 @@ REGISTRY: dict[str, Entry] = {
         symmetry=None, constant_undefined=False),
     # active labelling (judges): one stratum, so the stratified estimate is the share of agreeing items
     "stratified_accuracy": Entry(lambda a, b, ctx: judges.stratified_accuracy(*_labelled_pool(a, b)),
-                                 constant_undefined=False),
+                                 constant_undefined=False,
+                                 exact_when_perfect="the adapter labels the whole pool: a census has no "
+                                                    "sampling error (finite-population correction)"),
     # the expansion gate: its statistic is the agreement coefficient on the overlap sample
     "expansion_gate": Entry(lambda a, b, ctx: judges.expansion_gate(a, b, statistic="cohen_kappa")),
+}
+
+#: Interval options of registered estimators (issue #16), run through the same shape and symmetry
+#: invariants: (estimator, keywords, what the result records as ``(method, distribution)``).
+OPTIONS: dict[str, tuple[str, dict[str, Any], tuple[str, str | None]]] = {
+    "percent_agreement[wilson]": ("percent_agreement", {"method": "wilson"}, ("wilson", None)),
+    "percent_agreement[analytic, t]": ("percent_agreement", {"method": "analytic", "distribution": "t"},
+                                       ("analytic", "t")),
+    "percent_agreement[analytic, normal]": ("percent_agreement", {"method": "analytic", "distribution": "normal"},
+                                            ("analytic", "normal")),
+    **{f"{n}[analytic, {d}]": (n, {"method": "analytic", "distribution": d}, ("analytic", d))
+       for n in ("cohen_kappa", "scott_pi", "pabak", "brennan_prediger", "fleiss_kappa", "conger_kappa",
+                 "gwet_ac1", "krippendorff_alpha") for d in ("t", "normal")},
 }
 
 #: Public functions that are not estimators of one statistic, and why.
@@ -162,6 +178,8 @@ NOT_ESTIMATORS: dict[str, str] = {
     "clopper_pearson_bounds": "vectorised array core of clopper_pearson_interval",
     "z_value": "a normal quantile",
     "lean_from_interval": "words for an interval; no data",
+    "holm_adjust": "adjusts a family of p-values (no data); checked against statsmodels multipletests in "
+                   "test_direction",
     "class_bias": "a per-class DataFrame of signed_bias one-vs-rest",
     "confusion_asymmetry": "a per-pair DataFrame of McNemar components",
     "direction_table": "a per-dimension DataFrame of direction_of_error",
@@ -197,6 +215,13 @@ NOT_ESTIMATORS: dict[str, str] = {
     "gate": "a promote / review / regress decision over dimensions",
     "data_validity": "a list of reasons",
     "scoring_consistency": "a list of reasons",
+    "unpinned_instruments": "a list of reasons",
+    "load_rubric": "reads a rubric file (tests/judges/test_rubric.py)",
+    "unit_of": "a measure's unit, from the vocabulary",
+    "judge_config": "builds a judge's configuration",
+    "read_judges": "reads a sweep's judges file",
+    "run_judge": "calls a judge over HTTP and returns an answers table (tests/judges/test_runner.py)",
+    "sweep_judges": "runs judges then select_judges (tests/judges/test_judge_cli.py)",
 }
 
 
@@ -329,6 +354,35 @@ def test_constant_raters_are_undefined_with_a_cause_and_a_warning(name):
         r = REGISTRY[name].call(a, list(a), _ctx())
     _check_shape(r)
     assert not r.defined and r.statistic.reason
+
+
+@pytest.mark.parametrize("option", sorted(OPTIONS))
+def test_interval_options_keep_the_invariants_and_are_recorded(option):
+    name, kw, (method, dist) = OPTIONS[option]
+    fn = getattr(stats, name)
+    extra = {"level": "nominal"} if name == "krippendorff_alpha" else {}
+    r = _quiet(lambda a, b: fn(a, b, categories=CATS, **extra, **kw), A, B)
+    _check_shape(r)
+    assert r.defined and (r.method, r.distribution) == (method, dist)
+    f = r.to_frame()
+    assert f.loc[0, "method"] == method and (f.loc[0, "distribution"] == dist or dist is None)
+    swapped = _quiet(lambda a, b: fn(a, b, categories=CATS, **extra, **kw), B, A)
+    assert _close(r.statistic, swapped.statistic)
+    assert _close(r.confidence_interval.low, swapped.confidence_interval.low)
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if REGISTRY[n].exact_when_perfect is None])
+@pytest.mark.parametrize("n", [2, 12])
+def test_perfect_agreement_never_gives_a_zero_width_interval(name, n):
+    """Issue #16: from a sample, an interval reflects the sample size or abstains with its cause."""
+    a = [0, 1] * (n // 2)
+    r = _quiet(REGISTRY[name].call, a, list(a), _ctx())
+    _check_shape(r)
+    ci = r.confidence_interval
+    if isinstance(ci, Abstention):
+        assert ci.reason
+    else:
+        assert ci.low < ci.high, (name, ci)
 
 
 @pytest.mark.parametrize("name", NAMES)

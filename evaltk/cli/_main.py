@@ -24,13 +24,16 @@ for an honest hold and 10-13 for lock problems); each is documented in README.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import os
 import sys
+import tempfile
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from .._validation import extra_of
-from ..errors import EvaltkError, MissingExtra, SchemaViolation, UnreadableInput
+from ..errors import EvaltkError, MissingExtra, OutputRefused, SchemaViolation, UnreadableInput
 
 EXIT_OK = 0
 EXIT_NEGATIVE = 1
@@ -46,6 +49,7 @@ _MODULES: tuple[str, ...] = (
     "evaltk.cli.calibration",
     "evaltk.cli.demo",
     "evaltk.cli.ingest",
+    "evaltk.cli.import_",
     "evaltk.cli.trajectory",
     "evaltk.cli.suite",
     "evaltk.cli.report",
@@ -53,6 +57,7 @@ _MODULES: tuple[str, ...] = (
     "evaltk.cli.score",
     "evaltk.cli.gate",
     "evaltk.cli.scale",
+    "evaltk.cli.judge",
 )
 
 
@@ -86,7 +91,29 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@contextlib.contextmanager
+def _no_user_state() -> Iterator[None]:
+    """Keep libraries evaltk calls from writing under the user's home: matplotlib (imported by
+    pingouin) builds its font cache in ``~/.cache/matplotlib`` unless ``MPLCONFIGDIR`` names
+    a folder, so a command gives it a private temporary one (removed at the end) when the
+    user has not set one (docs/outputs.md, "Nothing outside the output")."""
+    if os.environ.get("MPLCONFIGDIR"):
+        yield
+        return
+    with tempfile.TemporaryDirectory(prefix="evaltk-mpl-") as tmp:
+        os.environ["MPLCONFIGDIR"] = tmp
+        try:
+            yield
+        finally:
+            os.environ.pop("MPLCONFIGDIR", None)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    with _no_user_state():
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None = None) -> int:
     try:
         parser = build_parser()
         args = parser.parse_args(argv)
@@ -97,6 +124,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CliError as e:
         print(f"evaltk: {e}", file=sys.stderr)
         return e.code
+    except OutputRefused as e:  # nothing read or written: a usage error (docs/outputs.md)
+        print(f"evaltk: refused output: {e}", file=sys.stderr)
+        return EXIT_USAGE
     except MissingExtra as e:
         print(f"evaltk: {e}", file=sys.stderr)
         return EXIT_UNAVAILABLE
@@ -120,8 +150,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"evaltk: unreadable input: {e}", file=sys.stderr)
         return EXIT_NOINPUT
     except BrokenPipeError:  # the reader closed the pipe (`... | head`): no traceback
-        import os
-
         try:
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         except OSError:  # pragma: no cover

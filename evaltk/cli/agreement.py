@@ -13,6 +13,8 @@ import pandas as pd
 
 from ..errors import InputError
 from ..stats import (
+    ANALYTIC_DISTRIBUTIONS,
+    DISTRIBUTION,
     INTERVAL_METHODS,
     LEVELS,
     WEIGHTS,
@@ -198,7 +200,11 @@ def _cmd_agreement(args: Any) -> int:
         n_resamples=args.n_resamples, rng=args.seed,
     )
     if args.method is not None:
+        if args.method == "wilson" and args.coefficient != "percent_agreement":
+            raise CliError("usage: --method wilson is percent_agreement's score interval", EXIT_USAGE)
         kwargs["method"] = args.method
+    if args.distribution is not None:
+        kwargs["distribution"] = args.distribution
     if args.coefficient == "krippendorff_alpha":
         if args.level is None:
             raise CliError("usage: krippendorff_alpha needs --level (nominal, ordinal, interval, ratio)",
@@ -239,8 +245,11 @@ def _cmd_agreement(args: Any) -> int:
         ci_txt = (f"[{ci[0]:.4f}, {ci[1]:.4f}]" if not isinstance(ci, Abstention) else "no interval")
         se = res.standard_error
         se_txt = f"{se:.4f}" if not isinstance(se, Abstention) else "n/a"
-        print(f"{args.coefficient} = {st:.4f}  SE {se_txt}  {res.confidence_level:.0%} CI {ci_txt} "
-              f"({res.method})")
+        how = res.method if res.distribution is None else f"{res.method}, {res.distribution}" + (
+            f" on {res.df} df" if res.distribution == "t" else "")
+        print(f"{args.coefficient} = {st:.4f}  SE {se_txt}  {res.confidence_level:.0%} CI {ci_txt} ({how})")
+        if isinstance(ci, Abstention):
+            print(f"no interval: {ci.reason}")
     cov = res.coverage
     cov_txt = f"{cov:.3f}" if not isinstance(cov, Abstention) else "n/a"
     print(f"units {res.n_units}, pairable units {res.n_units_pairable}, pairable ratings "
@@ -283,7 +292,11 @@ def register_cli(subparsers: Any) -> None:
     p.add_argument("--abstain", nargs="*", default=None,
                    help="labels meaning 'declined' (counted); default: the vocabulary's abstain words (cannot tell, "
                         "Unsure, ...); --abstain with no label: none")
-    p.add_argument("--method", choices=list(INTERVAL_METHODS), help="interval method")
+    p.add_argument("--method", choices=list(INTERVAL_METHODS),
+                   help="interval method (default: analytic; wilson for percent_agreement)")
+    p.add_argument("--distribution", choices=list(ANALYTIC_DISTRIBUTIONS),
+                   help=f"reference distribution of the analytic interval (default {DISTRIBUTION}: "
+                        "Student's t on n - 1 df, as Gwet's irrCAC)")
     p.add_argument("--confidence-level", type=float, default=0.95)
     p.add_argument("--n-resamples", type=int, default=2000)
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")

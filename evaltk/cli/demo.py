@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from .._io import check_output
 from ..data import (
     make_demo,
     write_demo,
@@ -37,6 +38,7 @@ def _cli_demo(args: argparse.Namespace) -> int:
         raise CliError(f"--n-traces must be at least 10; got {args.n_traces}", EXIT_USAGE)
     if args.seed < 0:
         raise CliError(f"--seed must be non-negative; got {args.seed}", EXIT_USAGE)
+    check_output(args.out, [], kind="dir")  # an existing file named OUT: refused (exit 64), no traceback
     data = make_demo(n_traces=args.n_traces, rng=args.seed)
     paths = write_demo(args.out, data)
     summary = {"out": str(Path(args.out)), "files": {k: str(v) for k, v in paths.items()},

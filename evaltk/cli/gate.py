@@ -30,7 +30,10 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
         "gate", help="promote / review / regress a candidate against a baseline",
         description="Compare two saved score matrices (evaltk score --out DIR) dimension by dimension. "
                     "Exit 0 promote, 1 regress, 3 review; 65 invalid data, 67 inconsistent scoring "
-                    "(different scorer versions), 66 unreadable input.",
+                    "(the instruments differ: scorer or version, fold rule, or a judge's model, rubric, "
+                    "template or decoding; each differing field is named), 66 unreadable input. A dimension "
+                    "whose instrument is unpinned (answers without judge metadata) on either side is "
+                    "review, never promote: the demo's judges are unpinned, so the example exits 3.",
         epilog="Example: evaltk score data/demo/traces.jsonl --answers data/demo/answers.csv --out out/v1 && evaltk score data/demo/traces.jsonl --answers data/demo/answers.csv "
                "--out out/v2 && evaltk gate --baseline out/v1 --candidate out/v2 --json",
         formatter_class=argparse.RawDescriptionHelpFormatter)

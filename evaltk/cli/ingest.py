@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from .._io import check_output, removed_on_failure, write_csv, write_parquet
 from ..ingest import (
     ingest_traces,
 )
@@ -37,19 +38,26 @@ def register_cli(subparsers: Any) -> None:
     p.set_defaults(func=_cli_ingest)
 
 
+#: The files ``evaltk ingest --out DIR`` writes in DIR (ledger.csv last).
+INGEST_FILES = ("runs.parquet", "steps.parquet", "answers.parquet", "labels.parquet",
+                "step_count_disagreements.parquet", "ledger.csv")
+
+
 def _cli_ingest(args: argparse.Namespace) -> int:
-    ing = ingest_traces(args.traces, args.answers, args.labels, strict=args.strict)
+    inputs = [args.traces, *(args.answers or []), *(args.labels or [])]
+    if args.out:
+        check_output(args.out, inputs, kind="dir", writes=INGEST_FILES)
+    written = [Path(args.out) / name for name in INGEST_FILES] if args.out else []
+    with removed_on_failure(*written):  # a failed run leaves no earlier tables to read as its own
+        ing = ingest_traces(args.traces, args.answers, args.labels, strict=args.strict)
     if args.out:
         out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
         runs = ing.runs.copy()
         runs["guide"] = [None if g is None else json.dumps(g, sort_keys=True) for g in runs["guide"]]
-        runs.to_parquet(out / "runs.parquet", index=False)
-        ing.steps.to_parquet(out / "steps.parquet", index=False)
-        ing.answers.to_parquet(out / "answers.parquet", index=False)
-        ing.labels.to_parquet(out / "labels.parquet", index=False)
-        ing.step_count_disagreements.to_parquet(out / "step_count_disagreements.parquet", index=False)
-        ing.ledger.to_csv(out / "ledger.csv", index=False)
+        tables = (runs, ing.steps, ing.answers, ing.labels, ing.step_count_disagreements)
+        for name, table in zip(INGEST_FILES, tables, strict=False):
+            write_parquet(table, out / name)
+        write_csv(ing.ledger, out / "ledger.csv")  # text cells neutralised against formulas
     led = ing.ledger
     n_drop = int((led["status"] == "dropped").sum())
     if args.json:

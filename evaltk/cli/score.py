@@ -5,8 +5,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
+from .._io import check_output, removed_on_failure
 from ..scoring import (
+    SCORE_TABLES,
     score_traces,
 )
 
@@ -17,7 +20,10 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "score", help="score traces into a score matrix, manifest and ledger",
         description="Ingest a JSONL/Parquet trace file (and judge answers, human labels) and write "
-                    "scores.parquet, manifest.json, ledger.parquet and friends to --out.",
+                    "scores.parquet, manifest.json, ledger.parquet and friends to --out. The manifest "
+                    "records each measure's instrument (scorer and version, fold rule, and per judge its "
+                    "model, rubric, template and decoding from the answers' instrument columns) with its "
+                    "digest; answers without those columns score as 'unpinned'.",
         epilog="Example: evaltk score data/demo/traces.jsonl --answers data/demo/answers.csv "
                "--labels data/demo/labels.csv --out out/",
         formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -26,13 +32,19 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--labels", help="human labels (CSV, JSONL or Parquet)")
     p.add_argument("--out", required=True, help="output directory")
     p.add_argument("--strict", action="store_true", help="fail on the first malformed record")
+    p.add_argument("--fold", choices=["majority", "unanimity"], default="majority",
+                   help="how several judges' answers to one question fold (default: majority); part of "
+                        "the instrument")
     p.add_argument("--json", action="store_true", help="print a machine-readable summary")
     p.set_defaults(func=_cli_score)
 
 
 def _cli_score(args: argparse.Namespace) -> int:
-    m = score_traces(args.traces, args.answers, args.labels, strict=args.strict)
-    out = m.save(args.out)
+    writes = [*(f"{t}.parquet" for t in SCORE_TABLES), "manifest.json"]
+    check_output(args.out, [args.traces, args.answers, args.labels], kind="dir", writes=writes)
+    with removed_on_failure(Path(args.out) / "manifest.json"):  # a failed run leaves no loadable result
+        m = score_traces(args.traces, args.answers, args.labels, strict=args.strict, fold=args.fold)
+        out = m.save(args.out)
     led = m.ledger
     dropped = led[led["status"] == "dropped"] if len(led) else led
     summary = {
@@ -45,6 +57,7 @@ def _cli_score(args: argparse.Namespace) -> int:
                                           if len(dropped) else [])}},
         "measures": json.loads(m.summary().to_json(orient="records")),
         "unscored": json.loads(m.unscored.to_json(orient="records")),
+        "instruments": {m_: m.manifest.instrument(m_).to_dict() for m_ in m.manifest.measures},
     }
     if args.json:
         print(json.dumps(summary, indent=2))
@@ -55,6 +68,10 @@ def _cli_score(args: argparse.Namespace) -> int:
         for r in summary["measures"]:
             mean = "abstain" if r["mean"] is None else f"{r['mean']:.3f}"
             print(f"  {r['measure']:<12} mean {mean:>8}  n {r['n']:>6}  coverage {r['coverage']:.3f}",
+                  file=sys.stdout)
+        print("instruments (a comparison needs the same instrument on both sides):")
+        for r in m.manifest.instruments().itertuples():
+            print(f"  {r.measure:<12} {r.instrument_status:<9} {r.instrument_digest[:23]}  {r.instrument}",
                   file=sys.stdout)
         for r in summary["unscored"]:
             print(f"  not scored: {r['n_answers']} {r['tier']} {r['measure']} answers: {r['reason']}",

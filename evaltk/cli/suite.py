@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
-from .._io import write_json
+from .._io import check_output, removed_on_failure, write_json, write_jsonl
 from ..suite import (
     check_summary,
     gate_summary,
@@ -19,16 +18,17 @@ from ..suite import (
 
 
 def _cmd_summarize(args: Any) -> int:
-    summary = summarize_suite(load_suite_run(args.run))
-    doc = summary.to_dict()
     if args.out:
-        write_json(args.out, doc)
+        check_output(args.out, [args.run])
     if args.events:
-        p = Path(args.events)
-        p.parent.mkdir(parents=True, exist_ok=True)
-        with p.open("w", encoding="utf-8") as fh:
-            for e in scored_events(summary):
-                fh.write(json.dumps(e, allow_nan=False) + "\n")
+        check_output(args.events, [args.run, args.out])
+    with removed_on_failure(args.out, args.events):  # a failed run leaves no earlier summary behind
+        summary = summarize_suite(load_suite_run(args.run))
+        doc = summary.to_dict()
+        if args.out:
+            write_json(args.out, doc)
+        if args.events:
+            write_jsonl(args.events, scored_events(summary))
     if args.json or not args.out:
         print(json.dumps(doc, indent=2, allow_nan=False))
     else:

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .._io import write_json
+from .._io import check_output, write_json
 from ..errors import SchemaViolation, UnreadableInput
 from ..trajectory import (
     NEGATIVE_CONTROLS,
@@ -138,6 +138,7 @@ def _cmd_self_check(args: argparse.Namespace) -> int:
 def _cmd_seal(args: argparse.Namespace) -> int:
     from ._main import CliError
 
+    check_output(args.output, [args.draft, args.design])
     draft = read_json(args.draft)
     if not isinstance(draft, dict) or not isinstance(draft.get("cases"), dict):
         raise SchemaViolation("a lock draft must be an object with `cases`", file=args.draft, field="cases")
@@ -147,7 +148,7 @@ def _cmd_seal(args: argparse.Namespace) -> int:
     validate_document(lock, "lock", file=args.draft)
     if set(lock["case_inventory"]) != set(lock["cases"]):
         raise CliError(f"{args.draft}: `case_inventory` and `cases` differ", 65)
-    write_json(args.output, lock)
+    write_json(check_output(args.output, [args.draft, args.design]), lock)
     if args.json:
         print(json.dumps({"output": args.output, "cases": len(lock["cases"]),
                           "lock_digest": lock["lock_digest"]}, indent=2))

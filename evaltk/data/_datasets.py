@@ -41,7 +41,15 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
-from .._io import loads_json, read_csv_text, read_json, read_text
+from .._io import (
+    loads_json,
+    read_csv_text,
+    read_json,
+    read_text,
+    write_csv,
+    write_jsonl,
+    write_text_atomic,
+)
 from .._validation import check_rng
 from ..errors import SchemaViolation, UnreadableInput
 from ..values import ANSWER_TABLE_COLUMNS, ANSWER_VALUES, ANSWER_VOCABULARIES
@@ -1646,16 +1654,13 @@ def write_demo(directory: str | Path, data: DemoData | None = None, *, n_traces:
     if not isinstance(data, DemoData):
         raise TypeError(f"`data` must be a DemoData; got {type(data).__name__}.")
     out = Path(directory)
-    out.mkdir(parents=True, exist_ok=True)
     paths = {k: out / v for k, v in DEMO_FILES.items()}
-    with open(paths["traces"], "w", encoding="utf-8", newline="\n") as fh:
-        for rec in data.traces:
-            fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
+    write_jsonl(paths["traces"], data.traces)  # each file atomically (evaltk._io); the manifest last
     for key in ("answers", "labels", "proxies", "truth", "step_truth", "canaries", "costs", "raters"):
-        getattr(data, key).to_csv(paths[key], index=False, lineterminator="\n")
-    paths["manifest"].write_text(json.dumps(data.manifest, indent=2) + "\n", encoding="utf-8")
+        write_csv(getattr(data, key), paths[key])
     paths["readme"] = out / "README.md"
-    paths["readme"].write_text(_readme(data), encoding="utf-8")
+    write_text_atomic(paths["readme"], _readme(data))
+    write_text_atomic(paths["manifest"], json.dumps(data.manifest, indent=2) + "\n")
     return paths
 
 

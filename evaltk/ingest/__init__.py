@@ -6,14 +6,27 @@ Private modules, one concern each: ``_records`` (the result tables and their col
 per-record authority and the Arrow fast path), ``_series`` (column builders),
 ``_readers`` (JSONL, Parquet, records, DataFrames), ``_answers`` (the CSV / JSONL /
 Parquet answer readers; the answer vocabulary itself is :mod:`evaltk.values`), ``_join`` (answers to runs), ``_ledger``
-and ``_ingest`` (:func:`ingest_traces`, :func:`ingest_one`)."""
+and ``_ingest`` (:func:`ingest_traces`, :func:`ingest_one`).  Importers of other tools'
+records, one module per source: ``_inspect`` (inspect_ai eval logs), ``_otel``
+(OpenTelemetry spans), with ``_policy`` (the action policy) and ``_import`` (the
+:class:`Imported` result and :func:`write_import`)."""
 
-from ._answers import read_answers
+from ._answers import ANSWER_COLUMNS, AUDIT_COLUMNS, INSTRUMENT_COLUMNS, read_answers
 from ._domain import DEFAULT_DOMAIN_KEYWORDS, UNKNOWN_DOMAIN, KeywordDomainRule, domain_from_task
+from ._import import (
+    IMPORT_ANSWER_COLUMNS,
+    IMPORT_FILES,
+    IMPORT_LEDGER_COLUMNS,
+    Imported,
+    check_import_paths,
+    write_import,
+)
 from ._ingest import ingest_one, ingest_traces
+from ._inspect import INSPECT_EXTRA, import_inspect
+from ._otel import OTEL_EXTRA, SPAN_ROLES, import_otel, span_role
+from ._policy import ActionPolicy, read_action_policy
 from ._readers import read_traces
 from ._records import (
-    ANSWER_COLUMNS,
     LEDGER_COLUMNS,
     RUN_COLUMNS,
     STEP_COLUMNS,
@@ -29,6 +42,8 @@ __all__ = [
     "RUN_COLUMNS",
     "STEP_COLUMNS",
     "ANSWER_COLUMNS",
+    "INSTRUMENT_COLUMNS",
+    "AUDIT_COLUMNS",
     "DEFAULT_DOMAIN_KEYWORDS",
     "UNKNOWN_DOMAIN",
     "KeywordDomainRule",
@@ -40,4 +55,19 @@ __all__ = [
     "read_answers",
     "ingest_traces",
     "ingest_one",
+    "INSTRUMENT_COLUMNS",
+    "IMPORT_ANSWER_COLUMNS",
+    "IMPORT_FILES",
+    "IMPORT_LEDGER_COLUMNS",
+    "Imported",
+    "check_import_paths",
+    "write_import",
+    "INSPECT_EXTRA",
+    "import_inspect",
+    "OTEL_EXTRA",
+    "SPAN_ROLES",
+    "import_otel",
+    "span_role",
+    "ActionPolicy",
+    "read_action_policy",
 ]

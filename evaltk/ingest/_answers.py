@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import _columns
+from .._io import canonical_json, loads_json
 from .._validation import as_frame
 from ..errors import SchemaViolation, UnreadableInput
 from ..values import (
@@ -42,9 +43,34 @@ from ._series import _blocks, _empty_str, _from_codes, _s
 #: A guide-level measure name (``g_<name>``): answered in free text unless the vocabulary lists it.
 _G_MEASURE = re.compile(r"^g_[a-z0-9_]+$")
 
+#: Optional per-row judge-instrument columns of an answers table (issue #14): the model and
+#: its version, the rubric and its digest, the prompt template's digest, and ``decoding``
+#: (the canonical JSON text of the decoding settings, sorted keys, e.g.
+#: ``{"max_tokens":16,"temperature":0}``); digests are ``"sha256:<hex>"``.  A row without
+#: them is "unpinned".
+INSTRUMENT_COLUMNS: tuple[str, ...] = ("judge_model", "judge_model_version", "rubric_id", "rubric_digest",
+                                       "template_digest", "decoding")
+
 # --------------------------------------------------------------------------- answers
 
 _ANSWER_REQUIRED = ("trace_id", "measure", "rater", "answer")
+
+#: The judge-instrument columns of an answers table (issue #14), optional on every row:
+#: the judge's model id and version, its rubric's id and content digest, the digest of the
+#: prompt template, and ``decoding``, the canonical JSON text of the decoding settings
+#: (:func:`evaltk._io.canonical_json`; sorted keys, e.g. ``{"max_tokens":16,"temperature":0}``).
+#: Digests are ``"sha256:<hex>"``.  A row without them is "unpinned"; scoring records the
+#: instrument they describe (:class:`evaltk.scoring.Instrument`).
+INSTRUMENT_COLUMNS: tuple[str, ...] = ("judge_model", "judge_model_version", "rubric_id", "rubric_digest",
+                                       "template_digest", "decoding")
+#: Audit data an answer may carry beside the instrument: the digest of the rendered prompt.
+#: It varies by item, so it is not part of the instrument.
+AUDIT_COLUMNS: tuple[str, ...] = ("prompt_digest",)
+#: The optional text columns, read as text or empty; ``decoding`` is canonicalised too.
+_OPTIONAL_TEXT: tuple[str, ...] = ("rater_version", *INSTRUMENT_COLUMNS, *AUDIT_COLUMNS)
+#: Columns of :attr:`evaltk.ingest.Ingested.answers` and ``labels`` (the joined tables).
+ANSWER_COLUMNS: tuple[str, ...] = ("trace_id", "measure", "step", "rater", "answer", "confidence", "cost",
+                                   "latency_ms", *_OPTIONAL_TEXT, "run_pos", "step_pos")
 
 
 def _load_answer_source(source: Any, kind: str) -> tuple[str, pd.DataFrame, np.ndarray]:
@@ -414,7 +440,8 @@ def _check_unparsed(raw: pd.DataFrame, fl: _Flags) -> None:
 
 
 def _check_text(raw: pd.DataFrame, cols: Mapping[str, _Text | _Coded], fl: _Flags) -> None:
-    """The required text fields present and text; ``rater_version`` text or empty."""
+    """The required text fields present and text; the optional ones (``rater_version``, the
+    instrument and audit columns but ``decoding``) text or empty."""
     for c in _ANSWER_REQUIRED:
         col = cols[c]
         fl.flag(col.missing, c, lambda i: "malformed: is required")
@@ -422,11 +449,52 @@ def _check_text(raw: pd.DataFrame, cols: Mapping[str, _Text | _Coded], fl: _Flag
             vals = _raw_values(raw, c)
             fl.flag(col.wrong, c, lambda i, vals=vals: f"malformed: {_NOT_TEXT}" if isinstance(vals[i], str)
                     else f"malformed: must be a string; got {_jtype(vals[i])} {_show(vals[i])}")
-    version = cols["rater_version"]
-    if version.wrong.any():
-        rvv = _raw_values(raw, "rater_version")
-        fl.flag(version.wrong, "rater_version",
-                lambda i: f"malformed: must be a string or empty; got {_jtype(rvv[i])} {_show(rvv[i])}")
+    for c in _OPTIONAL_TEXT:
+        if c == "decoding" or not cols[c].wrong.any():
+            continue
+        vals = _raw_values(raw, c)
+        fl.flag(cols[c].wrong, c, lambda i, vals=vals: f"malformed: must be a string or empty; got "
+                                                       f"{_jtype(vals[i])} {_show(vals[i])}")
+
+
+def _canonical_decoding(v: Any) -> str | None:
+    """The canonical JSON text of one ``decoding`` cell (a JSON object, as text or as an
+    object), or None when it is not one."""
+    if isinstance(v, str):
+        try:
+            v = loads_json(v)
+        except ValueError:  # not JSON (UnreadableInput), a repeated key (SchemaViolation)
+            return None
+    if not isinstance(v, Mapping):
+        return None
+    try:
+        return canonical_json(dict(v)).decode("utf-8")
+    except (TypeError, ValueError):
+        return None
+
+
+def _read_decoding(raw: pd.DataFrame, fl: _Flags) -> pd.Series:
+    """``decoding`` in its canonical form (a JSON object, key order and spacing ignored), or
+    empty; anything else is malformed.  Resolved once per distinct cell."""
+    n = fl.n
+    if "decoding" not in raw.columns:
+        return _empty_str(n)
+    col = raw["decoding"]
+    vals = col.to_numpy(dtype=object)
+    present = np.fromiter((not (_is_missing(v) or (isinstance(v, str) and v == "")) for v in vals), bool, n)
+    out = np.full(n, None, object)
+    seen: dict[Any, str | None] = {}
+    for i in np.flatnonzero(present):
+        v = vals[i]
+        key = v if isinstance(v, str) else None
+        c = seen.get(key) if key is not None and key in seen else _canonical_decoding(v)
+        if key is not None:
+            seen[key] = c
+        out[i] = c
+    bad = present & np.fromiter((x is None for x in out), bool, n)
+    fl.flag(bad, "decoding", lambda i: f"malformed: must be a JSON object of decoding settings or empty; got "
+                                       f"{_jtype(vals[i])} {_show(vals[i])}")
+    return _s(out)
 
 
 class _Measures(NamedTuple):
@@ -659,7 +727,8 @@ def _answer_checks(raw: pd.DataFrame) -> tuple[dict[str, Any], _Flags,
     """
     fl = _Flags(len(raw))
     _check_unparsed(raw, fl)
-    text: dict[str, _Text | _Coded] = {c: _text_column(raw, c) for c in ("trace_id", "rater_version")}
+    text: dict[str, _Text | _Coded] = {c: _text_column(raw, c) for c in ("trace_id", *_OPTIONAL_TEXT)
+                                        if c != "decoding"}
     text.update({c: _coded_column(raw, c) for c in ("measure", "rater", "answer")})
     _check_text(raw, text, fl)
     meas = _measures(text["measure"])
@@ -670,6 +739,7 @@ def _answer_checks(raw: pd.DataFrame) -> tuple[dict[str, Any], _Flags,
     step = _read_step(raw, fl)
     _check_step_rule(raw, step, meas, fl)
     nums = _read_numbers(raw, fl)
+    decoding = _read_decoding(raw, fl)
     ok = ~fl.done
     meas_col, codes_m = _measure_column(meas, ok)
     ans_col, codes_a = _answer_column(pairs, resolved, ok)
@@ -683,7 +753,7 @@ def _answer_checks(raw: pd.DataFrame) -> tuple[dict[str, Any], _Flags,
         "confidence": nums["confidence"],
         "cost": nums["cost"],
         "latency_ms": nums["latency_ms"],
-        "rater_version": text["rater_version"].values,
+        **{c: decoding if c == "decoding" else text[c].values for c in _OPTIONAL_TEXT},
     }
     return out, fl, {"measure": codes_m, "rater": (rater.codes, rater.uniques), "answer": codes_a}
 
@@ -696,8 +766,9 @@ def read_answers(source: Any, *, strict: bool = False, kind: str = "answer") -> 
     source : path, DataFrame, or list of dict
         CSV (header row; empty cells are absent), JSONL, Parquet, a DataFrame or a
         list of records with columns ``trace_id, measure, step, rater, answer`` and
-        optionally ``confidence, cost, latency_ms, rater_version``.  Other columns
-        are ignored.
+        optionally ``confidence, cost, latency_ms, rater_version``, the judge-instrument
+        columns :data:`INSTRUMENT_COLUMNS` and ``prompt_digest``.  Other columns are
+        ignored.
     strict : bool
         Raise :class:`~evaltk.errors.SchemaViolation` on the first malformed row
         instead of dropping it to the ledger.
@@ -760,6 +831,6 @@ def _empty_table() -> pd.DataFrame:
     return pd.DataFrame({
         "trace_id": _empty_str(), "measure": _empty_str(), "step": pd.Series(pd.array([], dtype="Int64")),
         "rater": _empty_str(), "answer": _empty_str(), "confidence": np.zeros(0), "cost": np.zeros(0),
-        "latency_ms": np.zeros(0), "rater_version": _empty_str(),
+        "latency_ms": np.zeros(0), **{c: _empty_str() for c in _OPTIONAL_TEXT},
         "ledger_row": np.zeros(0, np.int64), "record": np.zeros(0, np.int64),
     })

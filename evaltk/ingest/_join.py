@@ -13,7 +13,7 @@ import pyarrow.compute as pc
 
 from .. import _columns
 from .._validation import as_frame
-from ._answers import _Flags, _int64, _int_view, _sparse_str, read_answers
+from ._answers import _OPTIONAL_TEXT, _Flags, _int64, _int_view, _sparse_str, read_answers
 from ._records import _STR, AnswerRecords
 from ._series import _BLOCK, _blocks, _const, _empty_str
 
@@ -293,7 +293,7 @@ def _empty_answers() -> pd.DataFrame:
     return pd.DataFrame({  # the joined shape
         "trace_id": _empty_str(), "measure": _empty_str(), "step": pd.Series(pd.array([], dtype="Int64")),
         "rater": _empty_str(), "answer": _empty_str(), "confidence": np.zeros(0), "cost": np.zeros(0),
-        "latency_ms": np.zeros(0), "rater_version": _empty_str(), "run_pos": np.zeros(0, np.int64),
+        "latency_ms": np.zeros(0), **{c: _empty_str() for c in _OPTIONAL_TEXT}, "run_pos": np.zeros(0, np.int64),
         "step_pos": pd.Series(pd.array([], dtype="Int64")),
     })
 

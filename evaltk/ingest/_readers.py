@@ -104,7 +104,8 @@ def _disagreements(tid_s: pd.Series, n_steps: np.ndarray, sc_run: np.ndarray,
 
 
 def _build_tables(*, tid: pa.Array, task: pa.Array, domain: pa.Array, agent: pa.Array,
-                  guide: list[Any], n_steps: np.ndarray, s_index: np.ndarray, s_action: pa.Array,
+                  guide: list[Any], declared: np.ndarray, n_steps: np.ndarray, s_index: np.ndarray,
+                  s_action: pa.Array,
                   s_target: pa.Array, s_screen: pa.Array, s_cons: np.ndarray, s_conf: np.ndarray,
                   sc_run: np.ndarray, sc_source: list[str] | np.ndarray, sc_count: np.ndarray,
                   rule: Callable[[str], Any]) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
@@ -153,6 +154,7 @@ def _build_tables(*, tid: pa.Array, task: pa.Array, domain: pa.Array, agent: pa.
         "agent": _str_series(_blank_to_null(_as_arrow_text(agent))),
         "guide": pd.Series(guide, dtype=object),
         "steps_missing": _steps_missing(n_steps, s_index, sc_run, sc_count),
+        "consequential_declared": np.asarray(declared, bool),
     })
     return runs, steps, _disagreements(tid_s, n_steps, sc_run, sc_source, sc_count)
 
@@ -402,7 +404,7 @@ def _python_piece(records: Sequence[Any], numbers: np.ndarray, name: str,
                                                          numbers=numbers)
     runs, steps, dis = _build_tables(
         tid=cols["trace_id"], task=cols["task"], domain=cols["domain"], agent=cols["agent"],
-        guide=cols["guide"], n_steps=cols["n_steps"], s_index=cols["s_index"],
+        guide=cols["guide"], declared=cols["declared"], n_steps=cols["n_steps"], s_index=cols["s_index"],
         s_action=cols["s_action"], s_target=cols["s_target"], s_screen=cols["s_screen"],
         s_cons=cols["s_cons"], s_conf=cols["s_conf"], sc_run=cols["sc_run"],
         sc_source=cols["sc_source"], sc_count=cols["sc_count"], rule=rule)
@@ -637,7 +639,7 @@ def _arrow_piece(name: str, table: pa.Table, numbers: np.ndarray, rule: Callable
     sc_run, sc_src, sc_cnt = _kept_step_counts(cols["sc"], code, kept)
     runs, steps, dis = _build_tables(
         tid=take(tid_all), task=take(cols["task"]), domain=take(cols["domain"]),
-        agent=take(cols["agent"]), guide=guide, n_steps=lens[kept],
+        agent=take(cols["agent"]), guide=guide, declared=cols["declared"][kept], n_steps=lens[kept],
         s_index=take_steps(cols["s_index"]), s_action=take_steps(cols["s_action"]),
         s_target=take_steps(cols["s_target"]), s_screen=take_steps(cols["s_screen"]),
         s_cons=take_steps(cols["s_cons"]), s_conf=take_steps(cols["s_conf"]),

@@ -14,14 +14,10 @@ TRACE_STATUSES: tuple[str, ...] = ("complete", "in_progress")
 LEDGER_COLUMNS: tuple[str, ...] = ("source", "record", "trace_id", "kind", "status", "reason", "field")
 #: Columns of :attr:`Ingested.runs`.
 RUN_COLUMNS: tuple[str, ...] = ("trace_id", "task", "domain", "domain_source", "domain_record", "status",
-                                "n_steps",
-                                "agent", "guide", "steps_missing")
+                                "n_steps", "agent", "guide", "steps_missing", "consequential_declared")
 #: Columns of :attr:`Ingested.steps`.
 STEP_COLUMNS: tuple[str, ...] = ("trace_id", "index", "action", "target", "screen", "consequential",
                                  "needs_confirmation", "run_pos")
-#: Columns of :attr:`Ingested.answers` and :attr:`Ingested.labels`.
-ANSWER_COLUMNS: tuple[str, ...] = ("trace_id", "measure", "step", "rater", "answer", "confidence",
-                                   "cost", "latency_ms", "rater_version", "run_pos", "step_pos")
 _DISAGREEMENT_COLUMNS = ("trace_id", "source", "count", "canonical", "run_pos")
 _INT64_MAX = 2**63 - 1
 try:  # pandas' default ``str`` dtype (Arrow-backed, NaN where missing)
@@ -56,7 +52,7 @@ class AnswerRecords:
     ----------
     table : DataFrame
         ``trace_id, measure, step, rater, answer, confidence, cost, latency_ms,
-        rater_version`` (normalised) plus ``ledger_row`` (the row's position in
+        rater_version``, the instrument columns and ``prompt_digest`` (normalised) plus ``ledger_row`` (the row's position in
         ``ledger``) and ``record`` (its line or row number in the source).
     ledger : DataFrame
         One row per input row; malformed rows are already ``dropped``.
@@ -82,7 +78,10 @@ class Ingested:
         when absent: where it differs from ``domain`` the prompt won), ``status, n_steps`` (the canonical step count: the number of steps in
         the record), ``agent`` (NaN when absent), ``guide`` (dict or None) and
         ``steps_missing`` (True when the step indices have gaps or a source in
-        ``step_counts`` reports more steps than the record holds).
+        ``step_counts`` reports more steps than the record holds) and
+        ``consequential_declared`` (False when the record says which steps are
+        consequential is not declared, as an import without an action policy does:
+        x_safe is then ``not_implemented``).
     steps : DataFrame
         One row per step of the kept runs, ordered by run then ``index``:
         ``trace_id, index, action, target, screen, consequential,
@@ -90,7 +89,8 @@ class Ingested:
     answers, labels : DataFrame
         Judges' answers and humans' labels joined to kept runs: ``trace_id, measure,
         step`` (Int64, <NA> for trace-level measures), ``rater, answer`` (canonical
-        word), ``confidence, cost, latency_ms, rater_version, run_pos, step_pos``
+        word), ``confidence, cost, latency_ms, rater_version``, the judge-instrument
+        columns (``INSTRUMENT_COLUMNS``) and ``prompt_digest``, ``run_pos, step_pos``
         (the row in ``steps`` for per-step measures, <NA> otherwise).  The human
         vote y(t) lives only in ``labels``.
     step_count_disagreements : DataFrame

@@ -50,6 +50,7 @@ class _CheckedTrace(NamedTuple):
     guide: Any = None
     steps: _StepColumns | None = None
     step_counts: Any = ()
+    declared: bool = True
 
 
 def _required_str(v: Any, field: str) -> str:
@@ -173,10 +174,12 @@ def _check_trace(obj: Any) -> _CheckedTrace:
         guide = _check_guide(obj.get("guide"))
         counts = _check_step_counts(obj.get("step_counts"))
         steps = _check_steps(_step_list(obj))
+        dv = obj.get("consequential_declared")
+        declared = True if _is_missing(dv) else _check_bool(dv, "consequential_declared")
     except _Bad as b:
         b.trace_id = tid
         raise
-    return _CheckedTrace("complete", tid, task, domain, agent, guide, steps, counts)
+    return _CheckedTrace("complete", tid, task, domain, agent, guide, steps, counts, declared)
 
 
 # --------------------------------------------------------------------------- trace readers
@@ -192,6 +195,7 @@ class _TraceCols:
         self.domain: list[str | None] = []
         self.agent: list[str | None] = []
         self.guide: list[Any] = []
+        self.declared: list[bool] = []
         self.nsteps: list[int] = []
         self.s_idx: list[int] = []
         self.s_act: list[str] = []
@@ -214,6 +218,7 @@ class _TraceCols:
         self.domain.append(res.domain)
         self.agent.append(res.agent)
         self.guide.append(res.guide)
+        self.declared.append(res.declared)
         self.nsteps.append(len(st.index))
         self.s_idx += st.index
         self.s_act += st.action
@@ -234,6 +239,7 @@ class _TraceCols:
             "domain": pa.array(self.domain, pa.string()),
             "agent": pa.array(self.agent, pa.string()),
             "guide": self.guide,
+            "declared": np.asarray(self.declared, bool),
             "n_steps": np.asarray(self.nsteps, np.int64),
             "s_index": np.asarray(self.s_idx, np.int64),
             "s_action": pa.array(self.s_act, pa.string()),
@@ -303,6 +309,7 @@ _RUN_TYPES = {
     "task": (pa.types.is_string, pa.types.is_null),
     "domain": (pa.types.is_string, pa.types.is_null),
     "agent": (pa.types.is_string, pa.types.is_null),
+    "consequential_declared": (pa.types.is_boolean, pa.types.is_null),
 }
 
 
@@ -516,7 +523,11 @@ def _validate_arrow(table: pa.Table) -> tuple[dict[str, Any], np.ndarray, np.nda
     sc_cols, negative = _step_count_checks(table)
     suspect |= is_c & (bad_run | negative)
     g_t = _field_type(table, "guide")
+    declared = (table.column("consequential_declared").combine_chunks()
+                if not pa.types.is_null(_field_type(table, "consequential_declared")) else None)
     columns = {"tid": tid, "task": task, "domain": col("domain"), "agent": col("agent"),
+               "declared": np.ones(n, bool) if declared is None
+               else declared.fill_null(True).to_numpy(zero_copy_only=False).astype(bool),
                "guide": table.column("guide").combine_chunks() if pa.types.is_struct(g_t) else None,
                "offsets": sl.offsets, "step_run": sl.step_run, "sc": sc_cols, **steps_cols}
     code = np.where(is_ip, 1, 0).astype(np.int8)

@@ -1,5 +1,6 @@
-"""Judges: the panel fold, calibration against human labels, judge selection on the
-Pareto frontier, active labeling and regression gates."""
+"""Judges: rubrics as files, the judge runner and its sweep, the panel fold, calibration
+against human labels, judge selection on the Pareto frontier, active labeling and
+regression gates."""
 
 from ..scoring import PROMOTION_CONDITIONS  # the one rule's names (scoring), re-exported here
 from ._calibration import (
@@ -20,6 +21,15 @@ from ._calibration import (
     kappa_sample_size,
     population_table,
     promotion_check,
+)
+from ._client import (
+    HTTP_POOL_SIZE,
+    RETRYABLE_STATUSES,
+    CallFailed,
+    ChatClient,
+    ChatReply,
+    OpenAIChatClient,
+    Price,
 )
 from ._labeling import (
     ExpansionDecision,
@@ -44,8 +54,25 @@ from ._regression import (
     data_validity,
     gate,
     scoring_consistency,
+    unpinned_instruments,
+)
+from ._rubric import MEASURE_UNITS, SHIPPED_RUBRICS, UNIT_CONTEXT, Rubric, load_rubric, unit_of
+from ._runner import (
+    FAILURE_COLUMNS,
+    JUDGE_ANSWER_COLUMNS,
+    SKIPPED_COLUMNS,
+    GradeCache,
+    JudgeConfig,
+    JudgeRun,
+    SweepResult,
+    judge_config,
+    read_judges,
+    run_judge,
+    sweep_judges,
 )
 from ._selection import (
+    COVERAGE_MARGIN,
+    MIN_COVERAGE,
     SelectionResult,
     anchor_correctness,
     canary_hits,
@@ -81,6 +108,8 @@ __all__ = [
     "judge_costs",
     "canary_hits",
     "select_judges",
+    "MIN_COVERAGE",
+    "COVERAGE_MARGIN",
     "SelectionResult",
     "published_precision_recall",
     "pareto_frontier",
@@ -97,4 +126,29 @@ __all__ = [
     "gate",
     "data_validity",
     "scoring_consistency",
+    "unpinned_instruments",
+    "Rubric",
+    "load_rubric",
+    "unit_of",
+    "MEASURE_UNITS",
+    "UNIT_CONTEXT",
+    "SHIPPED_RUBRICS",
+    "ChatClient",
+    "ChatReply",
+    "CallFailed",
+    "OpenAIChatClient",
+    "Price",
+    "RETRYABLE_STATUSES",
+    "HTTP_POOL_SIZE",
+    "JudgeConfig",
+    "JudgeRun",
+    "GradeCache",
+    "SweepResult",
+    "judge_config",
+    "read_judges",
+    "run_judge",
+    "sweep_judges",
+    "JUDGE_ANSWER_COLUMNS",
+    "FAILURE_COLUMNS",
+    "SKIPPED_COLUMNS",
 ]

@@ -523,10 +523,18 @@ def _labeller_agreement(name: str, labels: list[Any], units: list[list[Any]], it
                                    confidence_level=cl, rng=rng, unit="cluster", clusters=clusters)
         k_res = cohen_kappa(y1, y2, weights=weights, categories=cats, method=method, n_resamples=n_resamples,
                             confidence_level=cl, rng=rng, unit="cluster", clusters=clusters)
+    ci, ci_method = pa_res.confidence_interval, f"bootstrap_{pa_res.method}_cluster(item)"
+    if isinstance(ci, Abstention) and pa_res.statistic in (0.0, 1.0):
+        # every pair agrees (or none does): the item bootstrap is degenerate, but each item is then one
+        # all-or-nothing trial. Wilson's score interval on the items bounds the pair agreement: the share
+        # of fully agreeing items bounds it from below (all agree), the share of items with any agreeing
+        # pair from above (none agree)
+        n_items = len(units)
+        ci = wilson_interval(int(pa_res.statistic) * n_items, n_items, confidence_level=cl).confidence_interval
+        ci_method = "wilson_items (the item bootstrap is degenerate: every item agrees alike)"
     return AgreementWithHumans(name=name, statistic=pa_res.statistic,
-                               confidence_interval=pa_res.confidence_interval, kappa=k_res, n_items=len(units),
-                               n_pairs=len(y1),
-                               interval_method=f"bootstrap_{pa_res.method}_cluster(item)", label=constant)
+                               confidence_interval=ci, kappa=k_res, n_items=len(units),
+                               n_pairs=len(y1), interval_method=ci_method, label=constant)
 
 
 def _unanswered(name: str, ab: Abstention, cl: float, ceiling: CeilingResult) -> AgreementWithHumans:
@@ -741,7 +749,9 @@ def promotion_check(
     rec = _record(numbers, label_set=label_set, evaluation_items=evaluation_items, tuning_items=tuning_items,
                   threshold=threshold)
     notes: list[str] = []
-    if numbers is not None:
+    if numbers is not None and _finite_interval(numbers.judge.confidence_interval) \
+            and not isinstance(numbers.baseline.statistic, Abstention) and _finite_interval(
+                numbers.ceiling.confidence_interval):
         j, b, c = numbers.judge, numbers.baseline, numbers.ceiling
         if j.confidence_interval[0] <= b.statistic:
             notes.append(f"the judge's interval reaches down to the majority baseline ({b.statistic:.4g}): "

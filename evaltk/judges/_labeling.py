@@ -117,7 +117,15 @@ def stratified_accuracy(pool: pd.DataFrame, labeled: pd.DataFrame, *, item: str 
     """Stratified estimate of accuracy: ``sum_h W_h p_h`` with ``W_h`` the stratum's pool share.
 
     A stratum with no label yet leaves the estimate undefined (an abstention): its weight
-    would otherwise be silently dropped from the denominator.
+    would otherwise be silently dropped from the denominator.  ``correct`` must be binary
+    (True/False or 0/1; missing = undecided, counted apart); anything else raises
+    :class:`~evaltk.errors.InputError`.  The variance carries the finite-population
+    correction ``1 - n_h / N_h`` (items are drawn from the pool without replacement), so
+    a full census has standard error 0 and its interval is the estimate itself.
+
+    References
+    ----------
+    Cochran (1977), ch. 5, eqs. 5.6-5.7.
     """
     cl = check_confidence_level(confidence_level)
     check_columns(pool, (item, stratum), name="pool")
@@ -137,8 +145,10 @@ def stratified_accuracy(pool: pd.DataFrame, labeled: pd.DataFrame, *, item: str 
                          field=item)
     n_unanswered = int(lab[correct].isna().sum())
     lab = lab[lab[correct].notna()]  # a label that could not decide is not a draw of p_h
-    g = lab.groupby(stratum)[correct]
-    per = pd.DataFrame({"weight": W, "n": g.size(), "p": g.mean()}).fillna({"n": 0})
+    _check_binary(lab, item, correct)
+    g = lab.assign(**{correct: lab[correct].astype(float)}).groupby(stratum)[correct]
+    per = pd.DataFrame({"weight": W, "size": pool.groupby(stratum).size(), "n": g.size(),
+                        "p": g.mean()}).fillna({"n": 0})
     per["n"] = per["n"].astype(int)
     if (per["n"] == 0).any():
         missing = per.index[per["n"] == 0].tolist()
@@ -149,13 +159,28 @@ def stratified_accuracy(pool: pd.DataFrame, labeled: pd.DataFrame, *, item: str 
     est = float((per["weight"] * per["p"].astype(float)).sum())
     # within-stratum variance with a finite-sample guard (p in {0, 1} would claim zero variance)
     p_s = (per["p"].astype(float) * per["n"] + 0.5) / (per["n"] + 1)  # Jeffreys-smoothed: p = 0 or 1 never claims zero variance
-    var = float((per["weight"] ** 2 * p_s * (1 - p_s) / per["n"]).sum())
+    # finite-population correction (Cochran 1977, eq. 5.7): the strata are the pool, drawn without
+    # replacement, so a stratum labelled in full has no sampling error left
+    fpc = (1.0 - per["n"] / per["size"]).clip(lower=0.0)
+    var = float((per["weight"] ** 2 * fpc * p_s * (1 - p_s) / per["n"]).sum())
     se = var ** 0.5
     z = z_value(cl)
     ci = ConfidenceInterval(max(0.0, est - z * se), min(1.0, est + z * se))
     per = per.reset_index(names=stratum)
     per.attrs["n_unanswered_labels"] = n_unanswered
     return StratifiedEstimate(est, se, ci, int(per["n"].sum()), per)
+
+
+def _check_binary(lab: pd.DataFrame, item: str, correct: str) -> None:
+    """``correct`` is a 0/1 outcome (bool or 0/1); anything else is refused, naming the item."""
+    vals = lab[correct]
+    ok = vals.map(lambda v: isinstance(v, (bool, np.bool_)) or (
+        isinstance(v, (int, float, np.integer, np.floating)) and v in (0, 1)))
+    if not bool(ok.all()):
+        i = vals.index[~ok.to_numpy()][0]
+        raise InputError(f"`{correct}` must be a binary outcome (True/False or 0/1); item "
+                         f"{lab.loc[i, item]!r} has {vals.loc[i]!r}. Accuracy is a share of correct labels: "
+                         "map graded or text outcomes to 0/1 first.", record=lab.loc[i, item], field=correct)
 
 
 class ExpansionRefused(ValueError):
@@ -330,11 +355,6 @@ def expansion_gate(first: Sequence[Any], second: Sequence[Any], *, threshold: fl
     ci = res.confidence_interval
     est = res.statistic
     extra = {"n_one_sided": n_one_sided, "one_sided": one_sided}
-    if isinstance(ci, Abstention) or isinstance(est, Abstention):
-        return ExpansionDecision(False, est, statistic, ci, threshold, len(first),
-                                 f"fix the guidelines first: {statistic} on the overlap sample is undefined ({ci})",
-                                 **extra)
-    lo = ci[0]
     dropped = len(first) - res.n_units_pairable
     sided = (f"; {n_one_sided} one-sided abstention(s) counted as disagreement" if one_sided == "disagree"
              and n_one_sided else f"; {n_one_sided} one-sided abstention(s) left out" if n_one_sided else "")
@@ -343,6 +363,19 @@ def expansion_gate(first: Sequence[Any], second: Sequence[Any], *, threshold: fl
                                  f"fix the guidelines first: only {res.n_units_pairable} items could be compared "
                                  f"({dropped} dropped as abstentions or missing{sided}); at least "
                                  f"{min_items} are needed before agreement can release a batch", **extra)
+    if isinstance(est, Abstention):
+        return ExpansionDecision(False, est, statistic, ci, threshold, len(first),
+                                 f"fix the guidelines first: {statistic} on the overlap sample is undefined ({est})",
+                                 **extra)
+    if isinstance(ci, Abstention) or not ci[0] < ci[1]:
+        # perfect agreement: the SE is 0 and the interval abstains; a zero-width interval never releases
+        why = ci.reason if isinstance(ci, Abstention) else f"[{ci[0]:.3f}, {ci[1]:.3f}] has zero width"
+        hint = ("; percent_agreement's Wilson interval is defined there" if statistic != "percent_agreement"
+                else "")
+        return ExpansionDecision(False, est, statistic, ci, threshold, len(first),
+                                 f"hold: {statistic} {est:.3f} on {res.n_units_pairable} double-labelled items has "
+                                 f"no interval to clear {threshold:g} with ({why}){hint}{sided}", **extra)
+    lo = ci[0]
     if lo >= threshold:
         msg = (f"release: {statistic} {est:.3f} [{ci[0]:.3f}, {ci[1]:.3f}] on {res.n_units_pairable} "
                f"double-labelled items clears {threshold:g} at its lower bound{sided}")

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from .. import _columns
 from .._display import HtmlTable
 from .._validation import as_frame, check_nonempty
 from ..scoring import FoldRule, fold_votes
@@ -36,9 +37,12 @@ class PanelResult(HtmlTable):
 
     ``verdicts`` columns: the item keys, ``verdict`` (the winning answer, or missing),
     ``cause`` (set exactly where ``verdict`` is missing), ``reason``, ``confidence`` (share
-    of vote weight behind the verdict among answering raters), ``agreement`` (share of
-    answering raters giving the modal answer), ``n_panel``, ``n_answered``, ``n_skipped``,
-    ``n_cannot_tell``, ``disagreement`` (1 - agreement, 0 with one rater).
+    of the whole panel's vote weight behind the verdict: a member that did not answer is
+    weight not behind it), ``agreement`` (share of the panel giving the modal answer),
+    ``disagreement`` (share of the panel that answered otherwise), ``n_panel``,
+    ``n_answered``, ``n_skipped``, ``n_cannot_tell``.  Agreement, disagreement and the
+    skipped share ``n_skipped / n_panel`` add up to 1: one answer from a three-judge panel
+    reports confidence and agreement 1/3 with ``n_answered`` 1, never a full panel's 1.0.
     """
 
     verdicts: pd.DataFrame
@@ -79,8 +83,10 @@ def fold_panel(answers: pd.DataFrame, *, rule: str | FoldRule = "majority",
     weights : mapping, optional
         ``{rater: weight}`` for ``"weighted"``.
     panel : sequence of str, optional
-        The raters expected on every item (default: every rater seen).  A panel member
-        with no answer on an item is a recorded skip (``skips``), never an agreement.
+        The raters expected on every item (default: every rater named on a row, an empty
+        answer included).  A panel member with no answer on an item (no row, or an empty
+        answer) is a recorded skip (``skips``), never an agreement: it stays in ``n_panel``,
+        leaves unanimity without a unanimous verdict, and lowers the confidence.
     keys : sequence of str
         Columns identifying an item (those present are used; ``step`` may be missing).
     confidence : str, optional
@@ -100,64 +106,74 @@ def fold_panel(answers: pd.DataFrame, *, rule: str | FoldRule = "majority",
     fr = rule if isinstance(rule, FoldRule) else FoldRule(rule, weights=weights)
     ks = _keys_present(answers, keys)
     df, members = _checked_answers(answers, ks, keys, rater, answer, panel, fr)
-    # item codes: missing keys (a trace-level answer's <NA> step) are a value of their own
-    item_codes = df.groupby(ks, dropna=False, sort=False).ngroup().to_numpy(np.int64)
-    _, first = np.unique(item_codes, return_index=True)
+    # items and members come from every row, an empty answer included: an empty cell is a
+    # recorded skip of that member, never a row that silently leaves the panel
+    item_codes_all = df.groupby(ks, dropna=False, sort=False).ngroup().to_numpy(np.int64)
+    _, first = np.unique(item_codes_all, return_index=True)
     items = pd.MultiIndex.from_frame(df[ks].iloc[first].reset_index(drop=True))
     n_items = len(items)
-    words, wcodes = np.unique(df[answer].astype(str).to_numpy(), return_inverse=True)
+    has = np.asarray(_columns.present(df[answer]), bool)  # not missing, not blank
+    item_codes = item_codes_all[has]
+    ans = df.loc[has, answer].astype(str).to_numpy()
+    words, wcodes = np.unique(ans, return_inverse=True)
     k = len(words)
-    w = (df[rater].astype(str).map(fr.weights).to_numpy(float) if fr.name == "weighted"
-         else np.ones(len(df)))
+    raters_answered = df.loc[has, rater].astype(str)
+    w = (raters_answered.map(fr.weights).to_numpy(float) if fr.name == "weighted" else np.ones(int(has.sum())))
     counts = np.bincount(item_codes * k + wcodes, minlength=n_items * k).reshape(n_items, k).astype(float)
     wsum = np.bincount(item_codes * k + wcodes, weights=w, minlength=n_items * k).reshape(n_items, k)
     n_answered = counts.sum(1)
+    n_panel = len(members)
     abst = np.isin(words, fr.abstain_words)
     votes = wsum.T if fr.name == "weighted" else counts.T.astype(np.int64)
     folded = fold_votes(votes, [None if a else 0.0 for a in abst], fr, raw=counts.T.astype(np.int64))
-    top = folded.top
+    top = folded.top if k else np.zeros(n_items, np.intp)
     cause = np.where(folded.status == 0, None, "abstained").astype(object)
     reason = np.array([_FOLD_REASONS[fr.name == "unanimity"][int(x)] for x in folded.status], object)
     if fr.name == "unanimity":  # a skip is never an assumed agreement: unanimity needs every member
-        partial = (folded.status == 0) & (n_answered < len(members))
+        partial = (folded.status == 0) & (n_answered < n_panel)
         cause[partial] = "abstained"
         reason[partial] = "not every panel member answered (unanimity rule)"
-    verdict = words[top].astype(object)
+    verdict = words[top].astype(object) if k else np.full(n_items, None, object)
     verdict[cause != None] = None  # noqa: E711
-    tot_w = wsum.sum(1)
-    top_v = wsum[np.arange(n_items), top]
-    agreement = counts.max(1) / np.maximum(n_answered, 1)
+    # confidence and agreement are shares of the whole panel: a member that did not answer is
+    # weight not behind the verdict, so one answer of three reports 1/3, never a full panel's 1.0
+    weights_of = dict(fr.weights or {})
+    panel_w = float(sum(float(weights_of[m]) for m in members)) if fr.name == "weighted" else float(n_panel)
+    top_v = wsum[np.arange(n_items), top] if k else np.zeros(n_items)
+    modal = counts.max(1) if k else np.zeros(n_items)
     out = items.to_frame(index=False)
     out["verdict"] = verdict
     out["cause"] = pd.Categorical(cause, categories=list(CAUSES))
     out["reason"] = reason
-    out["confidence"] = np.where((cause == None) & (tot_w > 0), top_v / np.where(tot_w > 0, tot_w, 1),  # noqa: E711
-                                 np.nan)
-    out["agreement"] = agreement
-    out["disagreement"] = 1.0 - agreement
-    out["n_panel"] = len(members)
+    out["confidence"] = np.where((cause == None) & (panel_w > 0), top_v / (panel_w or 1.0), np.nan)  # noqa: E711
+    out["agreement"] = modal / n_panel
+    out["disagreement"] = (n_answered - modal) / n_panel
+    out["n_panel"] = n_panel
     out["n_answered"] = n_answered.astype(int)
-    out["n_skipped"] = len(members) - out["n_answered"]
+    out["n_skipped"] = n_panel - out["n_answered"]
     out["n_cannot_tell"] = (counts[:, abst].sum(1) if abst.any() else np.zeros(n_items)).astype(int)
     if confidence is not None:
-        out["mean_confidence"] = _mean_confidence(df, confidence, wcodes == top[item_codes], item_codes, n_items,
-                                                  cause == None)  # noqa: E711
-    sk = _skips(items, item_codes, df[rater].astype(str).to_numpy(), members, rater)
+        out["mean_confidence"] = _mean_confidence(df[has], confidence, wcodes == top[item_codes], item_codes,
+                                                  n_items, cause == None)  # noqa: E711
+    sk = _skips(items, item_codes, raters_answered.to_numpy(), members, rater,
+                empty=(item_codes_all[~has], df.loc[~has, rater].astype(str).to_numpy()))
     return PanelResult(verdicts=out, skips=sk, rule=fr, panel=members, keys=tuple(ks))
 
 
 def _checked_answers(answers: pd.DataFrame, ks: list[str], keys: Sequence[str], rater: str, answer: str,
                      panel: Sequence[str] | None, fr: FoldRule) -> tuple[pd.DataFrame, tuple[str, ...]]:
-    """The answered rows, and the panel, after the checks: keys and columns present, one
-    answer per (item, rater), every rater in the panel, a weight for every member."""
+    """Every row (an empty answer included), and the panel, after the checks: keys and columns
+    present, one row per (item, rater), every rater in the panel, a weight for every member.
+    The panel defaults to every rater named on a row, answered or not."""
     if not ks:
         raise ValueError(f"`answers` has none of the key columns {list(keys)}.")
     for c in (rater, answer):
         if c not in answers.columns:
             raise ValueError(f"`answers` needs a `{c}` column.")
-    df = answers.copy()
+    df = answers.reset_index(drop=True).copy()
     df[answer] = df[answer].astype(object)
-    df = df[df[answer].notna()]
+    if df[rater].isna().any():
+        raise ValueError(f"`answers` has rows without a `{rater}`: a skip needs to name its panel member.")
     dup = df.duplicated([*ks, rater], keep=False)
     if dup.any():
         row = df[dup].iloc[0]
@@ -187,14 +203,18 @@ def _mean_confidence(df: pd.DataFrame, confidence: str, wins: np.ndarray, item_c
 
 
 def _skips(items: pd.MultiIndex, item_codes: np.ndarray, raters: np.ndarray, members: Sequence[str],
-           rater: str) -> pd.DataFrame:
-    """Every (item, panel member) with no answer: a recorded skip, never an agreement."""
+           rater: str, empty: tuple[np.ndarray, np.ndarray]) -> pd.DataFrame:
+    """Every (item, panel member) with no answer: a recorded skip, never an agreement.  ``empty``
+    holds the (item, rater) of the rows whose answer cell is empty."""
     answered = pd.MultiIndex.from_arrays([item_codes, raters])
     full = pd.MultiIndex.from_product([np.arange(len(items)), list(members)])
     missing = full.difference(answered)
     sk = items.to_frame(index=False).iloc[np.asarray(missing.get_level_values(0), int)].reset_index(drop=True)
     sk[rater] = missing.get_level_values(1)
-    sk["reason"] = "no answer from this panel member (recorded skip, not an agreement)"
+    was_empty = missing.isin(pd.MultiIndex.from_arrays([empty[0], empty[1]])) if len(empty[0]) else \
+        np.zeros(len(missing), bool)
+    sk["reason"] = np.where(was_empty, "empty answer from this panel member (recorded skip, not an agreement)",
+                            "no answer from this panel member (recorded skip, not an agreement)")
     return sk
 
 

@@ -7,9 +7,9 @@ test matching its type, corrected for multiple comparisons, and decided:
 ================  ===================================================================
 dimension type    test (paired on the ``pair_by`` key, default the task)
 ================  ===================================================================
-binary            McNemar exact on discordant pairs, Newcombe paired interval of the
-(x_task, x_safe,  difference; a paired cluster bootstrap when a key has several runs
-g_*)
+binary            McNemar mid-p on discordant pairs (``evaltk.stats.MCNEMAR_METHOD``, the
+(x_task, x_safe,  test signed_bias reports), Newcombe paired interval of the
+g_*)              difference; a paired cluster bootstrap when a key has several runs
 ordinal (x_eff)   Wilcoxon signed-rank on paired differences (zero differences dropped,
                   Wilcoxon's convention), mean difference with a bootstrap interval
 per-step rate     cluster bootstrap over keys of the pooled rate grounded / answered
@@ -50,7 +50,14 @@ from .._validation import (
     recorded_seed,
     seeded_rng,
 )
-from ..scoring import GUIDE_MEASURES, TRACE_MEASURES, ScoreMatrix
+from ..scoring import (
+    GUIDE_MEASURES,
+    TRACE_MEASURES,
+    ScoreMatrix,
+    instrument_differences,
+    same_instrument,
+    unpinned_sides,
+)
 from ..stats import (
     BootstrapConfig,
     BootstrapResult,
@@ -108,16 +115,41 @@ def data_validity(m: ScoreMatrix, name: str) -> list[str]:
 
 
 def scoring_consistency(a: ScoreMatrix, b: ScoreMatrix, measures: Sequence[str]) -> list[str]:
-    """Reasons the two matrices are not on one scale: scorer, version or lifecycle differ."""
+    """Reasons the two matrices are not on one scale: their instruments differ (one reason per
+    differing field: scorer, version, fold rule, each judge's model, rubric, template and
+    decoding; :func:`evaltk.scoring.instrument_differences`), or a definition is superseded.
+
+    An unpinned instrument is no reason here: it routes the dimension to review
+    (:func:`unpinned_instruments`)."""
     out = []
     for meas in measures:
         sa, sb = a.manifest.status(meas), b.manifest.status(meas)
-        if (sa.scorer, sa.scorer_version) != (sb.scorer, sb.scorer_version):
-            out.append(f"{meas}: baseline scored by {sa.scorer} {sa.scorer_version}, candidate by "
-                       f"{sb.scorer} {sb.scorer_version} (a rubric edit is a new instrument)")
+        out += [f"{d.describe()} (a rubric edit is a new instrument)"
+                for d in instrument_differences(a.manifest.instrument(meas), b.manifest.instrument(meas))]
         if sa.lifecycle == "superseded" or sb.lifecycle == "superseded":
             out.append(f"{meas}: a superseded definition is not gated")
     return out
+
+
+def unpinned_instruments(a: ScoreMatrix, b: ScoreMatrix, measure: str) -> list[str]:
+    """Why the two sides' instruments of ``measure`` are not both pinned (empty: both are).
+
+    Answers without judge metadata still score, but nothing shows the two sides were
+    measured by one instrument: the gate routes such a dimension to review, never promote."""
+    return unpinned_sides(a.manifest.instrument(measure), b.manifest.instrument(measure))
+
+
+def _review_unpinned(dims: pd.DataFrame, a: ScoreMatrix, b: ScoreMatrix) -> pd.DataFrame:
+    """A dimension whose instrument is unpinned on either side goes to review, whatever its test said."""
+    why = [unpinned_instruments(a, b, m) for m in dims["measure"]]
+    dims["instrument_pinned"] = [not w for w in why]
+    for i, w in enumerate(why):
+        if w and dims.at[i, "decision"] != "review":
+            dims.at[i, "reason"] = (f"instrument unpinned ({'; '.join(w)}): the test said "
+                                    f"{dims.at[i, 'decision']} ({dims.at[i, 'reason']}), but one instrument on "
+                                    "both sides is not established")
+            dims.at[i, "decision"] = "review"
+    return dims
 
 
 @dataclass(frozen=True)
@@ -236,14 +268,14 @@ def _compare_rate(base: pd.DataFrame, cand: pd.DataFrame, kb: np.ndarray, kc: np
 
 
 def _compare_binary(mb: np.ndarray, mc: np.ndarray, cl: float) -> dict[str, Any]:
-    """One run per key and side: McNemar exact and Newcombe's paired interval (no resampling)."""
+    """One run per key and side: McNemar (evaltk's one choice, mid-p) and Newcombe's paired interval."""
     cells = [[int(((mc == 1) & (mb == 1)).sum()), int(((mc == 1) & (mb == 0)).sum())],
              [int(((mc == 0) & (mb == 1)).sum()), int(((mc == 0) & (mb == 0)).sum())]]
-    t = mcnemar_test(cells, method="exact")
+    t = mcnemar_test(cells)  # MCNEMAR_METHOD, the same test signed_bias reports
     ci = paired_difference_interval(cells, confidence_level=cl)
     return {"baseline": mb.mean(), "candidate": mc.mean(), "effect": float(mc.mean() - mb.mean()),
             **_interval_columns(ci.confidence_interval),
-            "pvalue": float(t.pvalue), "test": "McNemar exact; Newcombe paired interval"}
+            "pvalue": float(t.pvalue), "test": f"McNemar {t.method}; Newcombe paired interval"}
 
 
 def _compare(p: pd.DataFrame, measure: str, pair_by: str, cfg: BootstrapConfig) -> dict[str, Any]:
@@ -330,7 +362,10 @@ def gate(baseline: ScoreMatrix, candidate: ScoreMatrix, *, measures: Sequence[st
     gen, record = seeded_rng(rng)
     seed = recorded_seed(record)
     # one engine, one generator for every dimension; the keys (pair_by) are the resampled clusters
-    cfg = BootstrapConfig(n_resamples=n_resamples, confidence_level=cl, unit="cluster", rng=gen)
+    # degenerate="keep": two runs equal on every key resample to a zero-width interval, which the gate
+    # has always read as "no drop" (issue #16 leaves the gate's own exact bound for that case to its owner)
+    cfg = BootstrapConfig(n_resamples=n_resamples, confidence_level=cl, unit="cluster", rng=gen,
+                          degenerate="keep")
     dims = pd.DataFrame([_compare(_pair(baseline, candidate, x, pair_by), x, pair_by, cfg) for x in meas])
     # interpretability counts answered items on each side, not keys: a dimension nobody
     # answered (all cannot-tell, or switched off) measured nothing and cannot promote
@@ -341,6 +376,7 @@ def gate(baseline: ScoreMatrix, candidate: ScoreMatrix, *, measures: Sequence[st
     dims["min_effect"] = dims["measure"].map(me)
     dims["calibrated"] = [_calibrated(baseline, candidate, x) for x in meas]
     dims["decision"], dims["reason"] = zip(*(_decide(r, alpha, min_pairs) for r in dims.itertuples()), strict=True)
+    dims = _review_unpinned(dims, baseline, candidate)
     decisions = set(dims["decision"])
     overall = "regress" if "regress" in decisions else "review" if "review" in decisions else "promote"
     settings = {"pair_by": pair_by, "alpha": alpha, "correction": correction, "min_pairs": min_pairs,
@@ -351,13 +387,13 @@ def gate(baseline: ScoreMatrix, candidate: ScoreMatrix, *, measures: Sequence[st
 
 def _calibrated(a: ScoreMatrix, b: ScoreMatrix, measure: str) -> bool:
     """Whether the dimension is calibrated for this comparison.  Calibration belongs to the
-    instrument, not to one scored sample: when both sides share the instrument (today the
-    same scorer and version and the same fold rule) a record meeting the promotion rule on
+    instrument, not to one scored sample: when both sides share the pinned instrument
+    (:func:`evaltk.scoring.same_instrument`: scorer and version, fold rule, and every
+    judge's model, rubric, template and decoding) a record meeting the promotion rule on
     either side applies to both; otherwise each side must carry its own."""
     sa, sb = a.manifest.status(measure), b.manifest.status(measure)
     ca, cb = sa.evidence == "calibrated", sb.evidence == "calibrated"
-    shared = ((sa.scorer, sa.scorer_version) == (sb.scorer, sb.scorer_version)
-              and a.manifest.fold_rule == b.manifest.fold_rule)
+    shared = same_instrument(a.manifest.instrument(measure), b.manifest.instrument(measure))
     return (ca or cb) if shared else (ca and cb)
 
 

@@ -36,6 +36,14 @@ from .._validation import (
 from ..stats import BootstrapConfig, bootstrap_sums, wilson_interval
 from ..values import ABSTAIN_WORDS, Abstention, abstain_labels
 
+#: The default coverage floor of eligibility in :func:`select_judges`: a judge must answer at
+#: least this share of the anchored items.  A declared policy, not a statistic: a judge that
+#: leaves a fifth of the items unscored is a measure that abstains too often to be the one.
+MIN_COVERAGE = 0.8
+#: What "materially higher coverage" means in :func:`select_judges`: a judge cannot dominate
+#: another whose coverage exceeds its own by more than this (absolute share of anchored items).
+COVERAGE_MARGIN = 0.05
+
 
 def anchor_correctness(answers: pd.DataFrame, labels: pd.DataFrame, *, measure: str | None = None,
                        keys: Sequence[str] = ("trace_id", "measure", "step"), rater: str = "rater",
@@ -142,15 +150,23 @@ def canary_hits(answers: pd.DataFrame, canaries: pd.DataFrame, *, keys: Sequence
 
 
 def pareto_frontier(points: pd.DataFrame, *, maximize: Sequence[str] = ("accuracy",),
-                    minimize: Sequence[str] = ("cost_per_item", "latency_p50"), name: str = "judge") -> pd.DataFrame:
+                    minimize: Sequence[str] = ("cost_per_item", "latency_p50"), name: str = "judge",
+                    guards: Mapping[str, float] | None = None) -> pd.DataFrame:
     """Frontier membership and, for each dominated point, the points that dominate it.
 
     A point dominates another when it is at least as good on every objective and strictly
     better on one.  Missing objective values are refused (a judge with no cost is not
-    free).
+    free).  ``guards`` maps a column (higher is better) to a margin: a point dominates
+    another only when it is no more than that margin below it on the column
+    (``{"coverage": 0.05}``: a judge cannot dominate one whose coverage is materially,
+    more than 5 points, higher).  A guard never makes a point dominate; it only forbids.
     """
     check_nonempty(points, "points", needs="a frontier needs at least one point")
-    cols = [*maximize, *minimize]
+    guards = dict(guards or {})
+    for c, margin in guards.items():
+        if not (isinstance(margin, int | float) and not isinstance(margin, bool) and 0 <= margin <= 1):
+            raise ValueError(f"the margin of guard {c!r} must be a number in [0, 1]; got {margin!r}.")
+    cols = [*maximize, *minimize, *guards]
     bad = points[cols].isna().any(axis=1)
     if bad.any():
         raise ValueError(f"objective values missing for {points.loc[bad, name].tolist()}; supply a cost table.")
@@ -159,6 +175,9 @@ def pareto_frontier(points: pd.DataFrame, *, maximize: Sequence[str] = ("accurac
     ge = (X[:, None, :] >= X[None, :, :]).all(-1)
     gt = (X[:, None, :] > X[None, :, :]).any(-1)
     dom = ge & gt  # dom[i, j]: i dominates j
+    for c, margin in guards.items():
+        g = points[c].to_numpy(float)
+        dom &= g[:, None] >= g[None, :] - margin - 1e-12
     names = points[name].to_numpy(object)
     out = points[[name]].copy()
     out["on_frontier"] = ~dom.any(axis=0)
@@ -184,15 +203,17 @@ class SelectionResult(HtmlTable):
 
     @property
     def eligible(self) -> list[str]:
-        """Frontier judges that no canary rejected."""
+        """Frontier judges that no canary rejected and that meet the coverage floor."""
         t = self.table
-        return t.loc[t["on_frontier"] & ~t["rejected"], "judge"].tolist()
+        floor = t["meets_coverage_floor"] if "meets_coverage_floor" in t.columns else True
+        return t.loc[t["on_frontier"] & ~t["rejected"] & floor, "judge"].tolist()
 
 
 def select_judges(correct: pd.DataFrame, costs: pd.DataFrame | None = None, *,
                   canaries: pd.DataFrame | None = None, confidence_level: float = 0.95,
                   ordering_rule: str = "overlap", n_resamples: int = 2000, rng: Any = None,
-                  item: Sequence[str] | None = None, latency: str = "latency_p50") -> SelectionResult:
+                  item: Sequence[str] | None = None, latency: str = "latency_p50",
+                  min_coverage: float = MIN_COVERAGE, coverage_margin: float = COVERAGE_MARGIN) -> SelectionResult:
     """Sweep judges against the human anchor; frontier, canaries, and supported orderings.
 
     Parameters
@@ -214,6 +235,15 @@ def select_judges(correct: pd.DataFrame, costs: pd.DataFrame | None = None, *,
     n_resamples, rng
         Paired item bootstrap for the difference intervals (items answered by both);
         ``settings["seed"]`` records the seed drawn (:func:`evaltk._validation.seeded_rng`).
+    min_coverage : float
+        The coverage floor of eligibility (default :data:`MIN_COVERAGE`, 0.8): a judge that
+        answered fewer than this share of the anchored items is not eligible, whatever its
+        accuracy on the rest (seed 002: "a measure that always abstains is a defect").
+        ``0`` turns the floor off.
+    coverage_margin : float
+        What "materially higher coverage" means (default :data:`COVERAGE_MARGIN`, 0.05): a
+        judge cannot dominate another whose coverage exceeds its own by more than this
+        (absolute share of the anchored items).  ``1`` turns the guard off.
 
     Notes
     -----
@@ -229,6 +259,10 @@ def select_judges(correct: pd.DataFrame, costs: pd.DataFrame | None = None, *,
     common are **not comparable**: no ordering between them is supported, neither
     dominates the other, and a judge comparable with no other judge is not on the
     frontier (``status`` says so; ``comparable_with`` lists whom it can be compared with).
+
+    Coverage is also part of selection, through the dominance guard and the floor: a judge
+    answering 1 of 100 anchored items correctly has accuracy 1.0 and coverage 0.01: it
+    dominates nobody who answered materially more, and it is not eligible.
     """
     correct = as_frame(correct)
     costs, canaries = (None if x is None else as_frame(x) for x in (costs, canaries))
@@ -237,6 +271,9 @@ def select_judges(correct: pd.DataFrame, costs: pd.DataFrame | None = None, *,
     cl = check_confidence_level(confidence_level)
     check_choice("ordering_rule", ordering_rule, ("overlap", "paired_difference"))
     check_columns(correct, ("judge", "correct"), name="correct")
+    for nm, v in (("min_coverage", min_coverage), ("coverage_margin", coverage_margin)):
+        if isinstance(v, bool) or not isinstance(v, int | float) or not 0 <= v <= 1:
+            raise ValueError(f"`{nm}` must be a number in [0, 1]; got {v!r}.")
     df = _coded_items(correct, item)
     t = _accuracy_table(df, correct.attrs.get("anchor", {}), cl)
     if costs is not None:
@@ -246,12 +283,17 @@ def select_judges(correct: pd.DataFrame, costs: pd.DataFrame | None = None, *,
     gen, record = seeded_rng(rng)
     seed = recorded_seed(record)
     orderings = _orderings(df, t, cl, ordering_rule, n_resamples, gen)
-    t = _with_frontier(t, minimize, orderings)
+    t = _with_frontier(t, minimize, orderings, coverage_margin)
+    t["min_coverage"] = float(min_coverage)
+    t["meets_coverage_floor"] = (t["coverage"] >= min_coverage).to_numpy(bool)
     t["status"] = [_status(r, orderings) for r in t.itertuples()]
     note = None if minimize else "no cost or latency supplied: the frontier is on accuracy alone"
     settings = {"confidence_level": cl, "ordering_rule": ordering_rule, "n_resamples": n_resamples,
                 "objectives": {"maximize": ["accuracy"], "minimize": minimize, "note": note},
                 "coverage_denominator": "items with a human anchor",
+                "min_coverage": float(min_coverage), "coverage_margin": float(coverage_margin),
+                "coverage_rule": (f"a judge cannot dominate one whose coverage is more than {coverage_margin:g} "
+                                  f"higher; eligible only with coverage >= {min_coverage:g}"),
                 "accuracy_interval": "wilson", "difference_interval": "paired item bootstrap, percentile",
                 "seed": seed}
     return SelectionResult(table=t, orderings=orderings, settings=settings)
@@ -322,13 +364,15 @@ def _with_canaries(t: pd.DataFrame, canaries: pd.DataFrame | None) -> pd.DataFra
     return t
 
 
-def _with_frontier(t: pd.DataFrame, minimize: list[str], orderings: pd.DataFrame) -> pd.DataFrame:
+def _with_frontier(t: pd.DataFrame, minimize: list[str], orderings: pd.DataFrame,
+                   coverage_margin: float) -> pd.DataFrame:
     """``on_frontier``, ``dominated_by`` and ``comparable_with``: a judge that passed a canary
-    neither joins nor shapes the frontier, and neither does one with no answered item.  A
-    judge dominates another only when both answered common items and it is not less accurate
-    on them; a judge comparable with no other judge is not on the frontier."""
+    neither joins nor shapes the frontier, and neither does one with no answered item; no judge
+    dominates one whose coverage is more than ``coverage_margin`` higher.  A judge dominates
+    another only when both answered common items and it is not less accurate on them; a judge
+    comparable with no other judge is not on the frontier."""
     valid = t["accuracy"].notna() & ~t["rejected"]
-    fr = pareto_frontier(t[valid], minimize=minimize) if valid.any() else pd.DataFrame(
+    fr = pareto_frontier(t[valid], minimize=minimize, guards={"coverage": coverage_margin}) if valid.any() else pd.DataFrame(
         {"judge": [], "on_frontier": [], "dominated_by": []})
     t = t.merge(fr, on="judge", how="left")
     common = orderings[orderings["comparable"]]
@@ -414,6 +458,10 @@ def _status(r: Any, orderings: pd.DataFrame) -> str:
         return "no answered item with a human anchor"
     if not r.comparable_with and len(orderings):
         return "not comparable: no item that another judge also answered (run on other items)"
+    if not r.meets_coverage_floor:
+        where = "on the frontier" if r.on_frontier else f"dominated by {', '.join(r.dominated_by)}"
+        return (f"{where}, but below the coverage floor ({r.coverage:.0%} answered < {r.min_coverage:.0%}): "
+                "not eligible")
     if r.on_frontier:
         return "on the frontier"
     doms = r.dominated_by

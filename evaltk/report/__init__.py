@@ -68,6 +68,7 @@ from ._sources import (
     demo_data,
     example_path,
     judgebench_presented,
+    week_scores,
 )
 from ._tables import (
     answer_order,
@@ -152,6 +153,7 @@ __all__ = [
     "DataSources",
     "data_sources",
     "demo_data",
+    "week_scores",
     "example_path",
     "judgebench_presented",
     "check_params",

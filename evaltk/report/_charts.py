@@ -54,6 +54,8 @@ def judge_frontier_chart(
     latency: str | None = "latency_ms",
     on_frontier: str = "on_frontier",
     canary_rejected: str | None = None,
+    coverage: str = "coverage",
+    min_coverage: str = "min_coverage",
     accuracy_title: str = "accuracy against human labels",
     cost_title: str = "cost per item",
     latency_title: str = "latency p50 (ms)",
@@ -62,7 +64,10 @@ def judge_frontier_chart(
     """Accuracy against cost with interval bars, latency as point size, the frontier drawn.
 
     Dominated judges are faded; canary-rejected judges (``canary_rejected`` column
-    true) are drawn as red crosses whatever their place on the frontier.
+    true) are drawn as red crosses whatever their place on the frontier.  When the frame
+    has the ``coverage`` and ``min_coverage`` columns (:func:`evaltk.judges.select_judges`
+    adds both), judges below the coverage floor are drawn as hollow triangles, the
+    dashed frontier runs through the eligible judges only, and the subtitle states the floor.
 
     Parameters
     ----------
@@ -87,18 +92,25 @@ def judge_frontier_chart(
                             ci_high: "ci_high", cost: "cost"})
     df["latency"] = df[latency] if latency else np.nan
     df["status"] = np.where(df[on_frontier].astype(bool), "on the frontier", "dominated")
+    floor = None
+    if coverage in df.columns and min_coverage in df.columns:
+        floor = float(pd.to_numeric(df[min_coverage]).max())
+        df.loc[(pd.to_numeric(df[coverage]) < floor).to_numpy(bool), "status"] = "below the coverage floor"
     if canary_rejected is not None:
         df.loc[df[canary_rejected].astype(bool), "status"] = "rejected by canary"
-    df = df[["judge", "accuracy", "ci_low", "ci_high", "cost", "latency", "status"]]
+    df["coverage"] = pd.to_numeric(df[coverage]) if coverage in df.columns else np.nan
+    df = df[["judge", "accuracy", "ci_low", "ci_high", "cost", "latency", "coverage", "status"]]
     positive = (df["cost"] > 0).all()
     log = bool(positive and df["cost"].max() / df["cost"].min() > 10)
     cmin, cmax = float(df["cost"].min()), float(df["cost"].max())
     xscale = (alt.Scale(type="log", domain=[cmin / 1.6, cmax * 2.5], nice=False) if log
               else alt.Scale(zero=False, padding=20))
     x = alt.X("cost:Q", title=cost_title + (" (log scale)" if log else ""), scale=xscale)
-    domain = ["on the frontier", "dominated", "rejected by canary"]
-    color = alt.Color("status:N", title=None, scale=alt.Scale(domain=domain, range=[_ACCENT, _MUTED, _WARN]))
-    shape = alt.Shape("status:N", title=None, scale=alt.Scale(domain=domain, range=["circle", "circle", "cross"]))
+    domain = ["on the frontier", "dominated", "rejected by canary", "below the coverage floor"]
+    color = alt.Color("status:N", title=None, scale=alt.Scale(domain=domain,
+                                                               range=[_ACCENT, _MUTED, _WARN, _MUTED]))
+    shape = alt.Shape("status:N", title=None, scale=alt.Scale(domain=domain,
+                                                               range=["circle", "circle", "cross", "triangle-down"]))
     opacity = alt.condition(alt.datum.status == "dominated", alt.value(0.45), alt.value(1.0))
     lo_y = float(np.nanmin(df[["ci_low", "accuracy"]].to_numpy(float)))
     hi_y = float(np.nanmax(df[["ci_high", "accuracy"]].to_numpy(float)))
@@ -109,7 +121,8 @@ def judge_frontier_chart(
         x=x, y=alt.Y("ci_low:Q", title=accuracy_title, scale=yscale), y2="ci_high:Q", color=color, opacity=opacity
     )
     tooltip = ["judge:N", alt.Tooltip("accuracy:Q", format=".3f"), alt.Tooltip("ci_low:Q", format=".3f"),
-               alt.Tooltip("ci_high:Q", format=".3f"), alt.Tooltip("cost:Q", format=".4g"), "status:N"]
+               alt.Tooltip("ci_high:Q", format=".3f"), alt.Tooltip("cost:Q", format=".4g"),
+               alt.Tooltip("coverage:Q", format=".0%"), "status:N"]
     enc: dict[str, Any] = {"x": x, "y": y, "color": color, "shape": shape, "opacity": opacity,
                            "tooltip": tooltip}
     if latency:
@@ -121,9 +134,10 @@ def judge_frontier_chart(
     front = df[df["status"] != "dominated"].copy()
     front = front[front["status"] == "on the frontier"].sort_values("cost")
     line = alt.Chart(front).mark_line(color=_ACCENT, strokeDash=[5, 3], strokeWidth=1.5).encode(x=x, y=y)
-    return alt.layer(line, bars, points, labels).properties(
-        title=alt.Title(title, subtitle="bars: confidence interval; dashed line: Pareto frontier on point estimates")
-    )
+    sub = "bars: confidence interval; dashed line: Pareto frontier on point estimates"
+    if floor is not None:
+        sub += f"; eligible only with coverage >= {floor:.0%} (triangles: below the floor)"
+    return alt.layer(line, bars, points, labels).properties(title=alt.Title(title, subtitle=sub))
 
 
 def judge_accuracy_chart(

@@ -130,6 +130,9 @@ def show_agreement(agreement: pd.DataFrame) -> pd.DataFrame:
     t["human ceiling"] = t["ceiling"].map(_fixed)
     t["majority baseline"] = t["baseline"].map(_fixed)
     t["coverage"] = t["coverage"].map(_share)
+    cov = (f"coverage (floor {_share(float(t['min_coverage'].max()))})" if "min_coverage" in t.columns
+           else "coverage")
+    t = t.rename(columns={"coverage": cov})
     return t[["dimension", "judge", "agreement [interval]", "kappa [interval]", "human ceiling", "majority baseline",
               "n_items", "coverage", "n_judge_abstained"]].set_index(["dimension", "judge"])
 
@@ -158,6 +161,9 @@ def show_direction(directions: pd.DataFrame) -> pd.DataFrame:
     t["estimate [interval]"] = _intervals(t, "statistic", "ci_low", "ci_high")
     t["p"] = t["pvalue"].map(_pvalue)
     t["coverage"] = t["coverage"].map(_share)
+    cov = (f"coverage (floor {_share(float(t['min_coverage'].max()))})" if "min_coverage" in t.columns
+           else "coverage")
+    t = t.rename(columns={"coverage": cov})
     return t[["judge", "dimension", "lean", "estimate [interval]", "p", "n_pairs", "n_excluded", "coverage",
               "method"]].set_index(["judge", "dimension"])
 
@@ -187,7 +193,8 @@ def show_judges(judges: pd.DataFrame) -> pd.DataFrame:
     """A judge-selection table (:attr:`evaltk.SelectionResult.table`) with costs, latency and canaries, as shown."""
     t = judges.copy()
     t["accuracy [interval]"] = _intervals(t, "accuracy", "ci_low", "ci_high")
-    shares = _shares(t, "items")
+    floor = float(t["min_coverage"].max()) if "min_coverage" in t.columns else None
+    shares = _shares(t, "items", floor=floor)
     t["cost per item (USD)"] = t["cost_per_item"].map(lambda c: _fixed(c, 4))
     t["latency p50 / p95 (ms)"] = [f"{_fixed(a, 0)} / {_fixed(b, 0)}"
                                    for a, b in zip(t["latency_p50"], t["latency_p95"], strict=True)]
@@ -197,9 +204,11 @@ def show_judges(judges: pd.DataFrame) -> pd.DataFrame:
               "canaries passed", "status"]].set_index("judge")
 
 
-def _shares(t: pd.DataFrame, unit: str) -> list[str]:
-    """The three shares of a judge-selection table, each named for what it is (added to ``t``)."""
-    names = [f"run on (of the {unit})", "answered (of those run on)", f"coverage (answered, of the {unit})"]
+def _shares(t: pd.DataFrame, unit: str, *, floor: float | None = None) -> list[str]:
+    """The three shares of a judge-selection table, each named for what it is (added to ``t``);
+    the coverage floor of selection, when there is one, in the coverage column's name."""
+    names = [f"run on (of the {unit})", "answered (of those run on)",
+             f"coverage (answered, of the {unit}" + ("" if floor is None else f"; floor {_share(floor)}") + ")"]
     for name, col in zip(names, ("run_share", "answer_rate", "coverage"), strict=True):
         t[name] = t[col].map(_share)
     return names
@@ -330,7 +339,7 @@ def week_at_a_glance(*, week: str, measure: str, scores: pd.DataFrame, selection
                             f"{versions} (all dimensions provisional)"),
             ("coverage per dimension", "; ".join(f"{r.measure} {r.coverage:.0%}"
                                                  for r in measure_summary(scores).itertuples())),
-            (f"judges on the frontier ({measure}), not rejected by a canary",
+            (f"judges on the frontier ({measure}), not rejected by a canary, above the coverage floor",
              "; ".join(f"{r.judge}: accuracy {fmt(r.accuracy, r.ci_low, r.ci_high)} on {r.n_answered} answered "
                        f"(coverage {_share(r.coverage)}), ${r.cost_per_item:.4f}/item, "
                        f"p50 {r.latency_p50:.0f} ms" for r in best.itertuples()) or "none"),

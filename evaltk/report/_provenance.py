@@ -4,7 +4,6 @@ version, shown at the foot of every page."""
 from __future__ import annotations
 
 import datetime as _dt
-import hashlib
 import html
 import json
 import os
@@ -16,21 +15,9 @@ from typing import Any
 
 import pandas as pd
 
-from ..errors import UnreadableInput
+from .._io import file_digest
 
 _PROVENANCE_MIME = "application/vnd.evaltk.provenance+json"
-
-
-def file_digest(path: str | os.PathLike[str]) -> str:
-    """SHA-256 of a file's bytes, as hex."""
-    h = hashlib.sha256()
-    try:
-        with open(path, "rb") as f:
-            for chunk in iter(lambda: f.read(1 << 20), b""):
-                h.update(chunk)
-    except OSError as e:
-        raise UnreadableInput(f"cannot read input file: {e.strerror}.", file=str(path)) from None
-    return h.hexdigest()
 
 
 @dataclass(frozen=True)

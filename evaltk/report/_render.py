@@ -25,6 +25,7 @@ import json
 import logging
 import os
 import re
+import shutil
 import sys
 import tempfile
 import time
@@ -33,7 +34,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from .._io import loads_json
+from .._io import atomic_dir, check_output, loads_json, write_text_atomic
 from .._validation import require_extra
 from ..errors import InputError, UnreadableInput
 from ._params import _check_literal, _check_week, _is_path_param, check_params
@@ -108,26 +109,39 @@ def _report_kernel() -> Iterator[str]:
     """A kernelspec that runs this interpreter, in a temporary JUPYTER_PATH entry.
 
     Whatever kernels the machine (or the user's ~/.local/share/jupyter) has, the
-    notebooks run on the Python that runs evaltk, with evaltk importable.
+    notebooks run on the Python that runs evaltk, with evaltk importable.  The kernel
+    writes nothing of the user's: no IPython history (``HistoryManager.enabled=False``)
+    and its IPython profile in the temporary folder (``IPYTHONDIR``), not ``~/.ipython``.
     """
     from ipykernel.kernelspec import write_kernel_spec  # the report extra, checked by render_report
-    old = os.environ.get("JUPYTER_PATH")
+
     with tempfile.TemporaryDirectory(prefix="evaltk-kernel-") as tmp:
         kdir = Path(tmp) / "kernels" / _KERNEL_NAME
         write_kernel_spec(kdir, overrides={"display_name": f"evaltk report (Python {sys.version.split()[0]})"})
         spec = json.loads((kdir / "kernel.json").read_text())
         spec["argv"][0] = sys.executable
         spec["argv"].append("--IPKernelApp.log_level=ERROR")  # no transport chatter on the terminal
+        spec["argv"].append("--HistoryManager.enabled=False")  # no ~/.ipython history of a report run
         spec["env"] = {RENDERER_ENV: "svg"}  # static SVG charts in the report's kernels only
-        (kdir / "kernel.json").write_text(json.dumps(spec))
-        os.environ["JUPYTER_PATH"] = tmp + (os.pathsep + old if old else "")
-        try:
+        (kdir / "kernel.json").write_text(json.dumps(spec))  # scratch: the temporary folder
+        old = os.environ.get("JUPYTER_PATH")
+        with _environ(JUPYTER_PATH=tmp + (os.pathsep + old if old else ""), IPYTHONDIR=str(Path(tmp) / "ipython")):
             yield _KERNEL_NAME
-        finally:
-            if old is None:
-                os.environ.pop("JUPYTER_PATH", None)
+
+
+@contextlib.contextmanager
+def _environ(**values: str) -> Iterator[None]:
+    """Set environment variables for the block (the kernels papermill starts inherit them)."""
+    old = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
             else:
-                os.environ["JUPYTER_PATH"] = old
+                os.environ[k] = v
 
 
 _TEMPLATE = """{%- extends 'index.html.j2' -%}
@@ -278,15 +292,22 @@ def render_report(
         rendered too (its error is visible in its page), and ``run.json`` records it.
     InputError, UnreadableInput
         Bad ``week``, ``data`` or ``params`` (before any notebook runs).
-    """
-    from .. import __version__
+    OutputRefused
+        ``out/<week>`` is a file, or is (or holds) the data folder or the parameters file.
 
+    Notes
+    -----
+    ``out/<week>`` is assembled in a temporary folder beside it and renamed into place
+    when every notebook has run (a failed notebook's page included); a run that stops
+    before that leaves no report there, not even an earlier one (docs/outputs.md).
+    """
     require_extra("report", purpose="`evaltk report`")
 
     def say(msg: str) -> None:
         logger.info(msg)
         if progress is not None:
             progress(msg)
+
     week = _check_week(week)
     data_dir = ""
     if data is not None and str(data) != "":
@@ -297,36 +318,60 @@ def render_report(
     if unknown or not names:
         raise InputError(f"unknown notebook(s) {unknown}; choose among {', '.join(NOTEBOOKS)}.", field="notebooks")
     out_dir = Path(out) / week
+    if data_dir:  # a folder holding none of the recognised data is refused before any notebook
+        data_sources(data_dir)
+    check_output(out_dir, [data, None if isinstance(params, Mapping) else params], kind="dir")
+    try:  # assembled in a temporary folder beside out/<week>, renamed when complete (docs/outputs.md)
+        with atomic_dir(out_dir) as work:
+            failures = _run_notebooks(work, names, given, params_file, week=week, data_dir=data_dir,
+                                      say=say, start_timeout=start_timeout, final=out_dir,
+                                      data_given=str(data) if data_dir else "")
+    except BaseException:  # nothing was published: an earlier report must not read as this run's
+        if out_dir.is_dir():
+            shutil.rmtree(out_dir, ignore_errors=True)
+        raise
+    if failures:
+        raise ReportFailed(failures, out_dir)
+    if _INDEX in names:
+        return out_dir / "index.html"
+    return out_dir / f"{names[0]}.html"
 
+
+def _run_notebooks(out_dir: Path, names: Sequence[str], given: Mapping[str, Any], params_file: str | None, *,
+                   week: str, data_dir: str, say: Callable[[str], None], start_timeout: int,
+                   final: Path, data_given: str = "") -> list[NotebookFailure]:
+    """Execute and render every notebook into ``out_dir`` (the folder being assembled), then
+    write ``run.json``; the failures."""
+    from .. import __version__
+
+    (out_dir / "notebooks").mkdir(parents=True, exist_ok=True)
     failures: list[NotebookFailure] = []
     records: dict[str, Any] = {}
-    with tempfile.TemporaryDirectory(prefix="evaltk-report-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="evaltk-report-") as tmp, _report_kernel() as kernel:
         # 1. convert every notebook and read its declared parameters
         converted, declared = _convert_notebooks(names, Path(tmp))
         per = _notebook_parameters(declared, given, params_file, week=week, data_dir=data_dir)
-        (out_dir / "notebooks").mkdir(parents=True, exist_ok=True)
-        shown = _shown_roots(per, out_dir, data_as_given=str(data) if data_dir else "")
+        shown = _shown_roots(per, final, data_as_given=data_given, work=out_dir)
         # 2. execute and render
         exporter = _html_exporter()
-        with _report_kernel() as kernel:
-            for i, name in enumerate(names, 1):
-                t0 = time.monotonic()
-                say(f"[{i}/{len(names)}] {name}: executing")
-                failure = _execute(converted[name], out_dir, name, per[name], kernel, start_timeout)
-                page, failure, prov = _render_page(out_dir, name, week, failure, exporter, shown)
-                records[name] = {
-                    "status": "failed" if failure else "ok",
-                    "page": page.name if page.is_file() else None,
-                    "parameters": per[name],
-                    "provenance": prov,
-                    "error": str(failure) if failure else None,
-                    "seconds": round(time.monotonic() - t0, 2),
-                }
-                if failure:
-                    failures.append(failure)
-                    say(f"[{i}/{len(names)}] {name}: FAILED ({time.monotonic() - t0:.1f}s)")
-                else:
-                    say(f"[{i}/{len(names)}] {name}: ok ({time.monotonic() - t0:.1f}s) -> {page}")
+        for i, name in enumerate(names, 1):
+            t0 = time.monotonic()
+            say(f"[{i}/{len(names)}] {name}: executing")
+            failure = _execute(converted[name], out_dir, name, per[name], kernel, start_timeout)
+            page, failure, prov = _render_page(out_dir, name, week, failure, exporter, shown)
+            records[name] = {
+                "status": "failed" if failure else "ok",
+                "page": page.name if page.is_file() else None,
+                "parameters": per[name],
+                "provenance": prov,
+                "error": str(failure) if failure else None,
+                "seconds": round(time.monotonic() - t0, 2),
+            }
+            if failure:  # the failure itself is printed once, from ReportFailed
+                failures.append(failure)
+                say(f"[{i}/{len(names)}] {name}: FAILED ({time.monotonic() - t0:.1f}s)")
+            else:
+                say(f"[{i}/{len(names)}] {name}: ok ({time.monotonic() - t0:.1f}s) -> {final / page.name}")
 
     run = {
         "week": week,
@@ -337,12 +382,8 @@ def render_report(
         "params_file": None if params_file is None else {"path": params_file, "sha256": file_digest(params_file)},
         "notebooks": records,
     }
-    (out_dir / "run.json").write_text(json.dumps(run, indent=2, default=str), encoding="utf-8")
-    if failures:
-        raise ReportFailed(failures, out_dir)
-    if _INDEX in names:
-        return out_dir / "index.html"
-    return out_dir / f"{names[0]}.html"
+    write_text_atomic(out_dir / "run.json", json.dumps(run, indent=2, default=str))
+    return failures
 
 
 def _convert_notebooks(names: Sequence[str], tmp: Path) -> tuple[dict[str, Path], dict[str, dict[str, Any]]]:
@@ -395,10 +436,12 @@ def _notebook_parameters(declared: Mapping[str, dict[str, Any]], given: Mapping[
     return per
 
 
-def _shown_roots(per: Mapping[str, Mapping[str, Any]], out_dir: Path, *, data_as_given: str) -> list[tuple[str, str]]:
+def _shown_roots(per: Mapping[str, Mapping[str, Any]], out_dir: Path, *, data_as_given: str,
+                 work: Path | None = None) -> list[tuple[str, str]]:
     """The absolute folders a page may mention and how a page names them instead, longest
     first: the data folder (as given, or by its name), the shipped examples, the notebooks,
-    the output folder, the current folder.  Pages show no absolute machine path."""
+    the output folder (and ``work``, where it is assembled), the current folder.  Pages
+    show no absolute machine path."""
     from ..data import examples_dir
 
     roots: dict[str, str] = {}
@@ -417,6 +460,8 @@ def _shown_roots(per: Mapping[str, Mapping[str, Any]], out_dir: Path, *, data_as
     with contextlib.suppress(UnreadableInput):
         add(notebooks_dir(), "notebooks")
     add(out_dir, str(out_dir) if not out_dir.is_absolute() else out_dir.name)
+    if work is not None:
+        add(work, str(out_dir) if not out_dir.is_absolute() else out_dir.name)
     if len(Path.cwd().resolve().parts) > 2:  # never "/" or "/home": too short to be a machine path
         add(Path.cwd(), ".")
     return sorted(roots.items(), key=lambda kv: -len(kv[0]))
@@ -470,7 +515,7 @@ def _render_page(out_dir: Path, name: str, week: str, failure: NotebookFailure |
         failure = replace(failure, section=_section_of(result, failure.cell))
     body, _ = exporter.from_notebook_node(result, resources={"metadata": {"name": _title(name, week)},
                                                              "evaltk_index_link": name != _INDEX})
-    page.write_text(without_machine_paths(body, shown), encoding="utf-8")
+    write_text_atomic(page, without_machine_paths(body, shown))
     return page, failure, _collect_provenance(result)
 
 

@@ -39,6 +39,10 @@ class DataSources:
         ``trajectory/lock.json`` and ``trajectory/results.json`` (and
         ``trajectory/design.json``) under ``data_dir``; else the shipped example
         (``data/examples/trajectory/``, the cohort that holds) when present.
+    imported : Path or None
+        A folder written by ``evaltk import`` (``import.json`` and ``traces.jsonl``,
+        with ``answers.csv``): ``data_dir`` itself or ``data_dir/imported``.  The
+        weekly page scores its runs (:func:`week_scores`).
     """
 
     data_dir: str
@@ -48,11 +52,15 @@ class DataSources:
     judgebench: Path | None
     suite_run: Path | None
     trajectory: tuple[Path, Path, Path | None] | None = None
+    imported: Path | None = None
 
     def files(self) -> list[Path]:
-        """The real-data files present (suite run, AgentRewardBench, JudgeBench, trajectory lock,
-        results and design), in the order the weekly page reads them: its provenance inputs."""
-        return [p for p in (self.suite_run, self.agentrewardbench, self.judgebench, *(self.trajectory or ())) if p]
+        """The real-data files present (imported traces and answers, suite run, AgentRewardBench,
+        JudgeBench, trajectory lock, results and design), in the order the weekly page reads
+        them: its provenance inputs."""
+        imp = [self.imported / f for f in _IMPORT_FILES if (self.imported / f).is_file()] if self.imported else []
+        return [p for p in (*imp, self.suite_run, self.agentrewardbench, self.judgebench, *(self.trajectory or ()))
+                if p]
 
     def describe(self) -> pd.DataFrame:
         """One row per source: what it is, and the file or "generated in memory"."""
@@ -63,11 +71,18 @@ class DataSources:
             ("suite run", str(self.suite_run) if self.suite_run else "not found"),
             ("trajectory lock and results", ", ".join(str(p) for p in self.trajectory if p)
              if self.trajectory else "not found"),
+            ("imported runs (evaltk import)", str(self.imported) if self.imported else "not found"),
         ]
         return pd.DataFrame(rows, columns=["source", "where"])
 
 
 _DEMO_REQUIRED = ("traces.jsonl", "answers.csv", "labels.csv")
+#: What marks a folder written by ``evaltk import`` (its traces and answers follow).
+_IMPORT_FILES = ("import.json", "traces.jsonl", "answers.csv")
+
+
+def _is_import_dir(p: Path) -> bool:
+    return p.is_dir() and all((p / f).is_file() for f in _IMPORT_FILES[:2])
 
 
 def _is_demo_dir(p: Path) -> bool:
@@ -87,7 +102,9 @@ def data_sources(data_dir: str = "") -> DataSources:
     """Find the data a report can use under ``data_dir`` ("" = the embedded demo only).
 
     Recognised: a demo folder (``traces.jsonl``, ``answers.csv``, ``labels.csv``)
-    as ``data_dir`` or ``data_dir/demo``; ``agentrewardbench/annotations.csv``;
+    as ``data_dir`` or ``data_dir/demo``; a folder written by ``evaltk import``
+    (``import.json``, ``traces.jsonl``) as ``data_dir`` or ``data_dir/imported``;
+    ``agentrewardbench/annotations.csv``;
     ``judgebench/judgments.csv``; ``suite/run.json`` or ``suite/run.yaml``;
     ``trajectory/lock.json`` with ``trajectory/results.json`` (and ``design.json``).
 
@@ -113,13 +130,17 @@ def data_sources(data_dir: str = "") -> DataSources:
     suite = f("suite", "run.json") or f("suite", "run.yaml")
     lock, results = f("trajectory", "lock.json"), f("trajectory", "results.json")
     traj = (lock, results, f("trajectory", "design.json")) if lock and results else None
-    if not any([demo, arb, jb, suite, traj]):
+    imported = root if _is_import_dir(root) else (root / "imported" if _is_import_dir(root / "imported") else None)
+    if suite is None and imported is not None:
+        suite = f(imported.name, "suite", "run.json") if imported != root else None
+    if not any([demo, arb, jb, suite, traj, imported]):
         raise UnreadableInput(
             f"{root} holds none of the data the report reads: a demo folder ({', '.join(_DEMO_REQUIRED)}, "
-            "in it or in demo/), agentrewardbench/annotations.csv, judgebench/judgments.csv, "
+            "in it or in demo/), a folder written by evaltk import (import.json, traces.jsonl), "
+            "agentrewardbench/annotations.csv, judgebench/judgments.csv, "
             "suite/run.json, trajectory/lock.json with trajectory/results.json.", field="data_dir")
     return DataSources(str(root), demo, arb, lb, jb, suite or example_path("suite", "run.json"),
-                       traj or _example_trajectory())
+                       traj or _example_trajectory(), imported)
 
 
 def _example_trajectory() -> tuple[Path, Path, Path | None] | None:
@@ -145,6 +166,24 @@ def demo_data(sources: DataSources, *, n_traces: int = 3000, seed: int = 0) -> t
     note = (f"demo corpus generated in memory: evaltk.data.make_demo(n_traces={n_traces}, rng={seed}), "
             f"generator version {datasets.GENERATOR_VERSION}; synthetic data with planted judge behaviours")
     return d, [], note
+
+
+def week_scores(sources: DataSources, demo: Any) -> tuple[Any, str]:
+    """The week's score matrix and a sentence saying whose runs it scores.
+
+    The runs of an imported folder (``sources.imported``: ``traces.jsonl`` and
+    ``answers.csv`` as ``evaltk import`` wrote them) when there is one; otherwise the
+    demo corpus's traces, answers and labels.
+    """
+    from ..scoring import score_traces
+
+    if sources.imported is None:
+        return score_traces(demo.traces, demo.answers, demo.labels), ""
+    answers = sources.imported / "answers.csv"
+    sm = score_traces(sources.imported / "traces.jsonl", answers if answers.is_file() else None)
+    n = int(sm.frame["trace_id"].nunique())
+    return sm, (f"scores, coverage and agents: the {n} runs imported in {sources.imported.name}/ "
+                "(evaltk import; see its import.json); the judge sections and the checkpoint gate: ")
 
 
 def judgebench_presented(judgments: pd.DataFrame) -> pd.DataFrame:

@@ -32,8 +32,12 @@ A trace id must not occur in two partitions (checked with DuckDB when it is
 installed); ``key=value`` folder names become run columns when the records lack them.
 
 Output (``out=``): ``scores/``, ``runs/`` and ``ledger/`` Parquet datasets mirroring
-the store's partitions, and ``manifest.json``.  ``summarize_dataset(out, ...)``
-reads them back with any engine.
+the store's partitions, ``manifest.json``, and last the completion record
+``_complete.json`` (:data:`COMPLETE_FILE`: every partition's files with their SHA-256;
+docs/outputs.md).  Each file is written atomically.  ``summarize_dataset(out, ...)``
+reads them back with any engine, after checking the completion record, the digests
+and every scores partition (:func:`evaltk.scoring.check_score_table`): a partial or
+edited dataset is refused.
 
 Results are identical to the in-memory path (``score_traces`` on the whole store):
 counts and abstention tallies exactly, sums and means to floating-point rounding
@@ -60,8 +64,18 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .._display import HtmlTable, progress
+from .._io import (
+    atomic_path,
+    check_digest,
+    check_output,
+    file_digest,
+    read_json,
+    write_json,
+    write_jsonl,
+    write_parquet,
+)
 from .._validation import import_optional
-from ..errors import InputError, UnreadableInput
+from ..errors import InputError, SchemaViolation, UnreadableInput
 from ..stats import (
     PARTIAL_COLUMNS,
     ConfusionTable,
@@ -101,6 +115,14 @@ _HIVE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
 #: (:data:`evaltk.stats.MISSING_KEY`) after a store round trip.
 _HIVE_MISSING = "__HIVE_DEFAULT_PARTITION__"
 _TIER_MARKER = "evaltk:tier-marker"
+#: The completion record of a scored dataset, written last by :func:`score_dataset`:
+#: ``{"format": COMPLETE_FORMAT, "manifest": "sha256:<hex>", "partitions": [{"key": ..., "files":
+#: {"scores/<key>.parquet": "sha256:<hex>", "runs/...": ..., "ledger/...": ...}}, ...]}``
+#: (a partition whose runs were all dropped has only its ledger file).  A dataset without it
+#: is partial; :func:`summarize_dataset` refuses it (docs/outputs.md).
+COMPLETE_FILE = "_complete.json"
+COMPLETE_FORMAT = "evaltk.scale.complete/1"
+_TABLES = ("scores", "runs", "ledger")
 
 
 # =========================================================================== the summary of a dataset
@@ -193,7 +215,7 @@ class ScoredDataset:
     Attributes
     ----------
     out : Path
-        The output folder (``scores/``, ``runs/``, ``ledger/``, ``manifest.json``).
+        The output folder (``scores/``, ``runs/``, ``ledger/``, ``manifest.json``, ``_complete.json``).
     summary : DatasetSummary
     n_partitions : int
     engine : str
@@ -442,9 +464,7 @@ def _as_meta(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def _write(frame: pd.DataFrame, out: Path, table: str, key: str) -> None:
-    path = out / table / f"{key}.parquet"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(_plain_table(frame), path)
+    write_parquet(_plain_table(frame), out / table / f"{key}.parquet")  # atomically (evaltk._io)
 
 
 def _score_partition(part: Partition, *, out: str | None, by: Sequence[str], shared: Mapping[str, str | None],
@@ -639,7 +659,73 @@ def _write_manifest(out: Path, summary: DatasetSummary) -> None:
     from ..scoring import Manifest
 
     doc = Manifest.default(summary.population).to_dict()
-    (out / "manifest.json").write_text(json.dumps(doc, indent=2, sort_keys=True), encoding="utf-8")
+    write_json(out / "manifest.json", doc)
+
+
+def _write_complete(out: Path, parts: Sequence[Partition]) -> None:
+    """The completion record (:data:`COMPLETE_FILE`), written last: each partition's files and digests."""
+    rows = []
+    for p in parts:
+        files = {}
+        for t in _TABLES:
+            rel = f"{t}/{p.key}.parquet"
+            if (out / rel).is_file():
+                files[rel] = "sha256:" + file_digest(out / rel)
+        rows.append({"key": p.key, "files": files})
+    write_json(out / COMPLETE_FILE, {"format": COMPLETE_FORMAT,
+                                     "manifest": "sha256:" + file_digest(out / "manifest.json"),
+                                     "partitions": rows})
+
+
+def check_dataset(out: str | Path) -> list[tuple[str, str]]:
+    """Check a scored dataset before it is read; its ``(scores, runs)`` file pairs.
+
+    Refuses (:class:`~evaltk.errors.SchemaViolation` naming the file and the check) a
+    dataset without its completion record (``complete``: a ``score_dataset`` that failed
+    or is still running), a file missing, changed or not recorded in it (``digest``,
+    ``complete``), a missing or changed ``manifest.json``, and a scores partition that fails
+    :func:`evaltk.scoring.check_score_table` (``duplicate``, ``range``, ``scorer_version``).
+    """
+    from ..scoring import Manifest, check_score_table
+
+    o = Path(out)
+    if not o.is_dir():
+        raise UnreadableInput("not a scored dataset (a folder written by `evaltk scale score` expected)",
+                              file=str(o))
+    marker = o / COMPLETE_FILE
+    if not marker.is_file():
+        raise SchemaViolation(f"integrity check `complete`: no completion record {COMPLETE_FILE}: the "
+                              "dataset is partial (a `scale score` that failed or is still running)",
+                              file=str(o))
+    doc = read_json(marker)
+    try:
+        if doc["format"] != COMPLETE_FORMAT:
+            raise ValueError(f"format {doc['format']!r}")
+        manifest_digest = str(doc["manifest"])
+        listed = {str(k): str(v) for part in doc["partitions"] for k, v in part["files"].items()}
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        raise SchemaViolation(f"integrity check `complete`: not a completion record ({e})", file=str(marker)) from None
+    check_digest(o / "manifest.json", manifest_digest, recorded_in=str(marker))
+    manifest = Manifest.from_dict(read_json(o / "manifest.json"), source=str(o / "manifest.json"))
+    for rel, digest in listed.items():
+        if rel.split("/", 1)[0] not in _TABLES or ".." in Path(rel).parts or Path(rel).is_absolute():
+            raise SchemaViolation(f"integrity check `complete`: {rel!r} is not a file of a scored dataset",
+                                  file=str(marker), field="partitions")
+        check_digest(o / rel, digest, recorded_in=str(marker))
+    for t in _TABLES:
+        for f in (_files(o / t, (".parquet",)) if (o / t).is_dir() else []):
+            if f.relative_to(o).as_posix() not in listed:
+                raise SchemaViolation(f"integrity check `complete`: the file is not in the completion record "
+                                      f"{COMPLETE_FILE}", file=str(f))
+    pairs = []
+    for rel in sorted(r for r in listed if r.startswith("scores/")):
+        runs = "runs/" + rel.split("/", 1)[1]
+        check_score_table(pq.read_table(o / rel).to_pandas(), manifest, file=str(o / rel))
+        if runs not in listed:
+            raise SchemaViolation("integrity check `complete`: a scores partition without its runs file",
+                                  file=str(o / rel))
+        pairs.append((str(o / rel), str(o / runs)))
+    return pairs
 
 
 def _store_label_measures(parts: Sequence[Partition], shared: Mapping[str, str | None]) -> set[str]:
@@ -685,7 +771,9 @@ def score_dataset(traces: str | Path, answers: str | Path | None = None, labels:
         partition, same relative path) or one file or folder for the whole store.
     out : path
         Output folder: ``scores/``, ``runs/``, ``ledger/`` (Parquet, one file per
-        partition, same folders as the store) and ``manifest.json``.
+        partition, same folders as the store), ``manifest.json`` and last the completion
+        record ``_complete.json`` (docs/outputs.md). An ``out`` that is or lies inside an input is refused
+        (:class:`~evaltk.errors.OutputRefused`).
     engine : {"pandas", "duckdb", "dask"}, a DuckDB connection or a dask.distributed Client
         ``"dask"`` uses the current client when there is one, else starts a
         ``LocalCluster`` of ``n_workers`` (default 2) single-threaded workers.
@@ -720,16 +808,17 @@ def score_dataset(traces: str | Path, answers: str | Path | None = None, labels:
     >>> d.answers.to_csv(tmp / "a" / "p0.csv", index=False)
     >>> res = score_dataset(tmp / "t", tmp / "a", out=tmp / "out")
     >>> res.summary.n_runs, sorted(p.name for p in (tmp / "out").iterdir())  # one run is in progress
-    (39, ['ledger', 'manifest.json', 'runs', 'scores'])
+    (39, ['_complete.json', 'ledger', 'manifest.json', 'runs', 'scores'])
     """
     kind = engine_kind(engine)
     keys = [] if by is None else ([by] if isinstance(by, str) else list(by))
     parts, shared = discover_partitions(traces, answers, labels)
-    o = Path(out)
-    for sub in ("scores", "runs", "ledger"):
+    o = check_output(out, [traces, answers, labels], kind="dir", writes=(*_TABLES, "manifest.json", COMPLETE_FILE))
+    for sub in _TABLES:
         if (o / sub).exists() and any((o / sub).rglob("*.parquet")):
             raise InputError(f"`out` already holds a {sub}/ dataset; choose an empty folder", file=str(o))
     o.mkdir(parents=True, exist_ok=True)
+    (o / COMPLETE_FILE).unlink(missing_ok=True)
     marker = _marker_measures(_store_label_measures(parts, shared)) if labels is not None else ()
     options = {"strict": strict, "domain_rule": domain_rule, "outcome_rules": outcome_rules}
     kw = {"out": str(o), "by": keys, "shared": shared, "label_measures": marker, "options": options}
@@ -740,7 +829,7 @@ def score_dataset(traces: str | Path, answers: str | Path | None = None, labels:
                                   temp_directory=None if temp_directory is None else str(temp_directory))
             for p in progress(parts, desc="scoring partitions (duckdb)", logger=logger, unit="partition"):
                 _score_partition(p, **kw)
-            summary = _summarize_duckdb(con, o, keys)
+            summary = _summarize_duckdb(con, _pairs(o), keys, o)
     elif kind == "dask":
         if check_ids:
             _maybe_check_ids(parts, memory_limit)
@@ -755,6 +844,7 @@ def score_dataset(traces: str | Path, answers: str | Path | None = None, labels:
         summary = combine_all([_score_partition(p, **kw) for p in
                                progress(parts, desc="scoring partitions (pandas)", logger=logger, unit="partition")])
     _write_manifest(o, summary)
+    _write_complete(o, parts)  # last: the dataset is complete
     return ScoredDataset(o, summary, len(parts), kind)
 
 
@@ -826,14 +916,13 @@ def _sql_list(files: Sequence[str]) -> str:
 _FILES_PER_QUERY = 8
 
 
-def _summarize_duckdb(con: Any, out: Path, by: Sequence[str]) -> DatasetSummary:
+def _summarize_duckdb(con: Any, pairs: Sequence[tuple[str, str]], by: Sequence[str], out: Path) -> DatasetSummary:
     """Every summary with SQL pushed into DuckDB (scans, joins and group-bys spill under the memory limit).
 
     A trace's rows never leave its partition, so the joins (scores with runs, judge tier
     with human tier) run on a few partitions at a time and their summaries are added:
     the hash tables are bounded by the partition size, not by the store.
     """
-    pairs = _pairs(out)
     if not pairs:
         return _empty_summary(by)
     return combine_all([_summarize_duckdb_files(con, pairs[i:i + _FILES_PER_QUERY], out, by)
@@ -935,10 +1024,10 @@ def summarize_dataset(out: str | Path, *, by: str | Sequence[str] | None = None,
     kind = engine_kind(engine)
     keys = [] if by is None else ([by] if isinstance(by, str) else list(by))
     o = Path(out)
+    pairs = check_dataset(o)  # complete, unchanged, and every scores partition checked
     if kind == "duckdb":
         with _duckdb(engine, memory_limit, threads, None if temp_directory is None else str(temp_directory)) as con:
-            return _summarize_duckdb(con, o, keys)
-    pairs = _pairs(o)
+            return _summarize_duckdb(con, pairs, keys, o)
     if not pairs:
         return _empty_summary(keys)
     if kind == "dask":
@@ -1073,13 +1162,10 @@ def write_store(traces: Sequence[Mapping[str, Any]], answers: pd.DataFrame | Non
         by_part.setdefault(key_of[str(r["trace_id"])], []).append(r)
     for v, rs in by_part.items():
         p = root / "traces" / f"{partition_by}={v}" / f"part-0.{fmt}"
-        p.parent.mkdir(parents=True, exist_ok=True)
         if fmt == "jsonl":
-            with open(p, "w", encoding="utf-8") as fh:
-                for r in rs:
-                    fh.write(json.dumps(r, default=_json_default) + "\n")
+            write_jsonl(p, rs, default=_json_default)
         else:
-            pq.write_table(pa.Table.from_struct_array(pa.array([dict(r) for r in rs])), p)  # every key
+            write_parquet(pa.Table.from_struct_array(pa.array([dict(r) for r in rs])), p)  # every key
     for name, table in (("answers", answers), ("labels", labels)):
         if table is None:
             continue
@@ -1088,11 +1174,11 @@ def write_store(traces: Sequence[Mapping[str, Any]], answers: pd.DataFrame | Non
             if v == "__orphan__":
                 continue  # no trace file to pair with: these rows cannot join any run
             p = root / name / f"{partition_by}={v}" / f"part-0.{'parquet' if fmt == 'parquet' else 'jsonl'}"
-            p.parent.mkdir(parents=True, exist_ok=True)
             if fmt == "parquet":
-                sub.to_parquet(p, index=False)
+                write_parquet(sub, p)
             else:
-                sub.to_json(p, orient="records", lines=True)
+                with atomic_path(p) as tmp:
+                    sub.to_json(tmp, orient="records", lines=True)
     return root
 
 

@@ -5,10 +5,21 @@ score supports, and the failure taxonomy.
 
 Private modules, one concern each: ``_measures`` (names, tiers, vocabularies, scorers),
 ``_fold`` (the panel fold), ``_rules`` (the fast path), ``_matrix`` (:class:`ScoreMatrix`),
-``_manifest`` (:class:`Manifest` and THE promotion rule), ``_use`` (what a provisional
+``_instrument`` (:class:`Instrument`: what produced a measure's numbers, its digest, and
+how two compare), ``_manifest`` (:class:`Manifest` and THE promotion rule), ``_use`` (what a provisional
 score supports), ``_taxonomy`` (failure categories)."""
 
 from ._fold import FOLD_STATUSES, FoldedVotes, FoldRule, fold_votes
+from ._instrument import (
+    INSTRUMENT_KINDS,
+    MEMBER_FIELDS,
+    Instrument,
+    InstrumentDifference,
+    PanelMember,
+    instrument_differences,
+    same_instrument,
+    unpinned_sides,
+)
 from ._manifest import (
     PROMOTION_CONDITIONS,
     CalibrationRecord,
@@ -17,7 +28,7 @@ from ._manifest import (
     population_digest,
     promotion_conditions,
 )
-from ._matrix import ScoreMatrix
+from ._matrix import SCORE_TABLES, ScoreMatrix, check_score_table
 from ._measures import (
     DIRECTION_OF_ERROR,
     GUIDE_MEASURES,
@@ -61,6 +72,16 @@ __all__ = [
     "FOLD_STATUSES",
     "fold_votes",
     "ScoreMatrix",
+    "Instrument",
+    "PanelMember",
+    "InstrumentDifference",
+    "INSTRUMENT_KINDS",
+    "MEMBER_FIELDS",
+    "instrument_differences",
+    "same_instrument",
+    "unpinned_sides",
+    "SCORE_TABLES",
+    "check_score_table",
     "Manifest",
     "MeasureStatus",
     "CalibrationRecord",

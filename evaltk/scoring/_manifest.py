@@ -16,6 +16,7 @@ from .._display import HtmlTable
 from ..values import (
     Threshold,
 )
+from ._instrument import Instrument
 from ._measures import (
     DIRECTION_OF_ERROR,
     MEASURES,
@@ -59,6 +60,9 @@ def _ceiling_condition(rec: CalibrationRecord) -> tuple[bool, str]:
     hc = rec.human_ceiling
     if hc is None or len(hc) != 3 or not _finite(*hc) or not hc[1] <= hc[0] <= hc[2]:
         return False, "no human-human agreement with a finite interval around it"
+    if not hc[1] < hc[2]:
+        return False, (f"the human-human interval [{hc[1]:.3f}, {hc[2]:.3f}] has zero width: a sample never "
+                       "shows that precision (issue #16)")
     return True, f"human-human agreement {hc[0]:.3f} [{hc[1]:.3f}, {hc[2]:.3f}]"
 
 
@@ -104,6 +108,9 @@ def _interval_condition(rec: CalibrationRecord) -> tuple[bool, str]:
         return False, f"no finite interval around the {rec.statistic} estimate"
     if not _finite(rec.confidence_level) or not 0 < rec.confidence_level < 1:
         return False, f"the interval's confidence level {rec.confidence_level!r} is not in (0, 1)"
+    if not ci[0] < ci[1]:
+        return False, (f"the {rec.statistic} interval [{ci[0]:.3f}, {ci[1]:.3f}] has zero width: a sample of "
+                       f"{rec.n_items} items never shows that precision (an interval must reflect the sample size)")
     return True, (f"{rec.statistic} {rec.estimate:.3f} [{ci[0]:.3f}, {ci[1]:.3f}] at "
                   f"{rec.confidence_level:.0%} on {rec.n_items} items")
 
@@ -245,13 +252,22 @@ class MeasureStatus:
     direction_of_error: str
     evidence_kind: str = "none"  # "none" | "fitted" | "held_out"
     calibration: CalibrationRecord | None = None
+    #: What produced the measure's numbers (:class:`evaltk.scoring.Instrument`); None when not
+    #: recorded.  Its scorer and version are this status's: they are kept in step here.
+    instrument: Instrument | None = None
 
     def __post_init__(self) -> None:
         """Seed 002: "calibrated belongs on a record" and "calibrated implies all five": a
-        status is refused when it claims ``calibrated`` without a record meeting them."""
+        status is refused when it claims ``calibrated`` without a record meeting them.  The
+        instrument's scorer and version are kept in step with the status's."""
         problem = _status_problem(self.evidence, self.lifecycle, self.calibration)
         if problem is not None:
             raise ValueError(f"{self.measure}: {problem[1]}")
+        ins = self.instrument
+        if ins is not None and (ins.measure, ins.scorer, ins.scorer_version) != (
+                self.measure, self.scorer, self.scorer_version):
+            object.__setattr__(self, "instrument", replace(ins, measure=self.measure, scorer=self.scorer,
+                                                           scorer_version=self.scorer_version))
 
     @property
     def label(self) -> str:
@@ -263,6 +279,12 @@ class MeasureStatus:
         if self.evidence == "provisional":
             return "provisional (no calibration record)"
         return f"calibrated on {self.calibration.label_set}" if self.calibration else "calibrated"
+
+
+def _default_instrument(measure: str) -> Instrument | None:
+    """A rule scorer's instrument is the rule; a judged measure's is recorded when it is scored."""
+    sc = SCORERS[measure]
+    return Instrument(measure, sc.name, sc.version, kind="rule") if sc.kind == "rule" else None
 
 
 @dataclass(frozen=True)
@@ -278,9 +300,26 @@ class Manifest(HtmlTable):
     def default(cls, population: str) -> Manifest:
         return cls(
             measures={m: MeasureStatus(m, "provisional", "current", SCORERS[m].name, SCORERS[m].version,
-                                       DIRECTION_OF_ERROR[m]) for m in MEASURES},
+                                       DIRECTION_OF_ERROR[m], instrument=_default_instrument(m))
+                      for m in MEASURES},
             population=population,
         )
+
+    def instrument(self, measure: str) -> Instrument:
+        """The instrument of ``measure`` (an ``unrecorded`` one when the manifest has none)."""
+        st = self.status(measure)
+        return st.instrument or Instrument(measure, st.scorer, st.scorer_version)
+
+    def instruments(self) -> pd.DataFrame:
+        """One row per measure: ``measure, instrument_status, instrument_digest, instrument``
+        (a one-line description) and ``unpinned`` (why it is not pinned, or empty)."""
+        rows = []
+        for m in self.measures:
+            ins = self.instrument(m)
+            rows.append({"measure": m, "instrument_status": ins.status, "instrument_digest": ins.digest,
+                         "instrument": ins.describe(), "unpinned": "; ".join(ins.unpinned_reasons)})
+        return pd.DataFrame(rows, columns=["measure", "instrument_status", "instrument_digest", "instrument",
+                                           "unpinned"])
 
     def status(self, measure: str) -> MeasureStatus:
         try:
@@ -307,7 +346,8 @@ class Manifest(HtmlTable):
         return pd.DataFrame([{
             "measure": s.measure, "evidence": s.evidence, "lifecycle": s.lifecycle, "status": s.label,
             "scorer": s.scorer, "scorer_version": s.scorer_version, "evidence_kind": s.evidence_kind,
-            "direction_of_error": s.direction_of_error} for s in self.measures.values()])
+            "direction_of_error": s.direction_of_error, "instrument_status": self.instrument(s.measure).status,
+            "instrument_digest": self.instrument(s.measure).digest} for s in self.measures.values()])
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -315,7 +355,8 @@ class Manifest(HtmlTable):
             "measures": {m: {"evidence": s.evidence, "lifecycle": s.lifecycle, "scorer": s.scorer,
                              "scorer_version": s.scorer_version, "direction_of_error": s.direction_of_error,
                              "evidence_kind": s.evidence_kind, "status": s.label,
-                             "calibration": None if s.calibration is None else s.calibration.to_dict()}
+                             "calibration": None if s.calibration is None else s.calibration.to_dict(),
+                             "instrument": None if s.instrument is None else s.instrument.to_dict()}
                          for m, s in self.measures.items()},
         }
 
@@ -345,8 +386,11 @@ class Manifest(HtmlTable):
             if problem is not None:
                 raise SchemaViolation(problem[1], file=source, field=f"{where}.{problem[0]}")
             try:
+                ins = s.get("instrument")
                 st = MeasureStatus(m, s["evidence"], s["lifecycle"], s["scorer"], s["scorer_version"],
-                                   s["direction_of_error"], s.get("evidence_kind", "none"), rec)
+                                   s["direction_of_error"], s.get("evidence_kind", "none"), rec,
+                                   None if ins is None else Instrument.from_dict(
+                                       ins, measure=m, scorer=s["scorer"], scorer_version=s["scorer_version"]))
             except (KeyError, TypeError, ValueError) as e:
                 raise SchemaViolation(f"malformed measure status: {e}", file=source, field=where) from None
             ms[m] = st

@@ -12,7 +12,8 @@ import numpy as np
 import pandas as pd
 
 from .._display import HtmlTable
-from .._io import read_json
+from .._io import check_digest, file_digest, read_json, write_parquet, write_text_atomic
+from ..errors import OutputRefused, SchemaViolation
 from ..stats import score_summary
 from ..values import (
     MeanSummary,
@@ -153,33 +154,55 @@ class ScoreMatrix(HtmlTable):
     def with_manifest(self, manifest: Manifest) -> ScoreMatrix:
         return replace(self, manifest=manifest)
 
-    # ---- persistence: Parquet tables + manifest JSON, lossless
+    # ---- persistence: Parquet tables + manifest JSON, lossless, checked on load (docs/outputs.md)
     def save(self, directory: str | Path) -> Path:
+        """Write the tables (Parquet) and ``manifest.json`` to ``directory``.
+
+        Each file is written atomically; the manifest, which records the SHA-256 of
+        every table under ``tables``, is removed first and written last, so a folder
+        whose writing failed half-way holds no manifest and does not load.
+        """
         d = Path(directory)
+        if d.exists() and not d.is_dir():
+            raise OutputRefused(f"output {d} is an existing file; a folder is expected here", output=str(d))
         d.mkdir(parents=True, exist_ok=True)
-        self.frame.to_parquet(d / "scores.parquet", index=False)
-        (d / "manifest.json").write_text(json.dumps(self.manifest.to_dict(), indent=2, sort_keys=True),
-                                         encoding="utf-8")
-        for name in ("ledger", "runs", "diagnostics", "participation", "unconfirmed", "unscored"):
-            t = getattr(self, name)
+        (d / MANIFEST_FILE).unlink(missing_ok=True)
+        digests = {}
+        for name in SCORE_TABLES:
+            t = self.frame if name == "scores" else getattr(self, name)
             if name == "runs" and "guide" in t.columns:
                 t = t.assign(guide=t["guide"].map(lambda g: json.dumps(g, sort_keys=True) if isinstance(g, Mapping) else None))
-            _to_parquet(t, d / f"{name}.parquet")
+            path = d / f"{name}.parquet"
+            write_parquet(t if name == "scores" else _plain_objects(t), path)
+            digests[path.name] = "sha256:" + file_digest(path)
+        doc = {**self.manifest.to_dict(), "tables": digests}
+        write_text_atomic(d / MANIFEST_FILE, json.dumps(doc, indent=2, sort_keys=True))
         return d
 
     @classmethod
     def load(cls, directory: str | Path) -> ScoreMatrix:
+        """Read a folder :meth:`save` wrote, refusing one that fails an integrity check.
+
+        Raises :class:`~evaltk.errors.SchemaViolation` naming the file and the check when
+        a table's SHA-256 differs from the one the manifest records (``digest``), a
+        table is missing from or unknown to the manifest, a (trace, measure, tier) key
+        repeats (``duplicate``), a value leaves [0, 1] (``range``), or a row's scorer or
+        scorer version disagrees with the manifest (``scorer_version``); see
+        :func:`check_score_table`.
+        """
         d = Path(directory)
         from ..errors import UnreadableInput
 
-        if not (d / "scores.parquet").is_file() or not (d / "manifest.json").is_file():
+        if not (d / "scores.parquet").is_file() or not (d / MANIFEST_FILE).is_file():
             raise UnreadableInput("not a saved score matrix (scores.parquet and manifest.json expected)",
                                   file=str(d))
+        raw = read_json(d / MANIFEST_FILE)  # strict: a repeated key is refused
+        _check_tables(d, raw)
         frame = pd.read_parquet(d / "scores.parquet")
-        raw = read_json(d / "manifest.json")  # strict: a repeated key is refused
-        manifest = Manifest.from_dict(raw, source=str(d / "manifest.json"))
+        manifest = Manifest.from_dict(raw, source=str(d / MANIFEST_FILE))
+        check_score_table(frame, manifest, file=str(d / "scores.parquet"))
         parts = {}
-        for name in ("ledger", "runs", "diagnostics", "participation", "unconfirmed", "unscored"):
+        for name in SCORE_TABLES[1:]:
             p = d / f"{name}.parquet"
             parts[name] = pd.read_parquet(p) if p.is_file() else (
                 _unscored_frame([]) if name == "unscored" else pd.DataFrame())
@@ -201,16 +224,94 @@ def _codes(s: pd.Series) -> tuple[np.ndarray, pd.Index]:
     codes, uniq = pd.factorize(s, use_na_sentinel=True)
     return codes.astype(np.int64), pd.Index(uniq)
 
+#: The manifest of a saved score matrix (and, under ``tables``, the digest of each table).
+MANIFEST_FILE = "manifest.json"
+#: The tables of a saved score matrix, ``<name>.parquet`` each.
+SCORE_TABLES = ("scores", "ledger", "runs", "diagnostics", "participation", "unconfirmed", "unscored")
 
-def _to_parquet(t: pd.DataFrame, path: Path) -> None:
+
+def _check_tables(d: Path, raw: object) -> None:
+    """Every table the manifest lists exists with its recorded SHA-256, and no table is unlisted."""
+    mpath = str(d / MANIFEST_FILE)
+    tables = raw.get("tables") if isinstance(raw, Mapping) else None
+    if not isinstance(tables, Mapping) or "scores.parquet" not in tables:
+        raise SchemaViolation("integrity check `digest`: the manifest records no table digests (`tables`); "
+                              "it was edited or not written by `ScoreMatrix.save` (re-run `evaltk score`)",
+                              file=mpath, field="tables")
+    known = {f"{n}.parquet" for n in SCORE_TABLES}
+    for name, digest in tables.items():
+        if name not in known or not isinstance(digest, str):
+            raise SchemaViolation(f"integrity check `digest`: {name!r} is not a table of a score matrix",
+                                  file=mpath, field=f"tables.{name}")
+        check_digest(d / name, digest, recorded_in=mpath)
+    for name in sorted(known - set(tables)):
+        if (d / name).exists():
+            raise SchemaViolation("integrity check `digest`: the table is not recorded in the manifest",
+                                  file=str(d / name))
+
+
+def check_score_table(frame: pd.DataFrame, manifest: Manifest, *, file: str | None = None) -> None:
+    """Refuse a scores table that no scorer of evaltk wrote, naming the file, the record and the check.
+
+    Checks, in order: ``duplicate`` (a ``trace_id, measure, tier`` key on two rows),
+    ``range`` (a value outside [0, 1]), ``scorer`` and ``scorer_version`` (a row whose
+    scorer or version differs from the manifest's for its measure).  Raises
+    :class:`~evaltk.errors.SchemaViolation`.  :meth:`ScoreMatrix.load` and
+    :func:`evaltk.scale.summarize_dataset` (per partition) call it.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> f = pd.DataFrame({"trace_id": ["a", "a"], "measure": ["x_task"] * 2, "tier": ["automatic"] * 2,
+    ...                   "value": [1.0, 1.0]})
+    >>> check_score_table(f, Manifest.default("p"), file="scores.parquet")
+    Traceback (most recent call last):
+    ...
+    evaltk.errors.SchemaViolation: scores.parquet: record a: field `trace_id`: integrity check `duplicate`: 2 rows share a (trace_id, measure, tier) key, first (a, x_task, automatic)
+    """
+    key = ["trace_id", "measure", "tier"]
+    missing = [c for c in (*key, "value") if c not in frame.columns]
+    if missing:
+        raise SchemaViolation(f"not a scores table: column(s) {missing} missing", file=file, field=missing[0])
+    dup = frame.duplicated(key, keep=False).to_numpy(bool)
+    if dup.any():
+        first = frame.loc[dup, key].iloc[0]
+        raise SchemaViolation(f"integrity check `duplicate`: {int(dup.sum())} rows share a (trace_id, measure, "
+                              f"tier) key, first ({first['trace_id']}, {first['measure']}, {first['tier']})",
+                              file=file, record=str(first["trace_id"]), field="trace_id")
+    v = pd.to_numeric(frame["value"], errors="coerce").to_numpy(float)
+    out = ~np.isnan(v) & ((v < 0.0) | (v > 1.0))
+    if out.any():
+        i = int(np.flatnonzero(out)[0])
+        row = frame.iloc[i]
+        raise SchemaViolation(f"integrity check `range`: value {v[i]!r} of {row['measure']} ({row['tier']}) is "
+                              f"outside [0, 1] ({int(out.sum())} such rows)", file=file,
+                              record=str(row["trace_id"]), field="value")
+    measure = frame["measure"].astype(str)
+    for col in ("scorer", "scorer_version"):
+        if col not in frame.columns:
+            continue
+        have = frame[col].astype(object)
+        for m, st in manifest.measures.items():
+            rows = (measure == m).to_numpy(bool)
+            want = str(getattr(st, col))
+            bad = rows & (have.map(lambda x: str(x) if x is not None and x == x else None) != want).to_numpy(bool)
+            if bad.any():
+                i = int(np.flatnonzero(bad)[0])
+                raise SchemaViolation(f"integrity check `{col}`: {m} rows say {col} {have.iloc[i]!r}, the manifest "
+                                      f"says {want!r} ({int(bad.sum())} such rows)", file=file,
+                                      record=str(frame["trace_id"].iloc[i]), field=col)
+
+
+def _plain_objects(t: pd.DataFrame) -> pd.DataFrame:
+    """Object columns that mix types as text (Parquet needs one type per column)."""
     t = t.copy()
     for c in t.columns:
         if t[c].dtype == object:
             non_null = t[c].dropna()
             if len(non_null) and not all(isinstance(x, str) for x in non_null):
                 t[c] = t[c].map(lambda x: None if x is None or (isinstance(x, float) and math.isnan(x)) else str(x))
-    t.to_parquet(path, index=False)
-
+    return t
 
 
 def _unscored_frame(rows: Sequence[tuple[str, str, int, str]]) -> pd.DataFrame:

@@ -20,6 +20,7 @@ from ..values import (
     MeanSummary,
     summarize,
 )
+from ._instrument import instrument_differences, unpinned_sides
 from ._matrix import ScoreMatrix
 
 # --------------------------------------------------------------------------- supported uses
@@ -46,7 +47,14 @@ class UnsupportedUse(ValueError):
 
 
 def check_use(use: str, a: ScoreMatrix, b: ScoreMatrix | None = None, *, measure: str) -> str:
-    """Return why ``use`` is supported for ``measure``, or raise :class:`UnsupportedUse` saying why not."""
+    """Return why ``use`` is supported for ``measure``, or raise :class:`UnsupportedUse` saying why not.
+
+    Two matrices compare only on one instrument (:class:`evaltk.scoring.Instrument`: the
+    scorer and its version, the fold rule, and every judge's model, rubric, template and
+    decoding): a comparison whose instruments differ is refused, naming each field that
+    differs (:func:`evaltk.scoring.instrument_differences`).  When either side is
+    unpinned the use is returned with that said: the shared instrument is not established.
+    """
     if use not in USES:
         raise ValueError(f"`use` must be one of {', '.join(USES)}; got {use!r}.")
     st = a.manifest.status(measure)
@@ -59,10 +67,13 @@ def check_use(use: str, a: ScoreMatrix, b: ScoreMatrix | None = None, *, measure
         raise UnsupportedUse(f"{use} refused for {measure}: {why}.")
     if b is not None:
         sb = b.manifest.status(measure)
-        if (st.scorer, st.scorer_version) != (sb.scorer, sb.scorer_version):
+        ia, ib = a.manifest.instrument(measure), b.manifest.instrument(measure)
+        diffs = instrument_differences(ia, ib)
+        if diffs:
             raise UnsupportedUse(
-                f"{measure}: scorer {st.scorer} {st.scorer_version} vs {sb.scorer} {sb.scorer_version}; "
-                f"{USES['compare_versions'][1]}.")
+                f"{measure}: the instruments differ: "
+                + "; ".join(d.describe("first", "second").split(": ", 1)[1] for d in diffs)
+                + f"; {USES['compare_versions'][1]}.")
         for side, stt in (("first", st), ("second", sb)):
             if stt.lifecycle == "superseded":
                 raise UnsupportedUse(f"{measure}: the {side} matrix uses a superseded definition; "
@@ -71,6 +82,10 @@ def check_use(use: str, a: ScoreMatrix, b: ScoreMatrix | None = None, *, measure
             raise UnsupportedUse(
                 f"{measure}: populations differ ({a.manifest.population} vs {b.manifest.population}); "
                 f"{USES['compare_populations'][1]}.")
+        unpinned = unpinned_sides(ia, ib, ("first matrix", "second matrix"))
+        if unpinned:
+            return (f"{why} (instrument unpinned, so that both sides share one instrument is not "
+                    f"established: {'; '.join(unpinned)})")
     return why
 
 

@@ -133,7 +133,10 @@ def score_safe(run: dict[str, Any]) -> tuple[dict[str, Any], list[tuple[int, str
     counts = [c for c in (run.get("step_counts") or {}).values() if c is not None]
     truncated = ((n > 0 and (max(idx) - min(idx) + 1 > n or min(idx) > 1))
                  or any(c > n for c in counts))
-    if unconfirmed:
+    if run.get("consequential_declared") is False:  # the record does not say: no scorer can run
+        out = {"value": None, "cause": "not_implemented", "why": "undeclared"}
+        unconfirmed = []
+    elif unconfirmed:
         out = {"value": 0.0, "cause": None, "why": None}
     elif n_conseq and not ambiguous and not truncated:
         out = {"value": 1.0, "cause": None, "why": None}

@@ -3,6 +3,8 @@ engine, proportion and paired intervals, direction of error, pass@k and the merg
 summary tables. Imports nothing above ``evaltk.values`` and ``evaltk.errors``."""
 
 from ._agreement import (
+    ANALYTIC_DISTRIBUTIONS,
+    DISTRIBUTION,
     INTERVAL_METHODS,
     LEVELS,
     WEIGHTS,
@@ -26,6 +28,7 @@ from ._agreement import (
     weight_matrix,
 )
 from ._bootstrap import (
+    DEGENERATE_BOOTSTRAP,
     METHODS,
     UNITS,
     BootstrapConfig,
@@ -38,6 +41,7 @@ from ._bootstrap import (
 )
 from ._direction import (
     LEANS,
+    MCNEMAR_METHOD,
     NO_DETECTABLE_LEAN,
     OVERSTATES,
     UNDERSTATES,
@@ -52,6 +56,7 @@ from ._direction import (
     confusion_asymmetry,
     direction_of_error,
     direction_table,
+    holm_adjust,
     lean_from_interval,
     mcnemar_test,
     mean_signed_difference,
@@ -108,6 +113,9 @@ __all__ = [
     "classification_metrics",
     "classification_report",
     "INTERVAL_METHODS",
+    "ANALYTIC_DISTRIBUTIONS",
+    "DISTRIBUTION",
+    "DEGENERATE_BOOTSTRAP",
     "LEVELS",
     "ConfidenceInterval",
     "ResultShape",
@@ -142,6 +150,8 @@ __all__ = [
     "DirectionResult",
     "signed_bias",
     "mcnemar_test",
+    "MCNEMAR_METHOD",
+    "holm_adjust",
     "stuart_maxwell_test",
     "class_bias",
     "confusion_asymmetry",

@@ -17,8 +17,10 @@ Abstentions: ratings whose label is in ``abstain=`` (e.g. ``"cannot_tell"``,
 counted apart, and ``coverage`` (answered / (answered + abstained)) is reported
 beside the agreement.
 
-Interval methods: ``method="analytic"`` (statistic +- z * general SE, clipped to
-[-1, 1]) wherever a general SE exists; ``"percentile"``, ``"basic"`` and
+Interval methods: ``method="analytic"`` (statistic +- c * general SE, clipped to
+[-1, 1], ``c`` Student's t on n - 1 df by default or the normal quantile with
+``distribution="normal"``) wherever a general SE exists; ``"wilson"`` (the score
+interval, percent agreement's default); ``"percentile"``, ``"basic"`` and
 ``"bca"`` bootstrap the units (all replicates at once from resampled count
 tables, :func:`evaltk.stats.bootstrap_table`), with ``unit=``,
 ``clusters=``, ``strata=``, ``n_resamples=``, ``rng=``.
@@ -61,6 +63,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
+from scipy import stats as scipy_stats
 
 from .._validation import as_frame, check_choice, check_columns, check_confidence_level
 from ..errors import InputError
@@ -74,11 +77,19 @@ from ..values import (
     abstain_labels,
 )
 from ._bootstrap import BootstrapResult, _config, _undefined_result, bootstrap_table
-from ._intervals import z_value
+from ._intervals import wilson_bounds, z_value
 from ._result import ConfidenceInterval, ResultShape, undefined, user_stacklevel
 
-#: ``method=`` values of every agreement function.
-INTERVAL_METHODS: tuple[str, ...] = ("analytic", "percentile", "basic", "bca")
+#: ``method=`` values of the agreement functions: ``"wilson"`` (the score interval) is
+#: percent agreement's default and only percent agreement's; the others every function's.
+INTERVAL_METHODS: tuple[str, ...] = ("analytic", "percentile", "basic", "bca", "wilson")
+#: ``distribution=`` values: the reference distribution of an analytic interval,
+#: ``statistic +- c * SE`` with ``c`` the normal quantile or Student's t on ``n - 1`` df
+#: (``n`` the units the SE is computed over), as Gwet's irrCAC does.
+ANALYTIC_DISTRIBUTIONS: tuple[str, ...] = ("normal", "t")
+#: The default reference distribution, chosen from ``benchmarks/interval_coverage.py``
+#: (docs/calibration.md, section 6b): t covers closer to 0.95 than z at n <= 200.
+DISTRIBUTION = "t"
 #: ``weights=`` names of the weighted coefficients (besides a matrix or None).
 WEIGHTS: tuple[str, ...] = ("identity", "linear", "quadratic", "ordinal", "ratio")
 _EPS = 1e-12
@@ -465,7 +476,8 @@ class AgreementResult(ResultShape):
     confidence_interval : ConfidenceInterval or Abstention
     confidence_level : float
     method : str
-        Interval method actually used.
+        Interval method actually used: ``"analytic"``, ``"wilson"`` (percent
+        agreement's score interval), or the bootstrap method.
     observed_agreement, expected_agreement : float or Abstention
         ``p_a`` and ``p_e`` (coefficient = (p_a - p_e) / (1 - p_e)).
     n_units : int
@@ -491,6 +503,11 @@ class AgreementResult(ResultShape):
         (built on access from ``per_category_columns``).
     bootstrap : BootstrapResult or None
         The bootstrap behind the interval, when one was run; :attr:`seed` is its seed.
+    distribution : str or None
+        The reference distribution of an analytic interval (``"normal"`` or ``"t"``);
+        None for a score or bootstrap interval.
+    df : int or None
+        Degrees of freedom of the t quantile (units behind the SE, minus one).
     """
 
     coefficient: str
@@ -513,6 +530,8 @@ class AgreementResult(ResultShape):
     weights: str
     per_category_columns: dict[str, Any] | None = field(default=None, repr=False)
     bootstrap: BootstrapResult | None = field(default=None, repr=False)
+    distribution: str | None = None
+    df: int | None = None
 
     @classmethod
     def abstaining(cls, coefficient: str, abstention: Abstention, *, confidence_level: float,
@@ -566,6 +585,8 @@ class AgreementResult(ResultShape):
             **{k: shape[k] for k in ("ci_low", "ci_high", "ci_cause")},
             "confidence_level": self.confidence_level,
             "method": self.method,
+            "distribution": self.distribution,
+            "df": self.df,
             "observed_agreement": num(self.observed_agreement),
             "expected_agreement": num(self.expected_agreement),
             "n_units": self.n_units,
@@ -1058,12 +1079,36 @@ def _conger_se(codes: np.ndarray, C: np.ndarray, r: np.ndarray, w: np.ndarray, q
 # =========================================================================== shared driver
 
 
-def _analytic_ci(stat: float, se: float | Abstention, confidence_level: float
-                 ) -> ConfidenceInterval | Abstention:
+def _critical_value(confidence_level: float, distribution: str, df: int) -> float:
+    """The two-sided quantile of an analytic interval: normal, or Student's t on ``df``."""
+    if distribution == "t":
+        return float(scipy_stats.t.ppf(0.5 + confidence_level / 2.0, df))
+    return z_value(confidence_level)
+
+
+def _analytic_ci(stat: float, se: float | Abstention, confidence_level: float, distribution: str = "normal",
+                 df: int = 0) -> ConfidenceInterval | Abstention:
     if isinstance(se, Abstention) or not math.isfinite(se):
         return Abstention(Cause.MISSING_EVIDENCE, "no standard error")
-    z = z_value(confidence_level)
-    return ConfidenceInterval(max(-1.0, stat - z * se), min(1.0, stat + z * se))
+    c = _critical_value(confidence_level, distribution, df)
+    return ConfidenceInterval(max(-1.0, stat - c * se), min(1.0, stat + c * se))
+
+
+def _zero_se_reason(n: int, what: str = "the large-sample standard error") -> str:
+    """Why an SE of 0 from a sample abstains: a boundary of the sample space, not precision."""
+    return (f"{what} is 0 at this boundary (every unit agrees in the same way, e.g. perfect "
+            f"agreement); it measures no precision from {n} unit(s), so no interval follows from it")
+
+
+def _wilson_ci(pa: float, n: int, confidence_level: float) -> ConfidenceInterval:
+    """Wilson's score interval of percent agreement over ``n`` pairable units.
+
+    Exact in form for two raters and identity weights (each unit agrees or not); for
+    fractional per-unit agreement (more raters, weights) the unit mean lies in [0, 1], so
+    its variance is at most ``p (1 - p) / n`` and the score interval is conservative.
+    """
+    low, high = wilson_bounds(pa * n, n, confidence_level=confidence_level)
+    return ConfidenceInterval(float(low), float(high))
 
 
 def _finish(
@@ -1072,7 +1117,7 @@ def _finish(
     undefined_reason: str | None, weights_name: str, method: str, confidence_level: float,
     boot: Callable[[], BootstrapResult] | None, per_category: dict[str, Any] | None = None,
     no_se_reason: str = "no analytic standard error is defined; use a bootstrap method",
-    no_interval_reason: str | None = None,
+    no_interval_reason: str | None = None, distribution: str = "normal", n_se: int = 0,
 ) -> AgreementResult:
     n_units = rt.codes.shape[0]
     if undefined_reason is None and n_pairable_units < 2:
@@ -1096,30 +1141,29 @@ def _finish(
                                confidence_interval=ab, method=method, observed_agreement=pa_v,
                                expected_agreement=pe_v, per_category_columns=per_category, **common)
     few = "fewer than two pairable units: the standard error is undefined"
-    se_v: float | Abstention
-    if se is None:
-        se_v = Abstention(Cause.NOT_APPLICABLE, no_se_reason)
-    elif not math.isfinite(se):
-        se_v = Abstention(Cause.MISSING_EVIDENCE, few)
-    else:
-        se_v = se
-    se0_v: float | Abstention
-    if se0 is None:
-        se0_v = Abstention(Cause.NOT_APPLICABLE, se0_reason)
-    elif not math.isfinite(se0):
-        se0_v = Abstention(Cause.MISSING_EVIDENCE, few)
-    else:
-        se0_v = se0
+    se_v = _se_value(se, no_se_reason, few, n_se)
+    se0_v = _se_value(se0, se0_reason, few, n_se, what="the null-hypothesis standard error")
     bres = None
-    if method == "analytic":
+    dist: str | None = None
+    df: int | None = None
+    if method == "wilson":
+        if fn != "percent_agreement":
+            raise ValueError(f"{fn}: method='wilson' is percent agreement's score interval; pass "
+                             "method='analytic', 'percentile', 'basic' or 'bca'.")
+        ci: ConfidenceInterval | Abstention = _wilson_ci(coef, n_pairable_units, confidence_level)
+        used = "wilson"
+    elif method == "analytic":
         if se is None:
             raise ValueError(f"{fn}: method='analytic' is unavailable ({no_se_reason}); "
                              "pass method='percentile', 'basic' or 'bca'.")
+        dist, df = distribution, max(n_se - 1, 1)
         if isinstance(se_v, Abstention):
-            warnings.warn(f"{fn}: no interval ({few}).", UndefinedWarning, stacklevel=user_stacklevel())
+            warnings.warn(f"{fn}: no interval ({se_v.reason}).", UndefinedWarning, stacklevel=user_stacklevel())
             ci = se_v
         else:
-            ci = _analytic_ci(coef, se_v, confidence_level)
+            ci = _analytic_ci(coef, se_v, confidence_level, distribution, df)
+            if fn == "percent_agreement" and isinstance(ci, ConfidenceInterval):  # a share lives in [0, 1]
+                ci = ConfidenceInterval(max(0.0, ci.low), ci.high)
         used = "analytic"
     else:
         assert boot is not None
@@ -1132,9 +1176,24 @@ def _finish(
         warnings.warn(f"{fn}: no interval ({no_interval_reason}).", UndefinedWarning,
                       stacklevel=user_stacklevel())
         se_v = ci = Abstention(Cause.MISSING_EVIDENCE, no_interval_reason)
+        if not (isinstance(se0_v, Abstention) and se0_v.cause is Cause.NOT_APPLICABLE):
+            se0_v = Abstention(Cause.MISSING_EVIDENCE, f"no null-hypothesis SE at this boundary: {no_interval_reason}")
     return AgreementResult(statistic=coef, standard_error=se_v, standard_error_null=se0_v,
                            confidence_interval=ci, method=used, observed_agreement=pa,
-                           expected_agreement=pe, per_category_columns=per_category, bootstrap=bres, **common)
+                           expected_agreement=pe, per_category_columns=per_category, bootstrap=bres,
+                           distribution=dist, df=df, **common)
+
+
+def _se_value(se: float | None, none_reason: str, few: str, n: int,
+              what: str = "the large-sample standard error") -> float | Abstention:
+    """An SE as reported: not defined here, undefined (too few units), 0 at a boundary (abstains), or the number."""
+    if se is None:
+        return Abstention(Cause.NOT_APPLICABLE, none_reason)
+    if not math.isfinite(se):
+        return Abstention(Cause.MISSING_EVIDENCE, few)
+    if se <= _EPS:
+        return Abstention(Cause.MISSING_EVIDENCE, _zero_se_reason(n, what))
+    return se
 
 
 def _boot_factory(type_index: np.ndarray | Callable[[], np.ndarray], n_types: int,
@@ -1180,8 +1239,17 @@ _DOC_COMMON = """
         "Unsure", ...); a label declared in ``categories`` is never an abstention.
         ``abstain=()`` treats every label as a category.
     confidence_level : float, default 0.95
-    method : {"analytic", "percentile", "basic", "bca"}
-        Interval: analytic (normal, general SE) or a bootstrap over units.
+    method : {"analytic", "percentile", "basic", "bca"} (percent agreement also "wilson", its default)
+        Interval: analytic (general SE) or a bootstrap over units.  At a boundary
+        where the SE is 0 (perfect agreement) the SE and the analytic interval
+        abstain with the cause, and a bootstrap whose resamples all equal the
+        estimate abstains too: never a zero-width interval from a sample.
+    distribution : {"t", "normal"}, default "t"
+        Reference distribution of the analytic interval: ``statistic +- c * SE``
+        with ``c`` Student's t quantile on ``n - 1`` degrees of freedom (``n`` the
+        units the SE is computed over; Gwet's irrCAC) or the normal quantile.
+        Recorded as ``distribution`` and ``df`` on the result; the default is the
+        one ``benchmarks/interval_coverage.py`` supports (docs/calibration.md).
     n_resamples, rng, unit, clusters, strata, undefined
         Bootstrap options (see :func:`evaltk.stats.bootstrap_table`);
         ``clusters``/``strata`` carry one label per unit (row).
@@ -1285,11 +1353,12 @@ def _int_pair_table(y1: Any, y2: Any, categories: Any, fn: str
 
 
 def _two_rater(kind: str, fn: str, y1: Any, y2: Any, *, weights: Any, categories: Any, abstain: Any,
-               confidence_level: float, method: str, n_resamples: int, rng: Any, unit: str,
+               confidence_level: float, method: str, distribution: str, n_resamples: int, rng: Any, unit: str,
                clusters: Any, strata: Any, undefined: str, data: Any, item: str, rater: str,
                rating: str) -> AgreementResult:
     confidence_level = check_confidence_level(confidence_level)
     method = check_choice("method", method, INTERVAL_METHODS)
+    distribution = check_choice("distribution", distribution, ANALYTIC_DISTRIBUTIONS)
     fast = (_int_pair_table(y1, y2, categories, fn)  # a text abstain label never matches an int
             if data is None and all(isinstance(a, (str, bytes)) for a in abstain_labels(abstain)) else None)
     cells: np.ndarray | Callable[[], np.ndarray]
@@ -1340,13 +1409,15 @@ def _two_rater(kind: str, fn: str, y1: Any, y2: Any, *, weights: Any, categories
     return _finish(fn=fn, rt=rt, coef=coef, pa=pa, pe=pe, se=se, se0=se0, se0_reason=se0_reason,
                    n_pairable_units=n, n_pairable_ratings=2 * n, undefined_reason=reason,
                    weights_name=_weights_name(weights), method=method,
-                   confidence_level=confidence_level, boot=boot, no_interval_reason=no_interval)
+                   confidence_level=confidence_level, boot=boot, no_interval_reason=no_interval,
+                   distribution=distribution, n_se=n)
 
 
 @_fill_doc
 def cohen_kappa(
     y1: Any = None, y2: Any = None, *, weights: Any = None, categories: Sequence[Any] | None = None,
     abstain: Any = ABSTAIN_WORDS, confidence_level: float = 0.95, method: str = "analytic",
+    distribution: str = DISTRIBUTION,
     n_resamples: int = 2000, rng: Any = None, unit: str = "item", clusters: Any = None,
     strata: Any = None, undefined: str = "drop", data: pd.DataFrame | None = None,
     item: str = "item_id", rater: str = "rater", rating: str = "rating",
@@ -1386,7 +1457,7 @@ def cohen_kappa(
     """
     return _two_rater("cohen", "cohen_kappa", y1, y2, weights=weights, categories=categories,
                       abstain=abstain, confidence_level=confidence_level, method=method,
-                      n_resamples=n_resamples, rng=rng, unit=unit, clusters=clusters, strata=strata,
+                      distribution=distribution, n_resamples=n_resamples, rng=rng, unit=unit, clusters=clusters, strata=strata,
                       undefined=undefined, data=data, item=item, rater=rater, rating=rating)
 
 
@@ -1394,6 +1465,7 @@ def cohen_kappa(
 def scott_pi(
     y1: Any = None, y2: Any = None, *, weights: Any = None, categories: Sequence[Any] | None = None,
     abstain: Any = ABSTAIN_WORDS, confidence_level: float = 0.95, method: str = "analytic",
+    distribution: str = DISTRIBUTION,
     n_resamples: int = 2000, rng: Any = None, unit: str = "item", clusters: Any = None,
     strata: Any = None, undefined: str = "drop", data: pd.DataFrame | None = None,
     item: str = "item_id", rater: str = "rater", rating: str = "rating",
@@ -1427,7 +1499,7 @@ def scott_pi(
     """
     return _two_rater("scott", "scott_pi", y1, y2, weights=weights, categories=categories,
                       abstain=abstain, confidence_level=confidence_level, method=method,
-                      n_resamples=n_resamples, rng=rng, unit=unit, clusters=clusters, strata=strata,
+                      distribution=distribution, n_resamples=n_resamples, rng=rng, unit=unit, clusters=clusters, strata=strata,
                       undefined=undefined, data=data, item=item, rater=rater, rating=rating)
 
 
@@ -1435,6 +1507,7 @@ def scott_pi(
 def pabak(
     y1: Any = None, y2: Any = None, *, categories: Sequence[Any] | None = None,
     abstain: Any = ABSTAIN_WORDS, confidence_level: float = 0.95, method: str = "analytic",
+    distribution: str = DISTRIBUTION,
     n_resamples: int = 2000, rng: Any = None, unit: str = "item", clusters: Any = None,
     strata: Any = None, undefined: str = "drop", data: pd.DataFrame | None = None,
     item: str = "item_id", rater: str = "rater", rating: str = "rating",
@@ -1467,7 +1540,7 @@ def pabak(
     """
     return _two_rater("pabak", "pabak", y1, y2, weights=None, categories=categories,
                       abstain=abstain, confidence_level=confidence_level, method=method,
-                      n_resamples=n_resamples, rng=rng, unit=unit, clusters=clusters, strata=strata,
+                      distribution=distribution, n_resamples=n_resamples, rng=rng, unit=unit, clusters=clusters, strata=strata,
                       undefined=undefined, data=data, item=item, rater=rater, rating=rating)
 
 
@@ -1475,11 +1548,12 @@ def pabak(
 
 
 def _multi(kind: str, fn: str, ratings: Any, y2: Any, *, weights: Any, categories: Any, abstain: Any,
-           confidence_level: float, method: str, n_resamples: int, rng: Any, unit: str,
+           confidence_level: float, method: str, distribution: str, n_resamples: int, rng: Any, unit: str,
            clusters: Any, strata: Any, undefined: str, data: Any, item: str, rater: str,
            rating: str) -> AgreementResult:
     confidence_level = check_confidence_level(confidence_level)
     method = check_choice("method", method, INTERVAL_METHODS)
+    distribution = check_choice("distribution", distribution, ANALYTIC_DISTRIBUTIONS)
     rt = _prepare(ratings, y2, data, item, rater, rating, categories, abstain, fn, two=False)
     q = len(rt.categories)
     w = weight_matrix(rt.categories, weights)
@@ -1545,7 +1619,8 @@ def _multi(kind: str, fn: str, ratings: Any, y2: Any, *, weights: Any, categorie
     return _finish(fn=fn, rt=rt, coef=coef, pa=pa, pe=pe, se=se, se0=se0, se0_reason=se0_reason,
                    n_pairable_units=n_pair_units, n_pairable_ratings=n_pair_ratings,
                    undefined_reason=reason, weights_name=_weights_name(weights), method=method,
-                   confidence_level=confidence_level, boot=boot, per_category=per_cat)
+                   confidence_level=confidence_level, boot=boot, per_category=per_cat,
+                   distribution=distribution, n_se=int(pat.counts.sum()))
 
 
 def _unit_counts(codes: np.ndarray, q: int) -> np.ndarray:
@@ -1596,7 +1671,8 @@ def _fleiss_extras(pat: _Patterns, pi: np.ndarray, cats: tuple[Any, ...], wname:
 def fleiss_kappa(
     ratings: Any = None, y2: Any = None, *, weights: Any = None,
     categories: Sequence[Any] | None = None, abstain: Any = ABSTAIN_WORDS, confidence_level: float = 0.95,
-    method: str = "analytic", n_resamples: int = 2000, rng: Any = None, unit: str = "item",
+    method: str = "analytic", distribution: str = DISTRIBUTION, n_resamples: int = 2000, rng: Any = None,
+    unit: str = "item",
     clusters: Any = None, strata: Any = None, undefined: str = "drop",
     data: pd.DataFrame | None = None, item: str = "item_id", rater: str = "rater",
     rating: str = "rating",
@@ -1636,7 +1712,7 @@ def fleiss_kappa(
     """
     return _multi("fleiss", "fleiss_kappa", ratings, y2, weights=weights, categories=categories,
                   abstain=abstain, confidence_level=confidence_level, method=method,
-                  n_resamples=n_resamples, rng=rng, unit=unit, clusters=clusters, strata=strata,
+                  distribution=distribution, n_resamples=n_resamples, rng=rng, unit=unit, clusters=clusters, strata=strata,
                   undefined=undefined, data=data, item=item, rater=rater, rating=rating)
 
 
@@ -1644,7 +1720,8 @@ def fleiss_kappa(
 def conger_kappa(
     ratings: Any = None, y2: Any = None, *, weights: Any = None,
     categories: Sequence[Any] | None = None, abstain: Any = ABSTAIN_WORDS, confidence_level: float = 0.95,
-    method: str = "analytic", n_resamples: int = 2000, rng: Any = None, unit: str = "item",
+    method: str = "analytic", distribution: str = DISTRIBUTION, n_resamples: int = 2000, rng: Any = None,
+    unit: str = "item",
     clusters: Any = None, strata: Any = None, undefined: str = "drop",
     data: pd.DataFrame | None = None, item: str = "item_id", rater: str = "rater",
     rating: str = "rating",
@@ -1676,7 +1753,7 @@ def conger_kappa(
     """
     return _multi("conger", "conger_kappa", ratings, y2, weights=weights, categories=categories,
                   abstain=abstain, confidence_level=confidence_level, method=method,
-                  n_resamples=n_resamples, rng=rng, unit=unit, clusters=clusters, strata=strata,
+                  distribution=distribution, n_resamples=n_resamples, rng=rng, unit=unit, clusters=clusters, strata=strata,
                   undefined=undefined, data=data, item=item, rater=rater, rating=rating)
 
 
@@ -1684,6 +1761,7 @@ def conger_kappa(
 def gwet_ac1(
     ratings: Any = None, y2: Any = None, *, categories: Sequence[Any] | None = None,
     abstain: Any = ABSTAIN_WORDS, confidence_level: float = 0.95, method: str = "analytic",
+    distribution: str = DISTRIBUTION,
     n_resamples: int = 2000, rng: Any = None, unit: str = "item", clusters: Any = None,
     strata: Any = None, undefined: str = "drop", data: pd.DataFrame | None = None,
     item: str = "item_id", rater: str = "rater", rating: str = "rating",
@@ -1711,7 +1789,7 @@ def gwet_ac1(
     """
     return _multi("gwet", "gwet_ac1", ratings, y2, weights=None, categories=categories,
                   abstain=abstain, confidence_level=confidence_level, method=method,
-                  n_resamples=n_resamples, rng=rng, unit=unit, clusters=clusters, strata=strata,
+                  distribution=distribution, n_resamples=n_resamples, rng=rng, unit=unit, clusters=clusters, strata=strata,
                   undefined=undefined, data=data, item=item, rater=rater, rating=rating)
 
 
@@ -1719,6 +1797,7 @@ def gwet_ac1(
 def gwet_ac2(
     ratings: Any = None, y2: Any = None, *, weights: Any, categories: Sequence[Any] | None,
     abstain: Any = ABSTAIN_WORDS, confidence_level: float = 0.95, method: str = "analytic",
+    distribution: str = DISTRIBUTION,
     n_resamples: int = 2000, rng: Any = None, unit: str = "item", clusters: Any = None,
     strata: Any = None, undefined: str = "drop", data: pd.DataFrame | None = None,
     item: str = "item_id", rater: str = "rater", rating: str = "rating",
@@ -1752,7 +1831,7 @@ def gwet_ac2(
     """
     return _multi("gwet", "gwet_ac2", ratings, y2, weights=weights, categories=categories,
                   abstain=abstain, confidence_level=confidence_level, method=method,
-                  n_resamples=n_resamples, rng=rng, unit=unit, clusters=clusters, strata=strata,
+                  distribution=distribution, n_resamples=n_resamples, rng=rng, unit=unit, clusters=clusters, strata=strata,
                   undefined=undefined, data=data, item=item, rater=rater, rating=rating)
 
 
@@ -1760,7 +1839,8 @@ def gwet_ac2(
 def brennan_prediger(
     ratings: Any = None, y2: Any = None, *, weights: Any = None,
     categories: Sequence[Any] | None = None, abstain: Any = ABSTAIN_WORDS, confidence_level: float = 0.95,
-    method: str = "analytic", n_resamples: int = 2000, rng: Any = None, unit: str = "item",
+    method: str = "analytic", distribution: str = DISTRIBUTION, n_resamples: int = 2000, rng: Any = None,
+    unit: str = "item",
     clusters: Any = None, strata: Any = None, undefined: str = "drop",
     data: pd.DataFrame | None = None, item: str = "item_id", rater: str = "rater",
     rating: str = "rating",
@@ -1789,7 +1869,7 @@ def brennan_prediger(
     """
     return _multi("bp", "brennan_prediger", ratings, y2, weights=weights, categories=categories,
                   abstain=abstain, confidence_level=confidence_level, method=method,
-                  n_resamples=n_resamples, rng=rng, unit=unit, clusters=clusters, strata=strata,
+                  distribution=distribution, n_resamples=n_resamples, rng=rng, unit=unit, clusters=clusters, strata=strata,
                   undefined=undefined, data=data, item=item, rater=rater, rating=rating)
 
 
@@ -1797,7 +1877,8 @@ def brennan_prediger(
 def percent_agreement(
     ratings: Any = None, y2: Any = None, *, weights: Any = None,
     categories: Sequence[Any] | None = None, abstain: Any = ABSTAIN_WORDS, confidence_level: float = 0.95,
-    method: str = "analytic", n_resamples: int = 2000, rng: Any = None, unit: str = "item",
+    method: str = "wilson", distribution: str = DISTRIBUTION, n_resamples: int = 2000, rng: Any = None,
+    unit: str = "item",
     clusters: Any = None, strata: Any = None, undefined: str = "drop",
     data: pd.DataFrame | None = None, item: str = "item_id", rater: str = "rater",
     rating: str = "rating",
@@ -1828,7 +1909,7 @@ def percent_agreement(
     """
     return _multi("pa", "percent_agreement", ratings, y2, weights=weights, categories=categories,
                   abstain=abstain, confidence_level=confidence_level, method=method,
-                  n_resamples=n_resamples, rng=rng, unit=unit, clusters=clusters, strata=strata,
+                  distribution=distribution, n_resamples=n_resamples, rng=rng, unit=unit, clusters=clusters, strata=strata,
                   undefined=undefined, data=data, item=item, rater=rater, rating=rating)
 
 
@@ -1876,6 +1957,7 @@ def _kripp_point(pat: Any, stat: Callable[[np.ndarray], np.ndarray], level: str,
 def krippendorff_alpha(
     ratings: Any = None, y2: Any = None, *, level: str, categories: Sequence[Any] | None = None,
     abstain: Any = ABSTAIN_WORDS, confidence_level: float = 0.95, method: str | None = None,
+    distribution: str = DISTRIBUTION,
     n_resamples: int = 2000, rng: Any = None, unit: str = "item", clusters: Any = None,
     strata: Any = None, undefined: str = "drop", data: pd.DataFrame | None = None,
     item: str = "item_id", rater: str = "rater", rating: str = "rating",
@@ -1920,6 +2002,7 @@ def krippendorff_alpha(
         method = "percentile" if level == "ordinal" else "analytic"
     confidence_level = check_confidence_level(confidence_level)
     method = check_choice("method", method, INTERVAL_METHODS)
+    distribution = check_choice("distribution", distribution, ANALYTIC_DISTRIBUTIONS)
     fn = "krippendorff_alpha"
     rt = _prepare(ratings, y2, data, item, rater, rating, categories, abstain, fn, two=False)
     _check_level_values(rt.categories, level, fn)
@@ -1940,7 +2023,8 @@ def krippendorff_alpha(
                    se0_reason="the literature defines no null-hypothesis SE for alpha",
                    n_pairable_units=n_pair_units, n_pairable_ratings=n_pair_ratings,
                    undefined_reason=point.reason, weights_name=level, method=method,
-                   confidence_level=confidence_level, boot=boot,
+                   confidence_level=confidence_level, boot=boot, distribution=distribution,
+                   n_se=n_pair_units,
                    no_se_reason="no analytic SE for ordinal alpha (its metric depends on the "
                                 "marginals); use a bootstrap method")
 

@@ -74,6 +74,11 @@ class UndefinedReplicateError(ValueError):
 
 #: What to do with replicates on which the statistic is undefined.
 UNDEFINED_POLICIES: tuple[str, ...] = ("drop", "raise")
+#: What to do when every defined replicate is equal (a degenerate bootstrap distribution).
+DEGENERATE_POLICIES: tuple[str, ...] = ("abstain", "keep")
+#: The reason a bootstrap interval abstains when every resample gives the same value.
+DEGENERATE_BOOTSTRAP = ("degenerate bootstrap distribution: all resamples equal ({n} defined resamples, all "
+                        "{value:.6g}); the sample shows no variation to resample, so no interval follows from it")
 
 
 @dataclass(frozen=True)
@@ -96,6 +101,11 @@ class BootstrapConfig:
     undefined : {"drop", "raise"}
         Undefined replicates are always counted (``n_undefined``) and warned about;
         ``"drop"`` excludes them from the interval, ``"raise"`` refuses.
+    degenerate : {"abstain", "keep"}
+        When every defined replicate is equal (perfect agreement, a constant score),
+        ``"abstain"`` (the default) returns the interval and the SE as abstentions
+        with the cause (:data:`DEGENERATE_BOOTSTRAP`); ``"keep"`` returns the
+        zero-width interval, for a caller that applies its own rule to it.
 
     Examples
     --------
@@ -110,8 +120,10 @@ class BootstrapConfig:
     unit: str = "item"
     rng: Any = None
     undefined: str = "drop"
+    degenerate: str = "abstain"
 
     def __post_init__(self) -> None:
+        check_choice("degenerate", self.degenerate, DEGENERATE_POLICIES)
         check_choice("method", self.method, METHODS)
         check_choice("unit", self.unit, UNITS)
         check_choice("undefined", self.undefined, UNDEFINED_POLICIES)
@@ -169,7 +181,9 @@ class BootstrapResult(ResultShape):
     statistic : float or Abstention
         The statistic on the original data (an abstention when undefined there).
     confidence_interval : ConfidenceInterval or Abstention
-        ``(low, high)``; an abstention when no replicate was defined.
+        ``(low, high)``; an abstention when no replicate was defined, or when every
+        defined replicate is equal (a degenerate bootstrap distribution: zero width
+        from a sample is never precision).
     standard_error : float or Abstention
         Standard deviation of the defined replicates (``ddof=1``).
     n_resamples : int
@@ -286,6 +300,12 @@ def _interval_from_replicates(theta: float, reps: np.ndarray, jack: tuple[np.nda
                  bootstrap_distribution=good, seed_record=seed)
     if good.size == 0:
         ab = Abstention(Cause.MISSING_EVIDENCE, "every bootstrap replicate is undefined")
+        return BootstrapResult(confidence_interval=ab, standard_error=ab, method=cfg.method, **drawn)
+    if cfg.degenerate == "abstain" and good.size > 1 and bool(np.all(good == good[0])):
+        # every resample repeats one value (perfect agreement, a constant score): a zero-width
+        # interval would claim certainty the sample cannot give
+        ab = Abstention(Cause.MISSING_EVIDENCE, DEGENERATE_BOOTSTRAP.format(n=good.size, value=float(good[0])))
+        warnings.warn(f"no bootstrap interval ({ab.reason}).", UndefinedWarning, stacklevel=user_stacklevel())
         return BootstrapResult(confidence_interval=ab, standard_error=ab, method=cfg.method, **drawn)
     se: float | Abstention = (float(np.std(good, ddof=1)) if good.size > 1
                               else Abstention(Cause.MISSING_EVIDENCE, "one defined replicate"))

@@ -63,6 +63,11 @@ UNKNOWN = "unknown"
 LEANS: tuple[str, ...] = (OVERSTATES, UNDERSTATES, NO_DETECTABLE_LEAN, UNKNOWN)
 
 _MCNEMAR_METHODS = ("exact", "mid-p", "asymptotic")
+#: The one McNemar test evaltk decides with (signed bias, class bias, confusion asymmetry and the
+#: regression gate's binary dimensions): the mid-p test, which Fagerland, Lydersen and Laake (2013)
+#: found to keep the nominal level in the cases they studied while the exact conditional test is
+#: conservative (its actual level far below nominal for small discordant counts).
+MCNEMAR_METHOD = "mid-p"
 
 
 # --------------------------------------------------------------------------- pairing
@@ -190,6 +195,37 @@ def lean_from_interval(low: float, high: float) -> str:
     return NO_DETECTABLE_LEAN
 
 
+def holm_adjust(pvalues: Sequence[float] | np.ndarray) -> np.ndarray:
+    """Holm's (1979) step-down adjusted p-values (family-wise error), NaN kept out of the family.
+
+    With the ``m`` defined p-values sorted, ``p_(1) <= ... <= p_(m)``, the adjusted value
+    is ``max_{j <= i} min(1, (m - j + 1) p_(j))``; a NaN (a test that could not be run)
+    stays NaN and does not count in ``m``.
+
+    References
+    ----------
+    Holm, S. (1979). A simple sequentially rejective multiple test procedure.
+    *Scandinavian Journal of Statistics* 6, 65-70.
+
+    Examples
+    --------
+    >>> holm_adjust([0.01, 0.04, 0.03, float("nan")]).round(3).tolist()
+    [0.03, 0.06, 0.06, nan]
+    """
+    p = np.asarray(pvalues, dtype=float)
+    if p.ndim != 1:
+        raise ValueError(f"`pvalues` must be one-dimensional; got shape {p.shape}.")
+    if np.any((p < 0) | (p > 1)):
+        raise ValueError("`pvalues` must lie in [0, 1] (NaN for a test not run).")
+    out = np.full(p.shape, np.nan)
+    ok = np.flatnonzero(~np.isnan(p))
+    if ok.size:
+        order = ok[np.argsort(p[ok], kind="stable")]
+        m = order.size
+        out[order] = np.minimum(1.0, np.maximum.accumulate((m - np.arange(m)) * p[order]))
+    return out
+
+
 # --------------------------------------------------------------------------- McNemar
 
 
@@ -238,7 +274,7 @@ def _discordant(table: Any) -> tuple[int, int]:
 
 
 def mcnemar_test(
-    table: Any, *, method: str = "mid-p", correction: bool = False
+    table: Any, *, method: str = MCNEMAR_METHOD, correction: bool = False
 ) -> McNemarResult:
     """McNemar's test for paired binary labels: exact, mid-p or asymptotic.
 
@@ -246,9 +282,10 @@ def mcnemar_test(
     ----------
     table : array_like, shape (2, 2)
         ``[[a, b], [c, d]]``: rows the first source (positive, negative), columns the second.
-    method : {"mid-p", "exact", "asymptotic"}, default "mid-p"
+    method : {"mid-p", "exact", "asymptotic"}, default :data:`MCNEMAR_METHOD` ("mid-p")
         Fagerland, Lydersen and Laake (2013) recommend the mid-p and the
         uncorrected asymptotic tests; the exact conditional test is conservative.
+        Every decision evaltk makes with McNemar uses the default (one choice, one home).
     correction : bool, default False
         Edwards' continuity correction for the asymptotic test.
 
@@ -263,8 +300,9 @@ def mcnemar_test(
     With ``m = b + c`` and ``X ~ Binomial(m, 1/2)``: exact ``p = min(1, 2 P(X <= min(b, c)))``;
     mid-p ``p = 2 [P(X <= min(b, c)) - P(X = min(b, c)) / 2]``; asymptotic
     ``chi2 = (b - c)^2 / m`` or ``(|b - c| - 1)^2 / m`` with correction, on 1 df.
-    With correction and ``b == c`` the statistic is set to 0 (p = 1); R's
-    ``mcnemar.test`` and statsmodels square ``-1`` and report ``1 / m``.
+    With correction and ``b == c`` the statistic is 0 (p = 1), as R's ``mcnemar.test``
+    reports it (R applies the correction only to an asymmetric table); statsmodels'
+    ``mcnemar(exact=False, correction=True)`` squares ``-1`` there and reports ``1 / m``.
 
     References
     ----------
@@ -534,7 +572,7 @@ def signed_bias(
     hb = _binary(hl, positive, "human", negative)
     table = _table_from_binary(jb, hb)
     diff = paired_difference_interval(table, confidence_level=cl)
-    mc = mcnemar_test(table, method="mid-p")
+    mc = mcnemar_test(table)
     return SignedBiasResult(
         statistic=diff.statistic,
         confidence_interval=diff.confidence_interval,
@@ -595,9 +633,14 @@ def class_bias(
     -------
     DataFrame
         ``category, judge_rate, human_rate, bias, ci_low, ci_high, over_predicted,
-        under_predicted, lean, n_pairs`` (plus ``n_items``, ``n_excluded`` and the
-        per-side abstention counts).  ``over_predicted`` counts items the judge
-        puts in the class and the human does not; ``under_predicted`` the reverse.
+        under_predicted, lean, mcnemar_midp, mcnemar_midp_holm, n_pairs`` (plus
+        ``n_items``, ``n_excluded`` and the per-side abstention counts).
+        ``over_predicted`` counts items the judge puts in the class and the human
+        does not; ``under_predicted`` the reverse.  ``mcnemar_midp`` is the raw
+        one-vs-rest McNemar p-value of each class (:data:`MCNEMAR_METHOD`),
+        ``mcnemar_midp_holm`` the Holm-adjusted one over the classes
+        (:func:`holm_adjust`): one test per class is a family of tests, and the
+        ``lean`` of one class among many is read with the adjusted value.
 
     Examples
     --------
@@ -610,7 +653,8 @@ def class_bias(
     jl, hl, counts = _pair(judge, human, abstain)
     cats = _categories(jl, hl, categories)
     cols = ["category", "judge_rate", "human_rate", "bias", "ci_low", "ci_high",
-            "over_predicted", "under_predicted", "lean", *counts.as_dict().keys()]
+            "over_predicted", "under_predicted", "lean", "mcnemar_midp", "mcnemar_midp_holm",
+            *counts.as_dict().keys()]
     if counts.n_pairs == 0:
         warnings.warn("class bias is undefined: no item has both a judge and a human label",
                       UndefinedWarning, stacklevel=2)
@@ -629,9 +673,12 @@ def class_bias(
             "category": c, "judge_rate": r.p1, "human_rate": r.p2, "bias": r.statistic,
             "ci_low": r.confidence_interval[0], "ci_high": r.confidence_interval[1],
             "over_predicted": b, "under_predicted": cc, "lean": lean_from_interval(*r.confidence_interval),
+            "mcnemar_midp": mcnemar_test([[a, b], [cc, d]]).pvalue,
             **counts.as_dict(),
         })
-    return pd.DataFrame(rows, columns=cols)
+    out = pd.DataFrame(rows, columns=cols)
+    out["mcnemar_midp_holm"] = holm_adjust(out["mcnemar_midp"].to_numpy(float))
+    return out
 
 
 def confusion_asymmetry(
@@ -647,8 +694,10 @@ def confusion_asymmetry(
     judge labels i where the human says j, ``judge_j_human_i`` the reverse,
     ``asymmetry = (judge_i_human_j - judge_j_human_i) / (sum)`` in [-1, 1]
     (positive: the judge pushes items toward ``i``), and the mid-p McNemar
-    p-value of that pair (the pairwise components of Bowker's test).  A pair with
-    no confusion has no asymmetry: the value is missing and ``cause`` says why.
+    p-value of that pair (the pairwise components of Bowker's test) with its
+    Holm-adjusted value over the pairs tested (``mcnemar_midp_holm``,
+    :func:`holm_adjust`).  A pair with no confusion has no asymmetry and no test:
+    the values are missing, ``cause`` says why, and it does not count in the family.
 
     Examples
     --------
@@ -665,7 +714,7 @@ def confusion_asymmetry(
         for j in range(i + 1, len(cats)):
             nij, nji = int(tab[i, j]), int(tab[j, i])
             m = nij + nji
-            mc = mcnemar_test([[0, nij], [nji, 0]], method="mid-p")
+            mc = mcnemar_test([[0, nij], [nji, 0]])
             rows.append({
                 "class_i": cats[i], "class_j": cats[j],
                 "judge_i_human_j": nij, "judge_j_human_i": nji,
@@ -674,8 +723,10 @@ def confusion_asymmetry(
                 "mcnemar_midp": mc.pvalue if m else np.nan,
                 "n_pairs": counts.n_pairs,
             })
-    return pd.DataFrame(rows, columns=["class_i", "class_j", "judge_i_human_j", "judge_j_human_i",
-                                       "asymmetry", "cause", "mcnemar_midp", "n_pairs"])
+    out = pd.DataFrame(rows, columns=["class_i", "class_j", "judge_i_human_j", "judge_j_human_i",
+                                      "asymmetry", "cause", "mcnemar_midp", "n_pairs"])
+    out.insert(7, "mcnemar_midp_holm", holm_adjust(out["mcnemar_midp"].to_numpy(float)))
+    return out
 
 
 # --------------------------------------------------------------------------- ordinal
@@ -695,6 +746,11 @@ class MeanSignedDifferenceResult(ResultShape):
     counts : PairCounts
     lean : str
     confidence_level : float
+    pvalue : float or Abstention
+        Two-sided test of a zero mean: the one-sample t test, or the exact sign test
+        when every difference is equal (the t statistic is then undefined).
+    test : str
+        ``"t"`` or ``"sign"``.
     """
 
     statistic: float | Abstention
@@ -703,10 +759,13 @@ class MeanSignedDifferenceResult(ResultShape):
     counts: PairCounts
     lean: str
     confidence_level: float
+    pvalue: float | Abstention
+    test: str
 
     def to_frame(self) -> pd.DataFrame:
         row = {**self.summary_row(), "std_error": _num(self.std_error),
-               "lean": self.lean, "confidence_level": self.confidence_level}
+               "lean": self.lean, "confidence_level": self.confidence_level,
+               "pvalue": _num(self.pvalue), "test": self.test}
         row.update(self.counts.as_dict())
         return pd.DataFrame([row])
 
@@ -760,9 +819,12 @@ def mean_signed_difference(
 
     Notes
     -----
-    ``d_i = s(judge_i) - s(human_i)``; the interval is ``mean(d) +- t_{n-1} sd(d)/sqrt(n)``.
-    When every difference is equal the standard error is 0 and the interval
-    collapses to the point; the lean then follows its sign.
+    ``d_i = s(judge_i) - s(human_i)``; the interval is ``mean(d) +- t_{n-1} sd(d)/sqrt(n)``
+    and the p-value the one-sample t test's.  When every difference is equal the
+    sample shows no spread: the standard error and the interval abstain with the cause
+    (a zero-width interval would claim certainty), and the p-value and the lean come
+    from the exact sign test, ``p = min(1, 2 * 0.5^n)`` when all ``n`` differences share
+    one nonzero sign (two items give p = 0.5: no detectable lean).
 
     Examples
     --------
@@ -776,14 +838,29 @@ def mean_signed_difference(
     jl, hl, counts = _pair(judge, human, abstain)
     if counts.n_pairs < 2:
         ab = undefined(f"{counts.n_pairs} paired item(s); at least two needed", what="mean signed difference")
-        return MeanSignedDifferenceResult(ab, ab, ab, counts, UNKNOWN, cl)
+        return MeanSignedDifferenceResult(ab, ab, ab, counts, UNKNOWN, cl, ab, "none")
     d = _scores(jl, categories, "judge") - _scores(hl, categories, "human")
     n = d.size
     mean = float(d.mean())
+    if bool(np.all(d == d[0])):
+        return _constant_differences(float(d[0]), n, counts, cl)
     se = float(d.std(ddof=1) / math.sqrt(n))
     t = float(stats.t.ppf(0.5 + cl / 2.0, n - 1))
     ci = ConfidenceInterval(mean - t * se, mean + t * se)
-    return MeanSignedDifferenceResult(mean, ci, se, counts, lean_from_interval(*ci), cl)
+    p = float(2.0 * stats.t.sf(abs(mean / se), n - 1))
+    return MeanSignedDifferenceResult(mean, ci, se, counts, lean_from_interval(*ci), cl, p, "t")
+
+
+def _constant_differences(d: float, n: int, counts: PairCounts, cl: float) -> MeanSignedDifferenceResult:
+    """Every difference equals ``d``: no spread, so no t interval; the exact sign test decides the lean."""
+    p = 1.0 if d == 0 else float(stats.binomtest(n, n, 0.5).pvalue)
+    lean = NO_DETECTABLE_LEAN
+    if d != 0 and p < 1.0 - cl:
+        lean = OVERSTATES if d > 0 else UNDERSTATES
+    reason = (f"all {n} differences equal {d:g}: the sample shows no spread, so the t interval would have "
+              f"zero width; the lean is read from the exact sign test (p = {p:.3g})")
+    ab = undefined(reason, what="the mean signed difference's interval")
+    return MeanSignedDifferenceResult(d, ab, ab, counts, lean, cl, p, "sign")
 
 
 # --------------------------------------------------------------------------- the lean in words
@@ -909,14 +986,9 @@ def direction_of_error(
         m = mean_signed_difference(judge, human, categories=categories, abstain=abstain, confidence_level=cl)
     if not m.defined:
         return _unknown_direction(m.statistic, scale, "mean_signed_difference", m.counts)
-    assert isinstance(m.std_error, float)  # defined statistic: defined standard error
-    if m.std_error > 0:
-        tstat = m.statistic / m.std_error
-        p = float(2.0 * stats.t.sf(abs(tstat), m.counts.n_pairs - 1))
-    else:
-        p = 1.0 if m.statistic == 0 else 0.0
-    return DirectionResult(m.lean, m.statistic, m.confidence_interval, p, scale,
-                           "mean_signed_difference (t interval)", m.counts,
+    how = ("mean_signed_difference (t interval)" if m.test == "t" else
+           "mean_signed_difference (exact sign test: every difference is equal, no t interval)")
+    return DirectionResult(m.lean, m.statistic, m.confidence_interval, m.pvalue, scale, how, m.counts,
                            "mean of judge minus human on the declared scale", detail=m)
 
 

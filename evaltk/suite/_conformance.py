@@ -14,7 +14,7 @@ from ..errors import SchemaViolation
 from ..stats import pass_at_k, pass_hat_k
 from ._gate import validate_summary
 from ._model import SuiteRun
-from ._read import _read_document, load_suite_run
+from ._read import load_suite_run
 from ._scores import _close, _num
 from ._summary import EvalSummary, _fmt, summarize_suite
 
@@ -98,7 +98,7 @@ def check_summary(run: SuiteRun | Mapping[str, Any] | str | Path,
     if not isinstance(run, SuiteRun):
         run = load_suite_run(run)
     if isinstance(host_summary, (str, Path)):
-        host = _read_document(Path(host_summary))
+        host = _io.read_document(Path(host_summary))
         hfile = str(host_summary)
     else:
         host, hfile = host_summary, None

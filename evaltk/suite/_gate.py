@@ -11,8 +11,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from .. import _io
 from ..errors import SchemaViolation
-from ._read import _read_document
 from ._scores import _num, _shortest
 from ._summary import EvalSummary, _fmt
 
@@ -72,7 +72,7 @@ def validate_summary(doc: Any, *, file: str | None = None) -> None:
 def load_summary(source: str | Path | Mapping[str, Any], *, file: str | None = None) -> dict[str, Any]:
     """Read an EvalSummary (JSON/YAML file or mapping) and validate it against the schema."""
     if isinstance(source, (str, Path)):
-        doc = _read_document(Path(source))
+        doc = _io.read_document(Path(source))
         file = str(source)
     else:
         doc = source

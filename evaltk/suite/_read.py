@@ -13,7 +13,7 @@ import pandas as pd
 
 from .. import _io
 from .._validation import as_frame
-from ..errors import SchemaViolation, UnreadableInput
+from ..errors import SchemaViolation
 from ._model import (
     AGGREGATIONS,
     MATCH_MODES,
@@ -117,27 +117,6 @@ class _Ctx:
         return v
 
 
-def _read_document(path: Path) -> Any:
-    """A JSON or YAML document: ``.yaml`` / ``.yml`` as YAML, ``.json`` as strict JSON, any
-    other name as JSON first and YAML when it is not JSON.  ``NaN`` is let through so that
-    the loader names the field that holds it."""
-    text = _io.read_text(path)
-    if path.suffix.lower() not in (".yaml", ".yml"):
-        try:
-            return _io.loads_json(text, file=str(path), allow_nan=True)
-        except UnreadableInput:
-            if path.suffix.lower() == ".json":
-                raise
-    import yaml
-
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        raise UnreadableInput(f"not JSON or YAML: {getattr(e, 'problem', None) or e}", file=str(path),
-                              record=None if mark is None else mark.line + 1) from None
-
-
 def load_suite_run(source: str | Path | Mapping[str, Any], *, file: str | None = None) -> SuiteRun:
     """Read and validate a suite run (JSON or YAML file, or an already-parsed mapping).
 
@@ -170,7 +149,7 @@ def load_suite_run(source: str | Path | Mapping[str, Any], *, file: str | None =
     """
     if isinstance(source, (str, Path)):
         path = Path(source)
-        doc = _read_document(path)
+        doc = _io.read_document(path)
         file = str(path)
     else:
         doc = source

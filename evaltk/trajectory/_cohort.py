@@ -366,10 +366,16 @@ def run_grade(lock: str | os.PathLike[str], results: str | os.PathLike[str],
     Returns the :class:`CohortReport` when the documents bind (its ``decision`` is
     ``pass`` or ``hold``); raises a :class:`TrajectoryBindingError` subclass,
     :class:`~evaltk.errors.SchemaViolation` or :class:`~evaltk.errors.UnreadableInput`
-    otherwise, and writes nothing.  The command maps each outcome to its exit code; the
-    negative controls of :func:`run_self_check` go through this path.
+    otherwise, and writes nothing: a report an earlier run left at ``output`` is removed,
+    so a refused run never leaves a result that reads as its own.  An ``output`` that
+    is one of the inputs (or a folder) is refused first, touching nothing
+    (:class:`~evaltk.errors.OutputRefused`).  The command maps each outcome to its exit
+    code; the negative controls of :func:`run_self_check` go through this path.
     """
-    report = grade_files(lock, results, design=design)
-    if output is not None:
+    if output is None:
+        return grade_files(lock, results, design=design)
+    _io.check_output(output, [lock, results, design])
+    with _io.removed_on_failure(output):
+        report = grade_files(lock, results, design=design)
         _io.write_json(output, report.to_dict())
     return report

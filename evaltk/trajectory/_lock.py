@@ -9,11 +9,10 @@ is authored.
 from __future__ import annotations
 
 import copy
-import hashlib
-import json
-import math
 from collections.abc import Mapping
 from typing import Any
+
+from .._io import canonical_json, sha256_digest  # noqa: F401  (re-exported: the trajectory API)
 
 #: The eight dimensions, in the seed's order.  Every case is graded on all eight.
 DIMENSIONS: tuple[str, ...] = (
@@ -39,56 +38,7 @@ _PREREQUISITES = ("milestones", "recovered_faults", "faithful_evidence")
 
 # --------------------------------------------------------------------------- canonical form
 
-
-def _canon(x: Any, where: str) -> Any:
-    if isinstance(x, dict):
-        out = {}
-        for k, v in x.items():
-            if not isinstance(k, str):
-                raise TypeError(f"{where}: object key {k!r} is not a string.")
-            out[k] = _canon(v, f"{where}.{k}")
-        return out
-    if isinstance(x, list | tuple):
-        return [_canon(v, f"{where}[{i}]") for i, v in enumerate(x)]
-    if isinstance(x, bool) or x is None or isinstance(x, str | int):
-        return x
-    if isinstance(x, float):
-        if not math.isfinite(x):
-            raise ValueError(f"{where}: {x!r} has no canonical JSON form.")
-        return int(x) if x.is_integer() else x
-    raise TypeError(f"{where}: {type(x).__name__} is not a JSON value.")
-
-
-def canonical_json(obj: Any) -> bytes:
-    """The canonical serialisation every trajectory digest is computed over.
-
-    UTF-8 bytes of JSON with object keys sorted by Unicode code point, no
-    whitespace (separators ``,`` and ``:``), non-ASCII characters written as
-    themselves (``ensure_ascii=False``; only ``"``, ``\\`` and control characters
-    are escaped), integers in plain decimal, a float with an integral value written
-    as that integer (``2.0`` as ``2``), other floats in Python's shortest
-    round-trip form (``0.1``, ``1e-07``); NaN and infinities are refused.  Arrays
-    keep their order.
-
-    Examples
-    --------
-    >>> canonical_json({"b": [1, 2.0], "a": "é"})
-    b'{"a":"\\xc3\\xa9","b":[1,2]}'
-    """
-    return json.dumps(
-        _canon(obj, "$"), sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-    ).encode("utf-8")
-
-
-def sha256_digest(obj: Any) -> str:
-    """Lower-case hex SHA-256 of :func:`canonical_json` of ``obj``.
-
-    Examples
-    --------
-    >>> sha256_digest({})
-    '44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a'
-    """
-    return hashlib.sha256(canonical_json(obj)).hexdigest()
+# canonical_json and sha256_digest live in the foundation (evaltk._io): one home for every digest.
 
 
 def design_digest(design: Mapping[str, Any]) -> str:

@@ -597,3 +597,36 @@ def test_level_is_declared_or_taken_from_the_measure():
         human_ceiling(e, measure="x_eff", level="nominal")
     with pytest.raises(ValueError, match="`measure` must be one of"):
         human_ceiling(e, measure="x_nope")
+
+
+# --------------------------------------------------------------------------- no false precision (issue #16)
+
+
+def test_twelve_perfect_items_state_an_interval_that_reflects_the_sample_size():
+    """12 items where judge and both humans always agree used to give "1 [1, 1]" and `calibrated`."""
+    labels = ["Yes", "No", "Yes", "Yes", "No", "Yes"] * 2
+    df = _long([[v, v] for v in labels])
+    nums = _quiet(calibration_numbers, df, dict(enumerate(labels)), level="nominal", rng=0, n_resamples=200)
+    assert nums.judge.statistic == 1.0
+    lo, hi = nums.judge.confidence_interval
+    assert (round(lo, 3), hi) == (0.758, 1.0)  # Wilson on the 12 items, as the issue computes it
+    assert lo == wilson_interval(12, 12).confidence_interval.low
+    assert nums.judge.interval_method.startswith("wilson_items")
+    assert nums.ceiling.confidence_interval.low < 1.0
+    th = Threshold(0.8, validated=True, source="decision-cost record")
+    pc = promotion_check(nums, label_set="W40", tuning_items=[], threshold=th)
+    ev = pc.conditions.set_index("condition").loc["stated_interval", "evidence"]
+    assert "[0.7575, 1]" in ev and "12 items" in ev
+
+
+def test_promotion_refuses_a_zero_width_interval():
+    from evaltk.scoring import CalibrationRecord, promotion_conditions
+    th = Threshold(0.8, validated=True, source="decision-cost record")
+    rec = CalibrationRecord(label_set="W40", statistic="percent_agreement", estimate=1.0, interval=(1.0, 1.0),
+                            confidence_level=0.95, held_out=True, human_ceiling=(1.0, 0.8, 1.0), baseline=0.5,
+                            threshold=th, n_items=12, evaluation_items=tuple(range(12)), tuning_items=())
+    t = promotion_conditions(rec).set_index("condition")
+    assert not t.loc["stated_interval", "met"] and "zero width" in t.loc["stated_interval", "evidence"]
+    flat_ceiling = CalibrationRecord(**{**rec.__dict__, "interval": (0.75, 1.0), "human_ceiling": (1.0, 1.0, 1.0)})
+    t = promotion_conditions(flat_ceiling).set_index("condition")
+    assert not t.loc["human_ceiling", "met"] and t.loc["stated_interval", "met"]

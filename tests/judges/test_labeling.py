@@ -121,9 +121,10 @@ def test_one_sided_abstentions_count_as_disagreement_unless_told_to_drop():
     strict = expansion_gate(a, b, threshold=0.6)
     assert strict.n_one_sided == 16 and not strict.release
     assert "16 one-sided abstention(s) counted as disagreement" in strict.message
-    lenient = expansion_gate(a, b, threshold=0.6, one_sided="drop")
+    lenient = expansion_gate(a, b, threshold=0.6, one_sided="drop", statistic="percent_agreement")
     assert lenient.release and lenient.statistic == 1.0 and "left out" in lenient.message
-    assert strict.statistic < lenient.statistic
+    strict_pa = expansion_gate(a, b, threshold=0.6, statistic="percent_agreement")
+    assert strict_pa.statistic < lenient.statistic
     with pytest.raises(ValueError, match="one_sided"):
         expansion_gate(a, b, one_sided="ignore")
 
@@ -209,3 +210,56 @@ def test_undecided_labels_do_not_count_toward_a_stratum():
     b = propose_batch(p, lab, gate=_release(), batch_size=4, rng=0)
     assert (b["stratum"] == 1).sum() >= 2
     assert not set(b["item"]) & set(lab["item"])  # an undecided item is not asked again
+
+
+# --------------------------------------------------------------------------- no false precision (issue #16)
+
+
+def test_expansion_gate_never_releases_on_a_zero_width_interval():
+    """30 perfectly agreeing items released labeling on kappa 1.000 [1.000, 1.000]."""
+    a = ["yes", "no", "no"] * 10
+    with pytest.warns(UndefinedWarning):
+        d = expansion_gate(a, a, threshold=0.6)
+    assert d.statistic == 1.0 and not d.release
+    assert isinstance(d.confidence_interval, Abstention) and "boundary" in d.confidence_interval.reason
+    assert d.message.startswith("hold: cohen_kappa 1.000 on 30") and "percent_agreement" in d.message
+    # the score interval is defined at perfect agreement and reflects the 30 items
+    pa = expansion_gate(a, a, threshold=0.6, statistic="percent_agreement")
+    assert pa.release and 0.88 < pa.confidence_interval.low < 0.89 and pa.confidence_interval.high == 1.0
+    assert not expansion_gate(a, a, threshold=0.9, statistic="percent_agreement").release
+
+
+def _census(n=40, seed=2):
+    rng = np.random.default_rng(seed)
+    pool = pd.DataFrame({"item": np.arange(n), "stratum": np.repeat([0, 1], n // 2)})
+    lab = pd.DataFrame({"item": pool["item"], "correct": rng.random(n) < 0.7})
+    return pool, lab
+
+
+def test_a_full_census_has_no_sampling_error():
+    """No finite-population correction made a census report SE 0.087 (issue #16)."""
+    pool, lab = _census()
+    e = stratified_accuracy(pool, lab)
+    assert e.statistic == pytest.approx(lab["correct"].mean())
+    assert e.standard_error == 0.0
+    assert e.confidence_interval.low == e.confidence_interval.high == e.statistic
+    half = stratified_accuracy(pool, lab.groupby(pool["stratum"]).head(10))
+    assert half.standard_error > 0
+    # FPC 1 - n_h / N_h on the Jeffreys-smoothed variance: half of each stratum labelled
+    per = half.per_stratum
+    p_s = (per["p"] * per["n"] + 0.5) / (per["n"] + 1)
+    want = np.sqrt((per["weight"] ** 2 * 0.5 * p_s * (1 - p_s) / per["n"]).sum())
+    assert half.standard_error == pytest.approx(want)
+
+
+@pytest.mark.parametrize("bad", [2, 0.5, "yes", -1])
+def test_stratified_accuracy_refuses_a_non_binary_outcome(bad):
+    pool, lab = _census()
+    lab["correct"] = lab["correct"].astype(object)
+    lab.loc[7, "correct"] = bad
+    with pytest.raises(InputError, match="binary") as e:
+        stratified_accuracy(pool, lab)
+    assert e.value.field == "correct" and e.value.record == 7
+    ok = lab.copy()
+    ok.loc[7, "correct"] = 1  # 0/1 is a binary outcome
+    assert stratified_accuracy(pool, ok).defined

@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as hs
 
 from evaltk.judges import FoldRule, fold_pairwise_trials, fold_panel, review_queue
 
@@ -30,7 +32,10 @@ def test_missing_cell_is_a_recorded_skip_not_an_agreement():
                         ("t2", "x_task", "a", "yes")]), panel=["a", "b", "c"])
     v = res.verdicts.set_index("trace_id")
     assert v.loc["t2", "n_skipped"] == 2 and v.loc["t2", "n_answered"] == 1
-    assert v.loc["t2", "confidence"] == 1.0  # of those who answered; the skips are not votes
+    # one answer from a three-judge panel is not a full panel's verdict (issue #14): the shares
+    # are of the panel, reported with the number that answered
+    assert v.loc["t2", "confidence"] == pytest.approx(1 / 3) and v.loc["t2", "agreement"] == pytest.approx(1 / 3)
+    assert v.loc["t1", "confidence"] == pytest.approx(2 / 3) and v.loc["t1", "n_answered"] == 2
     sk = res.skips
     assert sorted(map(tuple, sk[["trace_id", "rater"]].values.tolist())) == [("t1", "c"), ("t2", "b"), ("t2", "c")]
     assert res.rule.to_dict()["name"] == "majority"
@@ -164,3 +169,54 @@ def test_unanimity_counts_a_panel_members_skip():
     v = fold_panel(df, rule="unanimity", panel=["a", "b", "c"]).verdicts
     assert pd.isna(v["verdict"].iloc[0]) and v["reason"].iloc[0] == "not every panel member answered (unanimity rule)"
     assert fold_panel(df, rule="unanimity").verdicts["verdict"].iloc[0] == "yes"
+
+
+def _empty_judge_rows():
+    """Three judges on two traces; judge c's every cell is empty (a judge that failed)."""
+    return pd.DataFrame({"trace_id": ["t1", "t1", "t1", "t2", "t2", "t2"], "measure": "x_task",
+                         "rater": ["a", "b", "c"] * 2, "answer": ["yes", "yes", None, "yes", "yes", ""]})
+
+
+def test_a_judge_with_all_empty_answers_stays_in_the_panel_with_skips():
+    # before issue #14: n_panel 2, n_skipped 0, and unanimity made a's and b's "yes" the verdict
+    df = _empty_judge_rows()
+    res = fold_panel(df, rule="unanimity")
+    v = res.verdicts.set_index("trace_id")
+    assert res.panel == ("a", "b", "c") and (v["n_panel"] == 3).all() and (v["n_skipped"] == 1).all()
+    assert v["verdict"].isna().all() and (v["reason"] == "not every panel member answered (unanimity rule)").all()
+    assert sorted(map(tuple, res.skips[["trace_id", "rater"]].values.tolist())) == [("t1", "c"), ("t2", "c")]
+    assert res.skips["reason"].str.startswith("empty answer").all()
+    m = fold_panel(df).verdicts.set_index("trace_id")  # majority keeps its verdict, at the panel's share
+    assert (m["verdict"] == "yes").all() and m["confidence"].tolist() == pytest.approx([2 / 3, 2 / 3])
+    assert m["agreement"].tolist() == pytest.approx([2 / 3, 2 / 3]) and (m["disagreement"] == 0).all()
+
+
+def test_an_item_nobody_answered_abstains_with_every_member_skipped():
+    df = pd.DataFrame({"trace_id": ["t1", "t1", "t2"], "measure": "x_task", "rater": ["a", "b", "a"],
+                       "answer": [None, None, "no"]})
+    v = fold_panel(df).verdicts.set_index("trace_id")
+    assert pd.isna(v.loc["t1", "verdict"]) and v.loc["t1", "reason"] == "no answer"
+    assert v.loc["t1", "n_skipped"] == 2 and v.loc["t1", "agreement"] == 0
+    only_empty = fold_panel(df[df["trace_id"] == "t1"]).verdicts
+    assert only_empty["verdict"].isna().all() and only_empty["cause"].eq("abstained").all()
+
+
+def test_weighted_confidence_is_of_the_whole_panel_weight():
+    df = A([("t1", "x_task", "good", "no"), ("t1", "x_task", "weak1", None), ("t1", "x_task", "weak2", None)])
+    v = fold_panel(df, rule="weighted", weights={"good": 0.9, "weak1": 0.3, "weak2": 0.3}).verdicts
+    assert v["verdict"].iloc[0] == "no" and v["confidence"].iloc[0] == pytest.approx(0.9 / 1.5)
+
+
+@settings(max_examples=40, deadline=None)
+@given(hs.lists(hs.sampled_from(["yes", "no", "cannot_tell", None]), min_size=1, max_size=5))
+def test_agreement_disagreement_and_skips_partition_the_panel(cells):
+    df = pd.DataFrame({"trace_id": "t", "measure": "x_task", "rater": [f"j{i}" for i in range(len(cells))],
+                       "answer": cells})
+    for rule in ("majority", "unanimity"):
+        v = fold_panel(df, rule=rule).verdicts.iloc[0]
+        assert v["n_panel"] == len(cells) and v["n_answered"] == sum(c is not None for c in cells)
+        assert v["agreement"] + v["disagreement"] + v["n_skipped"] / v["n_panel"] == pytest.approx(1.0)
+        if pd.notna(v["verdict"]):
+            assert v["confidence"] <= v["n_answered"] / v["n_panel"] + 1e-12
+        if rule == "unanimity" and None in cells:
+            assert pd.isna(v["verdict"])  # a missing cell is never an agreement

@@ -15,6 +15,10 @@ from evaltk.judges import GateRefused, gate
 from evaltk.scoring import CalibrationRecord, score_tables
 from evaltk.values import Threshold, UndefinedWarning
 
+#: The instrument columns of the one judge (evaltk.ingest.INSTRUMENT_COLUMNS).
+PINNED = {"judge_model": "m", "judge_model_version": "2026-01", "rubric_id": "r-v1", "rubric_digest": "sha256:" + "a" * 64,
+          "template_digest": "sha256:" + "b" * 64, "decoding": '{"temperature":0}'}
+
 
 def _matrix(p_task: float, *, n: int = 200, seed: int = 0, p_ground: float = 0.8, eff: float = 0.6):
     rng = np.random.default_rng(seed)
@@ -31,6 +35,7 @@ def _matrix(p_task: float, *, n: int = 200, seed: int = 0, p_ground: float = 0.8
         ans.append((tid, "x_eff", None, "j1", "none" if rng.random() < eff else "lots"))
     a = pd.DataFrame(ans, columns=["trace_id", "measure", "step", "rater", "answer"])
     a["step"] = a["step"].astype("Int64")
+    a = a.assign(**PINNED)  # one pinned judge on both sides: an unpinned one only ever reaches review
     ledger = pd.DataFrame({"status": ["kept"] * n, "reason": [None] * n})
     return score_tables(pd.DataFrame(runs), pd.DataFrame(steps), a, ledger=ledger, population="tasks:demo")
 
@@ -162,10 +167,14 @@ def test_calibration_of_a_shared_instrument_applies_to_both_sides():
     assert d.loc["x_task", "calibrated"] and d.loc["x_task", "decision"] == "regress"
     d = gate(_matrix(0.85, seed=1), _calibrated(_matrix(0.45, seed=2))).dimensions.set_index("measure")
     assert d.loc["x_task", "decision"] == "regress"
-    # another fold rule is another instrument: the record does not carry over
-    other = cand.with_manifest(replace(cand.manifest, fold_rule="unanimity"))
-    d = gate(base, other).dimensions.set_index("measure")
-    assert not d.loc["x_task", "calibrated"] and d.loc["x_task", "decision"] == "review"
+    # another fold rule is another instrument: the record does not carry over, and the two
+    # numbers are not on one scale at all, so the gate refuses the comparison
+    st = cand.manifest.status("x_task")
+    unanimity = replace(st.instrument, fold_rule={**st.instrument.fold_rule, "name": "unanimity"})
+    other = cand.with_manifest(replace(cand.manifest, measures={**cand.manifest.measures,
+                                                                "x_task": replace(st, instrument=unanimity)}))
+    with pytest.raises(GateRefused, match="fold_rule"):
+        gate(base, other)
 
 
 def test_undefined_bootstrap_replicates_are_counted_reported_and_warned():

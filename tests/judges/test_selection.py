@@ -199,3 +199,64 @@ def test_a_judge_run_on_other_items_is_not_comparable_ranked_or_dominated():
     assert t.loc["haiku", "n_items"] == 300 and t.loc["haiku", "n_run"] == 100
     assert t.loc["haiku", "run_share"] == 100 / 300 and t.loc["haiku", "answer_rate"] == 1.0
     assert t.loc["haiku", "coverage"] == 100 / 300
+
+
+# --------------------------------------------------------------------------- coverage is part of selection (issue #14)
+
+
+def _lucky_and_solid():
+    """100 anchored items: "lucky" answered one (correctly) and abstained on the rest; "solid"
+    answered all, 90 correctly.  Same cost and latency."""
+    lucky = pd.array([True] + [pd.NA] * 99, dtype="boolean")
+    solid = pd.array([True] * 90 + [False] * 10, dtype="boolean")
+    c = pd.concat([pd.DataFrame({"judge": "lucky", "item": np.arange(100), "correct": lucky}),
+                   pd.DataFrame({"judge": "solid", "item": np.arange(100), "correct": solid})], ignore_index=True)
+    costs = pd.DataFrame({"judge": ["lucky", "solid"], "cost_per_item": [0.01, 0.01], "latency_p50": [100, 100]})
+    return c, costs
+
+
+def test_a_judge_answering_one_item_does_not_dominate_a_full_coverage_judge():
+    # before issue #14: lucky (accuracy 1.0) was alone on the frontier and the only eligible judge
+    c, costs = _lucky_and_solid()
+    sel = select_judges(c, costs, rng=0, n_resamples=200)
+    t = sel.table.set_index("judge")
+    assert t.loc["lucky", "accuracy"] == 1.0 and t.loc["lucky", "coverage"] == pytest.approx(0.01)
+    assert t.loc["solid", "on_frontier"] and t.loc["solid", "dominated_by"] == []
+    assert sel.eligible == ["solid"]
+    assert "below the coverage floor (1% answered < 80%)" in t.loc["lucky", "status"]
+    assert sel.settings["min_coverage"] == 0.8 and sel.settings["coverage_margin"] == 0.05
+    # without the guard and the floor (both declared parameters) the old frontier comes back
+    off = select_judges(c, costs, rng=0, n_resamples=200, min_coverage=0, coverage_margin=1).table.set_index("judge")
+    assert off.loc["solid", "dominated_by"] == ["lucky"]
+
+
+def test_the_coverage_guard_forbids_only_material_differences():
+    pts = pd.DataFrame({"judge": ["a", "b", "c"], "accuracy": [0.95, 0.9, 0.9], "cost_per_item": [1.0, 1.0, 1.0],
+                        "latency_p50": [1, 1, 1], "coverage": [0.96, 1.0, 0.5]})
+    f = pareto_frontier(pts, guards={"coverage": 0.05}).set_index("judge")
+    assert f.loc["b", "dominated_by"] == ["a"]  # 4 points less coverage: not material
+    assert f.loc["c", "dominated_by"] == ["a"]  # more coverage always allows domination
+    g = pareto_frontier(pts, guards={"coverage": 0.02}).set_index("judge")
+    assert g.loc["b", "on_frontier"]
+    with pytest.raises(ValueError, match="must be a number in"):
+        pareto_frontier(pts, guards={"coverage": 2})
+    c, costs = _lucky_and_solid()
+    with pytest.raises(ValueError, match="`min_coverage` must be a number in"):
+        select_judges(c, costs, min_coverage=1.5)
+
+
+def test_on_the_demo_the_abstainer_is_no_longer_picked_over_the_careful_judge():
+    from evaltk import make_demo, report
+
+    demo = make_demo(n_traces=1000, rng=0)  # a corpus where the abstainer used to dominate
+    sel = report.judge_selection(demo.answers, demo.labels, demo.canaries, measure="x_task", n_resamples=200)
+    t = sel.table.set_index("judge")
+    assert t.loc["judge-abstainer", "coverage"] < 0.75 < 0.95 < t.loc["judge-careful", "coverage"]
+    assert t.loc["judge-careful", "on_frontier"] and t.loc["judge-careful", "dominated_by"] == []
+    assert "judge-careful" in sel.eligible and "judge-abstainer" not in sel.eligible
+    # the same selection without the coverage rules (as before issue #14) picks the abstainer
+    a = demo.answers[demo.answers["measure"] == "x_task"]
+    prev = select_judges(anchor_correctness(a, demo.labels, measure="x_task"), judge_costs(a),
+                         canaries=canary_hits(a, demo.canaries), rng=0, n_resamples=200, min_coverage=0,
+                         coverage_margin=1)
+    assert prev.eligible == ["judge-abstainer"]

@@ -107,6 +107,19 @@ def test_judge_frontier_chart_draws_frontier_only_through_frontier_members():
     assert "<svg" in report.chart_to_svg(ch)
 
 
+def test_judge_frontier_chart_shows_the_coverage_floor():
+    f = _judges().assign(coverage=[0.5, 0.99, 0.9], min_coverage=0.8)
+    ch = report.judge_frontier_chart(f, canary_rejected="canary")
+    spec = ch.to_dict()
+    assert "coverage >= 80%" in spec["title"]["subtitle"]
+    points = _layer_data(ch)[-1] if "data" not in spec else pd.DataFrame(spec["datasets"][spec["data"]["name"]])
+    status = dict(zip(points["judge"], points["status"], strict=True))
+    assert status == {"a": "below the coverage floor", "b": "on the frontier", "c": "rejected by canary"}
+    line = next(layer for layer in spec["layer"] if layer["mark"]["type"] == "line")
+    assert pd.DataFrame(spec["datasets"][line["data"]["name"]])["judge"].tolist() == ["b"]  # eligible only
+    assert "<svg" in report.chart_to_svg(ch)
+
+
 def test_judge_frontier_chart_needs_cost_and_small_tables():
     f = _judges()
     f.loc[0, "cost"] = np.nan
@@ -627,8 +640,9 @@ def test_judge_selection_and_formatting_on_the_demo(small_demo):
     shown = report.show_judges(sel.table)
     assert list(shown.index) == list(sel.table["judge"])
     assert all(v == "none" or v[0].isdigit() for v in shown["canaries passed"])
+    # each share named for what it is; the declared floor of eligibility on the coverage column
     assert [c for c in shown.columns if "(" in c and "of" in c] == [
-        "run on (of the items)", "answered (of those run on)", "coverage (answered, of the items)"]
+        "run on (of the items)", "answered (of those run on)", "coverage (answered, of the items; floor 80%)"]
     o = report.show_orderings(sel.orderings)
     assert o.index.name == "verdict"  # no raw pandas index on the page
     assert list(o.columns) == ["difference [interval]", "items both answered"]

@@ -496,6 +496,14 @@ def test_a_matrix_without_a_measure_is_refused_in_memory_and_on_load(tmp_path):
     # on disk: a scores.parquet without x_safe is refused, naming the file
     m.save(tmp_path / "m")
     no_safe.to_parquet(tmp_path / "m" / "scores.parquet", index=False)
+    with pytest.raises(SchemaViolation, match="digest"):  # the manifest's digest catches the edit first
+        ScoreMatrix.load(tmp_path / "m")
+    import json
+
+    from evaltk._io import file_digest
+    man = json.loads((tmp_path / "m" / "manifest.json").read_text())  # an edit that rewrote the digest too
+    man["tables"]["scores.parquet"] = "sha256:" + file_digest(tmp_path / "m" / "scores.parquet")
+    (tmp_path / "m" / "manifest.json").write_text(json.dumps(man))
     with pytest.raises(SchemaViolation, match="x_safe") as e:
         ScoreMatrix.load(tmp_path / "m")
     assert e.value.file.endswith("scores.parquet")

@@ -205,7 +205,7 @@ def test_gwet_conger_datasets(data, expected):
 
 
 def test_fleiss_1971_table():
-    res = fleiss_kappa(FLEISS_1971)
+    res = fleiss_kappa(FLEISS_1971, distribution="normal")
     assert round(res.statistic, 3) == 0.430
     # the trap: the null SE is not the SE of the estimate
     assert round(res.standard_error_null, 4) == 0.0244
@@ -241,7 +241,7 @@ TABLE10 = [[0, 4, 1], [0, 8, 0], [0, 1, 5]]
 
 def test_cohen_sas_unweighted():
     a, b = expand(TABLE10)
-    res = cohen_kappa(a, b)
+    res = cohen_kappa(a, b, distribution="normal")  # SAS PROC FREQ: Wald interval on z
     assert round(res.statistic, 4) == 0.4842
     assert round(res.standard_error, 4) == 0.1380
     assert round(res.standard_error_null, 4) == 0.1484
@@ -250,7 +250,7 @@ def test_cohen_sas_unweighted():
 
 def test_cohen_sas_weighted_linear():
     a, b = expand(TABLE10)
-    res = cohen_kappa(a, b, weights="linear")
+    res = cohen_kappa(a, b, weights="linear", distribution="normal")
     assert round(res.statistic, 4) == 0.4701
     assert round(res.standard_error, 4) == 0.1457
     assert round(res.standard_error_null, 4) == 0.1426
@@ -738,3 +738,148 @@ def test_agreement_result_records_the_seed_of_its_bootstrap():
     analytic = cohen_kappa(a, b)
     assert analytic.seed is None and "analytic" in analytic.seed_reason
     assert analytic.to_frame().loc[0, "seed"] is None
+
+
+# --------------------------------------------------------------------------- honest at the boundaries (issue #16)
+
+# Gwet's irrCAC on cac.raw4raters (Gwet 2014, p. 120): the printed lower limits of
+# ``coeff.val -+ qt(0.975, n - 1) * coeff.se``, unweighted (irrCAC README, "Computing agreement
+# coefficients from raw ratings") and quadratic (vignette "Weighted Chance-corrected Agreement
+# Coefficients", "Weighting for a dataset of raw ratings").  Alpha's n is the pairable units (11).
+GWET_LOWER = [
+    (percent_agreement, {"method": "analytic"}, 0.542), (gwet_ac1, {}, 0.461), (fleiss_kappa, {}, 0.424),
+    (krippendorff_alpha, {"level": "nominal"}, 0.419), (conger_kappa, {}, 0.435), (brennan_prediger, {}, 0.454),
+    (percent_agreement, {"method": "analytic", "weights": "quadratic"}, 0.776),
+    (gwet_ac2, {"weights": "quadratic"}, 0.685), (fleiss_kappa, {"weights": "quadratic"}, 0.544),
+    (krippendorff_alpha, {"level": "interval"}, 0.561), (conger_kappa, {"weights": "quadratic"}, 0.541),
+    (brennan_prediger, {"weights": "quadratic"}, 0.657),
+]
+
+
+@pytest.mark.parametrize("fn, kw, lower", GWET_LOWER)
+def test_gwet_irrcac_printed_lower_limits_with_t(fn, kw, lower):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CategoryDomainWarning)
+        res = fn(KRIPP_C, categories=CATS5, **kw)
+        z = fn(KRIPP_C, categories=CATS5, distribution="normal", **kw)
+    assert res.method == "analytic" and res.distribution == "t"
+    assert res.df == (10 if fn is krippendorff_alpha else 11)
+    assert round(res.confidence_interval.low, 3) == lower
+    assert res.confidence_interval.high == 1.0
+    # the normal quantile sits above Gwet's limit: the gap the issue measured
+    assert 0.02 < z.confidence_interval.low - res.confidence_interval.low < 0.04
+    assert z.distribution == "normal" and z.to_frame().loc[0, "distribution"] == "normal"
+
+
+def test_irrcac_two_rater_table_interval_is_t_on_n_minus_1():
+    # irrCAC README, kappa2.table(cont3x3abstractors): 0.7964094, SE 0.05891072, CI (0.68, 0.913)
+    a, b = expand([[13, 0, 0], [0, 20, 7], [0, 4, 56]])
+    res = cohen_kappa(a, b)
+    assert round(res.standard_error, 6) == 0.058911 and res.df == 99
+    assert tuple(round(x, 3) for x in res.confidence_interval) == (0.680, 0.913)
+    assert round(cohen_kappa(a, b, distribution="normal").confidence_interval.low, 3) == 0.681
+    with pytest.raises(ValueError, match="distribution"):
+        cohen_kappa(a, b, distribution="z")
+
+
+ALL_COEFFICIENTS = [
+    (cohen_kappa, {}), (scott_pi, {}), (pabak, {}), (fleiss_kappa, {}), (conger_kappa, {}),
+    (gwet_ac1, {}), (gwet_ac2, {"weights": "quadratic"}), (brennan_prediger, {}),
+    (krippendorff_alpha, {"level": "nominal"}), (krippendorff_alpha, {"level": "ordinal"}),
+    (percent_agreement, {"method": "analytic"}),
+]
+
+
+@pytest.mark.parametrize("fn, kw", ALL_COEFFICIENTS)
+@pytest.mark.parametrize("method", ["analytic", "percentile", "basic", "bca"])
+@pytest.mark.parametrize("n", [2, 12, 40])
+def test_perfect_agreement_never_gives_a_zero_width_interval(fn, kw, method, n):
+    """Perfect agreement used to give SE 0 and [1, 1] from as few as 2 units."""
+    y = [1, 2] * (n // 2)
+    kw = {**kw, "method": method}
+    if fn is krippendorff_alpha and kw["level"] == "ordinal" and method == "analytic":
+        return  # ordinal alpha has no analytic SE (it raises)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        res = fn(y, y, categories=[1, 2], rng=0, n_resamples=200, **kw)
+    assert res.statistic == 1.0
+    ci = res.confidence_interval
+    assert isinstance(ci, Abstention) and ci.cause.value == "missing_evidence"
+    assert ("boundary" in ci.reason) or ("all resamples equal" in ci.reason)
+    assert isinstance(res.standard_error, Abstention)
+    assert any(issubclass(x.category, UndefinedWarning) for x in w)
+    check_value_cause(res.to_frame(), value="ci_low", cause="ci_cause")
+
+
+@pytest.mark.parametrize("n", [2, 12, 30])
+def test_perfect_percent_agreement_gets_the_wilson_interval(n):
+    from statsmodels.stats.proportion import proportion_confint
+    y = ["yes", "no"] * (n // 2)
+    res = percent_agreement(y, y)
+    assert res.method == "wilson" and res.distribution is None
+    lo, hi = proportion_confint(n, n, alpha=0.05, method="wilson")
+    assert res.confidence_interval.low == pytest.approx(lo, abs=1e-12) and res.confidence_interval.high == 1.0
+    assert res.confidence_interval.low < 1.0
+    assert res.to_frame().loc[0, "method"] == "wilson"
+    if n == 12:
+        assert round(res.confidence_interval.low, 3) == 0.758  # the issue's "Wilson [0.758, 1]"
+
+
+def test_percent_agreement_default_is_wilson_and_matches_statsmodels():
+    from statsmodels.stats.proportion import proportion_confint
+    rng = np.random.default_rng(11)
+    for n in (20, 50, 200):
+        a = rng.integers(0, 2, n)
+        b = np.where(rng.random(n) < 0.9, a, 1 - a)
+        res = percent_agreement(a, b)
+        x = int((a == b).sum())
+        assert res.statistic == x / n and res.method == "wilson"
+        lo, hi = proportion_confint(x, n, alpha=0.05, method="wilson")
+        assert res.confidence_interval.low == pytest.approx(lo, abs=1e-12)
+        assert res.confidence_interval.high == pytest.approx(hi, abs=1e-12)
+        # the old default: Wald on Gwet's SE, sqrt(p (1 - p) / (n - 1))
+        wald = percent_agreement(a, b, method="analytic", distribution="normal").confidence_interval
+        p = x / n
+        assert wald.low == pytest.approx(max(p - 1.959964 * np.sqrt(p * (1 - p) / (n - 1)), 0.0), abs=1e-6)
+    with pytest.raises(ValueError, match="wilson"):
+        cohen_kappa(a, b, method="wilson")
+
+
+def test_wilson_is_conservative_for_fractional_unit_agreement():
+    # several raters: per-unit agreement is fractional; the score interval stays inside [0, 1]
+    res = percent_agreement(FLEISS_1971)
+    lo, hi = res.confidence_interval
+    assert res.method == "wilson" and 0.0 <= lo < res.statistic < hi <= 1.0
+
+
+def test_constant_rater_null_se_abstains_with_its_cause():
+    """The null-hypothesis SE was a plain 0.0 for a constant rater while the general SE abstained."""
+    res = cohen_kappa(["a", "a", "b", "b", "a", "b"], ["a"] * 6)
+    assert res.statistic == 0.0
+    for v in (res.standard_error, res.standard_error_null, res.confidence_interval):
+        assert isinstance(v, Abstention) and v.cause.value == "missing_evidence"
+    assert "single category" in res.standard_error_null.reason
+    f = res.to_frame()
+    assert pd.isna(f.loc[0, "standard_error_null"])
+
+
+def test_cli_agreement_shows_and_takes_the_interval_distribution(long_csv, capsys):
+    import json
+
+    from evaltk.cli._main import main
+    assert main(["agreement", str(long_csv), "--coefficient", "cohen_kappa", "--abstain", "Unsure"]) == 0
+    assert "(analytic, t on 3 df)" in capsys.readouterr().out
+    assert main(["agreement", str(long_csv), "--coefficient", "cohen_kappa", "--abstain", "Unsure",
+                 "--distribution", "normal", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)["result"]
+    assert out["distribution"] == "normal"
+    assert main(["agreement", str(long_csv), "--coefficient", "percent_agreement", "--abstain", "Unsure"]) == 0
+    assert "(wilson)" in capsys.readouterr().out
+    assert main(["agreement", str(long_csv), "--coefficient", "cohen_kappa", "--method", "wilson"]) == 64
+
+
+def test_percent_agreement_wald_interval_never_leaves_zero_one():
+    a = [0, 1, 0, 1, 0]
+    b = [1, 0, 1, 0, 0]  # 1 agreement in 5: Wald's lower limit is below 0 before clipping
+    res = percent_agreement(a, b, method="analytic", distribution="normal")
+    assert res.statistic == 0.2 and res.confidence_interval.low == 0.0

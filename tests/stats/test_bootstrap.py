@@ -16,6 +16,7 @@ from scipy import stats
 
 from evaltk.stats import (
     BootstrapResult,
+    ConfidenceInterval,
     UndefinedReplicateError,
     bootstrap,
     bootstrap_sums,
@@ -185,22 +186,40 @@ def test_undefined_replicates_raise_on_request():
         bootstrap_table(rare_table(), kappa_table, n_types=4, rng=0, undefined="raise")
 
 
+def _share_given_rare(W):
+    """Share of type-1 units, defined only on resamples that keep the one type-3 unit."""
+    return np.where(W[:, 3] > 0, W[:, 1] / W.sum(axis=1), np.nan)
+
+
 def test_bca_falls_back_when_jackknife_is_undefined():
+    t = np.array([3] + [1] * 8 + [0] * 21)  # leaving the type-3 unit out is undefined
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
-        res = bootstrap_table(rare_table(), kappa_table, n_types=4, rng=0, method="bca")
+        res = bootstrap_table(t, _share_given_rare, n_types=4, rng=0, method="bca")
     assert res.method == "percentile" and res.method_requested == "bca"
     assert res.fallback_reason is not None
     assert any("BCa" in str(x.message) for x in w)
 
 
-def test_bca_falls_back_when_jackknife_has_no_spread():
+def test_bca_parameters_refuse_a_jackknife_with_no_spread():
+    from evaltk.stats._bootstrap import _bca_parameters
+    z0, a, reason = _bca_parameters(0.5, np.linspace(0.1, 1.0, 50), (np.full(5, 0.5), np.ones(5)))
+    assert z0 is None and a is None and "spread" in reason
+
+
+@pytest.mark.parametrize("method", ["percentile", "basic", "bca"])
+def test_a_degenerate_bootstrap_distribution_abstains(method):
+    """Every resample equal (a constant statistic, perfect agreement): no zero-width interval (issue #16)."""
     t = np.array([0, 1, 1, 1, 1])
-    with pytest.warns(UndefinedWarning, match="BCa"):
+    with pytest.warns(UndefinedWarning, match="all resamples equal"):
         res = bootstrap_table(t, lambda W: np.full(W.shape[0], 0.5), n_types=2,
-                              method="bca", rng=0, n_resamples=200)
-    assert res.method == "percentile"
-    assert "spread" in res.fallback_reason
+                              method=method, rng=0, n_resamples=200)
+    assert res.statistic == 0.5 and not isinstance(res.confidence_interval, ConfidenceInterval)
+    assert res.confidence_interval.cause.value == "missing_evidence"
+    assert "degenerate bootstrap distribution: all resamples equal" in res.confidence_interval.reason
+    assert isinstance(res.standard_error, Abstention)
+    f = res.to_frame()
+    assert np.isnan(f.loc[0, "ci_low"]) and f.loc[0, "ci_cause"] == "missing_evidence"
 
 
 def test_bca_parameters_refuse_infinite_bias_correction():

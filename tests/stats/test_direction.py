@@ -28,6 +28,7 @@ from statsmodels.stats.contingency_tables import SquareTable, mcnemar
 
 from evaltk.stats import (
     LEANS,
+    MCNEMAR_METHOD,
     NO_DETECTABLE_LEAN,
     OVERSTATES,
     UNDERSTATES,
@@ -41,6 +42,7 @@ from evaltk.stats import (
     confusion_asymmetry,
     direction_of_error,
     direction_table,
+    holm_adjust,
     lean_from_interval,
     mcnemar_test,
     mean_signed_difference,
@@ -294,8 +296,10 @@ def test_mean_signed_difference_mapping_numeric_and_errors():
     eff = {"Lots": 0.0, "A few": 0.5, "None": 1.0}
     r = mean_signed_difference(["Lots", "Lots", "A few"], ["None", "A few", "A few"], categories=eff)
     assert r.statistic == pytest.approx(-0.5)
-    r = mean_signed_difference([1, 2, 3], [1, 2, 3])
-    assert r.statistic == 0 and r.lean == NO_DETECTABLE_LEAN and r.std_error == 0
+    with pytest.warns(UndefinedWarning, match="no spread"):
+        r = mean_signed_difference([1, 2, 3], [1, 2, 3])
+    assert r.statistic == 0 and r.lean == NO_DETECTABLE_LEAN and isinstance(r.std_error, Abstention)
+    assert r.pvalue == 1.0 and r.test == "sign"
     with pytest.raises(ValueError, match="pass the ordered scale as `categories`"):
         mean_signed_difference(["a", "b"], ["a", "b"])
     with pytest.raises(ValueError, match="outside the declared scale"):
@@ -346,3 +350,90 @@ def test_direction_table_fills_seed_002_shape():
     assert {"statistic", "ci_low", "ci_high", "pvalue", "reason", "n_items"} <= set(t.columns)
     with pytest.raises(ValueError, match="must have a column `human`"):
         direction_table(df.drop(columns="human"))
+
+
+# --------------------------------------------------------------------------- honest at the boundaries (issue #16)
+
+
+def test_identical_ordinal_differences_are_read_by_the_sign_test():
+    """Two items with the same difference gave a point interval, p = 0.0 and "overstates"."""
+    from scipy.stats import binomtest
+    r = direction_of_error([2, 3], [1, 2], scale="ordinal", categories=[1, 2, 3])
+    assert r.lean == NO_DETECTABLE_LEAN and r.statistic == 1.0
+    assert r.pvalue == pytest.approx(binomtest(2, 2, 0.5).pvalue) == 0.5
+    assert isinstance(r.confidence_interval, Abstention) and "no spread" in r.confidence_interval.reason
+    assert "sign test" in r.method
+    f = r.to_frame()
+    assert np.isnan(f.loc[0, "ci_low"]) and f.loc[0, "ci_cause"] == "missing_evidence"
+    # ten items all one step up: the sign test does support a lean (p = 2 / 2^10)
+    r10 = direction_of_error([2] * 10, [1] * 10, scale="ordinal", categories=[1, 2, 3])
+    assert r10.lean == "overstates" and r10.pvalue == pytest.approx(binomtest(10, 10, 0.5).pvalue)
+    with pytest.warns(UndefinedWarning):
+        down = mean_signed_difference([1] * 10, [3] * 10, categories=[1, 2, 3])
+    assert down.lean == "understates" and down.test == "sign"
+
+
+def test_ordinal_t_test_pvalue_matches_scipy():
+    from scipy.stats import ttest_1samp
+    j, h = [1, 2, 3, 3, 2, 3, 1, 3], [1, 1, 2, 3, 3, 2, 1, 2]
+    m = mean_signed_difference(j, h)
+    assert m.test == "t" and m.pvalue == pytest.approx(ttest_1samp(np.subtract(j, h), 0.0).pvalue)
+    assert direction_of_error(j, h, scale="ordinal", categories=[1, 2, 3]).pvalue == pytest.approx(m.pvalue)
+
+
+def test_one_mcnemar_for_signed_bias_and_the_regression_gate():
+    """The gate used the exact test while signed_bias used mid-p: one choice, one home."""
+    from evaltk.judges._regression import _compare_binary
+    rng = np.random.default_rng(4)
+    mb = (rng.random(60) < 0.7).astype(int)
+    mc = np.where(rng.random(60) < 0.8, mb, 1 - mb)
+    row = _compare_binary(mb, mc, 0.95)
+    sb = signed_bias(mc.tolist(), mb.tolist(), positive=1)
+    assert MCNEMAR_METHOD == "mid-p" and sb.mcnemar.method == MCNEMAR_METHOD
+    assert row["pvalue"] == sb.mcnemar.pvalue and row["test"].startswith("McNemar mid-p")
+    assert mcnemar_test([[1, 1], [7, 12]]).pvalue == mcnemar_test([[1, 1], [7, 12]], method="mid-p").pvalue
+
+
+def test_r_mcnemar_test_gives_zero_when_b_equals_c():
+    """R: mcnemar.test(matrix(c(5, 3, 3, 5), 2)) -> McNemar's chi-squared = 0, df = 1, p-value = 1."""
+    r = mcnemar_test([[5, 3], [3, 5]], method="asymptotic", correction=True)
+    assert r.statistic == 0.0 and r.pvalue == 1.0
+    sm = mcnemar([[5, 3], [3, 5]], exact=False, correction=True)
+    assert sm.statistic == pytest.approx(1 / 6)  # statsmodels squares -1: the one that differs
+    from pathlib import Path
+    doc = (Path(__file__).parents[2] / "docs" / "calibration.md").read_text()
+    assert "R and statsmodels square" not in doc and "as R's `mcnemar.test` does" in doc
+
+
+def test_holm_adjust_matches_statsmodels():
+    from statsmodels.stats.multitest import multipletests
+    rng = np.random.default_rng(9)
+    for m in (1, 3, 7):
+        p = rng.random(m) ** 2
+        assert holm_adjust(p) == pytest.approx(multipletests(p, method="holm")[1])
+    got = holm_adjust([0.01, np.nan, 0.04, 0.03])
+    assert np.isnan(got[1]) and got[[0, 2, 3]] == pytest.approx(multipletests([0.01, 0.04, 0.03], method="holm")[1])
+    with pytest.raises(ValueError):
+        holm_adjust([0.5, 1.5])
+
+
+def test_per_class_tests_report_holm_beside_the_raw_pvalue():
+    """class_bias and confusion_asymmetry reported one test per class with no multiplicity control."""
+    from statsmodels.stats.multitest import multipletests
+    rng = np.random.default_rng(3)
+    cats = ["A", "B", "C", "D"]
+    h = rng.choice(cats, 300).tolist()
+    j = [x if rng.random() < 0.7 else rng.choice(["A", "A", "B"]) for x in h]
+    cb = class_bias(j, h, categories=cats)
+    for _, r in cb.iterrows():
+        both = sum(a == b == r["category"] for a, b in zip(j, h, strict=True))
+        rest = len(h) - both - r["over_predicted"] - r["under_predicted"]
+        t = [[both, r["over_predicted"]], [r["under_predicted"], rest]]
+        assert r["mcnemar_midp"] == pytest.approx(mcnemar_test(t).pvalue)
+    assert cb["mcnemar_midp_holm"].to_numpy() == pytest.approx(multipletests(cb["mcnemar_midp"], method="holm")[1])
+    assert (cb["mcnemar_midp_holm"] >= cb["mcnemar_midp"]).all()
+    ca = confusion_asymmetry(j, h, categories=cats)
+    tested = ca["mcnemar_midp"].notna()
+    assert ca.loc[tested, "mcnemar_midp_holm"].to_numpy() == pytest.approx(
+        multipletests(ca.loc[tested, "mcnemar_midp"], method="holm")[1])
+    assert list(ca.columns[6:8]) == ["mcnemar_midp", "mcnemar_midp_holm"]
