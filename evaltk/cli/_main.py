@@ -30,10 +30,13 @@ import os
 import sys
 import tempfile
 import traceback
+import warnings
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 from .._validation import extra_of
 from ..errors import EvaltkError, MissingExtra, OutputRefused, SchemaViolation, UnreadableInput
+from ..values import EvaltkWarning
 
 EXIT_OK = 0
 EXIT_NEGATIVE = 1
@@ -108,8 +111,27 @@ def _no_user_state() -> Iterator[None]:
             os.environ.pop("MPLCONFIGDIR", None)
 
 
+@contextlib.contextmanager
+def _warnings_as_lines() -> Iterator[None]:
+    """A warning reaches the terminal as one line, ``evaltk: warning: <message>``, once per
+    message: not Python's two lines pointing into ``__main__.py``."""
+    seen: set[str] = set()
+
+    def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+             file: Any = None, line: str | None = None) -> None:
+        text = str(message)
+        if text not in seen:
+            seen.add(text)
+            print(f"evaltk: warning: {text}", file=sys.stderr)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", EvaltkWarning)  # the seen-set dedupes; Python's registry would not
+        warnings.showwarning = show
+        yield
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    with _no_user_state():
+    with _no_user_state(), _warnings_as_lines():
         return _main(argv)
 
 

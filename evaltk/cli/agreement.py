@@ -275,7 +275,9 @@ def register_cli(subparsers: Any) -> None:
             "stay those words; an empty cell is a missing rating.  The rating column becomes numbers "
             "only when every non-empty cell is a finite decimal number (1, -2, 2.5, 1e3), so "
             "--level interval / ratio work on numeric ratings; one word (None, NA, yes) keeps the "
-            "column as text, and nan or inf among numbers is an error (exit 65, naming the line).  "
+            "column as text, and nan or inf among numbers is an error (exit 65, naming the line); "
+            "in a text column a blank cell or the word nan (any case) is no rating, as everywhere "
+            "in evaltk (evaltk.values.MISSING_TEXT).  "
             "JSONL and Parquet keep their own types."),
         epilog="Example: evaltk agreement data/examples/agreement/ratings.csv --coefficient krippendorff_alpha --level nominal "
                "--abstain cannot_tell --json",

@@ -210,8 +210,11 @@ def _join(recs: AnswerRecords, trace_ledger: pd.DataFrame, runs: pd.DataFrame,
         why = tl.drop_duplicates("trace_id", keep="last").set_index("trace_id")["reason"]
         where = np.flatnonzero(no_run)
         r = why.reindex(t["trace_id"].iloc[where]).to_numpy(dtype=object, na_value=None)
-        fl.add(where, [f"{kind} without run" if x is None else f"run not kept: {x.split(':', 1)[0]}"
-                       for x in r], ["trace_id"] * where.size)
+        # one message per distinct ledger reason (a dropped run has many answers), -1: never seen
+        rcodes, reasons = pd.factorize(pd.Series(r, dtype=object), use_na_sentinel=True)
+        msgs = np.array([f"run not kept: {x.split(':', 1)[0]}" for x in reasons] + [f"{kind} without run"],
+                        dtype=object)
+        fl.add(where, msgs[rcodes].tolist(), ["trace_id"] * where.size)
     # per-step: the step must exist in the run
     step, has_step, shown = _int_or_float_steps(t["step"])
     sel = has_step & ~no_run
