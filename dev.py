@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """The two quickstart commands, with nothing but Python 3.11 and pip needed.
 
-    python3 dev.py report   # make .venv, install evaltk, render the weekly report
+    python3 dev.py report   # make .venv, install evaltk with the report extra, render the weekly report
     python3 dev.py test     # make .venv, install evaltk with every extra, run pytest
+    python3 dev.py wheel    # CI: build the wheel, install it in a fresh venv, run the commands from an empty folder
 
-Both create (or reuse) the virtual environment ``.venv`` beside this file.
+``report`` and ``test`` create (or reuse) the virtual environment ``.venv`` beside this file.
 ``test`` exits non-zero when a test fails *and* when no test ran (pytest's exit 5).
 Extra arguments after the command go to ``evaltk report`` or to pytest.
 """
@@ -12,8 +13,10 @@ Extra arguments after the command go to ``evaltk report`` or to pytest.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import venv
 from pathlib import Path
 
@@ -23,9 +26,55 @@ BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 PY = BIN / ("python.exe" if os.name == "nt" else "python")
 
 
-def _run(cmd: list[str]) -> int:
+def _run(cmd: list[str], cwd: Path = ROOT) -> int:
     print("+", " ".join(str(c) for c in cmd), flush=True)
-    return subprocess.call([str(c) for c in cmd], cwd=ROOT)
+    return subprocess.call([str(c) for c in cmd], cwd=cwd)
+
+
+def _check(cmd: list[str], cwd: Path = ROOT) -> str:
+    """Run ``cmd``; its standard output, or exit with its code."""
+    print("+", " ".join(str(c) for c in cmd), flush=True)
+    r = subprocess.run([str(c) for c in cmd], cwd=cwd, stdout=subprocess.PIPE, text=True)
+    print(r.stdout, end="", flush=True)
+    if r.returncode:
+        print(f"dev.py: exit {r.returncode} from {cmd[0]}", file=sys.stderr)
+        sys.exit(r.returncode)
+    return r.stdout
+
+
+def _wheel_check() -> int:
+    """The installed package as a user gets it: wheel, fresh venv with the report extra, the
+    commands run from an empty folder on the examples the wheel ships."""
+    with tempfile.TemporaryDirectory(prefix="evaltk-wheel-") as tmp:
+        tmp_path = Path(tmp)
+        src = tmp_path / "src"  # build from a copy: the build leaves nothing in the work tree
+        shutil.copytree(ROOT, src, symlinks=True, ignore=shutil.ignore_patterns(
+            ".git", ".venv", "reports", "build", "*.egg-info", "__pycache__", "tests", "benchmarks"))
+        _check([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--disable-pip-version-check",
+                "-w", tmp_path / "dist", src])
+        (wheel,) = (tmp_path / "dist").glob("evaltk-*.whl")
+        env = tmp_path / "venv"
+        venv.EnvBuilder(with_pip=True).create(env)
+        bin_ = env / ("Scripts" if os.name == "nt" else "bin")
+        _check([bin_ / "python", "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                f"{wheel}[report]"])
+        empty = tmp_path / "empty"
+        empty.mkdir()
+        _check([bin_ / "evaltk", "trajectory", "self-check"], cwd=empty)
+        examples = _check([bin_ / "python", "-c", "from evaltk.data import examples_dir; print(examples_dir())"],
+                          cwd=empty).strip()
+        expected = len(list((ROOT / "data" / "examples" / "fixtures").rglob("task.yaml")))
+        out = _check([bin_ / "evaltk", "fixtures", "validate", Path(examples) / "fixtures"], cwd=empty)
+        if f"{expected} fixture(s), 0 error(s): valid" not in out:
+            print(f"dev.py: the installed examples are not the {expected} valid fixtures", file=sys.stderr)
+            return 1
+        _check([bin_ / "evaltk", "report", "--week", "2026-W01", "--out", "reports"], cwd=empty)
+        index = empty / "reports" / "2026-W01" / "index.html"
+        if not index.is_file():
+            print(f"dev.py: evaltk report wrote no {index}", file=sys.stderr)
+            return 1
+        print(f"dev.py: the wheel {wheel.name} works from an empty folder", flush=True)
+    return 0
 
 
 def _ensure_venv(extras: str) -> None:
@@ -38,14 +87,16 @@ def _ensure_venv(extras: str) -> None:
 
 
 def main(argv: list[str]) -> int:
-    if not argv or argv[0] not in {"report", "test"}:
+    if not argv or argv[0] not in {"report", "test", "wheel"}:
         print(__doc__, file=sys.stderr)
         return 64
     cmd, rest = argv[0], argv[1:]
+    if cmd == "wheel":
+        return _wheel_check()
     if cmd == "report":
-        _ensure_venv("notebooks")
+        _ensure_venv("report")
         return _run([BIN / "evaltk", "report", *rest])
-    _ensure_venv("dev,notebooks,scale,judges,inspect,otel")
+    _ensure_venv("dev,notebooks,scale,gate,judges,inspect,otel")
     rc = _run([PY, "-m", "pytest", *rest])
     if rc == 5:
         print("dev.py: pytest collected no tests; that is a failure.", file=sys.stderr)

@@ -16,6 +16,7 @@ This module imports nothing from evaltk but :mod:`evaltk.errors`, so every layer
 
 from __future__ import annotations
 
+import importlib
 import numbers
 import sys
 import warnings
@@ -25,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import InputError
+from .errors import InputError, MissingExtra
 from .values import Abstention, Cause, UndefinedWarning
 
 __all__ = [
@@ -39,6 +40,11 @@ __all__ = [
     "check_n_resamples",
     "check_columns",
     "check_frame",
+    "EXTRAS",
+    "extra_of",
+    "require_extra",
+    "import_optional",
+    "as_frame",
     "check_nonempty",
     "undefined",
     "user_stacklevel",
@@ -215,20 +221,111 @@ def check_n_resamples(n_resamples: Any) -> int:
     return int(n_resamples)
 
 
+#: Each optional extra of evaltk (``pip install 'evaltk[NAME]'``) and the modules it brings
+#: that evaltk imports; ``pyproject.toml`` lists the same extras with their versions.
+#: A module in two extras is named by the first (the weekly report runs the regression gate).
+EXTRAS: dict[str, tuple[str, ...]] = {
+    "gate": ("pingouin",),
+    "scale": ("duckdb", "dask", "distributed"),
+    "judges": ("httpx", "jinja2"),
+    "inspect": ("inspect_ai",),
+    "report": ("altair", "vl_convert", "papermill", "nbformat", "nbconvert", "jupytext", "ipykernel",
+               "pingouin"),
+}
+
+
+def extra_of(module: str | None) -> str | None:
+    """The extra that brings ``module`` (or its top-level package), or None.
+
+    Examples
+    --------
+    >>> extra_of("altair.vegalite"), extra_of("numpy")
+    ('report', None)
+    """
+    top = (module or "").split(".")[0]
+    return next((extra for extra, mods in EXTRAS.items() if top in mods), None)
+
+
+def import_optional(module: str, *, purpose: str) -> Any:
+    """``module`` imported, or :class:`~evaltk.errors.MissingExtra` naming the extra that brings it.
+
+    Examples
+    --------
+    >>> import_optional("altair", purpose="a chart").__name__
+    'altair'
+    """
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        extra = extra_of(module)
+        if extra is None:
+            raise
+        raise MissingExtra(extra, module, purpose) from None
+
+
+def require_extra(extra: str, *, purpose: str) -> None:
+    """Import every module of ``extra``; :class:`~evaltk.errors.MissingExtra` names the first missing.
+
+    Called where a command starts, so a missing optional dependency is one sentence that
+    says what to install, before any work is done.
+
+    Examples
+    --------
+    >>> require_extra("report", purpose="`evaltk report`")
+    """
+    check_choice("extra", extra, tuple(EXTRAS))
+    for module in EXTRAS[extra]:
+        import_optional(module, purpose=purpose)
+
+
+def as_frame(data: Any) -> Any:
+    """A pandas DataFrame for a table given as pandas, Arrow or Polars; anything else unchanged.
+
+    The one adapter every public entry point that takes a table uses: a
+    ``pyarrow.Table`` or ``RecordBatch`` converts with ``to_pandas()``; a Polars
+    ``DataFrame`` (or ``LazyFrame``, collected) goes through Arrow (``to_arrow()``), so
+    Polars is never imported here and never required.
+
+    Examples
+    --------
+    >>> import pyarrow as pa
+    >>> as_frame(pa.table({"item": [1, 2], "rating": ["a", "b"]}))
+       item rating
+    0     1      a
+    1     2      b
+    """
+    import pandas as pd
+
+    if isinstance(data, pd.DataFrame):
+        return data
+    module = type(data).__module__ or ""
+    if module.startswith("polars"):
+        if not hasattr(data, "to_arrow") and hasattr(data, "collect"):  # a LazyFrame
+            data = data.collect()
+        if hasattr(data, "to_arrow"):
+            return data.to_arrow().to_pandas()
+    if module.startswith("pyarrow") and hasattr(data, "to_pandas") and hasattr(data, "schema"):
+        return data.to_pandas()
+    return data
+
+
 def check_frame(data: Any, name: str = "data") -> Any:
-    """``data`` when it is a pandas DataFrame; :class:`TypeError` naming ``name`` otherwise.
+    """``data`` as a pandas DataFrame (pandas, Arrow or Polars, through :func:`as_frame`);
+    :class:`TypeError` naming ``name`` otherwise.
 
     Examples
     --------
     >>> check_frame([1, 2], "scores")
     Traceback (most recent call last):
     ...
-    TypeError: `scores` must be a pandas DataFrame; got list.
+    TypeError: `scores` must be a pandas DataFrame (or a pyarrow / Polars table); got list.
     """
     import pandas as pd
 
+    data = as_frame(data)
     if not isinstance(data, pd.DataFrame):
-        raise TypeError(f"`{name}` must be a pandas DataFrame; got {type(data).__name__}.")
+        raise TypeError(f"`{name}` must be a pandas DataFrame (or a pyarrow / Polars table); "
+                        f"got {type(data).__name__}.")
     return data
 
 

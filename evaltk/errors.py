@@ -7,7 +7,7 @@ pandas or json), and the CLI maps each class to a documented exit code.
 from __future__ import annotations
 
 __all__ = ["EvaltkError", "InputError", "UnreadableInput", "SchemaViolation", "LimitExceeded",
-           "OutputRefused", "format_location"]
+           "OutputRefused", "MissingExtra", "format_location"]
 
 
 def format_location(file: str | None = None, record: object | None = None,
@@ -58,6 +58,25 @@ class LimitExceeded(SchemaViolation):
                  record: object | None = None, field: str | None = None) -> None:
         self.limit = limit
         super().__init__(message, file=file, record=record, field=field)
+
+
+class MissingExtra(EvaltkError, ImportError):
+    """An optional dependency is not installed: says which extra of evaltk brings it.
+
+    ``extra`` is the extra's name (``report``, ``scale``...), ``module`` the module that
+    could not be imported and ``purpose`` what needed it (``evaltk report``).  The CLI
+    exits 69 (``EX_UNAVAILABLE``) with this message.
+    """
+
+    def __init__(self, extra: str, module: str, purpose: str) -> None:
+        self.extra = extra
+        self.module = module
+        self.purpose = purpose
+        super().__init__(
+            f"{purpose} needs the `{extra}` extra of evaltk ({module} is not installed): "
+            f"pip install 'evaltk[{extra}]'", name=module)
+
+
 class OutputRefused(EvaltkError, ValueError):
     """An output path evaltk will not write: it is, or is inside, one of the command's inputs
     (``output`` and ``input`` name both), or it is a file where a folder is expected (or the

@@ -121,7 +121,7 @@ else:
             else report.judge_accuracy_chart(jb_sel.table, accuracy_title="pair accuracy (JudgeBench fold)",
                                              title="JudgeBench: per-judge accuracy with intervals"))
     display(report.show_judge_accuracy(jb_sel.table))
-    display(jb_sel.orderings[["verdict"]])
+    display(report.show_orderings(jb_sel.orderings))
 
 # %% [markdown]
 # ## How this report was made

@@ -65,7 +65,7 @@ lines += ["", f"Reported aggregate score **{summary.aggregate_score:.4f}**; gate
           f"{summary.passed_count} of {run.task_count} tasks passed under passRule `{run.pass_rule}` "
           f"with {run.count} trial(s) each."]
 display(Markdown("\n".join(lines)))
-pd.DataFrame([dict(c) for c in summary.conditions]).set_index("condition")
+report.show_suite_conditions(summary.conditions)
 
 # %% [markdown]
 # ## Per task: reported score and gating score

@@ -10,6 +10,7 @@ from ._main import (
     EXIT_NOINPUT,
     EXIT_OK,
     EXIT_SOFTWARE,
+    EXIT_UNAVAILABLE,
     EXIT_USAGE,
     CliError,
     build_parser,
@@ -18,4 +19,4 @@ from ._main import (
 )
 
 __all__ = ["main", "build_parser", "CliError", "EXIT_OK", "EXIT_NEGATIVE", "EXIT_USAGE",
-           "EXIT_DATAERR", "EXIT_NOINPUT", "EXIT_SOFTWARE", "printable"]
+           "EXIT_DATAERR", "EXIT_NOINPUT", "EXIT_UNAVAILABLE", "EXIT_SOFTWARE", "printable"]

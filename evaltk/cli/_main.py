@@ -11,6 +11,8 @@ Exit codes shared by every sub-command (README, "Exit codes"):
 64    usage error (unknown option, missing argument)
 65    input read but violates its schema (:class:`evaltk.errors.SchemaViolation`)
 66    input unreadable (missing file, not UTF-8, not JSON/YAML)
+69    an optional dependency is missing; the message names the extra to install
+      (``pip install 'evaltk[report]'``)
 70    internal error (a bug in evaltk; please report it)
 141   the reader of standard output closed the pipe (``evaltk ... | head``)
 ====  ======================================================================
@@ -41,7 +43,8 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from .. import _io
-from ..errors import EvaltkError, OutputRefused, SchemaViolation, UnreadableInput
+from .._validation import extra_of
+from ..errors import EvaltkError, MissingExtra, OutputRefused, SchemaViolation, UnreadableInput
 from ..values import EvaltkWarning
 
 EXIT_OK = 0
@@ -49,6 +52,7 @@ EXIT_NEGATIVE = 1
 EXIT_USAGE = 64
 EXIT_DATAERR = 65
 EXIT_NOINPUT = 66
+EXIT_UNAVAILABLE = 69
 EXIT_SOFTWARE = 70
 
 # Modules that provide ``register_cli(subparsers)``.  One line per topic.
@@ -246,6 +250,16 @@ def _main(argv: list[str]) -> int:
     except OutputRefused as e:  # nothing read or written: a usage error (docs/outputs.md)
         print(f"evaltk: refused output: {e}", file=sys.stderr)
         return EXIT_USAGE
+    except MissingExtra as e:
+        print(f"evaltk: {e}", file=sys.stderr)
+        return EXIT_UNAVAILABLE
+    except ImportError as e:  # an optional module imported deep inside a command
+        extra = extra_of(e.name)
+        if extra is None:
+            traceback.print_exc()
+            return EXIT_SOFTWARE
+        print(f"evaltk: {MissingExtra(extra, e.name or '?', _command(argv))}", file=sys.stderr)
+        return EXIT_UNAVAILABLE
     except UnreadableInput as e:
         print(f"evaltk: unreadable input: {e}", file=sys.stderr)
         return EXIT_NOINPUT
@@ -269,6 +283,12 @@ def _main(argv: list[str]) -> int:
     except Exception:  # pragma: no cover - a bug: show it, exit 70
         traceback.print_exc()
         return EXIT_SOFTWARE
+
+
+def _command(argv: Sequence[str] | None) -> str:
+    """```evaltk report``` (the command word of ``argv``)."""
+    words = [w for w in (sys.argv[1:] if argv is None else argv) if not w.startswith("-")]
+    return f"`evaltk {words[0]}`" if words else "`evaltk`"
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -71,7 +71,7 @@ def _cli_report(args: argparse.Namespace) -> int:
     try:
         index = render_report(week=args.week, data=args.data, params=args.params, out=args.out,
                               notebooks=args.only, progress=say)
-    except ReportFailed as e:
+    except ReportFailed as e:  # each failure once (the progress lines only say FAILED)
         for f in e.failures:
             print(f"evaltk: {f}", file=sys.stderr)
         print(f"evaltk: the pages of the failed notebooks show the error; see {e.out_dir / 'run.json'}",

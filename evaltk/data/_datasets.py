@@ -1605,6 +1605,23 @@ def _parameters() -> dict[str, Any]:
 # --------------------------------------------------------------------------- writing and reading
 
 
+def examples_dir() -> Path:
+    """The worked examples shipped with evaltk (suite run, trajectory lock and results, task
+    fixtures, agreement ratings): ``evaltk/data/examples/`` in the installed package, the
+    repository's ``data/examples/`` in a source checkout.
+
+    Examples
+    --------
+    >>> {"fixtures", "suite", "trajectory"} <= {p.name for p in examples_dir().iterdir() if p.is_dir()}
+    True
+    """
+    here = Path(__file__).resolve().parent
+    for root in (here / "examples", here.parent.parent / "data" / "examples"):
+        if (root / "README.md").is_file():
+            return root
+    raise UnreadableInput("the shipped examples are missing from this installation.", file=str(here / "examples"))
+
+
 def write_demo(directory: str | Path, data: DemoData | None = None, *, n_traces: int = 300,
                rng: int | np.random.Generator = 0) -> dict[str, Path]:
     """Write the demo corpus to ``directory`` (created if needed); return the paths written.

@@ -15,6 +15,7 @@ import pyarrow.compute as pc
 
 from .. import _columns, _io
 from .._io import canonical_json, loads_json
+from .._validation import as_frame
 from ..errors import SchemaViolation, UnreadableInput
 from ..values import (
     ANSWER_VOCABULARIES,
@@ -73,6 +74,7 @@ ANSWER_COLUMNS: tuple[str, ...] = ("trace_id", "measure", "step", "rater", "answ
 
 def _load_answer_source(source: Any, kind: str) -> tuple[str, pd.DataFrame, np.ndarray]:
     """(name, raw frame, record numbers).  Raw frames keep the source's own types."""
+    source = as_frame(source)
     if isinstance(source, pd.DataFrame):
         return "<dataframe>", source.reset_index(drop=True), np.arange(1, len(source) + 1)
     if isinstance(source, str | Path):

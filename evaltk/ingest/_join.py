@@ -12,6 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import _columns
+from .._validation import as_frame
 from ._answers import _OPTIONAL_TEXT, _Flags, _int64, _int_view, _sparse_str, read_answers
 from ._records import _STR, AnswerRecords
 from ._series import _BLOCK, _blocks, _const, _empty_str
@@ -303,11 +304,12 @@ def _empty_answers() -> pd.DataFrame:
 def _as_answer_sources(x: Any) -> list[Any]:
     if x is None:
         return []
+    x = as_frame(x)
     if isinstance(x, str | Path | pd.DataFrame | AnswerRecords | Mapping):
         return [x]
-    if isinstance(x, Sequence) and x and all(isinstance(e, str | Path | pd.DataFrame | AnswerRecords)
+    if isinstance(x, Sequence) and x and all(isinstance(as_frame(e), str | Path | pd.DataFrame | AnswerRecords)
                                             for e in x):
-        return list(x)
+        return [as_frame(e) for e in x]
     return [x]
 
 

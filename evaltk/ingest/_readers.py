@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import _columns, _io
+from .._validation import as_frame
 from ..errors import LimitExceeded, SchemaViolation, UnreadableInput
 from ._checks import (
     _Bad,
@@ -302,6 +303,7 @@ def _arrow_json(data: bytes | memoryview, *, checked: bool = False,
 def _load_trace_source(source: Any) -> tuple[str, str, Any, Any]:
     """(name, mode, payload, numbers).  mode: "arrow" (a Parquet table), "jsonl" (bytes) or
     "records" (a list)."""
+    source = as_frame(source)
     if isinstance(source, pd.DataFrame):
         recs = _records_from_frame(source)
         return "<dataframe>", "records", recs, list(range(1, len(recs) + 1))

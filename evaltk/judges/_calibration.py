@@ -42,7 +42,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from .._display import HtmlTable
 from .._validation import (
+    as_frame,
     check_columns,
     check_confidence_level,
     check_nonempty,
@@ -220,6 +222,7 @@ class CeilingResult(ResultShape):
 
 
 def _long_frame(data: Any, item: str, rater: str, rating: str) -> pd.DataFrame:
+    data = as_frame(data)
     if not isinstance(data, pd.DataFrame):
         raise TypeError(f"`data` must be a long DataFrame with columns {item!r}, {rater!r}, {rating!r}.")
     check_columns(data, (item, rater, rating))
@@ -636,7 +639,7 @@ def _majority(units: list[list[Any]], cats: list[Any], majority: Any) -> Any:
 
 
 @dataclass(frozen=True)
-class PromotionCheck:
+class PromotionCheck(HtmlTable):
     """Which of seed 002's five promotion conditions are met, and on what evidence.
 
     Attributes
@@ -870,6 +873,7 @@ def _by_reject(pvalues: np.ndarray, q: float) -> np.ndarray:
 
 
 def _annotations(x: Any, name: str) -> dict[Any, dict[Any, Any]]:
+    x = as_frame(x)
     if isinstance(x, pd.DataFrame):
         cols = list(x.columns)
         if len(cols) < 3:

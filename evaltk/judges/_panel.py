@@ -25,13 +25,14 @@ import numpy as np
 import pandas as pd
 
 from .. import _columns
-from .._validation import check_nonempty
+from .._display import HtmlTable
+from .._validation import as_frame, check_nonempty
 from ..scoring import FoldRule, fold_votes
 from ..values import CAUSES
 
 
 @dataclass(frozen=True)
-class PanelResult:
+class PanelResult(HtmlTable):
     """One folded verdict per item, the skips, and the rule that produced them.
 
     ``verdicts`` columns: the item keys, ``verdict`` (the winning answer, or missing),
@@ -100,6 +101,7 @@ def fold_panel(answers: pd.DataFrame, *, rule: str | FoldRule = "majority",
     >>> r.verdicts[["verdict", "confidence", "disagreement"]].round(3).values.tolist()
     [['yes', 0.667, 0.333]]
     """
+    answers = as_frame(answers)
     check_nonempty(answers, "answers", needs="there are no rater answers to fold")
     fr = rule if isinstance(rule, FoldRule) else FoldRule(rule, weights=weights)
     ks = _keys_present(answers, keys)

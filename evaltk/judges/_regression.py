@@ -42,7 +42,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._validation import check_choice, check_confidence_level, recorded_seed, seeded_rng
+from .._display import HtmlTable
+from .._validation import (
+    check_choice,
+    check_confidence_level,
+    import_optional,
+    recorded_seed,
+    seeded_rng,
+)
 from ..scoring import (
     GUIDE_MEASURES,
     TRACE_MEASURES,
@@ -146,12 +153,15 @@ def _review_unpinned(dims: pd.DataFrame, a: ScoreMatrix, b: ScoreMatrix) -> pd.D
 
 
 @dataclass(frozen=True)
-class GateResult:
+class GateResult(HtmlTable):
     """Per-dimension decisions and the overall one: ``promote``, ``review`` or ``regress``."""
 
     decision: str
     dimensions: pd.DataFrame
     settings: Mapping[str, Any] = field(default_factory=dict)
+
+    def _html_tables(self) -> list[tuple[str, pd.DataFrame]]:
+        return [(f"GateResult: {self.decision}", self.dimensions)]
 
     def to_dict(self) -> dict[str, Any]:
         return {"decision": self.decision, "settings": dict(self.settings),
@@ -411,7 +421,7 @@ def _hard_checks(baseline: ScoreMatrix, candidate: ScoreMatrix, meas: Sequence[s
 
 def _adjusted_pvalues(dims: pd.DataFrame, alpha: float, correction: str) -> pd.Series:
     """The multiple-comparison correction across the interpretable, tested dimensions (pingouin)."""
-    import pingouin
+    pingouin = import_optional("pingouin", purpose="the regression gate's multiple-comparison correction")
 
     out = pd.Series(np.nan, index=dims.index)
     testable = dims["interpretable"] & dims["pvalue"].notna()

@@ -23,7 +23,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._display import HtmlTable
 from .._validation import (
+    as_frame,
     check_choice,
     check_columns,
     check_confidence_level,
@@ -61,7 +63,7 @@ def anchor_correctness(answers: pd.DataFrame, labels: pd.DataFrame, *, measure: 
     """
     from ._panel import FoldRule, fold_panel
 
-    a, h = answers, labels
+    a, h = as_frame(answers), as_frame(labels)
     if measure is not None:
         a = a[a["measure"] == measure]
         h = h[h["measure"] == measure]
@@ -102,6 +104,7 @@ def judge_costs(answers: pd.DataFrame, *, rater: str = "rater", cost: str = "cos
     answered; latency quantiles are over its answers.  Missing columns give missing
     values, never zeros.
     """
+    answers = as_frame(answers)
     check_nonempty(answers, "answers", needs="there are no judge answers to cost")
     ks = [k for k in item if k in answers.columns]
     g = answers.groupby(rater, sort=True)
@@ -134,6 +137,7 @@ def canary_hits(answers: pd.DataFrame, canaries: pd.DataFrame, *, keys: Sequence
     would have to give to pass the failure (``"yes"`` for "did the task succeed?" on a
     run that did not).  Returns ``judge, canary, answer`` for every pass.
     """
+    answers, canaries = as_frame(answers), as_frame(canaries)
     check_nonempty(answers, "answers", needs="there are no judge answers to check against the canaries")
     ks = [k for k in keys if k in canaries.columns]
     if passing not in canaries.columns:
@@ -182,12 +186,15 @@ def pareto_frontier(points: pd.DataFrame, *, maximize: Sequence[str] = ("accurac
 
 
 @dataclass(frozen=True)
-class SelectionResult:
+class SelectionResult(HtmlTable):
     """Judge selection: a per-judge table, every pairwise ordering, and the declared settings."""
 
     table: pd.DataFrame
     orderings: pd.DataFrame
     settings: Mapping[str, Any]
+
+    def _html_tables(self) -> list[tuple[str, pd.DataFrame]]:
+        return [("SelectionResult: judges", self.table), ("pairwise orderings", self.orderings)]
 
     @property
     def frontier(self) -> list[str]:
@@ -240,12 +247,25 @@ def select_judges(correct: pd.DataFrame, costs: pd.DataFrame | None = None, *,
 
     Notes
     -----
-    Accuracy is on answered items (correct / answered) with a Wilson score interval;
-    coverage (answered / items with an anchor) is reported beside it, never folded into
-    accuracy, but it is part of selection: through the dominance guard and the floor.
-    A judge answering 1 of 100 anchored items correctly has accuracy 1.0 and coverage
-    0.01: it dominates nobody who answered materially more, and it is not eligible.
+    Accuracy is on answered items (correct / answered) with a Wilson score interval.
+    Three shares are reported beside it, never folded in, each named for what it is:
+    ``run_share`` (items the judge was run on / items with an anchor), ``answer_rate``
+    (items it answered / items it was run on: one minus its abstention rate) and
+    ``coverage`` (answered / items with an anchor, their product).
+
+    Two judges are compared only on the items both answered: each ordering's point
+    order, interval overlap and paired difference are computed on those common items
+    (``accuracy_a``, ``ci_low_a``... in ``orderings``).  Two judges with no item in
+    common are **not comparable**: no ordering between them is supported, neither
+    dominates the other, and a judge comparable with no other judge is not on the
+    frontier (``status`` says so; ``comparable_with`` lists whom it can be compared with).
+
+    Coverage is also part of selection, through the dominance guard and the floor: a judge
+    answering 1 of 100 anchored items correctly has accuracy 1.0 and coverage 0.01: it
+    dominates nobody who answered materially more, and it is not eligible.
     """
+    correct = as_frame(correct)
+    costs, canaries = (None if x is None else as_frame(x) for x in (costs, canaries))
     check_nonempty(correct, "correct", needs="there are no scored judge answers to select from "
                    "(see `anchor_correctness`)")
     cl = check_confidence_level(confidence_level)
@@ -260,12 +280,12 @@ def select_judges(correct: pd.DataFrame, costs: pd.DataFrame | None = None, *,
         t = t.merge(costs, on="judge", how="left")
     minimize = _objectives(t, latency)
     t = _with_canaries(t, canaries)
-    t = _with_frontier(t, minimize, coverage_margin)
-    t["min_coverage"] = float(min_coverage)
-    t["meets_coverage_floor"] = (t["coverage"] >= min_coverage).to_numpy(bool)
     gen, record = seeded_rng(rng)
     seed = recorded_seed(record)
     orderings = _orderings(df, t, cl, ordering_rule, n_resamples, gen)
+    t = _with_frontier(t, minimize, orderings, coverage_margin)
+    t["min_coverage"] = float(min_coverage)
+    t["meets_coverage_floor"] = (t["coverage"] >= min_coverage).to_numpy(bool)
     t["status"] = [_status(r, orderings) for r in t.itertuples()]
     note = None if minimize else "no cost or latency supplied: the frontier is on accuracy alone"
     settings = {"confidence_level": cl, "ordering_rule": ordering_rule, "n_resamples": n_resamples,
@@ -306,7 +326,9 @@ def _accuracy_table(df: pd.DataFrame, anchor: Mapping[str, Any], cl: float) -> p
     t["n_items"] = n_anchor
     t["n_abstained"] = t["n_rows"] - t["n_answered"]
     t["n_skipped"] = n_anchor - t["n_rows"]
-    t = t.drop(columns="n_rows")
+    t = t.rename(columns={"n_rows": "n_run"})
+    t["run_share"] = t["n_run"] / t["n_items"]
+    t["answer_rate"] = t["n_answered"] / t["n_run"]
     t["coverage"] = t["n_answered"] / t["n_items"]
     acc = [_wilson_accuracy(int(k), int(n), cl) for k, n in zip(t["n_correct"], t["n_answered"], strict=True)]
     t["accuracy"], t["ci_low"], t["ci_high"] = np.array(acc, dtype=float).reshape(-1, 3).T
@@ -342,16 +364,33 @@ def _with_canaries(t: pd.DataFrame, canaries: pd.DataFrame | None) -> pd.DataFra
     return t
 
 
-def _with_frontier(t: pd.DataFrame, minimize: list[str], coverage_margin: float) -> pd.DataFrame:
-    """``on_frontier`` and ``dominated_by``: a judge that passed a canary neither joins nor shapes
-    the frontier, and neither does one with no answered item; no judge dominates one whose
-    coverage is more than ``coverage_margin`` higher."""
+def _with_frontier(t: pd.DataFrame, minimize: list[str], orderings: pd.DataFrame,
+                   coverage_margin: float) -> pd.DataFrame:
+    """``on_frontier``, ``dominated_by`` and ``comparable_with``: a judge that passed a canary
+    neither joins nor shapes the frontier, and neither does one with no answered item; no judge
+    dominates one whose coverage is more than ``coverage_margin`` higher.  A judge dominates
+    another only when both answered common items and it is not less accurate on them; a judge
+    comparable with no other judge is not on the frontier."""
     valid = t["accuracy"].notna() & ~t["rejected"]
     fr = pareto_frontier(t[valid], minimize=minimize, guards={"coverage": coverage_margin}) if valid.any() else pd.DataFrame(
         {"judge": [], "on_frontier": [], "dominated_by": []})
     t = t.merge(fr, on="judge", how="left")
-    t["on_frontier"] = t["on_frontier"].astype("boolean").fillna(False).astype(bool)
-    t["dominated_by"] = t["dominated_by"].apply(lambda x: x if isinstance(x, list) else [])
+    common = orderings[orderings["comparable"]]
+    # who may be compared with whom, and who is not less accurate than whom on common items
+    comparable = {j: set() for j in t["judge"]}
+    not_worse: set[tuple[str, str]] = set()
+    for r in common.itertuples():
+        comparable[r.a].add(r.b)
+        comparable[r.b].add(r.a)
+        if r.accuracy_a >= r.accuracy_b:
+            not_worse.add((r.a, r.b))
+        if r.accuracy_b >= r.accuracy_a:
+            not_worse.add((r.b, r.a))
+    t["comparable_with"] = [sorted(comparable[j]) for j in t["judge"]]
+    t["dominated_by"] = [[d for d in x if (d, j) in not_worse] if isinstance(x, list) else []
+                         for j, x in zip(t["judge"], t["dominated_by"], strict=True)]
+    alone = valid.to_numpy() & (t["comparable_with"].map(len).to_numpy() == 0) & (int(valid.sum()) > 1)
+    t["on_frontier"] = valid.to_numpy() & ~alone & (t["dominated_by"].map(len).to_numpy() == 0)
     return t
 
 
@@ -364,10 +403,17 @@ def _paired_difference(xa: np.ndarray, xb: np.ndarray, cfg: BootstrapConfig) -> 
     return float(xa.mean() - xb.mean()), float(lo), float(hi), res.n_undefined
 
 
+_ORDERING_COLUMNS = ["a", "b", "comparable", "n_common_items", "accuracy_a", "ci_low_a", "ci_high_a",
+                     "accuracy_b", "ci_low_b", "ci_high_b", "point_order", "intervals_overlap", "difference",
+                     "difference_ci_low", "difference_ci_high", "difference_n_undefined_resamples", "supported",
+                     "verdict"]
+
+
 def _orderings(df: pd.DataFrame, t: pd.DataFrame, cl: float, rule: str, B: int,
                rng: np.random.Generator) -> pd.DataFrame:
+    """Every pair of judges compared on the items both answered (accuracies, their Wilson
+    intervals and the paired difference all on those items), or not at all."""
     judges = t.loc[t["accuracy"].notna(), "judge"].tolist()
-    acc = t.set_index("judge")
     piv = df[df["_answered"]].pivot_table(index="_item", columns="judge", values="_ok", aggfunc="first")
     cfg = BootstrapConfig(n_resamples=B, confidence_level=cl, rng=rng)
     rows = []
@@ -375,26 +421,34 @@ def _orderings(df: pd.DataFrame, t: pd.DataFrame, cl: float, rule: str, B: int,
         for b in judges[i + 1:]:
             both = piv[[a, b]].dropna() if a in piv and b in piv else pd.DataFrame()
             n = len(both)
-            diff = lo = hi = np.nan
-            n_undef = 0
-            if n > 0:
-                diff, lo, hi, n_undef = _paired_difference(both[a].to_numpy(float), both[b].to_numpy(float), cfg)
-            ra, rb = acc.loc[a], acc.loc[b]
-            overlap = not (ra["ci_low"] > rb["ci_high"] or rb["ci_low"] > ra["ci_high"])
-            diff_excl = bool(n > 0 and (lo > 0 or hi < 0))
+            if n == 0:
+                rows.append({"a": a, "b": b, "comparable": False, "n_common_items": 0, "point_order": "",
+                             "intervals_overlap": pd.NA, "difference_n_undefined_resamples": 0, "supported": False,
+                             "verdict": f"{a} and {b}: not comparable (no item that both answered)"})
+                continue
+            xa, xb = both[a].to_numpy(float), both[b].to_numpy(float)
+            diff, lo, hi, n_undef = _paired_difference(xa, xb, cfg)
+            (pa, la, ha), (pb, lb, hb) = (_wilson_accuracy(int(x.sum()), n, cl) for x in (xa, xb))
+            overlap = not (la > hb or lb > ha)
+            diff_excl = bool(lo > 0 or hi < 0)
             supported = (not overlap) if rule == "overlap" else diff_excl
-            point = ">" if ra["accuracy"] > rb["accuracy"] else "<" if ra["accuracy"] < rb["accuracy"] else "="
-            rows.append({"a": a, "b": b, "point_order": point, "intervals_overlap": overlap,
-                         "n_common_items": n, "difference": diff, "difference_ci_low": lo,
+            point = ">" if pa > pb else "<" if pa < pb else "="
+            rows.append({"a": a, "b": b, "comparable": True, "n_common_items": n,
+                         "accuracy_a": pa, "ci_low_a": la, "ci_high_a": ha,
+                         "accuracy_b": pb, "ci_low_b": lb, "ci_high_b": hb,
+                         "point_order": point, "intervals_overlap": overlap,
+                         "difference": diff, "difference_ci_low": lo,
                          "difference_ci_high": hi, "difference_n_undefined_resamples": n_undef,
                          "supported": supported,
                          "verdict": (f"{a} {point} {b}" if supported else
                                      f"{a} and {b}: ordering not supported (intervals overlap)" if rule == "overlap"
                                      else f"{a} and {b}: ordering not supported (difference interval includes 0)")})
-    return pd.DataFrame(rows, columns=["a", "b", "point_order", "intervals_overlap", "n_common_items",
-                                       "difference", "difference_ci_low", "difference_ci_high",
-                                       "difference_n_undefined_resamples", "supported",
-                                       "verdict"])
+    out = pd.DataFrame(rows, columns=_ORDERING_COLUMNS)
+    out["comparable"] = out["comparable"].astype(bool)
+    out["supported"] = out["supported"].astype(bool)
+    out["n_common_items"] = out["n_common_items"].astype(np.int64)
+    out["difference_n_undefined_resamples"] = out["difference_n_undefined_resamples"].astype(np.int64)
+    return out
 
 
 def _status(r: Any, orderings: pd.DataFrame) -> str:
@@ -402,6 +456,8 @@ def _status(r: Any, orderings: pd.DataFrame) -> str:
         return f"rejected: passed canary {', '.join(r.canaries_passed)}"
     if np.isnan(r.accuracy):
         return "no answered item with a human anchor"
+    if not r.comparable_with and len(orderings):
+        return "not comparable: no item that another judge also answered (run on other items)"
     if not r.meets_coverage_floor:
         where = "on the frontier" if r.on_frontier else f"dominated by {', '.join(r.dominated_by)}"
         return (f"{where}, but below the coverage floor ({r.coverage:.0%} answered < {r.min_coverage:.0%}): "

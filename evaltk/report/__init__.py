@@ -41,6 +41,7 @@ from ._format import (
     show_orderings,
     show_position_bias,
     show_promotion,
+    show_suite_conditions,
     show_suite_tasks,
     show_suite_trials,
     trajectory_note,
@@ -91,6 +92,7 @@ from ._tables import (
 )
 from ._theme import (
     CAUSE_COLORS,
+    RENDERER_ENV,
     THEME_NAME,
     chart_to_svg,
     use_theme,
@@ -98,6 +100,7 @@ from ._theme import (
 
 __all__ = [
     "THEME_NAME",
+    "RENDERER_ENV",
     "CAUSE_COLORS",
     "use_theme",
     "chart_to_svg",
@@ -128,6 +131,7 @@ __all__ = [
     "human_level_labels",
     "show_gate",
     "show_suite_tasks",
+    "show_suite_conditions",
     "show_suite_trials",
     "published_precision_note",
     "orderings_note",

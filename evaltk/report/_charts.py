@@ -358,8 +358,11 @@ def confusion_heatmap(
     df["truth"] = df["truth"].astype(str)
     df["predicted"] = df["predicted"].astype(str)
     cats = list(order) if order else sorted(set(df["truth"]) | set(df["predicted"]))
+    # a label wider than its 44-pixel column would run into the next one: angle them all
+    angle = 0 if max((len(c) for c in cats), default=0) * 7 <= 44 else -40
     base = alt.Chart().encode(
-        x=alt.X("predicted:N", sort=cats, title="judge said", axis=alt.Axis(labelAngle=0)),
+        x=alt.X("predicted:N", sort=cats, title="judge said",
+                axis=alt.Axis(labelAngle=angle, labelAlign="center" if angle == 0 else "right")),
         y=alt.Y("truth:N", sort=cats, title="human said"),
     )
     rect = base.mark_rect().encode(

@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 
@@ -81,6 +83,44 @@ def _pvalue(p: Any) -> str:
     return "—" if _missing(p) else f"{p:.3g}"
 
 
+def _number(x: Any) -> str:
+    """A threshold or a measured value as text: whole numbers with thousands separators,
+    others with up to four decimals and no trailing zeros (``0.6625``, ``2.5``, ``60,000``)."""
+    if _missing(x) or isinstance(x, bool):
+        return "—" if _missing(x) else ("yes" if x else "no")
+    if not isinstance(x, int | float):
+        return str(x)
+    if float(x).is_integer():
+        return f"{int(x):,}"
+    return f"{x:.4f}".rstrip("0").rstrip(".")
+
+
+def _yes_no(t: pd.DataFrame) -> pd.DataFrame:
+    """Boolean columns as ``yes`` / ``no`` (``—`` where missing): a page never shows Python's True/False."""
+    def is_flag(col: pd.Series) -> bool:
+        if col.dtype == bool or str(col.dtype) == "boolean":
+            return True
+        vals = [v for v in col if not _missing(v)]
+        return col.dtype == object and bool(vals) and all(isinstance(v, bool | np.bool_) for v in vals)
+
+    flags = [c for c in t.columns if is_flag(t[c])]
+    if not flags:
+        return t
+    t = t.copy()
+    for c in flags:
+        t[c] = [("—" if _missing(v) else "yes" if v else "no") for v in t[c]]
+    return t
+
+
+def _as_shown(fn: Callable[..., pd.DataFrame]) -> Callable[..., pd.DataFrame]:
+    """The one rule every ``show_*`` table follows on its way to a page: yes / no for booleans."""
+    @functools.wraps(fn)
+    def shown(*args: Any, **kwargs: Any) -> pd.DataFrame:
+        return _yes_no(fn(*args, **kwargs))
+    return shown
+
+
+@_as_shown
 def show_agreement(agreement: pd.DataFrame) -> pd.DataFrame:
     """:func:`judge_agreement_table` as shown: agreement and kappa with intervals, ceiling,
     baseline, coverage."""
@@ -97,6 +137,7 @@ def show_agreement(agreement: pd.DataFrame) -> pd.DataFrame:
               "n_items", "coverage", "n_judge_abstained"]].set_index(["dimension", "judge"])
 
 
+@_as_shown
 def show_promotion(promotion: pd.DataFrame) -> pd.DataFrame:
     """:func:`promotion_table` as shown: one block of conditions per ``dimension (judge)``."""
     t = promotion.assign(dimension=[f"{m} ({j})" for m, j in zip(promotion["measure"], promotion["judge"], strict=True)],
@@ -104,6 +145,7 @@ def show_promotion(promotion: pd.DataFrame) -> pd.DataFrame:
     return t.drop(columns=["measure", "judge"]).set_index("dimension")
 
 
+@_as_shown
 def show_ceiling(ceiling: pd.DataFrame) -> pd.DataFrame:
     """A human-ceiling table (:func:`evaltk.agentrewardbench_ceiling`) as shown."""
     t = ceiling.copy()
@@ -112,6 +154,7 @@ def show_ceiling(ceiling: pd.DataFrame) -> pd.DataFrame:
               "n_items_lost_to_abstention", "interval_method"]].set_index(["question", "statistic_name"])
 
 
+@_as_shown
 def show_direction(directions: pd.DataFrame) -> pd.DataFrame:
     """:func:`judge_direction_table` as shown."""
     t = directions.copy()
@@ -125,12 +168,14 @@ def show_direction(directions: pd.DataFrame) -> pd.DataFrame:
               "method"]].set_index(["judge", "dimension"])
 
 
+@_as_shown
 def show_construct_direction(construct: pd.DataFrame) -> pd.DataFrame:
     """:func:`construct_direction_table` as shown."""
     return construct.rename(columns={"construct": "seed 002 direction of error (the construct)",
                                      "judges": "judges measured here"}).set_index("dimension")
 
 
+@_as_shown
 def show_position_bias(bias: pd.DataFrame) -> pd.DataFrame:
     """:func:`position_bias_table` as shown."""
     t = bias.copy()
@@ -143,37 +188,54 @@ def _canaries(passed: Any) -> str:
     return "none" if not len(passed) else f"{len(passed)}: " + ", ".join(passed[:3]) + (", …" if len(passed) > 3 else "")
 
 
+@_as_shown
 def show_judges(judges: pd.DataFrame) -> pd.DataFrame:
     """A judge-selection table (:attr:`evaltk.SelectionResult.table`) with costs, latency and canaries, as shown."""
     t = judges.copy()
     t["accuracy [interval]"] = _intervals(t, "accuracy", "ci_low", "ci_high")
-    t["coverage"] = t["coverage"].map(_share)
-    cov = (f"coverage (floor {_share(float(t['min_coverage'].max()))})" if "min_coverage" in t.columns
-           else "coverage")
-    t = t.rename(columns={"coverage": cov})
+    floor = float(t["min_coverage"].max()) if "min_coverage" in t.columns else None
+    shares = _shares(t, "items", floor=floor)
     t["cost per item (USD)"] = t["cost_per_item"].map(lambda c: _fixed(c, 4))
     t["latency p50 / p95 (ms)"] = [f"{_fixed(a, 0)} / {_fixed(b, 0)}"
                                    for a, b in zip(t["latency_p50"], t["latency_p95"], strict=True)]
     t["canaries passed"] = t["canaries_passed"].map(_canaries)
     t["status"] = [("rejected by the canary set" if rej else s) for rej, s in zip(t["rejected"], t["status"], strict=True)]
-    return t[["judge", "accuracy [interval]", cov, "n_answered", "cost per item (USD)", "latency p50 / p95 (ms)",
+    return t[["judge", "accuracy [interval]", *shares, "n_answered", "cost per item (USD)", "latency p50 / p95 (ms)",
               "canaries passed", "status"]].set_index("judge")
 
 
+def _shares(t: pd.DataFrame, unit: str, *, floor: float | None = None) -> list[str]:
+    """The three shares of a judge-selection table, each named for what it is (added to ``t``);
+    the coverage floor of selection, when there is one, in the coverage column's name."""
+    names = [f"run on (of the {unit})", "answered (of those run on)",
+             f"coverage (answered, of the {unit}" + ("" if floor is None else f"; floor {_share(floor)}") + ")"]
+    for name, col in zip(names, ("run_share", "answer_rate", "coverage"), strict=True):
+        t[name] = t[col].map(_share)
+    return names
+
+
+@_as_shown
 def show_judge_accuracy(judges: pd.DataFrame) -> pd.DataFrame:
-    """A judge-selection table without costs (JudgeBench) as shown: accuracy, answered, correct, status."""
+    """A judge-selection table without costs (JudgeBench) as shown: accuracy, the shares of pairs
+    run on and answered, answered, correct, status."""
     t = judges.copy()
     t["accuracy [interval]"] = _intervals(t, "accuracy", "ci_low", "ci_high")
-    return t[["judge", "accuracy [interval]", "n_answered", "n_correct", "status"]].set_index("judge")
+    shares = _shares(t, "pairs")
+    return t[["judge", "accuracy [interval]", *shares, "n_answered", "n_correct", "status"]].set_index("judge")
 
 
+@_as_shown
 def show_orderings(orderings: pd.DataFrame) -> pd.DataFrame:
     """The pairwise orderings of a judge selection as shown, with the paired difference."""
     o = orderings.copy()
-    o["difference [interval]"] = _intervals(o, "difference", "difference_ci_low", "difference_ci_high", cause=None)
-    return o[["verdict", "difference [interval]", "n_common_items"]]
+    comparable = o["comparable"] if "comparable" in o.columns else pd.Series(True, index=o.index)
+    o["difference [interval]"] = ["—" if not c else f for c, f in zip(comparable, _intervals(
+        o, "difference", "difference_ci_low", "difference_ci_high", cause=None), strict=True)]
+    o["items both answered"] = o["n_common_items"]
+    return o[["verdict", "difference [interval]", "items both answered"]].set_index("verdict")
 
 
+@_as_shown
 def show_agents(summary: pd.DataFrame, *, measures: Any) -> pd.DataFrame:
     """A per-agent score summary (:meth:`evaltk.ScoreMatrix.summary` ``by="agent"``) as shown:
     ``mean (coverage)``, a row per measure in ``measures``, a column per agent."""
@@ -183,6 +245,7 @@ def show_agents(summary: pd.DataFrame, *, measures: Any) -> pd.DataFrame:
     return s.pivot(index="measure", columns="agent", values="mean (coverage)")
 
 
+@_as_shown
 def show_gate(dimensions: pd.DataFrame) -> pd.DataFrame:
     """The checkpoint gate's per-dimension table (:attr:`evaltk.GateResult.dimensions`) as shown."""
     g = dimensions.copy()
@@ -190,6 +253,7 @@ def show_gate(dimensions: pd.DataFrame) -> pd.DataFrame:
     return g[["measure", "type", "decision", "reason", "n_pairs", "adjusted p", "calibrated"]].set_index("measure")
 
 
+@_as_shown
 def show_suite_tasks(tasks: pd.DataFrame) -> pd.DataFrame:
     """A suite summary's task table (:meth:`evaltk.EvalSummary.to_frame`) as shown: the reported
     score beside the gating score, RFC 0246's pass@k and pass^k."""
@@ -197,17 +261,30 @@ def show_suite_tasks(tasks: pd.DataFrame) -> pd.DataFrame:
     t["reported"] = t["score"].map(_fixed)
     t["gating"] = [_fixed(g) if (rep or g != s) else "= reported (no trajectory)" for g, s, rep in
                    zip(t["gated_score"], t["score"], t["gated_score_reported"], strict=True)]
-    t["pass@k / pass^k"] = [f"{_fixed(a, 2)} / {_fixed(b, 2)}" for a, b in zip(t["pass_at_k"], t["pass_hat_k"], strict=True)]
+    t["pass@k / pass^k"] = [f"{_fixed(a)} / {_fixed(b)}" for a, b in zip(t["pass_at_k"], t["pass_hat_k"], strict=True)]
     t["trials failing trajectory"] = t["n_trajectory_failed"]
     t["fixture misses"] = t["n_fixture_miss"]
     return t[["task_id", "type", "reported", "gating", "passed", "n_passed", "n_trials", "trials failing trajectory",
               "fixture misses", "pass@k / pass^k"]].set_index("task_id")
 
 
+@_as_shown
+def show_suite_conditions(conditions: Any) -> pd.DataFrame:
+    """A suite summary's pass conditions (:attr:`evaltk.EvalSummary.conditions`) as shown:
+    value and threshold in one number format, met as yes / no."""
+    t = pd.DataFrame([dict(c) for c in conditions])
+    for c in ("value", "threshold"):
+        if c in t.columns:
+            t[c] = t[c].map(_number)
+    return t.set_index("condition")
+
+
+@_as_shown
 def show_suite_trials(trials: pd.DataFrame) -> pd.DataFrame:
     """A suite summary's trial table as shown (a trial with no expected trajectory says so)."""
     t = trials.copy()
-    t["trajectory_matched"] = [("n/a (no trajectory)" if _missing(m) else bool(m)) for m in t["trajectory_matched"]]
+    t["trajectory_matched"] = [("n/a (no trajectory)" if _missing(m) else "yes" if m else "no")
+                               for m in t["trajectory_matched"]]
     return t.set_index(["task_id", "trial"])
 
 
@@ -253,7 +330,7 @@ def week_at_a_glance(*, week: str, measure: str, scores: pd.DataFrame, selection
     selection on JudgeBench.  Absent sources give a line that says so or no line.
     """
 
-    fmt = format_interval
+    fmt = functools.partial(format_interval, digits=3)  # the digits of the tables on the pages
     t = selection.table
     best = t[t["judge"].isin(selection.eligible)].sort_values("accuracy", ascending=False)
     versions = ", ".join(sorted(scores["scorer_version"].astype(str).unique()))
@@ -263,7 +340,8 @@ def week_at_a_glance(*, week: str, measure: str, scores: pd.DataFrame, selection
             ("coverage per dimension", "; ".join(f"{r.measure} {r.coverage:.0%}"
                                                  for r in measure_summary(scores).itertuples())),
             (f"judges on the frontier ({measure}), not rejected by a canary, above the coverage floor",
-             "; ".join(f"{r.judge}: accuracy {fmt(r.accuracy, r.ci_low, r.ci_high)}, ${r.cost_per_item:.4f}/item, "
+             "; ".join(f"{r.judge}: accuracy {fmt(r.accuracy, r.ci_low, r.ci_high)} on {r.n_answered} answered "
+                       f"(coverage {_share(r.coverage)}), ${r.cost_per_item:.4f}/item, "
                        f"p50 {r.latency_p50:.0f} ms" for r in best.itertuples()) or "none"),
             ("rejected by the canary set", "; ".join(f"{r.judge} (passed {len(r.canaries_passed)})"
                                                     for r in t[t["rejected"]].itertuples()) or "none")]
@@ -294,8 +372,16 @@ def week_at_a_glance(*, week: str, measure: str, scores: pd.DataFrame, selection
                      "; ".join(f"{r.question} {fmt(r.statistic, r.ci_low, r.ci_high)}" for r in pa.itertuples())))
     if judgebench is not None:
         jt = judgebench.table.sort_values("accuracy", ascending=False)
-        rows.append(("JudgeBench pair accuracy (published fold)",
-                     "; ".join(f"{r.judge} {fmt(r.accuracy, r.ci_low, r.ci_high)}" for r in jt.itertuples())))
+        alone = jt["comparable_with"].map(len).eq(0) & (len(jt) > 1)
+        rows.append(("JudgeBench pair accuracy (published fold), judges run on the same pairs",
+                     "; ".join(f"{r.judge} {fmt(r.accuracy, r.ci_low, r.ci_high)} (answered {r.n_answered} of the "
+                               f"{r.n_run} pairs it was run on; coverage {_share(r.coverage)} of all {r.n_items} pairs)"
+                               for r in jt[~alone].itertuples()) or "none"))
+        if alone.any():
+            rows.append(("JudgeBench judges run on other pairs (not comparable, not ranked)",
+                         "; ".join(f"{r.judge}: {fmt(r.accuracy, r.ci_low, r.ci_high)} (answered {r.n_answered} of "
+                                   f"its own {r.n_run} pairs; coverage {_share(r.coverage)} of all {r.n_items} pairs)"
+                                   for r in jt[alone].itertuples())))
     return pd.DataFrame(rows, columns=["item", "text"])
 
 

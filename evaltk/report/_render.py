@@ -20,8 +20,11 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import html
 import json
+import logging
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -32,9 +35,15 @@ from pathlib import Path
 from typing import Any
 
 from .._io import atomic_dir, check_output, loads_json, loads_yaml, read_text, write_text_atomic
+from .._validation import require_extra
 from ..errors import InputError, UnreadableInput
 from ._params import _check_literal, _check_week, _is_path_param, check_params
 from ._provenance import _PROVENANCE_MIME, file_digest
+from ._sources import data_sources
+from ._theme import RENDERER_ENV
+
+#: ``evaltk.report`` logs one INFO line per notebook step; the CLI shows them on stderr.
+logger = logging.getLogger("evaltk.report")
 
 #: The notebooks, in the order they run; ``weekly`` last (it becomes index.html).
 NOTEBOOKS: tuple[str, ...] = ("calibration", "judge_selection", "direction_of_error", "suite_gating", "weekly")
@@ -104,13 +113,8 @@ def _report_kernel() -> Iterator[str]:
     writes nothing of the user's: no IPython history (``HistoryManager.enabled=False``)
     and its IPython profile in the temporary folder (``IPYTHONDIR``), not ``~/.ipython``.
     """
-    try:
-        from ipykernel.kernelspec import write_kernel_spec
-    except ImportError:  # pragma: no cover - depends on the environment
-        raise InputError(
-            "`evaltk report` needs the notebooks extra (ipykernel, nbconvert, jupytext): "
-            "pip install 'evaltk[notebooks]'."
-        ) from None
+    from ipykernel.kernelspec import write_kernel_spec  # the report extra, checked by render_report
+
     with tempfile.TemporaryDirectory(prefix="evaltk-kernel-") as tmp:
         kdir = Path(tmp) / "kernels" / _KERNEL_NAME
         write_kernel_spec(kdir, overrides={"display_name": f"evaltk report (Python {sys.version.split()[0]})"})
@@ -118,6 +122,7 @@ def _report_kernel() -> Iterator[str]:
         spec["argv"][0] = sys.executable
         spec["argv"].append("--IPKernelApp.log_level=ERROR")  # no transport chatter on the terminal
         spec["argv"].append("--HistoryManager.enabled=False")  # no ~/.ipython history of a report run
+        spec["env"] = {RENDERER_ENV: "svg"}  # static SVG charts in the report's kernels only
         (kdir / "kernel.json").write_text(json.dumps(spec))  # scratch: the temporary folder
         old = os.environ.get("JUPYTER_PATH")
         with _environ(JUPYTER_PATH=tmp + (os.pathsep + old if old else ""), IPYTHONDIR=str(Path(tmp) / "ipython")):
@@ -148,12 +153,19 @@ _TEMPLATE = """{%- extends 'index.html.j2' -%}
 {{ output.data['image/svg+xml'] }}
 </div>
 {%- endblock data_svg %}
+{%- block body_header -%}
+{{ super() }}
+{%- if resources.evaltk_index_link %}
+<nav class="evaltk-nav"><a href="index.html">&larr; Weekly report (index)</a></nav>
+{%- endif %}
+{%- endblock body_header -%}
 {% block extra_css %}
 <style type="text/css">
   main { max-width: 1100px; margin: 0 auto; }
   .jp-RenderedSVG svg { max-width: 100%; height: auto; }
   table.dataframe, table.evaltk-provenance { font-size: 12px; }
   table.evaltk-provenance td { word-break: break-all; }
+  nav.evaltk-nav { max-width: 1100px; margin: 8px auto; font-size: 14px; }
 </style>
 {% endblock extra_css %}
 """
@@ -256,7 +268,9 @@ def render_report(
     notebooks : sequence of str, optional
         Subset of :data:`NOTEBOOKS` to run (default all).
     progress : callable, optional
-        Called with one line of text per step (the CLI prints it on stderr).
+        Called with one line of text per step; each line is also logged (INFO) on the
+        ``evaltk.report`` logger.  A failed notebook's line says FAILED; the failure
+        itself is on the :class:`ReportFailed` raised at the end (printed once by the CLI).
 
     Returns
     -------
@@ -279,7 +293,13 @@ def render_report(
     when every notebook has run (a failed notebook's page included); a run that stops
     before that leaves no report there, not even an earlier one (docs/outputs.md).
     """
-    say = progress or (lambda _msg: None)
+    require_extra("report", purpose="`evaltk report`")
+
+    def say(msg: str) -> None:
+        logger.info(msg)
+        if progress is not None:
+            progress(msg)
+
     week = _check_week(week)
     given, params_file = _load_params(params)  # the parameters file first: its problems are named
     data_dir = ""
@@ -290,11 +310,14 @@ def render_report(
     if unknown or not names:
         raise InputError(f"unknown notebook(s) {unknown}; choose among {', '.join(NOTEBOOKS)}.", field="notebooks")
     out_dir = Path(out) / week
+    if data_dir:  # a folder holding none of the recognised data is refused before any notebook
+        data_sources(data_dir)
     check_output(out_dir, [data, None if isinstance(params, Mapping) else params], kind="dir")
     try:  # assembled in a temporary folder beside out/<week>, renamed when complete (docs/outputs.md)
         with atomic_dir(out_dir) as work:
             failures = _run_notebooks(work, names, given, params_file, week=week, data_dir=data_dir,
-                                      say=say, start_timeout=start_timeout, final=out_dir)
+                                      say=say, start_timeout=start_timeout, final=out_dir,
+                                      data_given=str(data) if data_dir else "")
     except BaseException:  # nothing was published: an earlier report must not read as this run's
         if out_dir.is_dir():
             shutil.rmtree(out_dir, ignore_errors=True)
@@ -308,7 +331,7 @@ def render_report(
 
 def _run_notebooks(out_dir: Path, names: Sequence[str], given: Mapping[str, Any], params_file: str | None, *,
                    week: str, data_dir: str, say: Callable[[str], None], start_timeout: int,
-                   final: Path) -> list[NotebookFailure]:
+                   final: Path, data_given: str = "") -> list[NotebookFailure]:
     """Execute and render every notebook into ``out_dir`` (the folder being assembled), then
     write ``run.json``; the failures."""
     from .. import __version__
@@ -320,13 +343,14 @@ def _run_notebooks(out_dir: Path, names: Sequence[str], given: Mapping[str, Any]
         # 1. convert every notebook and read its declared parameters
         converted, declared = _convert_notebooks(names, Path(tmp))
         per = _notebook_parameters(declared, given, params_file, week=week, data_dir=data_dir)
+        shown = _shown_roots(per, final, data_as_given=data_given, work=out_dir)
         # 2. execute and render
         exporter = _html_exporter()
         for i, name in enumerate(names, 1):
             t0 = time.monotonic()
             say(f"[{i}/{len(names)}] {name}: executing")
             failure = _execute(converted[name], out_dir, name, per[name], kernel, start_timeout)
-            page, failure, prov = _render_page(out_dir, name, week, failure, exporter)
+            page, failure, prov = _render_page(out_dir, name, week, failure, exporter, shown)
             records[name] = {
                 "status": "failed" if failure else "ok",
                 "page": page.name if page.is_file() else None,
@@ -335,9 +359,9 @@ def _run_notebooks(out_dir: Path, names: Sequence[str], given: Mapping[str, Any]
                 "error": str(failure) if failure else None,
                 "seconds": round(time.monotonic() - t0, 2),
             }
-            if failure:
+            if failure:  # the failure itself is printed once, from ReportFailed
                 failures.append(failure)
-                say(f"[{i}/{len(names)}] {name}: FAILED ({time.monotonic() - t0:.1f}s): {failure}")
+                say(f"[{i}/{len(names)}] {name}: FAILED ({time.monotonic() - t0:.1f}s)")
             else:
                 say(f"[{i}/{len(names)}] {name}: ok ({time.monotonic() - t0:.1f}s) -> {final / page.name}")
 
@@ -398,7 +422,56 @@ def _notebook_parameters(declared: Mapping[str, dict[str, Any]], given: Mapping[
             check_params(**per[name])
         except InputError as e:
             raise type(e)(f"notebook `{name}`: {e.detail}", file=params_file, field=e.field) from None
+    # a data folder that holds none of the recognised data is refused here, not by five kernels
+    for folder in sorted({str(v.get("data_dir") or "") for v in per.values()} - {""}):
+        data_sources(folder)
     return per
+
+
+def _shown_roots(per: Mapping[str, Mapping[str, Any]], out_dir: Path, *, data_as_given: str,
+                 work: Path | None = None) -> list[tuple[str, str]]:
+    """The absolute folders a page may mention and how a page names them instead, longest
+    first: the data folder (as given, or by its name), the shipped examples, the notebooks,
+    the output folder (and ``work``, where it is assembled), the current folder.  Pages
+    show no absolute machine path."""
+    from ..data import examples_dir
+
+    roots: dict[str, str] = {}
+
+    def add(folder: Path, label: str) -> None:
+        for form in (folder.absolute(), folder.resolve()):  # as found, and through symlinks
+            roots.setdefault(str(form), label)
+
+    for v in per.values():
+        folder = str(v.get("data_dir") or "")
+        if folder:
+            given = data_as_given if data_as_given and not Path(data_as_given).is_absolute() else Path(folder).name
+            add(Path(folder).expanduser(), given.rstrip("/") or "data")
+    with contextlib.suppress(UnreadableInput):
+        add(examples_dir(), "evaltk/data/examples")
+    with contextlib.suppress(UnreadableInput):
+        add(notebooks_dir(), "notebooks")
+    add(out_dir, str(out_dir) if not out_dir.is_absolute() else out_dir.name)
+    if work is not None:
+        add(work, str(out_dir) if not out_dir.is_absolute() else out_dir.name)
+    if len(Path.cwd().resolve().parts) > 2:  # never "/" or "/home": too short to be a machine path
+        add(Path.cwd(), ".")
+    return sorted(roots.items(), key=lambda kv: -len(kv[0]))
+
+
+def without_machine_paths(text: str, roots: Sequence[tuple[str, str]]) -> str:
+    """``text`` (HTML) with each absolute folder of ``roots`` replaced by how a reader names it.
+
+    Examples
+    --------
+    >>> without_machine_paths("Source: /home/a/data/judgebench/judgments.csv", [("/home/a/data", "data")])
+    'Source: data/judgebench/judgments.csv'
+    """
+    for folder, label in roots:
+        for form in {folder, html.escape(folder)}:
+            # the folder itself or a path under it, never a longer name that starts the same way
+            text = re.sub(re.escape(form) + r"(?=[/\\\s\"'<>),;:]|\.(?:\s|$|<)|$)", lambda _m, lab=label: lab, text)
+    return text
 
 
 def _execute(ipynb: Path, out_dir: Path, name: str, parameters: dict[str, Any], kernel: str,
@@ -419,8 +492,8 @@ def _execute(ipynb: Path, out_dir: Path, name: str, parameters: dict[str, Any], 
     return None
 
 
-def _render_page(out_dir: Path, name: str, week: str, failure: NotebookFailure | None, exporter: Any
-                 ) -> tuple[Path, NotebookFailure | None, list[Any]]:
+def _render_page(out_dir: Path, name: str, week: str, failure: NotebookFailure | None, exporter: Any,
+                 shown: Sequence[tuple[str, str]] = ()) -> tuple[Path, NotebookFailure | None, list[Any]]:
     """The executed notebook as code-free HTML (a failed one too: its error shows on its page), the
     failure placed in its section, and the provenance the notebook recorded."""
     import nbformat
@@ -432,8 +505,9 @@ def _render_page(out_dir: Path, name: str, week: str, failure: NotebookFailure |
     result = nbformat.read(executed, as_version=4)
     if failure is not None and failure.cell is not None:
         failure = replace(failure, section=_section_of(result, failure.cell))
-    body, _ = exporter.from_notebook_node(result, resources={"metadata": {"name": _title(name, week)}})
-    write_text_atomic(page, body)
+    body, _ = exporter.from_notebook_node(result, resources={"metadata": {"name": _title(name, week)},
+                                                             "evaltk_index_link": name != _INDEX})
+    write_text_atomic(page, without_machine_paths(body, shown))
     return page, failure, _collect_provenance(result)
 
 

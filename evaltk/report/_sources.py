@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from .._validation import check_columns, check_frame
+from ..data import examples_dir
 from ..errors import InputError, UnreadableInput
 
 
@@ -90,12 +91,11 @@ def _is_demo_dir(p: Path) -> bool:
 
 def example_path(*parts: str) -> Path | None:
     """A file shipped under ``data/examples/`` (source checkout) or ``evaltk/data/examples/`` (package)."""
-    here = Path(__file__).resolve().parent.parent
-    for root in (here / "data" / "examples", here.parent / "data" / "examples"):
-        p = root.joinpath(*parts)
-        if p.is_file():
-            return p
-    return None
+    try:
+        p = examples_dir().joinpath(*parts)
+    except UnreadableInput:
+        return None
+    return p if p.is_file() else None
 
 
 def data_sources(data_dir: str = "") -> DataSources:

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import pandas as pd
 
 THEME_NAME = "evaltk"
+
+#: Set to ``svg`` in the environment of the kernels :func:`evaltk.report.render_report`
+#: starts (their kernelspec's ``env``), so only the rendered report draws static SVG.
+RENDERER_ENV = "EVALTK_CHART_RENDERER"
 
 #: One colour per outcome in abstention charts: valued first, then the four causes.
 CAUSE_COLORS: dict[str, str] = {
@@ -44,14 +49,17 @@ def _theme_config() -> dict[str, Any]:
     }
 
 
-def use_theme(*, svg: bool = True) -> None:
-    """Register and enable the evaltk altair theme; render charts as inline SVG.
+def use_theme(*, svg: bool | None = None) -> None:
+    """Register and enable the evaltk altair theme; in the rendered report, charts as SVG.
 
-    Called once at the top of every notebook.  With ``svg=True`` (the default)
-    altair's ``svg`` renderer is enabled, so an executed notebook stores each
-    chart as ``image/svg+xml`` (converted by vl-convert): the rendered HTML needs
-    no JavaScript and reads offline.  Also sets pandas' display options so report
-    tables show whole cells (``display.max_colwidth`` None, up to 200 rows).
+    Called once at the top of every notebook.  The renderer belongs to the report:
+    the kernels :func:`~evaltk.report.render_report` runs have ``EVALTK_CHART_RENDERER=svg``
+    (:data:`RENDERER_ENV`), so there altair's ``svg`` renderer is enabled and each
+    chart is stored as ``image/svg+xml`` (vl-convert): the HTML needs no JavaScript
+    and reads offline.  Anywhere else (JupyterLab, a user's own kernel) altair's
+    renderer is left as it is, so charts stay interactive, with their tooltips.
+    ``svg=True`` / ``svg=False`` decides explicitly.  Also sets pandas' display
+    options so tables show whole cells (``display.max_colwidth`` None, up to 200 rows).
 
     Examples
     --------
@@ -65,6 +73,8 @@ def use_theme(*, svg: bool = True) -> None:
     if THEME_NAME not in alt.theme.names():
         alt.theme.register(THEME_NAME, enable=False)(_theme_config)
     alt.theme.enable(THEME_NAME)
+    if svg is None:
+        svg = os.environ.get(RENDERER_ENV, "") == "svg"
     if svg:
         alt.renderers.enable("svg")
     # tables in a report show whole sentences (reasons, verdicts), never "..."

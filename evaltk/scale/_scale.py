@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import math
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -63,6 +64,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .. import _io
+from .._display import HtmlTable, progress
 from .._io import (
     atomic_path,
     check_digest,
@@ -73,6 +75,7 @@ from .._io import (
     write_jsonl,
     write_parquet,
 )
+from .._validation import import_optional
 from ..errors import InputError, SchemaViolation, UnreadableInput
 from ..stats import (
     PARTIAL_COLUMNS,
@@ -85,6 +88,9 @@ from ..stats import (
     score_partials,
 )
 from ..values import CAUSES, Abstention, normalize_measure
+
+#: Progress of long work (partitions scored) is logged here at INFO, never printed.
+logger = logging.getLogger("evaltk.scale")
 
 #: Engine names accepted by ``engine=`` (an engine object works too).
 ENGINES: tuple[str, ...] = ("pandas", "duckdb", "dask")
@@ -124,7 +130,7 @@ _TABLES = ("scores", "runs", "ledger")
 
 
 @dataclass(frozen=True)
-class DatasetSummary:
+class DatasetSummary(HtmlTable):
     """Every aggregate of a scored dataset, as mergeable summaries.
 
     Attributes
@@ -565,13 +571,9 @@ def engine_kind(engine: Any) -> str:
 
 
 def optional_module(module: str) -> Any:
-    """Import an engine's optional dependency, or say which extra installs it."""
-    import importlib
-
-    try:
-        return importlib.import_module(module)
-    except ImportError:
-        raise ImportError(f"this engine needs `{module}`: pip install \"evaltk[scale]\"") from None
+    """Import an engine's optional dependency, or :class:`~evaltk.errors.MissingExtra` naming the
+    extra that installs it (``pip install 'evaltk[scale]'``)."""
+    return import_optional(module, purpose="this engine")
 
 
 @contextlib.contextmanager
@@ -859,19 +861,22 @@ def score_dataset(traces: str | Path, answers: str | Path | None = None, labels:
             if check_ids:
                 _check_unique_ids(parts, memory_limit=memory_limit,
                                   temp_directory=None if temp_directory is None else str(temp_directory))
-            for p in parts:
+            for p in progress(parts, desc="scoring partitions (duckdb)", logger=logger, unit="partition"):
                 _score_partition(p, **kw)
             summary = _summarize_duckdb(con, _pairs(o), keys, o)
     elif kind == "dask":
         if check_ids:
             _maybe_check_ids(parts, memory_limit)
         with _dask_client(engine, memory_limit, n_workers) as client:
+            logger.info("scoring %d partitions on the dask cluster", len(parts))
             futures = client.map(_score_partition, parts, pure=False, **kw)
             summary = _tree_reduce(client, futures)
+            logger.info("scored %d partitions on the dask cluster", len(parts))
     else:
         if check_ids:
             _maybe_check_ids(parts, memory_limit)
-        summary = combine_all([_score_partition(p, **kw) for p in parts])
+        summary = combine_all([_score_partition(p, **kw) for p in
+                               progress(parts, desc="scoring partitions (pandas)", logger=logger, unit="partition")])
     _write_manifest(o, summary)
     _write_complete(o, parts)  # last: the dataset is complete
     return ScoredDataset(o, summary, len(parts), kind)

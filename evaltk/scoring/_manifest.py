@@ -12,6 +12,7 @@ from typing import Any
 import pandas as pd
 
 from .. import __version__ as _evaltk_version
+from .._display import HtmlTable
 from ..values import (
     Threshold,
 )
@@ -60,15 +61,15 @@ def _ceiling_condition(rec: CalibrationRecord) -> tuple[bool, str]:
     if hc is None or len(hc) != 3 or not _finite(*hc) or not hc[1] <= hc[0] <= hc[2]:
         return False, "no human-human agreement with a finite interval around it"
     if not hc[1] < hc[2]:
-        return False, (f"the human-human interval [{hc[1]:.4g}, {hc[2]:.4g}] has zero width: a sample never "
+        return False, (f"the human-human interval [{hc[1]:.3f}, {hc[2]:.3f}] has zero width: a sample never "
                        "shows that precision (issue #16)")
-    return True, f"human-human agreement {hc[0]:.4g} [{hc[1]:.4g}, {hc[2]:.4g}]"
+    return True, f"human-human agreement {hc[0]:.3f} [{hc[1]:.3f}, {hc[2]:.3f}]"
 
 
 def _baseline_condition(rec: CalibrationRecord) -> tuple[bool, str]:
     if rec.baseline is None or not _finite(rec.baseline):
         return False, "no degenerate (always-majority) baseline on the same items"
-    return True, f"degenerate baseline {rec.baseline:.4g} on the same items"
+    return True, f"degenerate baseline {rec.baseline:.3f} on the same items"
 
 
 def _held_out_condition(rec: CalibrationRecord) -> tuple[bool, str]:
@@ -108,9 +109,9 @@ def _interval_condition(rec: CalibrationRecord) -> tuple[bool, str]:
     if not _finite(rec.confidence_level) or not 0 < rec.confidence_level < 1:
         return False, f"the interval's confidence level {rec.confidence_level!r} is not in (0, 1)"
     if not ci[0] < ci[1]:
-        return False, (f"the {rec.statistic} interval [{ci[0]:.4g}, {ci[1]:.4g}] has zero width: a sample of "
+        return False, (f"the {rec.statistic} interval [{ci[0]:.3f}, {ci[1]:.3f}] has zero width: a sample of "
                        f"{rec.n_items} items never shows that precision (an interval must reflect the sample size)")
-    return True, (f"{rec.statistic} {rec.estimate:.4g} [{ci[0]:.4g}, {ci[1]:.4g}] at "
+    return True, (f"{rec.statistic} {rec.estimate:.3f} [{ci[0]:.3f}, {ci[1]:.3f}] at "
                   f"{rec.confidence_level:.0%} on {rec.n_items} items")
 
 
@@ -287,7 +288,7 @@ def _default_instrument(measure: str) -> Instrument | None:
 
 
 @dataclass(frozen=True)
-class Manifest:
+class Manifest(HtmlTable):
     """Travels with every score matrix: per measure both status axes, scorer, lean."""
 
     measures: Mapping[str, MeasureStatus]
@@ -337,6 +338,9 @@ class Manifest:
     def supersede(self, measure: str) -> Manifest:
         st = self.status(measure)
         return replace(self, measures={**self.measures, measure: replace(st, lifecycle="superseded")})
+
+    def _html_tables(self) -> list[tuple[str, pd.DataFrame]]:
+        return [(f"Manifest: population {self.population}, {self.created_with}", self.to_frame())]
 
     def to_frame(self) -> pd.DataFrame:
         return pd.DataFrame([{

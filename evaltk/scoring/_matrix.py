@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .._display import HtmlTable
 from .._io import check_digest, file_digest, read_json, write_parquet, write_text_atomic
 from ..errors import OutputRefused, SchemaViolation
 from ..stats import score_summary
@@ -29,7 +30,7 @@ from ._measures import (
 
 
 @dataclass(frozen=True)
-class ScoreMatrix:
+class ScoreMatrix(HtmlTable):
     """Scores of every (trace, measure, tier), with the manifest and the ingest ledger.
 
     Attributes
@@ -104,6 +105,13 @@ class ScoreMatrix:
 
     def __len__(self) -> int:
         return len(self.frame)
+
+    def _html_tables(self) -> list[tuple[str, pd.DataFrame]]:
+        """In a notebook: the summary per measure, then the first rows of the matrix."""
+        n = self.frame["trace_id"].nunique()
+        return [(f"ScoreMatrix: {n:,} traces, population {self.manifest.population}: summary per measure",
+                 self.summary()),
+                ("scores (long table)", self.frame)]
 
     def scores(self, tier: str = "automatic") -> pd.DataFrame:
         """The long table for one tier (``automatic`` by default; ``human`` for anchors)."""

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._display import HtmlTable
 from .._validation import check_confidence_level
 from ..stats import LevelEstimate, z_value
 from ..values import (
@@ -170,7 +171,7 @@ def _absolute_level(a: ScoreMatrix, measure: str, level: LevelEstimate | None, w
 
 
 @dataclass(frozen=True)
-class Comparison:
+class Comparison(HtmlTable):
     """The difference ``b - a`` on one measure, overall and per trajectory-length stratum.
 
     ``difference`` (and ``confidence_interval``) is a number only when every run of both

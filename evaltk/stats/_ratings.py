@@ -37,7 +37,7 @@ import numpy as np
 import pandas as pd
 
 from .. import _io
-from .._validation import check_columns
+from .._validation import as_frame, check_columns
 from ..errors import InputError
 from ..values import EvaltkWarning, abstain_labels, is_missing_label
 from ._result import user_stacklevel
@@ -339,6 +339,7 @@ def _to_labels(ratings: Any, y2: Any, data: Any, item: str, rater: str, rating: 
                 and a.dtype.kind in "iuf"):
             return _wide(np.column_stack([a, b]), _Names(), fn)
         return _Labels(_merge_columns([_column_uniques(a), _column_uniques(b)], n1), (n1, 2), _Names(), "ratings")
+    ratings = as_frame(ratings)  # a pyarrow Table or a Polars frame, as pandas
     if isinstance(ratings, pd.DataFrame):
         names = _Names(ratings.index, ratings.columns)
         n, r = ratings.shape
@@ -401,6 +402,7 @@ def _first_seen_ints(x: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
 
 def _long_labels(data: Any, item: str, rater: str, rating: str, fn: str) -> _Labels:
     """A long table (one row per rating) as units x raters codes, each unit and rater labelled once."""
+    data = as_frame(data)  # a pyarrow Table or a Polars frame, as pandas
     if not isinstance(data, pd.DataFrame):
         raise TypeError(f"{fn}: `data` must be a long pandas DataFrame; got {type(data).__name__}.")
     check_columns(data, (item, rater, rating))

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from typing import Any, NamedTuple
 
+from .._display import HtmlTable
 from .._validation import undefined, user_stacklevel  # noqa: F401  (re-used by stats)
 from ..values import Abstention, Cause
 
@@ -65,8 +66,9 @@ def shape_row(statistic: Any, ci: Any) -> dict[str, Any]:
     }
 
 
-class ResultShape:
-    """Mixin of every result class: ``.defined`` and the shared leading ``to_frame`` columns.
+class ResultShape(HtmlTable):
+    """Mixin of every result class: ``.defined``, the shared leading ``to_frame`` columns, and
+    ``_repr_html_`` (the ``to_frame()`` table, escaped, in a notebook).
 
     Subclasses are frozen dataclasses with ``statistic`` and ``confidence_interval``
     fields (or properties).

@@ -51,6 +51,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._display import HtmlTable
 from .._validation import check_choice
 from ..values import (
     ABSTAIN_WORDS,
@@ -130,7 +131,7 @@ def _key_order(k: tuple[Any, ...]) -> tuple[Any, ...]:
 
 
 @dataclass(frozen=True)
-class ScoreSummary:
+class ScoreSummary(HtmlTable):
     """A :class:`MeanSummary` per group: the summary behind ``ScoreMatrix.summary``.
 
     The one per-group summary of evaltk: ``ScoreMatrix.summary``, :func:`summarize_frame`
@@ -369,7 +370,7 @@ def _reindex_patterns(patterns: Mapping[tuple[int, ...], int], old: tuple[Any, .
 
 
 @dataclass(frozen=True, eq=False)
-class ConfusionTable:
+class ConfusionTable(HtmlTable):
     """Counts of two raters' labels on the same units, with what each side left out.
 
     The summary behind judge-vs-human calibration and every two-rater coefficient.

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._display import HtmlTable
 from ._scores import _int_if_whole
 
 #: How a task's trials decide whether the task passed (RFC 0244 section B, RFC 0246 section B).
@@ -160,7 +161,7 @@ class SuiteThresholds:
 
 
 @dataclass(frozen=True, eq=False)
-class SuiteRun:
+class SuiteRun(HtmlTable):
     """A validated suite run, stored column-wise (one row per task, one column per trial).
 
     Build it with :func:`load_suite_run`.  Arrays have shape ``(task_count, count)``.

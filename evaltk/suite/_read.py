@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from .. import _io
+from .._validation import as_frame
 from ..errors import SchemaViolation
 from ._model import (
     AGGREGATIONS,
@@ -519,6 +520,7 @@ def suite_run_from_frame(
 
 def _check_table(ctx: _Ctx, trials: Any, required: tuple[str, ...]) -> None:
     """A DataFrame with rows and the task, trial and score columns."""
+    trials = as_frame(trials)
     if not isinstance(trials, pd.DataFrame):
         raise TypeError(f"`trials` must be a pandas DataFrame; got {type(trials).__name__}.")
     for col in required:

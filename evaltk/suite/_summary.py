@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._display import HtmlTable
 from ..stats import pass_at_k, pass_hat_k
 from ..values import Cause
 from ._model import SuiteRun
@@ -59,7 +60,7 @@ def _max_condition(name: str, value: float | None, threshold: float | None, *, u
 
 
 @dataclass(frozen=True, eq=False)
-class EvalSummary:
+class EvalSummary(HtmlTable):
     """The RFC 0246 summary of a suite run.  Build it with :func:`summarize_suite`.
 
     Attributes

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import _io
+from .._display import HtmlTable
 from ..errors import EvaltkError, SchemaViolation
 from ._documents import check_events, parse_ts, read_json, validate_document
 from ._grade import CaseGrade, grade_case
@@ -68,7 +69,7 @@ DESIGN_BESIDE_LOCK = "design.json"
 
 
 @dataclass(frozen=True)
-class CohortReport:
+class CohortReport(HtmlTable):
     """The graded cohort: bindings, one :class:`CaseGrade` per locked case, the summary.
 
     ``decision`` is ``pass`` only when every locked case passed, ``hold`` (an honest hold)

@@ -160,6 +160,47 @@ def test_a_missing_cost_is_refused_not_dropped():
         select_judges(c, costs, rng=0)
 
 
+def _on(judge: str, items, ok) -> pd.DataFrame:
+    return pd.DataFrame({"judge": judge, "item": list(items), "correct": pd.array(list(ok), dtype="boolean")})
+
+
+def test_judges_are_compared_only_on_the_items_both_answered():
+    """On its own items `a` looks far better than `b` (0.875 against 0.6, intervals apart);
+    on the 100 items both answered `a` is the worse (0.5 against 0.6): no supported ordering,
+    and `a` does not dominate `b`."""
+    rows = [_on("a", range(100), [i % 2 == 0 for i in range(100)]),
+            _on("a", range(100, 400), [True] * 300),
+            _on("b", range(100), [i % 5 < 3 for i in range(100)])]
+    sel = select_judges(pd.concat(rows, ignore_index=True), rng=0, n_resamples=200)
+    o = sel.orderings.iloc[0]
+    assert (o["a"], o["b"], o["n_common_items"]) == ("a", "b", 100)
+    assert (o["accuracy_a"], o["accuracy_b"]) == (0.5, 0.6)
+    assert o["point_order"] == "<" and bool(o["intervals_overlap"]) and not o["supported"]
+    t = sel.table.set_index("judge")
+    assert t.loc["b", "dominated_by"] == [] and t.loc["b", "on_frontier"]
+    assert t.loc["a", "accuracy"] == 0.875  # its own accuracy is still reported, on its own items
+
+
+def test_a_judge_run_on_other_items_is_not_comparable_ranked_or_dominated():
+    rows = [_on("a", range(200), [i % 10 < 9 for i in range(200)]),
+            _on("b", range(200), [i % 10 < 7 for i in range(200)]),
+            _on("haiku", range(200, 300), [i % 10 < 5 for i in range(100)])]
+    sel = select_judges(pd.concat(rows, ignore_index=True), rng=0, n_resamples=200)
+    o = sel.orderings
+    with_h = o[(o["a"] == "haiku") | (o["b"] == "haiku")]
+    assert len(with_h) == 2 and not with_h["comparable"].any() and not with_h["supported"].any()
+    assert (with_h["n_common_items"] == 0).all() and with_h["verdict"].str.contains("not comparable").all()
+    assert o.loc[(o["a"] == "a") & (o["b"] == "b"), "supported"].item()
+    t = sel.table.set_index("judge")
+    assert t.loc["haiku", "comparable_with"] == [] and not t.loc["haiku", "on_frontier"]
+    assert t.loc["haiku", "dominated_by"] == [] and t.loc["haiku", "status"].startswith("not comparable")
+    assert t.loc["b", "dominated_by"] == ["a"] and sel.frontier == ["a"]
+    # each share named for what it is: run on, answered of those run, answered of all
+    assert t.loc["haiku", "n_items"] == 300 and t.loc["haiku", "n_run"] == 100
+    assert t.loc["haiku", "run_share"] == 100 / 300 and t.loc["haiku", "answer_rate"] == 1.0
+    assert t.loc["haiku", "coverage"] == 100 / 300
+
+
 # --------------------------------------------------------------------------- coverage is part of selection (issue #14)
 
 

@@ -243,8 +243,23 @@ def test_weekly_on_real_data_shows_arb_ceiling_and_judgebench(shared_data, tmp_p
                                  notebooks=["weekly"])
     text = _text(index.read_text(encoding="utf-8"))
     assert "AgentRewardBench human ceiling" in text
-    assert "JudgeBench pair accuracy" in text and "o1-mini-2024-09-12 0.66" in text
+    assert "JudgeBench pair accuracy" in text and "o1-mini-2024-09-12 0.657" in text
+    # claude-3-haiku ran on other pairs: listed apart, unranked, with what it answered
+    assert "judges run on other pairs (not comparable, not ranked)" in text
+    assert "claude-3-haiku-20240307: 0.322 [" in text
     run = json.loads((index.parent / "run.json").read_text())
     paths = [i["path"] for i in run["notebooks"]["weekly"]["provenance"][0]["inputs"]]
     assert any(p.endswith("annotations.csv") for p in paths) and any(p.endswith("judgments.csv") for p in paths)
     assert Path(run["data_dir"]) == Path(shared_data).resolve()
+
+
+@pytest.mark.parametrize("name", report.NOTEBOOKS)
+def test_page_shows_no_machine_path_no_python_booleans_and_links_home(rendered, name):
+    folder, _, _ = rendered
+    html = (folder / PAGES[name]).read_text(encoding="utf-8")
+    text = _text(html[html.index("<main>"):])
+    root = Path(__file__).resolve().parents[2]
+    for machine in (str(root), str(root.resolve()), str(folder.resolve().parent), str(Path.home())):
+        assert machine not in html, f"{PAGES[name]} shows {machine}"
+    assert not re.search(r"(?<![\w`])(True|False)(?![\w`])", text), re.findall(r".{40}(?:True|False).{20}", text)
+    assert ('href="index.html"' in html) == (name != "weekly")

@@ -9,6 +9,7 @@ import json
 import math
 import os
 import sys
+from pathlib import Path
 
 import altair as alt
 import numpy as np
@@ -31,12 +32,44 @@ def _layer_data(chart: alt.TopLevelMixin) -> list[pd.DataFrame]:
 # --------------------------------------------------------------------------- theme and SVG
 
 
-def test_use_theme_enables_theme_and_svg_renderer():
+def test_use_theme_in_the_report_kernel_enables_theme_and_svg_renderer(monkeypatch):
+    monkeypatch.setenv(report.RENDERER_ENV, "svg")  # what render_report's kernelspec sets
+    previous = alt.renderers.active
+    try:
+        report.use_theme()
+        assert alt.theme.active == report.THEME_NAME
+        assert alt.renderers.active == "svg"
+        cfg = alt.theme.get()()["config"]
+        assert cfg["title"]["anchor"] == "start"
+    finally:
+        alt.renderers.enable(previous)
+
+
+def test_use_theme_outside_the_report_keeps_the_interactive_renderer(monkeypatch):
+    """A user's own kernel keeps altair's renderer (tooltips); only the theme changes."""
+    monkeypatch.delenv(report.RENDERER_ENV, raising=False)
+    alt.renderers.enable("default")
     report.use_theme()
     assert alt.theme.active == report.THEME_NAME
-    assert alt.renderers.active == "svg"
-    cfg = alt.theme.get()()["config"]
-    assert cfg["title"]["anchor"] == "start"
+    assert alt.renderers.active == "default"
+    chart = report.judge_frontier_chart(pd.DataFrame({
+        "judge": ["a", "b"], "accuracy": [0.8, 0.7], "ci_low": [0.7, 0.6], "ci_high": [0.9, 0.8],
+        "cost": [1.0, 2.0], "on_frontier": [True, False]}), latency=None)
+    assert isinstance(chart, alt.TopLevelMixin)  # composable: an altair object
+    bundle = chart._repr_mimebundle_()
+    bundle = bundle[0] if isinstance(bundle, tuple) else bundle
+    assert "image/svg+xml" not in bundle  # the live (vega) renderer, where tooltips work
+    assert "tooltip" in json.dumps(chart.to_dict())
+
+
+def test_the_report_kernel_carries_the_svg_renderer():
+    from evaltk.report._render import _report_kernel
+
+    with _report_kernel() as name:
+        import jupyter_client.kernelspec as ks
+
+        spec = ks.KernelSpecManager().get_kernel_spec(name)
+    assert spec.env == {report.RENDERER_ENV: "svg"}
 
 
 def test_chart_to_svg_is_svg_with_labels():
@@ -147,6 +180,18 @@ def test_confusion_heatmap_shares_are_row_normalised():
     assert share[("yes", "yes")] == pytest.approx(0.75)
     assert share[("no", "no")] == pytest.approx(0.75)
     assert "<svg" in report.chart_to_svg(report.confusion_heatmap(f.drop(columns="judge")))
+
+
+def test_confusion_heatmap_labels_do_not_run_into_each_other():
+    """cannot_tell is wider than its column: the labels are angled (they collided side by side)."""
+    def x_axis(answers):
+        f = pd.DataFrame({"human": answers, "judge_answer": answers[::-1], "n": range(1, len(answers) + 1)})
+        spec = report.confusion_heatmap(f).to_dict()
+        return spec["layer"][0]["encoding"]["x"]["axis"]
+
+    assert x_axis(["no", "yes"])["labelAngle"] == 0
+    angled = x_axis(["none", "a_few", "lots", "cannot_tell"])
+    assert angled["labelAngle"] == -40 and angled["labelAlign"] == "right"
 
 
 def test_abstention_chart_aggregates_before_charting():
@@ -594,10 +639,13 @@ def test_judge_selection_and_formatting_on_the_demo(small_demo):
                                  n_resamples=50, rng=0)
     shown = report.show_judges(sel.table)
     assert list(shown.index) == list(sel.table["judge"])
-    assert "coverage (floor 80%)" in shown.columns  # the declared floor of eligibility, on the table
     assert all(v == "none" or v[0].isdigit() for v in shown["canaries passed"])
+    # each share named for what it is; the declared floor of eligibility on the coverage column
+    assert [c for c in shown.columns if "(" in c and "of" in c] == [
+        "run on (of the items)", "answered (of those run on)", "coverage (answered, of the items; floor 80%)"]
     o = report.show_orderings(sel.orderings)
-    assert list(o.columns) == ["verdict", "difference [interval]", "n_common_items"]
+    assert o.index.name == "verdict"  # no raw pandas index on the page
+    assert list(o.columns) == ["difference [interval]", "items both answered"]
     sm = __import__("evaltk").score_traces(small_demo.traces, small_demo.answers, small_demo.labels)
     agents = report.show_agents(sm.summary(by="agent"), measures=("x_task", "x_safe"))
     assert list(agents.index) == ["x_task", "x_safe"]  # the measures' order, not the alphabet
@@ -610,6 +658,51 @@ def test_judge_selection_and_formatting_on_the_demo(small_demo):
     assert report.markdown_list(glance).startswith("- **week**: 2026-W49")
     v = report.verdict_table(sm.scores("automatic"), report.thresholds_of({"x_safe": 1.0}))
     assert set(v["verdict"]) == {"abstain"} and v["runs"].sum() == (sm.scores("automatic")["measure"] == "x_safe").sum()
+
+
+def _judgebench_like() -> pd.DataFrame:
+    """Two judges on pairs p0..p59, a third (`haiku`) on other pairs q0..q39."""
+    rows = []
+    for judge, pairs, right in (("gpt", [f"p{i}" for i in range(60)], 0.8),
+                                ("llama", [f"p{i}" for i in range(60)], 0.6),
+                                ("haiku", [f"q{i}" for i in range(40)], 0.7)):
+        for i, p in enumerate(pairs):
+            ok = i < right * len(pairs)
+            for _trial in (0, 1):
+                rows.append({"judge_name": "arena_hard", "judge_model": judge, "pair_id": p, "source": "s",
+                             "label": "A>B", "decision_original": "A>B" if ok else "B>A"})
+    return pd.DataFrame(rows)
+
+
+def test_judgebench_judge_on_other_pairs_is_not_ranked_and_shares_are_named():
+    jb = report.judgebench_selection(_judgebench_like(), n_resamples=50, rng=0)
+    t = jb.table.set_index("judge")
+    assert t.loc["haiku", "status"].startswith("not comparable") and not t.loc["haiku", "on_frontier"]
+    shown = report.show_judge_accuracy(jb.table)
+    assert shown.loc["haiku", "run on (of the pairs)"] == "40%"  # 40 of the 100 pairs
+    assert shown.loc["haiku", "answered (of those run on)"] == "100%"
+    assert shown.loc["gpt", "run on (of the pairs)"] == "60%"
+    o = report.show_orderings(jb.orderings)
+    assert o.filter(like="haiku", axis=0)["difference [interval]"].eq("—").all()
+    assert "not comparable" in " ".join(o.index)
+
+
+def test_the_weekly_summary_quotes_coverage_and_does_not_rank_a_judge_on_other_pairs(small_demo):
+    sel = report.judge_selection(small_demo.answers, small_demo.labels, small_demo.canaries, measure="x_task",
+                                 n_resamples=50, rng=0)
+    sm = __import__("evaltk").score_traces(small_demo.traces, small_demo.answers, small_demo.labels)
+    leans = report.judge_direction_table(small_demo.answers, small_demo.labels, measures=["x_task"])
+    ceil = report.human_ceiling_table(small_demo.labels, measures=["x_task"], n_resamples=20, baseline=False)
+    jb = report.judgebench_selection(_judgebench_like(), n_resamples=50, rng=0)
+    glance = report.week_at_a_glance(week="2026-W49", measure="x_task", scores=sm.scores("automatic"), selection=sel,
+                                     directions=leans, ceilings=ceil, judgebench=jb).set_index("item")["text"]
+    frontier = glance.filter(like="judges on the frontier").iloc[0]
+    assert frontier == "none" or "(coverage " in frontier
+    ranked = glance["JudgeBench pair accuracy (published fold), judges run on the same pairs"]
+    assert ranked.startswith("gpt ") and "llama" in ranked and "haiku" not in ranked
+    assert "(answered 60 of the 60 pairs it was run on; coverage 60% of all 100 pairs)" in ranked
+    alone = glance["JudgeBench judges run on other pairs (not comparable, not ranked)"]
+    assert alone.startswith("haiku: 0.700 [") and "(answered 40 of its own 40 pairs; coverage 40% of all 100" in alone
 
 
 def test_checkpoint_gate_scores_each_agent_and_refuses_absent_ones(small_demo):
@@ -653,6 +746,109 @@ def test_format_abstention_and_suite_tables():
     assert t.index.name == "task_id" and {"reported", "gating"} <= set(t.columns)
     tr = report.show_suite_trials(s.to_frame("trial"))
     assert tr.index.names == ["task_id", "trial"]
+
+
+# --------------------------------------------------------------------------- JupyterLab
+
+
+def test_jupytext_configuration_opens_the_notebooks_as_notebooks_and_saves_them_back(tmp_path):
+    """What JupyterLab does through jupytext's contents manager: open, edit, run, save."""
+    import shutil
+
+    from jupytext import TextFileContentsManager
+    from jupytext.config import find_jupytext_configuration_file
+
+    root = Path(__file__).resolve().parents[2]
+    assert Path(find_jupytext_configuration_file(str(root / "notebooks"))) == root / "jupytext.toml"
+    shutil.copy(root / "jupytext.toml", tmp_path)
+    shutil.copytree(root / "notebooks", tmp_path / "notebooks")
+    cm = TextFileContentsManager(root_dir=str(tmp_path))
+    for name in report.NOTEBOOKS:
+        model = cm.get(f"notebooks/{name}.py")
+        assert model["type"] == "notebook"
+        cells = model["content"]["cells"]
+        assert [c.metadata.get("tags") for c in cells].count(["parameters"]) == 1
+        code = [c for c in cells if c.cell_type == "code"]
+        code[-1].outputs = [{"output_type": "stream", "name": "stdout", "text": "OUTPUT-OF-A-RUN"}]
+        code[-1].metadata["collapsed"] = True
+        cm.save(model, f"notebooks/{name}.py")
+        saved = (tmp_path / "notebooks" / f"{name}.py").read_text()
+        assert "OUTPUT-OF-A-RUN" not in saved and "collapsed" not in saved  # inputs only, same text format
+        again = cm.get(f"notebooks/{name}.py")["content"]["cells"]
+        assert [c.source for c in again] == [c.source for c in cells]
+
+
+# --------------------------------------------------------------------------- what the pages show
+
+
+def test_a_data_folder_with_nothing_recognised_is_refused_before_any_notebook_runs(tmp_path, capsys):
+    from evaltk.cli import main
+
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "notes.txt").write_text("not data")
+    lines: list[str] = []
+    with pytest.raises(UnreadableInput, match="holds none of the data the report reads"):
+        report.render_report(data=tmp_path / "empty", out=tmp_path / "out", progress=lines.append)
+    assert lines == [] and not (tmp_path / "out" / report.current_week()).exists()
+    params = tmp_path / "p.yaml"  # the same through a parameters file
+    params.write_text(f"data_dir: {tmp_path / 'empty'}\n")
+    assert main(["report", "--params", str(params), "--out", str(tmp_path / "out")]) == 66
+    err = capsys.readouterr().err
+    assert err.count("holds none of the data") == 1 and "executing" not in err
+
+
+def test_pages_name_folders_without_machine_paths():
+    roots = [("/home/ana/shared/data", "../shared/data"), ("/opt/py/site-packages/evaltk/data/examples",
+                                                            "evaltk/data/examples")]
+    page = ("<p>Source: /home/ana/shared/data/judgebench/judgments.csv (4740 judgments)</p>"
+            "<td>input /opt/py/site-packages/evaltk/data/examples/suite/run.json</td>")
+    out = _render.without_machine_paths(page, roots)
+    assert out == ("<p>Source: ../shared/data/judgebench/judgments.csv (4740 judgments)</p>"
+                   "<td>input evaltk/data/examples/suite/run.json</td>")
+
+
+def test_each_detail_page_links_back_to_the_index():
+    import nbformat
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# A page")])
+    exporter = _render._html_exporter()
+    detail, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": "t"}, "evaltk_index_link": True})
+    index, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": "t"}, "evaltk_index_link": False})
+    assert '<a href="index.html">' in detail and '<a href="index.html">' not in index
+    assert detail.index('href="index.html"') < detail.index("A page")  # at the top of the page
+
+
+def test_pages_show_yes_no_and_one_number_format():
+    conds = [{"condition": "gatedAggregateScore >= passScore", "value": 0.6625, "threshold": 0.7, "met": False},
+             {"condition": "totalCost <= maxCost", "value": 0.258, "threshold": 2.5, "met": True},
+             {"condition": "p95LatencyMs <= maxLatencyMs", "value": 3000.0, "threshold": 60000.0, "met": True}]
+    t = report.show_suite_conditions(conds)
+    assert t["value"].tolist() == ["0.6625", "0.258", "3,000"]
+    assert t["threshold"].tolist() == ["0.7", "2.5", "60,000"]
+    assert t["met"].tolist() == ["no", "yes", "yes"]
+    promo = pd.DataFrame({"measure": ["x_task"] * 2, "judge": ["j"] * 2, "condition": ["human_ceiling", "held_out"],
+                          "met": [True, False], "evidence": ["a", "b"]})
+    shown = report.show_promotion(promo)
+    assert shown["met"].tolist() == ["yes", "no"]
+    assert "True" not in shown.to_html() and "False" not in shown.to_html()
+    gate = pd.DataFrame({"measure": ["x_task"], "type": ["binary"], "decision": ["promote"], "reason": ["r"],
+                         "n_pairs": [3], "pvalue_adjusted": [0.01], "calibrated": pd.array([pd.NA], dtype="boolean")})
+    assert report.show_gate(gate)["calibrated"].tolist() == ["—"]
+
+
+def test_the_shipped_examples_are_named_as_in_the_package_however_they_are_reached(tmp_path):
+    from evaltk.data import examples_dir
+
+    roots = _render._shown_roots({}, tmp_path / "out", data_as_given="")
+    page = f"source: {examples_dir() / 'suite' / 'run.json'}; lock {examples_dir().resolve() / 'trajectory'}"
+    assert _render.without_machine_paths(page, roots) == (
+        "source: evaltk/data/examples/suite/run.json; lock evaltk/data/examples/trajectory")
+
+
+def test_a_folder_name_is_replaced_only_where_it_is_that_folder():
+    roots = [("/w/data", "data")]
+    assert _render.without_machine_paths("/w/data/x.csv, /w/data2/y.csv and /w/data.", roots) == \
+        "data/x.csv, /w/data2/y.csv and data."
 
 
 def test_where_you_are_gives_a_level_only_where_it_holds_and_the_reason_elsewhere():

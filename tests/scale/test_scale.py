@@ -501,3 +501,14 @@ def test_score_summary_and_summarize_frame_keep_missing_keys_once():
     assert t["n"].tolist() == [2, 3] and t["agent"].isna().tolist() == [False, True]
     halves = score_summary(f.iloc[:2], ["measure", "agent"]) + score_summary(f.iloc[2:], ["measure", "agent"])
     assert halves[("x_task", MISSING_KEY)].n == 3
+
+
+def test_scoring_a_store_reports_progress_through_logging_not_print(store, tmp_path, caplog, capsys):
+    import logging
+
+    with caplog.at_level(logging.INFO, logger="evaltk.scale"):
+        res = score_dataset(store / "traces", store / "answers", store / "labels", out=tmp_path / "out")
+    lines = [r.getMessage() for r in caplog.records if r.name == "evaltk.scale"]
+    assert lines[0] == f"scoring partitions (pandas): {res.n_partitions} partition"
+    assert lines[-1].startswith(f"scoring partitions (pandas): done, {res.n_partitions} partition in ")
+    assert capsys.readouterr().out == ""
