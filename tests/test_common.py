@@ -194,6 +194,7 @@ NOT_ESTIMATORS: dict[str, str] = {
     "critical_value": "a normal or Student t quantile",
     "absolute_level": "level_estimate on a score matrix, checked by check_use('absolute_level'): a use "
                       "decision around the registered estimator (tests/judges/test_level.py)",
+    "human_level_labels": "folds a long labels table to one label per trace; no statistic",
     "expected_half_width": "plans the next labelling batch from a LevelEstimate; no data",
     "ppi_mean": "array core of judges.level_estimate (clean numbers in; abstentions folded by the caller); "
                 "checked against ppi_py in tests/stats/test_ppi.py",

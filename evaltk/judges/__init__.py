@@ -40,7 +40,13 @@ from ._labeling import (
     stratified_accuracy,
     uncertainty_strata,
 )
-from ._level import EXCLUSION_CAUSES, absolute_level, expected_half_width, level_estimate
+from ._level import (
+    EXCLUSION_CAUSES,
+    absolute_level,
+    expected_half_width,
+    human_level_labels,
+    level_estimate,
+)
 from ._panel import (
     FoldRule,
     PanelResult,
@@ -87,6 +93,7 @@ __all__ = [
     "EXCLUSION_CAUSES",
     "level_estimate",
     "absolute_level",
+    "human_level_labels",
     "expected_half_width",
     "CALIBRATION_LEVELS",
     "FoldRule",

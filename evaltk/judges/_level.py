@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from .._validation import check_choice, check_confidence_level
+from .._validation import check_choice, check_columns, check_confidence_level
 from ..errors import InputError
 from ..scoring import ScoreMatrix, check_use
 from ..stats import (
@@ -281,6 +281,20 @@ def expected_half_width(estimate: LevelEstimate, more_labels: int) -> float:
     return c * math.sqrt(var)
 
 
+def human_level_labels(labels: pd.DataFrame, measure: str) -> pd.Series:
+    """Per trace, the human label of ``measure`` on its value scale: the mean over the human
+    raters who answered (words read through :data:`evaltk.values.ANSWER_VALUES`), or
+    ``"cannot_tell"`` where every rater declined.  Trace-level measures only."""
+    check_columns(labels, ("trace_id", "measure", "step", "answer"), name="labels")
+    hum = labels[(labels["measure"] == measure) & labels["step"].isna()]
+    vocab = ANSWER_VALUES[measure]
+    words = hum["answer"].astype(str).map(lambda w: w if w in ABSTAIN_WORDS else normalize_answer(w))
+    vals = words.map(lambda w: vocab.get(w))
+    per = pd.DataFrame({"trace_id": hum["trace_id"], "v": pd.to_numeric(vals, errors="coerce")})
+    mean = per.groupby("trace_id", sort=True)["v"].mean()
+    return mean.astype(object).where(mean.notna(), "cannot_tell").rename(measure)
+
+
 def absolute_level(
     matrix: ScoreMatrix,
     measure: str,
@@ -305,7 +319,9 @@ def absolute_level(
     ----------
     matrix : ScoreMatrix
     measure : str
-    labels : Series or mapping, trace id -> human label (a value in [0, 1] or a word)
+    labels : Series or mapping, trace id -> human label (a value in [0, 1] or a word); or the
+        long labels table ingest reads (``trace_id, measure, step, rater, answer``), folded
+        per trace by :func:`human_level_labels`
     method, inclusion_probability, confidence_level, distribution
         As in :func:`level_estimate`.
     clusters : "task", None, or Series/mapping trace id -> cluster
@@ -333,7 +349,7 @@ def absolute_level(
         runs = matrix.runs
         task = runs.set_index("trace_id")["task"] if "task" in runs.columns else None
         cl = task if task is not None and task.reindex(judge.index).duplicated().any() else None
-    hs = _series(labels, "labels")
+    hs = human_level_labels(labels, m) if isinstance(labels, pd.DataFrame) else _series(labels, "labels")
     r = level_estimate(judge, hs, measure=m, method=method, inclusion_probability=inclusion_probability,
                        clusters=cl, confidence_level=confidence_level, distribution=distribution)
     r = replace(r, instrument=matrix.manifest.instrument(m).digest, label_items=tuple(hs.index))

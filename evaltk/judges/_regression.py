@@ -124,7 +124,7 @@ def scoring_consistency(a: ScoreMatrix, b: ScoreMatrix, measures: Sequence[str])
     out = []
     for meas in measures:
         sa, sb = a.manifest.status(meas), b.manifest.status(meas)
-        out += [f"{d.describe()} (a rubric edit is a new instrument)"
+        out += [f"{d.describe()} (another instrument: the two numbers are not on one scale)"
                 for d in instrument_differences(a.manifest.instrument(meas), b.manifest.instrument(meas))]
         if sa.lifecycle == "superseded" or sb.lifecycle == "superseded":
             out.append(f"{meas}: a superseded definition is not gated")

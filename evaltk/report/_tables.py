@@ -488,19 +488,6 @@ def verdict_table(scores: pd.DataFrame, thresholds: Mapping[str, Threshold]) -> 
 # --------------------------------------------------------------------------- where you are
 
 
-def human_level_labels(labels: pd.DataFrame, measure: str) -> pd.Series:
-    """Per trace, the human label of ``measure`` on its value scale: the mean over the human
-    raters who answered (words read through :data:`evaltk.values.ANSWER_VALUES`), or
-    ``"cannot_tell"`` where every rater declined.  Trace-level measures only."""
-    hum = labels[(labels["measure"] == measure) & labels["step"].isna()]
-    vocab = ANSWER_VALUES[measure]
-    words = hum["answer"].astype(str).map(lambda w: w if w in ABSTAIN_WORDS else w.strip().lower().replace(" ", "_"))
-    vals = words.map(lambda w: vocab.get(w))
-    per = pd.DataFrame({"trace_id": hum["trace_id"], "v": pd.to_numeric(vals, errors="coerce")})
-    mean = per.groupby("trace_id", sort=True)["v"].mean()
-    return mean.astype(object).where(mean.notna(), "cannot_tell").rename(measure)
-
-
 def level_table(matrix: Any, labels: pd.DataFrame, *, measures: Sequence[str], confidence_level: float = 0.95
                 ) -> pd.DataFrame:
     """"Where you are" per measure: the level on the human scale with its interval where
@@ -521,7 +508,7 @@ def level_table(matrix: Any, labels: pd.DataFrame, *, measures: Sequence[str], c
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", UndefinedWarning)
-                r = absolute_level(matrix, m, human_level_labels(labels, m), confidence_level=confidence_level)
+                r = absolute_level(matrix, m, labels, confidence_level=confidence_level)
         except (UnsupportedUse, InputError) as e:
             row["reason"] = str(e)
         else:

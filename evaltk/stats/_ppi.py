@@ -231,15 +231,29 @@ def _var(x: np.ndarray, ddof: int) -> float:
     return float(x.var(ddof=ddof if x.size > ddof else 0))
 
 
-def _interval(est: float, var: float, z: float, what: str) -> tuple[ConfidenceInterval | Abstention,
-                                                                    float | Abstention]:
+def _interval(est: float, var: float, z: float, what: str, *, n_labels: int | None = None,
+              unit: bool = False) -> tuple[ConfidenceInterval | Abstention, float | Abstention]:
+    """``est +- z se``, intersected with [0, 1] when every value is on that scale (``unit``:
+    the level cannot leave it, so the intersection keeps the coverage); an abstention with
+    its cause where no variance can be estimated."""
+    if n_labels is not None and n_labels < 2:
+        a = undefined(f"{n_labels} label(s): no variance can be estimated from fewer than two",
+                      what=f"the interval of {what}")
+        return a, a
     if not var > 0:
         a = undefined(f"its estimated variance is zero (at {est:g}, neither the labels nor the judge's "
                       "answers vary); an interval of zero width would claim more than the labels show",
                       what=f"the interval of {what}")
         return a, a
     se = math.sqrt(var)
-    return ConfidenceInterval(est - z * se, est + z * se), se
+    lo, hi = est - z * se, est + z * se
+    if unit:
+        lo, hi = max(0.0, lo), min(1.0, hi)
+    return ConfidenceInterval(lo, hi), se
+
+
+def _on_unit_scale(*xs: np.ndarray) -> bool:
+    return all(bool(((x >= 0) & (x <= 1)).all()) for x in xs)
 
 
 def _cluster_var(terms: np.ndarray, codes: np.ndarray, scale: float) -> tuple[float, int]:
@@ -417,7 +431,8 @@ def ppi_mean(
         notes.append("cluster-robust variance over clusters; lam tuned as if unclustered")
         if math.isnan(var):
             raise InputError("a cluster-robust interval needs at least two clusters.", field="clusters")
-    ci, se = _interval(est, var, z, "the prediction-powered mean")
+    ci, se = _interval(est, var, z, "the prediction-powered mean", n_labels=n,
+                       unit=distribution == "t" and _on_unit_scale(y, f, fu))
     split = (_var(t_u, dd) / N, _var(t_l, dd) / n) if cu is None else None
     return LevelEstimate(est, ci, se, "ppi++" if tuned else "ppi", lam, ho, ho_ci,
                          _effective(int(y2.sum()), var_h, var), n, N, n_clusters, cl, {}, tuple(notes), split,
@@ -555,7 +570,8 @@ def active_mean(
         var, n_clusters = _cluster_var(terms - terms.mean(), codes, N)
         if math.isnan(var):
             raise InputError("a cluster-robust interval needs at least two clusters.", field="clusters")
-    ci, se = _interval(est, var, z, "the active-inference mean")
+    ci, se = _interval(est, var, z, "the active-inference mean", n_labels=n,
+                       unit=distribution == "t" and _on_unit_scale(y, f))
     return LevelEstimate(est, ci, se, "active", lam, ho, ho_ci, _effective(int(d.sum()), var_h, var),
                          n, N - n, n_clusters, cl, {}, (), distribution=distribution)
 

@@ -234,3 +234,26 @@ def test_absolute_level_refuses_labels_not_held_out_and_another_instrument():
     unpinned, _ = _scored(pinned=False)
     with pytest.raises(UnsupportedUse, match="unpinned"):
         absolute_level(_calibrate(unpinned, held), "x_task", truth[held])
+
+
+def test_boundaries_one_label_says_so_and_the_interval_stays_on_the_scale():
+    with pytest.warns(UndefinedWarning, match="fewer than two"):
+        one = level_estimate(pd.Series([1.0, 0.0, 1.0], index=list("abc")), pd.Series([1.0], index=["a"]))
+    assert isinstance(one.confidence_interval, Abstention)
+    two = level_estimate(pd.Series([1.0, 0.0, 1.0, 1.0], index=list("abcd")),
+                         pd.Series([1.0, 0.0], index=["a", "b"]))
+    lo, hi = two.confidence_interval  # t on 1 df is wide: it is cut at the scale's ends, not beyond
+    assert 0.0 <= lo and hi <= 1.0
+
+
+def test_absolute_level_takes_the_long_labels_table():
+    from evaltk import absolute_level, human_level_labels
+
+    m, truth = _scored()
+    held = [f"r{i}" for i in range(0, 400, 5)]
+    cal = _calibrate(m, held, tuning=[f"r{i}" for i in range(1, 400, 5)])
+    long = pd.DataFrame({"trace_id": held * 2, "measure": "x_task", "step": pd.array([pd.NA] * 160, "Int64"),
+                         "rater": ["h1"] * 80 + ["h2"] * 80, "answer": list(truth[held]) * 2})
+    assert human_level_labels(long, "x_task").eq(truth[held].map({"yes": 1.0, "no": 0.0})).all()
+    assert absolute_level(cal, "x_task", long).statistic == pytest.approx(
+        absolute_level(cal, "x_task", truth[held]).statistic)

@@ -78,7 +78,7 @@ def test_gate_refuses_different_scorer_versions():
     st = cand.manifest.status("x_task")
     cand = cand.with_manifest(replace(cand.manifest, measures={**cand.manifest.measures,
                                                                "x_task": replace(st, scorer_version="2.0")}))
-    with pytest.raises(GateRefused, match="new instrument") as e:
+    with pytest.raises(GateRefused, match="another instrument") as e:
         gate(base, cand)
     assert e.value.gate == "scoring consistency"
 
