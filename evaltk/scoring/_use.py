@@ -60,6 +60,7 @@ def check_use(use: str, a: ScoreMatrix, b: ScoreMatrix | None = None, *, measure
     ok, why = USES[use]
     if use == "absolute_level":
         if st.evidence == "calibrated":
+            assert st.calibration is not None  # calibrated evidence carries its record
             return f"{measure} is calibrated on {st.calibration.label_set}; the level carries its interval"
         raise UnsupportedUse(f"absolute level of {measure} refused: {st.label}; {why}.")
     if not ok:
