@@ -763,7 +763,7 @@ def score_tables(runs: pd.DataFrame, steps: pd.DataFrame, answers: pd.DataFrame 
     diag_cols.update(flags)
     diag = pd.DataFrame({"trace_id": pd.Categorical.from_codes(np.arange(n), dtype=tid_dtype, validate=False),
                          **diag_cols})
-    diag.insert(1, "tier", pd.Categorical.from_codes(  # type: ignore[call-overload]  # pandas-stubs: int8 codes, a Categorical columnnp.full(n, TIERS.index("diagnostic"), np.int8),
+    diag.insert(1, "tier", pd.Categorical.from_codes(np.full(n, TIERS.index("diagnostic"), np.int8),  # type: ignore[arg-type]  # pandas-stubs: a Categorical is a column
                                                      dtype=_TIER_DTYPE, validate=False))
     diag.attrs["n_unmatched_ctx_answers"] = n_unmatched
     assert tid_dtype is not None and population is not None  # set by the automatic tier
