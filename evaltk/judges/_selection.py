@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -31,7 +31,7 @@ from .._validation import (
     recorded_seed,
     seeded_rng,
 )
-from ..stats import BootstrapConfig, bootstrap_sums, wilson_interval
+from ..stats import BootstrapConfig, ConfidenceInterval, bootstrap_sums, wilson_interval
 from ..values import ABSTAIN_WORDS, Abstention, abstain_labels
 
 #: The default coverage floor of eligibility in :func:`select_judges`: a judge must answer at
@@ -85,7 +85,8 @@ def anchor_correctness(answers: pd.DataFrame, labels: pd.DataFrame, *, measure: 
     m = a[[*ks, rater, answer]].merge(anchor[[*ks, "verdict"]], on=ks, how="inner")
     m = m.rename(columns={rater: "judge", answer: "judge_answer", "verdict": "human_answer"})
     abst = m["judge_answer"].isin(ab) | m["judge_answer"].isna()
-    correct = pd.array(np.where(abst, pd.NA, m["judge_answer"] == m["human_answer"]), dtype="boolean")
+    correct: Any = pd.array(np.where(abst, pd.NA, m["judge_answer"] == m["human_answer"]),  # type: ignore[call-overload]  # numpy stubs: pd.NA as a value
+                       dtype="boolean")
     m["correct"] = correct
     m["abstained"] = abst.to_numpy()
     if "step" in ks:
@@ -168,8 +169,8 @@ def pareto_frontier(points: pd.DataFrame, *, maximize: Sequence[str] = ("accurac
         raise ValueError(f"objective values missing for {points.loc[bad, name].tolist()}; supply a cost table.")
     X = np.column_stack([points[c].to_numpy(float) for c in maximize] +
                         [-points[c].to_numpy(float) for c in minimize])
-    ge = (X[:, None, :] >= X[None, :, :]).all(-1)
-    gt = (X[:, None, :] > X[None, :, :]).any(-1)
+    ge: np.ndarray = (X[:, None, :] >= X[None, :, :]).all(-1)  # type: ignore[assignment]  # numpy stubs: all(axis) of 3-d is an array
+    gt: np.ndarray = (X[:, None, :] > X[None, :, :]).any(-1)  # type: ignore[assignment]  # as above
     dom = ge & gt  # dom[i, j]: i dominates j
     for c, margin in guards.items():
         g = points[c].to_numpy(float)
@@ -310,7 +311,7 @@ def _accuracy_table(df: pd.DataFrame, anchor: Mapping[str, Any], cl: float) -> p
     t["coverage"] = t["n_answered"] / t["n_items"]
     acc = [_wilson_accuracy(int(k), int(n), cl) for k, n in zip(t["n_correct"], t["n_answered"], strict=True)]
     t["accuracy"], t["ci_low"], t["ci_high"] = np.array(acc, dtype=float).reshape(-1, 3).T
-    t["accuracy_cause"] = np.where(t["n_answered"] == 0, "abstained", None)
+    t["accuracy_cause"] = np.where(t["n_answered"] == 0, "abstained", None)  # type: ignore[call-overload]  # numpy stubs: None as a value
     return t.reset_index()
 
 
@@ -318,7 +319,7 @@ def _wilson_accuracy(n_ok: int, n: int, cl: float) -> tuple[float, float, float]
     """Accuracy and its Wilson interval; NaN for a judge with no answered item."""
     if n == 0:
         return np.nan, np.nan, np.nan
-    lo, hi = wilson_interval(n_ok, n, confidence_level=cl).confidence_interval
+    lo, hi = cast(ConfidenceInterval, wilson_interval(n_ok, n, confidence_level=cl).confidence_interval)  # n > 0
     return n_ok / n, lo, hi
 
 
@@ -456,10 +457,10 @@ def published_precision_recall(table: pd.DataFrame, n_positive: int, *, judge: s
         lo, hi = [], []
         for a, b in zip(num, den, strict=True):
             if not np.isfinite(b) or b <= 0:
-                lo.append(np.nan), hi.append(np.nan)
+                lo.append(np.nan), hi.append(np.nan)  # type: ignore[func-returns-value]  # two appends
                 continue
-            w = wilson_interval(int(a), int(b), confidence_level=cl).confidence_interval
-            lo.append(w[0]), hi.append(w[1])
+            w = cast(ConfidenceInterval, wilson_interval(int(a), int(b), confidence_level=cl).confidence_interval)
+            lo.append(w[0]), hi.append(w[1])  # type: ignore[func-returns-value]  # two appends
         t[f"{name}_ci_low"], t[f"{name}_ci_high"] = lo, hi
     rows = []
     names = t["judge"].tolist()
