@@ -551,7 +551,7 @@ class _SafeLoader(_DuplicateKeys, yaml.SafeLoader):
 
 
 if hasattr(yaml, "CSafeLoader"):
-    class _FastLoader(_DuplicateKeys, yaml.CSafeLoader):  # type: ignore[name-defined]
+    class _FastLoader(_DuplicateKeys, yaml.CSafeLoader):
         """libyaml's parser with the same safe constructor: about ten times faster."""
 
         def __init__(self, stream: str) -> None:
@@ -580,10 +580,10 @@ def parse_yaml(text: str) -> tuple[Any, yaml.Node | None, list[tuple[int | None,
             pass
         finally:
             loader.dispose()
-    loader = _SafeLoader(text)
+    loader = _SafeLoader(text)  # type: ignore[assignment]  # either loader: the same interface
     problems: list[tuple[int | None, str]] = []
-    data: Any = None
-    node: yaml.Node | None = None
+    data = None
+    node = None
     try:
         node = loader.get_single_node()
         if node is not None:
