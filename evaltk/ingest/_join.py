@@ -122,7 +122,7 @@ def _combine_keys(parts: Sequence[np.ndarray], *, own_first: bool = False) -> tu
         if lo:
             key -= lo
         space *= size
-    return key, space
+    return key, space  # type: ignore[return-value]  # the loop set key
 
 
 def _distinct_questions(ok: np.ndarray, has_step: np.ndarray, step_pos: np.ndarray,
@@ -208,7 +208,7 @@ def _join(recs: AnswerRecords, trace_ledger: pd.DataFrame, runs: pd.DataFrame,
         tl = trace_ledger[trace_ledger["trace_id"].notna()]
         why = tl.drop_duplicates("trace_id", keep="last").set_index("trace_id")["reason"]
         where = np.flatnonzero(no_run)
-        r = why.reindex(t["trace_id"].iloc[where]).to_numpy(dtype=object, na_value=None)
+        r = why.reindex(t["trace_id"].iloc[where]).to_numpy(dtype=object, na_value=None)  # type: ignore[call-overload]  # pandas-stubs: na_value=None is accepted
         fl.add(where, [f"{kind} without run" if x is None else f"run not kept: {x.split(':', 1)[0]}"
                        for x in r], ["trace_id"] * where.size)
     # per-step: the step must exist in the run
@@ -217,7 +217,7 @@ def _join(recs: AnswerRecords, trace_ledger: pd.DataFrame, runs: pd.DataFrame,
     step_pos = _step_rows(steps, run_pos, step, sel, len(runs))
     miss = np.flatnonzero(sel & (step_pos < 0))
     if miss.size:
-        fl.add(miss, [f"step not in run: the run has no step with index {shown(j)}" for j in miss],
+        fl.add(miss, [f"step not in run: the run has no step with index {shown(j)}" for j in miss],  # type: ignore[arg-type]  # a numpy int
                ["step"] * miss.size)
     # duplicated answers: the same rater answering the same question twice
     ok = ~fl.done
@@ -249,7 +249,7 @@ def _join(recs: AnswerRecords, trace_ledger: pd.DataFrame, runs: pd.DataFrame,
                         d_reasons.append(f"duplicate {kind}: identical to record {int(recno[mi[0]])}")
                         d_fields.append("rater")
                 else:
-                    where = ", ".join(str(int(recno[m])) for m in mi)
+                    where = ", ".join(str(int(recno[m])) for m in mi)  # type: ignore[assignment]  # the name reused for the text
                     for m in mi:
                         d_rows.append(rows[m])
                         d_reasons.append(f"duplicate {kind}: conflicting answers from one rater to "
@@ -275,8 +275,8 @@ def _join(recs: AnswerRecords, trace_ledger: pd.DataFrame, runs: pd.DataFrame,
     no_step = step_pos < 0
     np.maximum(step_pos, 0, out=step_pos)
     cols = {c: base[c] for c in base.columns if c not in ("ledger_row", "record")}
-    cols["run_pos"] = run_pos
-    cols["step_pos"] = pd.arrays.IntegerArray(step_pos, no_step)
+    cols["run_pos"] = run_pos  # type: ignore[assignment]  # a DataFrame takes arrays
+    cols["step_pos"] = pd.arrays.IntegerArray(step_pos, no_step)  # type: ignore[assignment]  # a DataFrame takes arrays
     out = pd.DataFrame(cols, copy=False)  # run_pos and step_pos are built here
     # scoring reads these integer views of the final columns instead of hashing again
     for c in ("measure", "rater", "answer"):

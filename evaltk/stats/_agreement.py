@@ -169,7 +169,7 @@ def _int_label_uniques(flat: np.ndarray) -> _Uniques:
     if got is None:  # a huge range: sort instead of bincount
         u, inv, c = np.unique(flat, return_inverse=True, return_counts=True)
         got = inv.reshape(-1), u.tolist(), c
-    return _Uniques(*got, None)
+    return _Uniques(*got, None)  # type: ignore[call-arg]  # got: codes, labels, counts
 
 
 def _float_label_uniques(flat: np.ndarray) -> _Uniques:
@@ -184,7 +184,7 @@ def _float_label_uniques(flat: np.ndarray) -> _Uniques:
             codes = np.full(flat.shape, -1, dtype=np.intp)
             codes[~miss] = inv.reshape(-1)
         got = codes, u.tolist(), c
-    return _Uniques(*got, miss if has_missing else None)
+    return _Uniques(*got, miss if has_missing else None)  # type: ignore[call-arg]  # got: codes, labels, counts
 
 
 def _integral_float_uniques(flat: np.ndarray, miss: np.ndarray, has_missing: bool
@@ -729,7 +729,7 @@ def _pair_se(kind: str, P: np.ndarray, w: np.ndarray, n: float, q: int, coef: fl
         return math.sqrt(max(float(var[0]), 0.0)), math.sqrt(max(float(var0[0]), 0.0))
     if kind == "scott":
         pi = (r + c) / 2.0
-        pe = float(pi @ w @ pi)
+        pe = float(pi @ w @ pi)  # type: ignore[assignment]  # a float here, an array for cohen
         pbk = ((w * c[:, None]).sum(axis=0) + (w * r[:, None]).sum(axis=0)) / 2.0
         a = (P * (w - (1.0 - coef) * (pbk[:, None] + pbk[None, :])) ** 2).sum()
         var = (a - (pa - 2.0 * (1.0 - coef) * pe) ** 2) / (n * (1.0 - pe) ** 2)
@@ -1373,7 +1373,7 @@ def _two_rater(kind: str, fn: str, y1: Any, y2: Any, *, weights: Any, categories
         else:
             both = (rt.codes[:, 0] >= 0) & (rt.codes[:, 1] >= 0)
             cells = rt.codes[both, 0] * q + rt.codes[both, 1]
-        table = np.bincount(cells, minlength=q * q).astype(float)
+        table = np.bincount(cells, minlength=q * q).astype(float)  # type: ignore[arg-type]  # numpy stubs: codes[both, 0] is an array
     w = weight_matrix(rt.categories, weights)
     _check_domain(rt, weights is not None and _weights_name(weights) != "identity", fn)
     n = int(table.sum())
@@ -1570,7 +1570,7 @@ def _multi(kind: str, fn: str, ratings: Any, y2: Any, *, weights: Any, categorie
             pa_b, pe_b = _conger_parts(W, pat, w, q, R)
             return _safe_ratio(pa_b - pe_b, 1.0 - pe_b)
     else:
-        stat = _multi_batch(kind, pat, w, q)
+        stat = _multi_batch(kind, pat, w, q)  # type: ignore[assignment]  # the same signature as the def above
     two = pat.r >= 2
     n_pair_units = int(pat.counts[two].sum())
     n_pair_ratings = int((pat.counts * pat.r)[two].sum())
@@ -1648,7 +1648,7 @@ def _fleiss_extras(pat: _Patterns, pi: np.ndarray, cats: tuple[Any, ...], wname:
         "category": list(cats),
         "proportion": p,
         "kappa": np.where(undefined_j, np.nan, kj),
-        "cause": np.where(undefined_j, Cause.MISSING_EVIDENCE.value, None),
+        "cause": np.where(undefined_j, Cause.MISSING_EVIDENCE.value, None),  # type: ignore[call-overload]  # numpy stubs: None as a value
         "standard_error_null": np.where(undefined_j, np.nan, se0_j),
     }
     if not constant_m:
@@ -2172,7 +2172,7 @@ class ClassificationResult(ResultShape):
             ab = isinstance(v, Abstention)
             out.append({
                 "metric": name, "value": None if ab else v,
-                "cause": v.cause.value if ab else None, "reason": v.reason if ab else None,
+                "cause": v.cause.value if ab else None, "reason": v.reason if ab else None,  # type: ignore[union-attr]  # ab: v is an Abstention
                 "numerator": num, "denominator": den, "positive": self.positive,
                 "n_items": self.n_items, "n_anchored": self.n_anchored, "n_answered": self.n_answered,
                 "n_judge_abstained": self.n_judge_abstained, "coverage": None if isinstance(
