@@ -29,6 +29,7 @@ import sys
 import tempfile
 import traceback
 from collections.abc import Iterator, Sequence
+from typing import NoReturn
 
 from ..errors import EvaltkError, OutputRefused, SchemaViolation, UnreadableInput
 
@@ -66,7 +67,7 @@ class CliError(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # argparse would exit 2, which the grader owns
+    def error(self, message: str) -> NoReturn:  # argparse would exit 2, which the grader owns
         self.print_usage(sys.stderr)
         raise CliError(f"usage: {message}", EXIT_USAGE)
 
