@@ -24,8 +24,10 @@ Readers, all measured in the same run:
 ``cpu s`` is the process CPU time (all threads): on a shared machine wall time depends
 on the load, CPU time much less.  Peak memory is the process high-water mark (``+MiB``: above the one after imports).
 
-A last line times ingest with judge answers (CSV, about 16 rows per trace) at the
-smallest size.
+The last lines time ingest with judge answers (CSV, about 16 rows per trace) at the
+smallest size, or at ``--answer-sizes`` (e.g. ``100000 1000000``), on one Arrow thread by
+default (``--threads``): wall and CPU traces/s, the CPU rate against the smallest size's
+(1.00 is flat) and the peak memory of the fresh child (VmHWM).
 
 Usage::
 
@@ -39,12 +41,13 @@ import argparse
 import json
 import os
 import random
-import resource
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from _memory import peak_mib
 
 ACTIONS = ["tap", "type", "scroll", "open_app", "back", "confirm", "buy", "send"]
 TASKS = ["Buy a red mug", "Send an email to Bob about Friday", "Book a flight to Oslo",
@@ -176,9 +179,13 @@ def read_pandas(path: str, answers: str | None = None) -> int:
 READERS = {"evaltk": read_evaltk, "naive": read_naive, "pandas": read_pandas}
 
 
-def worker(reader: str, path: str, answers: str | None) -> None:
+def worker(reader: str, path: str, answers: str | None, threads: int | None = None) -> None:
     import pandas  # noqa: F401  - import cost is not ingest cost
-    import pyarrow  # noqa: F401
+    import pyarrow
+
+    if threads is not None:  # one core: Arrow's readers and kernels on one thread
+        pyarrow.set_cpu_count(threads)
+        pyarrow.set_io_thread_count(threads)
 
     import evaltk.ingest  # noqa: F401
 
@@ -191,22 +198,19 @@ def worker(reader: str, path: str, answers: str | None) -> None:
 
 
 def _peak_mib() -> float:
-    """Peak resident memory of this process (VmHWM; reset by exec, unlike ru_maxrss, which
-    a child started by fork + exec inherits from its parent)."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as fh:
-            for line in fh:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    """Peak resident memory of this fresh child (VmHWM, :mod:`_memory`; not ``ru_maxrss``)."""
+    got = peak_mib()
+    if got is None:
+        raise SystemExit("no /proc/self/status here: this benchmark measures memory from VmHWM (Linux)")
+    return got
 
 
-def measure(reader: str, path: Path, answers: Path | None = None) -> dict:
+def measure(reader: str, path: Path, answers: Path | None = None, threads: int | None = None) -> dict:
     cmd = [sys.executable, __file__, "--worker", reader, str(path)]
     if answers is not None:
         cmd += ["--answers", str(answers)]
+    if threads is not None:
+        cmd += ["--threads", str(threads)]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True,
                          env={**os.environ, "PYTHONHASHSEED": "0"})
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -219,9 +223,12 @@ def main() -> None:
     ap.add_argument("--no-pandas", action="store_true", help="skip the pandas peer")
     ap.add_argument("--worker", nargs=2, metavar=("READER", "PATH"), help=argparse.SUPPRESS)
     ap.add_argument("--answers", help=argparse.SUPPRESS)
+    ap.add_argument("--answer-sizes", type=int, nargs="+", help="trace counts timed with answers "
+                    "(default: the smallest size), e.g. --answer-sizes 100000 1000000")
+    ap.add_argument("--threads", type=int, default=1, help="Arrow threads in the measured child (default 1)")
     args = ap.parse_args()
     if args.worker:
-        worker(args.worker[0], args.worker[1], args.answers)
+        worker(args.worker[0], args.worker[1], args.answers, args.threads)
         return
     readers = ["evaltk"] + ([] if args.no_naive else ["naive"]) + ([] if args.no_pandas else ["pandas"])
     sizes = sorted(args.sizes)
@@ -255,15 +262,27 @@ def main() -> None:
         if len(sizes) > 1:
             print(f"\nlinearity, time per trace at {sizes[-1]:,} / at {sizes[0]:,} (1.00 is linear): "
                   f"wall {per_trace[-1] / per_trace[0]:.2f}, cpu {per_trace_cpu[-1] / per_trace_cpu[0]:.2f}")
-        ans = Path(tmp) / "answers.csv"
-        n_ans = make_answers(lines[:sizes[0]], ans)
-        with_ans = measure("evaltk", files[sizes[0]], ans)
-        only = measure("evaltk", files[sizes[0]])
-        extra = with_ans["seconds"] - only["seconds"]
-        print(f"\nwith answers: {sizes[0]:,} traces + {n_ans:,} answer rows (CSV) in "
-              f"{with_ans['seconds']:.2f} s = {sizes[0] / with_ans['seconds']:,.0f} traces/s; "
-              f"answers alone about {n_ans / max(extra, 1e-9):,.0f} rows/s; "
-              f"peak {with_ans['peak_mib']:.0f} MiB")
+        answer_sizes = sorted(args.answer_sizes or [sizes[0]])
+        print(f"\nwith answers (CSV, about 16 rows per trace), Arrow on {args.threads} thread(s); "
+              "goal: >= 80,000 traces/s at 10^6 traces on one core, flat from 10^5, peak < 2 GiB")
+        first = None
+        for n in answer_sizes:
+            if n not in files:
+                p = Path(tmp) / f"traces_{n}.jsonl"
+                p.write_text("\n".join(make_lines(n)) + "\n", encoding="utf-8")
+                files[n] = p
+            with open(files[n], encoding="utf-8") as fh:
+                ans = Path(tmp) / f"answers_{n}.csv"
+                n_ans = make_answers([ln for ln in fh if ln.strip()], ans)
+            with_ans = measure("evaltk", files[n], ans, threads=args.threads)
+            ans.unlink()
+            rate, cpu_rate = n / with_ans["seconds"], n / with_ans["cpu"]
+            first = first or cpu_rate
+            print(f"  {n:>9,} traces + {n_ans:>11,} answer rows: {with_ans['seconds']:7.2f} s wall "
+                  f"({rate:8,.0f} traces/s), {with_ans['cpu']:7.2f} s cpu ({cpu_rate:8,.0f} traces/cpu-s, "
+                  f"{cpu_rate / first:4.2f} of the smallest size's rate), peak {with_ans['peak_mib']:,.0f} MiB "
+                  f"(VmHWM of a fresh child)")
+        print(f"  load average at the end: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
 
 
 if __name__ == "__main__":

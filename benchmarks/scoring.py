@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -30,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from _memory import peak_mib
 
 
 def synth(n: int, seed: int = 0) -> tuple[list[str], pd.DataFrame]:
@@ -128,7 +128,7 @@ def one_size(n: int, peer: bool, reps: int) -> dict:
     out = {"n": n, "ingest_s": t_ingest, "ingest_cpu_s": t_ingest_cpu, "ingest_all_s": t_ingest_all,
            "ingest_all_cpu_s": t_ingest_all_cpu, "n_answers": len(answers),
            "score_s": t_score, "score_cpu_s": t_score_cpu, "serial_s": t_serial, "serial_cpu_s": t_serial_cpu,
-           "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+           "peak_rss_mib": peak_mib()}
     if peer:
         runs, steps, ans = _plain(ing.runs), _plain(ing.steps), _plain(ing.answers)
         out["plain_s"], _ = timed(lambda: score_tables(runs, steps, ans))

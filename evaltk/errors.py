@@ -6,8 +6,8 @@ pandas or json), and the CLI maps each class to a documented exit code.
 
 from __future__ import annotations
 
-__all__ = ["EvaltkError", "InputError", "UnreadableInput", "SchemaViolation", "OutputRefused",
-           "format_location"]
+__all__ = ["EvaltkError", "InputError", "UnreadableInput", "SchemaViolation", "LimitExceeded",
+           "OutputRefused", "format_location"]
 
 
 def format_location(file: str | None = None, record: object | None = None,
@@ -49,6 +49,15 @@ class SchemaViolation(InputError):
     """The input was read but does not follow its documented schema."""
 
 
+class LimitExceeded(SchemaViolation):
+    """The input passes a reading limit (:class:`evaltk.Limits`): nesting depth, line length,
+    record count, distinct categories, file size, or not a regular file.  ``limit`` names
+    the limit; the message says how to raise it (``docs/limits.md``).  Exit code 65."""
+
+    def __init__(self, message: str, *, limit: str, file: str | None = None,
+                 record: object | None = None, field: str | None = None) -> None:
+        self.limit = limit
+        super().__init__(message, file=file, record=record, field=field)
 class OutputRefused(EvaltkError, ValueError):
     """An output path evaltk will not write: it is, or is inside, one of the command's inputs
     (``output`` and ``input`` name both), or it is a file where a folder is expected (or the

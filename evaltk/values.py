@@ -46,6 +46,7 @@ __all__ = [
     "UndefinedWarning",
     "is_abstention",
     "is_missing_label",
+    "MISSING_TEXT",
     "make_score",
     "check_value_cause",
     "MeanSummary",
@@ -162,9 +163,16 @@ def is_abstention(x: Any) -> bool:
     return isinstance(x, Abstention)
 
 
+#: Text that stands for no value once a missing cell has become text: a blank cell, and the
+#: ``"nan"`` a NaN turns into in a NumPy string array (``np.array(["a", np.nan])``).  Compared
+#: after stripping white space and lower-casing.
+MISSING_TEXT: tuple[str, ...] = ("", "nan")
+
+
 def is_missing_label(x: Any, abstain: Iterable[Any] = ()) -> bool:
     """True when a label carries no rating: ``None``, NaN, ``pd.NA``, ``pd.NaT``, an
-    :class:`Abstention`, or one of the words in ``abstain`` (e.g. ``{"cannot tell"}``).
+    :class:`Abstention`, text in :data:`MISSING_TEXT` (a blank or white-space cell, ``"nan"``),
+    or one of the words in ``abstain`` (e.g. ``{"cannot tell"}``).
 
     The one rule every pairing and calibration step uses to drop a label before counting.
     An unhashable label (a list) is never an abstention word.
@@ -175,10 +183,14 @@ def is_missing_label(x: Any, abstain: Iterable[Any] = ()) -> bool:
     [True, True, True, True, True]
     >>> is_missing_label("cannot tell", {"cannot tell"}), is_missing_label("yes", {"cannot tell"})
     (True, False)
-    >>> is_missing_label(0.0), is_missing_label(""), is_missing_label(["a"], {"a"})
+    >>> is_missing_label(""), is_missing_label("  "), is_missing_label("nan")
+    (True, True, True)
+    >>> is_missing_label(0.0), is_missing_label("n/a"), is_missing_label(["a"], {"a"})
     (False, False, False)
     """
     if x is None or x is pd.NA or x is pd.NaT or isinstance(x, Abstention):
+        return True
+    if isinstance(x, str) and x.strip().lower() in MISSING_TEXT:
         return True
     if isinstance(x, (float, np.floating)) and math.isnan(x):
         return True

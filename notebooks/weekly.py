@@ -104,6 +104,17 @@ report.abstention_chart(auto, title="Scores this week: valued and abstained, per
 report.show_agents(sm.summary(by="agent"), measures=scoring.TRACE_MEASURES)
 
 # %% [markdown]
+# ## Where you are
+#
+# A level on the human scale ("x_task is at 0.71") is given only where seed 002 allows one:
+# the dimension calibrated on a record, its instrument pinned, and a prediction-powered
+# estimate from held-out human labels and the judge on every run.  Everywhere else the
+# reason is shown instead of a number.
+
+# %%
+report.show_levels(report.level_table(sm, demo.labels, measures=scoring.TRACE_MEASURES, confidence_level=confidence_level))
+
+# %% [markdown]
 # ## Value is not verdict
 #
 # A threshold turns a value into a verdict (pass, fail, or abstain with a reason).  Without a

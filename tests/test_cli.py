@@ -94,7 +94,7 @@ RUNNABLE = {
     ("fixtures", "list"): 0, ("fixtures", "validate"): 0, ("fixtures", "seen"): 0,
     ("fixtures", "retire"): 0,
     ("gate",): 3,  # the demo's judges carry no instrument columns: unpinned, so review (issue #14)
-    ("ingest",): 1, ("score",): 0,
+    ("ingest",): 0, ("score",): 0,
     ("scale", "score"): 0, ("scale", "summarize"): 0,
     ("suite", "summarize"): 0, ("suite", "gate"): 1, ("suite", "check"): 0,
     ("trajectory", "grade"): 2, ("trajectory", "seal"): 0, ("trajectory", "digest"): 0,
@@ -250,7 +250,8 @@ def test_agreement_jsonl_typed_and_non_finite(tmp_path, capsys):
     bad.write_text('{"item_id": "t1", "rater": "a", "rating": 1}\n\n'
                    '{"item_id": "t1", "rater": "b", "rating": 1e999}\n', encoding="utf-8")
     code, _, err = _agreement([str(bad), "--level", "interval"], capsys)
-    assert code == 65 and "line 3" in err and "`rating`" in err
+    # strict JSON: a number no float holds is not read (evaltk._io.loads_json), naming line and field
+    assert code == 66 and "line 3" in err and "`rating`" in err and "1e999" in err
 
 
 def test_agreement_parquet_nan_value_is_exit_65_null_is_missing(tmp_path, capsys):

@@ -75,6 +75,7 @@ class Entry:
     empty: str = "raises"  # "raises" (InputError) or "undefined" (counts: a rate over nothing)
     ordinal: bool = False  # needs an ordered numeric scale (labels mapped in order)
     counts: bool = False  # fed with counts of the labels: abstentions are not its concept
+    pairable_undefined: bool = True  # no item with both labels -> undefined (False: it imputes, by design)
     exact_when_perfect: str | None = None  # why a zero-width interval is exact here (no sampling error)
 
 
@@ -84,6 +85,11 @@ def _labelled_pool(a: list[Any], b: list[Any]) -> tuple[pd.DataFrame, pd.DataFra
     correct = [None if x is None or y is None else bool(x == y) for x, y in zip(a, b, strict=True)]
     return (pd.DataFrame({"item": items, "stratum": [0] * len(a)}),
             pd.DataFrame({"item": items, "correct": pd.Series(correct, dtype=object)}))
+
+
+def _unit(x: Any, ctx: dict[str, Any]) -> float | None:
+    """A label on the ordered scale ``ctx["cats"]`` as a value in [0, 1]."""
+    return None if x is None else ctx["cats"].index(x) / (len(ctx["cats"]) - 1)
 
 
 def _coef(fn: Callable[..., Any], **kw: Any) -> Callable[[list[Any], list[Any], dict[str, Any]], Any]:
@@ -147,6 +153,14 @@ REGISTRY: dict[str, Entry] = {
                                  constant_undefined=False,
                                  exact_when_perfect="the adapter labels the whole pool: a census has no "
                                                     "sampling error (finite-population correction)"),
+    # where you are (judges): the judge's answers on the labelled runs and as many more unlabelled,
+    # labels on an ordered scale mapped into [0, 1]; a label whose judge answer is missing still
+    # counts (the judge's answer is imputed without labels), so "no pairable item" is defined
+    "level_estimate": Entry(
+        lambda a, b, ctx: judges.level_estimate(
+            {**{i: _unit(x, ctx) for i, x in enumerate(a)}, **{len(a) + i: _unit(x, ctx) for i, x in enumerate(a)}},
+            {i: _unit(x, ctx) for i, x in enumerate(b)}),
+        symmetry=None, constant_undefined=False, ordinal=True, pairable_undefined=False),
     # the expansion gate: its statistic is the agreement coefficient on the overlap sample
     "expansion_gate": Entry(lambda a, b, ctx: judges.expansion_gate(a, b, statistic="cohen_kappa")),
 }
@@ -177,6 +191,14 @@ NOT_ESTIMATORS: dict[str, str] = {
     "wilson_bounds": "vectorised array core of wilson_interval",
     "clopper_pearson_bounds": "vectorised array core of clopper_pearson_interval",
     "z_value": "a normal quantile",
+    "critical_value": "a normal or Student t quantile",
+    "absolute_level": "level_estimate on a score matrix, checked by check_use('absolute_level'): a use "
+                      "decision around the registered estimator (tests/judges/test_level.py)",
+    "expected_half_width": "plans the next labelling batch from a LevelEstimate; no data",
+    "ppi_mean": "array core of judges.level_estimate (clean numbers in; abstentions folded by the caller); "
+                "checked against ppi_py in tests/stats/test_ppi.py",
+    "active_mean": "array core of judges.level_estimate's active design; tested in tests/stats/test_ppi.py",
+    "rogan_gladen": "array core of judges.level_estimate(method='rogan_gladen'); tested in tests/stats/test_ppi.py",
     "lean_from_interval": "words for an interval; no data",
     "holm_adjust": "adjusts a family of p-values (no data); checked against statsmodels multipletests in "
                    "test_direction",
@@ -336,7 +358,7 @@ def test_rater_symmetry(name):
     assert _close(ab, ba if e.symmetry == "symmetric" else -ba)
 
 
-@pytest.mark.parametrize("name", [n for n in NAMES if not REGISTRY[n].counts])
+@pytest.mark.parametrize("name", [n for n in NAMES if not REGISTRY[n].counts and REGISTRY[n].pairable_undefined])
 def test_no_pairable_item_is_undefined_with_a_cause_and_a_warning(name):
     # every item lacks one of the two labels; count-fed estimators have no abstentions
     # (their undefined cases are the constant-rater and empty-table tests)

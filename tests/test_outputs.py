@@ -587,3 +587,24 @@ def test_a_report_run_writes_nothing_outside_its_folder(tmp_path):
     assert not [p for p in out.iterdir() if p.name != "2026-W48"]
     r = cli("report", "--week", "2026-W48", "--only", "calibration", "--out", out, "--params", out / "2026-W48" / "run.json")
     refused(r, out / "2026-W48")
+
+
+def test_an_atomic_write_gives_ordinary_permissions_and_keeps_an_existing_files_mode(tmp_path):
+    # mkstemp creates 0600: an output must be readable as a plain open() would have made it
+    import os
+    import stat
+
+    from evaltk._io import write_text_atomic
+
+    old = os.umask(0o022)
+    try:
+        new = tmp_path / "new.txt"
+        write_text_atomic(new, "x")
+        assert stat.S_IMODE(new.stat().st_mode) == 0o644
+        kept = tmp_path / "kept.txt"
+        kept.write_text("a")
+        kept.chmod(0o640)
+        write_text_atomic(kept, "b")
+        assert stat.S_IMODE(kept.stat().st_mode) == 0o640 and kept.read_text() == "b"
+    finally:
+        os.umask(old)

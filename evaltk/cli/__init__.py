@@ -14,7 +14,8 @@ from ._main import (
     CliError,
     build_parser,
     main,
+    printable,
 )
 
 __all__ = ["main", "build_parser", "CliError", "EXIT_OK", "EXIT_NEGATIVE", "EXIT_USAGE",
-           "EXIT_DATAERR", "EXIT_NOINPUT", "EXIT_SOFTWARE"]
+           "EXIT_DATAERR", "EXIT_NOINPUT", "EXIT_SOFTWARE", "printable"]

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .. import _io
 from ..errors import InputError
 from ..stats import (
     ANALYTIC_DISTRIBUTIONS,
@@ -115,12 +116,11 @@ def _read_jsonl_table(path: str) -> pd.DataFrame:
 
 def _read_parquet_table(path: str, rating: str) -> pd.DataFrame:
     import pyarrow.compute as pc
-    import pyarrow.parquet as pq
     import pyarrow.types as pt
 
     from ..errors import SchemaViolation
 
-    table = pq.read_table(path)
+    table = _io.read_parquet(path)  # one thread; 0-byte or garbage files named
     if rating in table.column_names and pt.is_floating(table.schema.field(rating).type):
         nan = pc.fill_null(pc.is_nan(table.column(rating)), False).to_numpy(zero_copy_only=False)
         if nan.any():  # NaN stored as a value, not a null: not a rating
@@ -275,7 +275,9 @@ def register_cli(subparsers: Any) -> None:
             "stay those words; an empty cell is a missing rating.  The rating column becomes numbers "
             "only when every non-empty cell is a finite decimal number (1, -2, 2.5, 1e3), so "
             "--level interval / ratio work on numeric ratings; one word (None, NA, yes) keeps the "
-            "column as text, and nan or inf among numbers is an error (exit 65, naming the line).  "
+            "column as text, and nan or inf among numbers is an error (exit 65, naming the line); "
+            "in a text column a blank cell or the word nan (any case) is no rating, as everywhere "
+            "in evaltk (evaltk.values.MISSING_TEXT).  "
             "JSONL and Parquet keep their own types."),
         epilog="Example: evaltk agreement data/examples/agreement/ratings.csv --coefficient krippendorff_alpha --level nominal "
                "--abstain cannot_tell --json",

@@ -62,7 +62,7 @@ def _cli_gate(args: argparse.Namespace) -> int:
         code = EXIT_REFUSED_DATA if e.gate == "data validity" else EXIT_REFUSED_CONSISTENCY
         if args.json:
             print(json.dumps({"decision": "refused", "gate": e.gate, "reasons": e.reasons}, indent=2))
-        raise CliError(str(e), code) from None
+        raise CliError(f"{args.candidate} against {args.baseline}: {e}", code) from None
     if args.json:
         print(json.dumps(res.to_dict(), indent=2, default=_json_default))
     else:

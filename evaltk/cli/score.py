@@ -25,7 +25,9 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
                     "model, rubric, template and decoding from the answers' instrument columns) with its "
                     "digest; answers without those columns score as 'unpinned'.",
         epilog="Example: evaltk score data/demo/traces.jsonl --answers data/demo/answers.csv "
-               "--labels data/demo/labels.csv --out out/",
+               "--labels data/demo/labels.csv --out out/\nExit codes (as `evaltk ingest`): 0 the score "
+               "directory was written, whatever was dropped (the ledger says why, the counts are "
+               "printed); 65 a malformed record with --strict, or a limit passed; 66 unreadable input.",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("traces", help="trace file (JSONL, one run per line; or Parquet)")
     p.add_argument("--answers", help="judge answers (CSV, JSONL or Parquet)")

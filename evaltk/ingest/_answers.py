@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -14,7 +13,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .. import _columns
+from .. import _columns, _io
 from .._io import canonical_json, loads_json
 from ..errors import SchemaViolation, UnreadableInput
 from ..values import (
@@ -73,6 +72,7 @@ def _load_answer_source(source: Any, kind: str) -> tuple[str, pd.DataFrame, np.n
         if fmt == "parquet":
             df = _read_parquet(data, name).to_pandas()
             return name, df, np.arange(1, len(df) + 1)
+        _io.check_line_records(data, file=name, header=int(fmt == "csv"))
         if fmt == "jsonl":
             clean, n_lines = _no_blank_lines(data)
             t = _arrow_json(data, checked=True) if clean else None  # _no_blank_lines screened bare nulls
@@ -136,36 +136,27 @@ def _read_csv(data: bytes, name: str) -> tuple[str, pd.DataFrame, np.ndarray]:
             t = None
         if t is not None and t.num_rows == n_lines - 1:  # no quoted newline moved a row
             return name, t.to_pandas(), np.arange(2, n_lines + 1)
-    # row by row: ragged rows, bad bytes, blank lines, quoted newlines
+    # row by row (evaltk._io.csv_records): ragged rows, bad bytes, blank lines, quoted
+    # newlines; an unterminated quote spoils its own record, not the lines after it
     text = data.decode("utf-8", errors="surrogateescape")
-    reader = csv.reader(io.StringIO(text, newline=""))
     rows: list[dict[str, Any]] = []
     nums: list[int] = []
-    line = 1
-    try:
-        next(reader)
-        while True:
-            start = reader.line_num + 1
-            try:
-                fields = next(reader)
-            except StopIteration:
-                break
-            except csv.Error as e:
-                rows.append({"__error__": f"not valid CSV ({e})"})
-                nums.append(start)
-                continue
-            line = start
-            if not fields or all(not f.strip() for f in fields) and len(fields) <= 1:
-                continue  # a blank line is not a record
+    for line, fields in _io.csv_records(text, n_fields=len(header)):
+        if line == 1:
+            continue  # the header
+        if isinstance(fields, str):
+            rows.append({"__error__": fields})
             nums.append(line)
-            if any(_bad_text(f) for f in fields):
-                rows.append({"__error__": "not valid UTF-8"})
-            elif len(fields) != len(header):
-                rows.append({"__error__": f"has {len(fields)} fields; the header has {len(header)}"})
-            else:
-                rows.append(dict(zip(header, fields, strict=True)))
-    except csv.Error as e:  # pragma: no cover - csv raises per row above
-        raise UnreadableInput(f"not readable as CSV ({e})", file=name) from None
+            continue
+        if not fields or all(not f.strip() for f in fields) and len(fields) <= 1:
+            continue  # a blank line is not a record
+        nums.append(line)
+        if any(_bad_text(f) for f in fields):
+            rows.append({"__error__": "not valid UTF-8"})
+        elif len(fields) != len(header):
+            rows.append({"__error__": f"has {len(fields)} fields; the header has {len(header)}"})
+        else:
+            rows.append(dict(zip(header, fields, strict=True)))
     df = pd.DataFrame.from_records(rows, columns=list(dict.fromkeys([*header, "__error__"])))
     return name, df.astype(object), np.asarray(nums, np.int64)
 

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from .._io import read_bytes
+from .._io import read_bytes, read_parquet
 from ..errors import SchemaViolation, UnreadableInput
 
 # --------------------------------------------------------------------------- helpers
@@ -55,14 +55,32 @@ def _is_missing(v: Any) -> bool:
 
 
 def _strip_none(v: Any) -> Any:
-    """Drop null-valued keys from objects (recursively): absent and null read alike."""
-    if isinstance(v, Mapping):
-        return {k: _strip_none(x) for k, x in v.items() if not _is_missing(x)}
-    if isinstance(v, list | tuple):
-        return [_strip_none(x) for x in v]
-    if isinstance(v, np.ndarray):
-        return [_strip_none(x) for x in v.tolist()]
-    return v
+    """Drop null-valued keys from objects (recursively): absent and null read alike.
+
+    Iterative (an explicit stack), so a document as deep as the depth limit allows is
+    copied without running into Python's recursion limit."""
+    nested = (Mapping, list, tuple, np.ndarray)
+    if not isinstance(v, nested):
+        return v
+    root: list[Any] = [None]
+    stack: list[tuple[Any, Any, Any]] = [(v, root, 0)]
+    while stack:
+        src, parent, key = stack.pop()
+        if isinstance(src, Mapping):
+            out: Any = {}
+            pairs = [(k, x) for k, x in src.items() if not _is_missing(x)]
+        else:
+            items = src.tolist() if isinstance(src, np.ndarray) else src
+            out = [None] * len(items)
+            pairs = list(enumerate(items))
+        parent[key] = out
+        for k, x in pairs:
+            if isinstance(x, nested):
+                out[k] = None
+                stack.append((x, out, k))
+            else:
+                out[k] = x
+    return root[0]
 
 
 #: _ARROW_ABORT: with pyarrow 26, a Parquet table read with threads (the default) and
@@ -81,13 +99,8 @@ def _read_file(source: str | Path) -> tuple[Path, str, bytes, str]:
 
 
 def _read_parquet(data: bytes, name: str) -> pa.Table:
-    """A Parquet file's bytes as an Arrow table, read on one thread (see _ARROW_ABORT)."""
-    import pyarrow.parquet as pq
-
-    try:
-        return pq.read_table(pa.BufferReader(data), use_threads=False)
-    except (pa.ArrowException, OSError) as e:
-        raise UnreadableInput(f"not a readable Parquet file ({e})", file=name) from None
+    """A Parquet file's bytes as an Arrow table, read on one thread (:func:`evaltk._io.read_parquet`)."""
+    return read_parquet(data, name=name)
 
 
 def _read_bytes(path: Path) -> bytes:

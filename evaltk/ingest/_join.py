@@ -209,8 +209,11 @@ def _join(recs: AnswerRecords, trace_ledger: pd.DataFrame, runs: pd.DataFrame,
         why = tl.drop_duplicates("trace_id", keep="last").set_index("trace_id")["reason"]
         where = np.flatnonzero(no_run)
         r = why.reindex(t["trace_id"].iloc[where]).to_numpy(dtype=object, na_value=None)  # type: ignore[call-overload]  # pandas-stubs: na_value=None is accepted
-        fl.add(where, [f"{kind} without run" if x is None else f"run not kept: {x.split(':', 1)[0]}"
-                       for x in r], ["trace_id"] * where.size)
+        # one message per distinct ledger reason (a dropped run has many answers), -1: never seen
+        rcodes, reasons = pd.factorize(pd.Series(r, dtype=object), use_na_sentinel=True)
+        msgs = np.array([f"run not kept: {x.split(':', 1)[0]}" for x in reasons] + [f"{kind} without run"],
+                        dtype=object)
+        fl.add(where, msgs[rcodes].tolist(), ["trace_id"] * where.size)
     # per-step: the step must exist in the run
     step, has_step, shown = _int_or_float_steps(t["step"])
     sel = has_step & ~no_run
@@ -260,13 +263,13 @@ def _join(recs: AnswerRecords, trace_ledger: pd.DataFrame, runs: pd.DataFrame,
     drop = fl.done
     any_drop = bool(drop.any())
     if any_drop:
-        rows, reasons, fields = fl.rows()
+        rows, reasons, fields = fl.rows()  # type: ignore[assignment]  # the name reused for the ledger's reasons
         lrow = t["ledger_row"].to_numpy()[rows]
         hit = np.zeros(len(ledger), bool)
         hit[lrow] = True
         hit_s = pd.Series(hit, index=ledger.index)
         ledger = ledger.assign(status=ledger["status"].mask(hit_s, "dropped"),
-                               reason=ledger["reason"].mask(hit_s, _sparse_str(len(ledger), lrow, reasons)),
+                               reason=ledger["reason"].mask(hit_s, _sparse_str(len(ledger), lrow, reasons)),  # type: ignore[arg-type]  # as above
                                field=ledger["field"].mask(hit_s, _sparse_str(len(ledger), lrow, fields)))
     keep = ~drop
     base = (t[keep] if any_drop else t).reset_index(drop=True)

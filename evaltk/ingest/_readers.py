@@ -14,8 +14,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .. import _columns
-from ..errors import UnreadableInput
+from .. import _columns, _io
+from ..errors import LimitExceeded, SchemaViolation, UnreadableInput
 from ._checks import (
     _Bad,
     _error,
@@ -162,19 +162,52 @@ def _records_from_frame(df: pd.DataFrame) -> list[dict[str, Any]]:
     return df.to_dict("records")  # type: ignore[return-value]  # pandas-stubs: str column labels
 
 
+class _NotJson(ValueError):
+    """Why a line is not a record, the field when one is to blame (a repeated key), and the
+    trace id the line spells, when it spells one (so the ledger row names the run)."""
+
+    def __init__(self, message: str, field: str | None = None, text: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+        m = None if text is None else _TRACE_ID.search(text, 0, 4096)
+        self.trace_id = None if m is None else _id_text(m.group(1))
+
+
+def _id_text(escaped: str) -> str:
+    """A JSON string's body as text (its escapes decoded), or as written when it does not
+    decode to storable text."""
+    try:
+        text = json.loads(f'"{escaped}"')
+        text.encode("utf-8")
+    except (ValueError, UnicodeEncodeError):
+        return escaped
+    return text
+
+
+#: ``"trace_id": "..."`` near the start of a line (read for the ledger when the line is not JSON).
+_TRACE_ID = re.compile(r'"trace_id"\s*:\s*"((?:[^"\\]|\\.){1,200})"')
+
+
 def _parse_json_lines(texts: Sequence[Any]) -> list[Any]:
+    """Each line parsed strictly (:func:`evaltk._io.loads_json`: a repeated key, ``NaN``,
+    ``Infinity``, ``1e999`` and nesting past the limit refused), or a :class:`_NotJson`
+    saying why it is not a record."""
     out: list[Any] = []
     for t in texts:
         if isinstance(t, UnicodeDecodeError):
-            out.append(ValueError(f"not valid UTF-8 (byte 0x{t.object[t.start]:02x} at column "
-                                  f"{t.start + 1})"))
+            out.append(_NotJson(f"not valid UTF-8 (byte 0x{t.object[t.start]:02x} at column "
+                                f"{t.start + 1})"))
             continue
         try:
-            out.append(json.loads(t))
-        except json.JSONDecodeError as e:
-            out.append(ValueError(f"not valid JSON ({e.msg}: column {e.colno})"))
-        except RecursionError:
-            out.append(ValueError("not valid JSON (nested too deeply)"))
+            _io.check_line_bytes(len(t))
+            out.append(_io.loads_json(t, record=1, allow_surrogates=True))  # the validator names the field
+        except LimitExceeded as e:
+            out.append(_NotJson(e.detail, None, t))
+        except SchemaViolation as e:  # a repeated key
+            out.append(_NotJson(f"not valid JSON ({e.detail})", e.field, t))
+        except UnreadableInput as e:
+            out.append(_NotJson("not valid JSON (" + e.detail.removeprefix("not JSON: ")
+                                .replace(" (column", ": column").rstrip(")") + ")", None, t))
     return out
 
 
@@ -238,11 +271,21 @@ def _has_null_line(data: bytes | memoryview) -> bool:
     return re.search(rb"\n[ \t\r]*null[ \t\r]*\n", buf) is not None
 
 
-def _arrow_json(data: bytes | memoryview, *, checked: bool = False) -> pa.Table | None:
-    """Arrow's JSON reader, or None when it refuses the input.  ``checked``: the caller
-    has made sure no line is a bare ``null`` (which crashes the reader)."""
+def _arrow_json(data: bytes | memoryview, *, checked: bool = False,
+                held: np.ndarray | None = None) -> pa.Table | None:
+    """Arrow's JSON reader, or None when it refuses the input or the input must not reach
+    it.  Every line is screened first (:func:`evaltk._io.json_line_screen`: nesting past the
+    limit crashes the native parser; a bare ``NaN`` it would read as a number), so no
+    hostile line reaches Arrow whatever the caller did; ``held``: the screen's answer for
+    these lines, when the caller has it.  ``checked``: the caller has made sure no line is
+    a bare ``null`` (which crashes the reader)."""
     import pyarrow.json as pj
 
+    if held is None:
+        data = bytes(data) if isinstance(data, memoryview) else data
+        held = _io.json_line_screen(data)
+    if held.any():
+        return None
     if not checked and _has_null_line(data):
         return None
     try:
@@ -272,13 +315,11 @@ def _load_trace_source(source: Any) -> tuple[str, str, Any, Any]:
                                   file=name)
         stripped = data.lstrip()
         if path.suffix.lower() == ".json" and stripped[:1] == b"[":
-            try:
-                arr = json.loads(data.decode("utf-8"))
-            except (UnicodeDecodeError, json.JSONDecodeError) as e:
-                raise UnreadableInput(f"not a readable JSON array ({e})", file=name) from None
+            arr = _io.loads_json(_io.decode_utf8(data, file=name), file=name)
             if not isinstance(arr, list):  # pragma: no cover - starts with "["
                 raise UnreadableInput("expected a JSON array of trace records", file=name)
             return name, "records", arr, list(range(1, len(arr) + 1))
+        _io.check_line_records(data, file=name)
         return name, "jsonl", data, None
     if isinstance(source, Mapping):
         return "<records>", "records", [source], [1]
@@ -466,6 +507,8 @@ def _jsonl_pieces(name: str, data: bytes, rule: Callable[[str], Any],
     utf8_checked = False
     for start, end, line0, newlines in _chunk_bounds(data, _CHUNK_BYTES):
         clean, n_lines = _no_blank_lines(data, start, end, newlines=newlines)
+        held = _io.json_line_screen(data, start, end, newlines=newlines)
+        clean = clean and not held.any()
         chunk_lines: list[bytes] = []
 
         def get_chunk_lines(start: int = start, end: int = end, chunk_lines: list = chunk_lines
@@ -475,7 +518,7 @@ def _jsonl_pieces(name: str, data: bytes, rule: Callable[[str], Any],
             return chunk_lines
 
         if clean:
-            t = _arrow_json(view[start:end], checked=True)
+            t = _arrow_json(view[start:end], checked=True, held=held)
             if t is not None and t.num_rows == n_lines:
                 piece = _arrow_piece(name, t, np.arange(line0, line0 + n_lines, dtype=np.int64),
                                      rule, strict, lambda k, g=get_chunk_lines: _parse_line(g()[k]))
@@ -490,19 +533,21 @@ def _jsonl_pieces(name: str, data: bytes, rule: Callable[[str], Any],
             except UnicodeDecodeError:
                 if not any(_decodes(ln) for ln in lines()):
                     raise UnreadableInput("not UTF-8 (no line decodes as UTF-8)", file=name) from None
-        nums_l, ls = [], []
-        for i, ln in enumerate(data[start:end].split(b"\n"), start=line0):
+        nums_l, ls, keep_out = [], [], []
+        for i, ln in enumerate(data[start:end].split(b"\n")):
             if ln.strip():
-                nums_l.append(i)
+                nums_l.append(i + line0)
                 ls.append(ln)
-        _bisect(name, ls, np.asarray(nums_l, np.int64), rule, strict, pieces)
+                keep_out.append(bool(held[i]))
+        _bisect(name, ls, np.asarray(nums_l, np.int64), rule, strict, pieces, np.asarray(keep_out, bool))
     return pieces, lines
 
 
 def _bisect(name: str, ls: list[bytes], nums: np.ndarray, rule: Callable[[str], Any],
-            strict: bool, pieces: list[_Piece]) -> None:
-    # a bare ``null`` line never goes to Arrow (see _BLANK_OR_NULL_LINE)
-    nulls = np.flatnonzero([ln.strip() == b"null" for ln in ls])
+            strict: bool, pieces: list[_Piece], held: np.ndarray) -> None:
+    # a bare ``null`` line never goes to Arrow (see _BLANK_OR_NULL_LINE), nor a line the
+    # screen held back (:func:`evaltk._io.json_line_screen`)
+    nulls = np.flatnonzero(np.asarray([ln.strip() == b"null" for ln in ls], bool) | held)
 
     def python(lo: int, hi: int) -> None:
         recs = [_parse_line(ln) for ln in ls[lo:hi]]
@@ -551,7 +596,7 @@ def _explain_suspects(suspect: np.ndarray, code: np.ndarray, numbers: np.ndarray
         rec = get_record(int(k))
         try:
             if isinstance(rec, Exception):
-                raise _Bad(None, str(rec))
+                raise _Bad(getattr(rec, "field", None), str(rec), getattr(rec, "trace_id", None))
             res_k = _check_trace(rec)
         except _Bad as b:
             if strict:

@@ -116,7 +116,7 @@ class Ingested:
     def summary(self) -> pd.DataFrame:
         """Counts per ``kind, status, reason`` category (the text before the first ``:``)."""
         led = self.ledger
-        cat = led["reason"].str.split(":", n=1).str[0]
+        cat = led["reason"].astype("string").str.split(":", n=1).str[0].astype(object)
         out = (pd.DataFrame({"kind": led["kind"], "status": led["status"],
                              "reason": cat.fillna("")})
                .groupby(["kind", "status", "reason"], sort=True).size().rename("n").reset_index())

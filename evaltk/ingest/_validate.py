@@ -258,7 +258,7 @@ def _checked_or_bad(obj: Any) -> _CheckedTrace | _Bad:
     """The validated record, or why it is malformed (a line that failed to decode or
     parse arrives as its exception)."""
     if isinstance(obj, Exception):
-        return _Bad(None, str(obj))
+        return _Bad(getattr(obj, "field", None), str(obj), getattr(obj, "trace_id", None))
     try:
         return _check_trace(obj)
     except _Bad as b:

@@ -40,6 +40,7 @@ from ._labeling import (
     stratified_accuracy,
     uncertainty_strata,
 )
+from ._level import EXCLUSION_CAUSES, absolute_level, expected_half_width, level_estimate
 from ._panel import (
     FoldRule,
     PanelResult,
@@ -83,6 +84,10 @@ from ._selection import (
 )
 
 __all__ = [
+    "EXCLUSION_CAUSES",
+    "level_estimate",
+    "absolute_level",
+    "expected_half_width",
     "CALIBRATION_LEVELS",
     "FoldRule",
     "PanelResult",

@@ -893,23 +893,28 @@ def _alt_matrix(hum: Mapping[Any, Mapping[Any, Any]], jd: Mapping[Any, Any], ite
     if metric == "accuracy":
         codes: dict[Any, int] = {}
 
-        def enc(v: Any) -> float:
+        def enc(v: Any, who: Any = None, item: Any = None) -> float:
             try:
                 return float(codes.setdefault(v, len(codes)))
             except TypeError:  # unhashable label
                 return float(codes.setdefault(repr(v), len(codes)))
     else:
-        def enc(v: Any) -> float:
+        def enc(v: Any, who: Any = None, item: Any = None) -> float:
             if isinstance(v, bool) or not isinstance(v, numbers.Real):
-                raise ValueError(f"`metric='neg_rmse'` needs numeric labels; got {v!r}.")
+                raise InputError(f"`metric='neg_rmse'` needs numeric labels; got {v!r}.",
+                                 record=f"{who}/{item}", field="label")
+            if not math.isfinite(v):  # NaN would read as a missing label, inf as a distance
+                raise InputError(f"`metric='neg_rmse'` needs finite labels; got {v!r} (a missing "
+                                 "label is left out of the mapping).", record=f"{who}/{item}",
+                                 field="label")
             return float(v)
     X = np.full((n, A), np.nan)
-    for c, d in enumerate(hum.values()):
+    for c, (who, d) in enumerate(hum.items()):
         for i, v in d.items():
             t = pos.get(i)
             if t is not None:
-                X[t, c] = enc(v)
-    J = np.array([enc(jd[i]) for i in items])
+                X[t, c] = enc(v, who, i)
+    J = np.array([enc(jd[i], "judge", i) for i in items])
     return X, J
 
 

@@ -24,6 +24,7 @@ sampling, optimum allocation).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -40,8 +41,9 @@ from .._validation import (
     undefined,
 )
 from ..errors import InputError
-from ..stats import ConfidenceInterval, ResultShape, z_value
+from ..stats import ConfidenceInterval, LevelEstimate, ResultShape, z_value
 from ..values import ABSTAIN_WORDS, Abstention, abstain_labels
+from ._level import expected_half_width
 
 
 def uncertainty_strata(items: pd.DataFrame, *, disagreement: str = "disagreement",
@@ -111,6 +113,21 @@ class StratifiedEstimate(ResultShape):
         return pd.DataFrame([row])
 
 
+def _stratified_variance(w: np.ndarray, n: np.ndarray, successes: np.ndarray, size: np.ndarray) -> float:
+    """``sum_h W_h^2 (1 - n_h / N_h) p_h (1 - p_h) / n_h``: the stratified estimate's variance.
+
+    ``p_h`` is Jeffreys-smoothed (``(s_h + 0.5) / (n_h + 1)``), so a stratum at 0 or 1
+    never claims zero variance from a sample; the finite-population correction (Cochran
+    1977, eq. 5.7) leaves none to a stratum labelled in full.  The one formula
+    :func:`stratified_accuracy` reports and :func:`propose_batch` plans with.
+    """
+    p_s = (successes + 0.5) / (n + 1)
+    fpc = np.clip(1.0 - n / size, 0.0, None)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = np.where(n > 0, w ** 2 * fpc * p_s * (1 - p_s) / np.where(n > 0, n, 1), np.inf)
+    return float(terms.sum())
+
+
 def stratified_accuracy(pool: pd.DataFrame, labeled: pd.DataFrame, *, item: str = "item",
                         stratum: str = "stratum", correct: str = "correct",
                         confidence_level: float = 0.95) -> StratifiedEstimate:
@@ -157,12 +174,9 @@ def stratified_accuracy(pool: pd.DataFrame, labeled: pd.DataFrame, *, item: str 
         per.attrs["n_unanswered_labels"] = n_unanswered
         return StratifiedEstimate(a, a, a, int(per["n"].sum()), per)
     est = float((per["weight"] * per["p"].astype(float)).sum())
-    # within-stratum variance with a finite-sample guard (p in {0, 1} would claim zero variance)
-    p_s = (per["p"].astype(float) * per["n"] + 0.5) / (per["n"] + 1)  # Jeffreys-smoothed: p = 0 or 1 never claims zero variance
-    # finite-population correction (Cochran 1977, eq. 5.7): the strata are the pool, drawn without
-    # replacement, so a stratum labelled in full has no sampling error left
-    fpc = (1.0 - per["n"] / per["size"]).clip(lower=0.0)
-    var = float((per["weight"] ** 2 * fpc * p_s * (1 - p_s) / per["n"]).sum())
+    var = _stratified_variance(per["weight"].to_numpy(float), per["n"].to_numpy(float),
+                               per["p"].astype(float).to_numpy() * per["n"].to_numpy(float),
+                               per["size"].to_numpy(float))
     se = var ** 0.5
     z = z_value(cl)
     ci = ConfidenceInterval(max(0.0, est - z * se), min(1.0, est + z * se))
@@ -195,7 +209,8 @@ class ExpansionRefused(ValueError):
 def propose_batch(pool: pd.DataFrame, labeled: pd.DataFrame | None = None, *,
                   gate: ExpansionDecision | None = None, batch_size: int = 20,
                   item: str = "item", stratum: str = "stratum", correct: str = "correct",
-                  rng: Any = None) -> pd.DataFrame:
+                  rng: Any = None, target_half_width: float | None = None,
+                  level: LevelEstimate | None = None, confidence_level: float = 0.95) -> pd.DataFrame:
     """The next items to send to human labelers, once agreement releases the expansion.
 
     Seed 002, "Active labeling": "Expansion is gated on inter-annotator agreement, since
@@ -212,8 +227,17 @@ def propose_batch(pool: pd.DataFrame, labeled: pd.DataFrame | None = None, *,
     labelled n (its item is not proposed again).  Items are drawn uniformly within a
     stratum.
 
-    Returns the chosen rows of ``pool`` with a ``priority`` (order of choice) and the
-    ``expected_variance_reduction`` that chose them.
+    Returns the chosen rows of ``pool`` with a ``priority`` (order of choice), the
+    ``expected_variance_reduction`` that chose them and the ``expected_half_width`` of the
+    interval once the labels up to that row are in: the stratified accuracy's
+    (:func:`stratified_accuracy`'s formula at the planned counts, each new label at its
+    stratum's current rate), or, with ``level``, the level estimate's
+    (:func:`evaltk.expected_half_width`).  ``attrs`` carries ``half_width_now``,
+    ``expected_half_width`` (after the whole batch), ``target_half_width`` and ``stopped``.
+
+    With ``target_half_width`` labelling stops when the width is reached: the batch ends
+    at the first label whose expected half width is within the target, and when the
+    current interval already is, no item is proposed (``stopped`` says so).
     """
     check_nonempty(pool, "pool", needs="there are no items to propose for labelling")
     if batch_size < 1:
@@ -227,11 +251,20 @@ def propose_batch(pool: pd.DataFrame, labeled: pd.DataFrame | None = None, *,
     if gate is not None and not gate.release:
         raise ExpansionRefused(f"no new batch: {gate.message}", gate)
     gen = check_rng(rng)
+    cl = check_confidence_level(confidence_level)
+    if target_half_width is not None and not (isinstance(target_half_width, (int, float))
+                                              and not isinstance(target_half_width, bool) and target_half_width > 0):
+        raise ValueError(f"`target_half_width` must be a number > 0; got {target_half_width!r}.")
+    if level is not None and not isinstance(level, LevelEstimate):
+        raise TypeError(f"`level` must be a LevelEstimate (evaltk.level_estimate); got {type(level).__name__}.")
     done = set() if labeled is None or labeled.empty else set(labeled[item])
     avail = pool[~pool[item].isin(done)]
+    empty = avail.iloc[:0].assign(priority=pd.Series(dtype=int), expected_variance_reduction=pd.Series(dtype=float),
+                                  expected_half_width=pd.Series(dtype=float))
     if avail.empty:
-        return avail.assign(priority=pd.Series(dtype=int), expected_variance_reduction=pd.Series(dtype=float))
+        return _planned(empty, math.nan, math.nan, target_half_width, "every item of the pool is labelled")
     W = (pool.groupby(stratum).size() / len(pool)).to_dict()
+    size = pool.groupby(stratum).size().to_dict()
     n = {h: 0 for h in W}
     s = {h: 0.0 for h in W}
     h: Any
@@ -242,7 +275,24 @@ def propose_batch(pool: pd.DataFrame, labeled: pd.DataFrame | None = None, *,
             n[h] = len(grp)
             s[h] = float(grp[correct].astype(float).sum())
     left = avail.groupby(stratum).size().to_dict()
+    z = z_value(cl)
+    hs = list(W)
+
+    def planned_half_width(k: int) -> float:  # the interval's half width with k more labels
+        if level is not None:
+            return expected_half_width(level, k)
+        var = _stratified_variance(np.array([W[h] for h in hs]), np.array([n[h] for h in hs], float),
+                                   np.array([s[h] for h in hs]), np.array([size[h] for h in hs], float))
+        return z * math.sqrt(var)
+
+    now = planned_half_width(0)
+    if target_half_width is not None and now <= target_half_width:
+        return _planned(empty, now, now, target_half_width,
+                        f"the interval's half width {now:.4g} is within the target {target_half_width:g}: "
+                        "labelling can stop")
     picks: list[tuple[Any, float]] = []
+    widths: list[float] = []
+    n0, s0 = dict(n), dict(s)
     for _ in range(min(batch_size, len(avail))):
         best, best_gain = None, -1.0
         for h, w in W.items():
@@ -259,6 +309,9 @@ def propose_batch(pool: pd.DataFrame, labeled: pd.DataFrame | None = None, *,
         n[best] += 1
         s[best] += (s[best] + 0.5) / n[best]  # expected outcome; the real one arrives with the label
         left[best] -= 1
+        widths.append(planned_half_width(len(picks)))
+        if target_half_width is not None and widths[-1] <= target_half_width:
+            break  # the width is reached: the rest of the batch would buy nothing asked for
     rows = []
     for h in dict.fromkeys(h for h, _ in picks):
         k = sum(1 for x, _ in picks if x == h)
@@ -271,7 +324,25 @@ def propose_batch(pool: pd.DataFrame, labeled: pd.DataFrame | None = None, *,
         gains.setdefault(h, g)
     out = out.assign(expected_variance_reduction=out[stratum].map(gains))
     out = out.sort_values(stratum, key=lambda c: c.map(order), kind="stable")
-    return out.assign(priority=np.arange(len(out))).reset_index(drop=True)
+    n.update(n0)  # replay the plan in the order the rows are returned: the width after each row
+    s.update(s0)
+    after: list[Any] = []
+    for h in out[stratum]:
+        n[h] += 1
+        s[h] += (s[h] + 0.5) / n[h]
+        after.append(planned_half_width(len(after) + 1))
+    widths = after
+    out = out.assign(priority=np.arange(len(out)), expected_half_width=widths).reset_index(drop=True)
+    reached = target_half_width is not None and widths[-1] <= target_half_width
+    return _planned(out, now, widths[-1], target_half_width,
+                    f"the target half width {target_half_width:g} is reached after {len(out)} label(s)"
+                    if reached else None)
+
+
+def _planned(out: pd.DataFrame, now: float, after: float, target: float | None, stopped: str | None) -> pd.DataFrame:
+    out.attrs.update({"half_width_now": now, "expected_half_width": after, "target_half_width": target,
+                      "stopped": stopped})
+    return out
 
 
 @dataclass(frozen=True)

@@ -333,3 +333,16 @@ def checkpoint_gate_headline(demo: Any, *, baseline_agent: str, candidate_agent:
     except GateRefused as e:
         return f"**The gate refused to compare:** {e}", None
     return f"**{candidate_agent} against {baseline_agent}: {g.decision.upper()}**", g
+
+
+def show_levels(levels: pd.DataFrame) -> pd.DataFrame:
+    """:func:`evaltk.report.level_table` as shown: ``level [low, high]`` and the labels behind
+    it where a level is supported, the reason where it is not."""
+    t = levels.copy()
+    t["where you are"] = [
+        "—" if _missing(v) else f"{_fixed(v)} [{_fixed(lo)}, {_fixed(hi)}]"
+        for v, lo, hi in zip(t["level"], t["ci_low"], t["ci_high"], strict=True)]
+    t["from"] = ["" if _missing(v) else f"{n} held-out labels + the judge on {r} runs ({m})"
+                 for v, n, r, m in zip(t["level"], t["n_labels"], t["n_runs"], t["method"], strict=True)]
+    t["why not"] = t["reason"].fillna("")
+    return t[["measure", "where you are", "from", "why not"]].set_index("measure")

@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from .._io import atomic_dir, check_output, loads_json, write_text_atomic
+from .._io import atomic_dir, check_output, loads_json, loads_yaml, read_text, write_text_atomic
 from ..errors import InputError, UnreadableInput
 from ._params import _check_literal, _check_week, _is_path_param, check_params
 from ._provenance import _PROVENANCE_MIME, file_digest
@@ -180,21 +180,13 @@ def _load_params(params: Mapping[str, Any] | str | os.PathLike[str] | None) -> t
     if isinstance(params, Mapping):
         return dict(params), None
     path = Path(params)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UnreadableInput("no such parameters file.", file=str(path)) from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise UnreadableInput(f"cannot read the parameters file: {e}.", file=str(path)) from None
-    import yaml
-
+    if not path.exists():
+        raise UnreadableInput("no such parameters file.", file=str(path))
+    text = read_text(path)  # a regular file within the limits, strict UTF-8 (evaltk._io)
     if path.suffix.lower() == ".json":  # strict: a repeated key or NaN is refused, naming the line
         data = loads_json(text, file=str(path))
-    else:
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as e:
-            raise UnreadableInput(f"not valid YAML: {e}", file=str(path)) from None
+    else:  # the same rules in YAML (a repeated key, .nan, nesting past the limit)
+        data = loads_yaml(text, file=str(path))
     if data is None:
         data = {}
     if not isinstance(data, dict):
@@ -289,10 +281,10 @@ def render_report(
     """
     say = progress or (lambda _msg: None)
     week = _check_week(week)
+    given, params_file = _load_params(params)  # the parameters file first: its problems are named
     data_dir = ""
     if data is not None and str(data) != "":
         data_dir = check_params(data_dir=str(data))["data_dir"]
-    given, params_file = _load_params(params)
     names = list(NOTEBOOKS if notebooks is None else notebooks)
     unknown = [n for n in names if n not in NOTEBOOKS]
     if unknown or not names:

@@ -483,3 +483,53 @@ def verdict_table(scores: pd.DataFrame, thresholds: Mapping[str, Threshold]) -> 
 
     v = verdicts(scores[scores["measure"].isin(list(thresholds))].astype({"measure": str}), dict(thresholds))
     return v.groupby(["measure", "verdict", "verdict_reason"], observed=True).size().rename("runs").reset_index()
+
+
+# --------------------------------------------------------------------------- where you are
+
+
+def human_level_labels(labels: pd.DataFrame, measure: str) -> pd.Series:
+    """Per trace, the human label of ``measure`` on its value scale: the mean over the human
+    raters who answered (words read through :data:`evaltk.values.ANSWER_VALUES`), or
+    ``"cannot_tell"`` where every rater declined.  Trace-level measures only."""
+    hum = labels[(labels["measure"] == measure) & labels["step"].isna()]
+    vocab = ANSWER_VALUES[measure]
+    words = hum["answer"].astype(str).map(lambda w: w if w in ABSTAIN_WORDS else w.strip().lower().replace(" ", "_"))
+    vals = words.map(lambda w: vocab.get(w))
+    per = pd.DataFrame({"trace_id": hum["trace_id"], "v": pd.to_numeric(vals, errors="coerce")})
+    mean = per.groupby("trace_id", sort=True)["v"].mean()
+    return mean.astype(object).where(mean.notna(), "cannot_tell").rename(measure)
+
+
+def level_table(matrix: Any, labels: pd.DataFrame, *, measures: Sequence[str], confidence_level: float = 0.95
+                ) -> pd.DataFrame:
+    """"Where you are" per measure: the level on the human scale with its interval where
+    seed 002 allows one (:func:`evaltk.absolute_level`: calibrated on a record, a pinned
+    instrument, held-out labels), and the reason wherever it does not.
+
+    Columns ``measure, level, ci_low, ci_high, method, n_labels, n_runs, human_only_low,
+    human_only_high, effective_labels, reason``; ``level`` is missing exactly where
+    ``reason`` is set."""
+    from ..judges import absolute_level
+    from ..scoring import UnsupportedUse
+
+    rows = []
+    for m in measures:
+        row: dict[str, Any] = {"measure": m, "level": math.nan, "ci_low": math.nan, "ci_high": math.nan,
+                               "method": None, "n_labels": 0, "n_runs": 0, "human_only_low": math.nan,
+                               "human_only_high": math.nan, "effective_labels": math.nan, "reason": None}
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UndefinedWarning)
+                r = absolute_level(matrix, m, human_level_labels(labels, m), confidence_level=confidence_level)
+        except (UnsupportedUse, InputError) as e:
+            row["reason"] = str(e)
+        else:
+            lo, hi = _interval(r.confidence_interval)
+            hlo, hhi = _interval(r.human_only_interval)
+            row.update(level=_number(r.statistic), ci_low=lo, ci_high=hi, method=r.method, n_labels=r.n_labeled,
+                       n_runs=r.n_labeled + r.n_unlabeled, human_only_low=hlo, human_only_high=hhi,
+                       effective_labels=r.effective_labels,
+                       reason=None if not math.isnan(lo) else _cause(r.confidence_interval)[1])
+        rows.append(row)
+    return pd.DataFrame(rows)

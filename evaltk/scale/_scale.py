@@ -62,6 +62,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from .. import _io
 from .._io import (
     atomic_path,
     check_digest,
@@ -335,24 +336,35 @@ def _duckdb_read_sql(path: str) -> str:
     if suf <= {".parquet"}:
         return f"read_parquet({lit}, union_by_name = true, hive_partitioning = false)"
     if suf <= {".csv"}:
-        return f"read_csv({lit}, union_by_name = true, hive_partitioning = false)"
+        # CSV is text (README, "CSV as text"): no type guessed, so an id `007` stays `007`
+        return f"read_csv({lit}, union_by_name = true, hive_partitioning = false, all_varchar = true)"
     if suf <= {".jsonl", ".ndjson", ".json"}:
         return f"read_json({lit}, format = 'newline_delimited', union_by_name = true, hive_partitioning = false)"
     raise InputError(f"an answer source mixes formats {sorted(suf)}; use one", file=path)
 
 
+def _jsonl_field(path: str | Path, field: str) -> list[Any]:
+    """The ``field`` of each line of a JSON Lines file that is a JSON object holding it.
+    A line the reading screen holds back (:func:`evaltk._io.json_line_screen`) or that is
+    not JSON is skipped here: the partition's ingest reports it in the ledger."""
+    data = _io.read_bytes(path)
+    held = _io.json_line_screen(data)
+    out = []
+    for line, bad in zip(data.split(b"\n"), held, strict=True):
+        if bad or not line.strip():
+            continue
+        with contextlib.suppress(ValueError, AttributeError, RecursionError):
+            v = json.loads(line).get(field)
+            if v is not None:
+                out.append(v)
+    return out
+
+
 def _trace_ids(path: str) -> pa.Array:
     p = Path(path)
     if p.suffix.lower() == ".parquet":
-        return pq.read_table(path, columns=["trace_id"]).column("trace_id").combine_chunks().cast(pa.string())
-    ids = []
-    with open(path, "rb") as fh:
-        for line in fh:
-            line = line.strip()
-            if line:
-                with contextlib.suppress(ValueError, AttributeError):
-                    ids.append(str(json.loads(line).get("trace_id")))
-    return pa.array(ids, pa.string())
+        return _io.read_parquet(path, columns=["trace_id"]).column("trace_id").combine_chunks().cast(pa.string())
+    return pa.array([str(x) for x in _jsonl_field(path, "trace_id")], pa.string())
 
 
 def _select_rows(source: str, trace_file: str, con: Any = None) -> pd.DataFrame:
@@ -364,8 +376,12 @@ def _select_rows(source: str, trace_file: str, con: Any = None) -> pd.DataFrame:
     try:
         ids = pa.table({"trace_id": _trace_ids(trace_file)})  # noqa: F841 - read by DuckDB
         c.register("evaltk_ids", ids)
-        df = c.execute(f"SELECT * FROM {_duckdb_read_sql(source)} WHERE CAST(trace_id AS VARCHAR) IN "
-                       "(SELECT trace_id FROM evaltk_ids)").df()
+        try:
+            df = c.execute(f"SELECT * FROM {_duckdb_read_sql(source)} WHERE CAST(trace_id AS VARCHAR) IN "
+                           "(SELECT trace_id FROM evaltk_ids)").df()
+        except duckdb.Error as e:  # not a table DuckDB reads (a bad quote, a deep line, not Parquet)
+            raise UnreadableInput(f"not readable as an answer table ({str(e).splitlines()[0]})",
+                                  file=source) from None
         c.unregister("evaltk_ids")
         return df
     finally:
@@ -617,9 +633,13 @@ def _check_unique_ids(parts: Sequence[Partition], *, memory_limit: str | None = 
         return
     duckdb = optional_module("duckdb")
 
+    py_ids: set[int] = set()  # files DuckDB cannot read: their ids come from evaltk's reader
+
     def read(i: int, f: str, cols: str) -> str:
         q = "'" + f.replace("'", "''") + "'"
-        if Path(f).suffix.lower() == ".parquet":
+        if i in py_ids:
+            src = f"evaltk_ids_{i}"
+        elif Path(f).suffix.lower() == ".parquet":
             src = f"read_parquet({q}, hive_partitioning = false)"
         else:
             src = (f"read_json({q}, format = 'newline_delimited', columns = {{'trace_id': 'VARCHAR'}}, "
@@ -628,15 +648,33 @@ def _check_unique_ids(parts: Sequence[Partition], *, memory_limit: str | None = 
 
     files = [p.traces for p in parts]
     con = duckdb.connect()
+
+    def hashes() -> list[Any]:
+        hashed = " UNION ALL ".join(read(i, f, "hash(CAST(trace_id AS VARCHAR)) AS h, {i} AS f")
+                                    for i, f in enumerate(files))
+        return [r[0] for r in con.execute(
+            f"SELECT h FROM (SELECT DISTINCT h, f FROM ({hashed})) GROUP BY h HAVING count(*) > 1").fetchall()]
+
     try:
         if memory_limit is not None:
             con.execute(f"SET memory_limit = '{_check_size(memory_limit)}'")
         if temp_directory is not None:
             con.execute(f"SET temp_directory = '{str(temp_directory)}'".replace("\\", "/"))
-        hashed = " UNION ALL ".join(read(i, f, "hash(CAST(trace_id AS VARCHAR)) AS h, {i} AS f")
-                                    for i, f in enumerate(files))
-        cand = [r[0] for r in con.execute(
-            f"SELECT h FROM (SELECT DISTINCT h, f FROM ({hashed})) GROUP BY h HAVING count(*) > 1").fetchall()]
+        try:
+            cand = hashes()
+        except duckdb.Error:  # a file DuckDB refuses (a JSON line nested too deeply, not Parquet)
+            for i, f in enumerate(files):
+                try:
+                    con.execute(f"SELECT count(DISTINCT h) FROM ({read(i, f, 'hash(CAST(trace_id AS VARCHAR)) AS h')})"
+                                ).fetchall()
+                except duckdb.Error:
+                    try:
+                        ids = _trace_ids(f)
+                    except (pa.ArrowException, OSError) as e:
+                        raise UnreadableInput(f"not a readable Parquet file ({e})", file=f) from None
+                    con.register(f"evaltk_ids_{i}", pa.table({"trace_id": ids}))
+                    py_ids.add(i)
+            cand = hashes()
         if not cand:
             return
         con.register("evaltk_cand", pa.table({"h": pa.array(cand, pa.uint64())}))
@@ -736,15 +774,11 @@ def _store_label_measures(parts: Sequence[Partition], shared: Mapping[str, str |
         suf = f.suffix.lower()
         try:
             if suf == ".parquet":
-                col = pq.read_table(f, columns=["measure"]).column("measure").to_pylist()
+                col = _io.read_parquet(f, columns=["measure"]).column("measure").to_pylist()
             elif suf == ".csv":
-                col = pd.read_csv(f, usecols=["measure"], dtype=str)["measure"].tolist()
+                col = _io.read_csv_text(f, required=["measure"])["measure"].tolist()
             else:
-                col = []
-                with open(f, "rb") as fh:
-                    for line in fh:
-                        with contextlib.suppress(ValueError, AttributeError):
-                            col.append(json.loads(line).get("measure"))
+                col = _jsonl_field(f, "measure")
         except (ValueError, KeyError, OSError, pa.ArrowException):
             continue  # unreadable or without a measure column: ingest reports it per partition
         out.update(str(x) for x in set(col) if x is not None)
@@ -893,8 +927,8 @@ def _pairs(out: Path) -> list[tuple[str, str]]:
 
 
 def _summary_of_files(pair: tuple[str, str], by: Sequence[str]) -> DatasetSummary:
-    s = pq.read_table(pair[0]).to_pandas()
-    r = pq.read_table(pair[1]).to_pandas()
+    s = _io.read_parquet(pair[0]).to_pandas()
+    r = _io.read_parquet(pair[1]).to_pandas()
     if len(r) == 0:
         return _empty_summary(by)
     missing = [b for b in by if b not in r.columns]

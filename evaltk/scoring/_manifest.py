@@ -373,8 +373,14 @@ class Manifest:
             raise SchemaViolation("a manifest needs a `measures` mapping", file=source, field="measures") from None
         for m, s in items:
             where = f"measures.{m}"
+            if not isinstance(s, Mapping):
+                raise SchemaViolation(f"a measure's status must be an object; got {type(s).__name__}",
+                                      file=source, field=where)
+            cal = s.get("calibration")
+            if cal is not None and not isinstance(cal, Mapping):
+                raise SchemaViolation(f"a calibration record must be an object or null; got "
+                                      f"{type(cal).__name__}", file=source, field=f"{where}.calibration")
             try:
-                cal = s.get("calibration")
                 rec = None if cal is None else CalibrationRecord.from_dict(cal)
                 problem = _status_problem(s["evidence"], s["lifecycle"], rec)
             except (KeyError, TypeError, ValueError, AttributeError) as e:
@@ -387,7 +393,7 @@ class Manifest:
                                    s["direction_of_error"], s.get("evidence_kind", "none"), rec,
                                    None if ins is None else Instrument.from_dict(
                                        ins, measure=m, scorer=s["scorer"], scorer_version=s["scorer_version"]))
-            except (KeyError, TypeError, ValueError) as e:
+            except (KeyError, TypeError, ValueError, AttributeError) as e:
                 raise SchemaViolation(f"malformed measure status: {e}", file=source, field=where) from None
             ms[m] = st
         try:

@@ -39,9 +39,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import yaml
 
-from ..errors import SchemaViolation, UnreadableInput
+from .. import _io
+from ..errors import SchemaViolation
 from ..values import CAUSES
 from ._matrix import ScoreMatrix
 from ._measures import MEASURES
@@ -156,10 +156,7 @@ DEFAULT_RULES: tuple[FailureRule, ...] = (
 def load_rules(path: str | Path) -> tuple[FailureRule, ...]:
     """Load rules from a YAML list (safe loader; no object construction)."""
     p = Path(path)
-    try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
-        raise UnreadableInput(f"cannot read rules: {e}", file=str(p)) from None
+    data = _io.loads_yaml(_io.read_text(p), file=str(p))  # strict YAML (evaltk._io)
     if not isinstance(data, list):
         raise SchemaViolation("the rules file must be a YAML list of rules", file=str(p))
     out = []

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from .._validation import check_confidence_level
-from ..stats import z_value
+from ..stats import LevelEstimate, z_value
 from ..values import (
     Abstention,
     Cause,
@@ -45,7 +45,8 @@ class UnsupportedUse(ValueError):
     """A comparison or claim the evidence does not support (seed 002)."""
 
 
-def check_use(use: str, a: ScoreMatrix, b: ScoreMatrix | None = None, *, measure: str) -> str:
+def check_use(use: str, a: ScoreMatrix, b: ScoreMatrix | None = None, *, measure: str,
+              level: LevelEstimate | None = None) -> str:
     """Return why ``use`` is supported for ``measure``, or raise :class:`UnsupportedUse` saying why not.
 
     Two matrices compare only on one instrument (:class:`evaltk.scoring.Instrument`: the
@@ -53,16 +54,19 @@ def check_use(use: str, a: ScoreMatrix, b: ScoreMatrix | None = None, *, measure
     decoding): a comparison whose instruments differ is refused, naming each field that
     differs (:func:`evaltk.scoring.instrument_differences`).  When either side is
     unpinned the use is returned with that said: the shared instrument is not established.
+
+    ``"absolute_level"`` (seed 002: where you are) is supported only through ``level``, a
+    prediction-powered estimate (:func:`evaltk.absolute_level` builds and checks it) on
+    the measure's own instrument, pinned, from human labels that the manifest's
+    calibration record names as held out: every labelled run among its evaluation items
+    and none among its tuning items.
     """
     if use not in USES:
         raise ValueError(f"`use` must be one of {', '.join(USES)}; got {use!r}.")
     st = a.manifest.status(measure)
     ok, why = USES[use]
     if use == "absolute_level":
-        if st.evidence == "calibrated":
-            assert st.calibration is not None  # calibrated evidence carries its record
-            return f"{measure} is calibrated on {st.calibration.label_set}; the level carries its interval"
-        raise UnsupportedUse(f"absolute level of {measure} refused: {st.label}; {why}.")
+        return _absolute_level(a, measure, level, why)
     if not ok:
         raise UnsupportedUse(f"{use} refused for {measure}: {why}.")
     if b is not None:
@@ -125,6 +129,44 @@ def _stratum_of(m: ScoreMatrix, side: str, edges: tuple[int, ...]) -> pd.Series:
 
 _LENGTHS = ("comparing across trajectory lengths is not supported: the bias is length-dependent (x_ctx dilutes "
             "as trajectories lengthen), so the difference mixes agent quality with capture")
+
+
+def _absolute_level(a: ScoreMatrix, measure: str, level: LevelEstimate | None, why: str) -> str:
+    st = a.manifest.status(measure)
+    if st.evidence != "calibrated":
+        raise UnsupportedUse(f"absolute level of {measure} refused: {st.label}; {why}.")
+    ins = a.manifest.instrument(measure)
+    if not ins.pinned:
+        raise UnsupportedUse(f"absolute level of {measure} refused: its instrument is unpinned "
+                             f"({'; '.join(ins.unpinned_reasons)}), so no level belongs to one instrument.")
+    if level is None:
+        raise UnsupportedUse(f"absolute level of {measure}: a level is given only by a prediction-powered "
+                             "estimate on held-out human labels (`evaltk.absolute_level(matrix, measure, labels)`), "
+                             "never by the scores' own mean.")
+    if not isinstance(level, LevelEstimate):
+        raise TypeError(f"`level` must be a LevelEstimate; got {type(level).__name__}.")
+    if level.instrument != ins.digest:
+        raise UnsupportedUse(f"absolute level of {measure} refused: the estimate was made on instrument "
+                             f"{level.instrument or 'unrecorded'}, the matrix measures with {ins.digest}; "
+                             f"{USES['compare_versions'][1]}.")
+    rec = st.calibration
+    items = level.label_items
+    if items is None or rec is None or rec.evaluation_items is None or rec.tuning_items is None:
+        raise UnsupportedUse(f"absolute level of {measure} refused: the labelled runs, or the record's "
+                             "evaluation and tuning items, are not declared, so held-out is not established.")
+    held, tuned = set(rec.evaluation_items), set(rec.tuning_items)
+    outside = [i for i in items if i not in held]
+    leaked = [i for i in items if i in tuned]
+    if leaked:
+        raise UnsupportedUse(f"absolute level of {measure} refused: {len(leaked)} labelled run(s) shaped the "
+                             f"scorer (first {leaked[0]!r} is among the record's tuning items); a level needs "
+                             "labels held out from whatever tuned it.")
+    if outside:
+        raise UnsupportedUse(f"absolute level of {measure} refused: {len(outside)} labelled run(s) are not among "
+                             f"the held-out evaluation items of {rec.label_set!r} (first {outside[0]!r}).")
+    return (f"{measure} is calibrated on {rec.label_set}; the level is a {level.method} estimate from "
+            f"{level.n_labeled} held-out labels and the judge on {level.n_labeled + level.n_unlabeled} runs, "
+            "with its interval")
 
 
 @dataclass(frozen=True)

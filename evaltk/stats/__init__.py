@@ -9,7 +9,6 @@ from ._agreement import (
     LEVELS,
     WEIGHTS,
     AgreementResult,
-    CategoryDomainWarning,
     ClassificationResult,
     agreement_difference,
     brennan_prediger,
@@ -68,12 +67,23 @@ from ._intervals import (
     ProportionInterval,
     clopper_pearson_bounds,
     clopper_pearson_interval,
+    critical_value,
     paired_difference_interval,
     wilson_bounds,
     wilson_interval,
     z_value,
 )
 from ._passk import pass_at_k, pass_hat_k
+from ._ppi import (
+    LEVEL_DISTRIBUTION,
+    LEVEL_DISTRIBUTIONS,
+    LEVEL_METHODS,
+    LevelEstimate,
+    active_mean,
+    ppi_mean,
+    rogan_gladen,
+)
+from ._ratings import CategoryDomainWarning
 from ._result import ConfidenceInterval, ResultShape
 from ._tables import (
     MISSING_KEY,
@@ -166,6 +176,14 @@ __all__ = [
     "PassCounts",
     "pass_at_k",
     "pass_hat_k",
+    "LEVEL_METHODS",
+    "LEVEL_DISTRIBUTION",
+    "LEVEL_DISTRIBUTIONS",
+    "critical_value",
+    "LevelEstimate",
+    "ppi_mean",
+    "active_mean",
+    "rogan_gladen",
     "PARTIAL_COLUMNS",
     "score_partials",
     "score_summary",

@@ -63,26 +63,37 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
-from scipy import stats as scipy_stats
 
-from .._validation import check_choice, check_columns, check_confidence_level
+from .._validation import check_choice, check_confidence_level
 from ..errors import InputError
 from ..values import (
     ABSTAIN_WORDS,
     LEVELS,
     Abstention,
     Cause,
-    EvaltkWarning,
     UndefinedWarning,
     abstain_labels,
 )
 from ._bootstrap import BootstrapResult, _config, _undefined_result, bootstrap_table
-from ._intervals import wilson_bounds, z_value
+from ._intervals import critical_value, wilson_bounds
+from ._ratings import (
+    _as_1d,
+    _check_domain,
+    _encode,
+    _hashable,
+    _int_uniques,
+    _Names,
+    _prepare,
+    _Ratings,
+)
 from ._result import ConfidenceInterval, ResultShape, undefined, user_stacklevel
 
 #: ``method=`` values of the agreement functions: ``"wilson"`` (the score interval) is
 #: percent agreement's default and only percent agreement's; the others every function's.
 INTERVAL_METHODS: tuple[str, ...] = ("analytic", "percentile", "basic", "bca", "wilson")
+#: ``method=`` values of :func:`krippendorff_alpha`: the jackknife over distinct unit patterns
+#: besides the analytic and bootstrap intervals.
+ALPHA_METHODS: tuple[str, ...] = ("analytic", "jackknife", "percentile", "basic", "bca")
 #: ``distribution=`` values: the reference distribution of an analytic interval,
 #: ``statistic +- c * SE`` with ``c`` the normal quantile or Student's t on ``n - 1`` df
 #: (``n`` the units the SE is computed over), as Gwet's irrCAC does.
@@ -93,284 +104,6 @@ DISTRIBUTION = "t"
 #: ``weights=`` names of the weighted coefficients (besides a matrix or None).
 WEIGHTS: tuple[str, ...] = ("identity", "linear", "quadratic", "ordinal", "ratio")
 _EPS = 1e-12
-
-
-class CategoryDomainWarning(EvaltkWarning):
-    """The observed labels are a strict subset of the declared category domain (weighted/ordinal)."""
-
-
-# =========================================================================== input
-
-
-@dataclass(frozen=True)
-class _Ratings:
-    """Ratings encoded as category codes: -1 missing, -2 abstained, else index in ``categories``."""
-
-    codes: np.ndarray  # (n_units, n_raters) int
-    categories: tuple[Any, ...]
-    n_missing: int
-    n_abstained: int
-    observed: np.ndarray  # bool (q,), category observed among pairable ratings
-    declared: bool
-
-
-def _sort_labels(labels: list[Any]) -> list[Any]:
-    try:
-        return sorted(labels)
-    except TypeError:
-        return labels
-
-
-def _int_uniques(x: np.ndarray, lo: int | None = None, hi: int | None = None
-                 ) -> tuple[np.ndarray, list[Any], np.ndarray] | None:
-    """Codes, unique values and counts of an int array by bincount (None when the range is huge).
-
-    ``lo`` and ``hi`` may pass the known minimum and maximum.
-    """
-    if x.size == 0:
-        return np.zeros(0, dtype=np.intp), [], np.zeros(0, dtype=np.intp)
-    if lo is None or hi is None:
-        lo, hi = int(x.min()), int(x.max())
-    if hi - lo > 1_000_000:
-        return None
-    shifted = x - lo if lo else x
-    cnt = np.bincount(shifted, minlength=hi - lo + 1)
-    present = cnt > 0
-    if bool(present.all()):             # every value in [lo, hi] occurs: the shift is the code
-        return shifted, list(range(lo, hi + 1)), cnt
-    lookup = np.cumsum(present, dtype=np.intp) - 1
-    return np.take(lookup, shifted), (np.flatnonzero(present) + lo).tolist(), cnt[present]
-
-
-class _Uniques(NamedTuple):
-    """A flat label array as codes into its distinct labels (-1 where missing)."""
-
-    codes: np.ndarray           # (n,) intp, -1 missing
-    labels: list[Any]           # distinct non-missing labels
-    counts: np.ndarray          # occurrences of each label
-    missing: np.ndarray | None  # bool (n,), None when nothing is missing
-
-
-def _uniques(flat: np.ndarray) -> _Uniques:
-    """Distinct labels of any dtype: bincount for ints and integer-valued floats, else unique / factorize."""
-    if flat.dtype.kind in "iub":
-        return _int_label_uniques(flat)
-    if flat.dtype.kind == "f":
-        return _float_label_uniques(flat)
-    obj = flat.astype(object) if flat.dtype.kind != "O" else flat
-    ucodes, u = pd.factorize(obj, use_na_sentinel=True)
-    miss = ucodes < 0
-    return _Uniques(ucodes.astype(np.intp), list(u), np.bincount(ucodes[~miss], minlength=len(u)),
-                    miss if miss.any() else None)
-
-
-def _int_label_uniques(flat: np.ndarray) -> _Uniques:
-    got = _int_uniques(flat.astype(np.int64) if flat.dtype.kind == "b" else flat)
-    if got is None:  # a huge range: sort instead of bincount
-        u, inv, c = np.unique(flat, return_inverse=True, return_counts=True)
-        got = inv.reshape(-1), u.tolist(), c
-    return _Uniques(*got, None)  # type: ignore[call-arg]  # got: codes, labels, counts
-
-
-def _float_label_uniques(flat: np.ndarray) -> _Uniques:
-    miss = np.isnan(flat)
-    has_missing = bool(miss.any())
-    got = _integral_float_uniques(flat, miss, has_missing) if flat.size and not bool(miss.all()) else None
-    if got is None:
-        vals = flat[~miss] if has_missing else flat
-        u, inv, c = np.unique(vals, return_inverse=True, return_counts=True)
-        codes = inv.reshape(-1)
-        if has_missing:
-            codes = np.full(flat.shape, -1, dtype=np.intp)
-            codes[~miss] = inv.reshape(-1)
-        got = codes, u.tolist(), c
-    return _Uniques(*got, miss if has_missing else None)  # type: ignore[call-arg]  # got: codes, labels, counts
-
-
-def _integral_float_uniques(flat: np.ndarray, miss: np.ndarray, has_missing: bool
-                            ) -> tuple[np.ndarray, list[Any], np.ndarray] | None:
-    """Integer-valued floats (the usual case) by bincount, NaN as a sentinel below the minimum."""
-    mn, mx = float(np.fmin.reduce(flat)), float(np.fmax.reduce(flat))
-    if not (abs(mn) < 2 ** 52 and abs(mx) < 2 ** 52 and mx - mn <= 1_000_000):
-        return None
-    filled = flat
-    if has_missing:
-        filled = flat.copy()
-        np.copyto(filled, mn - 1.0, where=miss)
-    iv = filled.astype(np.int64)
-    if not np.array_equal(iv, filled):
-        return None
-    got = _int_uniques(iv, int(mn) - 1 if has_missing else int(mn), int(mx))
-    if got is None or not has_missing:
-        return got
-    codes0, labels0, counts0 = got
-    return codes0 - 1, labels0[1:], counts0[1:]   # the sentinel is unique value 0: shift it to -1 (missing)
-
-
-def _category_domain(answer_labels: list[Any], categories: Sequence[Any] | None, fn: str
-                     ) -> tuple[tuple[Any, ...], bool]:
-    """The categories (declared, or the sorted answered labels) and whether they were declared."""
-    if categories is None:
-        return tuple(_sort_labels(list(answer_labels))), False
-    cats = tuple(categories)
-    if len(set(map(_hashable, cats))) != len(cats):
-        raise ValueError(f"{fn}: `categories` has duplicates: {list(cats)!r}.")
-    return cats, True
-
-
-def _label_map(u: _Uniques, is_abst: np.ndarray, cats: tuple[Any, ...], *, fn: str, n_raters: int,
-               units: Sequence[Any] | None, raters: Sequence[Any] | None, where: str) -> np.ndarray:
-    """Category code of each distinct label (-2 abstained), and -1 last (missing maps there)."""
-    index = {_hashable(c): i for i, c in enumerate(cats)}
-    umap = np.empty(len(u.labels) + 1, dtype=np.intp)
-    umap[-1] = -1
-    for j, (lab, ab) in enumerate(zip(u.labels, is_abst, strict=True)):
-        k = -2 if ab else index.get(_hashable(lab))
-        if k is None:
-            i, g = divmod(int(np.flatnonzero(u.codes == j)[0]), n_raters)
-            rater = raters[g] if raters is not None else g
-            raise InputError(
-                f"{fn}: label {lab!r} (rater {rater!r}) is not in the declared `categories` "
-                f"{list(cats)!r} and not an `abstain` label.",
-                record=units[i] if units is not None else i, field=where)
-        umap[j] = k
-    return umap
-
-
-def _encode(values: np.ndarray, *, categories: Sequence[Any] | None, abstain: Iterable[Any],
-            fn: str, units: Sequence[Any] | None = None, raters: Sequence[Any] | None = None,
-            where: str = "ratings") -> _Ratings:
-    """Encode a (n, r) label array (any dtype) into category codes (vectorised, no per-cell Python)."""
-    if values.ndim != 2:
-        raise InputError(f"{fn}: ratings must be units x raters (2-D); got {values.ndim}-D.", field=where)
-    n, r = values.shape
-    abstain_set = set(abstain_labels(abstain, categories))  # a declared category never abstains
-    u = _uniques(values.reshape(-1))
-    is_abst = np.array([_in_set(x, abstain_set) for x in u.labels], dtype=bool)
-    cats, declared = _category_domain([x for x, a in zip(u.labels, is_abst, strict=True) if not a],
-                                      categories, fn)
-    umap = _label_map(u, is_abst, cats, fn=fn, n_raters=r, units=units, raters=raters, where=where)
-    u_map = umap[:-1]
-    if np.array_equal(u_map, np.arange(len(u.labels))):
-        codes = u.codes.reshape(n, r)          # labels are already the category codes
-    else:
-        codes = np.take(umap, u.codes).reshape(n, r)
-    observed = np.zeros(len(cats), dtype=bool)
-    observed[u_map[(u_map >= 0) & (u.counts > 0)]] = True
-    return _Ratings(codes, cats, 0 if u.missing is None else int(u.missing.sum()),
-                    int(u.counts[u_map == -2].sum()), observed, declared)
-
-
-def _hashable(x: Any) -> Any:
-    if isinstance(x, float) and x.is_integer():
-        return int(x)
-    if isinstance(x, np.generic):
-        return _hashable(x.item())
-    return x
-
-
-def _in_set(x: Any, s: set[Any]) -> bool:
-    try:
-        return x in s
-    except TypeError:
-        return False
-
-
-def _to_matrix(ratings: Any, y2: Any, data: Any, item: str, rater: str, rating: str, fn: str
-               ) -> tuple[np.ndarray, list[Any] | None, list[Any] | None]:
-    """Return (values (n, r), unit labels, rater labels) from whichever input form was given."""
-    if data is not None:
-        if ratings is not None or y2 is not None:
-            raise TypeError(f"{fn}: pass either ratings (array-like) or `data=` (long DataFrame), not both.")
-        return _long_to_matrix(data, item, rater, rating, fn)
-    if ratings is None:
-        raise TypeError(f"{fn}: no ratings given (pass a units x raters array, two sequences, or `data=`).")
-    if y2 is not None:
-        return _pair_to_matrix(ratings, y2, fn), None, None
-    if isinstance(ratings, pd.DataFrame):
-        return ratings.to_numpy(), list(ratings.index), list(ratings.columns)
-    arr = _as_array(ratings) if not isinstance(ratings, np.ndarray) else ratings
-    if arr.dtype.kind not in "iufbO":
-        arr = arr.astype(object)
-    if arr.ndim != 2:
-        raise InputError(f"{fn}: ratings must be a units x raters array (2-D); got shape {arr.shape}. "
-                         "For two label sequences pass them as two arguments.", field="ratings")
-    return arr, None, None
-
-
-def _long_to_matrix(data: Any, item: str, rater: str, rating: str, fn: str
-                    ) -> tuple[np.ndarray, list[Any], list[Any]]:
-    """A long table (one row per rating) as units x raters, each unit and rater labelled once."""
-    if not isinstance(data, pd.DataFrame):
-        raise TypeError(f"{fn}: `data` must be a long pandas DataFrame; got {type(data).__name__}.")
-    check_columns(data, (item, rater, rating))
-    for col in (item, rater):
-        if data[col].isna().any():
-            i = data.index[data[col].isna().to_numpy()][0]
-            raise InputError(f"{fn}: missing {col!r} label.", record=i, field=col)
-    dup = data.duplicated([item, rater], keep="first")
-    if dup.any():
-        i = data.index[dup.to_numpy()][0]
-        raise InputError(
-            f"{fn}: rater {data.loc[i, rater]!r} rated item {data.loc[i, item]!r} more than once.",
-            record=i, field=rating)
-    units_codes, units = pd.factorize(data[item], sort=False)
-    rater_codes, raters = pd.factorize(data[rater], sort=False)
-    vals = data[rating].to_numpy()
-    out = np.empty((len(units), len(raters)), dtype=object if vals.dtype.kind not in "f" else float)
-    out[:] = None if out.dtype == object else np.nan
-    out[units_codes, rater_codes] = vals
-    return out, list(units), list(raters)
-
-
-def _pair_to_matrix(y1: Any, y2: Any, fn: str) -> np.ndarray:
-    """Two raters' label sequences as an (n, 2) array (numeric when both are)."""
-    a, b = _as_1d(y1, fn, "y1"), _as_1d(y2, fn, "y2")
-    if a.shape[0] != b.shape[0]:
-        raise InputError(f"{fn}: `y1` and `y2` must have one label per unit; got lengths "
-                         f"{a.shape[0]} and {b.shape[0]}.", field="y2")
-    if a.dtype.kind == b.dtype.kind and a.dtype.kind in "iuf":
-        return np.column_stack([a, b])
-    return np.column_stack([a.astype(object), b.astype(object)])
-
-
-def _as_array(x: Any) -> np.ndarray:
-    """np.asarray, but a list mixing numbers and strings keeps its Python types (object)."""
-    if isinstance(x, (pd.Series, pd.Index)):
-        return x.to_numpy()
-    a = np.asarray(x)
-    if a.dtype.kind in "US" and not isinstance(x, np.ndarray):
-        a = np.empty(len(x), dtype=object) if a.ndim == 1 else np.asarray(x, dtype=object)
-        if a.ndim == 1:
-            a[:] = list(x)
-    return a
-
-
-def _as_1d(x: Any, fn: str, name: str) -> np.ndarray:
-    a = _as_array(x)
-    if a.ndim != 1:
-        raise InputError(f"{fn}: `{name}` must be a 1-D sequence of labels; got shape {a.shape}.", field=name)
-    if a.dtype.kind not in "iufbO":
-        a = a.astype(object)
-    return a
-
-
-def _prepare(ratings: Any, y2: Any, data: Any, item: str, rater: str, rating: str,
-             categories: Any, abstain: Any, fn: str, *, two: bool) -> _Ratings:
-    values, units, raters = _to_matrix(ratings, y2, data, item, rater, rating, fn)
-    if values.shape[0] == 0:
-        raise InputError(f"{fn}: no units to rate (empty input).", field="ratings")
-    if two and values.shape[1] != 2:
-        raise InputError(f"{fn} is a two-rater coefficient; got {values.shape[1]} raters.", field="ratings")
-    if values.shape[1] < 2:
-        raise InputError(f"{fn}: agreement needs at least two raters; got {values.shape[1]}.", field="ratings")
-    if isinstance(abstain, (str, bytes)):
-        abstain = (abstain,)
-    if categories is not None and (isinstance(categories, (str, bytes)) or not isinstance(categories, Iterable)):
-        raise TypeError(f"{fn}: `categories` must be a sequence of labels; got {categories!r}.")
-    return _encode(values, categories=None if categories is None else list(categories),
-                   abstain=abstain, fn=fn, units=units, raters=raters,
-                   where=rating if data is not None else "ratings")
 
 
 # =========================================================================== weights
@@ -437,15 +170,6 @@ def weight_matrix(categories: Sequence[Any], weights: Any = None) -> np.ndarray:
     if not np.allclose(np.diag(w), 1.0):
         raise ValueError("`weights` matrix must have ones on the diagonal (full agreement).")
     return w
-
-
-def _check_domain(rt: _Ratings, weighted: bool, fn: str) -> None:
-    if weighted and rt.declared and not rt.observed.all():
-        unseen = [c for c, o in zip(rt.categories, rt.observed, strict=False) if not o]
-        warnings.warn(
-            f"{fn}: observed labels are a strict subset of the declared categories "
-            f"(unseen: {unseen!r}); the weights and chance agreement use the declared domain.",
-            CategoryDomainWarning, stacklevel=user_stacklevel())
 
 
 # =========================================================================== result
@@ -752,6 +476,15 @@ class _Patterns:
     rated: np.ndarray | None = None  # mask of units with an answered rating (None: all)
 
 
+def _key_types(key: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Type index, distinct keys (sorted) and counts of an int64 key: a bincount when the range allows."""
+    got = _int_uniques(key, as_array=True)
+    if got is None:
+        ukeys, tidx, tcounts = np.unique(key, return_inverse=True, return_counts=True)
+        return tidx.reshape(-1), ukeys, tcounts
+    return got
+
+
 def _row_types(rows: np.ndarray, base: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Distinct rows of a small non-negative int matrix: (representative rows, type index, counts).
 
@@ -764,17 +497,38 @@ def _row_types(rows: np.ndarray, base: int) -> tuple[np.ndarray, np.ndarray, np.
         for j in range(q - 2, -1, -1):           # Horner: a column loop beats an axis-1 reduction
             key *= base
             key += rows[:, j]
-        got = _int_uniques(key)
-        if got is None:
-            _, tidx, tcounts = np.unique(key, return_inverse=True, return_counts=True)
-            tidx = tidx.reshape(-1)
-        else:
-            tidx, _, tcounts = got
+        tidx, _, tcounts = _key_types(key)
         rep = np.empty(tcounts.size, dtype=np.intp)
         rep[tidx] = np.arange(m)
         return rows[rep], tidx.astype(np.intp), tcounts
     uniq, tidx, tcounts = np.unique(rows, axis=0, return_inverse=True, return_counts=True)
     return uniq, tidx.reshape(-1).astype(np.intp), tcounts
+
+
+def _rater_patterns(codes: np.ndarray, q: int) -> _Patterns:
+    """Conger's unit types: each unit's row of rater codes as one base-(q+1) integer (0 missing).
+
+    The per-type category counts come from the decoded distinct rows, so nothing of size
+    (n, q) is built; the types are those (and in the order) of :func:`_row_types`.
+    """
+    n, R = codes.shape
+    base = q + 1
+    key = np.zeros(n, dtype=np.int64)
+    for g in range(R - 1, -1, -1):               # Horner, rater 0 least significant
+        key *= base
+        key += np.maximum(codes[:, g], -1) + 1
+    rated = key > 0
+    rated_mask = None if bool(rated.all()) else rated
+    if rated_mask is not None:
+        key = key[rated_mask]
+    tidx, ukeys, tcounts = _key_types(key)
+    pw = base ** np.arange(R, dtype=np.int64)
+    U = ((ukeys[:, None] // pw[None, :]) % base).astype(np.intp) - 1          # (T, R), -1 missing
+    T = U.shape[0]
+    tt, gg = np.nonzero(U >= 0)
+    C = np.bincount(tt * q + U[tt, gg], minlength=T * q).reshape(T, q).astype(float)
+    return _Patterns(C=C, r=C.sum(axis=1), type_index=np.asarray(tidx, dtype=np.intp),
+                     counts=np.asarray(tcounts, dtype=float), unit_codes=U, rated=rated_mask)
 
 
 def _patterns(rt: _Ratings, *, by_rater: bool = False, dedupe: bool = True) -> _Patterns:
@@ -790,6 +544,8 @@ def _patterns(rt: _Ratings, *, by_rater: bool = False, dedupe: bool = True) -> _
     q = len(rt.categories)
     n, R = codes.shape
     base = R + 1
+    if by_rater and q and (q + 1) ** R < 2 ** 62:
+        return _rater_patterns(codes, q)
     if not by_rater and q and base ** q <= 1_000_000:
         # The count vector as one base-(R+1) integer, summed straight from the codes:
         # key_i = sum_g base ** code_ig (missing / abstained cells add 0).
@@ -952,45 +708,102 @@ def _kripp_weights_batch(level: str, cats: tuple[Any, ...], nc: np.ndarray) -> n
     return out
 
 
-def _kripp_batch(pat: _Patterns, level: str, cats: tuple[Any, ...]) -> Callable[[np.ndarray], np.ndarray]:
+class _KrippSums(NamedTuple):
+    """Sums over units that alpha is a function of (each adds across units, so one resample or one
+    deleted unit is a matrix product or a subtraction): units, pairable values ``n..``, value
+    marginals ``n_c``, and the coincidence term (nominal: ``sum_c n_uc (n_uc - 1) / (m_u - 1)``;
+    else the coincidences ``sum_u n_uc n_uk / (m_u - 1)`` and ``sum_u m_u / (m_u - 1)``)."""
+
+    n: np.ndarray        # (B,)
+    tot: np.ndarray      # (B,)
+    nc: np.ndarray       # (B, q)
+    agree: np.ndarray    # (B,) nominal, (B, q * q) otherwise
+    r_frac: np.ndarray   # (B,) (zeros for nominal)
+
+
+class _KrippFeatures(NamedTuple):
+    """Per pairable unit type: the rows whose weighted sums are :class:`_KrippSums`."""
+
+    two: np.ndarray       # mask of pairable types among all types
+    all_two: bool
+    r2: np.ndarray        # (T2,)
+    C2: np.ndarray        # (T2, q)
+    agree: np.ndarray     # (T2,) or (T2, q * q)
+    r_frac: np.ndarray    # (T2,)
+
+    def sums(self, W: np.ndarray) -> _KrippSums:
+        W2 = W if self.all_two else W[:, self.two]
+        return _KrippSums(W2.sum(axis=1), W2 @ self.r2, W2 @ self.C2, W2 @ self.agree,
+                          W2 @ self.r_frac)
+
+    def deleted(self, full: _KrippSums) -> _KrippSums:
+        """The sums with one unit of each pairable type left out (the delete-one jackknife)."""
+        return _KrippSums(np.full(self.r2.shape, full.n[0] - 1.0), full.tot - self.r2, full.nc - self.C2, full.agree - self.agree,
+                          full.r_frac - self.r_frac)
+
+
+def _kripp_features(pat: _Patterns, level: str) -> _KrippFeatures:
     C, r = pat.C, pat.r
     two = r >= 2
     all_two = bool(two.all())
     C2, r2 = (C, r) if all_two else (C[two], r[two])
-    nominal_sq = (C2 * (C2 - 1.0)).sum(axis=1) / (r2 - 1.0)
     q = C.shape[1]
-    if level != "nominal":
-        outer2 = (C2[:, :, None] * C2[:, None, :]).reshape(C2.shape[0], q * q) / (r2 - 1.0)[:, None]
+    if level == "nominal":
+        agree = (C2 * (C2 - 1.0)).sum(axis=1) / (r2 - 1.0)
+        r_frac = np.zeros_like(r2)
+    else:
+        agree = (C2[:, :, None] * C2[:, None, :]).reshape(C2.shape[0], q * q) / (r2 - 1.0)[:, None]
         r_frac = r2 / (r2 - 1.0)
+    return _KrippFeatures(two, all_two, r2, C2, agree, r_frac)
+
+
+def _kripp_value(s: _KrippSums, level: str, cats: tuple[Any, ...]) -> np.ndarray:
+    """Alpha (B,) from its sums, in Gwet's (2014) agreement form (NaN where undefined)."""
+    q = s.nc.shape[1]
+    pi = _safe_ratio_2d(s.nc, s.tot)
+    eps = _safe_ratio(np.ones_like(s.tot), s.tot)
+    if level == "nominal":            # identity weights: no (B, q, q) intermediate
+        pa = _safe_ratio(s.agree, s.tot)
+        pe = (pi * pi).sum(axis=1)
+    else:
+        wts = _kripp_weights_batch(level, cats, s.nc)   # (B, q, q)
+        # observed: sum_kl w_kl coinc_kl - sum_u m_u / (m_u - 1), over n..
+        sq = np.einsum("bkl,bkl->b", wts, s.agree.reshape(-1, q, q)) - s.r_frac
+        pa = _safe_ratio(sq, s.tot)
+        pe = np.einsum("bk,bkl,bl->b", pi, wts, pi)
+    pa_full = (1.0 - eps) * pa + eps  # Gwet (2014): p_a = (1 - 1/n..) p_a' + 1/n..
+    out = _safe_ratio(pa_full - pe, 1.0 - pe)
+    out[s.n < 1] = np.nan
+    return out
+
+
+def _kripp_batch(pat: _Patterns, level: str, cats: tuple[Any, ...]) -> Callable[[np.ndarray], np.ndarray]:
+    feats = _kripp_features(pat, level)
 
     def stat(W: np.ndarray) -> np.ndarray:
-        W2 = W if all_two else W[:, two]
-        n = W2.sum(axis=1)
-        tot = W2 @ r2                      # sum of pairable values n..
-        nc = W2 @ C2                       # value marginals n_c
-        if level == "nominal":            # identity weights: no (B, T, q) intermediate
-            pa = _safe_ratio(W2 @ nominal_sq, tot)
-            pi = _safe_ratio_2d(nc, tot)
-            pe = (pi * pi).sum(axis=1)
-            eps = _safe_ratio(np.ones_like(tot), tot)
-            out = _safe_ratio((1.0 - eps) * pa + eps - pe, 1.0 - pe)
-            out[n < 1] = np.nan
-            return out
-        wts = _kripp_weights_batch(level, cats, nc)   # (B, q, q)
-        # observed: sum_i sum_kl w_kl C_ik C_il / (r_i - 1) - sum_i r_i / (r_i - 1), over units, / n..
-        # = sum_kl w_kl coinc_kl - const; coinc = sum_i W_i C_ik C_il / (r_i - 1) is one matmul
-        coinc = (W2 @ outer2).reshape(-1, q, q)
-        sq = np.einsum("bkl,bkl->b", wts, coinc) - W2 @ r_frac
-        pa = _safe_ratio(sq, tot)
-        # Krippendorff: D_e uses n..(n.. - 1); Gwet's form: pa' and pe on pi = n_c / n..
-        pi = _safe_ratio_2d(nc, tot)
-        pe = np.einsum("bk,bkl,bl->b", pi, wts, pi)
-        eps = _safe_ratio(np.ones_like(tot), tot)
-        pa_full = (1.0 - eps) * pa + eps  # Gwet (2014): p_a = (1 - 1/n..) p_a' + 1/n..
-        out = _safe_ratio(pa_full - pe, 1.0 - pe)
-        out[n < 1] = np.nan
-        return out
+        return _kripp_value(feats.sums(W), level, cats)
     return stat
+
+
+def _kripp_jackknife_se(pat: _Patterns, level: str, cats: tuple[Any, ...]) -> float:
+    """Delete-one-unit jackknife SE of alpha over the pairable units (Efron & Tibshirani 1993, ch. 11).
+
+    Units of one type give the same leave-one-out value, so the cost is one evaluation per
+    distinct pairable unit type, each from the full sums less that type's row: O(T q^2), not
+    O(n) evaluations.  Alpha is a smooth function of unit means, where the jackknife variance
+    is consistent.  NaN when fewer than two pairable units or a leave-one-out value is undefined.
+    """
+    feats = _kripp_features(pat, level)
+    cnt = pat.counts if feats.all_two else pat.counts[feats.two]
+    N = float(cnt.sum())
+    if N < 2:
+        return math.nan
+    loo = _kripp_value(feats.deleted(feats.sums(pat.counts[None, :])), level, cats)
+    if not np.all(np.isfinite(loo)):
+        return math.nan
+    mean = float(cnt @ loo) / N
+    dev = loo - mean
+    return math.sqrt((N - 1.0) / N * float(cnt @ (dev * dev)))
 
 
 def _kripp_se(pat: _Patterns, w: np.ndarray, pe: float) -> float:
@@ -1046,23 +859,34 @@ def _conger_parts(W: np.ndarray, pat: _Patterns, w: np.ndarray, q: int, R: int
     return pa, pe
 
 
-def _conger_se(codes: np.ndarray, C: np.ndarray, r: np.ndarray, w: np.ndarray, q: int,
-               coef: float, pe: float) -> float:
-    """Gwet's (2014) linearised SE of Conger's kappa (irrCAC ``conger.kappa.raw``), per unit."""
-    n, R = codes.shape
-    valid = codes >= 0
-    delta = np.zeros((n, R, q))
-    ii, gg = np.nonzero(valid)
-    delta[ii, gg, codes[ii, gg]] = 1.0
-    ng = valid.sum(axis=0).astype(float)
-    pgk = delta.sum(axis=0) / ng[:, None]               # (R, q)
+def _conger_se(pat: _Patterns, w: np.ndarray, q: int, coef: float, pe: float) -> float:
+    """Gwet's (2014) linearised SE of Conger's kappa (irrCAC ``conger.kappa.raw``), per unit pattern.
+
+    A unit's term depends only on its row of rater-specific codes, so it is computed once per
+    distinct row (``pat.unit_codes``, multiplicities ``pat.counts``).  The chance-agreement
+    term ``pe_i = sum_{g,k} lambda_igk (r pbar_k - p_gk) / (r (r - 1))`` with
+    ``lambda_igk = (n / n_g) sum_l w_kl (delta_igl - (eps_ig - n_g / n) p_gl)`` is, with
+    ``M = (r pbar - p) w``, ``sum_g (n / n_g) [eps_ig M_g,c_ig - (eps_ig - n_g / n) (p_g . M_g)]``:
+    a gather per (pattern, rater), no (n, r, q) tensor.
+    """
+    U, cnt, C, r = pat.unit_codes, pat.counts, pat.C, pat.r
+    n = float(cnt.sum())
+    T, R = U.shape
+    valid = U >= 0
+    ng = cnt @ valid                                      # (R,) units each rater rated
+    pgk = np.zeros((R, q))
+    tt, gg = np.nonzero(valid)
+    np.add.at(pgk, (gg, U[tt, gg]), cnt[tt])
+    pgk /= ng[:, None]
+    fac = R * pgk.mean(axis=0)[None, :] - pgk             # (R, q)
+    M = fac @ w                                           # M_gl = sum_k fac_gk w_kl
+    s_g = (pgk * M).sum(axis=1)                           # (R,)
+    hit = np.zeros((T, R))
+    hit[tt, gg] = M[gg, U[tt, gg]]
     eps = valid.astype(float)
-    A = delta - (eps - ng[None, :] / n)[:, :, None] * pgk[None, :, :]      # (n, R, q_l)
-    lam = np.einsum("nrl,kl->nrk", A, w) * (n / ng)[None, :, None]         # (n, R, q_k)
-    fac = R * pgk.mean(axis=0)[None, :] - pgk                             # (R, q_k)
-    pe_i = (lam * fac[None, :, :]).sum(axis=(1, 2)) / (R * (R - 1))
+    pe_i = ((hit - (eps - ng[None, :] / n) * s_g[None, :]) * (n / ng)[None, :]).sum(axis=1) / (R * (R - 1))
     two = r >= 2
-    n2 = two.sum()
+    n2 = float(cnt[two].sum())
     cw = C @ w.T
     sum_q = (C * (cw - 1.0)).sum(axis=1)
     pa_i = np.where(two, sum_q / np.where(two, r * (r - 1.0), 1.0), 0.0)
@@ -1070,25 +894,18 @@ def _conger_se(codes: np.ndarray, C: np.ndarray, r: np.ndarray, w: np.ndarray, q
     x = k_i - 2.0 * (1.0 - coef) * (pe_i - pe) / (1.0 - pe)
     if n < 2:
         return math.nan
-    var = float(((x - coef) ** 2).sum()) / (n * (n - 1.0))
+    var = float(cnt @ ((x - coef) ** 2)) / (n * (n - 1.0))
     return math.sqrt(max(var, 0.0))
 
 
 # =========================================================================== shared driver
 
 
-def _critical_value(confidence_level: float, distribution: str, df: int) -> float:
-    """The two-sided quantile of an analytic interval: normal, or Student's t on ``df``."""
-    if distribution == "t":
-        return float(scipy_stats.t.ppf(0.5 + confidence_level / 2.0, df))
-    return z_value(confidence_level)
-
-
 def _analytic_ci(stat: float, se: float | Abstention, confidence_level: float, distribution: str = "normal",
                  df: int = 0) -> ConfidenceInterval | Abstention:
     if isinstance(se, Abstention) or not math.isfinite(se):
         return Abstention(Cause.MISSING_EVIDENCE, "no standard error")
-    c = _critical_value(confidence_level, distribution, df)
+    c = critical_value(confidence_level, distribution, df)
     return ConfidenceInterval(max(-1.0, stat - c * se), min(1.0, stat + c * se))
 
 
@@ -1282,10 +1099,10 @@ def _int_pair_table(y1: Any, y2: Any, categories: Any, fn: str
     general path handles them).  The per-unit cell codes (needed only by a
     cluster or stratified bootstrap) are computed lazily.
     """
-    if isinstance(y1, pd.Series):
-        y1 = y1.to_numpy()
-    if isinstance(y2, pd.Series):
-        y2 = y2.to_numpy()
+    names = _Names(y1.index, y1.columns) if isinstance(y1, pd.DataFrame) else _Names()
+    if y2 is None and isinstance(y1, pd.DataFrame | np.ndarray) and y1.ndim == 2 and y1.shape[1] == 2:
+        y1, y2 = (y1.iloc[:, 0], y1.iloc[:, 1]) if isinstance(y1, pd.DataFrame) else (y1[:, 0], y1[:, 1])
+    y1, y2 = (y.to_numpy() if isinstance(y, pd.Series) and isinstance(y.dtype, np.dtype) else y for y in (y1, y2))
     if y2 is None or not isinstance(y1, np.ndarray) or not isinstance(y2, np.ndarray):
         return None
     if y1.ndim != 1 or y2.ndim != 1 or y1.dtype.kind not in "iu" or y2.dtype.kind not in "iu":
@@ -1323,10 +1140,10 @@ def _int_pair_table(y1: Any, y2: Any, categories: Any, fn: str
             k = index.get(v)
             if k is None:
                 bad = np.flatnonzero((y1 == v) | (y2 == v))[0]
-                rname = 0 if y1[bad] == v else 1
+                rname = names.rater(0 if y1[bad] == v else 1)
                 raise InputError(
                     f"{fn}: label {v!r} (rater {rname!r}) is not in the declared `categories` "
-                    f"{list(cats)!r} and not an `abstain` label.", record=int(bad), field="ratings")
+                    f"{list(cats)!r} and not an `abstain` label.", record=names.unit(int(bad)), field="ratings")
             pos_list.append(k)
         pos = np.asarray(pos_list, dtype=np.intp)
         declared = True
@@ -1375,7 +1192,8 @@ def _two_rater(kind: str, fn: str, y1: Any, y2: Any, *, weights: Any, categories
             cells = rt.codes[both, 0] * q + rt.codes[both, 1]
         table = np.bincount(cells, minlength=q * q).astype(float)  # type: ignore[arg-type]  # numpy stubs: codes[both, 0] is an array
     w = weight_matrix(rt.categories, weights)
-    _check_domain(rt, weights is not None and _weights_name(weights) != "identity", fn)
+    weighted = weights is not None and _weights_name(weights) != "identity"
+    _check_domain(rt, weighted, fn, ordered=f"weights={_weights_name(weights)!r}" if weighted else None)
     n = int(table.sum())
     stat = _pair_table_batch(kind, w, q)
     P = table.reshape(q, q) / max(n, 1)
@@ -1555,7 +1373,9 @@ def _multi(kind: str, fn: str, ratings: Any, y2: Any, *, weights: Any, categorie
     rt = _prepare(ratings, y2, data, item, rater, rating, categories, abstain, fn, two=False)
     q = len(rt.categories)
     w = weight_matrix(rt.categories, weights)
-    _check_domain(rt, _weights_name(weights) != "identity" or kind == "bp", fn)
+    weighted = _weights_name(weights) != "identity"
+    _check_domain(rt, weighted or kind == "bp", fn,
+                  ordered=f"weights={_weights_name(weights)!r}" if weighted else None)
     by_rater = kind == "conger"
     if by_rater:
         # a rater with no answered rating has undefined marginals and rates no pair: drop them
@@ -1600,10 +1420,7 @@ def _multi(kind: str, fn: str, ratings: Any, y2: Any, *, weights: Any, categorie
     per_cat = None
     if reason is None:
         if kind == "conger":
-            codes_r = rt.codes if rated is None else rt.codes[rated]
-            keep = (codes_r >= 0).any(axis=0)
-            uc = _unit_counts(codes_r, q)
-            se = _conger_se(codes_r[:, keep], uc, uc.sum(axis=1), w, q, coef, pe)
+            se = _conger_se(pat, w, q, coef, pe)
         else:
             se = _multi_se(kind, pat, w, q, coef, pa, pe, pi)
         if kind == "fleiss":
@@ -1619,13 +1436,6 @@ def _multi(kind: str, fn: str, ratings: Any, y2: Any, *, weights: Any, categorie
                    undefined_reason=reason, weights_name=_weights_name(weights), method=method,
                    confidence_level=confidence_level, boot=boot, per_category=per_cat,
                    distribution=distribution, n_se=int(pat.counts.sum()))
-
-
-def _unit_counts(codes: np.ndarray, q: int) -> np.ndarray:
-    n, R = codes.shape
-    valid = codes >= 0
-    rows = np.repeat(np.arange(n), R)[valid.reshape(-1)]
-    return np.bincount(rows * q + codes[valid], minlength=n * q).reshape(n, q).astype(float)
 
 
 def _fleiss_extras(pat: _Patterns, pi: np.ndarray, cats: tuple[Any, ...], wname: str
@@ -1955,7 +1765,7 @@ def _kripp_point(pat: Any, stat: Callable[[np.ndarray], np.ndarray], level: str,
 def krippendorff_alpha(
     ratings: Any = None, y2: Any = None, *, level: str, categories: Sequence[Any] | None = None,
     abstain: Any = ABSTAIN_WORDS, confidence_level: float = 0.95, method: str | None = None,
-    distribution: str = DISTRIBUTION,
+    distribution: str = DISTRIBUTION, ci: bool = True,
     n_resamples: int = 2000, rng: Any = None, unit: str = "item", clusters: Any = None,
     strata: Any = None, undefined: str = "drop", data: pd.DataFrame | None = None,
     item: str = "item_id", rater: str = "rater", rating: str = "rating",
@@ -1965,11 +1775,21 @@ def krippendorff_alpha(
     level : {"nominal", "ordinal", "interval", "ratio"}
         Required: no silent default (the ``krippendorff`` package defaults to
         interval).  ``interval`` and ``ratio`` need numeric categories;
-        ``ordinal`` uses the order of ``categories`` (sorted labels if undeclared).
-    method : None or {"analytic", "percentile", "basic", "bca"}
+        ``ordinal`` uses the order of ``categories``: numbers in their order, text
+        only with ``categories=`` declared (an alphabetical order is refused).
+    method : None or {"analytic", "jackknife", "percentile", "basic", "bca"}
         Default: ``"analytic"`` (Gwet's 2014 linearised SE) for nominal, interval
-        and ratio; ``"percentile"`` bootstrap for ordinal, whose metric depends on
-        the marginal frequencies and has no analytic SE here.
+        and ratio; ``"jackknife"`` for ordinal, whose metric depends on the marginal
+        frequencies and has no analytic SE here.  The jackknife interval is
+        ``alpha +- c * SE_jack`` (``c`` from ``distribution``, as for the analytic
+        interval) with the delete-one-unit SE over the pairable units,
+        one evaluation per distinct unit pattern (cost O(T q^2), T patterns).  A
+        bootstrap draws ``n_resamples`` multinomials over the T patterns: its cost is
+        O(n_resamples * T * q^2), and T grows with n when ratings are missing or
+        raters many.
+    ci : bool, default True
+        ``ci=False``: the statistic alone (no interval, no resampling; the analytic
+        SE is still reported for nominal, interval and ratio).
 
     Returns
     -------
@@ -1996,15 +1816,17 @@ def krippendorff_alpha(
     """
     if not isinstance(level, str) or level not in LEVELS:
         raise ValueError(f"`level` must be one of {', '.join(map(repr, LEVELS))}; got {level!r}.")
+    if not ci and method is not None:
+        raise TypeError(f"`ci=False` asks for no interval, and `method={method!r}` for one: pass one of them.")
     if method is None:
-        method = "percentile" if level == "ordinal" else "analytic"
+        method = "jackknife" if level == "ordinal" else "analytic"
     confidence_level = check_confidence_level(confidence_level)
-    method = check_choice("method", method, INTERVAL_METHODS)
+    method = check_choice("method", method, ALPHA_METHODS)
     distribution = check_choice("distribution", distribution, ANALYTIC_DISTRIBUTIONS)
     fn = "krippendorff_alpha"
     rt = _prepare(ratings, y2, data, item, rater, rating, categories, abstain, fn, two=False)
     _check_level_values(rt.categories, level, fn)
-    _check_domain(rt, level != "nominal", fn)
+    _check_domain(rt, level != "nominal", fn, ordered="level='ordinal'" if level == "ordinal" else None)
     pat = _patterns(rt, dedupe=method != "analytic")
     stat = _kripp_batch(pat, level, rt.categories)
     two = pat.r >= 2
@@ -2017,14 +1839,32 @@ def krippendorff_alpha(
     boot = _boot_factory(pat.type_index, pat.C.shape[0], stat, pat.rated, n_all_units=rt.codes.shape[0],
                          method=method, confidence_level=confidence_level, n_resamples=n_resamples, rng=rng,
                          unit=unit, clusters=clusters, strata=strata, undefined=undefined)
-    return _finish(fn=fn, rt=rt, coef=point.coef, pa=point.pa, pe=point.pe, se=point.se, se0=None,
-                   se0_reason="the literature defines no null-hypothesis SE for alpha",
-                   n_pairable_units=n_pair_units, n_pairable_ratings=n_pair_ratings,
-                   undefined_reason=point.reason, weights_name=level, method=method,
-                   confidence_level=confidence_level, boot=boot, distribution=distribution,
-                   n_se=n_pair_units,
-                   no_se_reason="no analytic SE for ordinal alpha (its metric depends on the "
-                                "marginals); use a bootstrap method")
+    se = point.se
+    if method == "jackknife" and point.reason is None and ci:
+        se = _kripp_jackknife_se(pat, level, rt.categories)
+    # the analytic-interval path of the shared driver serves the jackknife SE (its
+    # distribution and df too) and ci=False (a placeholder SE of 1, replaced below, so no
+    # interval is drawn and nothing is resampled)
+    res = _finish(fn=fn, rt=rt, coef=point.coef, pa=point.pa, pe=point.pe,
+                  se=se if ci else 1.0, se0=None,
+                  se0_reason="the literature defines no null-hypothesis SE for alpha",
+                  n_pairable_units=n_pair_units, n_pairable_ratings=n_pair_ratings,
+                  undefined_reason=point.reason, weights_name=level,
+                  method="analytic" if method == "jackknife" or not ci else method,
+                  confidence_level=confidence_level, boot=boot, distribution=distribution,
+                  n_se=n_pair_units,
+                  no_se_reason="no analytic SE for ordinal alpha (its metric depends on the "
+                               "marginals); use method='jackknife' or a bootstrap method")
+    if not res.defined:
+        return res
+    if not ci:
+        bare = "not asked for (ci=False); ordinal alpha has no analytic SE"
+        return dataclasses.replace(
+            res, method="none", distribution=None, df=None,
+            confidence_interval=Abstention(Cause.NOT_APPLICABLE, "not asked for (ci=False)"),
+            standard_error=_se_value(point.se, bare, "fewer than two pairable units: the standard error "
+                                     "is undefined", n_pair_units))
+    return dataclasses.replace(res, method="jackknife") if method == "jackknife" else res
 
 
 # =========================================================================== paired difference

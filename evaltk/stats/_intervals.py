@@ -60,6 +60,21 @@ def z_value(confidence_level: float) -> float:
     return float(special.ndtri(0.5 + cl / 2.0))
 
 
+def critical_value(confidence_level: float, distribution: str = "normal", df: float = math.inf) -> float:
+    """The two-sided quantile of a ``statistic +- c * SE`` interval: normal, or Student's t on ``df``.
+
+    Examples
+    --------
+    >>> round(critical_value(0.95), 4), round(critical_value(0.95, "t", 11), 4)
+    (1.96, 2.201)
+    """
+    if distribution == "t":
+        return float(stats.t.ppf(0.5 + check_confidence_level(confidence_level) / 2.0, df))
+    if distribution != "normal":
+        raise ValueError(f"`distribution` must be 'normal' or 't'; got {distribution!r}.")
+    return z_value(confidence_level)
+
+
 def _count(x: Any, name: str) -> int:
     if isinstance(x, (bool, np.bool_)):
         raise TypeError(f"`{name}` must be a whole number; got bool {x!r}.")

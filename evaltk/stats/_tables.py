@@ -59,7 +59,6 @@ from ..values import (
     Cause,
     MeanSummary,
     UndefinedWarning,
-    abstain_labels,
     check_value_cause,
 )
 from ._bootstrap import (
@@ -764,48 +763,52 @@ class UnitPatterns:
 
 def unit_patterns(ratings: Any, *, categories: Sequence[Any] | None = None,
                   abstain: Iterable[Any] = ABSTAIN_WORDS) -> UnitPatterns:
-    """The :class:`UnitPatterns` of a units x raters array (None/NaN missing).
+    """The :class:`UnitPatterns` of a units x raters array or DataFrame (None/NaN missing).
 
-    Labels in ``abstain`` (default :data:`evaltk.values.ABSTAIN_WORDS`; ``abstain=()`` for
-    none; a label declared in ``categories`` never abstains) are excluded like missing
-    ratings and counted in ``n_abstained``.
+    Labels are read by the agreement functions' adapter (one rule for every door: blank
+    text and ``"nan"`` are missing, ``inf`` is refused, a label outside ``categories``
+    raises :class:`~evaltk.errors.InputError` naming the unit and the rater).  Labels in
+    ``abstain`` (default :data:`evaltk.values.ABSTAIN_WORDS`; ``abstain=()`` for none; a
+    label declared in ``categories`` never abstains) are excluded like missing ratings and
+    counted in ``n_abstained``.  Undeclared categories are sorted by type, then value (so
+    pieces of mixed types merge alike).
     """
-    arr = np.asarray(pd.DataFrame(ratings).to_numpy(dtype=object), dtype=object)
-    if arr.ndim != 2:
-        raise ValueError(f"`ratings` must be units x raters (2-D); got shape {arr.shape}.")
-    ab = set(abstain_labels(abstain, categories))
-    missing = pd.isna(pd.DataFrame(arr)).to_numpy()
-    is_ab = np.zeros(arr.shape, bool)
-    if ab:  # test each distinct label once, not every cell
-        from ._agreement import _in_set
+    from ._ratings import _encode_uniques, _to_labels
 
-        ucodes, uniq = pd.factorize(arr.reshape(-1), use_na_sentinel=True)
-        hit = np.array([_in_set(x, ab) for x in uniq] + [False], bool)  # [-1]: missing
-        is_ab = hit[ucodes].reshape(arr.shape) & ~missing
-    use = ~missing & ~is_ab
-    labels = [_plain(x) for x in arr[use]]
-    if categories is None:
-        cats = tuple(sorted(set(labels), key=lambda x: (str(type(x)), x)))
-    else:
-        cats = tuple(categories)
-        known = set(cats)
-        bad = [x for x in labels if x not in known]
-        if bad:
-            raise ValueError(f"label {bad[0]!r} is not among `categories` {list(cats)} (or `abstain`).")
-    index = {c: i for i, c in enumerate(cats)}
-    q = len(cats)
-    codes = np.full(arr.shape, -1, np.int64)
-    codes[use] = [index[x] for x in labels]
-    n = arr.shape[0]
-    C = np.zeros((n, q), np.int64)
-    rr, cc = np.nonzero(codes >= 0)
-    np.add.at(C, (rr, codes[rr, cc]), 1)
+    fn = "unit_patterns"
+    lab = _to_labels(ratings if isinstance(ratings, pd.DataFrame | np.ndarray) else _as_rows(ratings),
+                     None, None, "", "", "", fn)
+    rt = _encode_uniques(lab.uniques, lab.shape, categories=None if categories is None else list(categories),
+                         abstain=(abstain,) if isinstance(abstain, str | bytes) else abstain, fn=fn,
+                         names=lab.names, where=lab.where)
+    codes, cats = rt.codes, rt.categories
+    if categories is None and cats:
+        order = sorted(range(len(cats)), key=lambda i: (str(type(_plain(cats[i]))), _plain(cats[i])))
+        rank = np.empty(len(cats) + 2, dtype=np.int64)
+        rank[np.asarray(order, dtype=np.intp)] = np.arange(len(cats))
+        rank[-2:] = (-2, -1)                      # abstained, missing stay what they are
+        codes = np.take(rank, codes)
+        cats = tuple(_plain(cats[i]) for i in order)
+    n, q = codes.shape[0], len(cats)
+    valid = codes >= 0
+    rows = np.broadcast_to(np.arange(n)[:, None], codes.shape)[valid]
+    C = np.bincount(rows * q + codes[valid], minlength=n * q).reshape(n, q)
     rated = C.sum(axis=1) > 0
     pats: dict[tuple[int, ...], int] = {}
     if rated.any():
-        rows, mult = np.unique(C[rated], axis=0, return_counts=True)
-        pats = {tuple(int(x) for x in r): int(m) for r, m in zip(rows, mult, strict=True)}
-    return UnitPatterns(cats, pats, int(is_ab.sum()), int((~rated).sum()))
+        uniq, mult = np.unique(C[rated], axis=0, return_counts=True)
+        pats = {tuple(int(x) for x in r): int(m) for r, m in zip(uniq, mult, strict=True)}
+    return UnitPatterns(cats, pats, rt.n_abstained, int((~rated).sum()))
+
+
+def _as_rows(ratings: Any) -> np.ndarray:
+    """Rows of labels (a list of lists) as a 2-D object array, each cell's Python type kept."""
+    rows = list(ratings)
+    width = max((len(r) for r in rows), default=0)
+    out = np.full((len(rows), width), None, dtype=object)
+    for i, r in enumerate(rows):
+        out[i, :len(r)] = list(r)
+    return out
 
 
 # =========================================================================== pass counts

@@ -311,7 +311,11 @@ def grade_files(lock: str | os.PathLike[str], results: str | os.PathLike[str], *
     results_doc = read_json(results)
     if design is None:
         design = _design_beside(Path(lock))
-    return grade_cohort(lock_doc, results_doc, design=read_json(design), lock_file=str(lock),
+    design_doc = read_json(design)
+    if not isinstance(design_doc, dict):  # `null` is not "no design": the file was given
+        raise SchemaViolation(f"a design record must be a JSON object; got {type(design_doc).__name__}",
+                              file=str(design))
+    return grade_cohort(lock_doc, results_doc, design=design_doc, lock_file=str(lock),
                         results_file=str(results), design_file=str(design))
 
 

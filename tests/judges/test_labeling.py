@@ -263,3 +263,45 @@ def test_stratified_accuracy_refuses_a_non_binary_outcome(bad):
     ok = lab.copy()
     ok.loc[7, "correct"] = 1  # 0/1 is a binary outcome
     assert stratified_accuracy(pool, ok).defined
+
+
+def test_each_batch_reports_the_width_it_expects_and_labelling_stops_at_the_target():
+    # issue #20: labeling reports the interval width it expects after the next batch, so
+    # labeling stops when the width is reached
+    p = _pool()
+    p["stratum"] = uncertainty_strata(p, n_strata=3)
+    first = propose_batch(p, batch_size=6, rng=0)
+    labeled = p.set_index("item").loc[first["item"], ["correct"]].reset_index()
+    release = _release()
+    b = propose_batch(p, labeled, gate=release, batch_size=40, rng=1)
+    w = b["expected_half_width"].to_numpy()
+    assert np.all(np.diff(w) <= 1e-12) and b.attrs["expected_half_width"] == pytest.approx(w[-1])
+    assert b.attrs["half_width_now"] > w[0] and b.attrs["stopped"] is None
+    # the planned width matches what stratified_accuracy reports once those labels are in
+    # (the plan assumes each new label at its stratum's rate, so allow a little)
+    got = pd.concat([labeled, p.set_index("item").loc[b["item"], ["correct"]].reset_index()])
+    assert stratified_accuracy(p, got).half_width == pytest.approx(w[-1], rel=0.35)
+    # with a target the batch ends at the first label that reaches it
+    target = float(w[15])
+    t = propose_batch(p, labeled, gate=release, batch_size=40, rng=1, target_half_width=target)
+    assert len(t) <= 16 and t["expected_half_width"].iloc[-1] <= target
+    assert (t["expected_half_width"].iloc[:-1] > target).all() and "reached" in t.attrs["stopped"]
+    # and nothing is proposed once the interval is within the target
+    done = propose_batch(p, got, gate=release, batch_size=40, rng=1, target_half_width=1.0)
+    assert done.empty and "labelling can stop" in done.attrs["stopped"]
+
+
+def test_a_level_estimate_plans_the_batch_with_its_own_variance():
+    from evaltk import expected_half_width, level_estimate
+
+    p = _pool()
+    p["stratum"] = 0
+    rng = np.random.default_rng(3)
+    judge = pd.Series(np.where(rng.random(len(p)) < 0.9, p["correct"], ~p["correct"]).astype(float),
+                      index=p["item"])
+    lab = p.sample(60, random_state=1)
+    level = level_estimate(judge, pd.Series(lab["correct"].astype(float).to_numpy(), index=lab["item"]))
+    b = propose_batch(p, lab[["item", "correct"]], gate=_release(), batch_size=10, rng=0, level=level)
+    assert b["expected_half_width"].tolist() == pytest.approx([expected_half_width(level, k) for k in range(1, 11)])
+    with pytest.raises(TypeError, match="LevelEstimate"):
+        propose_batch(p, lab[["item", "correct"]], gate=_release(), level=0.1)

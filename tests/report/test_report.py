@@ -653,3 +653,30 @@ def test_format_abstention_and_suite_tables():
     assert t.index.name == "task_id" and {"reported", "gating"} <= set(t.columns)
     tr = report.show_suite_trials(s.to_frame("trial"))
     assert tr.index.names == ["task_id", "trial"]
+
+
+def test_where_you_are_gives_a_level_only_where_it_holds_and_the_reason_elsewhere():
+    # issue #20: the weekly report shows "where you are" only where check_use allows a level
+    from tests.judges.test_level import _calibrate, _scored
+
+    m, truth = _scored()
+    held = [f"r{i}" for i in range(0, 400, 5)]
+    cal = _calibrate(m, held, tuning=[f"r{i}" for i in range(1, 400, 5)])
+    labels = pd.DataFrame({"trace_id": held, "measure": "x_task", "step": pd.array([pd.NA] * len(held), "Int64"),
+                           "rater": "h1", "answer": truth[held].to_numpy()})
+    t = report.level_table(cal, labels, measures=["x_task", "x_eff"])
+    row = t.set_index("measure").loc["x_task"]
+    assert row["ci_low"] <= (truth == "yes").mean() <= row["ci_high"] and row["n_labels"] == 80
+    assert pd.isna(row["reason"])
+    eff = t.set_index("measure").loc["x_eff"]
+    assert pd.isna(eff["level"]) and "provisional" in eff["reason"]
+    shown = report.show_levels(t)
+    assert shown.loc["x_task", "where you are"].startswith(f"{row['level']:.3f} [")
+    assert shown.loc["x_eff", "where you are"] == "—" and "provisional" in shown.loc["x_eff", "why not"]
+    # the demo: every dimension provisional, so no level anywhere, each with its reason
+    from evaltk import make_demo, score_traces
+
+    demo = make_demo(n_traces=300, rng=0)
+    sm = score_traces(demo.traces, demo.answers, demo.labels)
+    d = report.level_table(sm, demo.labels, measures=["x_task", "x_safe", "x_eff", "x_ctx"])
+    assert d["level"].isna().all() and d["reason"].str.len().gt(0).all()

@@ -354,7 +354,10 @@ def test_comparisons_refused_across_versions_populations_and_for_levels():
     with pytest.raises(TypeError, match="`confidence_level` must be a float in \\(0, 1\\); got True"):
         compare_measure(a, b, "x_task", confidence_level=True)
     cal = a.with_manifest(a.manifest.calibrate("x_task", _record()))
-    assert "calibrated" in check_use("absolute_level", cal, measure="x_task")
+    # calibrated is necessary, not sufficient: a level needs a pinned instrument and a
+    # prediction-powered estimate on held-out labels (evaltk.absolute_level; tests/judges/test_level.py)
+    with pytest.raises(UnsupportedUse, match="unpinned"):
+        check_use("absolute_level", cal, measure="x_task")
 
 
 def test_rankings_with_overlapping_intervals_are_refused():

@@ -148,13 +148,58 @@ def test_krippendorff_level_is_required_and_validated():
         krippendorff_alpha([["a", "b"], ["a", "a"]], level="interval")
 
 
-def test_krippendorff_ordinal_defaults_to_bootstrap():
-    res = krippendorff_alpha(KRIPP_C, level="ordinal", rng=1, n_resamples=300)
-    assert res.method == "percentile"
-    assert res.bootstrap is not None and res.bootstrap.n_resamples == 300
-    assert res.standard_error == pytest.approx(res.bootstrap.standard_error)
-    with pytest.raises(ValueError, match="analytic"):
+def test_krippendorff_ordinal_defaults_to_the_jackknife_and_bootstraps_on_request():
+    # Issue #17: the default ordinal interval ran a 2,000-resample bootstrap on every call.
+    res = krippendorff_alpha(KRIPP_C, level="ordinal")
+    assert res.method == "jackknife" and res.bootstrap is None
+    boot = krippendorff_alpha(KRIPP_C, level="ordinal", method="percentile", rng=1, n_resamples=300)
+    assert boot.method == "percentile"
+    assert boot.bootstrap is not None and boot.bootstrap.n_resamples == 300
+    assert boot.standard_error == pytest.approx(boot.bootstrap.standard_error)
+    assert boot.statistic == res.statistic
+    with pytest.raises(ValueError, match="jackknife"):
         krippendorff_alpha(KRIPP_C, level="ordinal", method="analytic")
+
+
+def _alpha_brute_jackknife(r: np.ndarray, level: str) -> float:
+    """Delete each pairable unit in turn and recompute alpha: the textbook jackknife SE."""
+    pairable = [i for i in range(r.shape[0]) if (~np.isnan(r[i])).sum() >= 2]
+    loo = np.array([krippendorff_alpha(np.delete(r, i, axis=0), level=level, ci=False).statistic
+                    for i in pairable])
+    n = len(pairable)
+    return float(np.sqrt((n - 1) / n * ((loo - loo.mean()) ** 2).sum()))
+
+
+@pytest.mark.parametrize("level", ["nominal", "ordinal", "interval", "ratio"])
+def test_krippendorff_jackknife_se_is_the_delete_one_unit_jackknife(level):
+    rng = np.random.default_rng(5)
+    truth = rng.integers(1, 6, 60)
+    r = np.where(rng.random((60, 4)) < 0.6, truth[:, None], rng.integers(1, 6, (60, 4))).astype(float)
+    r[rng.random(r.shape) < 0.2] = np.nan
+    res = krippendorff_alpha(r, level=level, method="jackknife")
+    assert res.method == "jackknife"
+    assert res.standard_error == pytest.approx(_alpha_brute_jackknife(r, level), rel=1e-10)
+    # the interval is the analytic one's construction around the jackknife SE
+    ref = krippendorff_alpha(r, level="nominal", method="analytic")
+    lo, hi = res.confidence_interval
+    assert (lo + hi) / 2 == pytest.approx(res.statistic, abs=1e-12)
+    assert (hi - lo) / res.standard_error == pytest.approx(
+        (ref.confidence_interval[1] - ref.confidence_interval[0]) / ref.standard_error, rel=1e-9)
+
+
+def test_krippendorff_statistic_alone():
+    """Issue #17: a way to ask for alpha without an interval (no resampling at all)."""
+    for level in ("nominal", "ordinal"):
+        full = krippendorff_alpha(KRIPP_C, level=level)
+        bare = krippendorff_alpha(KRIPP_C, level=level, ci=False)
+        assert bare.statistic == full.statistic and bare.bootstrap is None and bare.method == "none"
+        assert isinstance(bare.confidence_interval, Abstention)
+        assert bare.confidence_interval.cause.value == "not_applicable"
+        assert bare.to_frame().loc[0, "statistic"] == full.statistic
+    assert krippendorff_alpha(KRIPP_C, level="nominal", ci=False).standard_error == pytest.approx(
+        krippendorff_alpha(KRIPP_C, level="nominal").standard_error)
+    with pytest.raises(TypeError, match="ci=False"):
+        krippendorff_alpha(KRIPP_C, level="nominal", ci=False, method="bca")
 
 
 # --------------------------------------------------------------------------- Gwet (2014) raw data
@@ -723,7 +768,8 @@ def test_kappa_with_a_constant_rater_gives_no_falsely_precise_interval(method):
     assert isinstance(r.standard_error, Abstention)
     # weighted kappa is at the same boundary
     with pytest.warns(UndefinedWarning, match="single category"):
-        rw = cohen_kappa(["a"] * 6, ["a", "b", "c", "a", "b", "c"], weights="linear")
+        rw = cohen_kappa(["a"] * 6, ["a", "b", "c", "a", "b", "c"], weights="linear",
+                         categories=["a", "b", "c"])
     assert rw.statistic == 0.0 and isinstance(rw.confidence_interval, Abstention)
 
 

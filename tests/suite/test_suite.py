@@ -681,7 +681,7 @@ def test_unreadable_files(tmp_path):
         load_suite_run(latin)
     yml = tmp_path / "x.yaml"
     yml.write_text("suite: [unclosed\n")
-    with pytest.raises(UnreadableInput, match="not JSON or YAML"):
+    with pytest.raises(UnreadableInput, match="not valid YAML"):
         load_suite_run(yml)
     with pytest.raises(UnreadableInput):
         load_suite_run(tmp_path)

@@ -1,0 +1,584 @@
+"""The ratings adapter: every input form of the agreement functions as category codes, once.
+
+An agreement function accepts a units x raters array, a units x raters DataFrame,
+two label sequences (arrays, lists, Series of any dtype: numbers, text, pandas
+``str`` / Arrow-backed strings, categoricals), or a long table (``data=``, one row
+per rating, what the CLI reads).  Each form becomes the same thing here: a
+``(n_units, n_raters)`` matrix of codes into the distinct labels (:class:`_Uniques`),
+built column by column with the fastest encoder for the column's dtype (a bincount
+for integers, the categories of a categorical, :func:`pandas.factorize` for text),
+never through an object-dtype copy of the whole table.  :func:`_encode_uniques`
+then maps the distinct labels onto the category domain (declared or observed),
+which is the only per-label Python work.
+
+Rules applied to the distinct labels (so once per label, not per cell):
+
+- a missing label (``None``, NaN, ``pd.NA``, a blank text cell, the text ``"nan"`` a
+  NaN becomes in a NumPy string array) is no rating: :func:`evaltk.values.is_missing_label`,
+  the one rule;
+- an abstain label (``abstain=``) is excluded and counted;
+- an infinite number is refused (it is no rating at any level of measurement);
+- a label outside the declared ``categories`` is refused.
+
+Unit and rater names (a DataFrame's index and columns, the long table's item and rater
+labels) are looked up only when an error names them: no ``list(index)`` on the way in.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import warnings
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import numpy as np
+import pandas as pd
+
+from .. import _io
+from .._validation import check_columns
+from ..errors import InputError
+from ..values import EvaltkWarning, abstain_labels, is_missing_label
+from ._result import user_stacklevel
+
+
+class CategoryDomainWarning(EvaltkWarning):
+    """The observed labels are a strict subset of the declared category domain (weighted/ordinal)."""
+
+
+@dataclass(frozen=True)
+class _Ratings:
+    """Ratings encoded as category codes: -1 missing, -2 abstained, else index in ``categories``."""
+
+    codes: np.ndarray  # (n_units, n_raters) int
+    categories: tuple[Any, ...]
+    n_missing: int
+    n_abstained: int
+    observed: np.ndarray  # bool (q,), category observed among pairable ratings
+    declared: bool
+
+
+class _Names:
+    """Unit and rater names for error messages, looked up only when one is needed.
+
+    ``units`` / ``raters`` are anything indexable by position (a pandas ``Index``, the
+    uniques of a factorize) or None (then the position is the name).
+    """
+
+    __slots__ = ("raters", "units")
+
+    def __init__(self, units: Any = None, raters: Any = None) -> None:
+        self.units = units
+        self.raters = raters
+
+    def unit(self, i: int) -> Any:
+        return i if self.units is None else _plain(self.units[i])
+
+    def rater(self, g: int) -> Any:
+        return g if self.raters is None else _plain(self.raters[g])
+
+
+def _plain(x: Any) -> Any:
+    return x.item() if isinstance(x, np.generic) else x
+
+
+# =========================================================================== distinct labels
+
+
+def _sort_labels(labels: list[Any]) -> list[Any]:
+    try:
+        return sorted(labels)
+    except TypeError:
+        return labels
+
+
+def _int_uniques(x: np.ndarray, lo: int | None = None, hi: int | None = None, *, as_array: bool = False
+                 ) -> tuple[np.ndarray, Any, np.ndarray] | None:
+    """Codes, unique values and counts of an int array by bincount (None when the range is huge).
+
+    ``lo`` and ``hi`` may pass the known minimum and maximum; ``as_array=True`` gives the
+    unique values as an array (many ids) rather than a list (a few labels).
+    """
+    if x.size == 0:
+        return np.zeros(0, dtype=np.intp), np.zeros(0, np.int64) if as_array else [], np.zeros(0, dtype=np.intp)
+    if lo is None or hi is None:
+        lo, hi = int(x.min()), int(x.max())
+    if hi - lo > 1_000_000:
+        return None
+    shifted = x - lo if lo else x
+    cnt = np.bincount(shifted, minlength=hi - lo + 1)
+    present = cnt > 0
+    if bool(present.all()):             # every value in [lo, hi] occurs: the shift is the code
+        return shifted, np.arange(lo, hi + 1) if as_array else list(range(lo, hi + 1)), cnt
+    lookup = np.cumsum(present, dtype=np.intp) - 1
+    values = np.flatnonzero(present) + lo
+    return np.take(lookup, shifted), values if as_array else values.tolist(), cnt[present]
+
+
+class _Uniques(NamedTuple):
+    """A flat label array as codes into its distinct labels (-1 where missing)."""
+
+    codes: np.ndarray           # (n,) intp, -1 missing
+    labels: list[Any]           # distinct non-missing labels
+    counts: np.ndarray          # occurrences of each label
+    missing: np.ndarray | None  # bool (n,), None when nothing is missing
+
+
+def _uniques(flat: np.ndarray) -> _Uniques:
+    """Distinct labels of any dtype: bincount for ints and integer-valued floats, else unique / factorize."""
+    if flat.dtype.kind in "iub":
+        return _int_label_uniques(flat)
+    if flat.dtype.kind == "f":
+        return _float_label_uniques(flat)
+    if flat.dtype.kind == "U":
+        return _fixed_text_uniques(flat)
+    obj = flat.astype(object) if flat.dtype.kind != "O" else flat
+    return _factorized(obj)
+
+
+def _factorized(values: Any) -> _Uniques:
+    """:func:`pandas.factorize` of any 1-D array (object, pandas ``str``, Arrow, nullable) as :class:`_Uniques`."""
+    ucodes, u = pd.factorize(values, use_na_sentinel=True)
+    miss = ucodes < 0
+    has_missing = bool(miss.any())
+    counts = np.bincount(ucodes[~miss] if has_missing else ucodes, minlength=len(u))
+    labels = u.tolist() if hasattr(u, "tolist") else list(u)
+    return _Uniques(ucodes.astype(np.intp, copy=False), labels, counts, miss if has_missing else None)
+
+
+#: Odd 64-bit multipliers of the fixed-width text hash (a constant, so codes never depend on a seed).
+_TEXT_HASH = np.uint64(0x9E3779B97F4A7C15)
+
+
+def _fixed_text_uniques(flat: np.ndarray) -> _Uniques:
+    """A NumPy fixed-width text array by hashing its code points, not through a Python object per cell.
+
+    Each row's code points fold into one 64-bit key (Horner, wrapping), the keys are
+    factorized, and every cell is then compared with its label's first cell, so a hash
+    collision can never merge two labels (it falls back to the exact object path).  Labels
+    come in order of first appearance, as :func:`pandas.factorize` gives them.
+    """
+    n = flat.size
+    width = flat.dtype.itemsize // 4
+    if n == 0 or width == 0:
+        return _factorized(flat.astype(object))
+    units = np.ascontiguousarray(flat).view(np.uint32).reshape(n, width)
+    key = units[:, 0].astype(np.uint64)
+    with np.errstate(over="ignore"):
+        for j in range(1, width):
+            key *= _TEXT_HASH
+            key += units[:, j]
+    codes, ukeys = pd.factorize(key)
+    k = len(ukeys)
+    first = np.full(k, n, dtype=np.intp)
+    np.minimum.at(first, codes, np.arange(n, dtype=np.intp))
+    reps = flat[first]
+    if not np.array_equal(reps[codes], flat):  # a collision: the exact path
+        return _factorized(flat.astype(object))
+    return _Uniques(codes.astype(np.intp, copy=False), reps.tolist(), np.bincount(codes, minlength=k), None)
+
+
+def _int_label_uniques(flat: np.ndarray) -> _Uniques:
+    got = _int_uniques(flat.astype(np.int64) if flat.dtype.kind == "b" else flat)
+    if got is None:  # a huge range: sort instead of bincount
+        u, inv, c = np.unique(flat, return_inverse=True, return_counts=True)
+        got = inv.reshape(-1), u.tolist(), c
+    return _Uniques(*got, None)  # type: ignore[call-arg]  # got: codes, labels, counts
+
+
+def _float_label_uniques(flat: np.ndarray) -> _Uniques:
+    miss = np.isnan(flat)
+    has_missing = bool(miss.any())
+    got = _integral_float_uniques(flat, miss, has_missing) if flat.size and not bool(miss.all()) else None
+    if got is None:
+        vals = flat[~miss] if has_missing else flat
+        u, inv, c = np.unique(vals, return_inverse=True, return_counts=True)
+        codes = inv.reshape(-1)
+        if has_missing:
+            codes = np.full(flat.shape, -1, dtype=np.intp)
+            codes[~miss] = inv.reshape(-1)
+        got = codes, u.tolist(), c
+    return _Uniques(*got, miss if has_missing else None)  # type: ignore[call-arg]  # got: codes, labels, counts
+
+
+def _integral_float_uniques(flat: np.ndarray, miss: np.ndarray, has_missing: bool
+                            ) -> tuple[np.ndarray, list[Any], np.ndarray] | None:
+    """Integer-valued floats (the usual case) by bincount, NaN as a sentinel below the minimum."""
+    mn, mx = float(np.fmin.reduce(flat)), float(np.fmax.reduce(flat))
+    if not (abs(mn) < 2 ** 52 and abs(mx) < 2 ** 52 and mx - mn <= 1_000_000):
+        return None
+    filled = flat
+    if has_missing:
+        filled = flat.copy()
+        np.copyto(filled, mn - 1.0, where=miss)
+    iv = filled.astype(np.int64)
+    if not np.array_equal(iv, filled):
+        return None
+    got = _int_uniques(iv, int(mn) - 1 if has_missing else int(mn), int(mx))
+    if got is None or not has_missing:
+        return got
+    codes0, labels0, counts0 = got
+    return codes0 - 1, labels0[1:], counts0[1:]   # the sentinel is unique value 0: shift it to -1 (missing)
+
+
+def _column_uniques(col: Any) -> _Uniques:
+    """Distinct labels of one column (a Series, an array, a list) by the encoder its dtype allows."""
+    if isinstance(col, pd.Series | pd.Index):
+        dtype = col.dtype
+        if isinstance(dtype, pd.CategoricalDtype):
+            codes = np.asarray(col.cat.codes if isinstance(col, pd.Series) else col.codes).astype(np.intp)  # type: ignore[attr-defined]  # a categorical Index has codes
+            miss = codes < 0
+            has_missing = bool(miss.any())
+            counts = np.bincount(codes[~miss] if has_missing else codes, minlength=len(dtype.categories))
+            return _Uniques(codes, dtype.categories.tolist(), counts, miss if has_missing else None)
+        if isinstance(dtype, np.dtype) and dtype.kind in "iufb":
+            return _uniques(col.to_numpy())
+        return _factorized(col.array if isinstance(col, pd.Series) else col)
+    arr = _as_array(col)
+    if arr.dtype.kind in "iufbU":
+        return _uniques(arr)
+    return _factorized(arr.astype(object) if arr.dtype.kind != "O" else arr)
+
+
+def _merge_columns(cols: Sequence[_Uniques], n: int) -> _Uniques:
+    """Per-column uniques as one row-major ``(n * r)`` code array over the union of their labels.
+
+    Labels are merged by Python equality (as :func:`pandas.factorize` on the whole table
+    would merge them: ``1``, ``1.0`` and ``True`` are one label).
+    """
+    r = len(cols)
+    index: dict[Any, int] = {}
+    labels: list[Any] = []
+    codes = np.empty((n, r), dtype=np.intp)
+    has_missing = False
+    for g, u in enumerate(cols):
+        remap = np.empty(len(u.labels) + 1, dtype=np.intp)
+        remap[-1] = -1
+        for j, lab in enumerate(u.labels):
+            k = index.get(lab)
+            if k is None:
+                k = index[lab] = len(labels)
+                labels.append(lab)
+            remap[j] = k
+        if np.array_equal(remap[:-1], np.arange(len(u.labels))) and u.missing is None:
+            codes[:, g] = u.codes
+        else:
+            codes[:, g] = np.take(remap, u.codes)
+        has_missing = has_missing or u.missing is not None
+    counts = np.zeros(len(labels), dtype=np.int64)
+    for u in cols:
+        pos = np.fromiter((index[lab] for lab in u.labels), dtype=np.intp, count=len(u.labels))
+        np.add.at(counts, pos, u.counts)
+    flat = codes.reshape(-1)
+    return _Uniques(flat, labels, counts, (flat < 0) if has_missing else None)
+
+
+# =========================================================================== input forms
+
+
+def _as_array(x: Any) -> np.ndarray:
+    """np.asarray, but a list mixing numbers and strings keeps its Python types (object)."""
+    if isinstance(x, pd.Series | pd.Index):
+        return x.to_numpy()
+    a = np.asarray(x)
+    if a.dtype.kind in "US" and not isinstance(x, np.ndarray):
+        a = np.empty(len(x), dtype=object) if a.ndim == 1 else np.asarray(x, dtype=object)
+        if a.ndim == 1:
+            a[:] = list(x)
+    return a
+
+
+def _as_1d(x: Any, fn: str, name: str) -> np.ndarray:
+    a = _as_array(x)
+    if a.ndim != 1:
+        raise InputError(f"{fn}: `{name}` must be a 1-D sequence of labels; got shape {a.shape}.", field=name)
+    if a.dtype.kind not in "iufbO":
+        a = a.astype(object)
+    return a
+
+
+def _length(x: Any, fn: str, name: str) -> int:
+    if isinstance(x, pd.Series | pd.Index | np.ndarray):
+        if x.ndim != 1:
+            raise InputError(f"{fn}: `{name}` must be a 1-D sequence of labels; got shape {x.shape}.",
+                             field=name)
+        return int(x.shape[0])
+    return int(_as_1d(x, fn, name).shape[0])
+
+
+class _Labels(NamedTuple):
+    """An input as codes into its distinct labels, with its shape and the names for errors."""
+
+    uniques: _Uniques
+    shape: tuple[int, int]
+    names: _Names
+    where: str
+
+
+def _numeric_frame(frame: pd.DataFrame) -> bool:
+    return all(isinstance(t, np.dtype) and t.kind in "iufb" for t in frame.dtypes)
+
+
+def _to_labels(ratings: Any, y2: Any, data: Any, item: str, rater: str, rating: str, fn: str) -> _Labels:
+    """Whichever input form was given, as :class:`_Labels` (no object copy of the table)."""
+    if data is not None:
+        if ratings is not None or y2 is not None:
+            raise TypeError(f"{fn}: pass either ratings (array-like) or `data=` (long DataFrame), not both.")
+        return _long_labels(data, item, rater, rating, fn)
+    if ratings is None:
+        raise TypeError(f"{fn}: no ratings given (pass a units x raters array, two sequences, or `data=`).")
+    if y2 is not None:
+        n1, n2 = _length(ratings, fn, "y1"), _length(y2, fn, "y2")
+        if n1 != n2:
+            raise InputError(f"{fn}: `y1` and `y2` must have one label per unit; got lengths "
+                             f"{n1} and {n2}.", field="y2")
+        a, b = (x if isinstance(x, pd.Series | pd.Index | np.ndarray) else _as_1d(x, fn, "y")
+                for x in (ratings, y2))
+        if (isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.dtype.kind == b.dtype.kind
+                and a.dtype.kind in "iuf"):
+            return _wide(np.column_stack([a, b]), _Names(), fn)
+        return _Labels(_merge_columns([_column_uniques(a), _column_uniques(b)], n1), (n1, 2), _Names(), "ratings")
+    if isinstance(ratings, pd.DataFrame):
+        names = _Names(ratings.index, ratings.columns)
+        n, r = ratings.shape
+        if _numeric_frame(ratings):
+            return _Labels(_uniques(ratings.to_numpy().reshape(-1)), (n, r), names, "ratings")
+        cols = [_column_uniques(ratings.iloc[:, g]) for g in range(r)]
+        return _Labels(_merge_columns(cols, n), (n, r), names, "ratings")
+    arr = _as_array(ratings) if not isinstance(ratings, np.ndarray) else ratings
+    return _wide(arr, _Names(), fn)
+
+
+def _wide(arr: np.ndarray, names: _Names, fn: str) -> _Labels:
+    if arr.dtype.kind not in "iufbOU":
+        arr = arr.astype(object)
+    if arr.ndim != 2:
+        raise InputError(f"{fn}: ratings must be a units x raters array (2-D); got shape {arr.shape}. "
+                         "For two label sequences pass them as two arguments.", field="ratings")
+    n, r = arr.shape
+    return _Labels(_uniques(arr.reshape(-1)), (n, r), names, "ratings")
+
+
+def _key_codes(col: pd.Series) -> tuple[np.ndarray, Any]:
+    """Codes (-1 missing) and labels of an item or rater column."""
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        codes = np.asarray(col.cat.codes).astype(np.intp)
+        used = np.zeros(len(col.dtype.categories), dtype=bool)
+        used[codes[codes >= 0]] = True
+        if used.all():
+            return codes, col.dtype.categories
+        remap = np.full(used.size + 1, -1, dtype=np.intp)
+        remap[:-1][used] = np.arange(int(used.sum()))
+        return np.take(remap, codes), col.dtype.categories[used]
+    if isinstance(col.dtype, np.dtype) and col.dtype.kind in "iu":
+        got = _first_seen_ints(col.to_numpy())
+        if got is not None:
+            return got
+    codes, uniq = pd.factorize(col, sort=False)
+    return codes.astype(np.intp, copy=False), uniq
+
+
+def _first_seen_ints(x: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """Integer ids as codes in order of first appearance (as ``pd.factorize``), by bincount, not hashing."""
+    got = _int_uniques(x, as_array=True)
+    if got is None:
+        return None
+    codes, labels, _ = got
+    k = len(labels)
+    if x.size < 2 or bool((x[1:] >= x[:-1]).all()):   # sorted ids (the usual table): sorted is first-seen
+        return codes, labels
+    first = np.full(k, x.size, dtype=np.intp)
+    head = codes[:4096]                 # few distinct ids (raters) all show up early: look there first
+    np.minimum.at(first, head, np.arange(head.size, dtype=np.intp))
+    if int(first.max()) == x.size:
+        np.minimum.at(first, codes, np.arange(x.size, dtype=np.intp))
+    order = np.argsort(first, kind="stable")
+    rank = np.empty(k, dtype=np.intp)
+    rank[order] = np.arange(k, dtype=np.intp)
+    return np.take(rank, codes), labels[order]
+
+
+def _long_labels(data: Any, item: str, rater: str, rating: str, fn: str) -> _Labels:
+    """A long table (one row per rating) as units x raters codes, each unit and rater labelled once."""
+    if not isinstance(data, pd.DataFrame):
+        raise TypeError(f"{fn}: `data` must be a long pandas DataFrame; got {type(data).__name__}.")
+    check_columns(data, (item, rater, rating))
+    keys = []
+    for col in (item, rater):
+        codes, uniq = _key_codes(data[col])
+        if codes.size and int(codes.min()) < 0:
+            raise InputError(f"{fn}: missing {col!r} label.", record=data.index[int(np.argmax(codes < 0))],
+                             field=col)
+        keys.append((codes, uniq))
+    (ucodes, units), (rcodes, raters) = keys
+    n, r = len(units), len(raters)
+    cell = ucodes * r + rcodes if r > 1 else ucodes.copy()
+    filled = np.zeros(n * r, dtype=bool)
+    filled[cell] = True
+    if int(np.count_nonzero(filled)) != cell.size:
+        i = _first_repeat(cell)
+        raise InputError(
+            f"{fn}: rater {_plain(data[rater].iloc[i])!r} rated item {_plain(data[item].iloc[i])!r} "
+            "more than once.", record=data.index[i], field=rating)
+    u = _column_uniques(data[rating])
+    codes = np.full(n * r, -1, dtype=np.intp)
+    codes[cell] = u.codes
+    missing = codes < 0
+    return _Labels(_Uniques(codes, u.labels, u.counts, missing if bool(missing.any()) else None),
+                   (n, r), _Names(units, raters), rating)
+
+
+def _first_repeat(cell: np.ndarray) -> int:
+    """Row of the first rating whose (item, rater) cell an earlier row already holds."""
+    order = np.argsort(cell, kind="stable")
+    s = cell[order]
+    later = np.flatnonzero(s[1:] == s[:-1]) + 1
+    return int(order[later].min())
+
+
+# =========================================================================== encoding
+
+
+def _category_domain(answer_labels: list[Any], categories: Sequence[Any] | None, fn: str
+                     ) -> tuple[tuple[Any, ...], bool]:
+    """The categories (declared, or the sorted answered labels) and whether they were declared."""
+    if categories is None:
+        return tuple(_sort_labels(list(answer_labels))), False
+    cats = tuple(categories)
+    if len(set(map(_hashable, cats))) != len(cats):
+        raise ValueError(f"{fn}: `categories` has duplicates: {list(cats)!r}.")
+    return cats, True
+
+
+def _where(u: _Uniques, j: int, n_raters: int) -> tuple[int, int]:
+    """(unit, rater) positions of the first cell holding distinct label ``j``."""
+    return divmod(int(np.flatnonzero(u.codes == j)[0]), n_raters)
+
+
+def _label_map(u: _Uniques, kind: np.ndarray, cats: tuple[Any, ...], *, fn: str, n_raters: int,
+               names: _Names, where: str) -> np.ndarray:
+    """Category code of each distinct label (-2 abstained, -1 missing), and -1 last (missing maps there).
+
+    ``kind`` per label: 0 a rating, 1 abstained, 2 missing (blank text, ``"nan"``).
+    """
+    index = {_hashable(c): i for i, c in enumerate(cats)}
+    umap = np.empty(len(u.labels) + 1, dtype=np.intp)
+    umap[-1] = -1
+    for j, (lab, kd) in enumerate(zip(u.labels, kind, strict=True)):
+        k = -2 if kd == 1 else -1 if kd == 2 else index.get(_hashable(lab))
+        if k is None and u.counts[j] == 0:  # an unused category of a categorical column
+            k = -1
+        if k is None:
+            i, g = _where(u, j, n_raters)
+            raise InputError(
+                f"{fn}: label {lab!r} (rater {names.rater(g)!r}) is not in the declared `categories` "
+                f"{list(cats)!r} and not an `abstain` label.", record=names.unit(i), field=where)
+        umap[j] = k
+    return umap
+
+
+def _label_kinds(u: _Uniques, abstain_set: set[Any], *, fn: str, n_raters: int, names: _Names,
+                 where: str) -> np.ndarray:
+    """0 rating, 1 abstained, 2 missing for each distinct label; an infinite number is refused."""
+    kind = np.zeros(len(u.labels), dtype=np.int8)
+    for j, x in enumerate(u.labels):
+        if isinstance(x, numbers.Real) and not isinstance(x, numbers.Integral) and math.isinf(x):
+            i, g = _where(u, j, n_raters)
+            raise InputError(f"{fn}: rating {x!r} (rater {names.rater(g)!r}) is not a finite number; "
+                             "a missing rating is None or NaN.", record=names.unit(i), field=where)
+        if _in_set(x, abstain_set):
+            kind[j] = 1
+        elif isinstance(x, str) and is_missing_label(x):
+            kind[j] = 2
+    return kind
+
+
+def _encode_uniques(u: _Uniques, shape: tuple[int, int], *, categories: Sequence[Any] | None,
+                    abstain: Iterable[Any], fn: str, names: _Names | None = None,
+                    where: str = "ratings") -> _Ratings:
+    """Map distinct labels onto the category domain: the codes of :class:`_Ratings` (no per-cell Python)."""
+    n, r = shape
+    names = names or _Names()
+    abstain_set = set(abstain_labels(abstain, categories))  # a declared category never abstains
+    kind = _label_kinds(u, abstain_set, fn=fn, n_raters=r, names=names, where=where)
+    answered = [x for x, k, c in zip(u.labels, kind, u.counts, strict=True) if k == 0 and c > 0]
+    cats, declared = _category_domain(answered, categories, fn)
+    _io.check_categories(len(cats), field=where)  # a k x k table follows: bounded before it is built
+    umap = _label_map(u, kind, cats, fn=fn, n_raters=r, names=names, where=where)
+    u_map = umap[:-1]
+    if np.array_equal(u_map, np.arange(len(u.labels))):
+        codes = u.codes.reshape(n, r)          # labels are already the category codes
+    else:
+        codes = np.take(umap, u.codes).reshape(n, r)
+    observed = np.zeros(len(cats), dtype=bool)
+    observed[u_map[(u_map >= 0) & (u.counts > 0)]] = True
+    n_missing = (0 if u.missing is None else int(u.missing.sum())) + int(u.counts[kind == 2].sum())
+    return _Ratings(codes, cats, n_missing, int(u.counts[kind == 1].sum()), observed, declared)
+
+
+def _encode(values: np.ndarray, *, categories: Sequence[Any] | None, abstain: Iterable[Any],
+            fn: str, names: _Names | None = None, where: str = "ratings") -> _Ratings:
+    """Encode a (n, r) label array (any dtype) into category codes (vectorised, no per-cell Python)."""
+    if values.ndim != 2:
+        raise InputError(f"{fn}: ratings must be units x raters (2-D); got {values.ndim}-D.", field=where)
+    return _encode_uniques(_uniques(values.reshape(-1)), values.shape, categories=categories,
+                           abstain=abstain, fn=fn, names=names, where=where)
+
+
+def _hashable(x: Any) -> Any:
+    if isinstance(x, float) and x.is_integer():
+        return int(x)
+    if isinstance(x, np.generic):
+        return _hashable(x.item())
+    return x
+
+
+def _in_set(x: Any, s: set[Any]) -> bool:
+    try:
+        return x in s
+    except TypeError:
+        return False
+
+
+def _prepare(ratings: Any, y2: Any, data: Any, item: str, rater: str, rating: str,
+             categories: Any, abstain: Any, fn: str, *, two: bool) -> _Ratings:
+    """The ratings of any input form as category codes, with the shape checks every coefficient needs."""
+    lab = _to_labels(ratings, y2, data, item, rater, rating, fn)
+    n, r = lab.shape
+    if n == 0:
+        raise InputError(f"{fn}: no units to rate (empty input).", field="ratings")
+    if two and r != 2:
+        raise InputError(f"{fn} is a two-rater coefficient; got {r} raters.", field="ratings")
+    if r < 2:
+        raise InputError(f"{fn}: agreement needs at least two raters; got {r}.", field="ratings")
+    if isinstance(abstain, str | bytes):
+        abstain = (abstain,)
+    if categories is not None and (isinstance(categories, str | bytes) or not isinstance(categories, Iterable)):
+        raise TypeError(f"{fn}: `categories` must be a sequence of labels; got {categories!r}.")
+    return _encode_uniques(lab.uniques, lab.shape, categories=None if categories is None else list(categories),
+                           abstain=abstain, fn=fn, names=lab.names, where=lab.where)
+
+
+def _numeric_labels(categories: Sequence[Any]) -> bool:
+    return all(isinstance(c, numbers.Real) for c in categories)
+
+
+def _check_domain(rt: _Ratings, weighted: bool, fn: str, *, ordered: str | None = None) -> None:
+    """Refuse an order guessed from text; warn when declared categories go unseen.
+
+    ``ordered`` names what uses the order of the categories (``"weights='linear'"``,
+    ``"level='ordinal'"``): without declared ``categories`` the order of numbers is
+    their value, and text labels have none (an alphabetical order would be a guess).
+    """
+    if ordered is not None and not rt.declared and not _numeric_labels(rt.categories):
+        raise InputError(
+            f"{fn}: {ordered} uses the order of the categories, and the labels "
+            f"{list(rt.categories)!r} are not numbers, so they have no order evaltk could know; "
+            "declare it with `categories=[...]` (lowest first).", field="categories")
+    if weighted and rt.declared and not rt.observed.all():
+        unseen = [c for c, o in zip(rt.categories, rt.observed, strict=False) if not o]
+        warnings.warn(
+            f"{fn}: observed labels are a strict subset of the declared categories "
+            f"(unseen: {unseen!r}); the weights and chance agreement use the declared domain.",
+            CategoryDomainWarning, stacklevel=user_stacklevel())

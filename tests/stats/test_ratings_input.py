@@ -1,0 +1,188 @@
+"""The ratings adapter (issue #17): every input form gives the array path's numbers, errors name
+the unit and the rater, and the boundary labels of issue #16 are handled by one declared rule."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from evaltk.errors import InputError
+from evaltk.stats import (
+    cohen_kappa,
+    conger_kappa,
+    fleiss_kappa,
+    gwet_ac1,
+    gwet_ac2,
+    krippendorff_alpha,
+)
+
+LABELS = np.array(["low", "mid", "high"], dtype=object)
+
+
+def _int_ratings(n: int = 300, r: int = 3, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    truth = rng.integers(0, 3, n)
+    return np.where(rng.random((n, r)) < 0.7, truth[:, None], rng.integers(0, 3, (n, r)))
+
+
+def _same(a, b) -> None:
+    assert a.statistic == pytest.approx(b.statistic, abs=1e-13)
+    assert a.standard_error == pytest.approx(b.standard_error, abs=1e-13)
+    assert (a.n_units, a.n_missing, a.n_abstained) == (b.n_units, b.n_missing, b.n_abstained)
+
+
+def _forms(codes: np.ndarray) -> dict[str, object]:
+    """The wide input forms an analyst holds, all spelling the same ratings as text."""
+    text = LABELS[codes]
+    cols = [f"r{g}" for g in range(codes.shape[1])]
+    obj = pd.DataFrame(text, columns=cols)
+    return {
+        "object array": text,
+        "numpy str array": text.astype(str),
+        "object DataFrame": obj,
+        "pandas str DataFrame": obj.astype("str"),
+        "Arrow string DataFrame": obj.astype(pd.ArrowDtype(__import__("pyarrow").string())),
+        "categorical DataFrame": obj.astype(pd.CategoricalDtype(["high", "low", "mid", "unused"])),
+    }
+
+
+@pytest.mark.parametrize("form", list(_forms(np.zeros((1, 3), int))))
+@pytest.mark.parametrize("fn", [fleiss_kappa, gwet_ac1, conger_kappa])
+def test_every_wide_form_gives_the_numbers_of_the_object_array(form, fn):
+    codes = _int_ratings()
+    forms = _forms(codes)
+    _same(fn(forms[form]), fn(forms["object array"]))
+
+
+@pytest.mark.parametrize("form", ["object", "str", "arrow", "category", "numpy str"])
+def test_two_text_series_give_the_numbers_of_two_lists(form):
+    codes = _int_ratings(r=2)
+    a, b = (pd.Series(LABELS[codes[:, g]]) for g in range(2))
+    conv = {"object": lambda s: s, "str": lambda s: s.astype("str"),
+            "arrow": lambda s: s.astype(pd.ArrowDtype(__import__("pyarrow").string())),
+            "category": lambda s: s.astype("category"),
+            "numpy str": lambda s: s.to_numpy().astype(str)}[form]
+    _same(cohen_kappa(conv(a), conv(b)), cohen_kappa(a.tolist(), b.tolist()))
+
+
+def test_an_int_dataframe_and_a_long_table_give_the_numbers_of_the_array():
+    codes = _int_ratings(r=4).astype(float)
+    codes[::7, 1] = np.nan
+    wide = pd.DataFrame(codes, index=[f"u{i}" for i in range(codes.shape[0])], columns=list("abcd"))
+    long = wide.stack().rename("rating").rename_axis(["item_id", "rater"]).reset_index()
+    for fn in (fleiss_kappa, conger_kappa):
+        _same(fn(wide), fn(codes))
+        _same(fn(data=long), fn(codes))
+    _same(krippendorff_alpha(data=long, level="interval"), krippendorff_alpha(codes, level="interval"))
+
+
+def test_a_categorical_long_table_gives_the_numbers_of_the_text_one():
+    codes = _int_ratings(r=3)
+    long = pd.DataFrame({"item_id": np.repeat(np.arange(codes.shape[0]), 3).astype(str),
+                         "rater": np.tile(["x", "y", "z"], codes.shape[0]),
+                         "rating": LABELS[codes.reshape(-1)]})
+    cat = long.astype("category")
+    _same(fleiss_kappa(data=cat), fleiss_kappa(data=long))
+
+
+def test_errors_name_the_unit_and_the_rater_of_every_form():
+    wide = pd.DataFrame({"alice": ["yes", "no", "yes"], "bob": ["yes", "maybe", "no"]},
+                        index=["t1", "t2", "t3"])
+    with pytest.raises(InputError, match="'maybe' \\(rater 'bob'\\)") as e:
+        fleiss_kappa(wide, categories=["yes", "no"])
+    assert e.value.record == "t2"
+    long = wide.rename_axis("item_id").reset_index().melt("item_id", var_name="rater", value_name="rating")
+    with pytest.raises(InputError, match="'maybe' \\(rater 'bob'\\)") as e:
+        fleiss_kappa(data=long, categories=["yes", "no"])
+    assert e.value.record == "t2"
+    with pytest.raises(InputError, match="rater 'bob' rated item 't1' more than once") as e:
+        fleiss_kappa(data=pd.concat([long, long.iloc[[3]]], ignore_index=True))
+    assert e.value.record == 6
+    ints = pd.DataFrame({"alice": [0, 1, 1], "bob": [0, 2, 1]}, index=["t1", "t2", "t3"])
+    with pytest.raises(InputError, match="label 2 \\(rater 'bob'\\)") as e:
+        cohen_kappa(ints, categories=[0, 1])
+    assert e.value.record == "t2"
+    with pytest.raises(InputError, match="missing 'rater' label") as e:
+        fleiss_kappa(data=long.assign(rater=long["rater"].where(long.index != 4)))
+    assert e.value.record == 4
+
+
+# ----------------------------------------------------------------- issue #16, the ratings input
+
+
+@pytest.mark.parametrize("call", [
+    lambda r, **k: krippendorff_alpha(r, level="ordinal", **k),
+    lambda r, **k: cohen_kappa(r[:, 0], r[:, 1], weights="linear", **k),
+    lambda r, **k: fleiss_kappa(r, weights="quadratic", **k),
+    lambda r, **k: gwet_ac2(r, weights="ordinal", **(k or {"categories": None})),
+])
+def test_an_order_is_never_guessed_from_text(call):
+    """Issue #16: without declared categories, ordinal and weighted statistics sorted text labels
+    alphabetically (high < low < mid) and reported ordinal alpha 0.148 where the order gives 0.708."""
+    codes = _int_ratings(r=2)
+    text = LABELS[codes]
+    with pytest.raises(InputError, match="declare it with `categories="):
+        call(text)
+    declared = call(text, categories=list(LABELS))
+    assert declared.statistic == pytest.approx(call(codes).statistic, abs=1e-12)
+
+
+def test_ordinal_alpha_of_issue_16_takes_the_declared_order():
+    r = np.array([["low", "low"], ["mid", "mid"], ["high", "high"], ["low", "mid"], ["mid", "high"],
+                  ["high", "high"], ["low", "low"], ["mid", "low"]], dtype=object)
+    ranks = {"low": 0, "mid": 1, "high": 2}
+    as_ints = np.vectorize(ranks.get)(r)
+    got = krippendorff_alpha(r, level="ordinal", categories=["low", "mid", "high"])
+    assert got.statistic == pytest.approx(krippendorff_alpha(as_ints, level="ordinal").statistic, abs=1e-12)
+
+
+@pytest.mark.parametrize("blank", ["", " ", "\t", "nan", "NaN"])
+def test_blank_and_nan_text_is_no_rating(blank):
+    """Issue #16: a white-space label and the text 'nan' became categories silently."""
+    r = _int_ratings(n=60, r=3).astype(object)
+    with_none = r.copy()
+    with_none[::5, 1] = None
+    with_text = r.copy()
+    with_text[::5, 1] = blank
+    a, b = fleiss_kappa(with_text), fleiss_kappa(with_none)
+    _same(a, b)
+    assert a.n_missing == 12 and len(a.categories) == 3
+
+
+def test_a_numpy_string_array_with_nan_matches_the_missing_ratings():
+    """np.array(["a", np.nan]) holds the text 'nan': it is a missing rating, not a category
+    (on irrCAC's cac.raw.g1g2 layout Fleiss' kappa was 0.494 instead of Gwet's 0.657)."""
+    obj = np.array([["a", "a", None], ["b", "b", "b"], ["a", None, "a"], ["c", "c", "b"],
+                    ["b", None, None], ["a", "b", "a"], ["c", "c", "c"]], dtype=object)
+    as_str = np.where(pd.isna(obj), np.nan, obj).astype(str)
+    assert "nan" in as_str
+    _same(fleiss_kappa(as_str), fleiss_kappa(obj))
+    assert fleiss_kappa(as_str).categories == ("a", "b", "c")
+
+
+@pytest.mark.parametrize("level", ["nominal", "interval", "ratio"])
+def test_an_infinite_rating_is_refused_by_unit_and_rater(level):
+    """Issue #16: an inf rating made alpha abstain with 'all pairable values are equal'."""
+    r = pd.DataFrame({"ann": [1.0, 2.0, 3.0, 2.0], "ben": [1.0, 2.0, math.inf, 2.0]},
+                     index=["i1", "i2", "i3", "i4"])
+    with pytest.raises(InputError, match="rating inf \\(rater 'ben'\\) is not a finite number") as e:
+        krippendorff_alpha(r, level=level)
+    assert e.value.record == "i3"
+
+
+def test_unit_patterns_reads_labels_by_the_same_rules():
+    """The mergeable summary reads ratings through the same adapter: blank text is missing,
+    an unknown label names its unit and rater, and its Fleiss' kappa is the function's."""
+    from evaltk.stats import unit_patterns
+
+    frame = pd.DataFrame({"ann": ["a", "b", " ", "a"], "ben": ["a", "b", "b", "nan"], "cy": ["b", "b", "b", "a"]},
+                         index=["u1", "u2", "u3", "u4"])
+    up = unit_patterns(frame)
+    assert up.categories == ("a", "b") and up.n_units == 4
+    assert up.statistic("fleiss_kappa") == pytest.approx(fleiss_kappa(frame).statistic, abs=1e-12)
+    with pytest.raises(InputError, match="rater 'cy'") as e:
+        unit_patterns(frame, categories=["a"])
+    assert e.value.record == "u1"
