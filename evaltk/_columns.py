@@ -103,6 +103,7 @@ def _view(s: pd.Series, name: str, compute: Callable[[pd.Series], Any]) -> Any:
 
 
 def _codes_of(s: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    u: np.ndarray | pd.Index
     if isinstance(s.dtype, pd.CategoricalDtype):
         u = np.asarray(s.cat.categories, dtype=object)
         return _narrow(s.cat.codes.to_numpy(), len(u)), u

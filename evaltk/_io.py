@@ -184,7 +184,7 @@ def limits(**changes: int | bool) -> Iterator[Limits]:
     unknown = sorted(set(changes) - set(_NAMES))
     if unknown:
         raise ValueError(f"not a limit: {unknown[0]!r} (one of {', '.join(_NAMES)}).")
-    new = dataclasses.replace(current_limits(), **changes)
+    new = dataclasses.replace(current_limits(), **changes)  # type: ignore[arg-type]  # checked names above
     token = _CURRENT.set(new)
     try:
         yield new
@@ -1128,11 +1128,11 @@ class _SafeLoader(_DuplicateKeys, yaml.SafeLoader):
         self.nonfinite = []
 
 
-_SafeLoader.add_constructor("tag:yaml.org,2002:float", _DuplicateKeys.construct_yaml_float)
+_SafeLoader.add_constructor("tag:yaml.org,2002:float", _DuplicateKeys.construct_yaml_float)  # type: ignore[type-var]  # types-PyYAML: a mixin's constructor
 
 
 if hasattr(yaml, "CSafeLoader"):
-    class _FastLoader(_DuplicateKeys, yaml.CSafeLoader):  # type: ignore[name-defined]
+    class _FastLoader(_DuplicateKeys, yaml.CSafeLoader):
         """libyaml's parser with the same safe constructor: about ten times faster."""
 
         def __init__(self, stream: str) -> None:
@@ -1140,7 +1140,7 @@ if hasattr(yaml, "CSafeLoader"):
             self.duplicates = []
             self.nonfinite = []
 
-    _FastLoader.add_constructor("tag:yaml.org,2002:float", _DuplicateKeys.construct_yaml_float)
+    _FastLoader.add_constructor("tag:yaml.org,2002:float", _DuplicateKeys.construct_yaml_float)  # type: ignore[type-var]  # types-PyYAML: a mixin's constructor
 else:  # pragma: no cover - PyYAML built without libyaml
     _FastLoader = _SafeLoader  # type: ignore[misc, assignment]
 
@@ -1175,12 +1175,12 @@ def parse_yaml(text: str) -> tuple[Any, yaml.Node | None, list[tuple[int | None,
         finally:
             loader.dispose()
     try:
-        loader = _SafeLoader(text)
+        loader = _SafeLoader(text)  # type: ignore[assignment]  # either loader: the same interface
     except yaml.YAMLError as e:
         return None, None, [(None, f"not valid YAML: {e}")]
     problems: list[tuple[int | None, str]] = []
-    data: Any = None
-    node: yaml.Node | None = None
+    data = None
+    node = None
     try:
         node = loader.get_single_node()
         if node is not None:

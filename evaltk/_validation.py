@@ -20,9 +20,10 @@ import importlib
 import numbers
 import sys
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from types import FrameType
+from typing import Any, cast
 
 import numpy as np
 
@@ -120,7 +121,7 @@ class SeedRecord:
 
     seed: int | None
     reason: str | None
-    state: dict[str, Any] = field(repr=False, compare=False)
+    state: Mapping[str, Any] = field(repr=False, compare=False)
 
     def generator(self) -> np.random.Generator:
         """A new Generator at the recorded start state (``rng=record.generator()`` replays the call)."""
@@ -157,7 +158,7 @@ def seeded_rng(rng: Any) -> tuple[np.random.Generator, SeedRecord]:
     True
     """
     if rng is None:
-        entropy = int(np.random.SeedSequence().entropy)
+        entropy = int(cast(int, np.random.SeedSequence().entropy))  # drawn fresh: an int
         gen = np.random.default_rng(entropy)
         return gen, SeedRecord(entropy, None, gen.bit_generator.state)
     gen = check_rng(rng)
@@ -351,7 +352,7 @@ def user_stacklevel() -> int:
 
     Call it directly inside the ``warnings.warn(...)`` call.
     """
-    frame = sys._getframe(1)  # the function that is warning
+    frame: FrameType | None = sys._getframe(1)  # the function that is warning
     level = 1
     while frame is not None and str(frame.f_globals.get("__name__", "")).startswith("evaltk"):
         frame = frame.f_back

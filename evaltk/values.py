@@ -33,7 +33,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -348,7 +348,7 @@ class MeanSummary:
         if self.n_valued == 0:
             if self.n == 0:
                 return Abstention(Cause.MISSING_EVIDENCE, "no records")
-            return Abstention(headline_cause(self.excluded), f"all {self.n} records abstained "
+            return Abstention(Cause(headline_cause(self.excluded)), f"all {self.n} records abstained "
                               f"({', '.join(f'{c} {k}' for c, k in self.excluded.items() if k)})")
         return self.total / self.n_valued
 
@@ -711,7 +711,7 @@ def answer_categories(measure: str) -> tuple[str, ...]:
     """
     measure_level(measure)  # validates the name
     vals = ANSWER_VALUES[MEASURE_ALIASES.get(measure, measure)]
-    return tuple(sorted((w for w, v in vals.items() if v is not None), key=lambda w: vals[w]))
+    return tuple(sorted((w for w, v in vals.items() if v is not None), key=lambda w: cast(float, vals[w])))
 
 
 # --------------------------------------------------------------------------- column profiles

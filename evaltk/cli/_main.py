@@ -40,7 +40,7 @@ import tempfile
 import traceback
 import warnings
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from .. import _io
 from .._validation import extra_of
@@ -82,7 +82,7 @@ class CliError(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # argparse would exit 2, which the grader owns
+    def error(self, message: str) -> NoReturn:  # argparse would exit 2, which the grader owns
         self.print_usage(sys.stderr)
         raise CliError(f"usage: {message}", EXIT_USAGE)
 

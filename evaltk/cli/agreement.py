@@ -234,7 +234,7 @@ def _cmd_agreement(args: Any) -> int:
         out = {"result": row, "warnings": notes}
         if res.per_category is not None:
             pc = res.per_category.astype(object).where(res.per_category.notna(), None)
-            out["per_category"] = pc.to_dict(orient="records")
+            out["per_category"] = pc.to_dict(orient="records")  # type: ignore[assignment]  # pandas-stubs: str column labels
         print(json.dumps(out, indent=2, default=str))
         return 0
     st = res.statistic

@@ -163,7 +163,7 @@ def _cli_ceiling(args: Any) -> int:
     if not r.defined:
         from ._main import CliError
 
-        raise CliError(f"{args.csv}: no human ceiling: {r.statistic.reason}", 1)
+        raise CliError(f"{args.csv}: no human ceiling: {r.statistic.reason}", 1)  # type: ignore[union-attr]  # undefined: an Abstention
     frame = r.to_frame()
     if args.json:
         print(frame.to_json(orient="records", indent=2))

@@ -73,7 +73,7 @@ def _cli_score(args: argparse.Namespace) -> int:
                   file=sys.stdout)
         print("instruments (a comparison needs the same instrument on both sides):")
         for r in m.manifest.instruments().itertuples():
-            print(f"  {r.measure:<12} {r.instrument_status:<9} {r.instrument_digest[:23]}  {r.instrument}",
+            print(f"  {r.measure:<12} {r.instrument_status:<9} {r.instrument_digest[:23]}  {r.instrument}",  # type: ignore[index,str-bytes-safe]  # pandas-stubs: a row cell
                   file=sys.stdout)
         for r in summary["unscored"]:
             print(f"  not scored: {r['n_answers']} {r['tier']} {r['measure']} answers: {r['reason']}",

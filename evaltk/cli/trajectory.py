@@ -65,7 +65,7 @@ def _control_exit(result: ControlResult) -> int:
     from ._main import EXIT_DATAERR, EXIT_NEGATIVE, EXIT_NOINPUT
 
     if result.error is None:
-        return COHORT_EXIT[result.cohort_decision]
+        return COHORT_EXIT[result.cohort_decision]  # type: ignore[index]  # no error: the cohort decided
     if issubclass(result.error, TrajectoryBindingError):
         return BINDING_EXIT.get(result.error, EXIT_NEGATIVE)
     return EXIT_NOINPUT if issubclass(result.error, UnreadableInput) else EXIT_DATAERR

@@ -36,7 +36,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 import numpy as np
 import pandas as pd
@@ -154,7 +154,7 @@ TASK_WORDS: tuple[str, ...] = ANSWER_VOCABULARIES["x_task"]
 SAFE_WORDS: tuple[str, ...] = ANSWER_VOCABULARIES["x_safe"]
 EFF_WORDS: tuple[str, ...] = ANSWER_VOCABULARIES["x_eff"]
 EFF_CATEGORIES: tuple[str, ...] = tuple(w for w in EFF_WORDS if ANSWER_VALUES["x_eff"][w] is not None)
-EFF_VALUES: tuple[float, ...] = tuple(ANSWER_VALUES["x_eff"][w] for w in EFF_CATEGORIES)
+EFF_VALUES: tuple[float, ...] = tuple(cast(float, ANSWER_VALUES["x_eff"][w]) for w in EFF_CATEGORIES)
 _VOCABULARY = {m: ANSWER_VOCABULARIES[m] for m in ("x_task", "x_ctx", "x_eff", "x_safe")}
 
 
@@ -289,6 +289,11 @@ class _Template:
     path: tuple[_PathStep, ...]
     success: str
     failure: tuple[str, ...]
+
+    if TYPE_CHECKING:  # the dataclass's own __init__ at run time: it takes the plain tuples
+        def __init__(self, domain: str, name: str, prompt: str,
+                     path: tuple[tuple[str, str | None, str | None, str], ...], success: str,
+                     failure: tuple[str, ...]) -> None: ...
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "path", tuple(_PathStep(*s) for s in self.path))
@@ -1408,8 +1413,8 @@ def _text_columns(frame: pd.DataFrame) -> pd.DataFrame:
             continue
         if col.dtype == object and not col.isna().any():
             continue
-        out[c] = pd.Series(np.where(col.notna().to_numpy(), col.to_numpy(object), None),
-                           index=col.index, dtype=object)
+        out[c] = pd.Series(np.where(col.notna().to_numpy(), col.to_numpy(object), None),  # type: ignore[call-overload]  # numpy stubs: None as a value
+                           index=col.index, dtype=object)  # type: ignore[arg-type]  # pandas-stubs: dtype=object
     return out
 
 
@@ -1764,7 +1769,7 @@ def _to_bool(frame: pd.DataFrame, col: str, path: Path) -> pd.Series:
 
 def _objects(s: pd.Series) -> pd.Series:
     """Text column as object dtype with None where empty (the way make_demo builds it)."""
-    return pd.Series(np.where(s.notna().to_numpy(), s.to_numpy(object), None), index=s.index, dtype=object)
+    return pd.Series(np.where(s.notna().to_numpy(), s.to_numpy(object), None), index=s.index, dtype=object)  # type: ignore[call-overload,arg-type]  # numpy stubs: None as a value; pandas-stubs: dtype=object
 
 
 def _read_answer_table(path: Path, key: str) -> pd.DataFrame:

@@ -42,14 +42,6 @@ from ._series import _blocks, _empty_str, _from_codes, _s
 #: A guide-level measure name (``g_<name>``): answered in free text unless the vocabulary lists it.
 _G_MEASURE = re.compile(r"^g_[a-z0-9_]+$")
 
-#: Optional per-row judge-instrument columns of an answers table (issue #14): the model and
-#: its version, the rubric and its digest, the prompt template's digest, and ``decoding``
-#: (the canonical JSON text of the decoding settings, sorted keys, e.g.
-#: ``{"max_tokens":16,"temperature":0}``); digests are ``"sha256:<hex>"``.  A row without
-#: them is "unpinned".
-INSTRUMENT_COLUMNS: tuple[str, ...] = ("judge_model", "judge_model_version", "rubric_id", "rubric_digest",
-                                       "template_digest", "decoding")
-
 # --------------------------------------------------------------------------- answers
 
 _ANSWER_REQUIRED = ("trace_id", "measure", "rater", "answer")
@@ -179,7 +171,7 @@ def _str_col(col: pd.Series) -> tuple[pd.Series, np.ndarray, np.ndarray]:
     if isinstance(col.dtype, pd.StringDtype):
         s = col.astype(_STR)
         # absent: a null or the empty string (a required field that is null is malformed)
-        empty = pc.fill_null(pc.equal(s.array._pa_array, ""), True)
+        empty = pc.fill_null(pc.equal(s.array._pa_array, ""), True)  # type: ignore[attr-defined]  # the Arrow-backed array's pyarrow buffer
         empty = np.asarray(empty.to_numpy(zero_copy_only=False), dtype=bool)
         if empty.any():
             s = s.where(~empty)
@@ -189,7 +181,7 @@ def _str_col(col: pd.Series) -> tuple[pd.Series, np.ndarray, np.ndarray]:
     is_str = np.fromiter((isinstance(v, str) and not _bad_text(v) for v in vals), bool, n)
     miss = np.fromiter((_is_missing(v) or (isinstance(v, str) and v == "") for v in vals), bool, n)
     wrong = ~is_str & ~miss
-    clean = np.where(is_str & ~miss, vals, None)
+    clean = np.where(is_str & ~miss, vals, None)  # type: ignore[call-overload]  # numpy stubs: None as a value
     return _s(clean), miss, wrong
 
 
@@ -205,14 +197,14 @@ def _str_codes(col: pd.Series) -> tuple[pd.Series, np.ndarray, np.ndarray, np.nd
     """
     if isinstance(col.dtype, pd.StringDtype):
         s = col.astype(_STR).reset_index(drop=True)
-        codes, uniq = _arrow_codes(s.array._pa_array)
+        codes, uniq = _arrow_codes(s.array._pa_array)  # type: ignore[attr-defined]  # the Arrow-backed array's pyarrow buffer
         empty = np.flatnonzero(uniq == "")
         miss = (codes == empty[0]) | (codes < 0) if empty.size else codes < 0
         if empty.size:
             codes = np.where(miss, -1, codes)
         return s, codes, uniq, miss, np.zeros(len(col), bool)
     s, miss, wrong = _str_col(col)
-    codes, uniq = pd.factorize(s)
+    codes, uniq = pd.factorize(s)  # type: ignore[assignment]  # factorize's Index; np.asarray below
     return s, np.asarray(codes, np.int64), np.asarray(uniq, dtype=object), miss, wrong
 
 
@@ -331,7 +323,7 @@ class _Flags:
         self._reasons: list[list[str]] = []
         self._fields: list[list[Any]] = []
 
-    def flag(self, mask: np.ndarray, fld: str | None, msg: Callable[[int], str]) -> None:
+    def flag(self, mask: np.ndarray, fld: str | None, msg: Callable[..., str]) -> None:
         """Flag the rows of ``mask`` not flagged yet, with ``msg(row)`` and field ``fld``."""
         hit = np.flatnonzero(mask & ~self.done)
         if hit.size:
@@ -616,7 +608,7 @@ def _read_step(raw: pd.DataFrame, fl: _Flags) -> _Step:
             step_f, step_wrong = np.full(n, np.nan), np.zeros(n, bool)
         step_vals = _raw_values(raw, "step") if step_wrong.any() else None
         fl.flag(step_wrong, "step", lambda i: f"malformed: must be a non-negative integer or empty; got "
-                                              f"{_jtype(step_vals[i])} {_show(step_vals[i])}")
+                                              f"{_jtype(step_vals[i])} {_show(step_vals[i])}")  # type: ignore[index]  # only step_wrong rows: step_vals is set
         present = ~np.isnan(step_f)
         step = _Step(None, step_f, present, False)
         with np.errstate(invalid="ignore"):
@@ -674,7 +666,7 @@ def _step_column(raw: pd.DataFrame, step: _Step, ok: np.ndarray) -> pd.Series:
     their step does not matter."""
     if step.ints is None:
         valid = step.present & ok
-        return pd.Series(pd.arrays.IntegerArray(np.where(valid, step.floats, 0).astype(np.int64), ~valid))
+        return pd.Series(pd.arrays.IntegerArray(np.where(valid, step.floats, 0).astype(np.int64), ~valid))  # type: ignore[arg-type]  # no ints: the floats are set
     if step.as_given:  # an Int64 column: itself (shared, copy on write)
         return raw["step"]
     return pd.Series(pd.arrays.IntegerArray(step.ints, ~step.present))
@@ -691,7 +683,7 @@ def _measure_column(meas: _Measures, ok: np.ndarray) -> tuple[pd.Series, tuple[n
             and all(k is None or k == u for k, u in zip(meas.canonical, spelled.uniques, strict=True))):
         return spelled.values, (spelled.codes, spelled.uniques)
     codes = (np.where(ok, meas.ids[spelled.codes], -1), np.asarray(meas.names, dtype=object))
-    return _from_codes(*codes), codes
+    return _from_codes(*codes), codes  # type: ignore[arg-type]  # array codes and uniques
 
 
 def _answer_column(pairs: _Pairs, resolved: list[Any], ok: np.ndarray
@@ -704,7 +696,7 @@ def _answer_column(pairs: _Pairs, resolved: list[Any], ok: np.ndarray
         return answer.values, (answer.codes, answer.uniques)
     a_ids, a_names = _distinct_ids(resolved)
     codes = (np.where(ok, pairs.per_row(list(a_ids[:-1]), np.int64), -1), np.asarray(a_names, dtype=object))
-    return _from_codes(*codes), codes
+    return _from_codes(*codes), codes  # type: ignore[arg-type]  # array codes and uniques
 
 
 def _answer_checks(raw: pd.DataFrame) -> tuple[dict[str, Any], _Flags,
@@ -722,9 +714,9 @@ def _answer_checks(raw: pd.DataFrame) -> tuple[dict[str, Any], _Flags,
                                         if c != "decoding"}
     text.update({c: _coded_column(raw, c) for c in ("measure", "rater", "answer")})
     _check_text(raw, text, fl)
-    meas = _measures(text["measure"])
+    meas = _measures(text["measure"])  # type: ignore[arg-type]  # measure is coded
     _check_measure(meas, fl)
-    pairs = _Pairs(meas, text["answer"])
+    pairs = _Pairs(meas, text["answer"])  # type: ignore[arg-type]  # answer is coded
     resolved = _resolve_words(pairs)
     _check_answer_word(pairs, resolved, fl)
     step = _read_step(raw, fl)
@@ -746,7 +738,7 @@ def _answer_checks(raw: pd.DataFrame) -> tuple[dict[str, Any], _Flags,
         "latency_ms": nums["latency_ms"],
         **{c: decoding if c == "decoding" else text[c].values for c in _OPTIONAL_TEXT},
     }
-    return out, fl, {"measure": codes_m, "rater": (rater.codes, rater.uniques), "answer": codes_a}
+    return out, fl, {"measure": codes_m, "rater": (rater.codes, rater.uniques), "answer": codes_a}  # type: ignore[union-attr]  # rater is coded
 
 
 def read_answers(source: Any, *, strict: bool = False, kind: str = "answer") -> AnswerRecords:

@@ -57,7 +57,7 @@ class KeywordDomainRule:
         kw = DEFAULT_DOMAIN_KEYWORDS if keywords is None else keywords
         if not isinstance(default, str) or not default:
             raise TypeError(f"`default` must be a non-empty str; got {default!r}.")
-        self.keywords = {str(d): tuple(str(k) for k in ks) for d, ks in kw.items()}
+        self.keywords: dict[str, Sequence[str]] = {str(d): tuple(str(k) for k in ks) for d, ks in kw.items()}
         self.default = default
         alts = []
         self._names: dict[str, str] = {}

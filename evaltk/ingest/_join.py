@@ -123,7 +123,7 @@ def _combine_keys(parts: Sequence[np.ndarray], *, own_first: bool = False) -> tu
         if lo:
             key -= lo
         space *= size
-    return key, space
+    return key, space  # type: ignore[return-value]  # the loop set key
 
 
 def _distinct_questions(ok: np.ndarray, has_step: np.ndarray, step_pos: np.ndarray,
@@ -209,7 +209,7 @@ def _join(recs: AnswerRecords, trace_ledger: pd.DataFrame, runs: pd.DataFrame,
         tl = trace_ledger[trace_ledger["trace_id"].notna()]
         why = tl.drop_duplicates("trace_id", keep="last").set_index("trace_id")["reason"]
         where = np.flatnonzero(no_run)
-        r = why.reindex(t["trace_id"].iloc[where]).to_numpy(dtype=object, na_value=None)
+        r = why.reindex(t["trace_id"].iloc[where]).to_numpy(dtype=object, na_value=None)  # type: ignore[call-overload]  # pandas-stubs: na_value=None is accepted
         # one message per distinct ledger reason (a dropped run has many answers), -1: never seen
         rcodes, reasons = pd.factorize(pd.Series(r, dtype=object), use_na_sentinel=True)
         msgs = np.array([f"run not kept: {x.split(':', 1)[0]}" for x in reasons] + [f"{kind} without run"],
@@ -221,7 +221,7 @@ def _join(recs: AnswerRecords, trace_ledger: pd.DataFrame, runs: pd.DataFrame,
     step_pos = _step_rows(steps, run_pos, step, sel, len(runs))
     miss = np.flatnonzero(sel & (step_pos < 0))
     if miss.size:
-        fl.add(miss, [f"step not in run: the run has no step with index {shown(j)}" for j in miss],
+        fl.add(miss, [f"step not in run: the run has no step with index {shown(j)}" for j in miss],  # type: ignore[arg-type]  # a numpy int
                ["step"] * miss.size)
     # duplicated answers: the same rater answering the same question twice
     ok = ~fl.done
@@ -253,7 +253,7 @@ def _join(recs: AnswerRecords, trace_ledger: pd.DataFrame, runs: pd.DataFrame,
                         d_reasons.append(f"duplicate {kind}: identical to record {int(recno[mi[0]])}")
                         d_fields.append("rater")
                 else:
-                    where = ", ".join(str(int(recno[m])) for m in mi)
+                    where = ", ".join(str(int(recno[m])) for m in mi)  # type: ignore[assignment]  # the name reused for the text
                     for m in mi:
                         d_rows.append(rows[m])
                         d_reasons.append(f"duplicate {kind}: conflicting answers from one rater to "
@@ -264,13 +264,13 @@ def _join(recs: AnswerRecords, trace_ledger: pd.DataFrame, runs: pd.DataFrame,
     drop = fl.done
     any_drop = bool(drop.any())
     if any_drop:
-        rows, reasons, fields = fl.rows()
+        rows, reasons, fields = fl.rows()  # type: ignore[assignment]  # the name reused for the ledger's reasons
         lrow = t["ledger_row"].to_numpy()[rows]
         hit = np.zeros(len(ledger), bool)
         hit[lrow] = True
         hit_s = pd.Series(hit, index=ledger.index)
         ledger = ledger.assign(status=ledger["status"].mask(hit_s, "dropped"),
-                               reason=ledger["reason"].mask(hit_s, _sparse_str(len(ledger), lrow, reasons)),
+                               reason=ledger["reason"].mask(hit_s, _sparse_str(len(ledger), lrow, reasons)),  # type: ignore[arg-type]  # as above
                                field=ledger["field"].mask(hit_s, _sparse_str(len(ledger), lrow, fields)))
     keep = ~drop
     base = (t[keep] if any_drop else t).reset_index(drop=True)
@@ -279,8 +279,8 @@ def _join(recs: AnswerRecords, trace_ledger: pd.DataFrame, runs: pd.DataFrame,
     no_step = step_pos < 0
     np.maximum(step_pos, 0, out=step_pos)
     cols = {c: base[c] for c in base.columns if c not in ("ledger_row", "record")}
-    cols["run_pos"] = run_pos
-    cols["step_pos"] = pd.arrays.IntegerArray(step_pos, no_step)
+    cols["run_pos"] = run_pos  # type: ignore[assignment]  # a DataFrame takes arrays
+    cols["step_pos"] = pd.arrays.IntegerArray(step_pos, no_step)  # type: ignore[assignment]  # a DataFrame takes arrays
     out = pd.DataFrame(cols, copy=False)  # run_pos and step_pos are built here
     # scoring reads these integer views of the final columns instead of hashing again
     for c in ("measure", "rater", "answer"):

@@ -65,7 +65,7 @@ def _run_domains(domain: Any, task_s: pd.Series, rule: Callable[[str], Any]
     from_field = has_field & (silent[codes] if len(uniq) else np.zeros(0, bool))
     if from_field.any():
         vals = vals.copy()
-        vals[from_field] = field_s.to_numpy(dtype=object, na_value=None)[from_field]
+        vals[from_field] = field_s.to_numpy(dtype=object, na_value=None)[from_field]  # type: ignore[call-overload]  # pandas-stubs: na_value=None is accepted
     return _s(vals), from_field, field_s
 
 
@@ -160,7 +160,7 @@ def _build_tables(*, tid: pa.Array, task: pa.Array, domain: pa.Array, agent: pa.
 
 
 def _records_from_frame(df: pd.DataFrame) -> list[dict[str, Any]]:
-    return df.to_dict("records")
+    return df.to_dict("records")  # type: ignore[return-value]  # pandas-stubs: str column labels
 
 
 class _NotJson(ValueError):
@@ -442,7 +442,7 @@ def _merge(pieces: Sequence[_Piece]) -> _Piece:
 def _python_piece(records: Sequence[Any], numbers: np.ndarray, name: str,
                   rule: Callable[[str], Any], strict: bool) -> _Piece:
     cols, code, tids, reasons, fields = _validate_python(records, strict=strict, name=name,
-                                                         numbers=numbers)
+                                                         numbers=numbers)  # type: ignore[arg-type]  # an int array serves
     runs, steps, dis = _build_tables(
         tid=cols["trace_id"], task=cols["task"], domain=cols["domain"], agent=cols["agent"],
         guide=cols["guide"], declared=cols["declared"], n_steps=cols["n_steps"], s_index=cols["s_index"],
@@ -644,7 +644,7 @@ def _kept_step_counts(sc: Sequence[tuple[str, np.ndarray, np.ndarray]], code: np
 
 
 def _arrow_piece(name: str, table: pa.Table, numbers: np.ndarray, rule: Callable[[str], Any],
-                 strict: bool, get_record: Callable[[int], Any]) -> _Piece | None:
+                 strict: bool, get_record: Callable[..., Any]) -> _Piece | None:
     """Column-wise validation of an Arrow table; None when it is not the expected shape
     (or the column checks and the validator disagree): then the validator reads it."""
     try:
@@ -662,7 +662,7 @@ def _arrow_piece(name: str, table: pa.Table, numbers: np.ndarray, rule: Callable
     n = table.num_rows
     kept = np.flatnonzero(code == 0)
     tid_all = cols["tid"]
-    tid_py = _str_series(tid_all).to_numpy(dtype=object, na_value=None)
+    tid_py = _str_series(tid_all).to_numpy(dtype=object, na_value=None)  # type: ignore[call-overload]  # pandas-stubs: na_value=None is accepted
     for k in np.flatnonzero(code == 2):
         tid_py[k] = tids[k]
     lens = np.diff(cols["offsets"])

@@ -23,7 +23,7 @@ _INT64_MAX = 2**63 - 1
 try:  # pandas' default ``str`` dtype (Arrow-backed, NaN where missing)
     _STR = pd.StringDtype("pyarrow", na_value=np.nan)
 except TypeError:  # pragma: no cover - pandas < 2.3 spells it differently
-    _STR = pd.StringDtype("pyarrow_numpy")
+    _STR = pd.StringDtype("pyarrow_numpy")  # type: ignore[call-overload]  # the old spelling
 
 # --------------------------------------------------------------------------- results
 

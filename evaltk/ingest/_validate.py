@@ -30,7 +30,7 @@ from ._series import _increasing_within
 class _StepColumns(NamedTuple):
     """The validated steps of one run, column by column."""
 
-    index: list[int]
+    index: list[int]  # type: ignore[assignment]  # the field shadows tuple.index (unused here)
     action: list[str]
     target: list[str | None]
     screen: list[str | None]
@@ -211,6 +211,7 @@ class _TraceCols:
     def add(self, k: int, res: _CheckedTrace) -> None:
         """Append the validated complete run of record ``k``."""
         st = res.steps
+        assert st is not None  # a complete run has its steps
         r = len(self.tid)
         self.rec.append(k)
         self.tid.append(res.trace_id)

@@ -36,7 +36,7 @@ import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -600,7 +600,7 @@ def calibration_numbers(
     counts = {"n_judge_abstained": len(units_all) - n_missing - len(keep), "n_judge_missing": n_missing}
     gen, record = seeded_rng(rng)
     seed = recorded_seed(record)
-    boot = {"method": method, "n_resamples": n_resamples, "cl": r.confidence_level, "rng": gen}
+    boot: dict[str, Any] = {"method": method, "n_resamples": n_resamples, "cl": r.confidence_level, "rng": gen}
     if not keep:
         ceiling = _ceiling(r, r.frame, method=method, n_resamples=n_resamples, gen=gen, seed=seed)
         nobody = _undefined("no pairable item has a judge label", what="judge-human agreement")
@@ -700,9 +700,9 @@ def _record(numbers: CalibrationNumbers | None, *, label_set: str | None, evalua
     c, j, b = numbers.ceiling, numbers.judge, numbers.baseline
     cci = c.confidence_interval if _finite_interval(c.confidence_interval) else (math.nan, math.nan)
     return CalibrationRecord(
-        label_set=label_set or "", statistic="percent_agreement", estimate=j.statistic,
-        interval=j.confidence_interval, confidence_level=c.confidence_level, held_out=held_out,
-        human_ceiling=(c.statistic, cci[0], cci[1]), baseline=b.statistic, threshold=threshold,
+        label_set=label_set or "", statistic="percent_agreement", estimate=j.statistic,  # type: ignore[arg-type]  # an undefined number keeps its Abstention
+        interval=j.confidence_interval, confidence_level=c.confidence_level, held_out=held_out,  # type: ignore[arg-type]  # as above
+        human_ceiling=(c.statistic, cci[0], cci[1]), baseline=b.statistic, threshold=threshold,  # type: ignore[arg-type,index]  # as above
         n_items=len(ev), evaluation_items=ev, tuning_items=tu)
 
 
@@ -753,6 +753,7 @@ def promotion_check(
             and not isinstance(numbers.baseline.statistic, Abstention) and _finite_interval(
                 numbers.ceiling.confidence_interval):
         j, b, c = numbers.judge, numbers.baseline, numbers.ceiling
+        assert isinstance(j.confidence_interval, tuple) and isinstance(c.confidence_interval, tuple)  # finite
         if j.confidence_interval[0] <= b.statistic:
             notes.append(f"the judge's interval reaches down to the majority baseline ({b.statistic:.4g}): "
                          "it is not shown to beat always answering the majority label")
@@ -1220,7 +1221,7 @@ def kappa_sample_size(
 
 
 def _check_plan(target_half_width: Any, assurance: Any, n_simulations: Any) -> None:
-    if not (isinstance(target_half_width, numbers.Real) and 0 < target_half_width < 2):
+    if not (isinstance(target_half_width, numbers.Real) and 0 < target_half_width < 2):  # type: ignore[operator]  # Real orders
         raise ValueError(f"`target_half_width` must be in (0, 2); got {target_half_width!r}.")
     if not 0.0 < assurance < 1.0:
         raise ValueError(f"`assurance` must be in (0, 1); got {assurance!r}.")
@@ -1231,7 +1232,7 @@ def _check_plan(target_half_width: Any, assurance: Any, n_simulations: Any) -> N
 def _plan_grid(n_grid: Sequence[int] | None) -> list[int]:
     """The sample sizes to simulate: ``n_grid``, else 20 to 5000 on a roughly geometric grid."""
     if n_grid is None:
-        n_grid = np.unique(np.round(np.geomspace(20, 5000, 60)).astype(int))
+        n_grid = np.unique(np.round(np.geomspace(20, 5000, 60)).astype(int)).tolist()
     grid = sorted({int(x) for x in n_grid})
     if not grid or grid[0] < 2:
         raise ValueError("`n_grid` must hold sample sizes of at least 2.")
@@ -1239,7 +1240,7 @@ def _plan_grid(n_grid: Sequence[int] | None) -> list[int]:
 
 
 def _simulated_half_widths(gen: np.random.Generator, n: int, probs: np.ndarray, n_simulations: int, z: float,
-                           assurance: float, target: float) -> dict[str, float]:
+                           assurance: float, target: float) -> dict[str, Any]:
     """One grid point: ``n_simulations`` samples of ``n`` items, the half-width ``z SE`` of each
     (an undefined kappa counts as an infinite half-width)."""
     tabs = gen.multinomial(n, probs, size=n_simulations).reshape(-1, 2, 2)
@@ -1276,7 +1277,8 @@ def agentrewardbench_ceiling(
                           categories=spec["categories"], abstain=spec["abstain"],
                           confidence_level=confidence_level, method=method, n_resamples=n_resamples, rng=gen)
         if not r.defined:
-            raise ValueError(f"{path}: question {q!r} has no double-annotated trajectory ({r.statistic.reason}).")
+            raise ValueError(f"{path}: question {q!r} has no double-annotated trajectory "
+                             f"({cast(Abstention, r.statistic).reason}).")
         f = r.to_frame()
         f.insert(0, "question", q)
         frames.append(f)

@@ -267,6 +267,7 @@ def propose_batch(pool: pd.DataFrame, labeled: pd.DataFrame | None = None, *,
     size = pool.groupby(stratum).size().to_dict()
     n = {h: 0 for h in W}
     s = {h: 0.0 for h in W}
+    h: Any
     if labeled is not None and not labeled.empty:
         lab = labeled.merge(pool[[item, stratum]], on=item, how="left", suffixes=("_given", ""))
         lab = lab[lab[correct].notna()]  # an undecided label is not a draw of p_h
@@ -318,14 +319,14 @@ def propose_batch(pool: pd.DataFrame, labeled: pd.DataFrame | None = None, *,
         rows.append(cand.iloc[gen.choice(len(cand), size=k, replace=False)])
     out = pd.concat(rows)
     order = {h: i for i, (h, _) in enumerate(picks)}
-    gains = {}
+    gains: dict[Any, float] = {}
     for h, g in picks:
         gains.setdefault(h, g)
     out = out.assign(expected_variance_reduction=out[stratum].map(gains))
     out = out.sort_values(stratum, key=lambda c: c.map(order), kind="stable")
     n.update(n0)  # replay the plan in the order the rows are returned: the width after each row
     s.update(s0)
-    after = []
+    after: list[Any] = []
     for h in out[stratum]:
         n[h] += 1
         s[h] += (s[h] + 0.5) / n[h]
@@ -425,7 +426,7 @@ def expansion_gate(first: Sequence[Any], second: Sequence[Any], *, threshold: fl
     res = fns[statistic](x, y, abstain=ab, confidence_level=confidence_level)
     ci = res.confidence_interval
     est = res.statistic
-    extra = {"n_one_sided": n_one_sided, "one_sided": one_sided}
+    extra: dict[str, Any] = {"n_one_sided": n_one_sided, "one_sided": one_sided}
     dropped = len(first) - res.n_units_pairable
     sided = (f"; {n_one_sided} one-sided abstention(s) counted as disagreement" if one_sided == "disagree"
              and n_one_sided else f"; {n_one_sided} one-sided abstention(s) left out" if n_one_sided else "")

@@ -127,7 +127,7 @@ def fold_panel(answers: pd.DataFrame, *, rule: str | FoldRule = "majority",
     votes = wsum.T if fr.name == "weighted" else counts.T.astype(np.int64)
     folded = fold_votes(votes, [None if a else 0.0 for a in abst], fr, raw=counts.T.astype(np.int64))
     top = folded.top if k else np.zeros(n_items, np.intp)
-    cause = np.where(folded.status == 0, None, "abstained").astype(object)
+    cause = np.where(folded.status == 0, None, "abstained").astype(object)  # type: ignore[call-overload]  # numpy stubs: None as a value
     reason = np.array([_FOLD_REASONS[fr.name == "unanimity"][int(x)] for x in folded.status], object)
     if fr.name == "unanimity":  # a skip is never an assumed agreement: unanimity needs every member
         partial = (folded.status == 0) & (n_answered < n_panel)
@@ -184,7 +184,7 @@ def _checked_answers(answers: pd.DataFrame, ks: list[str], keys: Sequence[str], 
     if unknown:
         raise ValueError(f"raters {sorted(unknown)} answered but are not in `panel`.")
     if fr.name == "weighted":
-        missing = set(members) - set(fr.weights)
+        missing = set(members) - set(fr.weights or {})
         if missing:
             raise ValueError(f"`weights` has no weight for raters {sorted(missing)}.")
     return df, members

@@ -146,7 +146,7 @@ def _review_unpinned(dims: pd.DataFrame, a: ScoreMatrix, b: ScoreMatrix) -> pd.D
     for i, w in enumerate(why):
         if w and dims.at[i, "decision"] != "review":
             dims.at[i, "reason"] = (f"instrument unpinned ({'; '.join(w)}): the test said "
-                                    f"{dims.at[i, 'decision']} ({dims.at[i, 'reason']}), but one instrument on "
+                                    f"{dims.at[i, 'decision']} ({dims.at[i, 'reason']}), but one instrument on "  # type: ignore[str-bytes-safe]  # words, never bytes
                                     "both sides is not established")
             dims.at[i, "decision"] = "review"
     return dims

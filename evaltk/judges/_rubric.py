@@ -318,7 +318,7 @@ def _compile(prompt: Mapping[str, str], unit: str, name: str) -> tuple[Any, Any]
 
     env = _sandbox()
     allowed = set(UNIT_CONTEXT[unit])
-    out = []
+    out: list[Any] = []
     for key in ("system", "user"):
         src = prompt[key]
         if key == "system" and not src:

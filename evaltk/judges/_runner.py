@@ -263,7 +263,7 @@ def _units(tr: TraceRecords, rubric: Rubric) -> tuple[list[_Unit], list[dict[str
         tid = str(run.trace_id)
         ss = by_run[r]
         guide = run.guide if isinstance(run.guide, Mapping) else None
-        base = {"task": str(run.task), "domain": _cell(run.domain), "n_steps": int(run.n_steps)}
+        base = {"task": str(run.task), "domain": _cell(run.domain), "n_steps": int(run.n_steps)}  # type: ignore[arg-type]  # pandas-stubs: a row cell
         if rubric.unit == "screen":
             last = ss[-1]["screen"] if ss else None
             if last is None or not str(last).strip():
@@ -417,6 +417,7 @@ def run_judge(traces: Any, rubric: Rubric | str | Path | Mapping[str, Any], clie
     """
     rub = rubric if isinstance(rubric, Rubric) else load_rubric(rubric)
     jc = judge if isinstance(judge, JudgeConfig) else judge_config(judge)
+    v: Any
     for k, v, lo in (("concurrency", concurrency, 1), ("retries", retries, 0)):
         if isinstance(v, bool) or not isinstance(v, int) or v < lo:
             raise ValueError(f"`{k}` must be an integer >= {lo}; got {v!r}.")

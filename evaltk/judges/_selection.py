@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -33,7 +33,7 @@ from .._validation import (
     recorded_seed,
     seeded_rng,
 )
-from ..stats import BootstrapConfig, bootstrap_sums, wilson_interval
+from ..stats import BootstrapConfig, ConfidenceInterval, bootstrap_sums, wilson_interval
 from ..values import ABSTAIN_WORDS, Abstention, abstain_labels
 
 #: The default coverage floor of eligibility in :func:`select_judges`: a judge must answer at
@@ -87,7 +87,8 @@ def anchor_correctness(answers: pd.DataFrame, labels: pd.DataFrame, *, measure: 
     m = a[[*ks, rater, answer]].merge(anchor[[*ks, "verdict"]], on=ks, how="inner")
     m = m.rename(columns={rater: "judge", answer: "judge_answer", "verdict": "human_answer"})
     abst = m["judge_answer"].isin(ab) | m["judge_answer"].isna()
-    correct = pd.array(np.where(abst, pd.NA, m["judge_answer"] == m["human_answer"]), dtype="boolean")
+    correct: Any = pd.array(np.where(abst, pd.NA, m["judge_answer"] == m["human_answer"]),  # type: ignore[call-overload]  # numpy stubs: pd.NA as a value
+                       dtype="boolean")
     m["correct"] = correct
     m["abstained"] = abst.to_numpy()
     if "step" in ks:
@@ -172,8 +173,8 @@ def pareto_frontier(points: pd.DataFrame, *, maximize: Sequence[str] = ("accurac
         raise ValueError(f"objective values missing for {points.loc[bad, name].tolist()}; supply a cost table.")
     X = np.column_stack([points[c].to_numpy(float) for c in maximize] +
                         [-points[c].to_numpy(float) for c in minimize])
-    ge = (X[:, None, :] >= X[None, :, :]).all(-1)
-    gt = (X[:, None, :] > X[None, :, :]).any(-1)
+    ge: np.ndarray = (X[:, None, :] >= X[None, :, :]).all(-1)  # type: ignore[assignment]  # numpy stubs: all(axis) of 3-d is an array
+    gt: np.ndarray = (X[:, None, :] > X[None, :, :]).any(-1)  # type: ignore[assignment]  # as above
     dom = ge & gt  # dom[i, j]: i dominates j
     for c, margin in guards.items():
         g = points[c].to_numpy(float)
@@ -332,7 +333,7 @@ def _accuracy_table(df: pd.DataFrame, anchor: Mapping[str, Any], cl: float) -> p
     t["coverage"] = t["n_answered"] / t["n_items"]
     acc = [_wilson_accuracy(int(k), int(n), cl) for k, n in zip(t["n_correct"], t["n_answered"], strict=True)]
     t["accuracy"], t["ci_low"], t["ci_high"] = np.array(acc, dtype=float).reshape(-1, 3).T
-    t["accuracy_cause"] = np.where(t["n_answered"] == 0, "abstained", None)
+    t["accuracy_cause"] = np.where(t["n_answered"] == 0, "abstained", None)  # type: ignore[call-overload]  # numpy stubs: None as a value
     return t.reset_index()
 
 
@@ -340,7 +341,7 @@ def _wilson_accuracy(n_ok: int, n: int, cl: float) -> tuple[float, float, float]
     """Accuracy and its Wilson interval; NaN for a judge with no answered item."""
     if n == 0:
         return np.nan, np.nan, np.nan
-    lo, hi = wilson_interval(n_ok, n, confidence_level=cl).confidence_interval
+    lo, hi = cast(ConfidenceInterval, wilson_interval(n_ok, n, confidence_level=cl).confidence_interval)  # n > 0
     return n_ok / n, lo, hi
 
 
@@ -377,15 +378,17 @@ def _with_frontier(t: pd.DataFrame, minimize: list[str], orderings: pd.DataFrame
     t = t.merge(fr, on="judge", how="left")
     common = orderings[orderings["comparable"]]
     # who may be compared with whom, and who is not less accurate than whom on common items
-    comparable = {j: set() for j in t["judge"]}
+    comparable: dict[str, set[str]] = {str(j): set() for j in t["judge"]}
     not_worse: set[tuple[str, str]] = set()
-    for r in common.itertuples():
-        comparable[r.a].add(r.b)
-        comparable[r.b].add(r.a)
-        if r.accuracy_a >= r.accuracy_b:
-            not_worse.add((r.a, r.b))
-        if r.accuracy_b >= r.accuracy_a:
-            not_worse.add((r.b, r.a))
+    for a, b, acc_a, acc_b in zip(common["a"].astype(str), common["b"].astype(str),
+                                  common["accuracy_a"].astype(float), common["accuracy_b"].astype(float),
+                                  strict=True):
+        comparable[a].add(b)
+        comparable[b].add(a)
+        if acc_a >= acc_b:
+            not_worse.add((a, b))
+        if acc_b >= acc_a:
+            not_worse.add((b, a))
     t["comparable_with"] = [sorted(comparable[j]) for j in t["judge"]]
     t["dominated_by"] = [[d for d in x if (d, j) in not_worse] if isinstance(x, list) else []
                          for j, x in zip(t["judge"], t["dominated_by"], strict=True)]
@@ -512,10 +515,10 @@ def published_precision_recall(table: pd.DataFrame, n_positive: int, *, judge: s
         lo, hi = [], []
         for a, b in zip(num, den, strict=True):
             if not np.isfinite(b) or b <= 0:
-                lo.append(np.nan), hi.append(np.nan)
+                lo.append(np.nan), hi.append(np.nan)  # type: ignore[func-returns-value]  # two appends
                 continue
-            w = wilson_interval(int(a), int(b), confidence_level=cl).confidence_interval
-            lo.append(w[0]), hi.append(w[1])
+            w = cast(ConfidenceInterval, wilson_interval(int(a), int(b), confidence_level=cl).confidence_interval)
+            lo.append(w[0]), hi.append(w[1])  # type: ignore[func-returns-value]  # two appends
         t[f"{name}_ci_low"], t[f"{name}_ci_high"] = lo, hi
     rows = []
     names = t["judge"].tolist()

@@ -349,7 +349,7 @@ def confusion_heatmap(
     _small(frame, "frame", "cell")
     df = _numeric(frame, [count], "frame")
     keys = [facet] if facet else []
-    df = df.groupby([*keys, truth, predicted], as_index=False, observed=True)[count].sum()
+    df = df.groupby([*keys, truth, predicted], as_index=False, observed=True)[count].sum()  # type: ignore[assignment]  # pandas-stubs: as_index=False gives a frame
     row_tot = df.groupby([*keys, truth], observed=True)[count].transform("sum")
     df["share"] = np.where(row_tot > 0, df[count] / row_tot.where(row_tot > 0, 1), 0.0)
     df = df.rename(columns={truth: "truth", predicted: "predicted", count: "n"})
@@ -536,14 +536,14 @@ def calibration_chart(agreement: pd.DataFrame, ceilings: pd.DataFrame, *,
     charts = []
     for c in ceilings.itertuples(index=False):
         sub = agreement[(agreement["measure"] == c.measure) & agreement["statistic"].notna()]
-        if pd.isna(c.statistic) or sub.empty:
-            why = ("no item has two human labels, so there is no ceiling to draw" if pd.isna(c.statistic)
+        if pd.isna(c.statistic) or sub.empty:  # type: ignore[arg-type]  # pandas-stubs: a row cell
+            why = ("no item has two human labels, so there is no ceiling to draw" if pd.isna(c.statistic)  # type: ignore[arg-type]  # pandas-stubs: a row cell
                    else "no judge agreement to draw")
             charts.append(alt.Chart(pd.DataFrame({"x": [0]})).mark_text().properties(
                 title=f"{c.measure}: {why}", height=10))
             continue
         charts.append(agreement_chart(
-            sub, ceiling=(c.statistic, c.ci_low, c.ci_high), baseline=None if pd.isna(c.baseline) else c.baseline,
+            sub, ceiling=(c.statistic, c.ci_low, c.ci_high), baseline=None if pd.isna(c.baseline) else c.baseline,  # type: ignore[arg-type]  # pandas-stubs: a row cell
             statistic_title=statistic_title,
             title=f"{c.measure}: judge agreement against the human ceiling ({c.n_pairable} double-labelled items)"))
     return alt.vconcat(*charts)

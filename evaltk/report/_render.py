@@ -470,7 +470,8 @@ def without_machine_paths(text: str, roots: Sequence[tuple[str, str]]) -> str:
     for folder, label in roots:
         for form in {folder, html.escape(folder)}:
             # the folder itself or a path under it, never a longer name that starts the same way
-            text = re.sub(re.escape(form) + r"(?=[/\\\s\"'<>),;:]|\.(?:\s|$|<)|$)", lambda _m, lab=label: lab, text)
+            pattern = re.escape(form) + r"(?=[/\\\s\"'<>),;:]|\.(?:\s|$|<)|$)"
+            text = re.sub(pattern, label.replace("\\", "\\\\"), text)  # a literal replacement
     return text
 
 

@@ -71,7 +71,7 @@ def use_theme(*, svg: bool | None = None) -> None:
     import altair as alt
 
     if THEME_NAME not in alt.theme.names():
-        alt.theme.register(THEME_NAME, enable=False)(_theme_config)
+        alt.theme.register(THEME_NAME, enable=False)(_theme_config)  # type: ignore[arg-type]  # altair: a plain dict is a theme
     alt.theme.enable(THEME_NAME)
     if svg is None:
         svg = os.environ.get(RENDERER_ENV, "") == "svg"

@@ -237,7 +237,7 @@ def _summary_of(scores: pd.DataFrame, runs: pd.DataFrame, by: Sequence[str]) -> 
     s = ScoreSummary.from_partials(score_partials(f, keys), keys)
     cal = {m: calibration_table(scores, m, categories=cats) for m, cats in CALIBRATION_CATEGORIES.items()}
     x = scores[((scores["measure"] == "x_task") & (scores["tier"] == "automatic")).to_numpy(bool, na_value=False)]
-    pos = pd.Index(runs["trace_id"].astype(str)).get_indexer(x["trace_id"].astype(str))
+    pos = pd.Index(runs["trace_id"].astype(str)).get_indexer(x["trace_id"].astype(str))  # type: ignore[arg-type]  # pandas-stubs: a Series is accepted
     task = runs["task"].to_numpy(dtype=object)[pos]
     return DatasetSummary(s, cal, pass_counts(task, x["value"].to_numpy(float)),
                           frozenset(str(t) for t in runs["task"].unique()), len(runs))
@@ -419,7 +419,7 @@ def _with_marker(ing: Any, measures: Sequence[str]) -> Any:
 
     runs = ing.runs
     n = len(runs)
-    dummy = {c: None for c in runs.columns}
+    dummy: dict[str, Any] = {c: None for c in runs.columns}
     dummy.update(trace_id=_MARKER_ID, task=_MARKER_ID, status="complete", n_steps=0, steps_missing=False)
     runs2 = pd.concat([runs.astype(object), pd.DataFrame([dummy], columns=runs.columns).astype(object)],
                       ignore_index=True)
@@ -855,7 +855,7 @@ def score_dataset(traces: str | Path, answers: str | Path | None = None, labels:
     (o / COMPLETE_FILE).unlink(missing_ok=True)
     marker = _marker_measures(_store_label_measures(parts, shared)) if labels is not None else ()
     options = {"strict": strict, "domain_rule": domain_rule, "outcome_rules": outcome_rules}
-    kw = {"out": str(o), "by": keys, "shared": shared, "label_measures": marker, "options": options}
+    kw: dict[str, Any] = {"out": str(o), "by": keys, "shared": shared, "label_measures": marker, "options": options}
     if kind == "duckdb":
         with _duckdb(engine, memory_limit, threads, None if temp_directory is None else str(temp_directory)) as con:
             if check_ids:

@@ -71,6 +71,7 @@ class FoldRule:
             return "majority; a tie or a cannot-tell majority abstains"
         if self.name == "unanimity":
             return "unanimity; any disagreement among answering raters or a cannot-tell abstains"
+        assert self.weights is not None  # a weighted fold has weights
         ws = ", ".join(f"{k}={v:g}" for k, v in sorted(self.weights.items()))
         return f"weighted majority ({ws}); a weight tie or a cannot-tell majority abstains"
 
@@ -145,11 +146,12 @@ def _fold_counts(counts: np.ndarray, values: Sequence[float | None]) -> tuple[np
     if not weighted and counts.size and counts.max() < 2**31:
         counts = counts.astype(np.int32)  # half the memory traffic
     top_count = counts[0]
+    j: Any
     for j in range(1, k):
         top_count = np.maximum(top_count, counts[j])
     small = np.int8 if k < 127 else np.intp  # a panel's free-text answers may have many words
-    n_top = np.zeros(n, small)
-    top = np.zeros(n, small)
+    n_top: np.ndarray = np.zeros(n, small)
+    top: np.ndarray = np.zeros(n, small)
     before = np.ones(n, bool)  # no maximum among the words so far
     for j in range(k):
         at_top = (np.isclose(counts[j], top_count) & (counts[j] > 0)) if weighted else counts[j] == top_count

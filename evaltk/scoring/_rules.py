@@ -84,7 +84,7 @@ class _Column:
             self.cause[sel] = CAUSES.index(cause.value)
             self.reason[sel] = self._code(reason)
 
-    def set_abstain(self, i: int, cause: str, reason: str) -> None:
+    def set_abstain(self, i: int | np.integer, cause: str, reason: str) -> None:
         self.cause[i] = CAUSES.index(cause)
         self.reason[i] = self._code(reason)
 
@@ -225,7 +225,7 @@ class _Participation:
         names = pd.Index(sorted({str(r) for *_, raters in self.parts for r in raters}))
         cols: dict[str, list[np.ndarray]] = {k: [] for k in ("run", "measure", "rater", "n", "tier")}
         for tier, measure, run, rater, cnt, raters in self.parts:
-            remap = names.get_indexer(np.asarray(raters, dtype=object).astype(str))
+            remap = names.get_indexer(np.asarray(raters, dtype=object).astype(str))  # type: ignore[arg-type]  # pandas-stubs: array-likes are accepted
             cols["run"].append(run)
             cols["measure"].append(np.full(run.size, MEASURES.index(measure), np.int8))
             cols["rater"].append(remap[rater])
@@ -285,6 +285,7 @@ def _score_trace_level(measure: str, prep: _Prepared | None, n_runs: int, tier: 
     if isinstance(idx, np.ndarray) and idx.size == 0:
         col.abstain(np.ones(n_runs, bool), Cause.NOT_IMPLEMENTED, f"no {measure} answers for this run")
         return col
+    assert prep is not None  # no prep selects nothing
     vocab = VOCABULARIES[measure]
     words = list(vocab)
     rp = prep.run_pos[idx]
@@ -375,7 +376,9 @@ def _score_ctx(prep: _Prepared | None, st: _Steps, n_runs: int, tier: str, part:
     n_unmatched = 0
     idx = np.zeros(0, np.int64) if prep is None else prep.select("x_ctx")
     if not (isinstance(idx, np.ndarray) and idx.size == 0):
+        assert prep is not None  # no prep selects nothing
         pos = None
+        sub: np.ndarray | slice
         known = _columns.step_positions(prep.table["trace_id"], steps["trace_id"])
         if known is not None and known[0].size == len(prep.table):
             # ingest located these answers in exactly this steps table: trusted while the
@@ -566,6 +569,7 @@ def _score_guides(runs: pd.DataFrame, steps: pd.DataFrame, srp: np.ndarray, n_ru
         sel = np.flatnonzero(has_guide)
         has_guide[sel] = [isinstance(g, Mapping) for g in guides[sel]]
     actions_by_run: dict[int, list[str]] | None = None
+    i: int | np.integer
     for i in np.flatnonzero(has_guide):
         g = guides[i]
         # g_retrieval: exact identifier equality, never fuzzy
@@ -602,7 +606,7 @@ def _score_guides(runs: pd.DataFrame, steps: pd.DataFrame, srp: np.ndarray, n_ru
     if not outcome_rules:
         c.abstain(np.ones(n_runs, bool), Cause.NOT_IMPLEMENTED, "no outcome rule registered")
     else:
-        keys = runs["domain"].astype(str).to_numpy(object) if "domain" in runs.columns else [None] * n_runs
+        keys: Any = runs["domain"].astype(str).to_numpy(object) if "domain" in runs.columns else [None] * n_runs
         per_run_steps = None
         for i in range(n_runs):
             rule = outcome_rules.get(keys[i]) or outcome_rules.get("*")
@@ -669,7 +673,7 @@ def _assemble(n: int, tid_dtype: pd.CategoricalDtype, cols: Mapping[tuple[str, s
     versions = sorted({SCORERS[m].version for _, m in cols})
     k = len(cols)
     keys = list(cols)
-    per = {  # one code per (tier, measure) block, repeated n times
+    per: dict[str, np.ndarray] = {  # one code per (tier, measure) block, repeated n times
         "measure": np.repeat(np.array([MEASURES.index(m) for _, m in keys], np.int8), n),
         "tier": np.repeat(np.array([TIERS.index(t) for t, _ in keys], np.int8), n),
         "scorer": np.repeat(np.array([scorers.index(SCORERS[m].name) for _, m in keys], np.int16), n),
@@ -689,8 +693,10 @@ def _assemble(n: int, tid_dtype: pd.CategoricalDtype, cols: Mapping[tuple[str, s
             np.concatenate([c.cause for c in cols.values()]).astype(np.int8) if k else np.zeros(0, np.int8),
             dtype=_CAUSE_DTYPE, validate=False),
         "reason": pd.Categorical.from_codes(reason, categories=r_index, validate=False),
-        "scorer": pd.Categorical.from_codes(per["scorer"], categories=scorers, validate=False),
-        "scorer_version": pd.Categorical.from_codes(per["version"], categories=versions, validate=False),
+        "scorer": pd.Categorical.from_codes(per["scorer"], categories=scorers,  # type: ignore[call-overload]  # pandas-stubs: list categories
+                                            validate=False),
+        "scorer_version": pd.Categorical.from_codes(per["version"], categories=versions,  # type: ignore[call-overload]  # pandas-stubs: list categories
+                                                    validate=False),
         "n_raters": np.concatenate([c.n_raters for c in cols.values()]) if k else np.zeros(0, np.int32),
     })
 
@@ -757,9 +763,10 @@ def score_tables(runs: pd.DataFrame, steps: pd.DataFrame, answers: pd.DataFrame 
     diag_cols.update(flags)
     diag = pd.DataFrame({"trace_id": pd.Categorical.from_codes(np.arange(n), dtype=tid_dtype, validate=False),
                          **diag_cols})
-    diag.insert(1, "tier", pd.Categorical.from_codes(np.full(n, TIERS.index("diagnostic"), np.int8),
+    diag.insert(1, "tier", pd.Categorical.from_codes(np.full(n, TIERS.index("diagnostic"), np.int8),  # type: ignore[arg-type]  # pandas-stubs: a Categorical is a column
                                                      dtype=_TIER_DTYPE, validate=False))
     diag.attrs["n_unmatched_ctx_answers"] = n_unmatched
+    assert tid_dtype is not None and population is not None  # set by the automatic tier
     frame = _assemble(n, tid_dtype, cols)
     manifest = _with_instruments(replace(Manifest.default(population), fold_rule=fold_rule.describe()),
                                  answers, fold_rule)
@@ -784,7 +791,7 @@ def _unscored_answers(prep: _Prepared, tier: str, n_unmatched: int) -> list[tupl
     """Answers of ``prep`` that no scorer of ``tier`` read: (tier, measure, n, reason)."""
     scored = {"x_task", "x_eff", "x_ctx"} | ({"x_safe"} if tier != "automatic" else set())
     if prep.segments and all(isinstance(v, slice) for v in prep.segments.values()):
-        counts = {c: sl.stop - sl.start for c, sl in prep.segments.items()}  # measure blocks: no pass
+        counts = {c: sl.stop - sl.start for c, sl in prep.segments.items()}  # type: ignore[union-attr]  # all slices  # measure blocks: no pass
     else:
         bc = np.bincount(prep.measure[prep.measure >= 0], minlength=len(prep.measures))
         counts = {c: int(k) for c, k in enumerate(bc)}

@@ -453,7 +453,7 @@ def _pair_se(kind: str, P: np.ndarray, w: np.ndarray, n: float, q: int, coef: fl
         return math.sqrt(max(float(var[0]), 0.0)), math.sqrt(max(float(var0[0]), 0.0))
     if kind == "scott":
         pi = (r + c) / 2.0
-        pe = float(pi @ w @ pi)
+        pe = float(pi @ w @ pi)  # type: ignore[assignment]  # a float here, an array for cohen
         pbk = ((w * c[:, None]).sum(axis=0) + (w * r[:, None]).sum(axis=0)) / 2.0
         a = (P * (w - (1.0 - coef) * (pbk[:, None] + pbk[None, :])) ** 2).sum()
         var = (a - (pa - 2.0 * (1.0 - coef) * pe) ** 2) / (n * (1.0 - pe) ** 2)
@@ -1190,7 +1190,7 @@ def _two_rater(kind: str, fn: str, y1: Any, y2: Any, *, weights: Any, categories
         else:
             both = (rt.codes[:, 0] >= 0) & (rt.codes[:, 1] >= 0)
             cells = rt.codes[both, 0] * q + rt.codes[both, 1]
-        table = np.bincount(cells, minlength=q * q).astype(float)
+        table = np.bincount(cells, minlength=q * q).astype(float)  # type: ignore[arg-type]  # numpy stubs: codes[both, 0] is an array
     w = weight_matrix(rt.categories, weights)
     weighted = weights is not None and _weights_name(weights) != "identity"
     _check_domain(rt, weighted, fn, ordered=f"weights={_weights_name(weights)!r}" if weighted else None)
@@ -1390,7 +1390,7 @@ def _multi(kind: str, fn: str, ratings: Any, y2: Any, *, weights: Any, categorie
             pa_b, pe_b = _conger_parts(W, pat, w, q, R)
             return _safe_ratio(pa_b - pe_b, 1.0 - pe_b)
     else:
-        stat = _multi_batch(kind, pat, w, q)
+        stat = _multi_batch(kind, pat, w, q)  # type: ignore[assignment]  # the same signature as the def above
     two = pat.r >= 2
     n_pair_units = int(pat.counts[two].sum())
     n_pair_ratings = int((pat.counts * pat.r)[two].sum())
@@ -1458,7 +1458,7 @@ def _fleiss_extras(pat: _Patterns, pi: np.ndarray, cats: tuple[Any, ...], wname:
         "category": list(cats),
         "proportion": p,
         "kappa": np.where(undefined_j, np.nan, kj),
-        "cause": np.where(undefined_j, Cause.MISSING_EVIDENCE.value, None),
+        "cause": np.where(undefined_j, Cause.MISSING_EVIDENCE.value, None),  # type: ignore[call-overload]  # numpy stubs: None as a value
         "standard_error_null": np.where(undefined_j, np.nan, se0_j),
     }
     if not constant_m:
@@ -2012,7 +2012,7 @@ class ClassificationResult(ResultShape):
             ab = isinstance(v, Abstention)
             out.append({
                 "metric": name, "value": None if ab else v,
-                "cause": v.cause.value if ab else None, "reason": v.reason if ab else None,
+                "cause": v.cause.value if ab else None, "reason": v.reason if ab else None,  # type: ignore[union-attr]  # ab: v is an Abstention
                 "numerator": num, "denominator": den, "positive": self.positive,
                 "n_items": self.n_items, "n_anchored": self.n_anchored, "n_answered": self.n_answered,
                 "n_judge_abstained": self.n_judge_abstained, "coverage": None if isinstance(

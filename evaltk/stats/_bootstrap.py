@@ -295,7 +295,7 @@ def _interval_from_replicates(theta: float, reps: np.ndarray, jack: tuple[np.nda
                               cfg: BootstrapConfig, seed: SeedRecord) -> BootstrapResult:
     """The result of one bootstrap: undefined replicates counted, then the interval ``cfg`` asks for."""
     good, n_undef = _defined_replicates(reps, cfg)
-    drawn = dict(statistic=theta, n_resamples=cfg.n_resamples, n_undefined=n_undef,
+    drawn: dict[str, Any] = dict(statistic=theta, n_resamples=cfg.n_resamples, n_undefined=n_undef,
                  method_requested=cfg.method, confidence_level=cfg.confidence_level, unit=cfg.unit,
                  bootstrap_distribution=good, seed_record=seed)
     if good.size == 0:
@@ -965,7 +965,7 @@ def _generic_jackknife(samples: list[np.ndarray], call: Callable[..., float], de
     return vals, np.ones(vals.size)
 
 
-def _leave_one_out(n: int, value: Callable[[np.ndarray], float]) -> tuple[np.ndarray, np.ndarray]:
+def _leave_one_out(n: int, value: Callable[..., float]) -> tuple[np.ndarray, np.ndarray]:
     """``value(keep)`` for each of ``n`` masks that leave one position out."""
     keep = np.ones(n, dtype=bool)
     vals = np.empty(n)

@@ -36,7 +36,7 @@ import numbers
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -580,7 +580,7 @@ def signed_bias(
         human_rate=diff.p2,
         table=diff.table,
         counts=counts,
-        lean=lean_from_interval(*diff.confidence_interval),
+        lean=lean_from_interval(*cast(ConfidenceInterval, diff.confidence_interval)),  # n_pairs > 0
         mcnemar=mc,
         confidence_level=cl,
     )
@@ -669,10 +669,11 @@ def class_bias(
         cc = int(tab[:, i].sum() - a)  # human says c, judge another class
         d = n - a - b - cc
         r = paired_difference_interval([[a, b], [cc, d]], confidence_level=cl)
+        ci = cast(ConfidenceInterval, r.confidence_interval)  # n > 0: defined
         rows.append({
             "category": c, "judge_rate": r.p1, "human_rate": r.p2, "bias": r.statistic,
-            "ci_low": r.confidence_interval[0], "ci_high": r.confidence_interval[1],
-            "over_predicted": b, "under_predicted": cc, "lean": lean_from_interval(*r.confidence_interval),
+            "ci_low": ci[0], "ci_high": ci[1],
+            "over_predicted": b, "under_predicted": cc, "lean": lean_from_interval(*ci),
             "mcnemar_midp": mcnemar_test([[a, b], [cc, d]]).pvalue,
             **counts.as_dict(),
         })
@@ -975,7 +976,7 @@ def direction_of_error(
             r = signed_bias(judge, human, positive=positive, negative=negative, abstain=abstain,
                             confidence_level=cl)
         if not r.defined:
-            return _unknown_direction(r.statistic, scale, "signed_bias", r.counts)
+            return _unknown_direction(cast(Abstention, r.statistic), scale, "signed_bias", r.counts)
         return DirectionResult(
             r.lean, r.statistic, r.confidence_interval, r.mcnemar.pvalue, scale,
             "signed_bias (Newcombe hybrid score) + McNemar mid-p", r.counts,
@@ -985,7 +986,7 @@ def direction_of_error(
         warnings.simplefilter("ignore", UndefinedWarning)
         m = mean_signed_difference(judge, human, categories=categories, abstain=abstain, confidence_level=cl)
     if not m.defined:
-        return _unknown_direction(m.statistic, scale, "mean_signed_difference", m.counts)
+        return _unknown_direction(cast(Abstention, m.statistic), scale, "mean_signed_difference", m.counts)
     how = ("mean_signed_difference (t interval)" if m.test == "t" else
            "mean_signed_difference (exact sign test: every difference is equal, no t interval)")
     return DirectionResult(m.lean, m.statistic, m.confidence_interval, m.pvalue, scale, how, m.counts,
@@ -1043,6 +1044,7 @@ def direction_table(
     scales = dict(scales or {})
     categories = dict(categories or {})
     frames = []
+    dim: Any
     for dim, g in data.groupby(dimension, sort=False):
         sc = scales.get(dim, "binary")
         pos = positive.get(dim, True) if isinstance(positive, Mapping) else positive

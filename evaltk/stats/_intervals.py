@@ -80,7 +80,7 @@ def _count(x: Any, name: str) -> int:
         raise TypeError(f"`{name}` must be a whole number; got bool {x!r}.")
     if not isinstance(x, numbers.Integral):
         if isinstance(x, numbers.Real) and float(x).is_integer():
-            x = int(x)
+            x = int(x)  # type: ignore[call-overload]  # numbers.Real declares no __int__; its types have one
         else:
             raise TypeError(f"`{name}` must be a whole number; got {type(x).__name__} {x!r}.")
     x = int(x)
@@ -305,7 +305,7 @@ def clopper_pearson_bounds(
 
 
 def _rate_interval(successes: Any, n: Any, confidence_level: Any, method: str,
-                   bounds: Callable[[int, int, float], tuple[float, float]]) -> ProportionInterval:
+                   bounds: Callable[[int, int, float], tuple[Any, Any]]) -> ProportionInterval:
     """A rate and its interval by ``bounds(s, n, cl)``; abstains (with a warning) over zero trials."""
     s, t = _counts_pair(successes, n)
     cl = check_confidence_level(confidence_level)

@@ -403,7 +403,7 @@ def ppi_mean(
         m1, m2 = means(1.0)
         t0 = m1 / m2 if m2 > 0 else 0.0
         lam = _tune(y1 - t0 * y2, f1 - t0 * f2, g1 - t0 * g2)
-    lam = float(lam)
+    lam = float(lam)  # type: ignore[arg-type]  # tuned above when not given
     m1, m2 = means(lam)
     z = _quantile(cl, distribution, n)
     notes: list[str] = []
@@ -548,7 +548,7 @@ def active_mean(
         b = (y1 - t0 * y2) * w
         va = float(a.var())
         lam = float(np.clip(-float(((a - a.mean()) * (b - b.mean())).mean()) / va, 0.0, 1.0)) if va > 0 else 0.0
-    lam = float(lam)
+    lam = float(lam)  # type: ignore[arg-type]  # tuned above when not given
     p1, p2 = psis(lam)
     m1, m2 = float(p1.mean()), float(p2.mean())
     z = _quantile(cl, distribution, int(xi.sum()))

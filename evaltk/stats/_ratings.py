@@ -184,7 +184,7 @@ def _int_label_uniques(flat: np.ndarray) -> _Uniques:
     if got is None:  # a huge range: sort instead of bincount
         u, inv, c = np.unique(flat, return_inverse=True, return_counts=True)
         got = inv.reshape(-1), u.tolist(), c
-    return _Uniques(*got, None)
+    return _Uniques(*got, None)  # type: ignore[call-arg]  # got: codes, labels, counts
 
 
 def _float_label_uniques(flat: np.ndarray) -> _Uniques:
@@ -199,7 +199,7 @@ def _float_label_uniques(flat: np.ndarray) -> _Uniques:
             codes = np.full(flat.shape, -1, dtype=np.intp)
             codes[~miss] = inv.reshape(-1)
         got = codes, u.tolist(), c
-    return _Uniques(*got, miss if has_missing else None)
+    return _Uniques(*got, miss if has_missing else None)  # type: ignore[call-arg]  # got: codes, labels, counts
 
 
 def _integral_float_uniques(flat: np.ndarray, miss: np.ndarray, has_missing: bool
@@ -227,7 +227,7 @@ def _column_uniques(col: Any) -> _Uniques:
     if isinstance(col, pd.Series | pd.Index):
         dtype = col.dtype
         if isinstance(dtype, pd.CategoricalDtype):
-            codes = np.asarray(col.cat.codes if isinstance(col, pd.Series) else col.codes).astype(np.intp)
+            codes = np.asarray(col.cat.codes if isinstance(col, pd.Series) else col.codes).astype(np.intp)  # type: ignore[attr-defined]  # a categorical Index has codes
             miss = codes < 0
             has_missing = bool(miss.any())
             counts = np.bincount(codes[~miss] if has_missing else codes, minlength=len(dtype.categories))

@@ -362,7 +362,7 @@ def _reindex_patterns(patterns: Mapping[tuple[int, ...], int], old: tuple[Any, .
             full = np.zeros((Q, Q), np.int64)
             full[np.ix_(pos, pos)] = a.reshape(q, q)
         else:
-            full = np.zeros(Q, np.int64)
+            full = np.zeros(Q, np.int64)  # type: ignore[assignment]  # numpy stubs: shape-typed arrays
             full[pos] = a
         key = tuple(int(x) for x in full.reshape(-1))
         out[key] = out.get(key, 0) + m
@@ -529,7 +529,7 @@ def _causes_of(missing: np.ndarray, causes: Any, name: str) -> np.ndarray:
         both = ~missing & has
         if both.any():
             raise ValueError(f"`{name}`: unit {int(np.flatnonzero(both)[0])} has both a label and a cause.")
-        out = np.where(has, cs.to_numpy(dtype=object), None)
+        out = np.where(has, cs.to_numpy(dtype=object), None)  # type: ignore[call-overload]  # numpy stubs: None as a value
     out[missing & pd.isna(out)] = Cause.MISSING_EVIDENCE.value
     return out
 
@@ -644,11 +644,11 @@ def calibration_table(frame: pd.DataFrame, measure: str, *, a: str = "automatic"
     cause = frame["cause"]
     causes_a = cause.iloc[sa].astype(object).to_numpy()
     va = np.where(j >= 0, vals[sa][np.maximum(j, 0)] if sa.size else np.nan, np.nan)
-    ca = np.where(j >= 0, causes_a[np.maximum(j, 0)] if sa.size else None, Cause.MISSING_EVIDENCE.value)
-    ca = np.where(pd.isna(ca), None, ca).astype(object)
+    ca = np.where(j >= 0, causes_a[np.maximum(j, 0)] if sa.size else None, Cause.MISSING_EVIDENCE.value)  # type: ignore[arg-type]  # numpy stubs: None as a value
+    ca = np.where(pd.isna(ca), None, ca).astype(object)  # type: ignore[call-overload]  # numpy stubs: None as a value
     ca[np.isnan(va) & pd.isna(ca)] = Cause.MISSING_EVIDENCE.value
     cb = cause.iloc[sb].astype(object).to_numpy()
-    cb = np.where(pd.isna(cb), None, cb).astype(object)
+    cb = np.where(pd.isna(cb), None, cb).astype(object)  # type: ignore[call-overload]  # numpy stubs: None as a value
     return confusion_table(va, vals[sb], cause_a=ca, cause_b=cb, categories=categories)
 
 
@@ -900,4 +900,4 @@ def pass_counts(tasks: Any, passed: Any, *, threshold: float = 1.0) -> PassCount
     df = pd.DataFrame({"task": t, "n": (~ab).astype(np.int64), "c": ok.astype(np.int64),
                        "a": ab.astype(np.int64)})
     g = df.groupby("task", sort=False)[["n", "c", "a"]].sum()
-    return PassCounts({k: (int(r.n), int(r.c), int(r.a)) for k, r in zip(g.index, g.itertuples(), strict=True)})
+    return PassCounts({k: (int(r.n), int(r.c), int(r.a)) for k, r in zip(g.index, g.itertuples(), strict=True)})  # type: ignore[arg-type]  # pandas-stubs: a row cell

@@ -123,7 +123,7 @@ def check_summary(run: SuiteRun | Mapping[str, Any] | str | Path,
 
 def _declared_k(host: Mapping[str, Any], count: int) -> int | None:
     """The k the host declares in its ``trials`` block, when it is one of 1..count."""
-    trials = host.get("trials") if isinstance(host.get("trials"), Mapping) else {}
+    trials = host["trials"] if isinstance(host.get("trials"), Mapping) else {}
     k = trials.get("k")
     if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= count:
         return None
@@ -156,7 +156,7 @@ class _Checker:
     def task_entries(self, host: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
         """The reported task entries by id; an entry without an id, one reported twice and
         one not in the run are shape violations."""
-        rep_tasks = host.get("tasks") if isinstance(host.get("tasks"), list) else []
+        rep_tasks = host["tasks"] if isinstance(host.get("tasks"), list) else []
         by_id: dict[str, Mapping[str, Any]] = {}
         for i, t in enumerate(rep_tasks):
             if not isinstance(t, Mapping):
@@ -178,7 +178,7 @@ class _Checker:
 
     def task(self, i: int, t: Mapping[str, Any], host_k: int | None) -> None:
         where = f"task {self.run.task_ids[i]}"
-        trials = t.get("trials") if isinstance(t.get("trials"), Mapping) else {}
+        trials = t["trials"] if isinstance(t.get("trials"), Mapping) else {}
         self.task_score(i, where, t, trials)
         self.gated_score(i, where, t.get("gatedScore"))
         self.task_passed(i, where, t.get("passed"))

@@ -153,7 +153,7 @@ def gate_summary(summary: EvalSummary | Mapping[str, Any] | str | Path) -> GateD
     if doc["passed"] is True and not contradictions:
         reasons.extend(doc.get("reasons") or [
             "passed: " + (f"gatedAggregateScore {_shortest(gagg)}" if gagg is not None
-                          else f"aggregateScore {_shortest(agg)}")
+                          else f"aggregateScore {_shortest(agg)}")  # type: ignore[arg-type]  # the schema requires it
             + (f" >= passScore {_shortest(ps)}" if ps is not None else " (summary says passed)")])
         return GateDecision(True, tuple(reasons))
     if doc["passed"] is not True:

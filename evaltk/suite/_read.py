@@ -209,7 +209,7 @@ def _read_thresholds(ctx: _Ctx, th: Any) -> SuiteThresholds:
 class _TrialsBlock(NamedTuple):
     """``trials``: trials per task, the pass rule and the k of pass@k / pass^k."""
 
-    count: int
+    count: int  # type: ignore[assignment]  # the field shadows tuple.count (unused here)
     pass_rule: str
     k: int
 
@@ -638,7 +638,7 @@ class _TrialGrid:
         if not ok.all():
             raise self._fail_at(~ok, "must be true, false or missing", field=col)
         matched = np.where(known, tm.fillna(True).to_numpy(dtype=bool).reshape(self.shape), True)
-        return _Verdicts(matched, known.all(axis=1))
+        return _Verdicts(matched, known.all(axis=1))  # type: ignore[arg-type]  # numpy stubs: all(axis) of 2-d is an array
 
 
 def _parse_trajectory(ctx: _Ctx, traj: Any, tid: str) -> TrajectorySpec:

@@ -230,6 +230,24 @@ class _Facts:
     __slots__ = ("index", "status", "event", "reason", "first_milestone", "faults", "recoveries",
                  "last_state", "n_steps", "over", "over_count", "first_at",
                  "first_seen", "cited", "bad", "bad_at", "last_proof", "complete")
+    index: int
+    status: str
+    event: str | None
+    reason: Any
+    first_milestone: dict[Any, tuple[int, str]]
+    faults: list[int]
+    recoveries: list[int]
+    last_state: dict[Any, tuple]
+    n_steps: int
+    over: Mapping[str, Any] | None
+    over_count: int
+    first_at: datetime | None
+    first_seen: dict[str, int]
+    cited: dict[tuple[str, str], int]
+    bad: DimensionOutcome | None
+    bad_at: int
+    last_proof: int
+    complete: bool
 
 
 def _read_facts(policy: CasePolicy, events: Sequence[Mapping[str, Any]]) -> _Facts:
@@ -246,7 +264,7 @@ def _read_facts(policy: CasePolicy, events: Sequence[Mapping[str, Any]]) -> _Fac
     faults: list[int] = []
     recoveries: list[int] = []
     proofs: list[int] = []
-    ids = set()
+    ids: set[Any] = set()
     add_id = ids.add
     f.index = -1
     f.over = None
@@ -325,7 +343,7 @@ class _Fault(NamedTuple):
     """A fault event: position, signature, event id and what the lock says of the signature:
     the recovery action it needs, None (not recoverable) or ``_UNKNOWN`` (not locked)."""
 
-    index: int
+    index: int  # type: ignore[assignment]  # the position field shadows tuple.index (unused here)
     signature: str
     event: str
     need: Any
@@ -335,7 +353,7 @@ class _Attempt(NamedTuple):
     """A recovery event: position, the fault signature it recovers, the action, whether it
     succeeded, the event id."""
 
-    index: int
+    index: int  # type: ignore[assignment]  # the position field shadows tuple.index (unused here)
     signature: str
     action: str
     success: bool
