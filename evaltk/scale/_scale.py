@@ -49,7 +49,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import math
+import os
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -72,7 +74,7 @@ from .._io import (
     write_jsonl,
     write_parquet,
 )
-from ..errors import InputError, SchemaViolation, UnreadableInput
+from ..errors import InputError, OutputRefused, SchemaViolation, UnreadableInput
 from ..stats import (
     PARTIAL_COLUMNS,
     ConfusionTable,
@@ -117,6 +119,14 @@ _TIER_MARKER = "evaltk:tier-marker"
 COMPLETE_FILE = "_complete.json"
 COMPLETE_FORMAT = "evaltk.scale.complete/1"
 _TABLES = ("scores", "runs", "ledger")
+#: Per-partition markers (``_partitions/<key>.json``: the partition's files and digests,
+#: written after them) and the run's parameters (``_partitions/_run.json``): what ``resume``
+#: reads to skip the partitions an interrupted run finished.
+_PARTS_DIR = "_partitions"
+_RUN_FILE = "_run.json"
+#: Everything :func:`score_dataset` writes in ``out`` (what ``overwrite=True`` removes, and nothing else).
+_WRITES = (*_TABLES, "manifest.json", COMPLETE_FILE, _PARTS_DIR)
+_LOG = logging.getLogger("evaltk.scale")
 
 
 # =========================================================================== the summary of a dataset
@@ -469,15 +479,18 @@ def _score_partition(part: Partition, *, out: str | None, by: Sequence[str], sha
 
     answers: Any = part.answers
     labels: Any = part.labels
-    if shared.get("answers"):
-        answers = _select_rows(shared["answers"], part.traces)  # type: ignore[arg-type]
-    if shared.get("labels"):
-        labels = _select_rows(shared["labels"], part.traces)  # type: ignore[arg-type]
-    ing = ingest_traces(part.traces, answers, labels, strict=options.get("strict", False),
-                 domain_rule=options.get("domain_rule"))
+    try:
+        if shared.get("answers"):
+            answers = _select_rows(shared["answers"], part.traces)  # type: ignore[arg-type]
+        if shared.get("labels"):
+            labels = _select_rows(shared["labels"], part.traces)  # type: ignore[arg-type]
+        ing = ingest_traces(part.traces, answers, labels, strict=options.get("strict", False),
+                            domain_rule=options.get("domain_rule"))
+    except pa.ArrowInvalid as e:  # a Parquet file Arrow cannot open: unreadable input, named
+        raise UnreadableInput(f"a partition file cannot be read ({str(e).splitlines()[0]})",
+                              file=part.traces) from None
     if len(ing.runs) == 0:  # nothing kept: only the ledger says why (no empty score or run file)
-        if out is not None:
-            _write(ing.ledger, Path(out), "ledger", part.key)
+        _write_outputs(part, out, None, None, ing.ledger)
         return _empty_summary(by)
     if label_measures:
         ing = _with_marker(ing, label_measures)
@@ -514,14 +527,43 @@ def _release_memory() -> None:
         ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
-def _write_outputs(part: Partition, out: str | None, scores: pd.DataFrame, runs: pd.DataFrame,
+def _write_outputs(part: Partition, out: str | None, scores: pd.DataFrame | None, runs: pd.DataFrame | None,
                    ledger: pd.DataFrame) -> None:
+    """Write a partition's files (each atomically), then its marker ``_partitions/<key>.json``
+    with their digests: a partition is done exactly when its marker is there."""
     if out is None:
         return
     o = Path(out)
-    _write(scores, o, "scores", part.key)
-    _write(runs, o, "runs", part.key)
-    _write(ledger, o, "ledger", part.key)
+    files = {}
+    for t, frame in (("scores", scores), ("runs", runs), ("ledger", ledger)):
+        if frame is None:
+            continue
+        _write(frame, o, t, part.key)
+        rel = f"{t}/{part.key}.parquet"
+        files[rel] = "sha256:" + file_digest(o / rel)
+    write_json(_marker_path(o, part.key), {"key": part.key, "files": files})
+
+
+def _marker_path(out: Path, key: str) -> Path:
+    return out / _PARTS_DIR / f"{key}.json"
+
+
+def _done_partitions(out: Path, parts: Sequence[Partition]) -> dict[str, dict[str, str]]:
+    """The partitions of an earlier run already done (their marker, and every file it lists unchanged)."""
+    done = {}
+    for p in parts:
+        m = _marker_path(out, p.key)
+        if not m.is_file():
+            continue
+        try:
+            doc = read_json(m)
+            files = {str(k): str(v) for k, v in doc["files"].items()}
+            for rel, digest in files.items():
+                check_digest(out / rel, digest, recorded_in=str(m))
+        except (InputError, KeyError, TypeError, AttributeError, OSError):
+            continue  # torn or changed: scored again
+        done[p.key] = files
+    return done
 
 
 def _combine_pair(a: DatasetSummary, b: DatasetSummary) -> DatasetSummary:
@@ -635,8 +677,13 @@ def _check_unique_ids(parts: Sequence[Partition], *, memory_limit: str | None = 
             con.execute(f"SET temp_directory = '{str(temp_directory)}'".replace("\\", "/"))
         hashed = " UNION ALL ".join(read(i, f, "hash(CAST(trace_id AS VARCHAR)) AS h, {i} AS f")
                                     for i, f in enumerate(files))
-        cand = [r[0] for r in con.execute(
-            f"SELECT h FROM (SELECT DISTINCT h, f FROM ({hashed})) GROUP BY h HAVING count(*) > 1").fetchall()]
+        try:
+            cand = [r[0] for r in con.execute(
+                f"SELECT h FROM (SELECT DISTINCT h, f FROM ({hashed})) GROUP BY h HAVING count(*) > 1").fetchall()]
+        except duckdb.Error as e:  # a trace file DuckDB cannot read: name it (DuckDB's message does)
+            bad = next((f for f in files if f in str(e)), files[0] if len(files) == 1 else None)
+            raise UnreadableInput(f"a trace file cannot be read ({str(e).splitlines()[0]})",
+                                  file=bad) from None
         if not cand:
             return
         con.register("evaltk_cand", pa.table({"h": pa.array(cand, pa.uint64())}))
@@ -661,15 +708,14 @@ def _write_manifest(out: Path, summary: DatasetSummary) -> None:
 
 
 def _write_complete(out: Path, parts: Sequence[Partition]) -> None:
-    """The completion record (:data:`COMPLETE_FILE`), written last: each partition's files and digests."""
-    rows = []
-    for p in parts:
-        files = {}
-        for t in _TABLES:
-            rel = f"{t}/{p.key}.parquet"
-            if (out / rel).is_file():
-                files[rel] = "sha256:" + file_digest(out / rel)
-        rows.append({"key": p.key, "files": files})
+    """The completion record (:data:`COMPLETE_FILE`), written last: each partition's files and digests
+    (from the partition markers, each checked against its file)."""
+    done = _done_partitions(out, parts)
+    lost = [p.key for p in parts if p.key not in done]
+    if lost:  # pragma: no cover - a file changed under a running score_dataset
+        raise SchemaViolation(f"integrity check `complete`: {len(lost)} partition(s) have no valid marker "
+                              f"({lost[0]!r} first) after scoring", file=str(out))
+    rows = [{"key": p.key, "files": done[p.key]} for p in parts]
     write_json(out / COMPLETE_FILE, {"format": COMPLETE_FORMAT,
                                      "manifest": "sha256:" + file_digest(out / "manifest.json"),
                                      "partitions": rows})
@@ -757,7 +803,8 @@ def score_dataset(traces: str | Path, answers: str | Path | None = None, labels:
                   temp_directory: str | Path | None = None, n_workers: int | None = None,
                   strict: bool = False, domain_rule: Callable[[str], str | None] | None = None,
                   outcome_rules: Mapping[str, Callable[..., bool | None]] | None = None,
-                  check_ids: bool = True) -> ScoredDataset:
+                  check_ids: bool = True, resume: bool = False, overwrite: bool = False,
+                  progress: bool = False) -> ScoredDataset:
     """Score a trace store partition by partition, write the score matrix, and summarise it.
 
     Parameters
@@ -788,6 +835,15 @@ def score_dataset(traces: str | Path, answers: str | Path | None = None, labels:
     check_ids : bool, default True
         Refuse a store whose trace ids repeat across partitions (needs DuckDB; skipped
         without it).
+    resume, overwrite : bool, default False
+        An ``out`` that already holds a run (complete or interrupted) is refused
+        (:class:`~evaltk.errors.OutputRefused`, saying how many partitions are done)
+        unless ``resume`` (score only the partitions not done, same inputs and options
+        required: scoring is deterministic, so the result equals one uninterrupted run)
+        or ``overwrite`` (remove what an earlier run wrote, and only that, then start over).
+    progress : bool, default False
+        A tqdm bar over the partitions (every engine also logs each partition to the
+        ``evaltk.scale`` logger at INFO).
 
     Returns
     -------
@@ -809,38 +865,182 @@ def score_dataset(traces: str | Path, answers: str | Path | None = None, labels:
     (39, ['_complete.json', 'ledger', 'manifest.json', 'runs', 'scores'])
     """
     kind = engine_kind(engine)
+    if resume and overwrite:
+        raise ValueError("pass at most one of `resume` and `overwrite`")
+    if memory_limit is not None:
+        _check_size(memory_limit)
     keys = [] if by is None else ([by] if isinstance(by, str) else list(by))
+    traces, answers, labels = (None if x is None else _absolute(x) for x in (traces, answers, labels))
     parts, shared = discover_partitions(traces, answers, labels)
-    o = check_output(out, [traces, answers, labels], kind="dir", writes=(*_TABLES, "manifest.json", COMPLETE_FILE))
-    for sub in _TABLES:
-        if (o / sub).exists() and any((o / sub).rglob("*.parquet")):
-            raise InputError(f"`out` already holds a {sub}/ dataset; choose an empty folder", file=str(o))
-    o.mkdir(parents=True, exist_ok=True)
-    (o / COMPLETE_FILE).unlink(missing_ok=True)
+    o = check_output(_absolute(out), [traces, answers, labels], kind="dir", writes=_WRITES)
     marker = _marker_measures(_store_label_measures(parts, shared)) if labels is not None else ()
+    run_doc = {"traces": str(traces), "answers": None if answers is None else str(answers),
+               "labels": None if labels is None else str(labels), "label_measures": list(marker),
+               "strict": bool(strict), "partitions": len(parts)}
+    done = _prepare_out(o, parts, run_doc, resume=resume, overwrite=overwrite)
+    todo = [p for p in parts if p.key not in done]
     options = {"strict": strict, "domain_rule": domain_rule, "outcome_rules": outcome_rules}
     kw = {"out": str(o), "by": keys, "shared": shared, "label_measures": marker, "options": options}
-    if kind == "duckdb":
-        with _duckdb(engine, memory_limit, threads, None if temp_directory is None else str(temp_directory)) as con:
+    done_pairs = [(str(o / f"scores/{k}.parquet"), str(o / f"runs/{k}.parquet"))
+                  for k, files in done.items() if f"scores/{k}.parquet" in files]
+    if done:
+        _LOG.info("resuming: %d of %d partitions already done in %s", len(done), len(parts), o)
+    with _progress(len(parts), len(done), progress) as tick:
+        if kind == "duckdb":
+            with _duckdb(engine, memory_limit, threads,
+                         None if temp_directory is None else str(temp_directory)) as con:
+                if check_ids:
+                    _check_unique_ids(parts, memory_limit=memory_limit,
+                                      temp_directory=None if temp_directory is None else str(temp_directory))
+                for p in todo:
+                    _score_partition(p, **kw)
+                    tick(p.key)
+                summary = _summarize_duckdb(con, _pairs(o), keys, o)
+        elif kind == "dask":
             if check_ids:
-                _check_unique_ids(parts, memory_limit=memory_limit,
-                                  temp_directory=None if temp_directory is None else str(temp_directory))
-            for p in parts:
-                _score_partition(p, **kw)
-            summary = _summarize_duckdb(con, _pairs(o), keys, o)
-    elif kind == "dask":
-        if check_ids:
-            _maybe_check_ids(parts, memory_limit)
-        with _dask_client(engine, memory_limit, n_workers) as client:
-            futures = client.map(_score_partition, parts, pure=False, **kw)
-            summary = _tree_reduce(client, futures)
-    else:
-        if check_ids:
-            _maybe_check_ids(parts, memory_limit)
-        summary = combine_all([_score_partition(p, **kw) for p in parts])
+                _maybe_check_ids(parts, memory_limit)
+            with _dask_client(engine, memory_limit, n_workers) as client:
+                summary = _dask_run(client, todo, done_pairs, kw, keys, tick)
+        else:
+            if check_ids:
+                _maybe_check_ids(parts, memory_limit)
+            pieces = [_summary_of_files(pr, keys) for pr in done_pairs]
+            for p in todo:
+                pieces.append(_score_partition(p, **kw))
+                tick(p.key)
+            summary = combine_all(pieces) if pieces else _empty_summary(keys)
     _write_manifest(o, summary)
     _write_complete(o, parts)  # last: the dataset is complete
     return ScoredDataset(o, summary, len(parts), kind)
+
+
+def _absolute(path: str | Path) -> str | Path:
+    """A local path made absolute here, on the driver, before any task is sent (a worker's
+    working folder is not the driver's)."""
+    return Path(os.path.abspath(os.path.expanduser(str(path))))
+
+
+def partitions_done(out: str | Path) -> int:
+    """How many partitions an interrupted :func:`score_dataset` finished in ``out`` (markers present)."""
+    root = Path(out) / _PARTS_DIR
+    if not root.is_dir():
+        return 0
+    return sum(1 for f in root.rglob("*.json") if f.name != _RUN_FILE)
+
+
+def _prepare_out(o: Path, parts: Sequence[Partition], run_doc: Mapping[str, Any], *, resume: bool,
+                 overwrite: bool) -> dict[str, dict[str, str]]:
+    """Make ``out`` ready: refuse an earlier result unless ``resume`` or ``overwrite``; the partitions done."""
+    present = [w for w in _WRITES if (o / w).exists()]
+    done: dict[str, dict[str, str]] = {}
+    if present and overwrite:
+        import shutil
+
+        for w in present:  # only what score_dataset writes
+            if (o / w).is_dir() and not (o / w).is_symlink():
+                shutil.rmtree(o / w)
+            else:
+                (o / w).unlink()
+    elif present and resume:
+        run_file = o / _PARTS_DIR / _RUN_FILE
+        earlier = read_json(run_file) if run_file.is_file() else None
+        if earlier != dict(run_doc):
+            raise OutputRefused(f"`out` {o} holds a run of other inputs or options ({run_file}: {earlier}); "
+                                "resume needs the same store, answers, labels and options, or pass "
+                                "overwrite=True (--overwrite) to start over", output=str(o))
+        done = _done_partitions(o, parts)
+    elif present:
+        n = partitions_done(o)
+        state = "a complete scored dataset" if (o / COMPLETE_FILE).is_file() else \
+            f"an unfinished run ({n} of {len(parts)} partitions done)"
+        raise OutputRefused(f"`out` {o} already holds {state}; pass resume=True (--resume) to score only "
+                            "the partitions not done, or overwrite=True (--overwrite) to start over",
+                            output=str(o))
+    o.mkdir(parents=True, exist_ok=True)
+    (o / COMPLETE_FILE).unlink(missing_ok=True)
+    write_json(o / _PARTS_DIR / _RUN_FILE, dict(run_doc))
+    return done
+
+
+@contextlib.contextmanager
+def _progress(total: int, initial: int, show: bool) -> Iterator[Callable[[str], None]]:
+    """A tick per partition scored: a log line (``evaltk.scale``, INFO) and, with ``show``, a tqdm bar."""
+    bar = None
+    if show:
+        try:
+            from tqdm.auto import tqdm
+        except ImportError:  # pragma: no cover - tqdm is optional
+            tqdm = None
+        if tqdm is not None:
+            bar = tqdm(total=total, initial=initial, unit="partition", desc="scoring", leave=False)
+    count = [initial]
+
+    def tick(key: str) -> None:
+        count[0] += 1
+        _LOG.info("partition %s scored (%d of %d)", key, count[0], total)
+        if bar is not None:
+            bar.update(1)
+
+    try:
+        yield tick
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+def _dask_run(client: Any, todo: Sequence[Partition], done_pairs: Sequence[tuple[str, str]],
+              kw: Mapping[str, Any], keys: Sequence[str], tick: Callable[[str], None]) -> DatasetSummary:
+    """Score ``todo`` on the cluster; on any failure (or Ctrl-C) cancel every task sent and wait
+    until none is still running, so nothing is written after this call has raised."""
+    import uuid
+
+    distributed = optional_module("distributed")
+    prefix = f"evaltk-scale-{uuid.uuid4().hex}"
+    sent: list[Any] = []
+    try:
+        futures = client.map(_score_partition, list(todo), pure=False,
+                             key=[f"{prefix}-score-{i}" for i in range(len(todo))], **kw)
+        sent += futures
+        key_of = {f.key: p.key for f, p in zip(futures, todo, strict=True)}
+        for f in distributed.as_completed(futures):
+            if f.status == "error":
+                f.result()  # raises the task's exception here
+            tick(key_of[f.key])
+        if done_pairs:
+            prior = client.map(_summary_of_files, list(done_pairs), by=list(keys), pure=False,
+                               key=[f"{prefix}-done-{i}" for i in range(len(done_pairs))])
+            sent += prior
+            futures = [*futures, *prior]
+        if not futures:
+            return _empty_summary(keys)
+        return _tree_reduce(client, futures, sent=sent, prefix=prefix)
+    except BaseException:
+        _cancel_dask(client, sent, prefix)
+        raise
+
+
+def _running_keys(prefix: str, dask_worker: Any = None) -> list[str]:
+    """The keys starting with ``prefix`` still executing on this worker (cancelled ones included)."""
+    st = dask_worker.state
+    tasks = [*st.executing, *getattr(st, "long_running", ())]
+    return [str(ts.key) for ts in tasks if str(ts.key).startswith(prefix)]
+
+
+def _cancel_dask(client: Any, sent: Sequence[Any], prefix: str, timeout: float = 300.0) -> None:
+    """Cancel ``sent`` and wait (up to ``timeout`` s) until no task of this run executes on any worker."""
+    import time
+
+    with contextlib.suppress(Exception):
+        client.cancel(list(sent), force=True)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            running = client.run(_running_keys, prefix)
+        except Exception:  # the cluster is gone: nothing runs
+            return
+        if not any(running.values()):
+            return
+        time.sleep(0.1)
 
 
 def _maybe_check_ids(parts: Sequence[Partition], memory_limit: str | None = None,
@@ -852,14 +1052,24 @@ def _maybe_check_ids(parts: Sequence[Partition], memory_limit: str | None = None
     _check_unique_ids(parts, memory_limit=memory_limit, temp_directory=temp_directory)
 
 
-def _tree_reduce(client: Any, futures: list[Any], split_every: int = 2) -> DatasetSummary:
+def _tree_reduce(client: Any, futures: list[Any], split_every: int = 2, *, sent: list[Any] | None = None,
+                 prefix: str | None = None) -> DatasetSummary:
     """Combine summaries on the cluster, pairwise, as a balanced tree; only the root comes back."""
+    level = 0
     while len(futures) > 1:
         nxt = []
         for i in range(0, len(futures), split_every):
             group = futures[i:i + split_every]
-            nxt.append(group[0] if len(group) == 1 else client.submit(_combine_many, *group, pure=False))
+            if len(group) == 1:
+                nxt.append(group[0])
+                continue
+            extra = {} if prefix is None else {"key": f"{prefix}-combine-{level}-{i}"}
+            f = client.submit(_combine_many, *group, pure=False, **extra)
+            if sent is not None:
+                sent.append(f)
+            nxt.append(f)
         futures = nxt
+        level += 1
     return futures[0].result()
 
 

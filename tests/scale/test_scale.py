@@ -28,7 +28,7 @@ dd = pytest.importorskip("dask.dataframe", reason="the Dask engine needs the `sc
 import dask  # noqa: E402
 
 from evaltk.data._datasets import make_demo  # noqa: E402
-from evaltk.errors import InputError  # noqa: E402
+from evaltk.errors import InputError, OutputRefused  # noqa: E402
 from evaltk.scale import (  # noqa: E402
     SCORE_META,
     dask_score_summary,
@@ -297,7 +297,7 @@ def test_bad_engine_and_options_are_refused(store, tmp_path, results):
     with pytest.raises(ValueError, match="`memory_limit`"):
         score_dataset(store / "traces", out=tmp_path / "o", engine="duckdb", memory_limit="lots")
     res, _ = results
-    with pytest.raises(InputError, match="already holds"):
+    with pytest.raises(OutputRefused, match="already holds a complete scored dataset.*--resume.*--overwrite"):
         score_dataset(store / "traces", out=res["pandas"].out)
     assert set(CAUSES) <= {c[2:] for c in res["pandas"].summary.to_frame().columns if c.startswith("n_")}
 
@@ -377,7 +377,9 @@ def test_cli_score_and_summarize(store, whole, tmp_path, capsys):
     assert main(["scale", "summarize", str(out), "--by", "agent", "--engine", "pandas"]) == 0
     text = capsys.readouterr().out
     assert f"{len(whole.runs)} runs" in text and "agent-v1" in text
-    assert main(["scale", "score", str(store / "traces"), "--out", str(out)]) == 65  # out already scored
+    assert main(["scale", "score", str(store / "traces"), "--out", str(out)]) == 64  # out already scored
+    err = capsys.readouterr().err
+    assert "--resume" in err and "--overwrite" in err and "Traceback" not in err
     assert main(["scale", "summarize", str(tmp_path / "nowhere")]) == 66
     assert main(["scale", "score", str(store / "traces")]) == 64  # --out is required
     capsys.readouterr()
