@@ -1228,7 +1228,7 @@ def summarize_dataset(out: str | Path, *, by: str | Sequence[str] | None = None,
     """
     kind = engine_kind(engine)
     keys = [] if by is None else ([by] if isinstance(by, str) else list(by))
-    o = Path(out)
+    o = Path(_absolute(out))  # absolute on the driver: workers read these paths
     pairs = check_dataset(o)  # complete, unchanged, and every scores partition checked
     if kind == "duckdb":
         with _duckdb(engine, memory_limit, threads, None if temp_directory is None else str(temp_directory)) as con:
