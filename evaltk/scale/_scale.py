@@ -51,11 +51,11 @@ import contextlib
 import json
 import logging
 import math
-import os
 import re
+import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import numpy as np
@@ -66,11 +66,8 @@ import pyarrow.parquet as pq
 
 from .._io import (
     atomic_path,
-    check_digest,
     check_output,
     file_digest,
-    read_json,
-    write_json,
     write_jsonl,
     write_parquet,
 )
@@ -86,6 +83,8 @@ from ..stats import (
     score_partials,
 )
 from ..values import CAUSES, Abstention, normalize_measure
+from . import _remote
+from ._remote import Root, is_remote
 
 #: Engine names accepted by ``engine=`` (an engine object works too).
 ENGINES: tuple[str, ...] = ("pandas", "duckdb", "dask")
@@ -293,55 +292,78 @@ def _stem_key(root: Path, p: Path) -> str:
     return p.relative_to(root).with_suffix("").as_posix()
 
 
+def _listing(src: str | Path, suffixes: Sequence[str], storage_options: Mapping[str, Any] | None
+             ) -> tuple[list[str], dict[str, str]]:
+    """The files of a source (a file or a folder; local or a URL) and each one's key: its path
+    relative to the folder without the extension (the file's stem for a single file)."""
+    if is_remote(src):
+        files = _remote.find(str(src), suffixes, storage_options)
+        root = str(src).rstrip("/")
+        single = files == [str(src)]
+        rels = [f.rsplit("/", 1)[-1] if single else f[len(root):].strip("/") for f in files]
+        return files, {f: PurePosixPath(r).with_suffix("").as_posix() for f, r in zip(files, rels, strict=True)}
+    root_p = Path(src)
+    paths = _files(root_p, suffixes)
+    return [str(p) for p in paths], {str(p): _stem_key(root_p, p) for p in paths}
+
+
+def _is_dir(src: str | Path, storage_options: Mapping[str, Any] | None) -> bool:
+    return Root(src, storage_options).isdir() if is_remote(src) else Path(src).is_dir()
+
+
 def discover_partitions(traces: str | Path, answers: str | Path | None = None,
-                        labels: str | Path | None = None) -> tuple[list[Partition], dict[str, str | None]]:
+                        labels: str | Path | None = None, *, storage_options: Mapping[str, Any] | None = None
+                        ) -> tuple[list[Partition], dict[str, str | None]]:
     """The partitions of a trace store, and the answer/label sources that are *not* co-partitioned.
 
-    Returns ``(partitions, shared)`` where ``shared["answers"]`` (``"labels"``) is the
-    path of an answer source that must be selected by trace id (None when the answers
-    are co-partitioned or absent).
+    ``traces``, ``answers`` and ``labels`` are local paths or URLs (``s3://``, ``gs://``,
+    ``memory://``, ``file://``; ``storage_options`` go to fsspec); the filesystem's own
+    listing finds the files.  Returns ``(partitions, shared)`` where ``shared["answers"]``
+    (``"labels"``) is the path of an answer source that must be selected by trace id (None
+    when the answers are co-partitioned or absent).
     """
-    root = Path(traces)
-    files = _files(root, _TRACE_SUFFIXES)
+    files, key_of = _listing(traces, _TRACE_SUFFIXES, storage_options)
     if not files:
-        raise UnreadableInput("no trace file (.parquet, .jsonl) in the store", file=str(root))
-    keys = [_stem_key(root, p) for p in files]
+        raise UnreadableInput("no trace file (.parquet, .jsonl) in the store", file=str(traces))
+    keys = [key_of[f] for f in files]
     if len(set(keys)) != len(keys):
         dup = next(k for k in keys if keys.count(k) > 1)
         raise InputError(f"two trace files share the partition key {dup!r} (same name, different "
-                         "extension); keep one per partition", file=str(root))
+                         "extension); keep one per partition", file=str(traces))
     shared: dict[str, str | None] = {"answers": None, "labels": None}
     co: dict[str, dict[str, str]] = {"answers": {}, "labels": {}}
+    store_is_dir = _is_dir(traces, storage_options)
     for name, src in (("answers", answers), ("labels", labels)):
         if src is None:
             continue
-        sroot = Path(src)
-        if sroot.is_dir() and root.is_dir():
-            found = {_stem_key(sroot, p): str(p) for p in _files(sroot, _ANSWER_SUFFIXES)}
+        if store_is_dir and _is_dir(src, storage_options):
+            afiles, akey = _listing(src, _ANSWER_SUFFIXES, storage_options)
+            found = {akey[f]: f for f in afiles}
             if found and set(found) <= set(keys):
                 co[name] = found
                 continue
-        if not sroot.exists():
-            raise UnreadableInput("no such file or folder", file=str(sroot))
-        shared[name] = str(sroot)
+        exists = _remote.exists(str(src), storage_options) if is_remote(src) else Path(src).exists()
+        if not exists:
+            raise UnreadableInput("no such file or folder", file=str(src))
+        shared[name] = str(src)
     parts = []
-    for p, k in zip(files, keys, strict=True):
-        hive = tuple((m.group(1), m.group(2)) for seg in Path(k).parent.parts if (m := _HIVE.match(seg)))
-        parts.append(Partition(k, str(p), co["answers"].get(k), co["labels"].get(k), hive))
+    for f, k in zip(files, keys, strict=True):
+        hive = tuple((m.group(1), m.group(2)) for seg in PurePosixPath(k).parent.parts if (m := _HIVE.match(seg)))
+        parts.append(Partition(k, f, co["answers"].get(k), co["labels"].get(k), hive))
     return parts, shared
 
 
 # =========================================================================== one partition
 
 
-def _duckdb_read_sql(path: str) -> str:
-    """A DuckDB table function reading an answer source (a file or a folder)."""
-    p = Path(path)
-    files = _files(p, _ANSWER_SUFFIXES)
+def _duckdb_read_sql(path: str, storage_options: Mapping[str, Any] | None = None) -> str:
+    """A DuckDB table function reading an answer source (a file or a folder; a URL needs its
+    filesystem registered on the connection: :func:`evaltk.scale._remote.register`)."""
+    files, _ = _listing(path, _ANSWER_SUFFIXES, storage_options)
     if not files:
         raise UnreadableInput("no answer file (.parquet, .jsonl, .csv)", file=path)
-    suf = {f.suffix.lower() for f in files}
-    lit = "[" + ", ".join("'" + str(f).replace("'", "''") + "'" for f in files) + "]"
+    suf = {PurePosixPath(f).suffix.lower() for f in files}
+    lit = _sql_list(files)
     if suf <= {".parquet"}:
         return f"read_parquet({lit}, union_by_name = true, hive_partitioning = false)"
     if suf <= {".csv"}:
@@ -365,7 +387,8 @@ def _trace_ids(path: str) -> pa.Array:
     return pa.array(ids, pa.string())
 
 
-def _select_rows(source: str, trace_file: str, con: Any = None) -> pd.DataFrame:
+def _select_rows(source: str, trace_file: str, con: Any = None, *,
+                 storage_options: Mapping[str, Any] | None = None) -> pd.DataFrame:
     """The rows of an answer source whose ``trace_id`` is in ``trace_file`` (a DuckDB semi-join)."""
     import duckdb
 
@@ -374,7 +397,8 @@ def _select_rows(source: str, trace_file: str, con: Any = None) -> pd.DataFrame:
     try:
         ids = pa.table({"trace_id": _trace_ids(trace_file)})  # noqa: F841 - read by DuckDB
         c.register("evaltk_ids", ids)
-        df = c.execute(f"SELECT * FROM {_duckdb_read_sql(source)} WHERE CAST(trace_id AS VARCHAR) IN "
+        _remote.register(c, [source], storage_options)
+        df = c.execute(f"SELECT * FROM {_duckdb_read_sql(source, storage_options)} WHERE CAST(trace_id AS VARCHAR) IN "
                        "(SELECT trace_id FROM evaltk_ids)").df()
         c.unregister("evaltk_ids")
         return df
@@ -474,23 +498,38 @@ def _write(frame: pd.DataFrame, out: Path, table: str, key: str) -> None:
 def _score_partition(part: Partition, *, out: str | None, by: Sequence[str], shared: Mapping[str, str | None],
                      label_measures: Sequence[str], options: Mapping[str, Any]) -> DatasetSummary:
     """Ingest, score, write and summarise one partition (runs on a worker)."""
+    so = options.get("storage_options")
+    with _remote.staged([part.traces, part.answers, part.labels], so) as (t, a, lb):
+        return _score_local(replace(part, traces=t, answers=a, labels=lb), part, out=out, by=by, shared=shared,
+                            label_measures=label_measures, options=options)
+
+
+def _score_local(part: Partition, origin: Partition, *, out: str | None, by: Sequence[str],
+                 shared: Mapping[str, str | None], label_measures: Sequence[str],
+                 options: Mapping[str, Any]) -> DatasetSummary:
+    """:func:`_score_partition` on local copies (``part``) of the partition ``origin`` names."""
     from ..ingest import ingest_traces
     from ..scoring import score_traces
 
+    so = options.get("storage_options")
     answers: Any = part.answers
     labels: Any = part.labels
     try:
         if shared.get("answers"):
-            answers = _select_rows(shared["answers"], part.traces)  # type: ignore[arg-type]
+            answers = _select_rows(shared["answers"], part.traces, storage_options=so)  # type: ignore[arg-type]
         if shared.get("labels"):
-            labels = _select_rows(shared["labels"], part.traces)  # type: ignore[arg-type]
+            labels = _select_rows(shared["labels"], part.traces, storage_options=so)  # type: ignore[arg-type]
         ing = ingest_traces(part.traces, answers, labels, strict=options.get("strict", False),
                             domain_rule=options.get("domain_rule"))
     except pa.ArrowInvalid as e:  # a Parquet file Arrow cannot open: unreadable input, named
         raise UnreadableInput(f"a partition file cannot be read ({str(e).splitlines()[0]})",
-                              file=part.traces) from None
+                              file=origin.traces) from None
+    ledger = ing.ledger
+    if part != origin:  # the ledger names the files as the caller did, not the staged copies
+        names = {getattr(part, f): getattr(origin, f) for f in ("traces", "answers", "labels") if getattr(part, f)}
+        ledger = ledger.assign(source=ledger["source"].map(lambda x: names.get(x, x)))
     if len(ing.runs) == 0:  # nothing kept: only the ledger says why (no empty score or run file)
-        _write_outputs(part, out, None, None, ing.ledger)
+        _write_outputs(origin, out, None, None, ledger, so)
         return _empty_summary(by)
     if label_measures:
         ing = _with_marker(ing, label_measures)
@@ -504,7 +543,7 @@ def _score_partition(part: Partition, *, out: str | None, by: Sequence[str], sha
     if "guide" in runs.columns:
         runs = runs.assign(guide=runs["guide"].map(
             lambda g: json.dumps(g, sort_keys=True) if isinstance(g, Mapping) else None))
-    _write_outputs(part, out, scores, runs, ing.ledger)
+    _write_outputs(origin, out, scores, runs, ledger, so)
     missing = [b for b in by if b not in runs.columns]
     if missing:
         raise InputError(f"`by` names {missing}, not a run column (have {list(runs.columns)})", field="by")
@@ -528,42 +567,53 @@ def _release_memory() -> None:
 
 
 def _write_outputs(part: Partition, out: str | None, scores: pd.DataFrame | None, runs: pd.DataFrame | None,
-                   ledger: pd.DataFrame) -> None:
-    """Write a partition's files (each atomically), then its marker ``_partitions/<key>.json``
-    with their digests: a partition is done exactly when its marker is there."""
+                   ledger: pd.DataFrame, storage_options: Mapping[str, Any] | None = None) -> None:
+    """Write a partition's files (each atomically: a temporary name renamed, or one PUT on object
+    storage), then its marker ``_partitions/<key>.json`` with their digests: a partition is done
+    exactly when its marker is there."""
     if out is None:
         return
-    o = Path(out)
+    root = Root(out, storage_options)
     files = {}
-    for t, frame in (("scores", scores), ("runs", runs), ("ledger", ledger)):
-        if frame is None:
-            continue
-        _write(frame, o, t, part.key)
-        rel = f"{t}/{part.key}.parquet"
-        files[rel] = "sha256:" + file_digest(o / rel)
-    write_json(_marker_path(o, part.key), {"key": part.key, "files": files})
+    stage = tempfile.TemporaryDirectory(prefix="evaltk-out-") if root.remote else contextlib.nullcontext(root.root)
+    with stage as d:
+        for t, frame in (("scores", scores), ("runs", runs), ("ledger", ledger)):
+            if frame is None:
+                continue
+            _write(frame, Path(d), t, part.key)
+            rel = f"{t}/{part.key}.parquet"
+            files[rel] = "sha256:" + file_digest(Path(d) / rel)
+            if root.remote:
+                _remote.upload(Path(d) / rel, root.at(rel), storage_options)
+    root.write_json(_marker_rel(part.key), {"key": part.key, "files": files})
 
 
-def _marker_path(out: Path, key: str) -> Path:
-    return out / _PARTS_DIR / f"{key}.json"
+def _marker_rel(key: str) -> str:
+    return f"{_PARTS_DIR}/{key}.json"
 
 
-def _done_partitions(out: Path, parts: Sequence[Partition]) -> dict[str, dict[str, str]]:
+def _done_partitions(root: Root, parts: Sequence[Partition]) -> dict[str, dict[str, str]]:
     """The partitions of an earlier run already done (their marker, and every file it lists unchanged)."""
     done = {}
     for p in parts:
-        m = _marker_path(out, p.key)
-        if not m.is_file():
+        m = _marker_rel(p.key)
+        if not root.isfile(m):
             continue
         try:
-            doc = read_json(m)
+            doc = root.read_json(m)
             files = {str(k): str(v) for k, v in doc["files"].items()}
             for rel, digest in files.items():
-                check_digest(out / rel, digest, recorded_in=str(m))
+                root.check_digest(rel, digest, recorded_in=root.at(m))
         except (InputError, KeyError, TypeError, AttributeError, OSError):
             continue  # torn or changed: scored again
         done[p.key] = files
     return done
+
+
+def _pairs_of(root: Root, done: Mapping[str, Mapping[str, str]]) -> list[tuple[str, str]]:
+    """``(scores, runs)`` file pairs of the partitions done (a partition whose runs were all dropped has none)."""
+    return [(root.at(f"scores/{k}.parquet"), root.at(f"runs/{k}.parquet"))
+            for k, files in sorted(done.items()) if f"scores/{k}.parquet" in files]
 
 
 def _combine_pair(a: DatasetSummary, b: DatasetSummary) -> DatasetSummary:
@@ -648,7 +698,7 @@ def _dask_client(engine: Any, memory_limit: str | None, n_workers: int | None) -
 
 
 def _check_unique_ids(parts: Sequence[Partition], *, memory_limit: str | None = None,
-                      temp_directory: str | None = None) -> None:
+                      temp_directory: str | None = None, storage_options: Mapping[str, Any] | None = None) -> None:
     """A trace id in two partitions would be scored twice: refuse, naming both files (SQL in DuckDB).
 
     Runs in its own short-lived DuckDB connection (closed afterwards, so its memory goes
@@ -661,7 +711,7 @@ def _check_unique_ids(parts: Sequence[Partition], *, memory_limit: str | None = 
 
     def read(i: int, f: str, cols: str) -> str:
         q = "'" + f.replace("'", "''") + "'"
-        if Path(f).suffix.lower() == ".parquet":
+        if PurePosixPath(f).suffix.lower() == ".parquet":
             src = f"read_parquet({q}, hive_partitioning = false)"
         else:
             src = (f"read_json({q}, format = 'newline_delimited', columns = {{'trace_id': 'VARCHAR'}}, "
@@ -671,6 +721,7 @@ def _check_unique_ids(parts: Sequence[Partition], *, memory_limit: str | None = 
     files = [p.traces for p in parts]
     con = duckdb.connect()
     try:
+        _remote.register(con, files, storage_options)
         if memory_limit is not None:
             con.execute(f"SET memory_limit = '{_check_size(memory_limit)}'")
         if temp_directory is not None:
@@ -700,28 +751,26 @@ def _check_unique_ids(parts: Sequence[Partition], *, memory_limit: str | None = 
                          "steps must stay in one partition", file=a, record=str(row[0]), field="trace_id")
 
 
-def _write_manifest(out: Path, summary: DatasetSummary) -> None:
+def _write_manifest(root: Root, summary: DatasetSummary) -> None:
     from ..scoring import Manifest
 
-    doc = Manifest.default(summary.population).to_dict()
-    write_json(out / "manifest.json", doc)
+    root.write_json("manifest.json", Manifest.default(summary.population).to_dict())
 
 
-def _write_complete(out: Path, parts: Sequence[Partition]) -> None:
+def _write_complete(root: Root, parts: Sequence[Partition]) -> None:
     """The completion record (:data:`COMPLETE_FILE`), written last: each partition's files and digests
     (from the partition markers, each checked against its file)."""
-    done = _done_partitions(out, parts)
+    done = _done_partitions(root, parts)
     lost = [p.key for p in parts if p.key not in done]
     if lost:  # pragma: no cover - a file changed under a running score_dataset
         raise SchemaViolation(f"integrity check `complete`: {len(lost)} partition(s) have no valid marker "
-                              f"({lost[0]!r} first) after scoring", file=str(out))
+                              f"({lost[0]!r} first) after scoring", file=str(root))
     rows = [{"key": p.key, "files": done[p.key]} for p in parts]
-    write_json(out / COMPLETE_FILE, {"format": COMPLETE_FORMAT,
-                                     "manifest": "sha256:" + file_digest(out / "manifest.json"),
-                                     "partitions": rows})
+    root.write_json(COMPLETE_FILE, {"format": COMPLETE_FORMAT, "manifest": root.digest("manifest.json"),
+                                    "partitions": rows})
 
 
-def check_dataset(out: str | Path) -> list[tuple[str, str]]:
+def check_dataset(out: str | Path, *, storage_options: Mapping[str, Any] | None = None) -> list[tuple[str, str]]:
     """Check a scored dataset before it is read; its ``(scores, runs)`` file pairs.
 
     Refuses (:class:`~evaltk.errors.SchemaViolation` naming the file and the check) a
@@ -729,72 +778,80 @@ def check_dataset(out: str | Path) -> list[tuple[str, str]]:
     or is still running), a file missing, changed or not recorded in it (``digest``,
     ``complete``), a missing or changed ``manifest.json``, and a scores partition that fails
     :func:`evaltk.scoring.check_score_table` (``duplicate``, ``range``, ``scorer_version``).
+    ``out`` is a local folder or a URL (``storage_options`` go to fsspec).
     """
     from ..scoring import Manifest, check_score_table
 
-    o = Path(out)
-    if not o.is_dir():
+    root = Root(out, storage_options)
+    if not root.isdir():
         raise UnreadableInput("not a scored dataset (a folder written by `evaltk scale score` expected)",
-                              file=str(o))
-    marker = o / COMPLETE_FILE
-    if not marker.is_file():
+                              file=str(root))
+    marker = root.at(COMPLETE_FILE)
+    if not root.isfile(COMPLETE_FILE):
         raise SchemaViolation(f"integrity check `complete`: no completion record {COMPLETE_FILE}: the "
                               "dataset is partial (a `scale score` that failed or is still running)",
-                              file=str(o))
-    doc = read_json(marker)
+                              file=str(root))
+    doc = root.read_json(COMPLETE_FILE)
     try:
         if doc["format"] != COMPLETE_FORMAT:
             raise ValueError(f"format {doc['format']!r}")
         manifest_digest = str(doc["manifest"])
         listed = {str(k): str(v) for part in doc["partitions"] for k, v in part["files"].items()}
     except (KeyError, TypeError, ValueError, AttributeError) as e:
-        raise SchemaViolation(f"integrity check `complete`: not a completion record ({e})", file=str(marker)) from None
-    check_digest(o / "manifest.json", manifest_digest, recorded_in=str(marker))
-    manifest = Manifest.from_dict(read_json(o / "manifest.json"), source=str(o / "manifest.json"))
+        raise SchemaViolation(f"integrity check `complete`: not a completion record ({e})", file=marker) from None
+    root.check_digest("manifest.json", manifest_digest, recorded_in=marker)
+    manifest = Manifest.from_dict(root.read_json("manifest.json"), source=root.at("manifest.json"))
     for rel, digest in listed.items():
-        if rel.split("/", 1)[0] not in _TABLES or ".." in Path(rel).parts or Path(rel).is_absolute():
+        if rel.split("/", 1)[0] not in _TABLES or ".." in PurePosixPath(rel).parts or rel.startswith("/"):
             raise SchemaViolation(f"integrity check `complete`: {rel!r} is not a file of a scored dataset",
-                                  file=str(marker), field="partitions")
-        check_digest(o / rel, digest, recorded_in=str(marker))
+                                  file=marker, field="partitions")
+        root.check_digest(rel, digest, recorded_in=marker)
     for t in _TABLES:
-        for f in (_files(o / t, (".parquet",)) if (o / t).is_dir() else []):
-            if f.relative_to(o).as_posix() not in listed:
+        for rel in root.find(t, (".parquet",)):
+            if rel not in listed and not any(seg.startswith((".", "_")) for seg in rel.split("/")):
                 raise SchemaViolation(f"integrity check `complete`: the file is not in the completion record "
-                                      f"{COMPLETE_FILE}", file=str(f))
+                                      f"{COMPLETE_FILE}", file=root.at(rel))
     pairs = []
     for rel in sorted(r for r in listed if r.startswith("scores/")):
         runs = "runs/" + rel.split("/", 1)[1]
-        check_score_table(pq.read_table(o / rel).to_pandas(), manifest, file=str(o / rel))
+        check_score_table(_remote.read_table(root.at(rel), storage_options).to_pandas(), manifest,
+                          file=root.at(rel))
         if runs not in listed:
             raise SchemaViolation("integrity check `complete`: a scores partition without its runs file",
-                                  file=str(o / rel))
-        pairs.append((str(o / rel), str(o / runs)))
+                                  file=root.at(rel))
+        pairs.append((root.at(rel), root.at(runs)))
     return pairs
 
 
-def _store_label_measures(parts: Sequence[Partition], shared: Mapping[str, str | None]) -> set[str]:
+def _store_label_measures(parts: Sequence[Partition], shared: Mapping[str, str | None],
+                          storage_options: Mapping[str, Any] | None = None) -> set[str]:
     """The measure names in the store's label files (one column read per file)."""
-    files = [Path(p.labels) for p in parts if p.labels]
+    files = [p.labels for p in parts if p.labels]
     if shared.get("labels"):
-        files += _files(Path(shared["labels"]), _ANSWER_SUFFIXES)  # type: ignore[arg-type]
+        files += _listing(shared["labels"], _ANSWER_SUFFIXES, storage_options)[0]  # type: ignore[arg-type]
     out: set[str] = set()
-    for f in files:
-        suf = f.suffix.lower()
-        try:
-            if suf == ".parquet":
-                col = pq.read_table(f, columns=["measure"]).column("measure").to_pylist()
-            elif suf == ".csv":
-                col = pd.read_csv(f, usecols=["measure"], dtype=str)["measure"].tolist()
-            else:
-                col = []
-                with open(f, "rb") as fh:
-                    for line in fh:
-                        with contextlib.suppress(ValueError, AttributeError):
-                            col.append(json.loads(line).get("measure"))
-        except (ValueError, KeyError, OSError, pa.ArrowException):
-            continue  # unreadable or without a measure column: ingest reports it per partition
-        out.update(str(x) for x in set(col) if x is not None)
+    for url in files:
+        with _remote.staged([url], storage_options) as (f,):
+            out |= _label_measures_of(Path(f))  # type: ignore[arg-type]
     return out
+
+
+def _label_measures_of(f: Path) -> set[str]:
+    suf = f.suffix.lower()
+    try:
+        if suf == ".parquet":
+            col = pq.read_table(f, columns=["measure"]).column("measure").to_pylist()
+        elif suf == ".csv":
+            col = pd.read_csv(f, usecols=["measure"], dtype=str)["measure"].tolist()
+        else:
+            col = []
+            with open(f, "rb") as fh:
+                for line in fh:
+                    with contextlib.suppress(ValueError, AttributeError):
+                        col.append(json.loads(line).get("measure"))
+    except (ValueError, KeyError, OSError, pa.ArrowException):
+        return set()  # unreadable or without a measure column: ingest reports it per partition
+    return {str(x) for x in set(col) if x is not None}
 
 
 def score_dataset(traces: str | Path, answers: str | Path | None = None, labels: str | Path | None = None, *,
@@ -804,7 +861,7 @@ def score_dataset(traces: str | Path, answers: str | Path | None = None, labels:
                   strict: bool = False, domain_rule: Callable[[str], str | None] | None = None,
                   outcome_rules: Mapping[str, Callable[..., bool | None]] | None = None,
                   check_ids: bool = True, resume: bool = False, overwrite: bool = False,
-                  progress: bool = False) -> ScoredDataset:
+                  progress: bool = False, storage_options: Mapping[str, Any] | None = None) -> ScoredDataset:
     """Score a trace store partition by partition, write the score matrix, and summarise it.
 
     Parameters
@@ -844,6 +901,9 @@ def score_dataset(traces: str | Path, answers: str | Path | None = None, labels:
     progress : bool, default False
         A tqdm bar over the partitions (every engine also logs each partition to the
         ``evaltk.scale`` logger at INFO).
+    storage_options : mapping, optional
+        For URLs (``s3://``, ``gs://``, ``memory://``): passed to fsspec on the driver and
+        on every worker (credentials, ``client_kwargs={"endpoint_url": ...}``).
 
     Returns
     -------
@@ -870,95 +930,103 @@ def score_dataset(traces: str | Path, answers: str | Path | None = None, labels:
     if memory_limit is not None:
         _check_size(memory_limit)
     keys = [] if by is None else ([by] if isinstance(by, str) else list(by))
+    so = dict(storage_options or {})
     traces, answers, labels = (None if x is None else _absolute(x) for x in (traces, answers, labels))
-    parts, shared = discover_partitions(traces, answers, labels)
-    o = check_output(_absolute(out), [traces, answers, labels], kind="dir", writes=_WRITES)
-    marker = _marker_measures(_store_label_measures(parts, shared)) if labels is not None else ()
+    parts, shared = discover_partitions(traces, answers, labels, storage_options=so)
+    root = _output_root(out, [traces, answers, labels], so)
+    marker = _marker_measures(_store_label_measures(parts, shared, so)) if labels is not None else ()
     run_doc = {"traces": str(traces), "answers": None if answers is None else str(answers),
                "labels": None if labels is None else str(labels), "label_measures": list(marker),
                "strict": bool(strict), "partitions": len(parts)}
-    done = _prepare_out(o, parts, run_doc, resume=resume, overwrite=overwrite)
+    done = _prepare_out(root, parts, run_doc, resume=resume, overwrite=overwrite)
     todo = [p for p in parts if p.key not in done]
-    options = {"strict": strict, "domain_rule": domain_rule, "outcome_rules": outcome_rules}
-    kw = {"out": str(o), "by": keys, "shared": shared, "label_measures": marker, "options": options}
-    done_pairs = [(str(o / f"scores/{k}.parquet"), str(o / f"runs/{k}.parquet"))
-                  for k, files in done.items() if f"scores/{k}.parquet" in files]
+    options = {"strict": strict, "domain_rule": domain_rule, "outcome_rules": outcome_rules, "storage_options": so}
+    kw = {"out": str(root), "by": keys, "shared": shared, "label_measures": marker, "options": options}
+    done_pairs = _pairs_of(root, done)
     if done:
-        _LOG.info("resuming: %d of %d partitions already done in %s", len(done), len(parts), o)
+        _LOG.info("resuming: %d of %d partitions already done in %s", len(done), len(parts), root)
+    tmp_dir = None if temp_directory is None else str(temp_directory)
     with _progress(len(parts), len(done), progress) as tick:
+        if check_ids:
+            _maybe_check_ids(parts, memory_limit, tmp_dir, so)
         if kind == "duckdb":
-            with _duckdb(engine, memory_limit, threads,
-                         None if temp_directory is None else str(temp_directory)) as con:
-                if check_ids:
-                    _check_unique_ids(parts, memory_limit=memory_limit,
-                                      temp_directory=None if temp_directory is None else str(temp_directory))
+            with _duckdb(engine, memory_limit, threads, tmp_dir) as con:
                 for p in todo:
                     _score_partition(p, **kw)
                     tick(p.key)
-                summary = _summarize_duckdb(con, _pairs(o), keys, o)
+                pairs = _pairs_of(root, _done_partitions(root, parts))
+                _remote.register(con, [root.root], so)
+                summary = _summarize_duckdb(con, pairs, keys, root.path())
         elif kind == "dask":
-            if check_ids:
-                _maybe_check_ids(parts, memory_limit)
             with _dask_client(engine, memory_limit, n_workers) as client:
                 summary = _dask_run(client, todo, done_pairs, kw, keys, tick)
         else:
-            if check_ids:
-                _maybe_check_ids(parts, memory_limit)
-            pieces = [_summary_of_files(pr, keys) for pr in done_pairs]
+            pieces = [_summary_of_files(pr, keys, so) for pr in done_pairs]
             for p in todo:
                 pieces.append(_score_partition(p, **kw))
                 tick(p.key)
             summary = combine_all(pieces) if pieces else _empty_summary(keys)
-    _write_manifest(o, summary)
-    _write_complete(o, parts)  # last: the dataset is complete
-    return ScoredDataset(o, summary, len(parts), kind)
+    _write_manifest(root, summary)
+    _write_complete(root, parts)  # last: the dataset is complete
+    return ScoredDataset(root.path(), summary, len(parts), kind)
+
+
+def _output_root(out: str | Path, inputs: Sequence[Any], so: Mapping[str, Any]) -> Root:
+    """The output folder, checked against the inputs (never inside one, never one of them)."""
+    if not is_remote(out):
+        return Root(check_output(_absolute(out), [x for x in inputs if x is not None and not is_remote(x)],
+                                 kind="dir", writes=_WRITES), so)
+    o = str(out).rstrip("/")
+    for x in inputs:
+        if x is not None and is_remote(x):
+            xi = str(x).rstrip("/")
+            if o == xi or o.startswith(xi + "/") or any(xi == o + "/" + w or xi.startswith(o + "/" + w + "/")
+                                                         for w in _WRITES):
+                raise OutputRefused(f"output {o} is or lies inside the input {x}, or would overwrite it; "
+                                    "choose another output path", output=o, input=str(x))
+    return Root(o, so)
 
 
 def _absolute(path: str | Path) -> str | Path:
-    """A local path made absolute here, on the driver, before any task is sent (a worker's
-    working folder is not the driver's)."""
-    return Path(os.path.abspath(os.path.expanduser(str(path))))
+    """A local path (or ``file://`` URL) made absolute here, on the driver, before any task is sent
+    (a worker's working folder is not the driver's); another URL as it is."""
+    return str(path) if is_remote(path) else Path(_remote.local(path))
 
 
-def partitions_done(out: str | Path) -> int:
-    """How many partitions an interrupted :func:`score_dataset` finished in ``out`` (markers present)."""
-    root = Path(out) / _PARTS_DIR
-    if not root.is_dir():
-        return 0
-    return sum(1 for f in root.rglob("*.json") if f.name != _RUN_FILE)
+def partitions_done(out: str | Path, *, storage_options: Mapping[str, Any] | None = None) -> int:
+    """How many partitions a :func:`score_dataset` run (interrupted or not) finished in ``out``
+    (their markers are there)."""
+    root = Root(out if is_remote(out) else _absolute(out), storage_options)
+    return sum(1 for rel in root.find(_PARTS_DIR, (".json",)) if rel != f"{_PARTS_DIR}/{_RUN_FILE}")
 
 
-def _prepare_out(o: Path, parts: Sequence[Partition], run_doc: Mapping[str, Any], *, resume: bool,
+def _prepare_out(root: Root, parts: Sequence[Partition], run_doc: Mapping[str, Any], *, resume: bool,
                  overwrite: bool) -> dict[str, dict[str, str]]:
     """Make ``out`` ready: refuse an earlier result unless ``resume`` or ``overwrite``; the partitions done."""
-    present = [w for w in _WRITES if (o / w).exists()]
+    present = [w for w in _WRITES if root.exists(w)]
     done: dict[str, dict[str, str]] = {}
+    run_rel = f"{_PARTS_DIR}/{_RUN_FILE}"
     if present and overwrite:
-        import shutil
-
         for w in present:  # only what score_dataset writes
-            if (o / w).is_dir() and not (o / w).is_symlink():
-                shutil.rmtree(o / w)
-            else:
-                (o / w).unlink()
+            root.remove(w)
     elif present and resume:
-        run_file = o / _PARTS_DIR / _RUN_FILE
-        earlier = read_json(run_file) if run_file.is_file() else None
+        earlier = root.read_json(run_rel) if root.isfile(run_rel) else None
         if earlier != dict(run_doc):
-            raise OutputRefused(f"`out` {o} holds a run of other inputs or options ({run_file}: {earlier}); "
-                                "resume needs the same store, answers, labels and options, or pass "
-                                "overwrite=True (--overwrite) to start over", output=str(o))
-        done = _done_partitions(o, parts)
+            raise OutputRefused(f"`out` {root} holds a run of other inputs or options ({root.at(run_rel)}: "
+                                f"{earlier}); resume needs the same store, answers, labels and options, or pass "
+                                "overwrite=True (--overwrite) to start over", output=str(root))
+        done = _done_partitions(root, parts)
     elif present:
-        n = partitions_done(o)
-        state = "a complete scored dataset" if (o / COMPLETE_FILE).is_file() else \
+        n = partitions_done(root.root, storage_options=root.so)
+        state = "a complete scored dataset" if root.isfile(COMPLETE_FILE) else \
             f"an unfinished run ({n} of {len(parts)} partitions done)"
-        raise OutputRefused(f"`out` {o} already holds {state}; pass resume=True (--resume) to score only "
+        raise OutputRefused(f"`out` {root} already holds {state}; pass resume=True (--resume) to score only "
                             "the partitions not done, or overwrite=True (--overwrite) to start over",
-                            output=str(o))
-    o.mkdir(parents=True, exist_ok=True)
-    (o / COMPLETE_FILE).unlink(missing_ok=True)
-    write_json(o / _PARTS_DIR / _RUN_FILE, dict(run_doc))
+                            output=str(root))
+    root.mkdir()
+    if root.exists(COMPLETE_FILE):
+        root.remove(COMPLETE_FILE)
+    root.write_json(run_rel, dict(run_doc))
     return done
 
 
@@ -1008,6 +1076,7 @@ def _dask_run(client: Any, todo: Sequence[Partition], done_pairs: Sequence[tuple
             tick(key_of[f.key])
         if done_pairs:
             prior = client.map(_summary_of_files, list(done_pairs), by=list(keys), pure=False,
+                               storage_options=kw["options"].get("storage_options"),
                                key=[f"{prefix}-done-{i}" for i in range(len(done_pairs))])
             sent += prior
             futures = [*futures, *prior]
@@ -1044,12 +1113,13 @@ def _cancel_dask(client: Any, sent: Sequence[Any], prefix: str, timeout: float =
 
 
 def _maybe_check_ids(parts: Sequence[Partition], memory_limit: str | None = None,
-                    temp_directory: str | None = None) -> None:
+                    temp_directory: str | None = None, storage_options: Mapping[str, Any] | None = None) -> None:
     try:
         import duckdb  # noqa: F401
     except ImportError:  # pragma: no cover - the check needs the extra
         return
-    _check_unique_ids(parts, memory_limit=memory_limit, temp_directory=temp_directory)
+    _check_unique_ids(parts, memory_limit=memory_limit, temp_directory=temp_directory,
+                      storage_options=storage_options)
 
 
 def _tree_reduce(client: Any, futures: list[Any], split_every: int = 2, *, sent: list[Any] | None = None,
@@ -1094,17 +1164,10 @@ def _with_hive_keys(runs: pd.DataFrame, hive: Sequence[tuple[str, str]]) -> pd.D
 # =========================================================================== summaries of a scored dataset
 
 
-def _pairs(out: Path) -> list[tuple[str, str]]:
-    sroot, rroot = out / "scores", out / "runs"
-    if not sroot.is_dir() or not rroot.is_dir():
-        raise UnreadableInput("not a scored dataset (scores/ and runs/ folders expected)", file=str(out))
-    files = _files(sroot, (".parquet",))
-    return [(str(f), str(rroot / f.relative_to(sroot))) for f in files]
-
-
-def _summary_of_files(pair: tuple[str, str], by: Sequence[str]) -> DatasetSummary:
-    s = pq.read_table(pair[0]).to_pandas()
-    r = pq.read_table(pair[1]).to_pandas()
+def _summary_of_files(pair: tuple[str, str], by: Sequence[str],
+                      storage_options: Mapping[str, Any] | None = None) -> DatasetSummary:
+    s = _remote.read_table(pair[0], storage_options).to_pandas()
+    r = _remote.read_table(pair[1], storage_options).to_pandas()
     if len(r) == 0:
         return _empty_summary(by)
     missing = [b for b in by if b not in r.columns]
@@ -1206,7 +1269,8 @@ def _confusion_from_grouped(g: pd.DataFrame, cats: tuple[Any, ...]) -> Confusion
 
 def summarize_dataset(out: str | Path, *, by: str | Sequence[str] | None = None, engine: Any = "pandas",
                       memory_limit: str | None = None, threads: int | None = None,
-                      temp_directory: str | Path | None = None, n_workers: int | None = None) -> DatasetSummary:
+                      temp_directory: str | Path | None = None, n_workers: int | None = None,
+                      storage_options: Mapping[str, Any] | None = None) -> DatasetSummary:
     """Summarise a scored dataset (the ``out`` folder of :func:`score_dataset`) with any engine.
 
     ``engine="duckdb"`` runs the aggregation as SQL in DuckDB (a join of scores and
@@ -1228,18 +1292,20 @@ def summarize_dataset(out: str | Path, *, by: str | Sequence[str] | None = None,
     """
     kind = engine_kind(engine)
     keys = [] if by is None else ([by] if isinstance(by, str) else list(by))
-    o = Path(_absolute(out))  # absolute on the driver: workers read these paths
-    pairs = check_dataset(o)  # complete, unchanged, and every scores partition checked
+    so = dict(storage_options or {})
+    o = _absolute(out)  # absolute on the driver: workers read these paths
+    pairs = check_dataset(o, storage_options=so)  # complete, unchanged, and every scores partition checked
     if kind == "duckdb":
         with _duckdb(engine, memory_limit, threads, None if temp_directory is None else str(temp_directory)) as con:
+            _remote.register(con, [str(o)], so)
             return _summarize_duckdb(con, pairs, keys, o)
     if not pairs:
         return _empty_summary(keys)
     if kind == "dask":
         with _dask_client(engine, memory_limit, n_workers) as client:
-            futures = client.map(_summary_of_files, pairs, by=keys, pure=False)
+            futures = client.map(_summary_of_files, pairs, by=keys, storage_options=so, pure=False)
             return _tree_reduce(client, futures)
-    return combine_all([_summary_of_files(p, keys) for p in pairs])
+    return combine_all([_summary_of_files(p, keys, so) for p in pairs])
 
 
 # =========================================================================== Dask DataFrame API
