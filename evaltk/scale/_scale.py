@@ -123,8 +123,10 @@ _TABLES = ("scores", "runs", "ledger")
 #: reads to skip the partitions an interrupted run finished.
 _PARTS_DIR = "_partitions"
 _RUN_FILE = "_run.json"
+#: Shared answers and labels repartitioned by their trace's partition, removed when the run completes.
+_SHUFFLE_DIR = "_shuffle"
 #: Everything :func:`score_dataset` writes in ``out`` (what ``overwrite=True`` removes, and nothing else).
-_WRITES = (*_TABLES, "manifest.json", COMPLETE_FILE, _PARTS_DIR)
+_WRITES = (*_TABLES, "manifest.json", COMPLETE_FILE, _PARTS_DIR, _SHUFFLE_DIR)
 _LOG = logging.getLogger("evaltk.scale")
 
 
@@ -697,6 +699,82 @@ def _dask_client(engine: Any, memory_limit: str | None, n_workers: int | None) -
         cluster.close()
 
 
+def _ids_sql(i: int, f: str, cols: str) -> str:
+    """SQL selecting ``cols`` (``{i}`` is the file's number) from the trace ids of trace file ``f``."""
+    q = "'" + f.replace("'", "''") + "'"
+    if PurePosixPath(f).suffix.lower() == ".parquet":
+        src = f"read_parquet({q}, hive_partitioning = false)"
+    else:
+        src = (f"read_json({q}, format = 'newline_delimited', columns = {{'trace_id': 'VARCHAR'}}, "
+               "hive_partitioning = false, ignore_errors = true)")
+    return f"SELECT {cols.format(i=i)} FROM {src} WHERE trace_id IS NOT NULL"
+
+
+def _shuffle_shared(parts: Sequence[Partition], shared: Mapping[str, str | None], root: Root, *,
+                    memory_limit: str | None, temp_directory: str | None,
+                    storage_options: Mapping[str, Any] | None) -> tuple[list[Partition], dict[str, str | None]]:
+    """Answers and labels not stored beside the traces, repartitioned once by the partition of their
+    trace (one DuckDB join of the source with the store's trace ids, ``COPY ... PARTITION_BY``) into
+    ``out/_shuffle/<name>/``: each partition then reads only its own rows, so the cost is linear in
+    the input whatever its layout (selecting each partition's rows from the whole source was a scan
+    per partition: quadratic).  Rows whose trace is in no partition are not kept (no run to join).
+    Only for a local ``out`` (the workers see it); with a URL each partition selects its rows."""
+    names = [n for n in ("answers", "labels") if shared.get(n)]
+    if not names or root.remote:
+        return list(parts), dict(shared)
+    duckdb = optional_module("duckdb")
+    files = [p.traces for p in parts]
+    found: dict[str, dict[int, str]] = {}
+    con = duckdb.connect()
+    try:
+        if memory_limit is not None:
+            con.execute(f"SET memory_limit = '{_check_size(memory_limit)}'")
+        if temp_directory is not None:
+            con.execute(f"SET temp_directory = '{str(temp_directory)}'".replace("\\", "/"))
+        con.execute("SET preserve_insertion_order = true")
+        _remote.register(con, [*files, *(shared[n] for n in names)], storage_options)
+        ids = " UNION ALL ".join(_ids_sql(i, f, "CAST(trace_id AS VARCHAR) AS evaltk_tid, {i} AS evaltk_part")
+                                 for i, f in enumerate(files))
+        for name in names:
+            dest = Path(root.at(f"{_SHUFFLE_DIR}/{name}"))
+            if dest.exists():
+                import shutil
+
+                shutil.rmtree(dest)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            src = _duckdb_read_sql(shared[name], storage_options)  # type: ignore[arg-type]
+            q = "'" + str(dest).replace("'", "''") + "'"
+            try:
+                con.execute(f"COPY (SELECT a.*, i.evaltk_part FROM {src} a JOIN ({ids}) i "
+                            f"ON CAST(a.trace_id AS VARCHAR) = i.evaltk_tid) TO {q} "
+                            "(FORMAT parquet, PARTITION_BY (evaltk_part))")
+            except duckdb.Error as e:
+                raise UnreadableInput(f"the {name} cannot be read ({str(e).splitlines()[0]})",
+                                      file=shared[name]) from None
+            found[name] = {}
+            for i, fs in _group_files(dest).items():
+                if len(fs) > 1:  # one file per partition: DuckDB may split a large one
+                    whole = dest / f"evaltk_part={i}" / "all.parquet"
+                    pq.write_table(pa.concat_tables([pq.read_table(x) for x in fs]), whole)
+                    for x in fs:
+                        Path(x).unlink()
+                    fs = [str(whole)]
+                found[name][i] = fs[0]
+    finally:
+        con.close()
+    new = [replace(p, **{n: found[n].get(i) for n in names}) for i, p in enumerate(parts)]
+    return new, {**shared, **dict.fromkeys(names)}
+
+
+def _group_files(dest: Path) -> dict[int, list[str]]:
+    out: dict[int, list[str]] = {}
+    for f in sorted(dest.rglob("*.parquet")):
+        m = re.match(r"evaltk_part=(\d+)$", f.parent.name)
+        if m:
+            out.setdefault(int(m.group(1)), []).append(str(f))
+    return out
+
+
 def _check_unique_ids(parts: Sequence[Partition], *, memory_limit: str | None = None,
                       temp_directory: str | None = None, storage_options: Mapping[str, Any] | None = None) -> None:
     """A trace id in two partitions would be scored twice: refuse, naming both files (SQL in DuckDB).
@@ -708,16 +786,7 @@ def _check_unique_ids(parts: Sequence[Partition], *, memory_limit: str | None = 
     if len(parts) < 2:
         return
     duckdb = optional_module("duckdb")
-
-    def read(i: int, f: str, cols: str) -> str:
-        q = "'" + f.replace("'", "''") + "'"
-        if PurePosixPath(f).suffix.lower() == ".parquet":
-            src = f"read_parquet({q}, hive_partitioning = false)"
-        else:
-            src = (f"read_json({q}, format = 'newline_delimited', columns = {{'trace_id': 'VARCHAR'}}, "
-                   "hive_partitioning = false, ignore_errors = true)")
-        return f"SELECT {cols.format(i=i)} FROM {src} WHERE trace_id IS NOT NULL"
-
+    read = _ids_sql
     files = [p.traces for p in parts]
     con = duckdb.connect()
     try:
@@ -939,7 +1008,13 @@ def score_dataset(traces: str | Path, answers: str | Path | None = None, labels:
                "labels": None if labels is None else str(labels), "label_measures": list(marker),
                "strict": bool(strict), "partitions": len(parts)}
     done = _prepare_out(root, parts, run_doc, resume=resume, overwrite=overwrite)
-    todo = [p for p in parts if p.key not in done]
+    if len(done) < len(parts):
+        parts_s, shared = _shuffle_shared(parts, shared, root, memory_limit=memory_limit,
+                                          temp_directory=None if temp_directory is None else str(temp_directory),
+                                          storage_options=so)
+    else:
+        parts_s = list(parts)
+    todo = [p for p in parts_s if p.key not in done]
     options = {"strict": strict, "domain_rule": domain_rule, "outcome_rules": outcome_rules, "storage_options": so}
     kw = {"out": str(root), "by": keys, "shared": shared, "label_measures": marker, "options": options}
     done_pairs = _pairs_of(root, done)
@@ -966,6 +1041,8 @@ def score_dataset(traces: str | Path, answers: str | Path | None = None, labels:
                 pieces.append(_score_partition(p, **kw))
                 tick(p.key)
             summary = combine_all(pieces) if pieces else _empty_summary(keys)
+    if root.exists(_SHUFFLE_DIR):
+        root.remove(_SHUFFLE_DIR)
     _write_manifest(root, summary)
     _write_complete(root, parts)  # last: the dataset is complete
     return ScoredDataset(root.path(), summary, len(parts), kind)
