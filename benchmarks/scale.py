@@ -5,7 +5,8 @@ Parquet (``traces/week=.../part-N.parquet`` with co-partitioned ``answers/`` and
 ``labels/``), then scores *and* summarises it
 
 (a) with ``engine="duckdb"`` under a memory limit (default 4GB; DuckDB does the id
-    check, the writes' read-back and every summary in SQL),
+    check, the shuffle of shared answers and every summary in SQL; partitions are scored in
+    ``--workers`` worker processes),
 (b) with ``engine=Client`` on a ``LocalCluster`` of 2 single-threaded worker processes,
 (c) in memory: ``score_traces`` on the whole store at the largest size asked for
     (``--pandas-max``), then ``ScoreMatrix.summary`` and the calibration tables.
@@ -151,6 +152,7 @@ class Peak:
         self.proc = psutil.Process()
         self.peak = 0
         self.cpu_children: dict[int, float] = {}
+        self.hwm_children: dict[int, int] = {}
         self._stop = threading.Event()
         self._t = threading.Thread(target=self._run, daemon=True)
 
@@ -164,6 +166,7 @@ class Peak:
                 if p.pid != self.proc.pid:
                     c = p.cpu_times()
                     self.cpu_children[p.pid] = c.user + c.system
+                    self.hwm_children[p.pid] = vm_hwm(p.pid)
             except psutil.Error:
                 pass
         self.peak = max(self.peak, total)
@@ -275,10 +278,13 @@ def child(args: argparse.Namespace) -> None:
             tl = Timeline(pk)
             t0 = time.perf_counter()
             r = score_dataset(store / "traces", answers, store / "labels", out=out, engine="duckdb",
-                              memory_limit=args.memory_limit, threads=1, temp_directory=out.parent / "spill")
+                              memory_limit=args.memory_limit, threads=1, temp_directory=out.parent / "spill",
+                              n_workers=args.workers)
             wall = time.perf_counter() - t0
-        result.update(wall=wall, peak=pk.peak, cpu=pk.cpu_seconds(), cores=1, runs=r.summary.n_runs,
-                      hwm=vm_hwm(), slope=tl.slope(), timeline=tl.points)
+            pk._sample()
+            hwm = max([vm_hwm(), *pk.hwm_children.values()])
+        result.update(wall=wall, peak=pk.peak, cpu=pk.cpu_seconds(), cores=args.workers, runs=r.summary.n_runs,
+                      hwm=hwm, slope=tl.slope(), timeline=tl.points)
     else:
         from distributed import Client, LocalCluster
 

@@ -51,6 +51,7 @@ import contextlib
 import json
 import logging
 import math
+import os
 import re
 import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -955,7 +956,8 @@ def score_dataset(traces: str | Path, answers: str | Path | None = None, labels:
     threads, temp_directory : optional
         DuckDB's thread count and spill folder.
     n_workers : int, optional
-        Workers of a ``LocalCluster`` evaltk starts.
+        Workers of a ``LocalCluster`` evaltk starts; with ``engine="duckdb"``, the worker
+        processes scoring partitions in parallel on this machine (default: every core).
     strict, domain_rule, outcome_rules
         As in :func:`evaltk.scoring.score_traces`.
     check_ids : bool, default True
@@ -1026,9 +1028,7 @@ def score_dataset(traces: str | Path, answers: str | Path | None = None, labels:
             _maybe_check_ids(parts, memory_limit, tmp_dir, so)
         if kind == "duckdb":
             with _duckdb(engine, memory_limit, threads, tmp_dir) as con:
-                for p in todo:
-                    _score_partition(p, **kw)
-                    tick(p.key)
+                _pool_run(todo, kw, n_workers, tick)
                 pairs = _pairs_of(root, _done_partitions(root, parts))
                 _remote.register(con, [root.root], so)
                 summary = _summarize_duckdb(con, pairs, keys, root.path())
@@ -1046,6 +1046,40 @@ def score_dataset(traces: str | Path, answers: str | Path | None = None, labels:
     _write_manifest(root, summary)
     _write_complete(root, parts)  # last: the dataset is complete
     return ScoredDataset(root.path(), summary, len(parts), kind)
+
+
+def _pool_run(todo: Sequence[Partition], kw: Mapping[str, Any], n_workers: int | None,
+              tick: Callable[[str], None]) -> None:
+    """Score ``todo`` in ``n_workers`` worker processes (default: every core; forkserver, else spawn),
+    or here when there is one partition, one worker, or options that cannot be pickled (a lambda
+    ``domain_rule``).  On a failure or Ctrl-C the partitions not started are cancelled and the
+    running ones awaited, so nothing is written after this call has raised."""
+    import concurrent.futures as cf
+    import multiprocessing as mp
+    import pickle
+
+    n = min(len(todo), n_workers or os.cpu_count() or 1)
+    try:
+        pickle.dumps(dict(kw))
+    except (pickle.PicklingError, TypeError, AttributeError):
+        n = 1
+    if n <= 1:
+        for p in todo:
+            _score_partition(p, **kw)
+            tick(p.key)
+        return
+    methods = mp.get_all_start_methods()
+    ctx = mp.get_context("forkserver" if "forkserver" in methods else "spawn")
+    ex = cf.ProcessPoolExecutor(max_workers=n, mp_context=ctx)
+    try:
+        futures = {ex.submit(_score_partition, p, **kw): p for p in todo}
+        for f in cf.as_completed(futures):
+            f.result()
+            tick(futures[f].key)
+    except BaseException:
+        ex.shutdown(wait=True, cancel_futures=True)
+        raise
+    ex.shutdown(wait=True)
 
 
 def _output_root(out: str | Path, inputs: Sequence[Any], so: Mapping[str, Any]) -> Root:
