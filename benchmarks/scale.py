@@ -167,7 +167,7 @@ class Peak:
                     c = p.cpu_times()
                     self.cpu_children[p.pid] = c.user + c.system
                     self.hwm_children[p.pid] = vm_hwm(p.pid)
-            except psutil.Error:
+            except (psutil.Error, OSError):
                 pass
         self.peak = max(self.peak, total)
 
