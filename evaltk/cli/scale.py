@@ -43,6 +43,9 @@ def register_cli(subparsers: Any) -> None:
         q.add_argument("--workers", type=int, help="workers of a LocalCluster evaltk starts (default 2)")
         q.add_argument("--by", nargs="+", help="run columns to group the summary by (agent, domain, a hive key)")
         q.add_argument("--json", action="store_true", help="print a machine-readable summary")
+        q.add_argument("--storage-options", type=_json_object, default=None, metavar="JSON",
+                       help='fsspec options for s3:// gs:// URLs, e.g. \'{"anon": false, "client_kwargs": '
+                            '{"endpoint_url": "http://127.0.0.1:9000"}}\'')
 
     s = sub.add_parser("score", help="score a trace store and write the score matrix as partitioned Parquet",
                        epilog="Example: evaltk scale score data/demo/traces.jsonl --answers data/demo/answers.csv --out out/scored",
@@ -69,6 +72,18 @@ def register_cli(subparsers: Any) -> None:
     engine_args(m)
     m.set_defaults(func=_cli_summarize)
     p.set_defaults(func=lambda args: _cli_help(p))
+
+
+def _json_object(text: str) -> dict[str, Any]:
+    import argparse
+
+    try:
+        doc = json.loads(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"not JSON ({e})") from None
+    if not isinstance(doc, dict):
+        raise argparse.ArgumentTypeError("a JSON object expected")
+    return doc
 
 
 def _cli_help(p: Any) -> int:
@@ -132,9 +147,10 @@ def _cli_score(args: Any) -> int:
         with _cli_engine(args) as engine:
             res = score_dataset(args.traces, args.answers, args.labels, out=args.out, engine=engine, by=args.by,
                                 memory_limit=args.memory_limit, n_workers=args.workers, resume=args.resume,
-                                overwrite=args.overwrite, progress=show)
+                                overwrite=args.overwrite, progress=show, storage_options=args.storage_options)
     except KeyboardInterrupt:
-        print(f"evaltk scale score: interrupted; {partitions_done(args.out)} partition(s) done in {args.out}. "
+        print(f"evaltk scale score: interrupted; {partitions_done(args.out, storage_options=args.storage_options)} "
+              f"partition(s) done in {args.out}. "
               "Rerun with --resume to score only the rest, or --overwrite to start over.", file=sys.stderr)
         return 130
     _cli_report(res.summary, {"out": str(res.out), "partitions": res.n_partitions, "engine": res.engine},
@@ -145,6 +161,6 @@ def _cli_score(args: Any) -> int:
 def _cli_summarize(args: Any) -> int:
     with _cli_engine(args) as engine:
         s = summarize_dataset(args.out, by=args.by, engine=engine, memory_limit=args.memory_limit,
-                              n_workers=args.workers)
+                              n_workers=args.workers, storage_options=args.storage_options)
     _cli_report(s, {"engine": engine_kind(engine)}, args.json)
     return 0

@@ -690,8 +690,16 @@ def _dask_client(engine: Any, memory_limit: str | None, n_workers: int | None) -
         return
     except ValueError:
         pass
-    cluster = distributed.LocalCluster(n_workers=n_workers or 2, threads_per_worker=1, processes=True,
-                                       memory_limit=memory_limit or "auto", dashboard_address=None)
+    _check_main_guard("engine='dask' (a LocalCluster)")
+    try:
+        cluster = distributed.LocalCluster(n_workers=n_workers or 2, threads_per_worker=1, processes=True,
+                                           memory_limit=memory_limit or "auto", dashboard_address=None)
+    except RuntimeError as e:
+        if "failed to start" not in str(e):
+            raise
+        raise RuntimeError(f"engine='dask' could not start its LocalCluster ({e}); when this runs from a "
+                           "script, put the call under `if __name__ == \"__main__\":` (each worker process "
+                           "re-imports the script; docs/scale.md), or pass a running distributed.Client") from None
     client = distributed.Client(cluster)
     try:
         yield client
@@ -996,6 +1004,8 @@ def score_dataset(traces: str | Path, answers: str | Path | None = None, labels:
     (39, ['_complete.json', 'ledger', 'manifest.json', 'runs', 'scores'])
     """
     kind = engine_kind(engine)
+    if kind == "duckdb" or (kind == "dask" and isinstance(engine, str)):
+        _check_main_guard(f"engine={kind!r}")
     if resume and overwrite:
         raise ValueError("pass at most one of `resume` and `overwrite`")
     if memory_limit is not None:
@@ -1068,6 +1078,7 @@ def _pool_run(todo: Sequence[Partition], kw: Mapping[str, Any], n_workers: int |
             _score_partition(p, **kw)
             tick(p.key)
         return
+    _check_main_guard("engine='duckdb' (its worker processes)")
     methods = mp.get_all_start_methods()
     ctx = mp.get_context("forkserver" if "forkserver" in methods else "spawn")
     ex = cf.ProcessPoolExecutor(max_workers=n, mp_context=ctx)
@@ -1080,6 +1091,17 @@ def _pool_run(todo: Sequence[Partition], kw: Mapping[str, Any], n_workers: int |
         ex.shutdown(wait=True, cancel_futures=True)
         raise
     ex.shutdown(wait=True)
+
+
+def _check_main_guard(what: str) -> None:
+    """Refuse to start worker processes from a process that is itself a worker re-running a script's
+    top level: a script without ``if __name__ == "__main__":`` (Dask's "Nanny failed to start")."""
+    import multiprocessing as mp
+
+    if mp.parent_process() is not None and mp.current_process().name != "MainProcess":
+        raise RuntimeError(f"{what} starts worker processes, and each one re-imports your script: put the "
+                           "call under `if __name__ == \"__main__\":` (docs/scale.md), or pass a running "
+                           "distributed.Client as the engine")
 
 
 def _output_root(out: str | Path, inputs: Sequence[Any], so: Mapping[str, Any]) -> Root:

@@ -59,3 +59,24 @@ def test_relative_paths_resolve_on_the_driver(dask_cluster, demo, tmp_path, monk
     ref = score_dataset("store/traces", "store/answers", "store/labels.csv", out="ref")
     assert s.n_runs == res.summary.n_runs == ref.summary.n_runs
     assert s.to_frame()["n"].tolist() == ref.summary.to_frame()["n"].tolist()
+
+
+def test_a_script_without_a_main_guard_gets_a_clear_error(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    import pandas as pd
+
+    from .conftest import ROOT
+
+    d = make_demo(n_traces=20, rng=0)
+    pd.DataFrame(d.traces).to_json(tmp_path / "t.jsonl", orient="records", lines=True)
+    script = tmp_path / "noguard.py"
+    script.write_text("from evaltk.scale import score_dataset\n"
+                      "score_dataset('t.jsonl', out='out', engine='dask', n_workers=1)\n")
+    p = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert p.returncode != 0
+    assert p.stderr.strip().splitlines()[-1].startswith("RuntimeError: engine='dask' could not start")
+    assert 'if __name__ == "__main__":' in p.stderr.strip().splitlines()[-1]
