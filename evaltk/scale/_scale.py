@@ -534,13 +534,14 @@ def _score_local(part: Partition, origin: Partition, *, out: str | None, by: Seq
     if len(ing.runs) == 0:  # nothing kept: only the ledger says why (no empty score or run file)
         _write_outputs(origin, out, None, None, ledger, so)
         return _empty_summary(by)
+    dtypes = dict(ing.runs.dtypes)  # before the marker run makes every column object
     if label_measures:
         ing = _with_marker(ing, label_measures)
     m = score_traces(ing, outcome_rules=options.get("outcome_rules"), population="partition")
     scores = _drop_marker(m.frame)  # written with plain strings (SCORE_META's columns, in its order)
     runs = _drop_marker(m.runs)
-    if label_measures:
-        runs = runs.astype({c: ing.runs[c].dtype for c in runs.columns if c in ing.runs.columns}, errors="ignore")
+    if label_measures:  # back to the ingested types (`steps_missing` stays boolean, not "True"/"False")
+        runs = runs.astype({c: dtypes[c] for c in runs.columns if c in dtypes}, errors="ignore")
     runs = _with_hive_keys(runs, part.hive)
     runs = runs[[c for c in dict.fromkeys((*_RUN_OUT, *(k for k, _ in part.hive))) if c in runs.columns]]
     if "guide" in runs.columns:

@@ -133,3 +133,11 @@ def test_ctrl_c_exits_130_saying_resume_and_resume_completes(tmp_path):
     assert done.returncode == 0, done.stderr.decode()
     assert summarize_dataset(out).n_runs == score_dataset(store / "traces", store / "answers",
                                                           out=tmp_path / "ref").summary.n_runs
+
+
+def test_steps_missing_stays_boolean_when_labels_are_passed(demo, tmp_path):
+    store = write_parts(tmp_path / "store", demo, 2)
+    out = tmp_path / "out"
+    score_dataset(store / "traces", store / "answers", store / "labels.csv", out=out)
+    t = pq.read_table(out / "runs" / "part-0.parquet")
+    assert str(t.schema.field("steps_missing").type) == "bool"
