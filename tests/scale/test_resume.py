@@ -141,3 +141,16 @@ def test_steps_missing_stays_boolean_when_labels_are_passed(demo, tmp_path):
     score_dataset(store / "traces", store / "answers", store / "labels.csv", out=out)
     t = pq.read_table(out / "runs" / "part-0.parquet")
     assert str(t.schema.field("steps_missing").type) == "bool"
+
+
+@pytest.mark.parametrize("engine", ["pandas", "duckdb", "dask"])
+def test_a_corrupt_dataset_exits_65_on_every_engine(demo, tmp_path, capsys, engine):
+    from evaltk.cli._main import main
+
+    store = write_parts(tmp_path / "store", demo, 2)
+    out = tmp_path / "out"
+    score_dataset(store / "traces", store / "answers", out=out)
+    (out / "scores" / "part-1.parquet").write_bytes(b"PAR1 not really")
+    assert main(["scale", "summarize", str(out), "--engine", engine]) == 65
+    err = capsys.readouterr().err
+    assert "digest" in err and "part-1.parquet" in err and "Traceback" not in err
