@@ -1552,7 +1552,8 @@ def write_store(traces: Sequence[Mapping[str, Any]], answers: pd.DataFrame | Non
 
     ``folder/traces/<partition_by>=<value>/part-0.<fmt>`` and the same paths under
     ``answers/`` and ``labels/``; answers of traces absent from ``traces`` go to a
-    partition of their own (``<partition_by>=__orphan__``) so ingest records them.
+    partition of their own (``<partition_by>=__orphan__``, beside an empty Parquet trace file) so
+    ingest records them in the ledger ("answer without run").
     A record without ``partition_by`` (absent or null) goes to
     ``<partition_by>=__HIVE_DEFAULT_PARTITION__`` (``_HIVE_MISSING``), which every
     engine reads back as a missing key.
@@ -1571,13 +1572,17 @@ def write_store(traces: Sequence[Mapping[str, Any]], answers: pd.DataFrame | Non
             write_jsonl(p, rs, default=_json_default)
         else:
             write_parquet(pa.Table.from_struct_array(pa.array([dict(r) for r in rs])), p)  # every key
+    orphan = f"{partition_by}=__orphan__"
     for name, table in (("answers", answers), ("labels", labels)):
         if table is None:
             continue
         part = table["trace_id"].astype(str).map(key_of).fillna("__orphan__")
+        if (part == "__orphan__").any() and not (root / "traces" / orphan).exists():
+            # an empty trace partition for them (Parquet: an empty JSONL file is unreadable input), so
+            # ingest records each orphan answer in the ledger ("answer without run")
+            write_parquet(pa.Table.from_struct_array(pa.array([dict(r) for r in recs[:1]])).slice(0, 0),
+                          root / "traces" / orphan / "part-0.parquet")
         for v, sub in table.groupby(part, sort=True):
-            if v == "__orphan__":
-                continue  # no trace file to pair with: these rows cannot join any run
             p = root / name / f"{partition_by}={v}" / f"part-0.{'parquet' if fmt == 'parquet' else 'jsonl'}"
             if fmt == "parquet":
                 write_parquet(sub, p)

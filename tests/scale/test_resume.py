@@ -154,3 +154,23 @@ def test_a_corrupt_dataset_exits_65_on_every_engine(demo, tmp_path, capsys, engi
     assert main(["scale", "summarize", str(out), "--engine", engine]) == 65
     err = capsys.readouterr().err
     assert "digest" in err and "part-1.parquet" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "jsonl"])
+def test_write_store_keeps_orphan_answers_in_the_ledger(tmp_path, fmt):
+    import pandas as pd
+
+    from evaltk.scale import write_store
+
+    d = make_demo(n_traces=60, rng=0)
+    orphans = set(d.manifest["orphan_trace_ids"])
+    assert orphans
+    write_store(d.traces, d.answers, tmp_path / "s", partition_by="agent", labels=d.labels, fmt=fmt)
+    assert (tmp_path / "s" / "answers" / "agent=__orphan__").is_dir()
+    score_dataset(tmp_path / "s" / "traces", tmp_path / "s" / "answers", tmp_path / "s" / "labels",
+                  out=tmp_path / "o")
+    led = pd.concat([pd.read_parquet(f) for f in (tmp_path / "o" / "ledger").rglob("*.parquet")])
+    dropped = led[(led["kind"] == "answer") & (led["reason"] == "answer without run")]
+    assert set(dropped["trace_id"].astype(str)) == orphans
+    n = int(d.answers["trace_id"].astype(str).isin(orphans).sum())
+    assert len(dropped) == n
