@@ -335,6 +335,8 @@ def main() -> None:
     ap.add_argument("--layouts", default="co,shared",
                     help="answer layouts: co (a file beside each trace file), shared (one folder of other files)")
     ap.add_argument("--answers-dir", default="answers", help=argparse.SUPPRESS)
+    ap.add_argument("--sql-alone", action=argparse.BooleanOptionalAction, default=True,
+                    help="also time DuckDB's SQL summary alone on the written dataset")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--n", type=int, default=0, help=argparse.SUPPRESS)
     ap.add_argument("--store", default=None, help=argparse.SUPPRESS)
@@ -367,7 +369,8 @@ def main() -> None:
                     src = work / f"single-{n}" if e == "pandas" else store
                     out = work / f"out-{n}-{e}-{layout}"
                     r = run_child(e, n, src, out, args)
-                    q = run_child("duckdb-sql", n, src, out, args) if e == "duckdb" and layout == "co" else None
+                    q = (run_child("duckdb-sql", n, src, out, args)
+                         if e == "duckdb" and layout == "co" and args.sql_alone else None)
                     assert r["runs"] == n, r
                     r["layout"] = layout
                     r["rate"] = n / r["wall"]
