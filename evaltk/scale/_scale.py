@@ -1014,6 +1014,12 @@ def score_dataset(traces: str | Path, answers: str | Path | None = None, labels:
     keys = [] if by is None else ([by] if isinstance(by, str) else list(by))
     so = dict(storage_options or {})
     traces, answers, labels = (None if x is None else _absolute(x) for x in (traces, answers, labels))
+    in_process = [str(x) for x in (traces, answers, labels, out) if x is not None and str(x).startswith("memory://")]
+    if in_process and kind == "dask":
+        raise ValueError(f"{in_process[0]} is fsspec's memory filesystem, which lives in this process only; Dask "
+                         "workers cannot see it: use engine='pandas' or 'duckdb', or a shared filesystem")
+    if in_process:
+        n_workers = 1  # the DuckDB engine's worker processes would not see it either
     parts, shared = discover_partitions(traces, answers, labels, storage_options=so)
     root = _output_root(out, [traces, answers, labels], so)
     marker = _marker_measures(_store_label_measures(parts, shared, so)) if labels is not None else ()

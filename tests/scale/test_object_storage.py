@@ -130,6 +130,8 @@ def test_memory_filesystem_store_and_output(local_store, reference):
     _same(res, reference)
     assert mem.exists("/evaltk-out/_complete.json") and not os.path.exists("memory:")
     assert summarize_dataset("memory:///evaltk-out").n_runs == reference.summary.n_runs
+    with pytest.raises(ValueError, match="memory filesystem"):
+        score_dataset("memory:///evaltk-store/traces", out="memory:///evaltk-out2", engine="dask")
 
 
 def test_file_urls_are_local_paths(local_store, reference, tmp_path):
