@@ -5,7 +5,8 @@ Parquet (``traces/week=.../part-N.parquet`` with co-partitioned ``answers/`` and
 ``labels/``), then scores *and* summarises it
 
 (a) with ``engine="duckdb"`` under a memory limit (default 4GB; DuckDB does the id
-    check, the writes' read-back and every summary in SQL),
+    check, the shuffle of shared answers and every summary in SQL; partitions are scored in
+    ``--workers`` worker processes),
 (b) with ``engine=Client`` on a ``LocalCluster`` of 2 single-threaded worker processes,
 (c) in memory: ``score_traces`` on the whole store at the largest size asked for
     (``--pandas-max``), then ``ScoreMatrix.summary`` and the calibration tables.
@@ -115,6 +116,13 @@ def generate(root: Path, n: int, partition_size: int) -> float:
             p = root / name / week / f"part-{i:05d}.parquet"
             p.parent.mkdir(parents=True, exist_ok=True)
             pq.write_table(t, p)
+    # the same answers, not co-partitioned: one folder of files in another order (a warehouse export)
+    files = sorted((root / "answers").rglob("*.parquet"))
+    shared = root / "answers_shared"
+    shared.mkdir()
+    for j in range(max(1, len(files) // 2)):
+        t = pa.concat_tables([pq.read_table(f) for f in files[j::max(1, len(files) // 2)]])
+        pq.write_table(t.take(pa.array(np.random.default_rng(j).permutation(len(t)))), shared / f"export-{j}.parquet")
     return time.perf_counter() - t0
 
 
@@ -144,6 +152,7 @@ class Peak:
         self.proc = psutil.Process()
         self.peak = 0
         self.cpu_children: dict[int, float] = {}
+        self.hwm_children: dict[int, int] = {}
         self._stop = threading.Event()
         self._t = threading.Thread(target=self._run, daemon=True)
 
@@ -157,7 +166,8 @@ class Peak:
                 if p.pid != self.proc.pid:
                     c = p.cpu_times()
                     self.cpu_children[p.pid] = c.user + c.system
-            except psutil.Error:
+                    self.hwm_children[p.pid] = vm_hwm(p.pid)
+            except (psutil.Error, OSError):
                 pass
         self.peak = max(self.peak, total)
 
@@ -180,9 +190,64 @@ class Peak:
         return c.user + c.system + sum(self.cpu_children.values())
 
 
+def vm_hwm(pid: int | str = "self") -> int:
+    """Peak resident set of one process (VmHWM in /proc/<pid>/status), bytes."""
+    with open(f"/proc/{pid}/status") as fh:
+        for line in fh:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def _worker_hwm(dask_worker: object = None) -> int:  # runs on each Dask worker
+    return vm_hwm()
+
+
+class Timeline:
+    """RSS of the process tree each time ``evaltk.scale`` logs a partition scored: the RSS timeline."""
+
+    def __init__(self, peak: Peak) -> None:
+        import logging
+
+        self.peak = peak
+        self.points: list[tuple[int, float]] = []
+        outer = self
+
+        class H(logging.Handler):
+            def emit(self, record: logging.LogRecord) -> None:
+                if "scored" in record.getMessage():
+                    outer.points.append((len(outer.points) + 1, outer.tree_rss() / 2**20))
+
+        self.handler = H()
+        lg = logging.getLogger("evaltk.scale")
+        lg.setLevel(logging.INFO)
+        lg.addHandler(self.handler)
+
+    def tree_rss(self) -> int:
+        import psutil
+
+        total = 0
+        for p in [self.peak.proc, *self.peak.proc.children(recursive=True)]:
+            try:
+                total += p.memory_info().rss
+            except psutil.Error:
+                pass
+        return total
+
+    def slope(self) -> float:
+        """MiB per partition: least squares over the partitions after the first (warm-up)."""
+        pts = self.points[1:]
+        if len(pts) < 2:
+            return float("nan")
+        x = np.array([p[0] for p in pts], float)
+        y = np.array([p[1] for p in pts], float)
+        return float(np.polyfit(x, y, 1)[0])
+
+
 def child(args: argparse.Namespace) -> None:
     store = Path(args.store)
     out = Path(args.out)
+    answers = store / args.answers_dir
     result: dict[str, object] = {"engine": args.engine, "n": args.n}
     if args.engine == "pandas":
         from evaltk.scoring import score_traces
@@ -210,11 +275,16 @@ def child(args: argparse.Namespace) -> None:
         from evaltk.scale import score_dataset
 
         with Peak() as pk:
+            tl = Timeline(pk)
             t0 = time.perf_counter()
-            r = score_dataset(store / "traces", store / "answers", store / "labels", out=out, engine="duckdb",
-                              memory_limit=args.memory_limit, threads=1, temp_directory=out.parent / "spill")
+            r = score_dataset(store / "traces", answers, store / "labels", out=out, engine="duckdb",
+                              memory_limit=args.memory_limit, threads=1, temp_directory=out.parent / "spill",
+                              n_workers=args.workers)
             wall = time.perf_counter() - t0
-        result.update(wall=wall, peak=pk.peak, cpu=pk.cpu_seconds(), cores=1, runs=r.summary.n_runs)
+            pk._sample()
+            hwm = max([vm_hwm(), *pk.hwm_children.values()])
+        result.update(wall=wall, peak=pk.peak, cpu=pk.cpu_seconds(), cores=args.workers, runs=r.summary.n_runs,
+                      hwm=hwm, slope=tl.slope(), timeline=tl.points)
     else:
         from distributed import Client, LocalCluster
 
@@ -226,22 +296,24 @@ def child(args: argparse.Namespace) -> None:
                                    memory_limit=args.worker_memory, dashboard_address=None)
             client = Client(cluster)
             startup = time.perf_counter() - t_start
+            tl = Timeline(pk)
             t0 = time.perf_counter()
-            r = score_dataset(store / "traces", store / "answers", store / "labels", out=out, engine=client)
+            r = score_dataset(store / "traces", answers, store / "labels", out=out, engine=client)
             wall = time.perf_counter() - t0
             pk._sample()
             cpu = pk.cpu_seconds()
+            hwm = max(client.run(_worker_hwm).values())
             client.close()
             cluster.close()
         result.update(wall=wall, startup=startup, peak=pk.peak, cpu=cpu, cores=args.workers,
-                      runs=r.summary.n_runs)
+                      runs=r.summary.n_runs, hwm=hwm, slope=tl.slope(), timeline=tl.points)
     print(json.dumps(result))
 
 
 def run_child(engine: str, n: int, store: Path, out: Path, args: argparse.Namespace) -> dict[str, object]:
     cmd = [sys.executable, __file__, "--child", engine, "--n", str(n), "--store", str(store), "--out", str(out),
            "--memory-limit", args.memory_limit, "--workers", str(args.workers), "--worker-memory",
-           args.worker_memory]
+           args.worker_memory, "--answers-dir", getattr(args, "answers_dir", "answers")]
     p = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONWARNINGS": "ignore"})
     if p.returncode != 0:
         sys.stderr.write(p.stderr[-4000:])
@@ -260,6 +332,11 @@ def main() -> None:
     ap.add_argument("--worker-memory", default="4GB", help="memory limit of each Dask worker")
     ap.add_argument("--engines", default="pandas,duckdb,dask", help="engines to run (pandas only up to --pandas-max)")
     ap.add_argument("--workdir", default=None, help="where the stores go (default: a temporary folder)")
+    ap.add_argument("--layouts", default="co,shared",
+                    help="answer layouts: co (a file beside each trace file), shared (one folder of other files)")
+    ap.add_argument("--answers-dir", default="answers", help=argparse.SUPPRESS)
+    ap.add_argument("--sql-alone", action=argparse.BooleanOptionalAction, default=True,
+                    help="also time DuckDB's SQL summary alone on the written dataset")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--n", type=int, default=0, help=argparse.SUPPRESS)
     ap.add_argument("--store", default=None, help=argparse.SUPPRESS)
@@ -285,24 +362,40 @@ def main() -> None:
             if n <= args.pandas_max and "pandas" in wanted:
                 concat_store(store, work / f"single-{n}")
                 engines.insert(0, "pandas")
+            layouts = args.layouts.split(",")
             for e in engines:
-                src = work / f"single-{n}" if e == "pandas" else store
-                out = work / f"out-{n}-{e}"
-                r = run_child(e, n, src, out, args)
-                q = run_child("duckdb-sql", n, src, out, args) if e == "duckdb" else None
-                assert r["runs"] == n, r
-                r["rate"] = n / r["wall"]
-                r["rate_core"] = r["rate"] / r["cores"]
-                r["rate_cpu"] = n / r["cpu"]
-                rows.append(r)
-                extra = f", cluster start {r['startup']:.1f} s" if "startup" in r else ""
-                print(f"  {e:<7} {r['wall']:8.1f} s  {r['rate']:10,.0f} traces/s  "
-                      f"{r['rate_core']:10,.0f} traces/s/core ({r['cores']} cores)  "
-                      f"{r['rate_cpu']:10,.0f} traces/CPU-s  peak {r['peak'] / 2**30:6.2f} GiB{extra}")
-                if q is not None:  # the SQL summary phase alone, in a fresh process, on the written dataset
-                    print(f"          of which the SQL summary over the written dataset, run alone: "
-                          f"{q['wall']:.1f} s, peak {q['peak'] / 2**30:.2f} GiB")
-                shutil.rmtree(out, ignore_errors=True)
+                for layout in (["co"] if e == "pandas" else layouts):
+                    args.answers_dir = "answers" if layout == "co" else "answers_shared"
+                    src = work / f"single-{n}" if e == "pandas" else store
+                    out = work / f"out-{n}-{e}-{layout}"
+                    r = run_child(e, n, src, out, args)
+                    q = (run_child("duckdb-sql", n, src, out, args)
+                         if e == "duckdb" and layout == "co" and args.sql_alone else None)
+                    assert r["runs"] == n, r
+                    r["layout"] = layout
+                    r["rate"] = n / r["wall"]
+                    r["rate_core"] = r["rate"] / r["cores"]
+                    r["rate_cpu"] = n / r["cpu"]
+                    rows.append(r)
+                    extra = f", cluster start {r['startup']:.1f} s" if "startup" in r else ""
+                    hwm = f", VmHWM {r['hwm'] / 2**30:.2f} GiB" if "hwm" in r else ""
+                    slope = f", RSS slope {r['slope']:+.2f} MiB/partition" if "slope" in r else ""
+                    print(f"  {e:<7} {layout:<6} {r['wall']:8.1f} s  CPU {r['cpu']:7.1f} s  "
+                          f"{r['rate']:9,.0f} traces/s  {r['rate_core']:9,.0f} traces/s/core ({r['cores']} cores)  "
+                          f"peak tree RSS {r['peak'] / 2**30:5.2f} GiB{hwm}{slope}{extra}", flush=True)
+                    if r.get("timeline"):
+                        tl = r["timeline"]
+                        print("          RSS timeline (partition: MiB): " + ", ".join(
+                            f"{i}: {m:.0f}" for i, m in tl[:: max(1, len(tl) // 10)]), flush=True)
+                    if q is not None:  # the SQL summary phase alone, in a fresh process, on the written dataset
+                        print(f"          of which the SQL summary over the written dataset, run alone: "
+                              f"{q['wall']:.1f} s, peak {q['peak'] / 2**30:.2f} GiB")
+                    shutil.rmtree(out, ignore_errors=True)
+            for e in ("duckdb", "dask"):
+                co = next((r for r in rows if r["n"] == n and r["engine"] == e and r["layout"] == "co"), None)
+                sh = next((r for r in rows if r["n"] == n and r["engine"] == e and r["layout"] == "shared"), None)
+                if co and sh:
+                    print(f"  {e:<7} shared answers / co-partitioned: wall x{sh['wall'] / co['wall']:.2f}")
             shutil.rmtree(work / f"single-{n}", ignore_errors=True)
             shutil.rmtree(store, ignore_errors=True)
         print("\nratios measured in this run (in-memory pandas = 1):")
@@ -311,12 +404,12 @@ def main() -> None:
             if base is None:
                 continue
             for r in rows:
-                if r["n"] == n and r["engine"] != "pandas":
+                if r["n"] == n and r["engine"] != "pandas" and r["layout"] == "co":
                     print(f"  {n:>10,} {r['engine']:<7} per-core throughput x{r['rate_core'] / base['rate_core']:.2f}, "
                           f"per-CPU-second x{r['rate_cpu'] / base['rate_cpu']:.2f}, "
                           f"peak memory x{r['peak'] / base['peak']:.2f}")
         for e in ("duckdb", "dask"):
-            pk = [(r["n"], r["peak"]) for r in rows if r["engine"] == e]
+            pk = [(r["n"], r["peak"]) for r in rows if r["engine"] == e and r["layout"] == "co"]
             if len(pk) > 1:
                 print(f"  {e:<7} peak memory {pk[0][0]:,} -> {pk[-1][0]:,} traces: "
                       f"{pk[0][1] / 2**30:.2f} -> {pk[-1][1] / 2**30:.2f} GiB (x{pk[-1][1] / pk[0][1]:.2f})")

@@ -12,6 +12,7 @@ from ..scale import (
     DatasetSummary,
     engine_kind,
     optional_module,
+    partitions_done,
     score_dataset,
     summarize_dataset,
 )
@@ -26,8 +27,10 @@ def register_cli(subparsers: Any) -> None:
         "scale", help="score and summarise a partitioned trace store with DuckDB or Dask (same numbers)",
         description="Score a folder of JSONL/Parquet trace files partition by partition (DuckDB on one "
                     "machine, Dask on a cluster) and summarise it; results equal `evaltk score` in memory. "
-                    "Exit codes: 0 done; 64 usage; 65 the store violates the contract (a trace id in two "
-                    "partitions, a non-empty --out, an unknown --by column); 66 unreadable input.",
+                    "Exit codes: 0 done; 64 usage (an --out holding an earlier run without --resume or "
+                    "--overwrite); 65 the store violates the contract (a trace id in two partitions, an "
+                    "unknown --by column) or a scored dataset is partial or corrupt; 66 unreadable input; "
+                    "130 interrupted (Ctrl-C: rerun with --resume).",
         epilog="Example: evaltk scale score data/demo/traces.jsonl --answers data/demo/answers.csv --labels data/demo/labels.csv "
                "--out out/scored --engine duckdb --memory-limit 4GB --json",
         formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -40,6 +43,9 @@ def register_cli(subparsers: Any) -> None:
         q.add_argument("--workers", type=int, help="workers of a LocalCluster evaltk starts (default 2)")
         q.add_argument("--by", nargs="+", help="run columns to group the summary by (agent, domain, a hive key)")
         q.add_argument("--json", action="store_true", help="print a machine-readable summary")
+        q.add_argument("--storage-options", type=_json_object, default=None, metavar="JSON",
+                       help='fsspec options for s3:// gs:// URLs, e.g. \'{"anon": false, "client_kwargs": '
+                            '{"endpoint_url": "http://127.0.0.1:9000"}}\'')
 
     s = sub.add_parser("score", help="score a trace store and write the score matrix as partitioned Parquet",
                        epilog="Example: evaltk scale score data/demo/traces.jsonl --answers data/demo/answers.csv --out out/scored",
@@ -47,7 +53,15 @@ def register_cli(subparsers: Any) -> None:
     s.add_argument("traces", help="a trace file or a folder of them (hive-partitioned or not)")
     s.add_argument("--answers", help="judge answers: co-partitioned folder, or one file/folder")
     s.add_argument("--labels", help="human labels: co-partitioned folder, or one file/folder")
-    s.add_argument("--out", required=True, help="output folder (must not hold a scored dataset)")
+    s.add_argument("--out", required=True, help="output folder (must not hold a scored dataset, unless "
+                                                "--resume or --overwrite)")
+    again = s.add_mutually_exclusive_group()
+    again.add_argument("--resume", action="store_true",
+                       help="continue an interrupted run in --out: score only the partitions not done")
+    again.add_argument("--overwrite", action="store_true",
+                       help="remove what an earlier run wrote in --out (only that) and start over")
+    s.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="a progress bar on stderr (default: when stderr is a terminal)")
     engine_args(s)
     s.set_defaults(func=_cli_score)
     m = sub.add_parser("summarize", help="summarise a scored dataset (the --out of `evaltk scale score`)",
@@ -58,6 +72,18 @@ def register_cli(subparsers: Any) -> None:
     engine_args(m)
     m.set_defaults(func=_cli_summarize)
     p.set_defaults(func=lambda args: _cli_help(p))
+
+
+def _json_object(text: str) -> dict[str, Any]:
+    import argparse
+
+    try:
+        doc = json.loads(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"not JSON ({e})") from None
+    if not isinstance(doc, dict):
+        raise argparse.ArgumentTypeError("a JSON object expected")
+    return doc
 
 
 def _cli_help(p: Any) -> int:
@@ -104,17 +130,29 @@ def _cli_report(summary: DatasetSummary, head: dict[str, Any], as_json: bool) ->
     for r in doc["measures"]:
         mean = "abstain" if r["mean"] is None else f"{r['mean']:.3f}"
         grp = "".join(f" {r[k]}" for k in summary.scores.keys if k not in ("measure", "tier"))
-        print(f"  {r['measure']:<12}{grp} mean {mean:>8}  n {r['n']:>9}  coverage {r['coverage']:.3f}",
+        cov = "undefined" if r["coverage"] is None else f"{r['coverage']:.3f}"
+        print(f"  {r['measure']:<12}{grp} mean {mean:>8}  n {r['n']:>9}  coverage {cov}",
               file=sys.stdout)
     for r in doc["calibration"]:
-        st = "undefined" if r["statistic"] is None else f"{r['statistic']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]"
+        ci = "no interval" if r["ci_low"] is None else f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}]"
+        st = "undefined" if r["statistic"] is None else f"{r['statistic']:.3f} {ci}"
         print(f"  judge-human {r['measure']:<7} cohen_kappa {st}  pairable {r['n_pairable']}")
 
 
 def _cli_score(args: Any) -> int:
-    with _cli_engine(args) as engine:
-        res = score_dataset(args.traces, args.answers, args.labels, out=args.out, engine=engine, by=args.by,
-                            memory_limit=args.memory_limit, n_workers=args.workers)
+    import sys
+
+    show = sys.stderr.isatty() if args.progress is None else args.progress
+    try:
+        with _cli_engine(args) as engine:
+            res = score_dataset(args.traces, args.answers, args.labels, out=args.out, engine=engine, by=args.by,
+                                memory_limit=args.memory_limit, n_workers=args.workers, resume=args.resume,
+                                overwrite=args.overwrite, progress=show, storage_options=args.storage_options)
+    except KeyboardInterrupt:
+        print(f"evaltk scale score: interrupted; {partitions_done(args.out, storage_options=args.storage_options)} "
+              f"partition(s) done in {args.out}. "
+              "Rerun with --resume to score only the rest, or --overwrite to start over.", file=sys.stderr)
+        return 130
     _cli_report(res.summary, {"out": str(res.out), "partitions": res.n_partitions, "engine": res.engine},
                 args.json)
     return 0
@@ -123,6 +161,6 @@ def _cli_score(args: Any) -> int:
 def _cli_summarize(args: Any) -> int:
     with _cli_engine(args) as engine:
         s = summarize_dataset(args.out, by=args.by, engine=engine, memory_limit=args.memory_limit,
-                              n_workers=args.workers)
+                              n_workers=args.workers, storage_options=args.storage_options)
     _cli_report(s, {"engine": engine_kind(engine)}, args.json)
     return 0

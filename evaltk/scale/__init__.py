@@ -14,6 +14,7 @@ from ._scale import (
     discover_partitions,
     engine_kind,
     optional_module,
+    partitions_done,
     score_dataset,
     score_partitions,
     summarize_dataset,
@@ -21,6 +22,7 @@ from ._scale import (
 )
 
 __all__ = [
+    "partitions_done",
     "ENGINES",
     "SCORE_META",
     "CALIBRATION_CATEGORIES",

@@ -51,10 +51,12 @@ import contextlib
 import json
 import logging
 import math
+import os
 import re
+import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import numpy as np
@@ -64,19 +66,16 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .. import _io
-from .._display import HtmlTable, progress
+from .._display import HtmlTable
 from .._io import (
     atomic_path,
-    check_digest,
     check_output,
     file_digest,
-    read_json,
-    write_json,
     write_jsonl,
     write_parquet,
 )
 from .._validation import import_optional
-from ..errors import InputError, SchemaViolation, UnreadableInput
+from ..errors import InputError, OutputRefused, SchemaViolation, UnreadableInput
 from ..stats import (
     PARTIAL_COLUMNS,
     ConfusionTable,
@@ -88,6 +87,8 @@ from ..stats import (
     score_partials,
 )
 from ..values import CAUSES, Abstention, normalize_measure
+from . import _remote
+from ._remote import Root, is_remote
 
 #: Progress of long work (partitions scored) is logged here at INFO, never printed.
 logger = logging.getLogger("evaltk.scale")
@@ -124,6 +125,16 @@ _TIER_MARKER = "evaltk:tier-marker"
 COMPLETE_FILE = "_complete.json"
 COMPLETE_FORMAT = "evaltk.scale.complete/1"
 _TABLES = ("scores", "runs", "ledger")
+#: Per-partition markers (``_partitions/<key>.json``: the partition's files and digests,
+#: written after them) and the run's parameters (``_partitions/_run.json``): what ``resume``
+#: reads to skip the partitions an interrupted run finished.
+_PARTS_DIR = "_partitions"
+_RUN_FILE = "_run.json"
+#: Shared answers and labels repartitioned by their trace's partition, removed when the run completes.
+_SHUFFLE_DIR = "_shuffle"
+#: Everything :func:`score_dataset` writes in ``out`` (what ``overwrite=True`` removes, and nothing else).
+_WRITES = (*_TABLES, "manifest.json", COMPLETE_FILE, _PARTS_DIR, _SHUFFLE_DIR)
+_LOG = logging.getLogger("evaltk.scale")
 
 
 # =========================================================================== the summary of a dataset
@@ -290,55 +301,78 @@ def _stem_key(root: Path, p: Path) -> str:
     return p.relative_to(root).with_suffix("").as_posix()
 
 
+def _listing(src: str | Path, suffixes: Sequence[str], storage_options: Mapping[str, Any] | None
+             ) -> tuple[list[str], dict[str, str]]:
+    """The files of a source (a file or a folder; local or a URL) and each one's key: its path
+    relative to the folder without the extension (the file's stem for a single file)."""
+    if is_remote(src):
+        files = _remote.find(str(src), suffixes, storage_options)
+        root = str(src).rstrip("/")
+        single = files == [str(src)]
+        rels = [f.rsplit("/", 1)[-1] if single else f[len(root):].strip("/") for f in files]
+        return files, {f: PurePosixPath(r).with_suffix("").as_posix() for f, r in zip(files, rels, strict=True)}
+    root_p = Path(src)
+    paths = _files(root_p, suffixes)
+    return [str(p) for p in paths], {str(p): _stem_key(root_p, p) for p in paths}
+
+
+def _is_dir(src: str | Path, storage_options: Mapping[str, Any] | None) -> bool:
+    return Root(src, storage_options).isdir() if is_remote(src) else Path(src).is_dir()
+
+
 def discover_partitions(traces: str | Path, answers: str | Path | None = None,
-                        labels: str | Path | None = None) -> tuple[list[Partition], dict[str, str | None]]:
+                        labels: str | Path | None = None, *, storage_options: Mapping[str, Any] | None = None
+                        ) -> tuple[list[Partition], dict[str, str | None]]:
     """The partitions of a trace store, and the answer/label sources that are *not* co-partitioned.
 
-    Returns ``(partitions, shared)`` where ``shared["answers"]`` (``"labels"``) is the
-    path of an answer source that must be selected by trace id (None when the answers
-    are co-partitioned or absent).
+    ``traces``, ``answers`` and ``labels`` are local paths or URLs (``s3://``, ``gs://``,
+    ``memory://``, ``file://``; ``storage_options`` go to fsspec); the filesystem's own
+    listing finds the files.  Returns ``(partitions, shared)`` where ``shared["answers"]``
+    (``"labels"``) is the path of an answer source that must be selected by trace id (None
+    when the answers are co-partitioned or absent).
     """
-    root = Path(traces)
-    files = _files(root, _TRACE_SUFFIXES)
+    files, key_of = _listing(traces, _TRACE_SUFFIXES, storage_options)
     if not files:
-        raise UnreadableInput("no trace file (.parquet, .jsonl) in the store", file=str(root))
-    keys = [_stem_key(root, p) for p in files]
+        raise UnreadableInput("no trace file (.parquet, .jsonl) in the store", file=str(traces))
+    keys = [key_of[f] for f in files]
     if len(set(keys)) != len(keys):
         dup = next(k for k in keys if keys.count(k) > 1)
         raise InputError(f"two trace files share the partition key {dup!r} (same name, different "
-                         "extension); keep one per partition", file=str(root))
+                         "extension); keep one per partition", file=str(traces))
     shared: dict[str, str | None] = {"answers": None, "labels": None}
     co: dict[str, dict[str, str]] = {"answers": {}, "labels": {}}
+    store_is_dir = _is_dir(traces, storage_options)
     for name, src in (("answers", answers), ("labels", labels)):
         if src is None:
             continue
-        sroot = Path(src)
-        if sroot.is_dir() and root.is_dir():
-            found = {_stem_key(sroot, p): str(p) for p in _files(sroot, _ANSWER_SUFFIXES)}
+        if store_is_dir and _is_dir(src, storage_options):
+            afiles, akey = _listing(src, _ANSWER_SUFFIXES, storage_options)
+            found = {akey[f]: f for f in afiles}
             if found and set(found) <= set(keys):
                 co[name] = found
                 continue
-        if not sroot.exists():
-            raise UnreadableInput("no such file or folder", file=str(sroot))
-        shared[name] = str(sroot)
+        exists = _remote.exists(str(src), storage_options) if is_remote(src) else Path(src).exists()
+        if not exists:
+            raise UnreadableInput("no such file or folder", file=str(src))
+        shared[name] = str(src)
     parts = []
-    for p, k in zip(files, keys, strict=True):
-        hive = tuple((m.group(1), m.group(2)) for seg in Path(k).parent.parts if (m := _HIVE.match(seg)))
-        parts.append(Partition(k, str(p), co["answers"].get(k), co["labels"].get(k), hive))
+    for f, k in zip(files, keys, strict=True):
+        hive = tuple((m.group(1), m.group(2)) for seg in PurePosixPath(k).parent.parts if (m := _HIVE.match(seg)))
+        parts.append(Partition(k, f, co["answers"].get(k), co["labels"].get(k), hive))
     return parts, shared
 
 
 # =========================================================================== one partition
 
 
-def _duckdb_read_sql(path: str) -> str:
-    """A DuckDB table function reading an answer source (a file or a folder)."""
-    p = Path(path)
-    files = _files(p, _ANSWER_SUFFIXES)
+def _duckdb_read_sql(path: str, storage_options: Mapping[str, Any] | None = None) -> str:
+    """A DuckDB table function reading an answer source (a file or a folder; a URL needs its
+    filesystem registered on the connection: :func:`evaltk.scale._remote.register`)."""
+    files, _ = _listing(path, _ANSWER_SUFFIXES, storage_options)
     if not files:
         raise UnreadableInput("no answer file (.parquet, .jsonl, .csv)", file=path)
-    suf = {f.suffix.lower() for f in files}
-    lit = "[" + ", ".join("'" + str(f).replace("'", "''") + "'" for f in files) + "]"
+    suf = {PurePosixPath(f).suffix.lower() for f in files}
+    lit = _sql_list(files)
     if suf <= {".parquet"}:
         return f"read_parquet({lit}, union_by_name = true, hive_partitioning = false)"
     if suf <= {".csv"}:
@@ -373,7 +407,8 @@ def _trace_ids(path: str) -> pa.Array:
     return pa.array([str(x) for x in _jsonl_field(path, "trace_id")], pa.string())
 
 
-def _select_rows(source: str, trace_file: str, con: Any = None) -> pd.DataFrame:
+def _select_rows(source: str, trace_file: str, con: Any = None, *,
+                 storage_options: Mapping[str, Any] | None = None) -> pd.DataFrame:
     """The rows of an answer source whose ``trace_id`` is in ``trace_file`` (a DuckDB semi-join)."""
     import duckdb
 
@@ -382,9 +417,10 @@ def _select_rows(source: str, trace_file: str, con: Any = None) -> pd.DataFrame:
     try:
         ids = pa.table({"trace_id": _trace_ids(trace_file)})  # noqa: F841 - read by DuckDB
         c.register("evaltk_ids", ids)
+        _remote.register(c, [source], storage_options)
         try:
-            df = c.execute(f"SELECT * FROM {_duckdb_read_sql(source)} WHERE CAST(trace_id AS VARCHAR) IN "
-                           "(SELECT trace_id FROM evaltk_ids)").df()
+            df = c.execute(f"SELECT * FROM {_duckdb_read_sql(source, storage_options)} WHERE CAST(trace_id AS VARCHAR) "
+                           "IN (SELECT trace_id FROM evaltk_ids)").df()
         except duckdb.Error as e:  # not a table DuckDB reads (a bad quote, a deep line, not Parquet)
             raise UnreadableInput(f"not readable as an answer table ({str(e).splitlines()[0]})",
                                   file=source) from None
@@ -486,34 +522,54 @@ def _write(frame: pd.DataFrame, out: Path, table: str, key: str) -> None:
 def _score_partition(part: Partition, *, out: str | None, by: Sequence[str], shared: Mapping[str, str | None],
                      label_measures: Sequence[str], options: Mapping[str, Any]) -> DatasetSummary:
     """Ingest, score, write and summarise one partition (runs on a worker)."""
+    so = options.get("storage_options")
+    with _remote.staged([part.traces, part.answers, part.labels], so) as (t, a, lb):
+        staged = replace(part, traces=t, answers=a, labels=lb)  # type: ignore[arg-type]  # t: a local copy of part.traces
+        return _score_local(staged, part, out=out, by=by, shared=shared,
+                            label_measures=label_measures, options=options)
+
+
+def _score_local(part: Partition, origin: Partition, *, out: str | None, by: Sequence[str],
+                 shared: Mapping[str, str | None], label_measures: Sequence[str],
+                 options: Mapping[str, Any]) -> DatasetSummary:
+    """:func:`_score_partition` on local copies (``part``) of the partition ``origin`` names."""
     from ..ingest import ingest_traces
     from ..scoring import score_traces
 
+    so = options.get("storage_options")
     answers: Any = part.answers
     labels: Any = part.labels
-    if shared.get("answers"):
-        answers = _select_rows(shared["answers"], part.traces)  # type: ignore[arg-type]
-    if shared.get("labels"):
-        labels = _select_rows(shared["labels"], part.traces)  # type: ignore[arg-type]
-    ing = ingest_traces(part.traces, answers, labels, strict=options.get("strict", False),
-                 domain_rule=options.get("domain_rule"))
+    try:
+        if shared.get("answers"):
+            answers = _select_rows(shared["answers"], part.traces, storage_options=so)  # type: ignore[arg-type]
+        if shared.get("labels"):
+            labels = _select_rows(shared["labels"], part.traces, storage_options=so)  # type: ignore[arg-type]
+        ing = ingest_traces(part.traces, answers, labels, strict=options.get("strict", False),
+                            domain_rule=options.get("domain_rule"))
+    except pa.ArrowInvalid as e:  # a Parquet file Arrow cannot open: unreadable input, named
+        raise UnreadableInput(f"a partition file cannot be read ({str(e).splitlines()[0]})",
+                              file=origin.traces) from None
+    ledger = ing.ledger
+    if part != origin:  # the ledger names the files as the caller did, not the staged copies
+        names = {getattr(part, f): getattr(origin, f) for f in ("traces", "answers", "labels") if getattr(part, f)}
+        ledger = ledger.assign(source=ledger["source"].map(lambda x: names.get(x, x)))
     if len(ing.runs) == 0:  # nothing kept: only the ledger says why (no empty score or run file)
-        if out is not None:
-            _write(ing.ledger, Path(out), "ledger", part.key)
+        _write_outputs(origin, out, None, None, ledger, so)
         return _empty_summary(by)
+    dtypes = dict(ing.runs.dtypes)  # before the marker run makes every column object
     if label_measures:
         ing = _with_marker(ing, label_measures)
     m = score_traces(ing, outcome_rules=options.get("outcome_rules"), population="partition")
     scores = _drop_marker(m.frame)  # written with plain strings (SCORE_META's columns, in its order)
     runs = _drop_marker(m.runs)
-    if label_measures:
-        runs = runs.astype({c: ing.runs[c].dtype for c in runs.columns if c in ing.runs.columns}, errors="ignore")
+    if label_measures:  # back to the ingested types (`steps_missing` stays boolean, not "True"/"False")
+        runs = runs.astype({c: dtypes[c] for c in runs.columns if c in dtypes}, errors="ignore")
     runs = _with_hive_keys(runs, part.hive)
     runs = runs[[c for c in dict.fromkeys((*_RUN_OUT, *(k for k, _ in part.hive))) if c in runs.columns]]
     if "guide" in runs.columns:
         runs = runs.assign(guide=runs["guide"].map(
             lambda g: json.dumps(g, sort_keys=True) if isinstance(g, Mapping) else None))
-    _write_outputs(part, out, scores, runs, ing.ledger)
+    _write_outputs(origin, out, scores, runs, ledger, so)
     missing = [b for b in by if b not in runs.columns]
     if missing:
         raise InputError(f"`by` names {missing}, not a run column (have {list(runs.columns)})", field="by")
@@ -536,14 +592,54 @@ def _release_memory() -> None:
         ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
-def _write_outputs(part: Partition, out: str | None, scores: pd.DataFrame, runs: pd.DataFrame,
-                   ledger: pd.DataFrame) -> None:
+def _write_outputs(part: Partition, out: str | None, scores: pd.DataFrame | None, runs: pd.DataFrame | None,
+                   ledger: pd.DataFrame, storage_options: Mapping[str, Any] | None = None) -> None:
+    """Write a partition's files (each atomically: a temporary name renamed, or one PUT on object
+    storage), then its marker ``_partitions/<key>.json`` with their digests: a partition is done
+    exactly when its marker is there."""
     if out is None:
         return
-    o = Path(out)
-    _write(scores, o, "scores", part.key)
-    _write(runs, o, "runs", part.key)
-    _write(ledger, o, "ledger", part.key)
+    root = Root(out, storage_options)
+    files = {}
+    stage = tempfile.TemporaryDirectory(prefix="evaltk-out-") if root.remote else contextlib.nullcontext(root.root)
+    with stage as d:
+        for t, frame in (("scores", scores), ("runs", runs), ("ledger", ledger)):
+            if frame is None:
+                continue
+            _write(frame, Path(d), t, part.key)
+            rel = f"{t}/{part.key}.parquet"
+            files[rel] = "sha256:" + file_digest(Path(d) / rel)
+            if root.remote:
+                _remote.upload(Path(d) / rel, root.at(rel), storage_options)
+    root.write_json(_marker_rel(part.key), {"key": part.key, "files": files})
+
+
+def _marker_rel(key: str) -> str:
+    return f"{_PARTS_DIR}/{key}.json"
+
+
+def _done_partitions(root: Root, parts: Sequence[Partition]) -> dict[str, dict[str, str]]:
+    """The partitions of an earlier run already done (their marker, and every file it lists unchanged)."""
+    done = {}
+    for p in parts:
+        m = _marker_rel(p.key)
+        if not root.isfile(m):
+            continue
+        try:
+            doc = root.read_json(m)
+            files = {str(k): str(v) for k, v in doc["files"].items()}
+            for rel, digest in files.items():
+                root.check_digest(rel, digest, recorded_in=root.at(m))
+        except (InputError, KeyError, TypeError, AttributeError, OSError):
+            continue  # torn or changed: scored again
+        done[p.key] = files
+    return done
+
+
+def _pairs_of(root: Root, done: Mapping[str, Mapping[str, str]]) -> list[tuple[str, str]]:
+    """``(scores, runs)`` file pairs of the partitions done (a partition whose runs were all dropped has none)."""
+    return [(root.at(f"scores/{k}.parquet"), root.at(f"runs/{k}.parquet"))
+            for k, files in sorted(done.items()) if f"scores/{k}.parquet" in files]
 
 
 def _combine_pair(a: DatasetSummary, b: DatasetSummary) -> DatasetSummary:
@@ -613,8 +709,16 @@ def _dask_client(engine: Any, memory_limit: str | None, n_workers: int | None) -
         return
     except ValueError:
         pass
-    cluster = distributed.LocalCluster(n_workers=n_workers or 2, threads_per_worker=1, processes=True,
-                                       memory_limit=memory_limit or "auto", dashboard_address=None)
+    _check_main_guard("engine='dask' (a LocalCluster)")
+    try:
+        cluster = distributed.LocalCluster(n_workers=n_workers or 2, threads_per_worker=1, processes=True,
+                                           memory_limit=memory_limit or "auto", dashboard_address=None)
+    except RuntimeError as e:
+        if "failed to start" not in str(e):
+            raise
+        raise RuntimeError(f"engine='dask' could not start its LocalCluster ({e}); when this runs from a "
+                           "script, put the call under `if __name__ == \"__main__\":` (each worker process "
+                           "re-imports the script; docs/scale.md), or pass a running distributed.Client") from None
     client = distributed.Client(cluster)
     try:
         yield client
@@ -623,8 +727,84 @@ def _dask_client(engine: Any, memory_limit: str | None, n_workers: int | None) -
         cluster.close()
 
 
+def _ids_sql(i: int, f: str, cols: str) -> str:
+    """SQL selecting ``cols`` (``{i}`` is the file's number) from the trace ids of trace file ``f``."""
+    q = "'" + f.replace("'", "''") + "'"
+    if PurePosixPath(f).suffix.lower() == ".parquet":
+        src = f"read_parquet({q}, hive_partitioning = false)"
+    else:
+        src = (f"read_json({q}, format = 'newline_delimited', columns = {{'trace_id': 'VARCHAR'}}, "
+               "hive_partitioning = false, ignore_errors = true)")
+    return f"SELECT {cols.format(i=i)} FROM {src} WHERE trace_id IS NOT NULL"
+
+
+def _shuffle_shared(parts: Sequence[Partition], shared: Mapping[str, str | None], root: Root, *,
+                    memory_limit: str | None, temp_directory: str | None,
+                    storage_options: Mapping[str, Any] | None) -> tuple[list[Partition], dict[str, str | None]]:
+    """Answers and labels not stored beside the traces, repartitioned once by the partition of their
+    trace (one DuckDB join of the source with the store's trace ids, ``COPY ... PARTITION_BY``) into
+    ``out/_shuffle/<name>/``: each partition then reads only its own rows, so the cost is linear in
+    the input whatever its layout (selecting each partition's rows from the whole source was a scan
+    per partition: quadratic).  Rows whose trace is in no partition are not kept (no run to join).
+    Only for a local ``out`` (the workers see it); with a URL each partition selects its rows."""
+    names = [n for n in ("answers", "labels") if shared.get(n)]
+    if not names or root.remote:
+        return list(parts), dict(shared)
+    duckdb = optional_module("duckdb")
+    files = [p.traces for p in parts]
+    found: dict[str, dict[int, str]] = {}
+    con = duckdb.connect()
+    try:
+        if memory_limit is not None:
+            con.execute(f"SET memory_limit = '{_check_size(memory_limit)}'")
+        if temp_directory is not None:
+            con.execute(f"SET temp_directory = '{str(temp_directory)}'".replace("\\", "/"))
+        con.execute("SET preserve_insertion_order = true")
+        _remote.register(con, [*files, *(shared[n] for n in names)], storage_options)
+        ids = " UNION ALL ".join(_ids_sql(i, f, "CAST(trace_id AS VARCHAR) AS evaltk_tid, {i} AS evaltk_part")
+                                 for i, f in enumerate(files))
+        for name in names:
+            dest = Path(root.at(f"{_SHUFFLE_DIR}/{name}"))
+            if dest.exists():
+                import shutil
+
+                shutil.rmtree(dest)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            src = _duckdb_read_sql(shared[name], storage_options)  # type: ignore[arg-type]
+            q = "'" + str(dest).replace("'", "''") + "'"
+            try:
+                con.execute(f"COPY (SELECT a.*, i.evaltk_part FROM {src} a JOIN ({ids}) i "
+                            f"ON CAST(a.trace_id AS VARCHAR) = i.evaltk_tid) TO {q} "
+                            "(FORMAT parquet, PARTITION_BY (evaltk_part))")
+            except duckdb.Error as e:  # DuckDB's message names the file it could not read
+                bad = next((f for f in files if f in str(e)), shared[name])
+                raise UnreadableInput(f"cannot shuffle the {name} ({str(e).splitlines()[0]})", file=bad) from None
+            found[name] = {}
+            for i, fs in _group_files(dest).items():
+                if len(fs) > 1:  # one file per partition: DuckDB may split a large one
+                    whole = dest / f"evaltk_part={i}" / "all.parquet"
+                    pq.write_table(pa.concat_tables([pq.read_table(x) for x in fs]), whole)
+                    for x in fs:
+                        Path(x).unlink()
+                    fs = [str(whole)]
+                found[name][i] = fs[0]
+    finally:
+        con.close()
+    new = [replace(p, **{n: found[n].get(i) for n in names}) for i, p in enumerate(parts)]  # type: ignore[arg-type]  # answers/labels are optional on a Partition
+    return new, {**shared, **dict.fromkeys(names)}
+
+
+def _group_files(dest: Path) -> dict[int, list[str]]:
+    out: dict[int, list[str]] = {}
+    for f in sorted(dest.rglob("*.parquet")):
+        m = re.match(r"evaltk_part=(\d+)$", f.parent.name)
+        if m:
+            out.setdefault(int(m.group(1)), []).append(str(f))
+    return out
+
+
 def _check_unique_ids(parts: Sequence[Partition], *, memory_limit: str | None = None,
-                      temp_directory: str | None = None) -> None:
+                      temp_directory: str | None = None, storage_options: Mapping[str, Any] | None = None) -> None:
     """A trace id in two partitions would be scored twice: refuse, naming both files (SQL in DuckDB).
 
     Runs in its own short-lived DuckDB connection (closed afterwards, so its memory goes
@@ -634,49 +814,26 @@ def _check_unique_ids(parts: Sequence[Partition], *, memory_limit: str | None = 
     if len(parts) < 2:
         return
     duckdb = optional_module("duckdb")
-
-    py_ids: set[int] = set()  # files DuckDB cannot read: their ids come from evaltk's reader
-
-    def read(i: int, f: str, cols: str) -> str:
-        q = "'" + f.replace("'", "''") + "'"
-        if i in py_ids:
-            src = f"evaltk_ids_{i}"
-        elif Path(f).suffix.lower() == ".parquet":
-            src = f"read_parquet({q}, hive_partitioning = false)"
-        else:
-            src = (f"read_json({q}, format = 'newline_delimited', columns = {{'trace_id': 'VARCHAR'}}, "
-                   "hive_partitioning = false, ignore_errors = true)")
-        return f"SELECT {cols.format(i=i)} FROM {src} WHERE trace_id IS NOT NULL"
-
+    read = _ids_sql
     files = [p.traces for p in parts]
     con = duckdb.connect()
 
-    def hashes() -> list[Any]:
-        hashed = " UNION ALL ".join(read(i, f, "hash(CAST(trace_id AS VARCHAR)) AS h, {i} AS f")
-                                    for i, f in enumerate(files))
-        return [r[0] for r in con.execute(
-            f"SELECT h FROM (SELECT DISTINCT h, f FROM ({hashed})) GROUP BY h HAVING count(*) > 1").fetchall()]
 
     try:
+        _remote.register(con, files, storage_options)
         if memory_limit is not None:
             con.execute(f"SET memory_limit = '{_check_size(memory_limit)}'")
         if temp_directory is not None:
             con.execute(f"SET temp_directory = '{str(temp_directory)}'".replace("\\", "/"))
+        hashed = " UNION ALL ".join(read(i, f, "hash(CAST(trace_id AS VARCHAR)) AS h, {i} AS f")
+                                    for i, f in enumerate(files))
         try:
-            cand = hashes()
-        except duckdb.Error:  # a file DuckDB refuses (a JSON line nested too deeply, not Parquet)
-            for i, f in enumerate(files):
-                try:
-                    con.execute(f"SELECT count(DISTINCT h) FROM ({read(i, f, 'hash(CAST(trace_id AS VARCHAR)) AS h')})"
-                                ).fetchall()
-                except duckdb.Error:
-                    try:
-                        ids = _trace_ids(f)
-                    except (pa.ArrowException, OSError) as e:
-                        raise UnreadableInput(f"not a readable Parquet file ({e})", file=f) from None
-                    con.register(f"evaltk_ids_{i}", pa.table({"trace_id": ids}))
-                    py_ids.add(i)
-            cand = hashes()
+            cand = [r[0] for r in con.execute(
+                f"SELECT h FROM (SELECT DISTINCT h, f FROM ({hashed})) GROUP BY h HAVING count(*) > 1").fetchall()]
+        except duckdb.Error as e:  # a trace file DuckDB cannot read: name it (DuckDB's message does)
+            bad = next((f for f in files if f in str(e)), files[0] if len(files) == 1 else None)
+            raise UnreadableInput(f"a trace file cannot be read ({str(e).splitlines()[0]})",
+                                  file=bad) from None
         if not cand:
             return
         con.register("evaltk_cand", pa.table({"h": pa.array(cand, pa.uint64())}))
@@ -693,29 +850,26 @@ def _check_unique_ids(parts: Sequence[Partition], *, memory_limit: str | None = 
                          "steps must stay in one partition", file=a, record=str(row[0]), field="trace_id")
 
 
-def _write_manifest(out: Path, summary: DatasetSummary) -> None:
+def _write_manifest(root: Root, summary: DatasetSummary) -> None:
     from ..scoring import Manifest
 
-    doc = Manifest.default(summary.population).to_dict()
-    write_json(out / "manifest.json", doc)
+    root.write_json("manifest.json", Manifest.default(summary.population).to_dict())
 
 
-def _write_complete(out: Path, parts: Sequence[Partition]) -> None:
-    """The completion record (:data:`COMPLETE_FILE`), written last: each partition's files and digests."""
-    rows = []
-    for p in parts:
-        files = {}
-        for t in _TABLES:
-            rel = f"{t}/{p.key}.parquet"
-            if (out / rel).is_file():
-                files[rel] = "sha256:" + file_digest(out / rel)
-        rows.append({"key": p.key, "files": files})
-    write_json(out / COMPLETE_FILE, {"format": COMPLETE_FORMAT,
-                                     "manifest": "sha256:" + file_digest(out / "manifest.json"),
-                                     "partitions": rows})
+def _write_complete(root: Root, parts: Sequence[Partition]) -> None:
+    """The completion record (:data:`COMPLETE_FILE`), written last: each partition's files and digests
+    (from the partition markers, each checked against its file)."""
+    done = _done_partitions(root, parts)
+    lost = [p.key for p in parts if p.key not in done]
+    if lost:  # pragma: no cover - a file changed under a running score_dataset
+        raise SchemaViolation(f"integrity check `complete`: {len(lost)} partition(s) have no valid marker "
+                              f"({lost[0]!r} first) after scoring", file=str(root))
+    rows = [{"key": p.key, "files": done[p.key]} for p in parts]
+    root.write_json(COMPLETE_FILE, {"format": COMPLETE_FORMAT, "manifest": root.digest("manifest.json"),
+                                    "partitions": rows})
 
 
-def check_dataset(out: str | Path) -> list[tuple[str, str]]:
+def check_dataset(out: str | Path, *, storage_options: Mapping[str, Any] | None = None) -> list[tuple[str, str]]:
     """Check a scored dataset before it is read; its ``(scores, runs)`` file pairs.
 
     Refuses (:class:`~evaltk.errors.SchemaViolation` naming the file and the check) a
@@ -723,68 +877,80 @@ def check_dataset(out: str | Path) -> list[tuple[str, str]]:
     or is still running), a file missing, changed or not recorded in it (``digest``,
     ``complete``), a missing or changed ``manifest.json``, and a scores partition that fails
     :func:`evaltk.scoring.check_score_table` (``duplicate``, ``range``, ``scorer_version``).
+    ``out`` is a local folder or a URL (``storage_options`` go to fsspec).
     """
     from ..scoring import Manifest, check_score_table
 
-    o = Path(out)
-    if not o.is_dir():
+    root = Root(out, storage_options)
+    if not root.isdir():
         raise UnreadableInput("not a scored dataset (a folder written by `evaltk scale score` expected)",
-                              file=str(o))
-    marker = o / COMPLETE_FILE
-    if not marker.is_file():
+                              file=str(root))
+    marker = root.at(COMPLETE_FILE)
+    if not root.isfile(COMPLETE_FILE):
         raise SchemaViolation(f"integrity check `complete`: no completion record {COMPLETE_FILE}: the "
                               "dataset is partial (a `scale score` that failed or is still running)",
-                              file=str(o))
-    doc = read_json(marker)
+                              file=str(root))
+    doc = root.read_json(COMPLETE_FILE)
     try:
         if doc["format"] != COMPLETE_FORMAT:
             raise ValueError(f"format {doc['format']!r}")
         manifest_digest = str(doc["manifest"])
         listed = {str(k): str(v) for part in doc["partitions"] for k, v in part["files"].items()}
     except (KeyError, TypeError, ValueError, AttributeError) as e:
-        raise SchemaViolation(f"integrity check `complete`: not a completion record ({e})", file=str(marker)) from None
-    check_digest(o / "manifest.json", manifest_digest, recorded_in=str(marker))
-    manifest = Manifest.from_dict(read_json(o / "manifest.json"), source=str(o / "manifest.json"))
+        raise SchemaViolation(f"integrity check `complete`: not a completion record ({e})", file=marker) from None
+    root.check_digest("manifest.json", manifest_digest, recorded_in=marker)
+    manifest = Manifest.from_dict(root.read_json("manifest.json"), source=root.at("manifest.json"))
     for rel, digest in listed.items():
-        if rel.split("/", 1)[0] not in _TABLES or ".." in Path(rel).parts or Path(rel).is_absolute():
+        if rel.split("/", 1)[0] not in _TABLES or ".." in PurePosixPath(rel).parts or rel.startswith("/"):
             raise SchemaViolation(f"integrity check `complete`: {rel!r} is not a file of a scored dataset",
-                                  file=str(marker), field="partitions")
-        check_digest(o / rel, digest, recorded_in=str(marker))
+                                  file=marker, field="partitions")
+        root.check_digest(rel, digest, recorded_in=marker)
     for t in _TABLES:
-        for f in (_files(o / t, (".parquet",)) if (o / t).is_dir() else []):
-            if f.relative_to(o).as_posix() not in listed:
+        for rel in root.find(t, (".parquet",)):
+            if rel not in listed and not any(seg.startswith((".", "_")) for seg in rel.split("/")):
                 raise SchemaViolation(f"integrity check `complete`: the file is not in the completion record "
-                                      f"{COMPLETE_FILE}", file=str(f))
+                                      f"{COMPLETE_FILE}", file=root.at(rel))
     pairs = []
     for rel in sorted(r for r in listed if r.startswith("scores/")):
         runs = "runs/" + rel.split("/", 1)[1]
-        check_score_table(pq.read_table(o / rel).to_pandas(), manifest, file=str(o / rel))
+        check_score_table(_remote.read_table(root.at(rel), storage_options).to_pandas(), manifest,
+                          file=root.at(rel))
         if runs not in listed:
             raise SchemaViolation("integrity check `complete`: a scores partition without its runs file",
-                                  file=str(o / rel))
-        pairs.append((str(o / rel), str(o / runs)))
+                                  file=root.at(rel))
+        pairs.append((root.at(rel), root.at(runs)))
     return pairs
 
 
-def _store_label_measures(parts: Sequence[Partition], shared: Mapping[str, str | None]) -> set[str]:
+def _store_label_measures(parts: Sequence[Partition], shared: Mapping[str, str | None],
+                          storage_options: Mapping[str, Any] | None = None) -> set[str]:
     """The measure names in the store's label files (one column read per file)."""
-    files = [Path(p.labels) for p in parts if p.labels]
+    files = [p.labels for p in parts if p.labels]
     if shared.get("labels"):
-        files += _files(Path(shared["labels"]), _ANSWER_SUFFIXES)  # type: ignore[arg-type]
+        files += _listing(shared["labels"], _ANSWER_SUFFIXES, storage_options)[0]  # type: ignore[arg-type]
     out: set[str] = set()
-    for f in files:
-        suf = f.suffix.lower()
-        try:
-            if suf == ".parquet":
-                col = _io.read_parquet(f, columns=["measure"]).column("measure").to_pylist()
-            elif suf == ".csv":
-                col = _io.read_csv_text(f, required=["measure"])["measure"].tolist()
-            else:
-                col = _jsonl_field(f, "measure")
-        except (ValueError, KeyError, OSError, pa.ArrowException):
-            continue  # unreadable or without a measure column: ingest reports it per partition
-        out.update(str(x) for x in set(col) if x is not None)
+    for url in files:
+        with _remote.staged([url], storage_options) as (f,):
+            out |= _label_measures_of(Path(f))  # type: ignore[arg-type]
     return out
+
+
+def _label_measures_of(f: Path) -> set[str]:
+    suf = f.suffix.lower()
+    try:
+        if suf == ".parquet":
+            col = pq.read_table(f, columns=["measure"]).column("measure").to_pylist()
+        elif suf == ".csv":
+            col = pd.read_csv(f, usecols=["measure"], dtype=str)["measure"].tolist()
+        else:
+            col = []
+            with open(f, "rb") as fh:
+                for line in fh:
+                    with contextlib.suppress(ValueError, AttributeError):
+                        col.append(json.loads(line).get("measure"))
+    except (ValueError, KeyError, OSError, pa.ArrowException):
+        return set()  # unreadable or without a measure column: ingest reports it per partition
+    return {str(x) for x in set(col) if x is not None}
 
 
 def score_dataset(traces: str | Path, answers: str | Path | None = None, labels: str | Path | None = None, *,
@@ -793,7 +959,8 @@ def score_dataset(traces: str | Path, answers: str | Path | None = None, labels:
                   temp_directory: str | Path | None = None, n_workers: int | None = None,
                   strict: bool = False, domain_rule: Callable[[str], str | None] | None = None,
                   outcome_rules: Mapping[str, Callable[..., bool | None]] | None = None,
-                  check_ids: bool = True) -> ScoredDataset:
+                  check_ids: bool = True, resume: bool = False, overwrite: bool = False,
+                  progress: bool = False, storage_options: Mapping[str, Any] | None = None) -> ScoredDataset:
     """Score a trace store partition by partition, write the score matrix, and summarise it.
 
     Parameters
@@ -818,12 +985,25 @@ def score_dataset(traces: str | Path, answers: str | Path | None = None, labels:
     threads, temp_directory : optional
         DuckDB's thread count and spill folder.
     n_workers : int, optional
-        Workers of a ``LocalCluster`` evaltk starts.
+        Workers of a ``LocalCluster`` evaltk starts; with ``engine="duckdb"``, the worker
+        processes scoring partitions in parallel on this machine (default: every core).
     strict, domain_rule, outcome_rules
         As in :func:`evaltk.scoring.score_traces`.
     check_ids : bool, default True
         Refuse a store whose trace ids repeat across partitions (needs DuckDB; skipped
         without it).
+    resume, overwrite : bool, default False
+        An ``out`` that already holds a run (complete or interrupted) is refused
+        (:class:`~evaltk.errors.OutputRefused`, saying how many partitions are done)
+        unless ``resume`` (score only the partitions not done, same inputs and options
+        required: scoring is deterministic, so the result equals one uninterrupted run)
+        or ``overwrite`` (remove what an earlier run wrote, and only that, then start over).
+    progress : bool, default False
+        A tqdm bar over the partitions (every engine also logs each partition to the
+        ``evaltk.scale`` logger at INFO).
+    storage_options : mapping, optional
+        For URLs (``s3://``, ``gs://``, ``memory://``): passed to fsspec on the driver and
+        on every worker (credentials, ``client_kwargs={"endpoint_url": ...}``).
 
     Returns
     -------
@@ -845,60 +1025,281 @@ def score_dataset(traces: str | Path, answers: str | Path | None = None, labels:
     (39, ['_complete.json', 'ledger', 'manifest.json', 'runs', 'scores'])
     """
     kind = engine_kind(engine)
+    if kind == "duckdb" or (kind == "dask" and isinstance(engine, str)):
+        _check_main_guard(f"engine={kind!r}")
+    if resume and overwrite:
+        raise ValueError("pass at most one of `resume` and `overwrite`")
+    if memory_limit is not None:
+        _check_size(memory_limit)
     keys = [] if by is None else ([by] if isinstance(by, str) else list(by))
-    parts, shared = discover_partitions(traces, answers, labels)
-    o = check_output(out, [traces, answers, labels], kind="dir", writes=(*_TABLES, "manifest.json", COMPLETE_FILE))
-    for sub in _TABLES:
-        if (o / sub).exists() and any((o / sub).rglob("*.parquet")):
-            raise InputError(f"`out` already holds a {sub}/ dataset; choose an empty folder", file=str(o))
-    o.mkdir(parents=True, exist_ok=True)
-    (o / COMPLETE_FILE).unlink(missing_ok=True)
-    marker = _marker_measures(_store_label_measures(parts, shared)) if labels is not None else ()
-    options = {"strict": strict, "domain_rule": domain_rule, "outcome_rules": outcome_rules}
-    kw: dict[str, Any] = {"out": str(o), "by": keys, "shared": shared, "label_measures": marker, "options": options}
-    if kind == "duckdb":
-        with _duckdb(engine, memory_limit, threads, None if temp_directory is None else str(temp_directory)) as con:
-            if check_ids:
-                _check_unique_ids(parts, memory_limit=memory_limit,
-                                  temp_directory=None if temp_directory is None else str(temp_directory))
-            for p in progress(parts, desc="scoring partitions (duckdb)", logger=logger, unit="partition"):
-                _score_partition(p, **kw)
-            summary = _summarize_duckdb(con, _pairs(o), keys, o)
-    elif kind == "dask":
-        if check_ids:
-            _maybe_check_ids(parts, memory_limit)
-        with _dask_client(engine, memory_limit, n_workers) as client:
-            logger.info("scoring %d partitions on the dask cluster", len(parts))
-            futures = client.map(_score_partition, parts, pure=False, **kw)
-            summary = _tree_reduce(client, futures)
-            logger.info("scored %d partitions on the dask cluster", len(parts))
+    so = dict(storage_options or {})
+    traces, answers, labels = (None if x is None else _absolute(x) for x in (traces, answers, labels))  # type: ignore[assignment]  # traces is required, never None
+    in_process = [str(x) for x in (traces, answers, labels, out) if x is not None and str(x).startswith("memory://")]
+    if in_process and kind == "dask":
+        raise ValueError(f"{in_process[0]} is fsspec's memory filesystem, which lives in this process only; Dask "
+                         "workers cannot see it: use engine='pandas' or 'duckdb', or a shared filesystem")
+    if in_process:
+        n_workers = 1  # the DuckDB engine's worker processes would not see it either
+    parts, shared = discover_partitions(traces, answers, labels, storage_options=so)
+    root = _output_root(out, [traces, answers, labels], so)
+    marker = _marker_measures(_store_label_measures(parts, shared, so)) if labels is not None else ()
+    run_doc = {"traces": str(traces), "answers": None if answers is None else str(answers),
+               "labels": None if labels is None else str(labels), "label_measures": list(marker),
+               "strict": bool(strict), "partitions": len(parts)}
+    done = _prepare_out(root, parts, run_doc, resume=resume, overwrite=overwrite)
+    if len(done) < len(parts):
+        parts_s, shared = _shuffle_shared(parts, shared, root, memory_limit=memory_limit,
+                                          temp_directory=None if temp_directory is None else str(temp_directory),
+                                          storage_options=so)
     else:
+        parts_s = list(parts)
+    todo = [p for p in parts_s if p.key not in done]
+    options = {"strict": strict, "domain_rule": domain_rule, "outcome_rules": outcome_rules, "storage_options": so}
+    kw: dict[str, Any] = {"out": str(root), "by": keys, "shared": shared, "label_measures": marker, "options": options}
+    done_pairs = _pairs_of(root, done)
+    if done:
+        _LOG.info("resuming: %d of %d partitions already done in %s", len(done), len(parts), root)
+    tmp_dir = None if temp_directory is None else str(temp_directory)
+    with _progress(len(parts), len(done), progress) as tick:
         if check_ids:
-            _maybe_check_ids(parts, memory_limit)
-        summary = combine_all([_score_partition(p, **kw) for p in
-                               progress(parts, desc="scoring partitions (pandas)", logger=logger, unit="partition")])
-    _write_manifest(o, summary)
-    _write_complete(o, parts)  # last: the dataset is complete
-    return ScoredDataset(o, summary, len(parts), kind)
+            _maybe_check_ids(parts, memory_limit, tmp_dir, so)
+        if kind == "duckdb":
+            with _duckdb(engine, memory_limit, threads, tmp_dir) as con:
+                _pool_run(todo, kw, n_workers, tick)
+                pairs = _pairs_of(root, _done_partitions(root, parts))
+                _remote.register(con, [root.root], so)
+                summary = _summarize_duckdb(con, pairs, keys, root.path())  # type: ignore[arg-type]  # a local or remote root
+        elif kind == "dask":
+            with _dask_client(engine, memory_limit, n_workers) as client:
+                summary = _dask_run(client, todo, done_pairs, kw, keys, tick)
+        else:
+            pieces = [_summary_of_files(pr, keys, so) for pr in done_pairs]
+            for p in todo:
+                pieces.append(_score_partition(p, **kw))
+                tick(p.key)
+            summary = combine_all(pieces) if pieces else _empty_summary(keys)
+    if root.exists(_SHUFFLE_DIR):
+        root.remove(_SHUFFLE_DIR)
+    _write_manifest(root, summary)
+    _write_complete(root, parts)  # last: the dataset is complete
+    return ScoredDataset(root.path(), summary, len(parts), kind)  # type: ignore[arg-type]  # a local or remote root
+
+
+def _pool_run(todo: Sequence[Partition], kw: Mapping[str, Any], n_workers: int | None,
+              tick: Callable[[str], None]) -> None:
+    """Score ``todo`` in ``n_workers`` worker processes (default: every core; forkserver, else spawn),
+    or here when there is one partition, one worker, or options that cannot be pickled (a lambda
+    ``domain_rule``).  On a failure or Ctrl-C the partitions not started are cancelled and the
+    running ones awaited, so nothing is written after this call has raised."""
+    import concurrent.futures as cf
+    import multiprocessing as mp
+    import pickle
+
+    n = min(len(todo), n_workers or os.cpu_count() or 1)
+    try:
+        pickle.dumps(dict(kw))
+    except (pickle.PicklingError, TypeError, AttributeError):
+        n = 1
+    if n <= 1:
+        for p in todo:
+            _score_partition(p, **kw)
+            tick(p.key)
+        return
+    _check_main_guard("engine='duckdb' (its worker processes)")
+    methods = mp.get_all_start_methods()
+    ctx = mp.get_context("forkserver" if "forkserver" in methods else "spawn")
+    ex = cf.ProcessPoolExecutor(max_workers=n, mp_context=ctx)
+    try:
+        futures = {ex.submit(_score_partition, p, **kw): p for p in todo}
+        for f in cf.as_completed(futures):
+            f.result()
+            tick(futures[f].key)
+    except BaseException:
+        ex.shutdown(wait=True, cancel_futures=True)
+        raise
+    ex.shutdown(wait=True)
+
+
+def _check_main_guard(what: str) -> None:
+    """Refuse to start worker processes from a process that is itself a worker re-running a script's
+    top level: a script without ``if __name__ == "__main__":`` (Dask's "Nanny failed to start")."""
+    import multiprocessing as mp
+
+    if mp.parent_process() is not None and mp.current_process().name != "MainProcess":
+        raise RuntimeError(f"{what} starts worker processes, and each one re-imports your script: put the "
+                           "call under `if __name__ == \"__main__\":` (docs/scale.md), or pass a running "
+                           "distributed.Client as the engine")
+
+
+def _output_root(out: str | Path, inputs: Sequence[Any], so: Mapping[str, Any]) -> Root:
+    """The output folder, checked against the inputs (never inside one, never one of them)."""
+    if not is_remote(out):
+        return Root(check_output(_absolute(out), [x for x in inputs if x is not None and not is_remote(x)],
+                                 kind="dir", writes=_WRITES), so)
+    o = str(out).rstrip("/")
+    for x in inputs:
+        if x is not None and is_remote(x):
+            xi = str(x).rstrip("/")
+            if o == xi or o.startswith(xi + "/") or any(xi == o + "/" + w or xi.startswith(o + "/" + w + "/")
+                                                         for w in _WRITES):
+                raise OutputRefused(f"output {o} is or lies inside the input {x}, or would overwrite it; "
+                                    "choose another output path", output=o, input=str(x))
+    return Root(o, so)
+
+
+def _absolute(path: str | Path) -> str | Path:
+    """A local path (or ``file://`` URL) made absolute here, on the driver, before any task is sent
+    (a worker's working folder is not the driver's); another URL as it is."""
+    return str(path) if is_remote(path) else Path(_remote.local(path))
+
+
+def partitions_done(out: str | Path, *, storage_options: Mapping[str, Any] | None = None) -> int:
+    """How many partitions a :func:`score_dataset` run (interrupted or not) finished in ``out``
+    (their markers are there)."""
+    root = Root(out if is_remote(out) else _absolute(out), storage_options)
+    return sum(1 for rel in root.find(_PARTS_DIR, (".json",)) if rel != f"{_PARTS_DIR}/{_RUN_FILE}")
+
+
+def _prepare_out(root: Root, parts: Sequence[Partition], run_doc: Mapping[str, Any], *, resume: bool,
+                 overwrite: bool) -> dict[str, dict[str, str]]:
+    """Make ``out`` ready: refuse an earlier result unless ``resume`` or ``overwrite``; the partitions done."""
+    present = [w for w in _WRITES if root.exists(w)]
+    done: dict[str, dict[str, str]] = {}
+    run_rel = f"{_PARTS_DIR}/{_RUN_FILE}"
+    if present and overwrite:
+        for w in present:  # only what score_dataset writes
+            root.remove(w)
+    elif present and resume:
+        earlier = root.read_json(run_rel) if root.isfile(run_rel) else None
+        if earlier != dict(run_doc):
+            raise OutputRefused(f"`out` {root} holds a run of other inputs or options ({root.at(run_rel)}: "
+                                f"{earlier}); resume needs the same store, answers, labels and options, or pass "
+                                "overwrite=True (--overwrite) to start over", output=str(root))
+        done = _done_partitions(root, parts)
+    elif present:
+        n = partitions_done(root.root, storage_options=root.so)
+        state = "a complete scored dataset" if root.isfile(COMPLETE_FILE) else \
+            f"an unfinished run ({n} of {len(parts)} partitions done)"
+        raise OutputRefused(f"`out` {root} already holds {state}; pass resume=True (--resume) to score only "
+                            "the partitions not done, or overwrite=True (--overwrite) to start over",
+                            output=str(root))
+    root.mkdir()
+    if root.exists(COMPLETE_FILE):
+        root.remove(COMPLETE_FILE)
+    root.write_json(run_rel, dict(run_doc))
+    return done
+
+
+@contextlib.contextmanager
+def _progress(total: int, initial: int, show: bool) -> Iterator[Callable[[str], None]]:
+    """A tick per partition scored: a log line (``evaltk.scale``, INFO) and, with ``show``, a tqdm bar."""
+    bar = None
+    if show:
+        try:
+            from tqdm.auto import tqdm
+        except ImportError:  # pragma: no cover - tqdm is optional
+            tqdm = None
+        if tqdm is not None:
+            bar = tqdm(total=total, initial=initial, unit="partition", desc="scoring", leave=False)
+    count = [initial]
+
+    def tick(key: str) -> None:
+        count[0] += 1
+        _LOG.info("partition %s scored (%d of %d)", key, count[0], total)
+        if bar is not None:
+            bar.update(1)
+
+    try:
+        yield tick
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+def _dask_run(client: Any, todo: Sequence[Partition], done_pairs: Sequence[tuple[str, str]],
+              kw: Mapping[str, Any], keys: Sequence[str], tick: Callable[[str], None]) -> DatasetSummary:
+    """Score ``todo`` on the cluster; on any failure (or Ctrl-C) cancel every task sent and wait
+    until none is still running, so nothing is written after this call has raised."""
+    import uuid
+
+    distributed = optional_module("distributed")
+    prefix = f"evaltk-scale-{uuid.uuid4().hex}"
+    sent: list[Any] = []
+    try:
+        futures = client.map(_score_partition, list(todo), pure=False,
+                             key=[f"{prefix}-score-{i}" for i in range(len(todo))], **kw)
+        sent += futures
+        key_of = {f.key: p.key for f, p in zip(futures, todo, strict=True)}
+        for f in distributed.as_completed(futures):
+            if f.status == "error":
+                f.result()  # raises the task's exception here
+            tick(key_of[f.key])
+        if done_pairs:
+            prior = client.map(_summary_of_files, list(done_pairs), by=list(keys), pure=False,
+                               storage_options=kw["options"].get("storage_options"),
+                               key=[f"{prefix}-done-{i}" for i in range(len(done_pairs))])
+            sent += prior
+            futures = [*futures, *prior]
+        if not futures:
+            return _empty_summary(keys)
+        return _tree_reduce(client, futures, sent=sent, prefix=prefix)
+    except BaseException:
+        _cancel_dask(client, sent, prefix)
+        raise
+
+
+def _running_keys(prefix: str, dask_worker: Any = None) -> list[str]:
+    """The keys starting with ``prefix`` still executing on this worker (cancelled ones included)."""
+    st = dask_worker.state
+    tasks = [*st.executing, *getattr(st, "long_running", ())]
+    return [str(ts.key) for ts in tasks if str(ts.key).startswith(prefix)]
+
+
+def _cancel_dask(client: Any, sent: Sequence[Any], prefix: str, timeout: float = 300.0) -> None:
+    """Cancel ``sent`` and wait (up to ``timeout`` s) until no task of this run executes on any worker."""
+    import time
+
+    with contextlib.suppress(Exception):
+        client.cancel(list(sent), force=True)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            running = client.run(_running_keys, prefix)
+        except Exception:  # the cluster is gone: nothing runs
+            return
+        if not any(running.values()):
+            return
+        time.sleep(0.1)
 
 
 def _maybe_check_ids(parts: Sequence[Partition], memory_limit: str | None = None,
-                    temp_directory: str | None = None) -> None:
+                    temp_directory: str | None = None, storage_options: Mapping[str, Any] | None = None) -> None:
     try:
         import duckdb  # noqa: F401
     except ImportError:  # pragma: no cover - the check needs the extra
         return
-    _check_unique_ids(parts, memory_limit=memory_limit, temp_directory=temp_directory)
+    _check_unique_ids(parts, memory_limit=memory_limit, temp_directory=temp_directory,
+                      storage_options=storage_options)
 
 
-def _tree_reduce(client: Any, futures: list[Any], split_every: int = 2) -> DatasetSummary:
+def _tree_reduce(client: Any, futures: list[Any], split_every: int = 2, *, sent: list[Any] | None = None,
+                 prefix: str | None = None) -> DatasetSummary:
     """Combine summaries on the cluster, pairwise, as a balanced tree; only the root comes back."""
+    level = 0
     while len(futures) > 1:
         nxt = []
         for i in range(0, len(futures), split_every):
             group = futures[i:i + split_every]
-            nxt.append(group[0] if len(group) == 1 else client.submit(_combine_many, *group, pure=False))
+            if len(group) == 1:
+                nxt.append(group[0])
+                continue
+            extra = {} if prefix is None else {"key": f"{prefix}-combine-{level}-{i}"}
+            f = client.submit(_combine_many, *group, pure=False, **extra)
+            if sent is not None:
+                sent.append(f)
+            nxt.append(f)
         futures = nxt
+        level += 1
     return futures[0].result()
 
 
@@ -923,17 +1324,10 @@ def _with_hive_keys(runs: pd.DataFrame, hive: Sequence[tuple[str, str]]) -> pd.D
 # =========================================================================== summaries of a scored dataset
 
 
-def _pairs(out: Path) -> list[tuple[str, str]]:
-    sroot, rroot = out / "scores", out / "runs"
-    if not sroot.is_dir() or not rroot.is_dir():
-        raise UnreadableInput("not a scored dataset (scores/ and runs/ folders expected)", file=str(out))
-    files = _files(sroot, (".parquet",))
-    return [(str(f), str(rroot / f.relative_to(sroot))) for f in files]
-
-
-def _summary_of_files(pair: tuple[str, str], by: Sequence[str]) -> DatasetSummary:
-    s = _io.read_parquet(pair[0]).to_pandas()
-    r = _io.read_parquet(pair[1]).to_pandas()
+def _summary_of_files(pair: tuple[str, str], by: Sequence[str],
+                      storage_options: Mapping[str, Any] | None = None) -> DatasetSummary:
+    s = _remote.read_table(pair[0], storage_options).to_pandas()
+    r = _remote.read_table(pair[1], storage_options).to_pandas()
     if len(r) == 0:
         return _empty_summary(by)
     missing = [b for b in by if b not in r.columns]
@@ -1035,7 +1429,8 @@ def _confusion_from_grouped(g: pd.DataFrame, cats: tuple[Any, ...]) -> Confusion
 
 def summarize_dataset(out: str | Path, *, by: str | Sequence[str] | None = None, engine: Any = "pandas",
                       memory_limit: str | None = None, threads: int | None = None,
-                      temp_directory: str | Path | None = None, n_workers: int | None = None) -> DatasetSummary:
+                      temp_directory: str | Path | None = None, n_workers: int | None = None,
+                      storage_options: Mapping[str, Any] | None = None) -> DatasetSummary:
     """Summarise a scored dataset (the ``out`` folder of :func:`score_dataset`) with any engine.
 
     ``engine="duckdb"`` runs the aggregation as SQL in DuckDB (a join of scores and
@@ -1057,18 +1452,20 @@ def summarize_dataset(out: str | Path, *, by: str | Sequence[str] | None = None,
     """
     kind = engine_kind(engine)
     keys = [] if by is None else ([by] if isinstance(by, str) else list(by))
-    o = Path(out)
-    pairs = check_dataset(o)  # complete, unchanged, and every scores partition checked
+    so = dict(storage_options or {})
+    o = _absolute(out)  # absolute on the driver: workers read these paths
+    pairs = check_dataset(o, storage_options=so)  # complete, unchanged, and every scores partition checked
     if kind == "duckdb":
         with _duckdb(engine, memory_limit, threads, None if temp_directory is None else str(temp_directory)) as con:
-            return _summarize_duckdb(con, pairs, keys, o)
+            _remote.register(con, [str(o)], so)
+            return _summarize_duckdb(con, pairs, keys, o)  # type: ignore[arg-type]  # a local or remote root
     if not pairs:
         return _empty_summary(keys)
     if kind == "dask":
         with _dask_client(engine, memory_limit, n_workers) as client:
-            futures = client.map(_summary_of_files, pairs, by=keys, pure=False)
+            futures = client.map(_summary_of_files, pairs, by=keys, storage_options=so, pure=False)
             return _tree_reduce(client, futures)
-    return combine_all([_summary_of_files(p, keys) for p in pairs])
+    return combine_all([_summary_of_files(p, keys, so) for p in pairs])
 
 
 # =========================================================================== Dask DataFrame API
@@ -1181,7 +1578,8 @@ def write_store(traces: Sequence[Mapping[str, Any]], answers: pd.DataFrame | Non
 
     ``folder/traces/<partition_by>=<value>/part-0.<fmt>`` and the same paths under
     ``answers/`` and ``labels/``; answers of traces absent from ``traces`` go to a
-    partition of their own (``<partition_by>=__orphan__``) so ingest records them.
+    partition of their own (``<partition_by>=__orphan__``, beside an empty Parquet trace file) so
+    ingest records them in the ledger ("answer without run").
     A record without ``partition_by`` (absent or null) goes to
     ``<partition_by>=__HIVE_DEFAULT_PARTITION__`` (``_HIVE_MISSING``), which every
     engine reads back as a missing key.
@@ -1200,13 +1598,17 @@ def write_store(traces: Sequence[Mapping[str, Any]], answers: pd.DataFrame | Non
             write_jsonl(p, rs, default=_json_default)
         else:
             write_parquet(pa.Table.from_struct_array(pa.array([dict(r) for r in rs])), p)  # every key
+    orphan = f"{partition_by}=__orphan__"
     for name, table in (("answers", answers), ("labels", labels)):
         if table is None:
             continue
         part = table["trace_id"].astype(str).map(key_of).fillna("__orphan__")
+        if (part == "__orphan__").any() and not (root / "traces" / orphan).exists():
+            # an empty trace partition for them (Parquet: an empty JSONL file is unreadable input), so
+            # ingest records each orphan answer in the ledger ("answer without run")
+            write_parquet(pa.Table.from_struct_array(pa.array([dict(r) for r in recs[:1]])).slice(0, 0),
+                          root / "traces" / orphan / "part-0.parquet")
         for v, sub in table.groupby(part, sort=True):
-            if v == "__orphan__":
-                continue  # no trace file to pair with: these rows cannot join any run
             p = root / name / f"{partition_by}={v}" / f"part-0.{'parquet' if fmt == 'parquet' else 'jsonl'}"
             if fmt == "parquet":
                 write_parquet(sub, p)

@@ -1,0 +1,82 @@
+"""The Dask engine on real worker processes (issue 19): ``dask scheduler`` and two
+``dask worker`` processes started by the test (conftest ``dask_cluster``), in a working
+folder that is not the test's.
+
+* a failed run cancels what it sent and nothing is written after the call has raised;
+* relative paths are made absolute on the driver: the workers write where the driver
+  looks, not into their own working folder.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+distributed = pytest.importorskip("distributed", reason="the Dask engine needs the `scale` extra")
+pytest.importorskip("duckdb", reason="the Dask engine's id check needs the `scale` extra")
+
+from evaltk.data._datasets import make_demo  # noqa: E402
+from evaltk.errors import InputError  # noqa: E402
+from evaltk.scale import partitions_done, score_dataset, summarize_dataset  # noqa: E402
+
+from .conftest import count_files, write_parts  # noqa: E402
+
+pytestmark = pytest.mark.slow  # starts a scheduler and two worker processes
+
+
+@pytest.fixture(scope="module")
+def demo():
+    return make_demo(n_traces=1200, rng=8)
+
+
+def test_a_failed_dask_run_writes_nothing_after_it_raised(dask_cluster, demo, tmp_path):
+    address, _ = dask_cluster
+    store = write_parts(tmp_path / "store", demo, 12)
+    (store / "traces" / "part-0.jsonl").unlink()
+    (store / "traces" / "part-0.parquet").write_bytes(b"corrupt")  # the first task fails at once
+    out = tmp_path / "out"
+    with distributed.Client(address) as client:
+        with pytest.raises(InputError, match="part-0.parquet"):
+            score_dataset(store / "traces", store / "answers", out=out, engine=client, check_ids=False)
+        at_raise = count_files(out)
+        time.sleep(4.0)
+        assert count_files(out) == at_raise  # nothing still running writes into `out`
+        assert partitions_done(out) < 11 and not (out / "_complete.json").exists()
+        assert not client.processing() or not any(client.processing().values())
+
+
+def test_relative_paths_resolve_on_the_driver(dask_cluster, demo, tmp_path, monkeypatch):
+    address, worker_cwd = dask_cluster
+    write_parts(tmp_path / "store", demo, 4)
+    monkeypatch.chdir(tmp_path)
+    with distributed.Client(address) as client:
+        res = score_dataset("store/traces", "store/answers", "store/labels.csv", out="scored", engine=client)
+        assert res.out == tmp_path / "scored"
+        assert count_files(tmp_path / "scored") == 12
+        assert not (worker_cwd / "scored").exists()
+        s = summarize_dataset("scored", engine=client)
+    ref = score_dataset("store/traces", "store/answers", "store/labels.csv", out="ref")
+    assert s.n_runs == res.summary.n_runs == ref.summary.n_runs
+    assert s.to_frame()["n"].tolist() == ref.summary.to_frame()["n"].tolist()
+
+
+def test_a_script_without_a_main_guard_gets_a_clear_error(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    import pandas as pd
+
+    from .conftest import ROOT
+
+    d = make_demo(n_traces=20, rng=0)
+    pd.DataFrame(d.traces).to_json(tmp_path / "t.jsonl", orient="records", lines=True)
+    script = tmp_path / "noguard.py"
+    script.write_text("from evaltk.scale import score_dataset\n"
+                      "score_dataset('t.jsonl', out='out', engine='dask', n_workers=1)\n")
+    p = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert p.returncode != 0
+    assert p.stderr.strip().splitlines()[-1].startswith("RuntimeError: engine='dask' could not start")
+    assert 'if __name__ == "__main__":' in p.stderr.strip().splitlines()[-1]

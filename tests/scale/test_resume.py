@@ -1,0 +1,180 @@
+"""Atomic, resumable outputs (issue 19): an interrupted run says how far it got and resumes.
+
+Each partition's files are written atomically and then its marker
+(``_partitions/<key>.json``, their digests); the completion record comes last.  An
+interrupted run is refused on rerun (exit 64, naming ``--resume`` and ``--overwrite``),
+resumes without rescoring the partitions done (their files are not rewritten: same
+inode and mtime), and gives exactly what one uninterrupted run gives.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+pytest.importorskip("duckdb", reason="the store-wide id check needs the `scale` extra")
+
+from evaltk.data._datasets import make_demo  # noqa: E402
+from evaltk.errors import InputError, OutputRefused, SchemaViolation, UnreadableInput  # noqa: E402
+from evaltk.scale import partitions_done, score_dataset, summarize_dataset  # noqa: E402
+
+from .conftest import ROOT, write_parts  # noqa: E402
+
+N_PARTS = 5
+
+
+@pytest.fixture(scope="module")
+def demo():
+    return make_demo(n_traces=150, rng=3)
+
+
+def _stamp(out: Path, key: str) -> list[tuple[int, int]]:
+    return [((out / t / f"{key}.parquet").stat().st_ino, (out / t / f"{key}.parquet").stat().st_mtime_ns)
+            for t in ("scores", "runs", "ledger")]
+
+
+def _tables(out: Path) -> dict[str, object]:
+    return {str(f.relative_to(out)): pq.read_table(f) for t in ("scores", "runs")
+            for f in sorted((out / t).rglob("*.parquet"))}
+
+
+def test_failed_run_is_partial_refused_then_resumed_without_rescoring(demo, tmp_path):
+    store = write_parts(tmp_path / "store", demo, N_PARTS)
+    good = (store / "traces" / "part-3.jsonl").read_bytes()
+    (store / "traces" / "part-3.jsonl").unlink()
+    (store / "traces" / "part-3.parquet").write_bytes(b"not parquet at all")  # sorted after part-2
+    ref = score_dataset(write_parts(tmp_path / "ref", demo, N_PARTS) / "traces", tmp_path / "ref" / "answers",
+                        tmp_path / "ref" / "labels.csv", out=tmp_path / "ref-out")
+    out = tmp_path / "out"
+    args = (store / "traces", store / "answers", store / "labels.csv")
+    with pytest.raises(UnreadableInput, match="part-3.parquet"):  # the id check names the file
+        score_dataset(*args, out=out)
+    with pytest.raises(UnreadableInput, match="part-3.parquet"):  # so does the shuffle of the shared labels,
+        score_dataset(*args, out=out, check_ids=False, overwrite=True)  # before any partition is scored
+    # a partition that fails while it is scored (a record its schema refuses, under strict) leaves a partial run
+    (store / "traces" / "part-3.parquet").unlink()
+    (store / "traces" / "part-3.jsonl").write_bytes(good + b'{"trace_id": "bad-1", "steps": "not a list"}\n')
+    with pytest.raises(InputError):
+        score_dataset(*args, out=out, check_ids=False, overwrite=True, strict=True)  # scoring fails at part-3
+    assert partitions_done(out) == 3 and not (out / "_complete.json").exists()
+    with pytest.raises(SchemaViolation, match="partial"):
+        summarize_dataset(out)
+    with pytest.raises(OutputRefused, match=r"3 of 5 partitions done.*--resume.*--overwrite"):
+        score_dataset(*args, out=out)
+    stamps = {k: _stamp(out, k) for k in ("part-0", "part-1", "part-2")}
+    (store / "traces" / "part-3.jsonl").write_bytes(good)
+    res = score_dataset(*args, out=out, resume=True, strict=True)
+    assert {k: _stamp(out, k) for k in stamps} == stamps  # not rescored, not rewritten
+    assert res.summary.n_runs == ref.summary.n_runs
+    assert res.summary.to_frame().equals(ref.summary.to_frame())
+    got, exp = _tables(out), _tables(ref.out)
+    assert got.keys() == exp.keys() and all(got[k].equals(exp[k]) for k in got)
+    assert summarize_dataset(out).n_runs == ref.summary.n_runs
+
+
+def test_overwrite_removes_only_what_a_run_wrote(demo, tmp_path):
+    store = write_parts(tmp_path / "store", demo, 2)
+    out = tmp_path / "out"
+    score_dataset(store / "traces", store / "answers", out=out)
+    (out / "notes.txt").write_text("mine")
+    (out / "scores" / "stray.parquet").write_bytes(b"x")
+    res = score_dataset(store / "traces", store / "answers", out=out, overwrite=True)
+    assert (out / "notes.txt").read_text() == "mine" and not (out / "scores" / "stray.parquet").exists()
+    assert summarize_dataset(out).n_runs == res.summary.n_runs
+    with pytest.raises(ValueError, match="at most one"):
+        score_dataset(store / "traces", out=out, resume=True, overwrite=True)
+
+
+def test_resume_with_other_inputs_is_refused(demo, tmp_path):
+    store = write_parts(tmp_path / "store", demo, 2)
+    out = tmp_path / "out"
+    score_dataset(store / "traces", store / "answers", out=out)
+    with pytest.raises(OutputRefused, match="other inputs or options"):
+        score_dataset(store / "traces", store / "answers", store / "labels.csv", out=out, resume=True)
+    again = score_dataset(store / "traces", store / "answers", out=out, resume=True)  # complete: nothing to do
+    assert again.summary.n_runs == summarize_dataset(out).n_runs
+
+
+def test_a_torn_partition_is_scored_again_on_resume(demo, tmp_path):
+    store = write_parts(tmp_path / "store", demo, 3)
+    out = tmp_path / "out"
+    ref = score_dataset(store / "traces", store / "answers", out=out)
+    (out / "_complete.json").unlink()
+    (out / "scores" / "part-1.parquet").write_bytes(b"torn")  # its marker's digest no longer matches
+    before = _stamp(out, "part-0")
+    res = score_dataset(store / "traces", store / "answers", out=out, resume=True)
+    assert _stamp(out, "part-0") == before and res.summary.to_frame().equals(ref.summary.to_frame())
+    assert summarize_dataset(out).n_runs == ref.summary.n_runs
+
+
+@pytest.mark.slow
+def test_ctrl_c_exits_130_saying_resume_and_resume_completes(tmp_path):
+    store = write_parts(tmp_path / "store", make_demo(n_traces=1600, rng=5), 16)
+    out = tmp_path / "out"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    cmd = [sys.executable, "-m", "evaltk", "scale", "score", str(store / "traces"), "--answers",
+           str(store / "answers"), "--out", str(out), "--engine", "pandas", "--json"]
+    p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    while partitions_done(out) < 1 and time.monotonic() < deadline and p.poll() is None:
+        time.sleep(0.02)
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 130, err.decode()
+    n = partitions_done(out)
+    assert 1 <= n < 16 and "--resume" in err.decode() and f"{n} partition(s) done" in err.decode()
+    assert b"Traceback" not in err
+    again = subprocess.run(cmd, env=env, capture_output=True)
+    assert again.returncode == 64 and b"--resume" in again.stderr and b"--overwrite" in again.stderr
+    done = subprocess.run([*cmd, "--resume"], env=env, capture_output=True)
+    assert done.returncode == 0, done.stderr.decode()
+    assert summarize_dataset(out).n_runs == score_dataset(store / "traces", store / "answers",
+                                                          out=tmp_path / "ref").summary.n_runs
+
+
+def test_steps_missing_stays_boolean_when_labels_are_passed(demo, tmp_path):
+    store = write_parts(tmp_path / "store", demo, 2)
+    out = tmp_path / "out"
+    score_dataset(store / "traces", store / "answers", store / "labels.csv", out=out)
+    t = pq.read_table(out / "runs" / "part-0.parquet")
+    assert str(t.schema.field("steps_missing").type) == "bool"
+
+
+@pytest.mark.parametrize("engine", ["pandas", "duckdb", "dask"])
+def test_a_corrupt_dataset_exits_65_on_every_engine(demo, tmp_path, capsys, engine):
+    from evaltk.cli._main import main
+
+    store = write_parts(tmp_path / "store", demo, 2)
+    out = tmp_path / "out"
+    score_dataset(store / "traces", store / "answers", out=out)
+    (out / "scores" / "part-1.parquet").write_bytes(b"PAR1 not really")
+    assert main(["scale", "summarize", str(out), "--engine", engine]) == 65
+    err = capsys.readouterr().err
+    assert "digest" in err and "part-1.parquet" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "jsonl"])
+def test_write_store_keeps_orphan_answers_in_the_ledger(tmp_path, fmt):
+    import pandas as pd
+
+    from evaltk.scale import write_store
+
+    d = make_demo(n_traces=60, rng=0)
+    orphans = set(d.manifest["orphan_trace_ids"])
+    assert orphans
+    write_store(d.traces, d.answers, tmp_path / "s", partition_by="agent", labels=d.labels, fmt=fmt)
+    assert (tmp_path / "s" / "answers" / "agent=__orphan__").is_dir()
+    score_dataset(tmp_path / "s" / "traces", tmp_path / "s" / "answers", tmp_path / "s" / "labels",
+                  out=tmp_path / "o")
+    led = pd.concat([pd.read_parquet(f) for f in (tmp_path / "o" / "ledger").rglob("*.parquet")])
+    dropped = led[(led["kind"] == "answer") & (led["reason"] == "answer without run")]
+    assert set(dropped["trace_id"].astype(str)) == orphans
+    n = int(d.answers["trace_id"].astype(str).isin(orphans).sum())
+    assert len(dropped) == n
