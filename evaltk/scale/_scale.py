@@ -758,9 +758,9 @@ def _shuffle_shared(parts: Sequence[Partition], shared: Mapping[str, str | None]
                 con.execute(f"COPY (SELECT a.*, i.evaltk_part FROM {src} a JOIN ({ids}) i "
                             f"ON CAST(a.trace_id AS VARCHAR) = i.evaltk_tid) TO {q} "
                             "(FORMAT parquet, PARTITION_BY (evaltk_part))")
-            except duckdb.Error as e:
-                raise UnreadableInput(f"the {name} cannot be read ({str(e).splitlines()[0]})",
-                                      file=shared[name]) from None
+            except duckdb.Error as e:  # DuckDB's message names the file it could not read
+                bad = next((f for f in files if f in str(e)), shared[name])
+                raise UnreadableInput(f"cannot shuffle the {name} ({str(e).splitlines()[0]})", file=bad) from None
             found[name] = {}
             for i, fs in _group_files(dest).items():
                 if len(fs) > 1:  # one file per partition: DuckDB may split a large one
