@@ -182,12 +182,10 @@ def categories(s: pd.Series) -> pd.CategoricalDtype:
 
 
 def _categories_of(s: pd.Series) -> pd.CategoricalDtype:
-    arr = _arrow(s)
-    if arr is not None:  # a new ChunkedArray over the same buffers: the view must not hold ``arr`` itself
-        import pyarrow as pa
-
-        s = pd.Series(type(s.array)(pa.chunked_array(arr.chunks, type=arr.type)), copy=False)
-    return pd.CategoricalDtype(pd.Index(s.array))
+    values = s.array
+    if _arrow(s) is not None:  # a zero-copy slice: a new ChunkedArray over the same buffers, same dtype,
+        values = values[:]     # so the view does not hold the array it is remembered against
+    return pd.CategoricalDtype(pd.Index(values))
 
 
 def remember_positions(s: pd.Series, runs_trace_id: pd.Series, positions: np.ndarray) -> None:

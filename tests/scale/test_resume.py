@@ -51,9 +51,9 @@ def test_failed_run_is_partial_refused_then_resumed_without_rescoring(demo, tmp_
     (store / "traces" / "part-3.jsonl").unlink()
     (store / "traces" / "part-3.parquet").write_bytes(b"not parquet at all")  # sorted after part-2
     ref = score_dataset(write_parts(tmp_path / "ref", demo, N_PARTS) / "traces", tmp_path / "ref" / "answers",
-                        tmp_path / "ref" / "labels.csv", out=tmp_path / "ref-out")
+                        out=tmp_path / "ref-out")
     out = tmp_path / "out"
-    args = (store / "traces", store / "answers", store / "labels.csv")
+    args = (store / "traces", store / "answers")  # co-partitioned: no shuffle reads every trace file first
     with pytest.raises(UnreadableInput, match="part-3.parquet"):  # the id check names the file
         score_dataset(*args, out=out)
     with pytest.raises(UnreadableInput, match="part-3.parquet"):  # so does the shuffle of the shared labels,

@@ -63,3 +63,13 @@ def test_shared_answers_score_as_co_partitioned_ones(demo, tmp_path, engine):
         pd.testing.assert_frame_equal(x, y)
     assert not (tmp_path / "b" / "_shuffle").exists()
     assert summarize_dataset(tmp_path / "b").n_runs == a.summary.n_runs
+
+
+def test_an_unreadable_trace_file_is_named_by_the_shuffle(demo, tmp_path):
+    from evaltk.errors import UnreadableInput
+
+    store = write_parts(tmp_path / "store", demo, 3, shared_answers=True)
+    (store / "traces" / "part-1.jsonl").unlink()
+    (store / "traces" / "part-1.parquet").write_bytes(b"corrupt")
+    with pytest.raises(UnreadableInput, match="part-1.parquet"):
+        score_dataset(store / "traces", store / "answers.parquet", out=tmp_path / "o", check_ids=False)
