@@ -107,7 +107,7 @@ else:
         display(Markdown(f"`{host_summary}` conforms to RFC 0246 for this run."))
     else:
         display(Markdown(f"`{host_summary}` breaks RFC 0246 in {len(violations)} place(s):"))
-        display(pd.DataFrame([v.to_dict() for v in violations]))
+        display(pd.DataFrame([v.to_dict() for v in violations]).set_index("rule"))
 
 # %% [markdown]
 # ## How this report was made
