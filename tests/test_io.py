@@ -317,7 +317,8 @@ def test_scale_refuses_a_bad_parquet_partition_by_name(tmp_path, capsys):
     _traces(store / "a=1", name="p.jsonl")
     for content in (b"", b"garbage, not parquet"):
         (store / "a=2" / "p.parquet").write_bytes(content)
-        assert main(["scale", "score", str(store), "--out", str(tmp_path / "o")]) == 66
+        # --overwrite: the first refused run leaves an unfinished output that a plain rerun refuses (64)
+        assert main(["scale", "score", str(store), "--out", str(tmp_path / "o"), "--overwrite"]) == 66
         err = capsys.readouterr().err
         assert str(store / "a=2" / "p.parquet") in err and "Parquet" in err and "Traceback" not in err
 

@@ -832,7 +832,9 @@ def _check_unique_ids(parts: Sequence[Partition], *, memory_limit: str | None = 
                 f"SELECT h FROM (SELECT DISTINCT h, f FROM ({hashed})) GROUP BY h HAVING count(*) > 1").fetchall()]
         except duckdb.Error as e:  # a trace file DuckDB cannot read: name it (DuckDB's message does)
             bad = next((f for f in files if f in str(e)), files[0] if len(files) == 1 else None)
-            raise UnreadableInput(f"a trace file cannot be read ({str(e).splitlines()[0]})",
+            kind = "Parquet" if bad is not None and str(bad).lower().endswith(".parquet") else "JSONL or Parquet"
+            raise UnreadableInput(f"a trace file cannot be read: not a readable {kind} file "
+                                  f"({str(e).splitlines()[0]})",
                                   file=bad) from None
         if not cand:
             return
@@ -1022,7 +1024,7 @@ def score_dataset(traces: str | Path, answers: str | Path | None = None, labels:
     >>> d.answers.to_csv(tmp / "a" / "p0.csv", index=False)
     >>> res = score_dataset(tmp / "t", tmp / "a", out=tmp / "out")
     >>> res.summary.n_runs, sorted(p.name for p in (tmp / "out").iterdir())  # one run is in progress
-    (39, ['_complete.json', 'ledger', 'manifest.json', 'runs', 'scores'])
+    (39, ['_complete.json', '_partitions', 'ledger', 'manifest.json', 'runs', 'scores'])
     """
     kind = engine_kind(engine)
     if kind == "duckdb" or (kind == "dask" and isinstance(engine, str)):

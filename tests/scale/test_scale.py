@@ -514,6 +514,6 @@ def test_scoring_a_store_reports_progress_through_logging_not_print(store, tmp_p
     with caplog.at_level(logging.INFO, logger="evaltk.scale"):
         res = score_dataset(store / "traces", store / "answers", store / "labels", out=tmp_path / "out")
     lines = [r.getMessage() for r in caplog.records if r.name == "evaltk.scale"]
-    assert lines[0] == f"scoring partitions (pandas): {res.n_partitions} partition"
-    assert lines[-1].startswith(f"scoring partitions (pandas): done, {res.n_partitions} partition in ")
+    scored = [x for x in lines if " scored (" in x]  # one line per partition: "partition <key> scored (i of n)"
+    assert len(scored) == res.n_partitions and scored[-1].endswith(f"({res.n_partitions} of {res.n_partitions})")
     assert capsys.readouterr().out == ""
