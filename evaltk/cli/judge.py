@@ -18,13 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from .._io import loads_json, write_text_atomic
+from .._validation import require_extra
 from ..errors import UnreadableInput
 
 #: A run or sweep with calls that failed after their retries (EX_TEMPFAIL: try again).
 EXIT_CALLS_FAILED = 75
-#: The ``judges`` extra (httpx, jinja2, tqdm) is not installed (EX_UNAVAILABLE).
-EXIT_NO_EXTRA = 69
-_JUDGE_MODULES = ("httpx", "jinja2", "tqdm")
 
 
 def register_cli(subparsers: Any) -> None:
@@ -122,22 +120,9 @@ def _group_help(parser: Any) -> int:
 
 
 def _judges_api() -> Any:
-    """``evaltk.judges`` with the extra's modules present, or exit 69 naming the extra."""
-    import importlib.util
-
-    from ._main import CliError
-
-    missing = []
-    for m in _JUDGE_MODULES:
-        try:
-            found = importlib.util.find_spec(m) is not None
-        except (ImportError, ValueError):  # a module set to None in sys.modules
-            found = False
-        if not found or sys.modules.get(m, True) is None:
-            missing.append(m)
-    if missing:
-        raise CliError(f"`evaltk judge` needs {', '.join(missing)}: install the `judges` extra "
-                       f"(pip install 'evaltk[judges]')", EXIT_NO_EXTRA)
+    """``evaltk.judges`` with the extra's modules present, or exit 69 naming the extra (the one
+    missing-extra rule: :func:`evaltk._validation.require_extra`)."""
+    require_extra("judges", purpose="`evaltk judge`")
     from .. import judges
 
     return judges

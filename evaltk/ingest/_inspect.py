@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from .._validation import import_optional
 from ..errors import UnreadableInput
 from ._import import Imported, _answers_frame, _Ledger, _mark_step, _policy_fields, canonical_text
 from ._policy import ActionPolicy
@@ -26,10 +27,9 @@ _DECODING_KEYS = ("temperature", "top_p", "top_k", "max_tokens", "seed")
 
 
 def _require_inspect() -> Any:
-    try:
-        import inspect_ai.log as inspect_log
-    except ImportError:
-        raise ImportError(f"reading inspect_ai logs needs inspect_ai: pip install 'evaltk[{INSPECT_EXTRA}]'") from None
+    import_optional("inspect_ai", purpose="reading inspect_ai logs")  # MissingExtra names the extra
+    import inspect_ai.log as inspect_log
+
     return inspect_log
 
 
