@@ -56,16 +56,17 @@ from .._validation import undefined as _undefined
 from ..errors import InputError
 from ..scoring import CalibrationRecord, promotion_conditions
 from ..stats import (
+    DISTRIBUTION,
     AgreementResult,
     CategoryDomainWarning,
     ConfidenceInterval,
     ResultShape,
     cohen_kappa,
+    critical_value,
     kappa_from_tables,
     krippendorff_alpha,
     percent_agreement,
     wilson_interval,
-    z_value,
 )
 from ..values import (
     ABSTAIN_WORDS,
@@ -1106,6 +1107,8 @@ class SampleSizePlan(ResultShape):
     n_simulations : int
     seed : int or str
         The seed of the simulation (as on :class:`CeilingResult`).
+    distribution : str
+        The planned interval's critical value: ``"t"`` on ``n - 1`` df or ``"normal"``.
     """
 
     n_required: int | Abstention
@@ -1117,6 +1120,7 @@ class SampleSizePlan(ResultShape):
     table: pd.DataFrame
     n_simulations: int
     seed: int | str
+    distribution: str
 
     @property
     def statistic(self) -> int | Abstention:
@@ -1157,13 +1161,16 @@ def kappa_sample_size(
     n_grid: Sequence[int] | None = None,
     n_simulations: int = 2000,
     rng: Any = None,
+    distribution: str = DISTRIBUTION,
 ) -> SampleSizePlan:
     """How many items two humans must label so kappa's interval has a target half-width.
 
     Simulates ``n_simulations`` samples of ``n`` items from a 2x2 population with
     the given ``kappa`` and ``prevalence`` (:func:`population_table`) for each
-    ``n`` on the grid, computes the large-sample interval ``kappa +- z SE``
-    (Fleiss, Cohen and Everitt 1969) of each, and returns the smallest ``n`` whose
+    ``n`` on the grid, computes the analytic interval ``kappa +- c SE``
+    (Fleiss, Cohen and Everitt 1969) of each, with ``c`` the critical value of the
+    interval :func:`cohen_kappa` reports by default (Student's t on ``n - 1`` df;
+    ``distribution="normal"`` plans the z interval), and returns the smallest ``n`` whose
     ``assurance`` quantile of the half-width is within the target.
 
     Parameters
@@ -1181,6 +1188,8 @@ def kappa_sample_size(
         Default: 20 to 5000 on a roughly geometric grid.
     n_simulations : int, default 2000
     rng : None, int or Generator
+    distribution : {"t", "normal"}, default ``evaltk.stats.DISTRIBUTION`` ("t")
+        The interval being planned: plan for the one you will report.
 
     Returns
     -------
@@ -1210,14 +1219,14 @@ def kappa_sample_size(
     grid = _plan_grid(n_grid)
     gen, record = seeded_rng(rng)
     seed = recorded_seed(record)
-    z = z_value(cl)
-    rows = [_simulated_half_widths(gen, n, probs, int(n_simulations), z, assurance, target_half_width) for n in grid]
+    rows = [_simulated_half_widths(gen, n, probs, int(n_simulations), critical_value(cl, distribution, n - 1),
+                                   assurance, target_half_width) for n in grid]
     # the grid is simulated in full either way (the table reports every point)
     n_req: int | Abstention = next(
         (r["n"] for r in rows if r["assurance_half_width"] <= target_half_width),
         Abstention(Cause.MISSING_EVIDENCE, f"no n up to {grid[-1]} reaches the target half-width"))
     return SampleSizePlan(n_req, float(target_half_width), float(kappa), float(prevalence), float(assurance),
-                          cl, pd.DataFrame(rows), int(n_simulations), seed)
+                          cl, pd.DataFrame(rows), int(n_simulations), seed, distribution)
 
 
 def _check_plan(target_half_width: Any, assurance: Any, n_simulations: Any) -> None:
@@ -1239,13 +1248,13 @@ def _plan_grid(n_grid: Sequence[int] | None) -> list[int]:
     return grid
 
 
-def _simulated_half_widths(gen: np.random.Generator, n: int, probs: np.ndarray, n_simulations: int, z: float,
+def _simulated_half_widths(gen: np.random.Generator, n: int, probs: np.ndarray, n_simulations: int, c: float,
                            assurance: float, target: float) -> dict[str, Any]:
-    """One grid point: ``n_simulations`` samples of ``n`` items, the half-width ``z SE`` of each
+    """One grid point: ``n_simulations`` samples of ``n`` items, the half-width ``c SE`` of each
     (an undefined kappa counts as an infinite half-width)."""
     tabs = gen.multinomial(n, probs, size=n_simulations).reshape(-1, 2, 2)
     _, se = kappa_from_tables(tabs)
-    hw = z * se
+    hw = c * se
     undefined = ~np.isfinite(hw)
     hw_filled = np.where(undefined, np.inf, hw)
     return {"n": n, "median_half_width": float(np.median(hw_filled)),

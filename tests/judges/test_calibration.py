@@ -23,6 +23,7 @@ import krippendorff
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 from statsmodels.stats.inter_rater import cohens_kappa
 from statsmodels.stats.multitest import multipletests
 
@@ -44,7 +45,7 @@ from evaltk.judges._calibration import (
     population_table,
     promotion_check,
 )
-from evaltk.stats import cohen_kappa, kappa_from_tables, wilson_interval, z_value
+from evaltk.stats import DISTRIBUTION, cohen_kappa, kappa_from_tables, wilson_interval, z_value
 from evaltk.values import Abstention, Threshold, UndefinedWarning
 
 # --------------------------------------------------------------------------- helpers
@@ -403,10 +404,32 @@ def test_kappa_sample_size_agrees_with_the_large_sample_formula():
         se1 = kappa_from_tables(population_table(kappa, pi)[None] * 1.0)[1][0]  # n = 1
         n_formula = (z_value(0.95) * se1 / h) ** 2
         grid = list(range(20, 2001, 5))
-        plan = kappa_sample_size(h, kappa=kappa, prevalence=pi, rng=0, n_simulations=400, n_grid=grid)
+        plan = kappa_sample_size(h, kappa=kappa, prevalence=pi, rng=0, n_simulations=400, n_grid=grid,
+                                 distribution="normal")
+        assert plan.distribution == "normal"
         assert abs(plan.n_required - n_formula) / n_formula < 0.1
         t = plan.to_frame()
         assert t["median_half_width"].is_monotonic_decreasing or (t["median_half_width"].diff().dropna() < 0.01).all()
+
+
+def test_kappa_sample_size_plans_the_interval_cohen_kappa_reports():
+    # The default plans the default interval (t on n - 1 df): on the same simulated samples each
+    # half-width is the z one times t_{n-1} / z, so small studies need more items than z says.
+    grid = [20, 40, 80, 160]
+    t = kappa_sample_size(0.25, kappa=0.6, n_grid=grid, rng=3, n_simulations=200)
+    z = kappa_sample_size(0.25, kappa=0.6, n_grid=grid, rng=3, n_simulations=200, distribution="normal")
+    assert t.distribution == DISTRIBUTION == "t"
+    ratio = t.table["median_half_width"] / z.table["median_half_width"]
+    expected = [stats.t.ppf(0.975, n - 1) / stats.norm.ppf(0.975) for n in grid]
+    np.testing.assert_allclose(ratio, expected, rtol=1e-12)
+    assert t.n_required >= z.n_required
+    # the planned interval is the one cohen_kappa reports at that n
+    y1, y2 = np.repeat([0, 0, 1, 1], [8, 2, 2, 8]), np.repeat([0, 1, 0, 1], [8, 2, 2, 8])
+    res = cohen_kappa(y1, y2)
+    lo, hi = res.confidence_interval
+    assert (hi - lo) / 2 == pytest.approx(stats.t.ppf(0.975, 19) * res.standard_error, rel=1e-12)
+    with pytest.raises(ValueError, match="distribution"):
+        kappa_sample_size(0.25, kappa=0.6, n_grid=grid, rng=3, n_simulations=20, distribution="z")
 
 
 def test_kappa_sample_size_rare_positives_need_more_labels_and_assurance():
