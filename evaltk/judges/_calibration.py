@@ -694,16 +694,18 @@ def _record(numbers: CalibrationNumbers | None, *, label_set: str | None, evalua
     tu = None if tuning_items is None else tuple(tuning_items)
     held_out = tu is not None and bool(ev) and not (set(ev) & set(tu))
     if numbers is None:
+        none = Abstention(Cause.MISSING_EVIDENCE, "no calibration numbers were computed")
         return CalibrationRecord(
-            label_set=label_set or "", statistic="percent_agreement", estimate=math.nan, interval=(math.nan, math.nan),
-            confidence_level=math.nan, held_out=held_out, human_ceiling=None, baseline=None, threshold=threshold,
+            label_set=label_set or "", statistic="percent_agreement", estimate=none, interval=none,
+            confidence_level=None, held_out=held_out, human_ceiling=None, baseline=None, threshold=threshold,
             n_items=len(ev), evaluation_items=ev, tuning_items=tu)
     c, j, b = numbers.ceiling, numbers.judge, numbers.baseline
-    cci = c.confidence_interval if _finite_interval(c.confidence_interval) else (math.nan, math.nan)
+    cci = c.confidence_interval
+    c_lo, c_hi = (cci.low, cci.high) if isinstance(cci, ConfidenceInterval) else (cci, cci)
     return CalibrationRecord(
-        label_set=label_set or "", statistic="percent_agreement", estimate=j.statistic,  # type: ignore[arg-type]  # an undefined number keeps its Abstention
-        interval=j.confidence_interval, confidence_level=c.confidence_level, held_out=held_out,  # type: ignore[arg-type]  # as above
-        human_ceiling=(c.statistic, cci[0], cci[1]), baseline=b.statistic, threshold=threshold,  # type: ignore[arg-type,index]  # as above
+        label_set=label_set or "", statistic="percent_agreement", estimate=j.statistic,
+        interval=j.confidence_interval, confidence_level=c.confidence_level, held_out=held_out,
+        human_ceiling=(c.statistic, c_lo, c_hi), baseline=b.statistic, threshold=threshold,
         n_items=len(ev), evaluation_items=ev, tuning_items=tu)
 
 

@@ -14,6 +14,7 @@ import pandas as pd
 from .. import __version__ as _evaltk_version
 from .._display import HtmlTable
 from ..values import (
+    Abstention,
     Threshold,
 )
 from ._instrument import Instrument
@@ -56,10 +57,16 @@ def _plain(x: Any) -> Any:
     return x.item() if hasattr(x, "item") else x
 
 
+def _why(*xs: Any) -> str:
+    """``" (cause: reason)"`` of the first abstaining number among ``xs``, else ``""``."""
+    ab = next((x for x in xs if isinstance(x, Abstention)), None)
+    return "" if ab is None else f" ({ab.cause.value}: {ab.reason})"
+
+
 def _ceiling_condition(rec: CalibrationRecord) -> tuple[bool, str]:
     hc = rec.human_ceiling
     if hc is None or len(hc) != 3 or not _finite(*hc) or not hc[1] <= hc[0] <= hc[2]:
-        return False, "no human-human agreement with a finite interval around it"
+        return False, "no human-human agreement with a finite interval around it" + _why(*(hc or ()))
     if not hc[1] < hc[2]:
         return False, (f"the human-human interval [{hc[1]:.3f}, {hc[2]:.3f}] has zero width: a sample never "
                        "shows that precision (issue #16)")
@@ -68,7 +75,7 @@ def _ceiling_condition(rec: CalibrationRecord) -> tuple[bool, str]:
 
 def _baseline_condition(rec: CalibrationRecord) -> tuple[bool, str]:
     if rec.baseline is None or not _finite(rec.baseline):
-        return False, "no degenerate (always-majority) baseline on the same items"
+        return False, "no degenerate (always-majority) baseline on the same items" + _why(rec.baseline)
     return True, f"degenerate baseline {rec.baseline:.3f} on the same items"
 
 
@@ -105,8 +112,9 @@ def _threshold_condition(rec: CalibrationRecord) -> tuple[bool, str]:
 def _interval_condition(rec: CalibrationRecord) -> tuple[bool, str]:
     ci = _pair(rec.interval)
     if ci is None or not _finite(*ci, rec.estimate) or not ci[0] <= rec.estimate <= ci[1]:
-        return False, f"no finite interval around the {rec.statistic} estimate"
-    if not _finite(rec.confidence_level) or not 0 < rec.confidence_level < 1:
+        return False, f"no finite interval around the {rec.statistic} estimate" + _why(rec.estimate, rec.interval)
+    cl = rec.confidence_level
+    if cl is None or not _finite(cl) or not 0 < cl < 1:
         return False, f"the interval's confidence level {rec.confidence_level!r} is not in (0, 1)"
     if not ci[0] < ci[1]:
         return False, (f"the {rec.statistic} interval [{ci[0]:.3f}, {ci[1]:.3f}] has zero width: a sample of "
@@ -179,12 +187,13 @@ class CalibrationRecord:
 
     label_set: str
     statistic: str
-    estimate: float
-    interval: tuple[float, float]
-    confidence_level: float
+    #: an undefined number keeps its :class:`~evaltk.values.Abstention` (cause and reason), never a NaN
+    estimate: float | Abstention
+    interval: tuple[float, float] | Abstention
+    confidence_level: float | None  # None: no interval was computed
     held_out: bool
-    human_ceiling: tuple[float, float, float] | None  # estimate, low, high
-    baseline: float | None
+    human_ceiling: tuple[float | Abstention, float | Abstention, float | Abstention] | None  # estimate, low, high
+    baseline: float | Abstention | None
     threshold: Threshold | None
     n_items: int
     evaluation_items: tuple[Any, ...] | None = None
@@ -199,10 +208,12 @@ class CalibrationRecord:
         return [k for k, ok in self.conditions().items() if not ok]
 
     def to_dict(self) -> dict[str, Any]:
-        d = {k: getattr(self, k) for k in ("label_set", "statistic", "estimate", "confidence_level",
-                                            "held_out", "baseline", "n_items")}
-        d["interval"] = list(self.interval)
-        d["human_ceiling"] = None if self.human_ceiling is None else list(self.human_ceiling)
+        """A JSON-ready record; an abstaining number is ``{"cause": ..., "reason": ...}``."""
+        d = {k: getattr(self, k) for k in ("label_set", "statistic", "confidence_level", "held_out", "n_items")}
+        d["estimate"] = _number_json(self.estimate)
+        d["baseline"] = _number_json(self.baseline)
+        d["interval"] = _number_json(self.interval) if isinstance(self.interval, Abstention) else list(self.interval)
+        d["human_ceiling"] = None if self.human_ceiling is None else [_number_json(x) for x in self.human_ceiling]
         d["threshold"] = None if self.threshold is None else {
             "value": self.threshold.value, "validated": self.threshold.validated,
             "source": self.threshold.source, "higher_is_better": self.threshold.higher_is_better}
@@ -217,13 +228,26 @@ class CalibrationRecord:
         th = d.get("threshold")
         hc = d.get("human_ceiling")
         ev, tu = d.get("evaluation_items"), d.get("tuning_items")
-        return cls(label_set=d["label_set"], statistic=d["statistic"], estimate=d["estimate"],
-                   interval=tuple(d["interval"]), confidence_level=d["confidence_level"],
-                   held_out=d["held_out"], human_ceiling=None if hc is None else tuple(hc),
-                   baseline=d.get("baseline"),
+        iv = _number_from_json(d["interval"])
+        return cls(label_set=d["label_set"], statistic=d["statistic"], estimate=_number_from_json(d["estimate"]),
+                   interval=iv if isinstance(iv, Abstention) else tuple(iv), confidence_level=d["confidence_level"],
+                   held_out=d["held_out"],
+                   human_ceiling=None if hc is None else tuple(_number_from_json(x) for x in hc),
+                   baseline=_number_from_json(d.get("baseline")),
                    threshold=None if th is None else Threshold(**th), n_items=d["n_items"],
                    evaluation_items=None if ev is None else tuple(ev),
                    tuning_items=None if tu is None else tuple(tu))
+
+
+def _number_json(x: Any) -> Any:
+    """A number of a calibration record as JSON: an abstention keeps its cause and reason."""
+    return {"cause": x.cause.value, "reason": x.reason} if isinstance(x, Abstention) else x
+
+
+def _number_from_json(x: Any) -> Any:
+    if isinstance(x, Mapping) and set(x) == {"cause", "reason"}:
+        return Abstention(x["cause"], x["reason"])
+    return x
 
 
 def _status_problem(evidence: Any, lifecycle: Any, rec: CalibrationRecord | None) -> tuple[str, str] | None:

@@ -45,6 +45,7 @@ from evaltk.judges._calibration import (
     population_table,
     promotion_check,
 )
+from evaltk.scoring import CalibrationRecord, promotion_conditions
 from evaltk.stats import DISTRIBUTION, cohen_kappa, kappa_from_tables, wilson_interval, z_value
 from evaltk.values import Abstention, Threshold, UndefinedWarning
 
@@ -248,6 +249,27 @@ def test_calibration_record_feeds_the_manifest_rule():
     fitted = calibration_record(nums, label_set="demo", tuning_items=[0, 99], threshold=th)
     assert fitted.unmet() == ["held_out_label_set"]
     assert calibration_record(nums, label_set="demo", tuning_items=None, threshold=th).held_out is False
+
+
+def test_a_record_of_undefined_numbers_keeps_each_cause_and_round_trips_as_json():
+    # A judge that answered no item: its agreement and the baseline abstain.  The record keeps
+    # each Abstention (no NaN without a cause), names the cause in the unmet conditions, and
+    # survives to_dict -> JSON -> from_dict (to_dict raised on it before).
+    items = [f"i{k}" for k in range(12)]
+    lab = ["yes", "no"] * 6
+    data = pd.DataFrame({"item_id": items * 2, "rater": ["h1"] * 12 + ["h2"] * 12, "rating": lab + lab[::-1]})
+    nums = _quiet(calibration_numbers, data, dict.fromkeys(items, "cannot tell"), level="nominal", rng=0,
+                  categories=["yes", "no"])
+    rec = calibration_record(nums, label_set="W40", tuning_items=[])
+    assert isinstance(rec.estimate, Abstention) and isinstance(rec.interval, Abstention)
+    assert isinstance(rec.baseline, Abstention)
+    back = CalibrationRecord.from_dict(json.loads(json.dumps(rec.to_dict())))
+    assert back == rec
+    evidence = dict(zip(promotion_conditions(rec)["condition"], promotion_conditions(rec)["evidence"], strict=True))
+    assert "missing_evidence: no pairable item has a judge label" in evidence["stated_interval"]
+    assert "missing_evidence" in evidence["degenerate_baseline"]
+    nothing = promotion_check(None)
+    assert "no calibration numbers were computed" in nothing.conditions.iloc[-1]["evidence"]
 
 
 # --------------------------------------------------------------------------- alt-test
