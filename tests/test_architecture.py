@@ -21,7 +21,7 @@ import pytest
 PKG = Path(__file__).resolve().parent.parent / "evaltk"
 
 #: Top-level modules every layer may use; they import nothing else of evaltk.
-FOUNDATION = {"values", "errors", "_validation", "_io", "_columns", "_display"}
+FOUNDATION = {"values", "errors", "_validation", "_io", "_columns", "_display", "_blas"}
 #: What ``stats`` may import besides itself.
 STATS_MAY_IMPORT = FOUNDATION
 #: The subpackages from the bottom of the data flow up: each may import only those before

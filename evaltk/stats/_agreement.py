@@ -64,6 +64,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
+from .._blas import serial_blas
 from .._validation import check_choice, check_confidence_level
 from ..errors import InputError
 from ..values import (
@@ -1230,6 +1231,7 @@ def _two_rater(kind: str, fn: str, y1: Any, y2: Any, *, weights: Any, categories
 
 
 @_fill_doc
+@serial_blas
 def cohen_kappa(
     y1: Any = None, y2: Any = None, *, weights: Any = None, categories: Sequence[Any] | None = None,
     abstain: Any = ABSTAIN_WORDS, confidence_level: float = 0.95, method: str = "analytic",
@@ -1278,6 +1280,7 @@ def cohen_kappa(
 
 
 @_fill_doc
+@serial_blas
 def scott_pi(
     y1: Any = None, y2: Any = None, *, weights: Any = None, categories: Sequence[Any] | None = None,
     abstain: Any = ABSTAIN_WORDS, confidence_level: float = 0.95, method: str = "analytic",
@@ -1320,6 +1323,7 @@ def scott_pi(
 
 
 @_fill_doc
+@serial_blas
 def pabak(
     y1: Any = None, y2: Any = None, *, categories: Sequence[Any] | None = None,
     abstain: Any = ABSTAIN_WORDS, confidence_level: float = 0.95, method: str = "analytic",
@@ -1476,6 +1480,7 @@ def _fleiss_extras(pat: _Patterns, pi: np.ndarray, cats: tuple[Any, ...], wname:
 
 
 @_fill_doc
+@serial_blas
 def fleiss_kappa(
     ratings: Any = None, y2: Any = None, *, weights: Any = None,
     categories: Sequence[Any] | None = None, abstain: Any = ABSTAIN_WORDS, confidence_level: float = 0.95,
@@ -1525,6 +1530,7 @@ def fleiss_kappa(
 
 
 @_fill_doc
+@serial_blas
 def conger_kappa(
     ratings: Any = None, y2: Any = None, *, weights: Any = None,
     categories: Sequence[Any] | None = None, abstain: Any = ABSTAIN_WORDS, confidence_level: float = 0.95,
@@ -1566,6 +1572,7 @@ def conger_kappa(
 
 
 @_fill_doc
+@serial_blas
 def gwet_ac1(
     ratings: Any = None, y2: Any = None, *, categories: Sequence[Any] | None = None,
     abstain: Any = ABSTAIN_WORDS, confidence_level: float = 0.95, method: str = "analytic",
@@ -1602,6 +1609,7 @@ def gwet_ac1(
 
 
 @_fill_doc
+@serial_blas
 def gwet_ac2(
     ratings: Any = None, y2: Any = None, *, weights: Any, categories: Sequence[Any] | None,
     abstain: Any = ABSTAIN_WORDS, confidence_level: float = 0.95, method: str = "analytic",
@@ -1644,6 +1652,7 @@ def gwet_ac2(
 
 
 @_fill_doc
+@serial_blas
 def brennan_prediger(
     ratings: Any = None, y2: Any = None, *, weights: Any = None,
     categories: Sequence[Any] | None = None, abstain: Any = ABSTAIN_WORDS, confidence_level: float = 0.95,
@@ -1682,6 +1691,7 @@ def brennan_prediger(
 
 
 @_fill_doc
+@serial_blas
 def percent_agreement(
     ratings: Any = None, y2: Any = None, *, weights: Any = None,
     categories: Sequence[Any] | None = None, abstain: Any = ABSTAIN_WORDS, confidence_level: float = 0.95,
@@ -1762,6 +1772,7 @@ def _kripp_point(pat: Any, stat: Callable[[np.ndarray], np.ndarray], level: str,
 
 
 @_fill_doc
+@serial_blas
 def krippendorff_alpha(
     ratings: Any = None, y2: Any = None, *, level: str, categories: Sequence[Any] | None = None,
     abstain: Any = ABSTAIN_WORDS, confidence_level: float = 0.95, method: str | None = None,
@@ -1872,6 +1883,7 @@ def krippendorff_alpha(
 _PAIR_KINDS = {"cohen_kappa": "cohen", "scott_pi": "scott", "pabak": "pabak"}
 
 
+@serial_blas
 def agreement_difference(
     judge_a: Any, judge_b: Any, anchor: Any, *, coefficient: str = "cohen_kappa", weights: Any = None,
     categories: Sequence[Any] | None = None, abstain: Any = ABSTAIN_WORDS, confidence_level: float = 0.95,

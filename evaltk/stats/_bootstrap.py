@@ -47,6 +47,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import ndtr, ndtri
 
+from .._blas import serial_blas
 from .._validation import (
     SeedRecord,
     check_choice,
@@ -467,6 +468,7 @@ def _run_sums(statistic: Callable[[np.ndarray], np.ndarray], blocks: Sequence[_B
     return _interval_from_replicates(theta, reps, jack, cfg, seed)
 
 
+@serial_blas
 def bootstrap_sums(
     rows: Any,
     statistic: Callable[[np.ndarray], np.ndarray],
@@ -614,6 +616,7 @@ def resample_counts(
     return _draw_sums(blocks, B, gen)
 
 
+@serial_blas
 def bootstrap_table(
     type_index: Any,
     statistic: Callable[[np.ndarray], np.ndarray],
