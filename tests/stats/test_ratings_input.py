@@ -186,3 +186,119 @@ def test_unit_patterns_reads_labels_by_the_same_rules():
     with pytest.raises(InputError, match="rater 'cy'") as e:
         unit_patterns(frame, categories=["a"])
     assert e.value.record == "u1"
+
+
+# ----------------------------------------------------------------- issue #17, the long table
+
+
+def _id_forms(long: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """The same long table with its item and rater ids in every dtype a reader gives them."""
+    pa = __import__("pyarrow")
+    text = long.assign(item_id="item-" + long["item_id"].astype(str), rater="r" + long["rater"].astype(str))
+    ids = ["item_id", "rater"]
+    return {
+        "int ids": long,
+        "object text ids (the CLI's CSV)": text.astype({c: object for c in ids}),
+        "pandas str ids (Parquet, read_csv)": text.astype({c: "str" for c in ids}),
+        "Arrow string ids": text.astype({c: pd.ArrowDtype(pa.string()) for c in ids}),
+        "Arrow large_string ids": text.astype({c: pd.ArrowDtype(pa.large_string()) for c in ids}),
+        "categorical ids": text.astype({c: "category" for c in ids}),
+    }
+
+
+def _long_of(codes: np.ndarray, abstain_every: int = 0) -> pd.DataFrame:
+    """One row per rating, grouped by item with the raters in one order (as a wide table melts)."""
+    n, r = codes.shape
+    rating = LABELS[codes.reshape(-1)].astype(object)
+    if abstain_every:
+        rating[::abstain_every] = "cannot_tell"
+    return pd.DataFrame({"item_id": np.repeat(np.arange(n) * 7 + 3, r), "rater": np.tile(np.arange(r), n),
+                         "rating": rating})
+
+
+def _py(x):
+    return x.item() if isinstance(x, np.generic) else x
+
+
+def _wide_of(long: pd.DataFrame) -> np.ndarray:
+    n_units = int(long["item_id"].nunique())
+    wide = np.full((n_units, long["rater"].nunique()), None, dtype=object)
+    units = {u: i for i, u in enumerate(pd.unique(long["item_id"]))}
+    raters = {g: j for j, g in enumerate(pd.unique(long["rater"]))}
+    for u, g, v in long[["item_id", "rater", "rating"]].itertuples(index=False):
+        wide[units[u], raters[g]] = v
+    return wide
+
+
+@pytest.mark.parametrize("layout", ["grouped", "shuffled", "incomplete", "interleaved"])
+@pytest.mark.parametrize("form", list(_id_forms(_long_of(np.zeros((1, 2), int)))))
+@pytest.mark.parametrize("fn", [fleiss_kappa, gwet_ac1, conger_kappa])
+def test_a_long_table_with_any_ids_gives_the_wide_statistic(fn, form, layout):
+    """The long table read by the CLI (text ids) gives exactly what its wide array gives,
+    whatever the row order: grouped by item (the fast layout), shuffled, with ratings left
+    out (items of unequal runs), or with the raters in a different order per item."""
+    codes = _int_ratings(n=200, r=4, seed=3)
+    long = _long_of(codes, abstain_every=11)
+    rng = np.random.default_rng(5)
+    if layout == "shuffled":
+        long = long.iloc[rng.permutation(len(long))]
+    elif layout == "incomplete":
+        long = long.iloc[np.sort(rng.choice(len(long), size=len(long) - 60, replace=False))]
+    elif layout == "interleaved":  # each item's raters in a rotated order
+        unit, rater = np.repeat(np.arange(200), 4), np.tile(np.arange(4), 200)
+        long = long.iloc[np.lexsort(((rater - unit) % 4, unit))]
+    long = long.reset_index(drop=True)
+    table = _id_forms(long)[form]
+    wide = _wide_of(long)
+    got, want = fn(data=table), fn(wide)
+    if layout == "grouped" and form != "categorical ids":
+        assert got.statistic == want.statistic and got.standard_error == want.standard_error
+    _same(got, want)
+    assert got.n_abstained == want.n_abstained > 0
+
+
+@pytest.mark.parametrize("form", ["object text ids (the CLI's CSV)", "pandas str ids (Parquet, read_csv)",
+                                  "Arrow string ids", "int ids"])
+def test_a_long_table_refuses_a_repeated_unit_and_rater_by_name(form):
+    """A duplicate (unit, rater) is refused naming both and the row, however it hides: an item
+    coming back in a later run of rows, or a rater twice inside every item's run."""
+    long = _long_of(_int_ratings(n=50, r=3, seed=1))
+    again = pd.concat([long, long.iloc[[6, 7, 8]]], ignore_index=True)   # item 2 (id 17) rated again at the end
+    table = _id_forms(again)[form]
+    item, rater = (_py(table[c].iloc[150]) for c in ("item_id", "rater"))
+    with pytest.raises(InputError, match=f"rater {rater!r} rated item {item!r} more than once") as e:
+        fleiss_kappa(data=table)
+    assert e.value.record == 150 and e.value.field == "rating"
+    twice = long.assign(rater=np.tile([0, 1, 0], 50))                    # rater 0 twice in every item
+    table = _id_forms(twice)[form]
+    with pytest.raises(InputError, match=f"rater {_py(table['rater'].iloc[2])!r} rated item "
+                                         f"{_py(table['item_id'].iloc[2])!r} more than once") as e:
+        fleiss_kappa(data=table)
+    assert e.value.record == 2
+
+
+@pytest.mark.parametrize("form", ["object text ids (the CLI's CSV)", "pandas str ids (Parquet, read_csv)",
+                                  "Arrow string ids"])
+def test_errors_of_a_text_id_long_table_name_the_unit_and_rater_as_text(form):
+    long = _long_of(_int_ratings(n=30, r=3, seed=2))
+    long.loc[40, "rating"] = "maybe"                                       # item 13 (id 94), rater 1
+    table = _id_forms(long)[form]
+    with pytest.raises(InputError, match="label 'maybe' \\(rater 'r1'\\)") as e:
+        fleiss_kappa(data=table, categories=list(LABELS))
+    assert e.value.record == "item-94" and type(e.value.record) is str
+    missing = table.copy()
+    missing.loc[31, "item_id"] = None
+    with pytest.raises(InputError, match="missing 'item_id' label") as e:
+        fleiss_kappa(data=missing)
+    assert e.value.record == 31
+
+
+def test_a_long_table_keeps_the_units_and_raters_in_order_of_first_appearance():
+    """Unit order decides which units a bootstrap draws: text ids in a grouped table give the
+    interval of the wide array, resample for resample."""
+    codes = _int_ratings(n=80, r=3, seed=4)
+    long = _long_of(codes)
+    table = _id_forms(long)["pandas str ids (Parquet, read_csv)"]
+    a = fleiss_kappa(data=table, method="percentile", n_resamples=200, rng=7)
+    b = fleiss_kappa(_wide_of(long), method="percentile", n_resamples=200, rng=7)
+    assert a.confidence_interval == b.confidence_interval
