@@ -578,10 +578,18 @@ class _Runs(NamedTuple):
     labels: Any                 # the distinct values, in order of first appearance
 
 
+#: Rows :func:`_runs` looks at before it compares a whole column.
+_RUN_PROBE = 4096
+
+
 def _runs(x: _Keys) -> _Runs | None:
     """The runs of a key column (None when they do not pay, or when a value is missing or not text)."""
+    n = len(x)
+    probe = x[:_RUN_PROBE]                  # a first look: rows in no runs are seen in the first rows
+    if n > _RUN_PROBE and 2 * len(_new_runs(probe)) > _RUN_PROBE:
+        return None
     starts = _new_runs(x)
-    if 2 * len(starts) > len(x):
+    if 2 * len(starts) > n:
         return None
     heads = _as_text(_take(x, starts))
     if heads is None:

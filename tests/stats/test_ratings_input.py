@@ -338,3 +338,20 @@ def test_runs_of_unequal_length_with_raters_in_a_cycle_are_not_taken_for_a_compl
                                          f"{_py(table['item_id'].iloc[7])!r} more than once") as e:
         fleiss_kappa(data=table)
     assert e.value.record == 7
+
+
+@pytest.mark.parametrize("layout", ["grouped", "by rater", "shuffled"])
+def test_a_long_table_longer_than_the_first_look_gives_the_wide_statistic(layout):
+    """Past the first 4,096 rows the adapter looks at before it compares whole columns."""
+    codes = _int_ratings(n=1500, r=4, seed=6)
+    long = _long_of(codes, abstain_every=9)
+    if layout == "by rater":
+        long = long.iloc[np.lexsort((long["item_id"].to_numpy(), long["rater"].to_numpy()))]
+    elif layout == "shuffled":
+        long = long.iloc[np.random.default_rng(8).permutation(len(long))]
+    long = long.reset_index(drop=True)
+    table = _id_forms(long)["pandas str ids (Parquet, read_csv)"]
+    got, want = conger_kappa(data=table), conger_kappa(_wide_of(long))
+    _same(got, want)
+    if layout != "shuffled":
+        assert got.statistic == want.statistic and got.standard_error == want.standard_error
