@@ -446,10 +446,11 @@ def _as_text(x: _Keys) -> _Keys | None:
     if isinstance(x, pa.Array) or x.dtype.kind != "O":
         return x
     try:
-        arr = pa.array(x, type=pa.large_string(), from_pandas=True)
+        arr = pa.array(x, from_pandas=True)   # inferred: text only if every value is text (bytes are binary)
     except (pa.ArrowInvalid, pa.ArrowTypeError):
         return None
-    return arr if arr.null_count == 0 else None
+    text = pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)
+    return arr if text and arr.null_count == 0 else None
 
 
 #: The multiplier of the 64-bit text hash (a constant, so nothing depends on a seed).

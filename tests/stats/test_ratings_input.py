@@ -355,3 +355,12 @@ def test_a_long_table_longer_than_the_first_look_gives_the_wide_statistic(layout
     _same(got, want)
     if layout != "shuffled":
         assert got.statistic == want.statistic and got.standard_error == want.standard_error
+
+
+def test_object_ids_keep_bytes_and_text_apart_as_factorize_does():
+    """b"t1" and "t1" are two items to pandas.factorize; the run shortcut must not merge them."""
+    long = pd.DataFrame({"item_id": np.array([b"t1", b"t1", "t1", "t1", b"t2", b"t2"], dtype=object),
+                         "rater": ["a", "b"] * 3, "rating": [1, 1, 2, 1, 2, 2]})
+    got = fleiss_kappa(data=long)
+    assert got.n_units == 3
+    _same(got, fleiss_kappa(_wide_of(long)))
