@@ -411,9 +411,10 @@ def _new_runs(x: _Keys) -> np.ndarray:
         differs = _bools(pc.not_equal(x.slice(1), x.slice(0, n - 1)))
     else:
         differs = x[1:] != x[:-1]
-    starts = np.empty(int(np.count_nonzero(differs)) + 1, dtype=np.intp)
+    later = np.flatnonzero(differs)
+    starts = np.empty(later.size + 1, dtype=np.intp)
     starts[0] = 0
-    starts[1:] = np.flatnonzero(differs) + 1
+    np.add(later, 1, out=starts[1:])
     return starts
 
 
@@ -493,7 +494,7 @@ def _distinct(x: _Keys) -> bool:
     if not isinstance(x, pa.Array):
         return x.dtype.kind in "iu" and bool((x[1:] > x[:-1]).all())
     k = len(x)
-    lengths = pc.binary_length(x).to_numpy()
+    lengths = np.diff(_text_buffers(x)[0])
     before, after = lengths[:-1], lengths[1:]
     if not bool((after < before).any()):
         longer = after > before
