@@ -1,6 +1,6 @@
 """Speed of evaltk.stats against the libraries people use today and the NumPy floor, in one run.
 
-Run:  .venv/bin/python benchmarks/agreement.py [--quick] [--rounds N]
+Run:  .venv/bin/python benchmarks/agreement.py [--quick] [--rounds N] [--only N ...]
 
 Every workload is timed in interleaved rounds: each round runs every contender once
 (in a rotating order), so a burst of load on the shared machine hits all of them alike;
@@ -19,8 +19,11 @@ Workloads (issue #17):
    against the int-array path on the same ratings, against ``pd.factorize`` of both
    columns (the floor for text), and sklearn on the same labels.
 3. Fleiss' kappa, 100,000 units x 5 raters: an array, a units x raters DataFrame, the long
-   table ``data=`` (int ids, and text ids as the CLI reads them); floor: a NumPy Fleiss from
-   ``np.bincount``; peer: statsmodels ``aggregate_raters`` + ``fleiss_kappa`` on the array.
+   table ``data=`` (int ids; pandas ``str`` ids, as Parquet and ``pandas.read_csv`` give them;
+   object ids, as the CLI's CSV reader gives them; rows grouped by item, by rater, shuffled,
+   or with 5% of the ratings left out); floor: a NumPy Fleiss from ``np.bincount``; peer:
+   statsmodels ``aggregate_raters`` + ``fleiss_kappa`` on the ready array, and on the same
+   long table after the ``pivot`` it needs first (the fair peer on a long table).
 4. Krippendorff's alpha, 20 coders x 20,000 units, 10% missing, every level: the statistic
    alone (``ci=False``) and the default call (with its interval) against a NumPy
    coincidence-matrix alpha (the floor) and ``krippendorff.alpha``.
@@ -204,30 +207,49 @@ def fleiss_section(rounds: int, rng: np.random.Generator) -> None:
     wide = pd.DataFrame(raw, columns=[f"rater_{g}" for g in range(m)])
     long = pd.DataFrame({"item_id": np.repeat(np.arange(n), m), "rater": np.tile(np.arange(m), n),
                          "rating": raw.reshape(-1)})
-    long_text = long.assign(item_id=("item-" + long["item_id"].astype(str)).astype("str"),
-                            rater=("r" + long["rater"].astype(str)).astype("str"))
+    text_ids = long.assign(item_id="item-" + long["item_id"].astype(str), rater="r" + long["rater"].astype(str))
+    tables = {  # the same ratings as a long table, one row per rating
+        "str ids": text_ids.astype({"item_id": "str", "rater": "str"}),       # Parquet, pandas.read_csv
+        "object ids": text_ids.astype({"item_id": object, "rater": object}),  # evaltk's CSV reader (the CLI)
+    }
+    tables["str ids, by rater"] = tables["str ids"].iloc[np.lexsort((long["item_id"], long["rater"]))]
+    tables["str ids, shuffled"] = tables["str ids"].iloc[rng.permutation(n * m)]
+    incomplete = tables["str ids"].iloc[np.sort(rng.choice(n * m, size=n * m * 19 // 20, replace=False))]
     k = fleiss_kappa(raw).statistic
-    pivoted = long_text.pivot(index="item_id", columns="rater", values="rating").to_numpy()
     for got in (sm_fleiss(aggregate_raters(raw)[0]), np_fleiss(raw, 4), fleiss_kappa(wide).statistic,
-                sm_fleiss(aggregate_raters(pivoted)[0]),
-                fleiss_kappa(data=long).statistic, fleiss_kappa(data=long_text).statistic):
+                fleiss_kappa(data=long).statistic, *(fleiss_kappa(data=t).statistic for t in tables.values()),
+                *(sm_fleiss(aggregate_raters(pivot(t))[0]) for t in tables.values())):
         assert abs(got - k) < 1e-12, (got, k)
-    t = paired({"floor": lambda: np_fleiss(raw, 4), "array": lambda: fleiss_kappa(raw),
-                "DataFrame": lambda: fleiss_kappa(wide), "long": lambda: fleiss_kappa(data=long),
-                "long text ids": lambda: fleiss_kappa(data=long_text),
-                "statsmodels": lambda: sm_fleiss(aggregate_raters(raw)[0]),
-                "statsmodels + pivot": lambda: sm_fleiss(aggregate_raters(long_text.pivot(
-                    index="item_id", columns="rater", values="rating").to_numpy())[0])}, rounds)
-    report("3. Fleiss' kappa, 100,000 units x 5 raters", t, [
+    contenders: dict[str, Callable[[], object]] = {
+        "floor": lambda: np_fleiss(raw, 4), "array": lambda: fleiss_kappa(raw),
+        "DataFrame": lambda: fleiss_kappa(wide), "long int ids": lambda: fleiss_kappa(data=long),
+        "incomplete": lambda: fleiss_kappa(data=incomplete),
+        "statsmodels": lambda: sm_fleiss(aggregate_raters(raw)[0])}
+    for name, t in tables.items():
+        contenders[name] = lambda t=t: fleiss_kappa(data=t)
+        contenders[f"pivot+sm {name}"] = lambda t=t: sm_fleiss(aggregate_raters(pivot(t))[0])
+    t = paired(contenders, rounds)
+    rows = [
         ("array / NumPy floor", "array", "floor", ""),
         ("units x raters DataFrame / array", "DataFrame", "array", "<= 2x"),
         ("statsmodels / array", "statsmodels", "array", ">= 10x"),
-        ("statsmodels / long table data= (int ids)", "statsmodels", "long", ">= 10x"),
-        ("statsmodels / long table data= (text ids, as the CLI)", "statsmodels", "long text ids", ">= 10x"),
-        ("statsmodels after pandas pivot of the same long table / data=", "statsmodels + pivot", "long text ids",
-         ">= 10x"),
-        ("long table (int ids) / array", "long", "array", ""),
-    ])
+        ("statsmodels / long table data= (int ids)", "statsmodels", "long int ids", ">= 10x"),
+    ]
+    for name, what in (("str ids", "pandas str ids (Parquet)"), ("object ids", "object ids (the CLI's CSV)"),
+                       ("str ids, by rater", "str ids, rows by rater"),
+                       ("str ids, shuffled", "str ids, rows shuffled")):
+        rows.append((f"statsmodels (array) / data=, {what}", "statsmodels", name, ">= 10x"))
+        rows.append((f"statsmodels after pivot of it / data=, {what}", f"pivot+sm {name}", name, ">= 10x"))
+    rows += [("long table (int ids) / array", "long int ids", "array", ""),
+             ("long table (str ids) / array", "str ids", "array", ""),
+             ("long table (str ids, 5% of rows left out) / array", "incomplete", "array", "")]
+    report("3. Fleiss' kappa, 100,000 units x 5 raters (long tables: 500,000 rows, grouped by item "
+           "unless said)", t, rows)
+
+
+def pivot(long: pd.DataFrame) -> np.ndarray:
+    """The peer's first step on a long table: pandas pivots it to units x raters."""
+    return long.pivot(index="item_id", columns="rater", values="rating").to_numpy()
 
 
 def alpha_section(rounds: int, rng: np.random.Generator) -> None:
@@ -347,18 +369,22 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="fewer rounds")
     ap.add_argument("--rounds", type=int, default=None, help="rounds per workload (default 9, quick 3)")
+    ap.add_argument("--only", type=int, action="append", choices=range(1, 7), metavar="N",
+                    help="run only workload N (1-6; repeat for several); default all")
     args = ap.parse_args()
+    only = set(args.only or range(1, 7))
     rounds = args.rounds or (3 if args.quick else 9)
     rng = np.random.default_rng(20261130)
     warnings.simplefilter("ignore")
     print(f"evaltk.stats benchmark: median of {rounds} paired rounds [range], single-threaded BLAS; "
           f"load average at start {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
-    cohen_section(rounds, rng)
-    text_section(rounds, rng)
-    fleiss_section(rounds, rng)
-    alpha_section(rounds, rng)
-    conger_section(rounds, rng)
-    bootstrap_section(rounds, rng, args.quick)
+    sections: list[Callable[[], None]] = [
+        lambda: cohen_section(rounds, rng), lambda: text_section(rounds, rng),
+        lambda: fleiss_section(rounds, rng), lambda: alpha_section(rounds, rng),
+        lambda: conger_section(rounds, rng), lambda: bootstrap_section(rounds, rng, args.quick)]
+    for number, section in enumerate(sections, 1):
+        if number in only:
+            section()
     print(f"\nload average at end {os.getloadavg()[0]:.2f}")
 
 

@@ -35,6 +35,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from .. import _io
 from .._validation import as_frame, check_columns
@@ -80,6 +82,8 @@ class _Names:
 
 
 def _plain(x: Any) -> Any:
+    if isinstance(x, pa.Scalar):
+        return x.as_py()
     return x.item() if isinstance(x, np.generic) else x
 
 
@@ -361,8 +365,163 @@ def _wide(arr: np.ndarray, names: _Names, fn: str) -> _Labels:
     return _Labels(_uniques(arr.reshape(-1)), (n, r), names, "ratings")
 
 
+# =========================================================================== the long table
+#
+# A long table (``data=``) is one row per rating.  Its item and rater columns become unit
+# and rater codes in order of first appearance (as :func:`pandas.factorize` numbers them).
+# Most tables come grouped by item (a run of rows per item, as a wide table melts or a
+# judge writes them), so only the first row of each run is encoded; and when every run
+# holds the same raters in the same order (a complete table), row k *is* cell k of the
+# units x raters matrix: no scatter and no duplicate check is needed.  Every shortcut is
+# proved from the data (a cheap check that either holds or sends the table down the exact
+# path): the codes are always the ones the exact path gives.
+
+#: A key column as the run checks read it: NumPy ints, NumPy objects, or Arrow text without nulls.
+_Keys = Any
+
+
+def _key_values(col: pd.Series) -> _Keys | None:
+    """An item or rater column in a form the run checks read, or None (categoricals, floats, nulls)."""
+    dtype = col.dtype
+    if isinstance(dtype, np.dtype):
+        return col.to_numpy() if dtype.kind in "iuO" else None
+    if isinstance(dtype, pd.StringDtype | pd.ArrowDtype) and getattr(dtype, "storage", "pyarrow") == "pyarrow":
+        arr = pa.array(col.array)            # zero-copy for one chunk
+        if isinstance(arr, pa.ChunkedArray):
+            arr = arr.combine_chunks()
+        if (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)) and arr.null_count == 0:
+            return arr
+    return None
+
+
+def _bools(a: Any) -> np.ndarray:
+    """A null-free Arrow boolean array as a NumPy bool array (unpacking its bitmap)."""
+    bits = np.frombuffer(a.buffers()[1], dtype=np.uint8)
+    return np.unpackbits(bits, count=a.offset + len(a), bitorder="little")[a.offset:].view(bool)
+
+
+def _take(x: _Keys, rows: np.ndarray) -> _Keys:
+    return x.take(pa.array(rows)) if isinstance(x, pa.Array) else x[rows]
+
+
+def _new_runs(x: _Keys) -> np.ndarray:
+    """Rows that start a run of equal values (row 0 always does)."""
+    n = len(x)
+    if isinstance(x, pa.Array):
+        differs = _bools(pc.not_equal(x.slice(1), x.slice(0, n - 1)))
+    else:
+        differs = x[1:] != x[:-1]
+    later = np.flatnonzero(differs)
+    starts = np.empty(later.size + 1, dtype=np.intp)
+    starts[0] = 0
+    np.add(later, 1, out=starts[1:])
+    return starts
+
+
+def _text_buffers(a: Any) -> tuple[np.ndarray, np.ndarray]:
+    """The offsets (one more than the values) and the data bytes of an Arrow text array, as NumPy views."""
+    bufs = a.buffers()
+    offsets = np.frombuffer(bufs[1], dtype=np.int64 if pa.types.is_large_string(a.type) else np.int32)
+    data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else np.zeros(0, dtype=np.uint8)
+    return offsets[a.offset:a.offset + len(a) + 1], data
+
+
+def _periodic(x: _Keys, m: int) -> bool:
+    """Whether row k holds the value of row k - m for every k >= m.
+
+    For text, on the buffers: the values repeat every m rows exactly when the offsets step by
+    the bytes of the first m values every m rows and the data bytes repeat with that period.
+    """
+    if not isinstance(x, pa.Array):
+        return bool((x[m:] == x[:-m]).all())
+    offsets, data = _text_buffers(x)
+    period = offsets[m] - offsets[0]
+    if not bool((offsets[m:] - offsets[:-m] == period).all()):
+        return False
+    body = data[offsets[0]:offsets[-1]]
+    return bool((body[period:] == body[:body.size - period]).all())
+
+
+def _as_text(x: _Keys) -> _Keys | None:
+    """Object values that are all text as Arrow text (None when any is not text or missing)."""
+    if isinstance(x, pa.Array) or x.dtype.kind != "O":
+        return x
+    try:
+        arr = pa.array(x, from_pandas=True)   # inferred: text only if every value is text (bytes are binary)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return None
+    text = pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)
+    return arr if text and arr.null_count == 0 else None
+
+
+#: The multiplier of the 64-bit text hash (a constant, so nothing depends on a seed).
+_WORD_HASH = np.uint64(0x9E3779B97F4A7C15)
+#: The low ``k`` bytes of a word, for k = 0..8.
+_BYTE_MASKS = np.array([(1 << (8 * k)) - 1 for k in range(8)] + [2 ** 64 - 1], dtype=np.uint64)
+
+
+def _text_hashes(a: Any) -> np.ndarray | None:
+    """A 64-bit hash of each value of an Arrow text array, read eight bytes at a time (None if long)."""
+    offsets, text = _text_buffers(a)
+    lengths = np.diff(offsets)
+    longest = int(lengths.max())
+    if longest > 64:
+        return None
+    lo, hi = int(offsets[0]), int(offsets[-1])
+    data = np.zeros(hi - lo + 8, dtype=np.uint8)      # 8 spare bytes: every word read stays inside
+    if hi > lo:
+        data[:hi - lo] = text[lo:hi]
+    words = np.lib.stride_tricks.as_strided(data, shape=(hi - lo + 1, 8), strides=(1, 1))
+    start = offsets[:-1] - lo
+    h = lengths.astype(np.uint64)
+    with np.errstate(over="ignore"):
+        for b in range(0, longest, 8):
+            word = words[np.minimum(start + b, hi - lo)].view(np.uint64).reshape(-1)
+            h *= _WORD_HASH
+            h += word & _BYTE_MASKS[np.clip(lengths - b, 0, 8)]
+    return h
+
+
+def _distinct(x: _Keys) -> bool:
+    """True when the values are shown pairwise distinct by a cheap check (False: not shown).
+
+    Text is distinct when it increases by (length, bytes) (numbered and sorted ids), or when
+    its 64-bit hashes are distinct (equal texts have equal hashes, so no collision can make
+    this wrong; a collision only sends the caller down the exact path).
+    """
+    if len(x) < 2:
+        return True
+    if not isinstance(x, pa.Array):
+        return x.dtype.kind in "iu" and bool((x[1:] > x[:-1]).all())
+    k = len(x)
+    lengths = np.diff(_text_buffers(x)[0])
+    before, after = lengths[:-1], lengths[1:]
+    if not bool((after < before).any()):
+        longer = after > before
+        if bool(longer.all()) or bool((longer | _bools(pc.less(x.slice(0, k - 1), x.slice(1)))).all()):
+            return True
+    h = _text_hashes(x)
+    if h is None:
+        return False
+    h.sort()
+    return not bool((h[1:] == h[:-1]).any())
+
+
+def _first_seen(x: _Keys) -> tuple[np.ndarray, Any]:
+    """Codes in order of first appearance (-1 missing) and the distinct values, exactly."""
+    if isinstance(x, pa.Array):
+        enc = pc.dictionary_encode(x)
+        return enc.indices.to_numpy().astype(np.intp), enc.dictionary
+    if x.dtype.kind in "iu":
+        got = _first_seen_ints(x)
+        if got is not None:
+            return got
+    codes, uniq = pd.factorize(x, sort=False)
+    return codes.astype(np.intp, copy=False), uniq
+
+
 def _key_codes(col: pd.Series) -> tuple[np.ndarray, Any]:
-    """Codes (-1 missing) and labels of an item or rater column."""
+    """Codes (-1 missing) and labels of an item or rater column (categories keep their order)."""
     if isinstance(col.dtype, pd.CategoricalDtype):
         codes = np.asarray(col.cat.codes).astype(np.intp)
         used = np.zeros(len(col.dtype.categories), dtype=bool)
@@ -372,10 +531,9 @@ def _key_codes(col: pd.Series) -> tuple[np.ndarray, Any]:
         remap = np.full(used.size + 1, -1, dtype=np.intp)
         remap[:-1][used] = np.arange(int(used.sum()))
         return np.take(remap, codes), col.dtype.categories[used]
-    if isinstance(col.dtype, np.dtype) and col.dtype.kind in "iu":
-        got = _first_seen_ints(col.to_numpy())
-        if got is not None:
-            return got
+    x = _key_values(col)
+    if x is not None and (isinstance(x, pa.Array) or x.dtype.kind in "iu"):
+        return _first_seen(x)
     codes, uniq = pd.factorize(col, sort=False)
     return codes.astype(np.intp, copy=False), uniq
 
@@ -400,12 +558,112 @@ def _first_seen_ints(x: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     return np.take(rank, codes), labels[order]
 
 
-def _long_labels(data: Any, item: str, rater: str, rating: str, fn: str) -> _Labels:
-    """A long table (one row per rating) as units x raters codes, each unit and rater labelled once."""
-    data = as_frame(data)  # a pyarrow Table or a Polars frame, as pandas
-    if not isinstance(data, pd.DataFrame):
-        raise TypeError(f"{fn}: `data` must be a long pandas DataFrame; got {type(data).__name__}.")
-    check_columns(data, (item, rater, rating))
+class _Cells(NamedTuple):
+    """Where each row of a long table goes, and the unit and rater labels.
+
+    ``cell`` is each row's ``unit * n_raters + rater``, or None for a complete table whose
+    rows are the cells in order: unit-major (row k is cell k) or, when ``by_rater``,
+    rater-major (row k is unit ``k % n_units`` of rater ``k // n_units``).
+    """
+
+    cell: np.ndarray | None
+    units: Any
+    raters: Any
+    by_rater: bool = False
+
+
+class _Runs(NamedTuple):
+    """A key column encoded one row per run of equal values."""
+
+    starts: np.ndarray          # first row of each run
+    codes: np.ndarray | None    # code of each run; None: every run a different value (run i is value i)
+    labels: Any                 # the distinct values, in order of first appearance
+
+
+#: Rows :func:`_runs` looks at before it compares a whole column.
+_RUN_PROBE = 4096
+
+
+def _runs(x: _Keys) -> _Runs | None:
+    """The runs of a key column (None when they do not pay, or when a value is missing or not text)."""
+    n = len(x)
+    probe = x[:_RUN_PROBE]                  # a first look: rows in no runs are seen in the first rows
+    if n > _RUN_PROBE and 2 * len(_new_runs(probe)) > _RUN_PROBE:
+        return None
+    starts = _new_runs(x)
+    if 2 * len(starts) > n:
+        return None
+    heads = _as_text(_take(x, starts))
+    if heads is None:
+        return None
+    codes, labels = (None, heads) if _distinct(heads) else _first_seen(heads)
+    if codes is not None and len(labels) == len(starts):
+        codes = None
+    return _Runs(starts, codes, labels)
+
+
+def _run_codes(runs: _Runs, n: int) -> np.ndarray:
+    return np.repeat(np.arange(len(runs.starts)) if runs.codes is None else runs.codes,
+                     np.diff(runs.starts, append=n))
+
+
+def _blocks(outer: _Runs, inner: _Keys) -> Any:
+    """The inner labels when every outer value is one run of m rows holding the same m inner
+    values in the same order, each once (a complete table); else None."""
+    n, k = len(inner), len(outer.starts)
+    m = int(outer.starts[1]) if k > 1 else n
+    if outer.codes is not None or k * m != n or not bool((np.diff(outer.starts) == m).all()):
+        return None
+    if not _periodic(inner, m):
+        return None
+    first = _as_text(inner[:m])
+    if first is None:
+        return None
+    if _distinct(first):
+        return first
+    _, labels = _first_seen(first)
+    return labels if len(labels) == m else None
+
+
+def _first_seen_present(x: _Keys) -> tuple[np.ndarray, Any] | None:
+    """:func:`_first_seen` of a whole key column; None when a value is missing."""
+    codes, labels = _first_seen(x)
+    return None if codes.size and int(codes.min()) < 0 else (codes, labels)
+
+
+def _grouped_cells(items: _Keys, raters: _Keys) -> _Cells | None:
+    """The cells of a table whose rows come in runs per item (or per rater), one row per run encoded.
+
+    None when neither column has runs that pay, or an id is missing (the exact path names
+    its row).
+    """
+    n = len(items)
+    item_runs = _runs(items)
+    if item_runs is not None:
+        labels = _blocks(item_runs, raters)
+        if labels is not None:
+            return _Cells(None, item_runs.labels, labels)
+        ucodes, units = _run_codes(item_runs, n), item_runs.labels
+        got = _first_seen_present(raters)
+        if got is None:
+            return None
+        rcodes, rlabels = got
+        return _Cells(ucodes * len(rlabels) + rcodes, units, rlabels)
+    rater_runs = _runs(raters)
+    if rater_runs is None:
+        return None
+    labels = _blocks(rater_runs, items)
+    if labels is not None:
+        return _Cells(None, labels, rater_runs.labels, by_rater=True)
+    got = _first_seen_present(items)
+    if got is None:
+        return None
+    ucodes, units = got
+    return _Cells(ucodes * len(rater_runs.labels) + _run_codes(rater_runs, n), units, rater_runs.labels)
+
+
+def _exact_cells(data: pd.DataFrame, item: str, rater: str, fn: str) -> _Cells:
+    """The cells of any long table by encoding both columns in full; a missing id is refused by row."""
     keys = []
     for col in (item, rater):
         codes, uniq = _key_codes(data[col])
@@ -414,21 +672,48 @@ def _long_labels(data: Any, item: str, rater: str, rating: str, fn: str) -> _Lab
                              field=col)
         keys.append((codes, uniq))
     (ucodes, units), (rcodes, raters) = keys
-    n, r = len(units), len(raters)
-    cell = ucodes * r + rcodes if r > 1 else ucodes.copy()
-    filled = np.zeros(n * r, dtype=bool)
-    filled[cell] = True
-    if int(np.count_nonzero(filled)) != cell.size:
-        i = _first_repeat(cell)
-        raise InputError(
-            f"{fn}: rater {_plain(data[rater].iloc[i])!r} rated item {_plain(data[item].iloc[i])!r} "
-            "more than once.", record=data.index[i], field=rating)
+    return _Cells(ucodes * len(raters) + rcodes, units, raters)
+
+
+def _long_labels(data: Any, item: str, rater: str, rating: str, fn: str) -> _Labels:
+    """A long table (one row per rating) as units x raters codes, each unit and rater labelled once."""
+    data = as_frame(data)  # a pyarrow Table or a Polars frame, as pandas
+    if not isinstance(data, pd.DataFrame):
+        raise TypeError(f"{fn}: `data` must be a long pandas DataFrame; got {type(data).__name__}.")
+    check_columns(data, (item, rater, rating))
+    cells = None
+    if len(data) > 1:
+        ix, rx = _key_values(data[item]), _key_values(data[rater])
+        if ix is not None and rx is not None:
+            try:
+                cells = _grouped_cells(ix, rx)
+            except (TypeError, ValueError):   # objects that do not compare (arrays in cells): exact path
+                cells = None
+    if cells is None:
+        cells = _exact_cells(data, item, rater, fn)
+    n, r = len(cells.units), len(cells.raters)
     u = _column_uniques(data[rating])
-    codes = np.full(n * r, -1, dtype=np.intp)
-    codes[cell] = u.codes
-    missing = codes < 0
-    return _Labels(_Uniques(codes, u.labels, u.counts, missing if bool(missing.any()) else None),
-                   (n, r), _Names(units, raters), rating)
+    if cells.cell is None:
+        codes, missing = u.codes, u.missing
+        if cells.by_rater:
+            codes = codes.reshape(r, n).T.reshape(-1)
+            missing = None if missing is None else missing.reshape(r, n).T.reshape(-1)
+    else:
+        cell = cells.cell
+        filled = np.zeros(n * r, dtype=bool)
+        filled[cell] = True
+        if int(np.count_nonzero(filled)) != cell.size:
+            i = _first_repeat(cell)
+            raise InputError(
+                f"{fn}: rater {_plain(data[rater].iloc[i])!r} rated item {_plain(data[item].iloc[i])!r} "
+                "more than once.", record=data.index[i], field=rating)
+        codes = np.full(n * r, -1, dtype=np.intp)
+        codes[cell] = u.codes
+        missing = codes < 0
+        if not bool(missing.any()):
+            missing = None
+    return _Labels(_Uniques(codes, u.labels, u.counts, missing), (n, r), _Names(cells.units, cells.raters),
+                   rating)
 
 
 def _first_repeat(cell: np.ndarray) -> int:

@@ -186,3 +186,181 @@ def test_unit_patterns_reads_labels_by_the_same_rules():
     with pytest.raises(InputError, match="rater 'cy'") as e:
         unit_patterns(frame, categories=["a"])
     assert e.value.record == "u1"
+
+
+# ----------------------------------------------------------------- issue #17, the long table
+
+
+def _id_forms(long: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """The same long table with its item and rater ids in every dtype a reader gives them."""
+    pa = __import__("pyarrow")
+    text = long.assign(item_id="item-" + long["item_id"].astype(str), rater="r" + long["rater"].astype(str))
+    ids = ["item_id", "rater"]
+    digest = {c: long[c].map(lambda v: __import__("hashlib").sha256(str(v).encode()).hexdigest()) for c in ids}
+    half = len(long) // 2
+    return {
+        "int ids": long,
+        "object int ids": long.astype({c: object for c in ids}),
+        "hex digest ids (no order)": long.assign(**{c: d.str[:32] for c, d in digest.items()}).astype(
+            {c: "str" for c in ids}),
+        "80-character ids (no order)": long.assign(**{c: d + d[::-1].str[:16] for c, d in digest.items()}).astype(
+            {c: "str" for c in ids}),
+        "chunked pandas str ids": pd.concat([text.iloc[:half].astype({c: "str" for c in ids}),
+                                             text.iloc[half:].astype({c: "str" for c in ids})]),
+        "object text ids (the CLI's CSV)": text.astype({c: object for c in ids}),
+        "pandas str ids (Parquet, read_csv)": text.astype({c: "str" for c in ids}),
+        "Arrow string ids": text.astype({c: pd.ArrowDtype(pa.string()) for c in ids}),
+        "Arrow large_string ids": text.astype({c: pd.ArrowDtype(pa.large_string()) for c in ids}),
+        "categorical ids": text.astype({c: "category" for c in ids}),
+    }
+
+
+def _long_of(codes: np.ndarray, abstain_every: int = 0) -> pd.DataFrame:
+    """One row per rating, grouped by item with the raters in one order (as a wide table melts)."""
+    n, r = codes.shape
+    rating = LABELS[codes.reshape(-1)].astype(object)
+    if abstain_every:
+        rating[::abstain_every] = "cannot_tell"
+        rating[5::abstain_every + 2] = None          # a missing rating: a row with no label
+    return pd.DataFrame({"item_id": np.repeat(np.arange(n) * 7 + 3, r), "rater": np.tile(np.arange(r), n),
+                         "rating": rating})
+
+
+def _py(x):
+    return x.item() if isinstance(x, np.generic) else x
+
+
+def _wide_of(long: pd.DataFrame) -> np.ndarray:
+    n_units = int(long["item_id"].nunique())
+    wide = np.full((n_units, long["rater"].nunique()), None, dtype=object)
+    units = {u: i for i, u in enumerate(pd.unique(long["item_id"]))}
+    raters = {g: j for j, g in enumerate(pd.unique(long["rater"]))}
+    for u, g, v in long[["item_id", "rater", "rating"]].itertuples(index=False):
+        wide[units[u], raters[g]] = v
+    return wide
+
+
+@pytest.mark.parametrize("layout", ["grouped", "shuffled", "incomplete", "interleaved", "by rater",
+                                    "by rater, incomplete"])
+@pytest.mark.parametrize("form", list(_id_forms(_long_of(np.zeros((1, 2), int)))))
+@pytest.mark.parametrize("fn", [fleiss_kappa, gwet_ac1, conger_kappa])
+def test_a_long_table_with_any_ids_gives_the_wide_statistic(fn, form, layout):
+    """The long table read by the CLI (text ids) gives exactly what its wide array gives,
+    whatever the row order: grouped by item (the fast layout), shuffled, with ratings left
+    out (items of unequal runs), with the raters in a different order per item, or grouped
+    by rater (each rater's ratings in one run, the items in one order)."""
+    codes = _int_ratings(n=200, r=4, seed=3)
+    long = _long_of(codes, abstain_every=11)
+    rng = np.random.default_rng(5)
+    if layout == "shuffled":
+        long = long.iloc[rng.permutation(len(long))]
+    elif layout == "incomplete":
+        long = long.iloc[np.sort(rng.choice(len(long), size=len(long) - 60, replace=False))]
+    elif layout == "interleaved":  # each item's raters in a rotated order
+        unit, rater = np.repeat(np.arange(200), 4), np.tile(np.arange(4), 200)
+        long = long.iloc[np.lexsort(((rater - unit) % 4, unit))]
+    elif layout.startswith("by rater"):
+        long = long.iloc[np.lexsort((np.repeat(np.arange(200), 4), np.tile(np.arange(4), 200)))]
+        if layout.endswith("incomplete"):
+            long = long.drop(index=long.index[rng.choice(len(long), size=60, replace=False)])
+    long = long.reset_index(drop=True)
+    table = _id_forms(long)[form]
+    wide = _wide_of(long)
+    got, want = fn(data=table), fn(wide)
+    if layout in ("grouped", "by rater") and form != "categorical ids":
+        assert got.statistic == want.statistic and got.standard_error == want.standard_error
+    _same(got, want)
+    assert got.n_abstained == want.n_abstained > 0 and got.n_missing == want.n_missing > 0
+
+
+@pytest.mark.parametrize("form", ["object text ids (the CLI's CSV)", "pandas str ids (Parquet, read_csv)",
+                                  "Arrow string ids", "int ids"])
+def test_a_long_table_refuses_a_repeated_unit_and_rater_by_name(form):
+    """A duplicate (unit, rater) is refused naming both and the row, however it hides: an item
+    coming back in a later run of rows, or a rater twice inside every item's run."""
+    long = _long_of(_int_ratings(n=50, r=3, seed=1))
+    again = pd.concat([long, long.iloc[[6, 7, 8]]], ignore_index=True)   # item 2 (id 17) rated again at the end
+    table = _id_forms(again)[form]
+    item, rater = (_py(table[c].iloc[150]) for c in ("item_id", "rater"))
+    with pytest.raises(InputError, match=f"rater {rater!r} rated item {item!r} more than once") as e:
+        fleiss_kappa(data=table)
+    assert e.value.record == 150 and e.value.field == "rating"
+    twice = long.assign(rater=np.tile([0, 1, 0], 50))                    # rater 0 twice in every item
+    table = _id_forms(twice)[form]
+    with pytest.raises(InputError, match=f"rater {_py(table['rater'].iloc[2])!r} rated item "
+                                         f"{_py(table['item_id'].iloc[2])!r} more than once") as e:
+        fleiss_kappa(data=table)
+    assert e.value.record == 2
+    by_rater = long.iloc[np.lexsort((long["item_id"].to_numpy(), long["rater"].to_numpy()))].reset_index(drop=True)
+    by_rater.loc[by_rater.index % 50 == 1, "item_id"] = by_rater.loc[0, "item_id"]   # item 3 twice per rater
+    table = _id_forms(by_rater)[form]
+    with pytest.raises(InputError, match=f"rater {_py(table['rater'].iloc[1])!r} rated item "
+                                         f"{_py(table['item_id'].iloc[1])!r} more than once") as e:
+        fleiss_kappa(data=table)
+    assert e.value.record == 1
+
+
+@pytest.mark.parametrize("form", ["object text ids (the CLI's CSV)", "pandas str ids (Parquet, read_csv)",
+                                  "Arrow string ids"])
+def test_errors_of_a_text_id_long_table_name_the_unit_and_rater_as_text(form):
+    long = _long_of(_int_ratings(n=30, r=3, seed=2))
+    long.loc[40, "rating"] = "maybe"                                       # item 13 (id 94), rater 1
+    table = _id_forms(long)[form]
+    with pytest.raises(InputError, match="label 'maybe' \\(rater 'r1'\\)") as e:
+        fleiss_kappa(data=table, categories=list(LABELS))
+    assert e.value.record == "item-94" and type(e.value.record) is str
+    for col, row in (("item_id", 31), ("rater", 31), ("rater", 1)):
+        missing = table.copy()
+        missing.loc[row, col] = None
+        with pytest.raises(InputError, match=f"missing {col!r} label") as e:
+            fleiss_kappa(data=missing)
+        assert e.value.record == row
+
+
+def test_a_long_table_keeps_the_units_and_raters_in_order_of_first_appearance():
+    """Unit order decides which units a bootstrap draws: text ids in a grouped table give the
+    interval of the wide array, resample for resample."""
+    codes = _int_ratings(n=80, r=3, seed=4)
+    long = _long_of(codes)
+    table = _id_forms(long)["pandas str ids (Parquet, read_csv)"]
+    a = fleiss_kappa(data=table, method="percentile", n_resamples=200, rng=7)
+    b = fleiss_kappa(_wide_of(long), method="percentile", n_resamples=200, rng=7)
+    assert a.confidence_interval == b.confidence_interval
+
+
+@pytest.mark.parametrize("form", ["pandas str ids (Parquet, read_csv)", "int ids"])
+def test_runs_of_unequal_length_with_raters_in_a_cycle_are_not_taken_for_a_complete_table(form):
+    """Raters cycling a, b, c over runs of 3, 1, 5 and 3 rows: item 2 holds b and c twice."""
+    long = pd.DataFrame({"item_id": np.repeat([0, 1, 2, 3], [3, 1, 5, 3]), "rater": np.tile([0, 1, 2], 4),
+                         "rating": LABELS[_int_ratings(n=4, r=3).reshape(-1)]})
+    table = _id_forms(long)[form]
+    with pytest.raises(InputError, match=f"rater {_py(table['rater'].iloc[7])!r} rated item "
+                                         f"{_py(table['item_id'].iloc[7])!r} more than once") as e:
+        fleiss_kappa(data=table)
+    assert e.value.record == 7
+
+
+@pytest.mark.parametrize("layout", ["grouped", "by rater", "shuffled"])
+def test_a_long_table_longer_than_the_first_look_gives_the_wide_statistic(layout):
+    """Past the first 4,096 rows the adapter looks at before it compares whole columns."""
+    codes = _int_ratings(n=1500, r=4, seed=6)
+    long = _long_of(codes, abstain_every=9)
+    if layout == "by rater":
+        long = long.iloc[np.lexsort((long["item_id"].to_numpy(), long["rater"].to_numpy()))]
+    elif layout == "shuffled":
+        long = long.iloc[np.random.default_rng(8).permutation(len(long))]
+    long = long.reset_index(drop=True)
+    table = _id_forms(long)["pandas str ids (Parquet, read_csv)"]
+    got, want = conger_kappa(data=table), conger_kappa(_wide_of(long))
+    _same(got, want)
+    if layout != "shuffled":
+        assert got.statistic == want.statistic and got.standard_error == want.standard_error
+
+
+def test_object_ids_keep_bytes_and_text_apart_as_factorize_does():
+    """b"t1" and "t1" are two items to pandas.factorize; the run shortcut must not merge them."""
+    long = pd.DataFrame({"item_id": np.array([b"t1", b"t1", "t1", "t1", b"t2", b"t2"], dtype=object),
+                         "rater": ["a", "b"] * 3, "rating": [1, 1, 2, 1, 2, 2]})
+    got = fleiss_kappa(data=long)
+    assert got.n_units == 3
+    _same(got, fleiss_kappa(_wide_of(long)))
