@@ -71,6 +71,20 @@ def test_the_extras_in_pyproject_are_the_ones_the_commands_name():
     assert "evaltk[report]" in optional["notebooks"]  # the notebooks extra runs the report too
 
 
+def test_dev_py_test_installs_every_extra_and_s3test_in_a_step_of_its_own():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("evaltk_dev_py", ROOT / "dev.py")
+    dev = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(dev)
+    optional = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    steps = [set(step.split(",")) for step in dev.TEST_EXTRAS]
+    installed = set().union(*steps)
+    installed |= {r.split("[")[1].split("]")[0] for e in installed for r in optional[e] if r.startswith("evaltk[")}
+    assert installed == set(optional)  # CI skips no test for want of an extra
+    assert steps[-1] == {"s3test"}  # resolved with the others, pip's resolver fails (pyproject.toml)
+
+
 @pytest.mark.parametrize("module", ["altair", "jupytext"])
 def test_report_without_the_report_extra_says_which_extra_and_exits_69(tmp_path, module):
     out = tmp_path / "reports"

@@ -10,6 +10,7 @@ from typing import Any
 from ..scale import (
     ENGINES,
     DatasetSummary,
+    WorkersLost,
     engine_kind,
     optional_module,
     partitions_done,
@@ -17,6 +18,9 @@ from ..scale import (
     summarize_dataset,
 )
 from ..values import Abstention
+
+#: The Dask cluster lost its workers mid-run (EX_TEMPFAIL, as `evaltk judge` uses it): resume.
+EXIT_WORKERS_LOST = 75
 
 
 def register_cli(subparsers: Any) -> None:
@@ -30,6 +34,7 @@ def register_cli(subparsers: Any) -> None:
                     "Exit codes: 0 done; 64 usage (an --out holding an earlier run without --resume or "
                     "--overwrite); 65 the store violates the contract (a trace id in two partitions, an "
                     "unknown --by column) or a scored dataset is partial or corrupt; 66 unreadable input; "
+                    "75 the Dask cluster lost its workers (rerun with --resume); "
                     "130 interrupted (Ctrl-C: rerun with --resume).",
         epilog="Example: evaltk scale score data/demo/traces.jsonl --answers data/demo/answers.csv --labels data/demo/labels.csv "
                "--out out/scored --engine duckdb --memory-limit 4GB --json",
@@ -153,6 +158,9 @@ def _cli_score(args: Any) -> int:
               f"partition(s) done in {args.out}. "
               "Rerun with --resume to score only the rest, or --overwrite to start over.", file=sys.stderr)
         return 130
+    except WorkersLost as e:  # not a bug and not bad input: the run can go on where it stopped
+        print(f"evaltk scale score: {e}", file=sys.stderr)
+        return EXIT_WORKERS_LOST
     _cli_report(res.summary, {"out": str(res.out), "partitions": res.n_partitions, "engine": res.engine},
                 args.json)
     return 0

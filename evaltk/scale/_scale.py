@@ -1227,11 +1227,10 @@ def _dask_run(client: Any, todo: Sequence[Partition], done_pairs: Sequence[tuple
     distributed = optional_module("distributed")
     prefix = f"evaltk-scale-{uuid.uuid4().hex}"
     sent: list[Any] = []
+    key_of = {f"{prefix}-score-{i}": p.key for i, p in enumerate(todo)}
     try:
-        futures = client.map(_score_partition, list(todo), pure=False,
-                             key=[f"{prefix}-score-{i}" for i in range(len(todo))], **kw)
+        futures = client.map(_score_partition, list(todo), pure=False, key=list(key_of), **kw)
         sent += futures
-        key_of = {f.key: p.key for f, p in zip(futures, todo, strict=True)}
         for f in distributed.as_completed(futures):
             if f.status == "error":
                 f.result()  # raises the task's exception here
@@ -1245,9 +1244,31 @@ def _dask_run(client: Any, todo: Sequence[Partition], done_pairs: Sequence[tuple
         if not futures:
             return _empty_summary(keys)
         return _tree_reduce(client, futures, sent=sent, prefix=prefix)
-    except BaseException:
+    except BaseException as e:
         _cancel_dask(client, sent, prefix)
+        if isinstance(e, _lost_worker_errors()):
+            so = kw["options"].get("storage_options")
+            task = getattr(e, "task", None)  # KilledWorker names the task
+            at = f" scoring partition {key_of[task]!r}" if task in key_of else ""
+            raise WorkersLost(f"the Dask cluster lost its workers{at} ({type(e).__name__}: {e}); "
+                              f"{partitions_done(kw['out'], storage_options=so)} partition(s) done in "
+                              f"{kw['out']}: rerun with resume=True (--resume) to score only the rest") from e
         raise
+
+
+class WorkersLost(RuntimeError):
+    """A Dask run failed because its workers died: a partition's task outlived
+    ``distributed.scheduler.allowed-failures`` + 1 workers (``KilledWorker``, often a worker
+    over its memory limit), or no (suitable) worker was left for the scheduler's
+    ``no-workers-timeout`` (``NoWorkerError``, ``NoValidWorkerError``).  The partitions
+    done keep their markers: resume the run."""
+
+
+def _lost_worker_errors() -> tuple[type[BaseException], ...]:
+    """Dask's errors for a task that lost its workers (raised by its future's ``result()``)."""
+    from distributed.scheduler import KilledWorker, NoValidWorkerError, NoWorkerError
+
+    return (KilledWorker, NoWorkerError, NoValidWorkerError)
 
 
 def _running_keys(prefix: str, dask_worker: Any = None) -> list[str]:

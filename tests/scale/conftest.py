@@ -8,12 +8,14 @@ and paths are exercised as on a real cluster.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
@@ -49,44 +51,101 @@ def _dask_exe() -> str:
     return str(exe) if exe.exists() else (shutil.which("dask") or "dask")
 
 
-@pytest.fixture(scope="module")
-def dask_cluster(tmp_path_factory):
-    """``(address, worker_cwd)`` of a scheduler and two single-threaded worker processes."""
-    pytest.importorskip("distributed", reason="the Dask engine needs the `scale` extra")
-    cwd = tmp_path_factory.mktemp("dask-worker-cwd")
-    sched_file = cwd / "scheduler.json"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    log = open(cwd / "dask.log", "wb")  # noqa: SIM115 - closed below
-    procs = [subprocess.Popen([_dask_exe(), "scheduler", "--host", "127.0.0.1", "--port", "0",
-                               "--no-dashboard", "--scheduler-file", str(sched_file)],
-                              cwd=cwd, env=env, stdout=log, stderr=log)]
-    try:
+class Cluster:
+    """A ``dask scheduler`` and ``dask worker`` processes started in ``cwd`` (see :func:`cluster`)."""
+
+    def __init__(self, cwd: Path, *, nanny: bool, env: dict[str, str]):
+        self.cwd, self.nanny, self.env = cwd, nanny, env
+        self.log = open(cwd / "dask.log", "ab")  # noqa: SIM115 - closed by stop()
+        self.procs: list[subprocess.Popen] = []
+        self.workers: list[subprocess.Popen] = []
+        sched_file = cwd / "scheduler.json"
+        self.procs.append(subprocess.Popen([_dask_exe(), "scheduler", "--host", "127.0.0.1", "--port", "0",
+                                            "--no-dashboard", "--scheduler-file", str(sched_file)],
+                                           cwd=cwd, env=env, stdout=self.log, stderr=self.log))
         deadline = time.monotonic() + 60
         while not sched_file.exists() and time.monotonic() < deadline:
             time.sleep(0.1)
-        address = json.loads(sched_file.read_text())["address"]
-        for _ in range(2):
-            procs.append(subprocess.Popen([_dask_exe(), "worker", address, "--nthreads", "1", "--no-dashboard",
-                                           "--host", "127.0.0.1", "--memory-limit", "2GB"],
-                                          cwd=cwd, env=env, stdout=log, stderr=log))
+        self.address = json.loads(sched_file.read_text())["address"]
+
+    def add_worker(self) -> subprocess.Popen:
+        """One more single-threaded worker (its own process, or a nanny's child with ``nanny``)."""
+        p = subprocess.Popen([_dask_exe(), "worker", self.address, "--nthreads", "1", "--no-dashboard",
+                              "--host", "127.0.0.1", "--memory-limit", "2GB",
+                              "--nanny" if self.nanny else "--no-nanny"],
+                             cwd=self.cwd, env=self.env, stdout=self.log, stderr=self.log)
+        self.procs.append(p)
+        self.workers.append(p)
+        return p
+
+    def wait_for_workers(self, n: int) -> None:
         import distributed
 
-        with distributed.Client(address, timeout=60) as c:
-            c.wait_for_workers(2, timeout=120)
-        yield address, cwd
-    finally:
-        for p in reversed(procs):
-            p.terminate()
-        for p in reversed(procs):
+        with distributed.Client(self.address, timeout=60) as c:
+            c.wait_for_workers(n, timeout=120)
+
+    def stop(self) -> None:
+        for p in reversed(self.procs):
+            if p.poll() is None:
+                p.terminate()
+        for p in reversed(self.procs):
             try:
                 p.wait(timeout=20)
             except subprocess.TimeoutExpired:
                 p.kill()
-        log.close()
+                p.wait()
+        self.log.close()
+
+
+@contextlib.contextmanager
+def cluster(cwd: Path, n_workers: int, *, nanny: bool = True, config: dict[str, str] | None = None
+            ) -> Iterator[Cluster]:
+    """A real cluster on 127.0.0.1 with ``n_workers`` workers, ended by PID afterwards.
+
+    ``config`` sets Dask options on every process through ``DASK_...`` environment variables
+    (``{"DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": "0"}``).
+    """
+    pytest.importorskip("distributed", reason="the Dask engine needs the `scale` extra")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+           **{f"DASK_{k}": v for k, v in (config or {}).items()}}
+    c = Cluster(cwd, nanny=nanny, env=env)
+    try:
+        for _ in range(n_workers):
+            c.add_worker()
+        c.wait_for_workers(n_workers)
+        yield c
+    finally:
+        c.stop()
+
+
+@pytest.fixture(scope="module")
+def dask_cluster(tmp_path_factory):
+    """``(address, worker_cwd)`` of a scheduler and two single-threaded worker processes."""
+    cwd = tmp_path_factory.mktemp("dask-worker-cwd")
+    with cluster(cwd, 2) as c:
+        yield c.address, cwd
 
 
 def count_files(out: Path) -> int:
     return sum(1 for t in ("scores", "runs", "ledger") if (out / t).is_dir() for f in (out / t).rglob("*.parquet"))
 
 
-__all__ = ["write_parts", "count_files", "pd"]
+def assert_rows_as_in_memory(out: Path, whole) -> None:
+    """The score rows written in ``out`` are, bit for bit, the rows ``whole`` (``score_traces`` on
+    the whole store in memory) holds; the runs written are its runs."""
+    import numpy as np
+
+    exp = whole.frame.astype({c: object for c in ("trace_id", "measure", "tier", "cause", "reason")})
+    exp = exp.sort_values(["trace_id", "measure", "tier"]).reset_index(drop=True)
+    got = pd.concat([pd.read_parquet(p) for p in sorted((out / "scores").rglob("*.parquet"))])
+    got = got.sort_values(["trace_id", "measure", "tier"]).reset_index(drop=True)
+    for c in ("trace_id", "measure", "tier"):
+        assert got[c].astype(str).tolist() == exp[c].astype(str).tolist(), c
+    np.testing.assert_array_equal(got["value"].to_numpy(float), exp["value"].to_numpy(float))
+    for c in ("cause", "reason"):
+        assert [None if pd.isna(v) else str(v) for v in got[c]] == [None if pd.isna(v) else str(v) for v in exp[c]], c
+    runs = pd.concat([pd.read_parquet(p) for p in sorted((out / "runs").rglob("*.parquet"))])
+    assert sorted(runs["trace_id"].astype(str)) == sorted(whole.runs["trace_id"].astype(str))
+
+
+__all__ = ["write_parts", "count_files", "cluster", "assert_rows_as_in_memory", "pd"]
