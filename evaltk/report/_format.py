@@ -309,20 +309,19 @@ def measure_summary(scores: pd.DataFrame, *, measure: str = "measure", value: st
                     cause: str = "cause") -> pd.DataFrame:
     """:func:`evaltk.stats.summarize_frame` by measure, in the seed's order of the measures
     (the trace vector, then the guide family; other names after them), as a page shows it."""
-    from ..scoring import MEASURES
     from ..stats import summarize_frame
+    from ._week import seed_order
 
-    rank = {m: i for i, m in enumerate(MEASURES)}
-    summary = summarize_frame(scores, by=measure, value=value, cause=cause)
-    return summary.sort_values(measure, key=lambda s: s.map(lambda m: rank.get(m, len(rank))), kind="stable")
+    return seed_order(summarize_frame(scores, by=measure, value=value, cause=cause), measure)
 
 
-def week_at_a_glance(*, week: str, measure: str, scores: pd.DataFrame, selection: Any, directions: pd.DataFrame,
+def week_at_a_glance(*, week: str, measure: str, scores: Any, selection: Any, directions: pd.DataFrame,
                      ceilings: pd.DataFrame, suite: Any = None, trajectory: Mapping[str, Any] | None = None,
                      agentrewardbench: pd.DataFrame | None = None, judgebench: Any = None) -> pd.DataFrame:
     """The weekly page's summary, one ``item, text`` row per line.
 
-    ``scores`` is the automatic tier of the week's score matrix; ``selection`` the judge
+    ``scores`` is the automatic tier of the week's score matrix, or the week's
+    :class:`evaltk.report.WeekScores` (its summaries: in memory or from a scored dataset); ``selection`` the judge
     selection on ``measure`` (:func:`evaltk.select_judges`); ``directions`` and ``ceilings``
     :func:`judge_direction_table` and :func:`human_ceiling_table` on ``measure``; ``suite``
     an :class:`evaltk.EvalSummary`; ``trajectory`` a cohort's ``summary()``;
@@ -330,15 +329,23 @@ def week_at_a_glance(*, week: str, measure: str, scores: pd.DataFrame, selection
     selection on JudgeBench.  Absent sources give a line that says so or no line.
     """
 
+    from ._week import WeekScores
+
     fmt = functools.partial(format_interval, digits=3)  # the digits of the tables on the pages
     t = selection.table
     best = t[t["judge"].isin(selection.eligible)].sort_values("accuracy", ascending=False)
-    versions = ", ".join(sorted(scores["scorer_version"].astype(str).unique()))
+    if isinstance(scores, WeekScores):  # from the mergeable summaries (in memory or a scored dataset)
+        s = scores.summaries
+        n_traces, n_scores, versions, by_measure = (s.n_traces, s.n_scores, ", ".join(sorted(s.scorer_versions)),
+                                                    scores.measure_summary())
+    else:
+        n_traces, n_scores = scores["trace_id"].nunique(), len(scores)
+        versions = ", ".join(sorted(scores["scorer_version"].astype(str).unique()))
+        by_measure = measure_summary(scores)
     rows = [("week", week),
-            ("runs scored", f"{scores['trace_id'].nunique()} traces, {len(scores)} scores, scorer versions "
+            ("runs scored", f"{n_traces} traces, {n_scores} scores, scorer versions "
                             f"{versions} (all dimensions provisional)"),
-            ("coverage per dimension", "; ".join(f"{r.measure} {r.coverage:.0%}"
-                                                 for r in measure_summary(scores).itertuples())),
+            ("coverage per dimension", "; ".join(f"{r.measure} {r.coverage:.0%}" for r in by_measure.itertuples())),
             (f"judges on the frontier ({measure}), not rejected by a canary, above the coverage floor",
              "; ".join(f"{r.judge}: accuracy {fmt(r.accuracy, r.ci_low, r.ci_high)} on {r.n_answered} answered "
                        f"(coverage {_share(r.coverage)}), ${r.cost_per_item:.4f}/item, "
@@ -403,14 +410,18 @@ def trajectory_note(trajectory: Any, summary: Mapping[str, Any] | None) -> str:
 
 def checkpoint_gate_headline(demo: Any, *, baseline_agent: str, candidate_agent: str,
                              confidence_level: float = 0.95, n_resamples: int = 2000,
-                             rng: Any = 0) -> tuple[str, Any]:
+                             rng: Any = 0, scores: Any = None) -> tuple[str, Any]:
     """The checkpoint gate (:func:`evaltk.report.checkpoint_gate`) and the line over it:
-    ``(headline, gate)``.  When there is no gate (an agent without runs, or the gate refused
-    to compare) ``gate`` is None and the headline says why."""
+    ``(headline, gate)``.  When there is no gate (an agent without runs, the gate refused
+    to compare, or ``scores`` is a :class:`WeekScores` read from a scored dataset, which
+    keeps no pairs of runs) ``gate`` is None and the headline says why."""
     from ..errors import InputError
     from ..judges import GateRefused
     from ._tables import checkpoint_gate
+    from ._week import GATE_FROM_SUMMARIES
 
+    if scores is not None and scores.scored:
+        return GATE_FROM_SUMMARIES, None
     try:
         g = checkpoint_gate(demo, baseline_agent=baseline_agent, candidate_agent=candidate_agent,
                             confidence_level=confidence_level, n_resamples=n_resamples, rng=rng)

@@ -20,6 +20,14 @@ from ._scale import (
     summarize_dataset,
     write_store,
 )
+from ._summaries import (
+    MAX_VALUES,
+    SUMMARIES_DIR,
+    ReportSummary,
+    check_complete,
+    read_report_summary,
+    report_summary,
+)
 
 __all__ = [
     "partitions_done",
@@ -40,4 +48,10 @@ __all__ = [
     "score_partitions",
     "dask_score_summary",
     "write_store",
+    "SUMMARIES_DIR",
+    "MAX_VALUES",
+    "ReportSummary",
+    "report_summary",
+    "check_complete",
+    "read_report_summary",
 ]
