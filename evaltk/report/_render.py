@@ -323,6 +323,10 @@ def render_report(
     out_dir = Path(out) / week
     if data_dir:  # a folder holding none of the recognised data is refused before any notebook
         data_sources(data_dir)
+    if scored_ds:  # so is a partial scored dataset, naming the partitions done and missing
+        from ..scale import check_complete
+
+        check_complete(scored_ds)
     local_scored = scored_ds if scored_ds and "://" not in scored_ds else None
     check_output(out_dir, [data, None if isinstance(params, Mapping) else params, local_scored], kind="dir")
     try:  # assembled in a temporary folder beside out/<week>, renamed when complete (docs/outputs.md)
