@@ -55,7 +55,6 @@ params = report.check_params(week=week, data_dir=data_dir, scored=scored, confid
                              seed=seed, n_traces=n_traces, measure=measure, n_resamples=n_resamples,
                              thresholds=thresholds, threshold_source=threshold_source, baseline_agent=baseline_agent, candidate_agent=candidate_agent)
 report.use_theme()
-th = report.thresholds_of(thresholds, threshold_source)
 sources = report.data_sources(params["data_dir"])
 demo, demo_files, demo_note = report.demo_data(sources, n_traces=n_traces, seed=seed)
 warnings.simplefilter("ignore", evaltk.UndefinedWarning)  # undefined replicates are counted on each result
@@ -78,9 +77,10 @@ jb = (report.judgebench_selection(evaltk.load_judgebench(sources.judgebench), co
 # ## This week at a glance
 
 # %%
+cal = wk.calibration(confidence_level=confidence_level, n_resamples=n_resamples, rng=seed)  # judges vs humans, from the summaries
 glance = report.week_at_a_glance(week=params["week"], measure=measure, scores=wk, selection=sel, directions=leans,
                                  ceilings=ceilings, suite=summary, trajectory=cohort and cohort.summary(),
-                                 agentrewardbench=arb, judgebench=jb)
+                                 agentrewardbench=arb, judgebench=jb, calibration=cal)
 display(Markdown(f"Sources: {wk.note}{demo_note}" + (f"; real data from {sources.data_dir}" if sources.data_dir else "") + "."))
 display(Markdown(report.markdown_list(glance)))
 
@@ -122,7 +122,7 @@ report.show_levels(wk.levels(demo.labels, measures=scoring.TRACE_MEASURES, confi
 # may then fail closed, a score never does.
 
 # %%
-wk.verdicts(th).set_index(["measure", "verdict"]) if th else Markdown("*No thresholds given: no verdicts.*")
+wk.verdicts(report.thresholds_of(thresholds, threshold_source)).set_index(["measure", "verdict"]) if thresholds else Markdown("*No thresholds given: no verdicts.*")
 
 # %% [markdown]
 # ## Checkpoint gate: candidate against baseline

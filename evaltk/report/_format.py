@@ -317,7 +317,8 @@ def measure_summary(scores: pd.DataFrame, *, measure: str = "measure", value: st
 
 def week_at_a_glance(*, week: str, measure: str, scores: Any, selection: Any, directions: pd.DataFrame,
                      ceilings: pd.DataFrame, suite: Any = None, trajectory: Mapping[str, Any] | None = None,
-                     agentrewardbench: pd.DataFrame | None = None, judgebench: Any = None) -> pd.DataFrame:
+                     agentrewardbench: pd.DataFrame | None = None, judgebench: Any = None,
+                     calibration: pd.DataFrame | None = None) -> pd.DataFrame:
     """The weekly page's summary, one ``item, text`` row per line.
 
     ``scores`` is the automatic tier of the week's score matrix, or the week's
@@ -326,7 +327,8 @@ def week_at_a_glance(*, week: str, measure: str, scores: Any, selection: Any, di
     :func:`judge_direction_table` and :func:`human_ceiling_table` on ``measure``; ``suite``
     an :class:`evaltk.EvalSummary`; ``trajectory`` a cohort's ``summary()``;
     ``agentrewardbench`` :func:`evaltk.agentrewardbench_ceiling`; ``judgebench`` the
-    selection on JudgeBench.  Absent sources give a line that says so or no line.
+    selection on JudgeBench; ``calibration`` the week's judge-vs-human table
+    (:meth:`WeekScores.calibration`).  Absent sources give a line that says so or no line.
     """
 
     from ._week import WeekScores
@@ -363,6 +365,11 @@ def week_at_a_glance(*, week: str, measure: str, scores: Any, selection: Any, di
                  if _missing(c["statistic"]) else
                  f"{fmt(c['statistic'], c['ci_low'], c['ci_high'])} percent agreement on {c['n_pairable']} "
                  "double-labelled items"))
+    if calibration is not None and len(calibration):
+        rows.append(("the judges' score against the human labels on this week's runs (Cohen's kappa)", "; ".join(
+            f"{r.measure} {fmt(r.statistic, r.ci_low, r.ci_high)} on {r.n_pairable} of {r.n_units} labelled runs"
+            if not _missing(r.statistic) else
+            f"{r.measure} undefined on {r.n_pairable} of {r.n_units} labelled runs" for r in calibration.itertuples())))
     if suite is not None:
         rows.append((f"suite {suite.run.suite}", ("PASSED" if suite.passed else "DID NOT PASS") +
                      f": gated aggregate {suite.gated_aggregate_score:.3f} (reported {suite.aggregate_score:.3f}), "

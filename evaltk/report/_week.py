@@ -83,6 +83,17 @@ class WeekScores:
             raise InputError(f"the weekly summaries are grouped by agent only; got by={by!r}.", field="by")
         return self.summaries.agents.to_frame()
 
+    def calibration(self, *, confidence_level: float = 0.95, n_resamples: int = 2000, rng: Any = 0
+                    ) -> pd.DataFrame:
+        """The judges' folded score (automatic tier) against the human tier on the labelled runs,
+        per measure: Cohen's kappa with its bootstrap interval, drawn from the combined count
+        tables (:meth:`evaltk.scale.DatasetSummary.calibration_frame`), so the rows and the
+        summaries give the identical interval for the same ``rng``."""
+        from ..scale import DatasetSummary
+
+        return DatasetSummary(self.summaries.scores, self.summaries.calibration).calibration_frame(
+            confidence_level=confidence_level, n_resamples=n_resamples, rng=rng)
+
     def verdicts(self, thresholds: Mapping[str, Threshold]) -> pd.DataFrame:
         """How many runs each verdict covers per measure and reason, as
         :func:`evaltk.report.verdict_table` gives on the rows: ``measure, verdict,
@@ -156,7 +167,7 @@ def weekly_scores(sources: Any, demo: Any, *, scored: str = "") -> WeekScores:
         local = "://" not in scored
         files = tuple(Path(scored) / f for f in ("_complete.json", "manifest.json")) if local else ()
         name = Path(scored).name if local else scored
-        note = (f"scores, coverage, agents and verdicts: the {s.n_traces:,} runs of the scored dataset {name} "
+        note = (f"scores, coverage, agents, verdicts and the judges against the human labels: the {s.n_traces:,} runs of the scored dataset {name} "
                 f"(from its per-partition summaries; no score row read; {len(s.scorer_versions)} scorer "
                 "version(s)); the judge sections: ")
         return WeekScores(s, manifest, note, None, scored, files)

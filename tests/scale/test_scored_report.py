@@ -96,10 +96,15 @@ def test_summaries_give_the_in_memory_weekly_numbers(scored, memory):
     assert manifest.population  # the manifest the dataset wrote
 
 
-def test_the_in_memory_page_goes_through_the_same_summary(memory, demo):
+def test_the_in_memory_page_goes_through_the_same_summary(memory, demo, scored):
     wk = report.weekly_scores(report.data_sources(""), demo)
     direct = report_summary(memory.frame, memory.runs)
     assert wk.summaries.to_dict() == direct.to_dict()
+    # the page's judges-against-humans line: the identical kappa and interval from the dataset's summaries
+    from_ds = report.weekly_scores(report.data_sources(""), None, scored=str(scored))
+    got, want = (w.calibration(n_resamples=200, rng=5) for w in (from_ds, wk))
+    pd.testing.assert_frame_equal(got, want)
+    assert got["n_pairable"].gt(0).all() and got["ci_low"].notna().all()
     _same_summary(wk.measure_summary(), measure_summary(memory.scores("automatic")), ["measure"])
 
 
