@@ -20,12 +20,14 @@ from ._scale import (
     summarize_dataset,
     write_store,
 )
+from ._scored import (
+    check_complete,
+    read_report_summary,
+)
 from ._summaries import (
     MAX_VALUES,
     SUMMARIES_DIR,
     ReportSummary,
-    check_complete,
-    read_report_summary,
     report_summary,
 )
 

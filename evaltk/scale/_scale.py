@@ -89,7 +89,7 @@ from ..stats import (
 from ..values import CAUSES, Abstention, normalize_measure
 from . import _remote
 from ._remote import Root, is_remote
-from ._summaries import SUMMARIES_DIR, write_partition_summary
+from ._summaries import CALIBRATION_CATEGORIES, SUMMARIES_DIR, write_partition_summary
 
 #: Progress of long work (partitions scored) is logged here at INFO, never printed.
 logger = logging.getLogger("evaltk.scale")
@@ -104,8 +104,6 @@ SCORE_META: pd.DataFrame = pd.DataFrame({
     "scorer": pd.Series(dtype=object), "scorer_version": pd.Series(dtype=object),
     "n_raters": pd.Series(dtype=np.int32)})
 
-#: Judge-vs-human tables kept for calibration: measure -> declared category domain.
-CALIBRATION_CATEGORIES: dict[str, tuple[float, ...]] = {"x_task": (0.0, 1.0), "x_eff": (0.0, 0.5, 1.0)}
 
 _TRACE_SUFFIXES = (".parquet", ".jsonl", ".ndjson", ".json")
 _ANSWER_SUFFIXES = (".parquet", ".jsonl", ".ndjson", ".json", ".csv")
