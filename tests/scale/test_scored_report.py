@@ -204,9 +204,18 @@ def s3_scored(demo, tmp_path_factory):
         srv.stop()
 
 
-def test_summaries_from_s3_equal_the_local_ones(s3_scored, scored):
+def test_summaries_from_s3_equal_the_local_ones(s3_scored, scored, caplog):
+    """...and the server's request log shows only the completion record, the manifest and the
+    summaries read (no score, run or ledger object)."""
+    import logging
+    import re
+
     so, url = s3_scored
-    s, _ = read_report_summary(url, storage_options=so)
+    with caplog.at_level(logging.INFO, logger="werkzeug"):
+        s, _ = read_report_summary(url, storage_options=so)
+    objects = set(re.findall(r'"(?:GET|HEAD) /lake/scored/([^ ?"]+)', caplog.text))
+    assert {"_complete.json", "manifest.json", "summaries/part-0.json", "summaries/part-1.json"} <= objects
+    assert all(o in ("_complete.json", "manifest.json") or o.startswith("summaries/") for o in objects), objects
     local, _ = read_report_summary(scored)
     _same_summary(s.to_frame(), local.to_frame(), ["measure"])  # 2 partitions there, 4 here: the same numbers
     assert (s.n_traces, s.calibration["x_task"].counts.tolist()) == (local.n_traces,
