@@ -169,7 +169,7 @@ def report_summary(scores: pd.DataFrame, runs: pd.DataFrame) -> ReportSummary:
     >>> d = make_demo(n_traces=60, rng=0)
     >>> m = score_traces(d.traces, d.answers, d.labels)
     >>> s = report_summary(m.frame, m.runs)
-    >>> s.n_traces == m.runs.shape[0], s.to_frame()["n"].sum() == s.n_scores
+    >>> s.n_traces == m.runs.shape[0], int(s.to_frame()["n"].sum()) == s.n_scores
     (True, True)
     """
     f = scores.assign(measure=scores["measure"].astype(str), tier=scores["tier"].astype(str))
