@@ -158,6 +158,17 @@ def _from_rows(rows: Sequence[Mapping[str, Any]], keys: Sequence[str]) -> ScoreS
     return ScoreSummary.from_partials(frame, keys) if len(frame) else ScoreSummary(tuple(keys))
 
 
+def _run_positions(score_ids: pd.Series, run_ids: pd.Series) -> np.ndarray:
+    """Each score's row in the run table (-1 where its run is absent); through the categories
+    when the ids are categorical (a score matrix in memory), so no id string is rebuilt."""
+    runs = pd.Index(run_ids.astype(str))  # type: ignore[arg-type]  # pandas-stubs: a Series is accepted
+    if isinstance(score_ids.dtype, pd.CategoricalDtype):
+        at = runs.get_indexer(score_ids.cat.categories.astype(str))
+        codes = score_ids.cat.codes.to_numpy()
+        return np.where(codes >= 0, at[codes], -1)
+    return runs.get_indexer(score_ids.astype(str))  # type: ignore[arg-type]
+
+
 def report_summary(scores: pd.DataFrame, runs: pd.DataFrame) -> ReportSummary:
     """The :class:`ReportSummary` of scored runs: a long score table (``ScoreMatrix.frame``, or
     a partition's ``scores/`` file) and its run table (``agent`` used when present).
@@ -172,22 +183,28 @@ def report_summary(scores: pd.DataFrame, runs: pd.DataFrame) -> ReportSummary:
     >>> s.n_traces == m.runs.shape[0], int(s.to_frame()["n"].sum()) == s.n_scores
     (True, True)
     """
-    f = scores.assign(measure=scores["measure"].astype(str), tier=scores["tier"].astype(str))
-    auto = f[(f["tier"] == "automatic").to_numpy(bool)]
-    agent = (runs[["trace_id", "agent"]] if "agent" in runs.columns
-             else pd.DataFrame({"trace_id": runs["trace_id"], "agent": pd.Series([None] * len(runs), dtype=object)}))
-    by_agent = auto.merge(agent.astype({"trace_id": auto["trace_id"].dtype}), on="trace_id", how="left")
+    is_auto = (scores["tier"] == "automatic").to_numpy(bool, na_value=False)
+    agent = (runs["agent"].to_numpy(dtype=object) if "agent" in runs.columns
+             else np.full(len(runs), None, dtype=object))
+    pos = _run_positions(scores["trace_id"], runs["trace_id"])
+    agent = np.append(agent, None)  # position -1 (a score whose run is absent): no agent
+    f = pd.DataFrame({"measure": scores["measure"], "tier": scores["tier"], "agent": agent[pos],
+                      "value": scores["value"], "cause": scores["cause"]})
+    p = score_partials(f, ["measure", "tier", "agent"])  # one pass; the two summaries add its rows up
+    auto_p = p[(p["tier"] == "automatic").to_numpy(bool)]
+    vc = f.loc[is_auto, ["measure", "value"]].dropna(subset=["value"]).value_counts(sort=False)
     values: dict[str, dict[float, int] | None] = {}
-    for m, g in auto.groupby("measure", sort=True, observed=True):
-        vc = g["value"].dropna().value_counts()
-        values[str(m)] = ({float(x): int(n) for x, n in zip(vc.index.to_numpy(float), vc.to_numpy(), strict=True)}
-                          if len(vc) <= MAX_VALUES else None)
+    for (m, v), n in zip(vc.index, vc.to_numpy(), strict=True):
+        if n > 0:
+            values.setdefault(str(m), {})[float(v)] = int(n)
+    values = {m: (d if d is not None and len(d) <= MAX_VALUES else None) for m, d in values.items()}
+    auto_ids = scores["trace_id"][is_auto]
     return ReportSummary(
-        ScoreSummary.from_partials(score_partials(f, list(_KEYS)), _KEYS),
-        ScoreSummary.from_partials(score_partials(by_agent, list(_AGENT_KEYS)), _AGENT_KEYS),
-        {m: calibration_table(f, m, categories=cats) for m, cats in CALIBRATION_CATEGORIES.items()},
-        values, int(auto["trace_id"].nunique()), len(auto),
-        frozenset(str(v) for v in auto["scorer_version"].dropna().unique()))
+        ScoreSummary.from_partials(p[[*_KEYS, *PARTIAL_COLUMNS]], _KEYS),
+        ScoreSummary.from_partials(auto_p[[*_AGENT_KEYS, *PARTIAL_COLUMNS]], _AGENT_KEYS),
+        {m: calibration_table(scores, m, categories=cats) for m, cats in CALIBRATION_CATEGORIES.items()},
+        values, int(auto_ids.nunique()), int(is_auto.sum()),
+        frozenset(str(v) for v in scores["scorer_version"][is_auto].dropna().unique()))
 
 
 def write_partition_summary(folder: Path, key: str, scores: pd.DataFrame, runs: pd.DataFrame) -> str:
