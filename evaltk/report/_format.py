@@ -367,9 +367,10 @@ def week_at_a_glance(*, week: str, measure: str, scores: Any, selection: Any, di
                  "double-labelled items"))
     if calibration is not None and len(calibration):
         rows.append(("the judges' score against the human labels on this week's runs (Cohen's kappa)", "; ".join(
-            f"{r.measure} {fmt(r.statistic, r.ci_low, r.ci_high)} on {r.n_pairable} of {r.n_units} labelled runs"
-            if not _missing(r.statistic) else
-            f"{r.measure} undefined on {r.n_pairable} of {r.n_units} labelled runs" for r in calibration.itertuples())))
+            f"{r.measure} {fmt(r.statistic, r.ci_low, r.ci_high)} on the {r.n_pairable} runs both judged and labelled "
+            f"(of {r.n_units})" if not _missing(r.statistic) else
+            f"{r.measure} undefined on the {r.n_pairable} runs both judged and labelled (of {r.n_units})"
+            for r in calibration.itertuples())))
     if suite is not None:
         rows.append((f"suite {suite.run.suite}", ("PASSED" if suite.passed else "DID NOT PASS") +
                      f": gated aggregate {suite.gated_aggregate_score:.3f} (reported {suite.aggregate_score:.3f}), "

@@ -115,7 +115,7 @@ class ReportSummary(HtmlTable):
     def to_dict(self) -> dict[str, Any]:
         def rows(s: ScoreSummary) -> list[dict[str, Any]]:
             p = s.partials()
-            return [{str(k): (None if k in s.keys and v is MISSING_KEY else _plain(v)) for k, v in r.items()}
+            return [{str(k): (None if k in s.keys and _missing(v) else _plain(v)) for k, v in r.items()}
                     for r in p.to_dict(orient="records")]
 
         return {"format": SUMMARY_FORMAT, "n_traces": self.n_traces, "n_scores": self.n_scores,
@@ -142,6 +142,11 @@ class ReportSummary(HtmlTable):
                        int(d["n_traces"]), int(d["n_scores"]), frozenset(str(v) for v in d["scorer_versions"]))
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             raise SchemaViolation(f"integrity check `summary`: not a partition summary ({e})", file=file) from None
+
+
+def _missing(v: Any) -> bool:
+    """A missing group key, however the frame holds it (the missing-key group: ``MISSING_KEY``)."""
+    return v is MISSING_KEY or v is None or v is pd.NA or (isinstance(v, float) and v != v)
 
 
 def _plain(v: Any) -> Any:

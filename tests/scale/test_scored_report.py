@@ -10,6 +10,7 @@ been deleted: the path reads summaries only.
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 
 import numpy as np
@@ -38,7 +39,10 @@ COUNTS = ["n", "n_valued", "n_excluded", "n_not_applicable", "n_missing_evidence
 
 @pytest.fixture(scope="module")
 def demo():
-    return make_demo(n_traces=400, rng=3)
+    """The demo corpus with a fifth of its runs without an agent: the missing-key group."""
+    d = make_demo(n_traces=400, rng=3)
+    traces = [{k: v for k, v in t.items() if k != "agent"} if i % 5 == 0 else t for i, t in enumerate(d.traces)]
+    return dataclasses.replace(d, traces=traces)
 
 
 @pytest.fixture(scope="module")
@@ -77,8 +81,9 @@ def test_summaries_give_the_in_memory_weekly_numbers(scored, memory):
     wk = report.weekly_scores(report.data_sources(""), None, scored=str(scored))
     # coverage, abstentions per cause, means per measure: the page's "Coverage" chart and glance line
     _same_summary(wk.measure_summary(), measure_summary(auto), ["measure"])
-    # agents side by side
+    # agents side by side, the runs without an agent as their own group (sorted last)
     _same_summary(wk.summary(by="agent"), memory.summary(by="agent"), ["measure", "agent"])
+    assert wk.summary(by="agent")["agent"].isna().sum() == wk.summary()["measure"].nunique()
     # runs scored
     assert (s.n_traces, s.n_scores) == (auto["trace_id"].nunique(), len(auto))
     assert s.scorer_versions == set(auto["scorer_version"].astype(str))
