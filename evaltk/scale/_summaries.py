@@ -166,7 +166,7 @@ def _from_rows(rows: Sequence[Mapping[str, Any]], keys: Sequence[str]) -> ScoreS
 def _run_positions(score_ids: pd.Series, run_ids: pd.Series) -> np.ndarray:
     """Each score's row in the run table (-1 where its run is absent); through the categories
     when the ids are categorical (a score matrix in memory), so no id string is rebuilt."""
-    runs = pd.Index(run_ids.astype(str))  # type: ignore[arg-type]  # pandas-stubs: a Series is accepted
+    runs = pd.Index(run_ids.astype(str))
     if isinstance(score_ids.dtype, pd.CategoricalDtype):
         at = runs.get_indexer(score_ids.cat.categories.astype(str))
         codes = score_ids.cat.codes.to_numpy()
@@ -192,17 +192,17 @@ def report_summary(scores: pd.DataFrame, runs: pd.DataFrame) -> ReportSummary:
     agent = (runs["agent"].to_numpy(dtype=object) if "agent" in runs.columns
              else np.full(len(runs), None, dtype=object))
     pos = _run_positions(scores["trace_id"], runs["trace_id"])
-    agent = np.append(agent, None)  # position -1 (a score whose run is absent): no agent
+    agent = np.append(agent, np.array([None], dtype=object))  # position -1 (a score whose run is absent): no agent
     f = pd.DataFrame({"measure": scores["measure"], "tier": scores["tier"], "agent": agent[pos],
                       "value": scores["value"], "cause": scores["cause"]})
     p = score_partials(f, ["measure", "tier", "agent"])  # one pass; the two summaries add its rows up
     auto_p = p[(p["tier"] == "automatic").to_numpy(bool)]
     vc = f.loc[is_auto, ["measure", "value"]].dropna(subset=["value"]).value_counts(sort=False)
-    values: dict[str, dict[float, int] | None] = {}
+    counts: dict[str, dict[float, int]] = {}
     for (m, v), n in zip(vc.index, vc.to_numpy(), strict=True):
         if n > 0:
-            values.setdefault(str(m), {})[float(v)] = int(n)
-    values = {m: (d if d is not None and len(d) <= MAX_VALUES else None) for m, d in values.items()}
+            counts.setdefault(str(m), {})[float(v)] = int(n)
+    values = {m: (d if len(d) <= MAX_VALUES else None) for m, d in counts.items()}
     auto_ids = scores["trace_id"][is_auto]
     return ReportSummary(
         ScoreSummary.from_partials(p[[*_KEYS, *PARTIAL_COLUMNS]], _KEYS),
