@@ -31,6 +31,7 @@
 # %% tags=["parameters"]
 week = ""  # ISO week like 2026-W48; empty means the current week
 data_dir = ""  # folder with real data: agentrewardbench, judgebench, suite, or a demo folder; empty means demo only
+scored = ""  # a scored dataset (evaltk scale score --out): scores from its summaries, no row loaded; empty: in memory
 confidence_level = 0.95
 seed = 0
 n_traces = 3000  # size of the generated demo corpus when no demo folder is given
@@ -50,18 +51,15 @@ from IPython.display import Markdown, display
 import evaltk
 from evaltk import report, scoring
 
-params = report.check_params(week=week, data_dir=data_dir, confidence_level=confidence_level, seed=seed,
-                             n_traces=n_traces, measure=measure, n_resamples=n_resamples, thresholds=thresholds,
-                             threshold_source=threshold_source, baseline_agent=baseline_agent,
-                             candidate_agent=candidate_agent)
+params = report.check_params(week=week, data_dir=data_dir, scored=scored, confidence_level=confidence_level,
+                             seed=seed, n_traces=n_traces, measure=measure, n_resamples=n_resamples,
+                             thresholds=thresholds, threshold_source=threshold_source, baseline_agent=baseline_agent, candidate_agent=candidate_agent)
 report.use_theme()
-th = report.thresholds_of(thresholds, threshold_source)
 sources = report.data_sources(params["data_dir"])
 demo, demo_files, demo_note = report.demo_data(sources, n_traces=n_traces, seed=seed)
-inputs = [*demo_files, *sources.files()]
 warnings.simplefilter("ignore", evaltk.UndefinedWarning)  # undefined replicates are counted on each result
-sm, runs_note = report.week_scores(sources, demo)  # the week's scores: imported runs when the folder has them
-auto = sm.scores("automatic")
+wk = report.weekly_scores(sources, demo, scored=params["scored"])  # imported runs, a scored dataset, or the demo
+inputs = [*demo_files, *sources.files(), *wk.files]
 ans = report.select_answers(demo.answers, measure=measure)
 sel = report.judge_selection(ans, demo.labels, demo.canaries, measure=measure, confidence_level=confidence_level,
                              n_resamples=n_resamples, rng=seed)
@@ -79,10 +77,11 @@ jb = (report.judgebench_selection(evaltk.load_judgebench(sources.judgebench), co
 # ## This week at a glance
 
 # %%
-glance = report.week_at_a_glance(week=params["week"], measure=measure, scores=auto, selection=sel, directions=leans,
+cal = wk.calibration(confidence_level=confidence_level, n_resamples=n_resamples, rng=seed)  # judges vs humans, from the summaries
+glance = report.week_at_a_glance(week=params["week"], measure=measure, scores=wk, selection=sel, directions=leans,
                                  ceilings=ceilings, suite=summary, trajectory=cohort and cohort.summary(),
-                                 agentrewardbench=arb, judgebench=jb)
-display(Markdown(f"Sources: {runs_note}{demo_note}" + (f"; real data from {sources.data_dir}" if sources.data_dir else "") + "."))
+                                 agentrewardbench=arb, judgebench=jb, calibration=cal)
+display(Markdown(f"Sources: {wk.note}{demo_note}" + (f"; real data from {sources.data_dir}" if sources.data_dir else "") + "."))
 display(Markdown(report.markdown_list(glance)))
 
 # %% [markdown]
@@ -92,7 +91,7 @@ display(Markdown(report.markdown_list(glance)))
 # dimension that abstains often is not "doing well"; its mean is over fewer runs.
 
 # %%
-report.abstention_chart(auto, title="Scores this week: valued and abstained, per dimension and cause")
+report.abstention_chart(wk, title="Scores this week: valued and abstained, per dimension and cause")
 
 # %% [markdown]
 # ## Agents side by side (same scorer version, same task population: a supported comparison)
@@ -101,7 +100,7 @@ report.abstention_chart(auto, title="Scores this week: valued and abstained, per
 # levels: the levels are provisional.
 
 # %%
-report.show_agents(sm.summary(by="agent"), measures=scoring.TRACE_MEASURES)
+report.show_agents(wk.summary(by="agent"), measures=scoring.TRACE_MEASURES)
 
 # %% [markdown]
 # ## Where you are
@@ -112,7 +111,7 @@ report.show_agents(sm.summary(by="agent"), measures=scoring.TRACE_MEASURES)
 # reason is shown instead of a number.
 
 # %%
-report.show_levels(report.level_table(sm, demo.labels, measures=scoring.TRACE_MEASURES, confidence_level=confidence_level))
+report.show_levels(wk.levels(demo.labels, measures=scoring.TRACE_MEASURES, confidence_level=confidence_level))
 
 # %% [markdown]
 # ## Value is not verdict
@@ -123,7 +122,7 @@ report.show_levels(report.level_table(sm, demo.labels, measures=scoring.TRACE_ME
 # may then fail closed, a score never does.
 
 # %%
-report.verdict_table(auto, th).set_index(["measure", "verdict"]) if th else Markdown("*No thresholds given: no verdicts.*")
+wk.verdicts(report.thresholds_of(thresholds, threshold_source)).set_index(["measure", "verdict"]) if thresholds else Markdown("*No thresholds given: no verdicts.*")
 
 # %% [markdown]
 # ## Checkpoint gate: candidate against baseline
@@ -140,7 +139,8 @@ report.verdict_table(auto, th).set_index(["measure", "verdict"]) if th else Mark
 
 # %%
 headline, g = report.checkpoint_gate_headline(demo, baseline_agent=baseline_agent, candidate_agent=candidate_agent,
-                                              confidence_level=confidence_level, n_resamples=n_resamples, rng=seed)
+                                              confidence_level=confidence_level, n_resamples=n_resamples, rng=seed,
+                                              scores=wk)
 display(Markdown(headline))
 if g is not None:
     display(report.gate_chart(g.dimensions, baseline=baseline_agent, candidate=candidate_agent))

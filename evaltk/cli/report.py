@@ -47,15 +47,22 @@ def register_cli(subparsers: Any) -> None:
             "Examples:\n"
             "  evaltk report                                  # demo data, current week\n"
             "  evaltk report --week 2026-W48 --data ../shared/data --out reports/\n"
-            "  evaltk report --params params.yaml --only calibration weekly\n\n"
+            "  evaltk report --params params.yaml --only calibration weekly\n"
+            "  evaltk report --scored scored/                 # the week from `evaltk scale score --out scored/`\n\n"
             "Exit codes: 0 every notebook ran; 64 usage; 65 invalid parameters or data (also when a\n"
-            "notebook stops on an InputError); 66 unreadable input; 70 a notebook failed otherwise\n"
+            "notebook stops on an InputError, and a --scored dataset without its completion record\n"
+            "_complete.json: the message names the partitions done and missing); 66 unreadable input\n"
+            "(also a --scored path that is not a scored dataset); 70 a notebook failed otherwise\n"
             "(a bug). A failure names the notebook, the cell and the error."
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--week", default=None, help="ISO week YYYY-Www (default: the current week)")
     p.add_argument("--data", default=None, metavar="DIR", help="data folder (default: the embedded demo data)")
+    p.add_argument("--scored", default=None, metavar="DIR",
+                   help="a scored dataset (the --out of `evaltk scale score`: a folder or an fsspec URL such as "
+                        "s3://bucket/scored): the weekly page's scores, coverage, agents and verdicts come from "
+                        "its per-partition summaries, without loading score rows")
     p.add_argument("--params", default=None, metavar="FILE", help="YAML or JSON file of notebook parameters")
     p.add_argument("--out", default="reports", metavar="DIR", help="output root (default: reports/)")
     p.add_argument("--only", nargs="+", default=None, metavar="NOTEBOOK", choices=NOTEBOOKS,
@@ -70,7 +77,7 @@ def _cli_report(args: argparse.Namespace) -> int:
 
     try:
         index = render_report(week=args.week, data=args.data, params=args.params, out=args.out,
-                              notebooks=args.only, progress=say)
+                              notebooks=args.only, progress=say, scored=args.scored)
     except ReportFailed as e:  # each failure once (the progress lines only say FAILED)
         for f in e.failures:
             print(f"evaltk: {f}", file=sys.stderr)

@@ -96,6 +96,10 @@ from ._theme import (
     chart_to_svg,
     use_theme,
 )
+from ._week import (
+    WeekScores,
+    weekly_scores,
+)
 
 __all__ = [
     "THEME_NAME",
@@ -158,6 +162,8 @@ __all__ = [
     "data_sources",
     "demo_data",
     "week_scores",
+    "WeekScores",
+    "weekly_scores",
     "example_path",
     "judgebench_presented",
     "check_params",

@@ -377,7 +377,7 @@ def confusion_heatmap(
 
 
 def abstention_chart(
-    scores: pd.DataFrame,
+    scores: Any,
     *,
     measure: str = "measure",
     value: str = "value",
@@ -388,15 +388,21 @@ def abstention_chart(
 
     ``scores`` may be the whole long score matrix (``trace_id, measure, value,
     cause``): it is summarised with :func:`evaltk.stats.summarize_frame` (one row
-    per measure) before anything is charted.
+    per measure) before anything is charted; or the weekly page's
+    :class:`evaltk.report.WeekScores` (already summarised: from a scored dataset, no row).
     """
     import altair as alt
 
-    scores = check_frame(scores, "scores")
-    check_columns(scores, [measure, value, cause], name="scores")
-    if len(scores) == 0:
+    from ._week import WeekScores
+
+    if isinstance(scores, WeekScores):  # already summarised (in memory or from a scored dataset)
+        summary, measure = scores.measure_summary(), "measure"
+    else:
+        scores = check_frame(scores, "scores")
+        check_columns(scores, [measure, value, cause], name="scores")
+        summary = measure_summary(scores, measure=measure, value=value, cause=cause) if len(scores) else scores
+    if len(summary) == 0:
         raise ValueError("`scores` is empty: nothing to chart.")
-    summary = measure_summary(scores, measure=measure, value=value, cause=cause)
     long = summary.melt(id_vars=[measure, "coverage", "n"], value_vars=["n_valued", *[f"n_{c}" for c in CAUSES]],
                         var_name="outcome", value_name="count")
     long["outcome"] = long["outcome"].str.slice(2)

@@ -309,36 +309,45 @@ def measure_summary(scores: pd.DataFrame, *, measure: str = "measure", value: st
                     cause: str = "cause") -> pd.DataFrame:
     """:func:`evaltk.stats.summarize_frame` by measure, in the seed's order of the measures
     (the trace vector, then the guide family; other names after them), as a page shows it."""
-    from ..scoring import MEASURES
     from ..stats import summarize_frame
+    from ._week import seed_order
 
-    rank = {m: i for i, m in enumerate(MEASURES)}
-    summary = summarize_frame(scores, by=measure, value=value, cause=cause)
-    return summary.sort_values(measure, key=lambda s: s.map(lambda m: rank.get(m, len(rank))), kind="stable")
+    return seed_order(summarize_frame(scores, by=measure, value=value, cause=cause), measure)
 
 
-def week_at_a_glance(*, week: str, measure: str, scores: pd.DataFrame, selection: Any, directions: pd.DataFrame,
+def week_at_a_glance(*, week: str, measure: str, scores: Any, selection: Any, directions: pd.DataFrame,
                      ceilings: pd.DataFrame, suite: Any = None, trajectory: Mapping[str, Any] | None = None,
-                     agentrewardbench: pd.DataFrame | None = None, judgebench: Any = None) -> pd.DataFrame:
+                     agentrewardbench: pd.DataFrame | None = None, judgebench: Any = None,
+                     calibration: pd.DataFrame | None = None) -> pd.DataFrame:
     """The weekly page's summary, one ``item, text`` row per line.
 
-    ``scores`` is the automatic tier of the week's score matrix; ``selection`` the judge
+    ``scores`` is the automatic tier of the week's score matrix, or the week's
+    :class:`evaltk.report.WeekScores` (its summaries: in memory or from a scored dataset); ``selection`` the judge
     selection on ``measure`` (:func:`evaltk.select_judges`); ``directions`` and ``ceilings``
     :func:`judge_direction_table` and :func:`human_ceiling_table` on ``measure``; ``suite``
     an :class:`evaltk.EvalSummary`; ``trajectory`` a cohort's ``summary()``;
     ``agentrewardbench`` :func:`evaltk.agentrewardbench_ceiling`; ``judgebench`` the
-    selection on JudgeBench.  Absent sources give a line that says so or no line.
+    selection on JudgeBench; ``calibration`` the week's judge-vs-human table
+    (:meth:`WeekScores.calibration`).  Absent sources give a line that says so or no line.
     """
+
+    from ._week import WeekScores
 
     fmt = functools.partial(format_interval, digits=3)  # the digits of the tables on the pages
     t = selection.table
     best = t[t["judge"].isin(selection.eligible)].sort_values("accuracy", ascending=False)
-    versions = ", ".join(sorted(scores["scorer_version"].astype(str).unique()))
+    if isinstance(scores, WeekScores):  # from the mergeable summaries (in memory or a scored dataset)
+        s = scores.summaries
+        n_traces, n_scores, versions, by_measure = (s.n_traces, s.n_scores, ", ".join(sorted(s.scorer_versions)),
+                                                    scores.measure_summary())
+    else:
+        n_traces, n_scores = scores["trace_id"].nunique(), len(scores)
+        versions = ", ".join(sorted(scores["scorer_version"].astype(str).unique()))
+        by_measure = measure_summary(scores)
     rows = [("week", week),
-            ("runs scored", f"{scores['trace_id'].nunique()} traces, {len(scores)} scores, scorer versions "
+            ("runs scored", f"{n_traces} traces, {n_scores} scores, scorer versions "
                             f"{versions} (all dimensions provisional)"),
-            ("coverage per dimension", "; ".join(f"{r.measure} {r.coverage:.0%}"
-                                                 for r in measure_summary(scores).itertuples())),
+            ("coverage per dimension", "; ".join(f"{r.measure} {r.coverage:.0%}" for r in by_measure.itertuples())),
             (f"judges on the frontier ({measure}), not rejected by a canary, above the coverage floor",
              "; ".join(f"{r.judge}: accuracy {fmt(r.accuracy, r.ci_low, r.ci_high)} on {r.n_answered} answered "
                        f"(coverage {_share(r.coverage)}), ${r.cost_per_item:.4f}/item, "
@@ -356,6 +365,12 @@ def week_at_a_glance(*, week: str, measure: str, scores: pd.DataFrame, selection
                  if _missing(c["statistic"]) else
                  f"{fmt(c['statistic'], c['ci_low'], c['ci_high'])} percent agreement on {c['n_pairable']} "
                  "double-labelled items"))
+    if calibration is not None and len(calibration):
+        rows.append(("the judges' score against the human labels on this week's runs (Cohen's kappa)", "; ".join(
+            f"{r.measure} {fmt(r.statistic, r.ci_low, r.ci_high)} on the {r.n_pairable} runs both judged and labelled "
+            f"(of {r.n_units})" if not _missing(r.statistic) else
+            f"{r.measure} undefined on the {r.n_pairable} runs both judged and labelled (of {r.n_units})"
+            for r in calibration.itertuples())))
     if suite is not None:
         rows.append((f"suite {suite.run.suite}", ("PASSED" if suite.passed else "DID NOT PASS") +
                      f": gated aggregate {suite.gated_aggregate_score:.3f} (reported {suite.aggregate_score:.3f}), "
@@ -403,14 +418,18 @@ def trajectory_note(trajectory: Any, summary: Mapping[str, Any] | None) -> str:
 
 def checkpoint_gate_headline(demo: Any, *, baseline_agent: str, candidate_agent: str,
                              confidence_level: float = 0.95, n_resamples: int = 2000,
-                             rng: Any = 0) -> tuple[str, Any]:
+                             rng: Any = 0, scores: Any = None) -> tuple[str, Any]:
     """The checkpoint gate (:func:`evaltk.report.checkpoint_gate`) and the line over it:
-    ``(headline, gate)``.  When there is no gate (an agent without runs, or the gate refused
-    to compare) ``gate`` is None and the headline says why."""
+    ``(headline, gate)``.  When there is no gate (an agent without runs, the gate refused
+    to compare, or ``scores`` is a :class:`WeekScores` read from a scored dataset, which
+    keeps no pairs of runs) ``gate`` is None and the headline says why."""
     from ..errors import InputError
     from ..judges import GateRefused
     from ._tables import checkpoint_gate
+    from ._week import GATE_FROM_SUMMARIES
 
+    if scores is not None and scores.scored:
+        return GATE_FROM_SUMMARIES, None
     try:
         g = checkpoint_gate(demo, baseline_agent=baseline_agent, candidate_agent=candidate_agent,
                             confidence_level=confidence_level, n_resamples=n_resamples, rng=rng)

@@ -64,7 +64,8 @@ def check_params(**params: Any) -> dict[str, Any]:
     literal (str, number, bool, None, or a list / dict of those).
 
     Rules: ``week`` an ISO week ``YYYY-Www`` ("" means the current week);
-    ``data_dir`` "" (embedded demo data) or an existing folder; ``suite_run``,
+    ``data_dir`` "" (embedded demo data) or an existing folder; ``scored`` "" or a
+    scored dataset (an existing folder, or an fsspec URL); ``suite_run``,
     ``host_summary`` and names ending in ``_path`` / ``_file`` "" or an existing file;
     ``confidence_level`` in (0, 1); ``seed`` and ``n_resamples`` non-negative /
     positive ints; ``judges``, ``dimensions`` lists of names; ``thresholds`` and
@@ -104,6 +105,23 @@ def _folder(name: str, v: Any) -> str:
     p = Path(v).expanduser()
     if not p.is_dir():
         raise UnreadableInput(f"no such folder: {v!r}.", field=name)
+    return str(p.resolve())
+
+
+def _dataset(name: str, v: Any) -> str:
+    """``scored``: "" (score in memory), a folder written by ``evaltk scale score`` (made
+    absolute: the kernels run in the output folder), or an fsspec URL (kept as given)."""
+    if v is None or v == "":
+        return ""
+    if not isinstance(v, str):
+        raise InputError(f"must be a scored dataset (a folder or URL written by `evaltk scale score`) or ''; "
+                         f"got {v!r}.", field=name)
+    if "://" in v and not v.startswith("file://"):
+        return v
+    p = Path(v[len("file://"):] if v.startswith("file://") else v).expanduser()
+    if not p.is_dir():
+        raise UnreadableInput(f"no such folder: {v!r} (a scored dataset written by `evaltk scale score` "
+                              "expected).", field=name)
     return str(p.resolve())
 
 
@@ -150,6 +168,7 @@ def _is_path_param(name: str) -> bool:
 _RULES: tuple[tuple[Callable[[str], bool], Callable[[str, Any], Any]], ...] = (
     (lambda n: n == "week", lambda n, v: _check_week(v)),
     (lambda n: n == "data_dir", _folder),
+    (lambda n: n == "scored", _dataset),
     (_is_path_param, _file),
     (lambda n: n == "confidence_level", lambda n, v: _check_unit(n, v, open_=True)),
     (lambda n: n == "seed", lambda n, v: _int(n, v, positive=False)),

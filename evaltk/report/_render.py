@@ -247,6 +247,7 @@ def render_report(
     notebooks: Sequence[str] | None = None,
     progress: Callable[[str], None] | None = None,
     start_timeout: int = 120,
+    scored: str | os.PathLike[str] | None = None,
 ) -> Path:
     """Execute the report notebooks with papermill and render code-free HTML.
 
@@ -267,6 +268,12 @@ def render_report(
         Root folder of the reports.
     notebooks : sequence of str, optional
         Subset of :data:`NOTEBOOKS` to run (default all).
+    scored : path or URL, optional
+        A scored dataset (the ``out`` of ``evaltk scale score`` / :func:`evaltk.scale.score_dataset`:
+        a folder, or an fsspec URL whose credentials fsspec finds in its configuration or
+        the environment) passed as ``scored`` to the notebooks that declare it (``weekly``):
+        its score sections come from the dataset's per-partition summaries, no score row
+        read.  A dataset without its completion record is refused before any notebook runs.
     progress : callable, optional
         Called with one line of text per step; each line is also logged (INFO) on the
         ``evaltk.report`` logger.  A failed notebook's line says FAILED; the failure
@@ -283,7 +290,10 @@ def render_report(
         When a notebook fails; every other notebook still runs, the failing one is
         rendered too (its error is visible in its page), and ``run.json`` records it.
     InputError, UnreadableInput
-        Bad ``week``, ``data`` or ``params`` (before any notebook runs).
+        Bad ``week``, ``data``, ``scored`` or ``params`` (before any notebook runs).
+    SchemaViolation
+        ``scored`` is partial (no ``_complete.json``: the message names the partitions done
+        and missing) or lacks its per-partition summaries.
     OutputRefused
         ``out/<week>`` is a file, or is (or holds) the data folder or the parameters file.
 
@@ -305,6 +315,7 @@ def render_report(
     data_dir = ""
     if data is not None and str(data) != "":
         data_dir = check_params(data_dir=str(data))["data_dir"]
+    scored_ds = check_params(scored=str(scored))["scored"] if scored is not None and str(scored) else ""
     names = list(NOTEBOOKS if notebooks is None else notebooks)
     unknown = [n for n in names if n not in NOTEBOOKS]
     if unknown or not names:
@@ -312,12 +323,17 @@ def render_report(
     out_dir = Path(out) / week
     if data_dir:  # a folder holding none of the recognised data is refused before any notebook
         data_sources(data_dir)
-    check_output(out_dir, [data, None if isinstance(params, Mapping) else params], kind="dir")
+    if scored_ds:  # so is a partial scored dataset, naming the partitions done and missing
+        from ..scale import check_complete
+
+        check_complete(scored_ds)
+    local_scored = scored_ds if scored_ds and "://" not in scored_ds else None
+    check_output(out_dir, [data, None if isinstance(params, Mapping) else params, local_scored], kind="dir")
     try:  # assembled in a temporary folder beside out/<week>, renamed when complete (docs/outputs.md)
         with atomic_dir(out_dir) as work:
             failures = _run_notebooks(work, names, given, params_file, week=week, data_dir=data_dir,
                                       say=say, start_timeout=start_timeout, final=out_dir,
-                                      data_given=str(data) if data_dir else "")
+                                      data_given=str(data) if data_dir else "", scored=scored_ds)
     except BaseException:  # nothing was published: an earlier report must not read as this run's
         if out_dir.is_dir():
             shutil.rmtree(out_dir, ignore_errors=True)
@@ -331,7 +347,7 @@ def render_report(
 
 def _run_notebooks(out_dir: Path, names: Sequence[str], given: Mapping[str, Any], params_file: str | None, *,
                    week: str, data_dir: str, say: Callable[[str], None], start_timeout: int,
-                   final: Path, data_given: str = "") -> list[NotebookFailure]:
+                   final: Path, data_given: str = "", scored: str = "") -> list[NotebookFailure]:
     """Execute and render every notebook into ``out_dir`` (the folder being assembled), then
     write ``run.json``; the failures."""
     from .. import __version__
@@ -342,7 +358,7 @@ def _run_notebooks(out_dir: Path, names: Sequence[str], given: Mapping[str, Any]
     with tempfile.TemporaryDirectory(prefix="evaltk-report-") as tmp, _report_kernel() as kernel:
         # 1. convert every notebook and read its declared parameters
         converted, declared = _convert_notebooks(names, Path(tmp))
-        per = _notebook_parameters(declared, given, params_file, week=week, data_dir=data_dir)
+        per = _notebook_parameters(declared, given, params_file, week=week, data_dir=data_dir, scored=scored)
         shown = _shown_roots(per, final, data_as_given=data_given, work=out_dir)
         # 2. execute and render
         exporter = _html_exporter()
@@ -371,6 +387,7 @@ def _run_notebooks(out_dir: Path, names: Sequence[str], given: Mapping[str, Any]
         "python": sys.version.split()[0],
         "generated_at": _dt.datetime.now(_dt.UTC).replace(microsecond=0).isoformat(),
         "data_dir": data_dir or None,
+        "scored": sorted({str(v["scored"]) for v in per.values() if v.get("scored")}) or None,
         "params_file": None if params_file is None else {"path": params_file, "sha256": file_digest(params_file)},
         "notebooks": records,
     }
@@ -403,7 +420,7 @@ def _convert_notebooks(names: Sequence[str], tmp: Path) -> tuple[dict[str, Path]
 
 
 def _notebook_parameters(declared: Mapping[str, dict[str, Any]], given: Mapping[str, Any], params_file: str | None,
-                         *, week: str, data_dir: str) -> dict[str, dict[str, Any]]:
+                         *, week: str, data_dir: str, scored: str = "") -> dict[str, dict[str, Any]]:
     """Every notebook's parameters, checked before any kernel starts."""
     per = _plan_parameters(declared, given, params_file)
     # relative paths resolve inside the parameters file's folder (or the current folder for a
@@ -411,20 +428,31 @@ def _notebook_parameters(declared: Mapping[str, dict[str, Any]], given: Mapping[
     base = Path(params_file).resolve().parent if params_file else Path.cwd()
     for values in per.values():
         for k, v in values.items():
-            if _is_path_param(k) and isinstance(v, str) and v and not Path(v).expanduser().is_absolute():
+            relative = isinstance(v, str) and v and "://" not in v and not Path(v).expanduser().is_absolute()
+            if (_is_path_param(k) or k == "scored") and relative:
                 values[k] = str((base / v).resolve())
     for name in declared:
         if "week" in declared[name]:
             per[name].setdefault("week", week)
         if "data_dir" in declared[name] and data_dir:
             per[name].setdefault("data_dir", data_dir)
+        if "scored" in declared[name] and scored:
+            per[name].setdefault("scored", scored)
         try:  # fail fast, before any kernel starts; the notebooks check again themselves
             check_params(**per[name])
         except InputError as e:
             raise type(e)(f"notebook `{name}`: {e.detail}", file=params_file, field=e.field) from None
+    if scored and not any("scored" in d for d in declared.values()):
+        raise InputError(f"--scored is read by the weekly notebook, which is not among {', '.join(declared)}.",
+                         field="scored")
     # a data folder that holds none of the recognised data is refused here, not by five kernels
     for folder in sorted({str(v.get("data_dir") or "") for v in per.values()} - {""}):
         data_sources(folder)
+    # so is a partial scored dataset (no completion record), naming the partitions done and missing
+    for ds in sorted({str(v.get("scored") or "") for v in per.values()} - {""}):
+        from ..scale import check_complete
+
+        check_complete(ds)
     return per
 
 
@@ -447,6 +475,9 @@ def _shown_roots(per: Mapping[str, Mapping[str, Any]], out_dir: Path, *, data_as
         if folder:
             given = data_as_given if data_as_given and not Path(data_as_given).is_absolute() else Path(folder).name
             add(Path(folder).expanduser(), given.rstrip("/") or "data")
+        ds = str(v.get("scored") or "")
+        if ds and "://" not in ds:  # a scored dataset is named by its folder's name
+            add(Path(ds), Path(ds).name or "scored")
     with contextlib.suppress(UnreadableInput):
         add(examples_dir(), "evaltk/data/examples")
     with contextlib.suppress(UnreadableInput):

@@ -488,6 +488,13 @@ def verdict_table(scores: pd.DataFrame, thresholds: Mapping[str, Threshold]) -> 
 # --------------------------------------------------------------------------- where you are
 
 
+def _no_level(measure: str, reason: str | None) -> dict[str, Any]:
+    """A row of :func:`level_table` without a level (``reason`` says why)."""
+    return {"measure": measure, "level": math.nan, "ci_low": math.nan, "ci_high": math.nan, "method": None,
+            "n_labels": 0, "n_runs": 0, "human_only_low": math.nan, "human_only_high": math.nan,
+            "effective_labels": math.nan, "reason": reason}
+
+
 def level_table(matrix: Any, labels: pd.DataFrame, *, measures: Sequence[str], confidence_level: float = 0.95
                 ) -> pd.DataFrame:
     """"Where you are" per measure: the level on the human scale with its interval where
@@ -502,9 +509,7 @@ def level_table(matrix: Any, labels: pd.DataFrame, *, measures: Sequence[str], c
 
     rows = []
     for m in measures:
-        row: dict[str, Any] = {"measure": m, "level": math.nan, "ci_low": math.nan, "ci_high": math.nan,
-                               "method": None, "n_labels": 0, "n_runs": 0, "human_only_low": math.nan,
-                               "human_only_high": math.nan, "effective_labels": math.nan, "reason": None}
+        row = _no_level(m, None)
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", UndefinedWarning)

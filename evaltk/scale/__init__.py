@@ -21,6 +21,16 @@ from ._scale import (
     summarize_dataset,
     write_store,
 )
+from ._scored import (
+    check_complete,
+    read_report_summary,
+)
+from ._summaries import (
+    MAX_VALUES,
+    SUMMARIES_DIR,
+    ReportSummary,
+    report_summary,
+)
 
 __all__ = [
     "partitions_done",
@@ -42,4 +52,10 @@ __all__ = [
     "score_partitions",
     "dask_score_summary",
     "write_store",
+    "SUMMARIES_DIR",
+    "MAX_VALUES",
+    "ReportSummary",
+    "report_summary",
+    "check_complete",
+    "read_report_summary",
 ]

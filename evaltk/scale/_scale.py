@@ -89,6 +89,7 @@ from ..stats import (
 from ..values import CAUSES, Abstention, normalize_measure
 from . import _remote
 from ._remote import Root, is_remote
+from ._summaries import CALIBRATION_CATEGORIES, SUMMARIES_DIR, write_partition_summary
 
 #: Progress of long work (partitions scored) is logged here at INFO, never printed.
 logger = logging.getLogger("evaltk.scale")
@@ -103,8 +104,6 @@ SCORE_META: pd.DataFrame = pd.DataFrame({
     "scorer": pd.Series(dtype=object), "scorer_version": pd.Series(dtype=object),
     "n_raters": pd.Series(dtype=np.int32)})
 
-#: Judge-vs-human tables kept for calibration: measure -> declared category domain.
-CALIBRATION_CATEGORIES: dict[str, tuple[float, ...]] = {"x_task": (0.0, 1.0), "x_eff": (0.0, 0.5, 1.0)}
 
 _TRACE_SUFFIXES = (".parquet", ".jsonl", ".ndjson", ".json")
 _ANSWER_SUFFIXES = (".parquet", ".jsonl", ".ndjson", ".json", ".csv")
@@ -133,7 +132,7 @@ _RUN_FILE = "_run.json"
 #: Shared answers and labels repartitioned by their trace's partition, removed when the run completes.
 _SHUFFLE_DIR = "_shuffle"
 #: Everything :func:`score_dataset` writes in ``out`` (what ``overwrite=True`` removes, and nothing else).
-_WRITES = (*_TABLES, "manifest.json", COMPLETE_FILE, _PARTS_DIR, _SHUFFLE_DIR)
+_WRITES = (*_TABLES, SUMMARIES_DIR, "manifest.json", COMPLETE_FILE, _PARTS_DIR, _SHUFFLE_DIR)
 _LOG = logging.getLogger("evaltk.scale")
 
 
@@ -603,11 +602,14 @@ def _write_outputs(part: Partition, out: str | None, scores: pd.DataFrame | None
     files = {}
     stage = tempfile.TemporaryDirectory(prefix="evaltk-out-") if root.remote else contextlib.nullcontext(root.root)
     with stage as d:
-        for t, frame in (("scores", scores), ("runs", runs), ("ledger", ledger)):
+        for t, frame in (("scores", scores), ("runs", runs), ("ledger", ledger), (SUMMARIES_DIR, scores)):
             if frame is None:
                 continue
-            _write(frame, Path(d), t, part.key)
-            rel = f"{t}/{part.key}.parquet"
+            if t == SUMMARIES_DIR:  # the partition's mergeable summaries, read by `evaltk report --scored`
+                rel = write_partition_summary(Path(d), part.key, frame, runs)  # type: ignore[arg-type]
+            else:
+                _write(frame, Path(d), t, part.key)
+                rel = f"{t}/{part.key}.parquet"
             files[rel] = "sha256:" + file_digest(Path(d) / rel)
             if root.remote:
                 _remote.upload(Path(d) / rel, root.at(rel), storage_options)
@@ -903,7 +905,7 @@ def check_dataset(out: str | Path, *, storage_options: Mapping[str, Any] | None 
     root.check_digest("manifest.json", manifest_digest, recorded_in=marker)
     manifest = Manifest.from_dict(root.read_json("manifest.json"), source=root.at("manifest.json"))
     for rel, digest in listed.items():
-        if rel.split("/", 1)[0] not in _TABLES or ".." in PurePosixPath(rel).parts or rel.startswith("/"):
+        if rel.split("/", 1)[0] not in (*_TABLES, SUMMARIES_DIR) or ".." in PurePosixPath(rel).parts or rel.startswith("/"):
             raise SchemaViolation(f"integrity check `complete`: {rel!r} is not a file of a scored dataset",
                                   file=marker, field="partitions")
         root.check_digest(rel, digest, recorded_in=marker)
@@ -1024,7 +1026,7 @@ def score_dataset(traces: str | Path, answers: str | Path | None = None, labels:
     >>> d.answers.to_csv(tmp / "a" / "p0.csv", index=False)
     >>> res = score_dataset(tmp / "t", tmp / "a", out=tmp / "out")
     >>> res.summary.n_runs, sorted(p.name for p in (tmp / "out").iterdir())  # one run is in progress
-    (39, ['_complete.json', '_partitions', 'ledger', 'manifest.json', 'runs', 'scores'])
+    (39, ['_complete.json', '_partitions', 'ledger', 'manifest.json', 'runs', 'scores', 'summaries'])
     """
     kind = engine_kind(engine)
     if kind == "duckdb" or (kind == "dask" and isinstance(engine, str)):

@@ -263,3 +263,42 @@ def test_page_shows_no_machine_path_no_python_booleans_and_links_home(rendered, 
         assert machine not in html, f"{PAGES[name]} shows {machine}"
     assert not re.search(r"(?<![\w`])(True|False)(?![\w`])", text), re.findall(r".{40}(?:True|False).{20}", text)
     assert ('href="index.html"' in html) == (name != "weekly")
+
+
+# --------------------------------------------------------------------------- the week from a scored dataset
+
+
+def test_weekly_renders_from_a_scored_dataset_without_its_rows(tmp_path):
+    """``evaltk report --scored DIR``: the weekly notebook (papermill, headless) reads only the
+    dataset's summaries: every score, run and ledger file is deleted first."""
+    import shutil
+
+    from evaltk.data import make_demo
+    from evaltk.scoring import score_traces
+
+    from .test_report import _scored_dataset
+
+    demo = make_demo(n_traces=SMALL["n_traces"], rng=0)
+    scored = _scored_dataset(tmp_path / "store", demo)
+    for t in ("scores", "runs", "ledger"):
+        shutil.rmtree(scored / t)
+    code = main(["report", "--week", WEEK, "--scored", str(scored), "--only", "weekly", "--out",
+                 str(tmp_path / "out")])
+    assert code == 0
+    html = (tmp_path / "out" / WEEK / "index.html").read_text(encoding="utf-8")
+    text = _text(html)
+    auto = score_traces(demo.traces, demo.answers, demo.labels).scores("automatic")
+    assert f"{auto['trace_id'].nunique()} traces, {len(auto)} scores" in text
+    assert "the scored dataset scored (from its per-partition summaries; no score row read" in text
+    assert "Checkpoint gate not available from a scored dataset" in text
+    assert re.search(r"the judges' score against the human labels on this week's runs \(Cohen's kappa\) : "
+                     r"x_eff -?[01]\.\d{3}.* on the \d+ runs both judged and labelled \(of \d+\); x_task -?[01]\.\d{3}",
+                     text), text[:3000]
+    assert html.count("<svg") >= 3  # coverage, trajectory grid, frontier
+    assert str(tmp_path) not in html  # the dataset is named by its folder, not by a machine path
+    run = json.loads((tmp_path / "out" / WEEK / "run.json").read_text())
+    rec = run["notebooks"]["weekly"]
+    assert rec["status"] == "ok" and rec["parameters"]["scored"] == str(scored.resolve())
+    assert run["scored"] == [str(scored.resolve())]
+    inputs = {Path(i["path"]).name: i["sha256"] for i in rec["provenance"][0]["inputs"]}
+    assert inputs["_complete.json"] == report.file_digest(scored / "_complete.json")

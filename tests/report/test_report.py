@@ -876,3 +876,92 @@ def test_where_you_are_gives_a_level_only_where_it_holds_and_the_reason_elsewher
     sm = score_traces(demo.traces, demo.answers, demo.labels)
     d = report.level_table(sm, demo.labels, measures=["x_task", "x_safe", "x_eff", "x_ctx"])
     assert d["level"].isna().all() and d["reason"].str.len().gt(0).all()
+
+
+# --------------------------------------------------------------------------- a scored dataset (--scored)
+
+
+def _scored_dataset(root: Path, demo, n_parts: int = 3) -> Path:
+    """``demo`` written as ``n_parts`` trace files with co-partitioned answers, scored by score_dataset."""
+    from evaltk.scale import score_dataset
+
+    traces = list(demo.traces)
+    size = -(-len(traces) // n_parts)
+    for i in range(n_parts):
+        chunk = traces[i * size:(i + 1) * size]
+        (root / "traces").mkdir(parents=True, exist_ok=True)
+        (root / "answers").mkdir(exist_ok=True)
+        (root / "traces" / f"part-{i}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in chunk))
+        ids = {str(r["trace_id"]) for r in chunk}
+        demo.answers[demo.answers["trace_id"].astype(str).isin(ids)].to_csv(root / "answers" / f"part-{i}.csv",
+                                                                          index=False)
+    demo.labels.to_csv(root / "labels.csv", index=False)
+    score_dataset(root / "traces", root / "answers", root / "labels.csv", out=root / "scored")
+    return root / "scored"
+
+
+def test_scored_parameter_is_a_folder_or_a_url(tmp_path):
+    assert report.check_params(scored="")["scored"] == ""
+    assert report.check_params(scored=str(tmp_path))["scored"] == str(tmp_path.resolve())
+    assert report.check_params(scored=f"file://{tmp_path}")["scored"] == str(tmp_path.resolve())
+    assert report.check_params(scored="s3://bucket/scored")["scored"] == "s3://bucket/scored"
+    with pytest.raises(UnreadableInput, match="field `scored`: no such folder"):
+        report.check_params(scored=str(tmp_path / "nowhere"))
+    with pytest.raises(InputError, match="field `scored`"):
+        report.check_params(scored=3)
+
+
+def test_report_refuses_a_partial_scored_dataset_before_any_notebook(small_demo, tmp_path, capsys):
+    from evaltk.cli._main import main
+
+    scored = _scored_dataset(tmp_path / "store", small_demo)
+    (scored / "_complete.json").unlink()
+    (scored / "_partitions" / "part-1.json").unlink()
+    code = main(["report", "--week", "2026-W48", "--scored", str(scored), "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert code == 65
+    assert "no completion record _complete.json" in err and "2 of 3 partition(s) done (part-0, part-2)" in err
+    assert "missing: part-1" in err and "--resume" in err
+    assert not (tmp_path / "out").exists()  # refused before any notebook ran
+
+
+def test_report_refuses_a_folder_that_is_not_a_scored_dataset(tmp_path, capsys):
+    from evaltk.cli._main import main
+
+    assert main(["report", "--scored", str(tmp_path / "nowhere"), "--out", str(tmp_path / "out")]) == 66
+    assert "no such folder" in capsys.readouterr().err
+    (tmp_path / "empty").mkdir()
+    assert main(["report", "--scored", str(tmp_path / "empty"), "--out", str(tmp_path / "out")]) == 65
+    assert "0 partition(s) done" in capsys.readouterr().err
+
+
+def test_scored_needs_the_weekly_notebook(small_demo, tmp_path):
+    scored = _scored_dataset(tmp_path / "store", small_demo, n_parts=1)
+    with pytest.raises(InputError, match="--scored is read by the weekly notebook"):
+        report.render_report(scored=scored, notebooks=["calibration"], out=tmp_path / "out")
+
+
+def test_week_scores_from_a_scored_dataset_say_what_needs_rows(small_demo, tmp_path):
+    scored = _scored_dataset(tmp_path / "store", small_demo)
+    wk = report.weekly_scores(report.data_sources(""), small_demo, scored=str(scored))
+    assert wk.matrix is None and wk.scored == str(scored)
+    assert [p.name for p in wk.files] == ["_complete.json", "manifest.json"]
+    headline, gate = report.checkpoint_gate_headline(small_demo, baseline_agent="agent-v2",
+                                                     candidate_agent="agent-v3", scores=wk)
+    assert gate is None and "not available from a scored dataset" in headline and "pairs" in headline
+    # where you are: the manifest still says why (every demo dimension is provisional), as in memory
+    mem = report.weekly_scores(report.data_sources(""), small_demo)
+    measures = ["x_task", "x_safe"]
+    got = wk.levels(small_demo.labels, measures=measures)
+    want = mem.levels(small_demo.labels, measures=measures)
+    assert got["reason"].tolist() == want["reason"].tolist() and got["level"].isna().all()
+    # the week's glance from the summaries equals the one from the rows
+    sel = report.judge_selection(report.select_answers(small_demo.answers, measure="x_task"), small_demo.labels,
+                                 small_demo.canaries, measure="x_task", n_resamples=50, rng=0)
+    leans = report.judge_direction_table(report.select_answers(small_demo.answers, measure="x_task"),
+                                         small_demo.labels, measures=["x_task"])
+    ceil = report.human_ceiling_table(small_demo.labels, measures=["x_task"], n_resamples=50, rng=0, baseline=False)
+    kw = dict(week="2026-W48", measure="x_task", selection=sel, directions=leans, ceilings=ceil)
+    rows = report.week_at_a_glance(scores=mem.matrix.scores("automatic"), **kw)
+    assert report.week_at_a_glance(scores=wk, **kw).equals(rows)
+    assert report.week_at_a_glance(scores=mem, **kw).equals(rows)
