@@ -367,6 +367,33 @@ def _sparse_str(n: int, rows: np.ndarray, values: Sequence[Any]) -> pd.Series:
     return _s(small.take(pa.array(idx, mask=idx < 0)))
 
 
+def _keep_rows(df: pd.DataFrame, keep: np.ndarray, columns: Sequence[str] | None = None) -> pd.DataFrame:
+    """The rows of ``df`` where ``keep`` (a new RangeIndex), column by column: text columns
+    through one Arrow filter (a column with no value at all is rebuilt as shared blocks),
+    NumPy-backed and masked columns by a boolean mask.  Much cheaper than ``df[keep]``,
+    which turns the mask into positions and takes every chunk of every column."""
+    k = int(np.count_nonzero(keep))
+    mask: pa.Array | None = None
+    cols: dict[str, Any] = {}
+    for c in (df.columns if columns is None else columns):
+        s = df[c]
+        arr = _columns._arrow(s)
+        values = s.array
+        if arr is not None and isinstance(s.dtype, pd.StringDtype):
+            if arr.null_count == len(arr):
+                cols[c] = _empty_str(k)
+                continue
+            mask = pa.array(keep) if mask is None else mask
+            cols[c] = pd.Series(pd.array(arr.filter(mask), dtype=_STR))
+        elif isinstance(values, pd.arrays.IntegerArray | pd.arrays.FloatingArray | pd.arrays.BooleanArray):
+            cols[c] = pd.Series(type(values)(values._data[keep], values._mask[keep]))
+        elif isinstance(values, pd.arrays.NumpyExtensionArray) or s.dtype.kind in "biufmMO":
+            cols[c] = s.to_numpy()[keep]
+        else:  # anything else: pandas' own row selection
+            cols[c] = s[keep].reset_index(drop=True)
+    return pd.DataFrame(cols, copy=False)
+
+
 def _distinct_ids(values: Sequence[Any]) -> tuple[np.ndarray, list[str]]:
     """Ids of ``values`` among their distinct strings (-1 for a non-string) plus one
     trailing -1 (so code -1 maps to -1); and the distinct strings."""
@@ -803,7 +830,7 @@ def read_answers(source: Any, *, strict: bool = False, kind: str = "answer") -> 
     table = pd.DataFrame({**cols, "ledger_row": np.arange(len(bad), dtype=np.int64),
                           "record": ledger["record"]}, copy=False)
     if any_bad:
-        table = table[~bad].reset_index(drop=True)
+        table = _keep_rows(table, ~bad)
         codes = {c: (k[~bad], u) for c, (k, u) in codes.items()}
     for c, v in codes.items():  # the join (and scoring) read these instead of hashing again
         _columns.remember(table[c], "codes", v)

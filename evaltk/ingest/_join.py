@@ -13,7 +13,7 @@ import pyarrow.compute as pc
 
 from .. import _columns
 from .._validation import as_frame
-from ._answers import _OPTIONAL_TEXT, _Flags, _int64, _int_view, _sparse_str, read_answers
+from ._answers import _OPTIONAL_TEXT, _Flags, _int64, _int_view, _keep_rows, _sparse_str, read_answers
 from ._records import _STR, AnswerRecords
 from ._series import _BLOCK, _blocks, _const, _empty_str
 
@@ -273,12 +273,13 @@ def _join(recs: AnswerRecords, trace_ledger: pd.DataFrame, runs: pd.DataFrame,
                                reason=ledger["reason"].mask(hit_s, _sparse_str(len(ledger), lrow, reasons)),  # type: ignore[arg-type]  # as above
                                field=ledger["field"].mask(hit_s, _sparse_str(len(ledger), lrow, fields)))
     keep = ~drop
-    base = (t[keep] if any_drop else t).reset_index(drop=True)
+    names = [c for c in t.columns if c not in ("ledger_row", "record")]
+    base = _keep_rows(t, keep, names) if any_drop else t.reset_index(drop=True)
     if any_drop:
         run_pos, step_pos = run_pos[keep], step_pos[keep]
     no_step = step_pos < 0
     np.maximum(step_pos, 0, out=step_pos)
-    cols = {c: base[c] for c in base.columns if c not in ("ledger_row", "record")}
+    cols = {c: base[c] for c in names}
     cols["run_pos"] = run_pos  # type: ignore[assignment]  # a DataFrame takes arrays
     cols["step_pos"] = pd.arrays.IntegerArray(step_pos, no_step)  # type: ignore[assignment]  # a DataFrame takes arrays
     out = pd.DataFrame(cols, copy=False)  # run_pos and step_pos are built here
