@@ -111,11 +111,41 @@ def _frame_from_records(recs: Sequence[Any]) -> pd.DataFrame:
     return df.astype(object) if len(df.columns) else df
 
 
+#: Columns the CSV reader first reads as numbers (``float64``, an empty cell null): they
+#: are numbers or empty in a valid table, and a column read so skips its text and its cast.
+#: ``step`` stays text: its messages quote the cell as written.
+_CSV_NUMBERS = ("confidence", "cost", "latency_ms")
+
+
+def _arrow_csv(data: bytes, header: list[str], *, typed: bool) -> pa.Table | None:
+    """Arrow's CSV reader over the whole file, every column as text; ``typed``: the number
+    columns as ``float64`` (None unless every cell is a number or empty, and none reads
+    as NaN: such a file is read again as text, where the checks name the bad cell).  Arrow
+    parses these cells with the parser of the text-to-number cast the text path runs, so
+    both give the same values.  None where Arrow refuses the file."""
+    import pyarrow.csv as pcsv
+
+    numbers = [h for h in header if h in _CSV_NUMBERS] if typed else []
+    if typed and not numbers:
+        return None
+    types = {h: pa.float64() if h in numbers else pa.string() for h in header}
+    try:
+        t = pcsv.read_csv(
+            pa.BufferReader(data), read_options=pcsv.ReadOptions(block_size=1 << 24),  # see _ARROW_ABORT
+            convert_options=pcsv.ConvertOptions(column_types=types, strings_can_be_null=False,
+                                                null_values=[""], quoted_strings_can_be_null=True))
+        t.validate(full=True)
+    except (pa.ArrowException, ValueError):
+        return None
+    for h in numbers:  # "nan" parses as a number; the text path calls it not one
+        if pc.any(pc.is_nan(t.column(h))).as_py():
+            return None
+    return t
+
+
 def _read_csv(data: bytes, name: str) -> tuple[str, pd.DataFrame, np.ndarray]:
     """Every cell as text (CSV has no types); record numbers are file line numbers."""
     import csv
-
-    import pyarrow.csv as pcsv
 
     nl = data.find(b"\n")
     head = data if nl < 0 else data[:nl]
@@ -128,14 +158,9 @@ def _read_csv(data: bytes, name: str) -> tuple[str, pd.DataFrame, np.ndarray]:
                               record=1)
     clean, n_lines = _no_blank_lines(data)
     if clean and n_lines >= 2:
-        try:
-            t = pcsv.read_csv(
-                pa.BufferReader(data), read_options=pcsv.ReadOptions(block_size=1 << 24),  # see _ARROW_ABORT
-                convert_options=pcsv.ConvertOptions(column_types={h: pa.string() for h in header},
-                                                    strings_can_be_null=False))
-            t.validate(full=True)
-        except (pa.ArrowException, ValueError):
-            t = None
+        t = _arrow_csv(data, header, typed=True)
+        if t is None:  # a number column holds something else: every column as text
+            t = _arrow_csv(data, header, typed=False)
         if t is not None and t.num_rows == n_lines - 1:  # no quoted newline moved a row
             return name, t.to_pandas(), np.arange(2, n_lines + 1)
     # row by row (evaltk._io.csv_records): ragged rows, bad bytes, blank lines, quoted
@@ -367,31 +392,40 @@ def _sparse_str(n: int, rows: np.ndarray, values: Sequence[Any]) -> pd.Series:
     return _s(small.take(pa.array(idx, mask=idx < 0)))
 
 
-def _keep_rows(df: pd.DataFrame, keep: np.ndarray, columns: Sequence[str] | None = None) -> pd.DataFrame:
-    """The rows of ``df`` where ``keep`` (a new RangeIndex), column by column: text columns
+def _keep_rows(columns: dict[str, Any], keep: np.ndarray | None) -> pd.DataFrame:
+    """A frame of the rows of ``columns`` (Series or arrays, one length) where ``keep``
+    (every row for None), with a new RangeIndex.
+
+    ``columns`` is emptied as the frame is built, so each input column can be freed as
+    soon as its rows are taken: at most one column is held twice.  Column by column: text
     through one Arrow filter (a column with no value at all is rebuilt as shared blocks),
     NumPy-backed and masked columns by a boolean mask.  Much cheaper than ``df[keep]``,
     which turns the mask into positions and takes every chunk of every column."""
-    k = int(np.count_nonzero(keep))
+    k = 0 if keep is None else int(np.count_nonzero(keep))
     mask: pa.Array | None = None
-    cols: dict[str, Any] = {}
-    for c in (df.columns if columns is None else columns):
-        s = df[c]
+    out: dict[str, Any] = {}
+    for c in list(columns):
+        s = columns.pop(c)
+        s = s.reset_index(drop=True) if isinstance(s, pd.Series) else pd.Series(s, copy=False)
+        if keep is None:
+            out[c] = s
+            continue
         arr = _columns._arrow(s)
         values = s.array
         if arr is not None and isinstance(s.dtype, pd.StringDtype):
             if arr.null_count == len(arr):
-                cols[c] = _empty_str(k)
-                continue
-            mask = pa.array(keep) if mask is None else mask
-            cols[c] = pd.Series(pd.array(arr.filter(mask), dtype=_STR))
+                out[c] = _empty_str(k)
+            else:
+                mask = pa.array(keep) if mask is None else mask
+                out[c] = pd.Series(pd.array(arr.filter(mask), dtype=_STR))
         elif isinstance(values, pd.arrays.IntegerArray | pd.arrays.FloatingArray | pd.arrays.BooleanArray):
-            cols[c] = pd.Series(type(values)(values._data[keep], values._mask[keep]))
-        elif isinstance(values, pd.arrays.NumpyExtensionArray) or s.dtype.kind in "biufmMO":
-            cols[c] = s.to_numpy()[keep]
+            out[c] = pd.Series(type(values)(values._data[keep], values._mask[keep]))
+        elif isinstance(s.dtype, np.dtype):
+            out[c] = s.to_numpy()[keep]
         else:  # anything else: pandas' own row selection
-            cols[c] = s[keep].reset_index(drop=True)
-    return pd.DataFrame(cols, copy=False)
+            out[c] = s[keep].reset_index(drop=True)
+        del s, values
+    return pd.DataFrame(out, copy=False)
 
 
 def _distinct_ids(values: Sequence[Any]) -> tuple[np.ndarray, list[str]]:
@@ -827,10 +861,9 @@ def read_answers(source: Any, *, strict: bool = False, kind: str = "answer") -> 
     reason_s, field_s = flags.series()
     ledger = _ledger(name, numbers, cols["trace_id"], kind, bad, reason_s, field_s)
     # built here, or shared with the ledger as a pandas column (copy on write)
-    table = pd.DataFrame({**cols, "ledger_row": np.arange(len(bad), dtype=np.int64),
-                          "record": ledger["record"]}, copy=False)
+    cols.update(ledger_row=np.arange(len(bad), dtype=np.int64), record=ledger["record"])
+    table = _keep_rows(cols, ~bad if any_bad else None)
     if any_bad:
-        table = _keep_rows(table, ~bad)
         codes = {c: (k[~bad], u) for c, (k, u) in codes.items()}
     for c, v in codes.items():  # the join (and scoring) read these instead of hashing again
         _columns.remember(table[c], "codes", v)
