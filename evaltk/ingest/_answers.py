@@ -118,7 +118,7 @@ _CSV_NUMBERS = ("confidence", "cost", "latency_ms")
 
 
 def _arrow_csv(data: bytes, header: list[str], *, typed: bool) -> pa.Table | None:
-    """Arrow's CSV reader over the whole file, every column as text; ``typed``: the number
+    """Arrow's CSV reader over the whole file, every column as text (``large_string``); ``typed``: the number
     columns as ``float64`` (None unless every cell is a number or empty, and none reads
     as NaN: such a file is read again as text, where the checks name the bad cell).  Arrow
     parses these cells with the parser of the text-to-number cast the text path runs, so
@@ -128,7 +128,8 @@ def _arrow_csv(data: bytes, header: list[str], *, typed: bool) -> pa.Table | Non
     numbers = [h for h in header if h in _CSV_NUMBERS] if typed else []
     if typed and not numbers:
         return None
-    types = {h: pa.float64() if h in numbers else pa.string() for h in header}
+    # text as large_string, what pandas' ``str`` stores: the frame shares Arrow's buffers
+    types = {h: pa.float64() if h in numbers else pa.large_string() for h in header}
     try:
         t = pcsv.read_csv(
             pa.BufferReader(data), read_options=pcsv.ReadOptions(block_size=1 << 24),  # see _ARROW_ABORT
