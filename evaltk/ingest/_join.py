@@ -13,7 +13,15 @@ import pyarrow.compute as pc
 
 from .. import _columns
 from .._validation import as_frame
-from ._answers import _OPTIONAL_TEXT, _Flags, _int64, _int_view, _keep_rows, _sparse_str, read_answers
+from ._answers import (
+    _OPTIONAL_TEXT,
+    _Flags,
+    _int64,
+    _int_view,
+    _keep_rows,
+    _sparse_str,
+    read_answers,
+)
 from ._records import _STR, AnswerRecords
 from ._series import _BLOCK, _blocks, _const, _empty_str
 
