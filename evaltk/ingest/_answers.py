@@ -926,7 +926,10 @@ def _read_batches(name: str, batches: Iterable[tuple[pd.DataFrame, np.ndarray]],
             r = reasons[0]
             msg = r.split(": ", 1)[1] if r.startswith("malformed: ") else r
             raise SchemaViolation(msg, file=name, record=int(numbers[rows[0]]), field=fields[0])
-        parts.append((cols, flags, codes, numbers))
+        # a batch's codes in int32 (it holds fewer rows than that counts): a quarter of the
+        # memory until all batches are in
+        parts.append((cols, flags, {c: (k.astype(np.int32, copy=False), u) for c, (k, u) in codes.items()},
+                      numbers))
     cols, flags, codes, numbers = parts[0] if len(parts) == 1 else _concat_batches(parts)
     del parts
     bad = flags.done
@@ -974,7 +977,7 @@ def _unify_codes(parts: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[np.nda
     ids: dict[Any, int] = {}
     out = []
     for codes, uniques in parts:
-        remap = np.asarray([ids.setdefault(u, len(ids)) for u in uniques.tolist()] + [-1], np.int64)
+        remap = np.asarray([ids.setdefault(u, len(ids)) for u in uniques.tolist()] + [-1], np.int32)
         out.append(remap[codes])
     return np.concatenate(out), np.asarray(list(ids), dtype=object)
 
