@@ -475,7 +475,7 @@ def _keep_rows(columns: dict[str, Any], keep: np.ndarray | None) -> pd.DataFrame
                 mask = pa.array(keep) if mask is None else mask
                 out[c] = pd.Series(pd.array(arr.filter(mask), dtype=_STR))
         elif isinstance(values, pd.arrays.IntegerArray | pd.arrays.FloatingArray | pd.arrays.BooleanArray):
-            out[c] = pd.Series(type(values)(values._data[keep], values._mask[keep]))
+            out[c] = pd.Series(type(values)(values._data[keep], values._mask[keep]))  # type: ignore[union-attr]  # pandas-stubs: the masked arrays' buffers
         elif isinstance(s.dtype, np.dtype):
             out[c] = s.to_numpy()[keep]
         else:  # anything else: pandas' own row selection
