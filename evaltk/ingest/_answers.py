@@ -83,36 +83,32 @@ def _load_answer_source(source: Any, kind: str) -> tuple[str, Iterable[tuple[pd.
         if fmt == "csv":
             _io.check_line_records(data, file=name, header=1)
             return name, _read_csv(data, name)
-    name, raw, numbers = _load_one(source, kind)
-    return name, [(raw, numbers)]
-
-
-def _load_one(source: Any, kind: str) -> tuple[str, pd.DataFrame, np.ndarray]:
-    """(name, raw frame, record numbers) of a source that is not a CSV file."""
+        return name, [_load_file(name, data, fmt)]
     if isinstance(source, pd.DataFrame):
-        return "<dataframe>", source.reset_index(drop=True), np.arange(1, len(source) + 1)
-    if isinstance(source, str | Path):
-        path, name, data, fmt = _read_file(source)
-        if fmt == "parquet":
-            df = _read_parquet(data, name).to_pandas()
-            return name, df, np.arange(1, len(df) + 1)
-        _io.check_line_records(data, file=name)
-        if fmt == "jsonl":
-            clean, n_lines = _no_blank_lines(data)
-            t = _arrow_json(data, checked=True) if clean else None  # _no_blank_lines screened bare nulls
-            if (t is not None and t.num_rows == n_lines
-                    and all(not pa.types.is_nested(f.type) for f in t.schema)):
-                return name, t.to_pandas(), np.arange(1, n_lines + 1)
-            nums, texts = _split_lines(data, name)
-            recs = _parse_json_lines(texts)
-            return name, _frame_from_records(recs), np.asarray(nums, np.int64)
+        return "<dataframe>", [(source.reset_index(drop=True), np.arange(1, len(source) + 1))]
     if isinstance(source, Mapping):
-        return "<records>", _frame_from_records([source]), np.array([1])
+        return "<records>", [(_frame_from_records([source]), np.array([1]))]
     if isinstance(source, Iterable):
         recs = list(source)
-        return "<records>", _frame_from_records(recs), np.arange(1, len(recs) + 1)
+        return "<records>", [(_frame_from_records(recs), np.arange(1, len(recs) + 1))]
     raise TypeError(f"`{kind}s` must be a path, a DataFrame or a list of dicts; got "
                     f"{type(source).__name__}.")
+
+
+def _load_file(name: str, data: bytes, fmt: str) -> tuple[pd.DataFrame, np.ndarray]:
+    """(raw frame, record numbers) of a Parquet or JSONL answers file's bytes."""
+    if fmt == "parquet":
+        df = _read_parquet(data, name).to_pandas()
+        return df, np.arange(1, len(df) + 1)
+    _io.check_line_records(data, file=name)
+    clean, n_lines = _no_blank_lines(data)
+    t = _arrow_json(data, checked=True) if clean else None  # _no_blank_lines screened bare nulls
+    if (t is not None and t.num_rows == n_lines
+            and all(not pa.types.is_nested(f.type) for f in t.schema)):
+        return t.to_pandas(), np.arange(1, n_lines + 1)
+    nums, texts = _split_lines(data, name)
+    recs = _parse_json_lines(texts)
+    return _frame_from_records(recs), np.asarray(nums, np.int64)
 
 
 def _frame_from_records(recs: Sequence[Any]) -> pd.DataFrame:
