@@ -33,6 +33,8 @@ Usage::
 
     .venv/bin/python benchmarks/ingest.py            # 50k, 100k, 200k
     .venv/bin/python benchmarks/ingest.py --sizes 20000 40000 --no-naive
+    .venv/bin/python benchmarks/ingest.py --sizes 100000 --no-naive --no-pandas \\
+        --answer-sizes 100000 1000000 --repeat 2   # the issue-17 goal, two rounds
 """
 
 from __future__ import annotations
@@ -226,6 +228,8 @@ def main() -> None:
     ap.add_argument("--answer-sizes", type=int, nargs="+", help="trace counts timed with answers "
                     "(default: the smallest size), e.g. --answer-sizes 100000 1000000")
     ap.add_argument("--threads", type=int, default=1, help="Arrow threads in the measured child (default 1)")
+    ap.add_argument("--repeat", type=int, default=1, help="rounds of the with-answers timings, sizes "
+                    "interleaved within each round; the range over rounds is printed (default 1)")
     args = ap.parse_args()
     if args.worker:
         worker(args.worker[0], args.worker[1], args.answers, args.threads)
@@ -265,7 +269,7 @@ def main() -> None:
         answer_sizes = sorted(args.answer_sizes or [sizes[0]])
         print(f"\nwith answers (CSV, about 16 rows per trace), Arrow on {args.threads} thread(s); "
               "goal: >= 80,000 traces/s at 10^6 traces on one core, flat from 10^5, peak < 2 GiB")
-        first = None
+        answers: dict[int, tuple[Path, int]] = {}
         for n in answer_sizes:
             if n not in files:
                 p = Path(tmp) / f"traces_{n}.jsonl"
@@ -273,15 +277,30 @@ def main() -> None:
                 files[n] = p
             with open(files[n], encoding="utf-8") as fh:
                 ans = Path(tmp) / f"answers_{n}.csv"
-                n_ans = make_answers([ln for ln in fh if ln.strip()], ans)
-            with_ans = measure("evaltk", files[n], ans, threads=args.threads)
-            ans.unlink()
-            rate, cpu_rate = n / with_ans["seconds"], n / with_ans["cpu"]
-            first = first or cpu_rate
-            print(f"  {n:>9,} traces + {n_ans:>11,} answer rows: {with_ans['seconds']:7.2f} s wall "
-                  f"({rate:8,.0f} traces/s), {with_ans['cpu']:7.2f} s cpu ({cpu_rate:8,.0f} traces/cpu-s, "
-                  f"{cpu_rate / first:4.2f} of the smallest size's rate), peak {with_ans['peak_mib']:,.0f} MiB "
-                  f"(VmHWM of a fresh child)")
+                answers[n] = ans, make_answers([ln for ln in fh if ln.strip()], ans)
+        rates: dict[int, list[float]] = {n: [] for n in answer_sizes}
+        peaks: dict[int, list[float]] = {n: [] for n in answer_sizes}
+        for r in range(args.repeat):
+            first = None
+            print(f"  round {r + 1} (load average {os.getloadavg()[0]:.2f} at its start)")
+            for n in answer_sizes:
+                ans, n_ans = answers[n]
+                with_ans = measure("evaltk", files[n], ans, threads=args.threads)
+                rate, cpu_rate = n / with_ans["seconds"], n / with_ans["cpu"]
+                first = first or cpu_rate
+                rates[n].append(cpu_rate)
+                peaks[n].append(with_ans["peak_mib"])
+                print(f"  {n:>9,} traces + {n_ans:>11,} answer rows: {with_ans['seconds']:7.2f} s wall "
+                      f"({rate:8,.0f} traces/s), {with_ans['cpu']:7.2f} s cpu ({cpu_rate:8,.0f} traces/cpu-s, "
+                      f"{cpu_rate / first:4.2f} of the smallest size's rate), peak {with_ans['peak_mib']:,.0f} MiB "
+                      f"(VmHWM of a fresh child)")
+        if args.repeat > 1:
+            lo = answer_sizes[0]
+            for n in answer_sizes:
+                flat = [a / b for a, b in zip(rates[n], rates[lo], strict=True)]
+                print(f"  {n:>9,} traces over {args.repeat} rounds: {min(rates[n]):,.0f}-{max(rates[n]):,.0f} "
+                      f"traces/cpu-s ({min(flat):.2f}-{max(flat):.2f} of the smallest size's, same round), "
+                      f"peak {min(peaks[n]):,.0f}-{max(peaks[n]):,.0f} MiB")
         print(f"  load average at the end: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
 
 

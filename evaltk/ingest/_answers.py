@@ -64,34 +64,51 @@ ANSWER_COLUMNS: tuple[str, ...] = ("trace_id", "measure", "step", "rater", "answ
                                    "latency_ms", *_OPTIONAL_TEXT, "run_pos", "step_pos")
 
 
-def _load_answer_source(source: Any, kind: str) -> tuple[str, pd.DataFrame, np.ndarray]:
-    """(name, raw frame, record numbers).  Raw frames keep the source's own types."""
+class _RowByRow(Exception):
+    """A CSV read block by block turned out to need the row-by-row reader (a quoted
+    newline, a ragged row, ...): ``whole()`` gives the whole file read that way."""
+
+    def __init__(self, whole: Callable[[], tuple[pd.DataFrame, np.ndarray]]) -> None:
+        super().__init__("read row by row")
+        self.whole = whole
+
+
+def _load_answer_source(source: Any, kind: str) -> tuple[str, Iterable[tuple[pd.DataFrame, np.ndarray]]]:
+    """(name, batches of (raw frame, record numbers)).  Raw frames keep the source's own
+    types.  One batch, but a CSV, which comes in blocks of rows (see :func:`_csv_blocks`);
+    iterating it may raise :class:`_RowByRow`."""
     source = as_frame(source)
-    if isinstance(source, pd.DataFrame):
-        return "<dataframe>", source.reset_index(drop=True), np.arange(1, len(source) + 1)
     if isinstance(source, str | Path):
         path, name, data, fmt = _read_file(source)
-        if fmt == "parquet":
-            df = _read_parquet(data, name).to_pandas()
-            return name, df, np.arange(1, len(df) + 1)
-        _io.check_line_records(data, file=name, header=int(fmt == "csv"))
-        if fmt == "jsonl":
-            clean, n_lines = _no_blank_lines(data)
-            t = _arrow_json(data, checked=True) if clean else None  # _no_blank_lines screened bare nulls
-            if (t is not None and t.num_rows == n_lines
-                    and all(not pa.types.is_nested(f.type) for f in t.schema)):
-                return name, t.to_pandas(), np.arange(1, n_lines + 1)
-            nums, texts = _split_lines(data, name)
-            recs = _parse_json_lines(texts)
-            return name, _frame_from_records(recs), np.asarray(nums, np.int64)
-        return _read_csv(data, name)
+        if fmt == "csv":
+            _io.check_line_records(data, file=name, header=1)
+            return name, _read_csv(data, name)
+        return name, [_load_file(name, data, fmt)]
+    if isinstance(source, pd.DataFrame):
+        return "<dataframe>", [(source.reset_index(drop=True), np.arange(1, len(source) + 1))]
     if isinstance(source, Mapping):
-        return "<records>", _frame_from_records([source]), np.array([1])
+        return "<records>", [(_frame_from_records([source]), np.array([1]))]
     if isinstance(source, Iterable):
         recs = list(source)
-        return "<records>", _frame_from_records(recs), np.arange(1, len(recs) + 1)
+        return "<records>", [(_frame_from_records(recs), np.arange(1, len(recs) + 1))]
     raise TypeError(f"`{kind}s` must be a path, a DataFrame or a list of dicts; got "
                     f"{type(source).__name__}.")
+
+
+def _load_file(name: str, data: bytes, fmt: str) -> tuple[pd.DataFrame, np.ndarray]:
+    """(raw frame, record numbers) of a Parquet or JSONL answers file's bytes."""
+    if fmt == "parquet":
+        df = _read_parquet(data, name).to_pandas()
+        return df, np.arange(1, len(df) + 1)
+    _io.check_line_records(data, file=name)
+    clean, n_lines = _no_blank_lines(data)
+    t = _arrow_json(data, checked=True) if clean else None  # _no_blank_lines screened bare nulls
+    if (t is not None and t.num_rows == n_lines
+            and all(not pa.types.is_nested(f.type) for f in t.schema)):
+        return t.to_pandas(), np.arange(1, n_lines + 1)
+    nums, texts = _split_lines(data, name)
+    recs = _parse_json_lines(texts)
+    return _frame_from_records(recs), np.asarray(nums, np.int64)
 
 
 def _frame_from_records(recs: Sequence[Any]) -> pd.DataFrame:
@@ -111,11 +128,52 @@ def _frame_from_records(recs: Sequence[Any]) -> pd.DataFrame:
     return df.astype(object) if len(df.columns) else df
 
 
-def _read_csv(data: bytes, name: str) -> tuple[str, pd.DataFrame, np.ndarray]:
-    """Every cell as text (CSV has no types); record numbers are file line numbers."""
-    import csv
+#: Columns the CSV reader first reads as numbers (``float64``, an empty cell null): they
+#: are numbers or empty in a valid table, and a column read so skips its text and its cast.
+#: ``step`` stays text: its messages quote the cell as written.
+_CSV_NUMBERS = ("confidence", "cost", "latency_ms")
 
+
+def _arrow_csv(data: bytes | memoryview, header: list[str], *, typed: bool) -> pa.Table | None:
+    """Arrow's CSV reader over rows of the file (no header line: its columns are
+    ``header``), every column as text (``large_string``); ``typed``: the number
+    columns as ``float64`` (None unless every cell is a number or empty, and none reads
+    as NaN: such a file is read again as text, where the checks name the bad cell).  Arrow
+    parses these cells with the parser of the text-to-number cast the text path runs, so
+    both give the same values.  None where Arrow refuses the file."""
     import pyarrow.csv as pcsv
+
+    numbers = [h for h in header if h in _CSV_NUMBERS] if typed else []
+    if typed and not numbers:
+        return None
+    # text as large_string, what pandas' ``str`` stores: the frame shares Arrow's buffers
+    types = {h: pa.float64() if h in numbers else pa.large_string() for h in header}
+    try:
+        t = pcsv.read_csv(
+            pa.BufferReader(pa.py_buffer(data)),
+            read_options=pcsv.ReadOptions(block_size=1 << 24, column_names=header),  # see _ARROW_ABORT
+            convert_options=pcsv.ConvertOptions(column_types=types, strings_can_be_null=False,
+                                                null_values=[""], quoted_strings_can_be_null=True))
+        t.validate(full=True)
+    except (pa.ArrowException, ValueError):
+        return None
+    for h in numbers:  # "nan" parses as a number; the text path calls it not one
+        if pc.any(pc.is_nan(t.column(h))).as_py():
+            return None
+    return t
+
+
+#: An answers CSV is parsed and checked in newline-aligned blocks of about this many bytes:
+#: only one block's raw columns are held at a time, beside the checked rows so far.
+_CSV_BLOCK_BYTES = 8 << 20
+
+
+def _read_csv(data: bytes, name: str) -> Iterable[tuple[pd.DataFrame, np.ndarray]]:
+    """Batches of (raw frame, record numbers) of a CSV; record numbers are file line
+    numbers.  Every cell is text (CSV has no types), but number columns Arrow reads as
+    numbers (:func:`_arrow_csv`).  The header is checked here; the rows come block by block
+    (:func:`_csv_blocks`), or, when the file needs it, row by row in one batch."""
+    import csv
 
     nl = data.find(b"\n")
     head = data if nl < 0 else data[:nl]
@@ -128,18 +186,37 @@ def _read_csv(data: bytes, name: str) -> tuple[str, pd.DataFrame, np.ndarray]:
                               record=1)
     clean, n_lines = _no_blank_lines(data)
     if clean and n_lines >= 2:
-        try:
-            t = pcsv.read_csv(
-                pa.BufferReader(data), read_options=pcsv.ReadOptions(block_size=1 << 24),  # see _ARROW_ABORT
-                convert_options=pcsv.ConvertOptions(column_types={h: pa.string() for h in header},
-                                                    strings_can_be_null=False))
-            t.validate(full=True)
-        except (pa.ArrowException, ValueError):
-            t = None
-        if t is not None and t.num_rows == n_lines - 1:  # no quoted newline moved a row
-            return name, t.to_pandas(), np.arange(2, n_lines + 1)
-    # row by row (evaltk._io.csv_records): ragged rows, bad bytes, blank lines, quoted
-    # newlines; an unterminated quote spoils its own record, not the lines after it
+        return _csv_blocks(data, header, n_lines)
+    return [_csv_rows(data, header)]
+
+
+def _csv_blocks(data: bytes, header: list[str], n_lines: int) -> Iterable[tuple[pd.DataFrame, np.ndarray]]:
+    """The rows after the header, in newline-aligned blocks of about :data:`_CSV_BLOCK_BYTES`,
+    each parsed by Arrow; raises :class:`_RowByRow` at the first block Arrow cannot read
+    line for line (a quoted newline, a ragged row, bad bytes), so the whole file is read
+    row by row instead: the same rows either way."""
+    start, line0, n = data.find(b"\n") + 1, 2, len(data)
+    view = memoryview(data)
+    while start < n:
+        cut = start + _CSV_BLOCK_BYTES
+        end = n if cut >= n else (data.find(b"\n", cut) + 1 or n)
+        lines = data.count(b"\n", start, end) + (data[end - 1:end] != b"\n")
+        t = _arrow_csv(view[start:end], header, typed=True)
+        if t is None:  # a number column holds something else: every column as text
+            t = _arrow_csv(view[start:end], header, typed=False)
+        if t is None or t.num_rows != lines:  # a quoted newline moved a row
+            raise _RowByRow(lambda: _csv_rows(data, header))
+        yield t.to_pandas(), np.arange(line0, line0 + lines, dtype=np.int64)
+        del t
+        line0 += lines
+        start = end
+    if line0 != n_lines + 1:  # pragma: no cover - the blocks cover every line
+        raise _RowByRow(lambda: _csv_rows(data, header))
+
+
+def _csv_rows(data: bytes, header: list[str]) -> tuple[pd.DataFrame, np.ndarray]:
+    """Row by row (:func:`evaltk._io.csv_records`): ragged rows, bad bytes, blank lines,
+    quoted newlines; an unterminated quote spoils its own record, not the lines after it."""
     text = data.decode("utf-8", errors="surrogateescape")
     rows: list[dict[str, Any]] = []
     nums: list[int] = []
@@ -160,7 +237,7 @@ def _read_csv(data: bytes, name: str) -> tuple[str, pd.DataFrame, np.ndarray]:
         else:
             rows.append(dict(zip(header, fields, strict=True)))
     df = pd.DataFrame.from_records(rows, columns=list(dict.fromkeys([*header, "__error__"])))
-    return name, df.astype(object), np.asarray(nums, np.int64)
+    return df.astype(object), np.asarray(nums, np.int64)
 
 
 def _str_col(col: pd.Series) -> tuple[pd.Series, np.ndarray, np.ndarray]:
@@ -365,6 +442,42 @@ def _sparse_str(n: int, rows: np.ndarray, values: Sequence[Any]) -> pd.Series:
     idx[rows] = np.arange(len(rows))
     small = pa.array(list(values), type=pa.large_string())
     return _s(small.take(pa.array(idx, mask=idx < 0)))
+
+
+def _keep_rows(columns: dict[str, Any], keep: np.ndarray | None) -> pd.DataFrame:
+    """A frame of the rows of ``columns`` (Series or arrays, one length) where ``keep``
+    (every row for None), with a new RangeIndex.
+
+    ``columns`` is emptied as the frame is built, so each input column can be freed as
+    soon as its rows are taken: at most one column is held twice.  Column by column: text
+    through one Arrow filter (a column with no value at all is rebuilt as shared blocks),
+    NumPy-backed and masked columns by a boolean mask.  Much cheaper than ``df[keep]``,
+    which turns the mask into positions and takes every chunk of every column."""
+    k = 0 if keep is None else int(np.count_nonzero(keep))
+    mask: pa.Array | None = None
+    out: dict[str, Any] = {}
+    for c in list(columns):
+        s = columns.pop(c)
+        s = s.reset_index(drop=True) if isinstance(s, pd.Series) else pd.Series(s, copy=False)
+        if keep is None:
+            out[c] = s
+            continue
+        arr = _columns._arrow(s)
+        values = s.array
+        if arr is not None and isinstance(s.dtype, pd.StringDtype):
+            if arr.null_count == len(arr):
+                out[c] = _empty_str(k)
+            else:
+                mask = pa.array(keep) if mask is None else mask
+                out[c] = pd.Series(pd.array(arr.filter(mask), dtype=_STR))
+        elif isinstance(values, pd.arrays.IntegerArray | pd.arrays.FloatingArray | pd.arrays.BooleanArray):
+            out[c] = pd.Series(type(values)(values._data[keep], values._mask[keep]))  # type: ignore[union-attr]  # pandas-stubs: the masked arrays' buffers
+        elif isinstance(s.dtype, np.dtype):
+            out[c] = s.to_numpy()[keep]
+        else:  # anything else: pandas' own row selection
+            out[c] = s[keep].reset_index(drop=True)
+        del s, values
+    return pd.DataFrame(out, copy=False)
 
 
 def _distinct_ids(values: Sequence[Any]) -> tuple[np.ndarray, list[str]]:
@@ -778,36 +891,91 @@ def read_answers(source: Any, *, strict: bool = False, kind: str = "answer") -> 
     """
     if kind not in ("answer", "label"):
         raise ValueError(f"`kind` must be 'answer' or 'label'; got {kind!r}.")
-    name, raw, numbers = _load_answer_source(source, kind)
-    if len(raw) == 0 and (name.startswith("<") or set(_ANSWER_REQUIRED) <= set(raw.columns)):
-        # a header without rows, an empty DataFrame or list: a valid, empty table
-        return AnswerRecords(_empty_table(), _ledger(name, [], [], kind, np.zeros(0, bool), [], []),
-                             kind)
-    all_err = "__error__" in raw.columns and bool(raw["__error__"].notna().all())
-    missing_cols = [c for c in _ANSWER_REQUIRED if c not in raw.columns]
-    if missing_cols and not all_err:
-        raise SchemaViolation(f"required column(s) missing: {', '.join(missing_cols)} (an answer "
-                              f"table needs trace_id, measure, rater, answer, and step for per-step "
-                              f"measures)", file=name, field=missing_cols[0])
-    cols, flags, codes = _answer_checks(raw)
+    name, batches = _load_answer_source(source, kind)
+    try:
+        return _read_batches(name, batches, kind, strict)
+    except _RowByRow as again:  # a CSV that needs the row-by-row reader after all
+        return _read_batches(name, [again.whole()], kind, strict)
+
+
+def _read_batches(name: str, batches: Iterable[tuple[pd.DataFrame, np.ndarray]], kind: str,
+                  strict: bool) -> AnswerRecords:
+    """Check each batch of rows as it comes (only its checked columns are kept), then one
+    table and one ledger over all of them."""
+    parts: list[tuple[dict[str, Any], _Flags, dict[str, tuple[np.ndarray, np.ndarray]], np.ndarray]] = []
+    for raw, numbers in batches:
+        if not parts:
+            if len(raw) == 0 and (name.startswith("<") or set(_ANSWER_REQUIRED) <= set(raw.columns)):
+                # a header without rows, an empty DataFrame or list: a valid, empty table
+                return AnswerRecords(_empty_table(), _ledger(name, [], [], kind, np.zeros(0, bool), [], []),
+                                     kind)
+            all_err = "__error__" in raw.columns and bool(raw["__error__"].notna().all())
+            missing_cols = [c for c in _ANSWER_REQUIRED if c not in raw.columns]
+            if missing_cols and not all_err:
+                raise SchemaViolation(f"required column(s) missing: {', '.join(missing_cols)} (an answer "
+                                      f"table needs trace_id, measure, rater, answer, and step for per-step "
+                                      f"measures)", file=name, field=missing_cols[0])
+        cols, flags, codes = _answer_checks(raw)
+        del raw
+        if strict and flags.done.any():  # the first malformed row (batches come in order)
+            rows, reasons, fields = flags.rows()
+            r = reasons[0]
+            msg = r.split(": ", 1)[1] if r.startswith("malformed: ") else r
+            raise SchemaViolation(msg, file=name, record=int(numbers[rows[0]]), field=fields[0])
+        # a batch's codes in int32 (it holds fewer rows than that counts): a quarter of the
+        # memory until all batches are in
+        parts.append((cols, flags, {c: (k.astype(np.int32, copy=False), u) for c, (k, u) in codes.items()},
+                      numbers))
+    cols, flags, codes, numbers = parts[0] if len(parts) == 1 else _concat_batches(parts)
+    del parts
     bad = flags.done
     any_bad = bool(bad.any())
-    if strict and any_bad:
-        rows, reasons, fields = flags.rows()
-        r = reasons[0]
-        msg = r.split(": ", 1)[1] if r.startswith("malformed: ") else r
-        raise SchemaViolation(msg, file=name, record=int(numbers[rows[0]]), field=fields[0])
     reason_s, field_s = flags.series()
     ledger = _ledger(name, numbers, cols["trace_id"], kind, bad, reason_s, field_s)
     # built here, or shared with the ledger as a pandas column (copy on write)
-    table = pd.DataFrame({**cols, "ledger_row": np.arange(len(bad), dtype=np.int64),
-                          "record": ledger["record"]}, copy=False)
+    cols.update(ledger_row=np.arange(len(bad), dtype=np.int64), record=ledger["record"])
+    table = _keep_rows(cols, ~bad if any_bad else None)
     if any_bad:
-        table = table[~bad].reset_index(drop=True)
         codes = {c: (k[~bad], u) for c, (k, u) in codes.items()}
     for c, v in codes.items():  # the join (and scoring) read these instead of hashing again
         _columns.remember(table[c], "codes", v)
     return AnswerRecords(table=table, ledger=ledger, kind=kind)
+
+
+def _concat_batches(parts: list[tuple[dict[str, Any], _Flags, dict[str, tuple[np.ndarray, np.ndarray]],
+                                      np.ndarray]]) -> tuple[dict[str, Any], _Flags,
+                                                             dict[str, tuple[np.ndarray, np.ndarray]], np.ndarray]:
+    """The checked batches as one: columns end to end (text columns keep each batch's Arrow
+    chunks, no copy), flags at their rows' new positions, codes against one set of uniques."""
+    sizes = [p[1].n for p in parts]
+    offsets = np.cumsum([0, *sizes[:-1]])
+    cols: dict[str, Any] = {}
+    for c in list(parts[0][0]):
+        vals = [p[0].pop(c) for p in parts]
+        if all(isinstance(v, np.ndarray) for v in vals):
+            cols[c] = np.concatenate(vals)
+        else:
+            cols[c] = pd.concat([v if isinstance(v, pd.Series) else pd.Series(v, copy=False) for v in vals],
+                                ignore_index=True)
+        del vals
+    flags = _Flags(int(sum(sizes)))
+    for p, off in zip(parts, offsets, strict=True):
+        rows, reasons, fields = p[1].rows()
+        if rows.size:
+            flags.add(rows + off, reasons, fields)
+    codes = {c: _unify_codes([p[2][c] for p in parts]) for c in parts[0][2]}
+    return cols, flags, codes, np.concatenate([p[3] for p in parts])
+
+
+def _unify_codes(parts: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """(codes, uniques) of several batches as one column's: each batch's uniques mapped
+    into one list of distinct values (-1 stays -1)."""
+    ids: dict[Any, int] = {}
+    out = []
+    for codes, uniques in parts:
+        remap = np.asarray([ids.setdefault(u, len(ids)) for u in uniques.tolist()] + [-1], np.int32)
+        out.append(remap[codes])
+    return np.concatenate(out), np.asarray(list(ids), dtype=object)
 
 
 def _empty_table() -> pd.DataFrame:

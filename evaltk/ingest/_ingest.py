@@ -44,7 +44,7 @@ from typing import Any
 
 import pandas as pd
 
-from ._join import _empty_answers, _gather, _join
+from ._join import _as_answer_sources, _empty_answers, _gather, _join
 from ._readers import read_traces
 from ._records import Ingested, TraceRecords
 
@@ -92,11 +92,11 @@ def ingest_traces(traces: Any, answers: Any = None, labels: Any = None, *, stric
     ledgers = [tr.ledger]
     out: dict[str, pd.DataFrame] = {}
     for kind, src in (("answer", answers), ("label", labels)):
-        recs = _gather(src, kind, strict)
-        if recs is None:
+        if not _as_answer_sources(src):
             out[kind] = _empty_answers()
             continue
-        table, led = _join(recs, tr.ledger, tr.runs, tr.steps)
+        # the records go straight to the join, which frees their columns as it goes
+        table, led = _join(_gather(src, kind, strict), tr.ledger, tr.runs, tr.steps)  # type: ignore[arg-type]  # a source: not None
         out[kind] = table
         ledgers.append(led)
     ledger = pd.concat(ledgers, ignore_index=True) if len(ledgers) > 1 else tr.ledger

@@ -13,7 +13,15 @@ import pyarrow.compute as pc
 
 from .. import _columns
 from .._validation import as_frame
-from ._answers import _OPTIONAL_TEXT, _Flags, _int64, _int_view, _sparse_str, read_answers
+from ._answers import (
+    _OPTIONAL_TEXT,
+    _Flags,
+    _int64,
+    _int_view,
+    _keep_rows,
+    _sparse_str,
+    read_answers,
+)
 from ._records import _STR, AnswerRecords
 from ._series import _BLOCK, _blocks, _const, _empty_str
 
@@ -273,18 +281,20 @@ def _join(recs: AnswerRecords, trace_ledger: pd.DataFrame, runs: pd.DataFrame,
                                reason=ledger["reason"].mask(hit_s, _sparse_str(len(ledger), lrow, reasons)),  # type: ignore[arg-type]  # as above
                                field=ledger["field"].mask(hit_s, _sparse_str(len(ledger), lrow, fields)))
     keep = ~drop
-    base = (t[keep] if any_drop else t).reset_index(drop=True)
+    coded = {c: _columns.codes(t[c]) for c in ("measure", "rater", "answer")}
+    # the input table's columns, handed to the new table one by one: each can be freed as
+    # soon as its kept rows are taken (the caller passes the records without keeping them)
+    cols = {c: t[c] for c in t.columns if c not in ("ledger_row", "record")}
+    del t, recs
+    out = _keep_rows(cols, keep if any_drop else None)
     if any_drop:
         run_pos, step_pos = run_pos[keep], step_pos[keep]
     no_step = step_pos < 0
     np.maximum(step_pos, 0, out=step_pos)
-    cols = {c: base[c] for c in base.columns if c not in ("ledger_row", "record")}
-    cols["run_pos"] = run_pos  # type: ignore[assignment]  # a DataFrame takes arrays
-    cols["step_pos"] = pd.arrays.IntegerArray(step_pos, no_step)  # type: ignore[assignment]  # a DataFrame takes arrays
-    out = pd.DataFrame(cols, copy=False)  # run_pos and step_pos are built here
+    out["run_pos"] = run_pos
+    out["step_pos"] = pd.arrays.IntegerArray(step_pos, no_step)
     # scoring reads these integer views of the final columns instead of hashing again
-    for c in ("measure", "rater", "answer"):
-        codes, uniques = _columns.codes(t[c])
+    for c, (codes, uniques) in coded.items():
         _columns.remember(out[c], "codes", (codes[keep] if any_drop else codes, uniques))
     _columns.remember_positions(out["trace_id"], runs["trace_id"], run_pos)
     _columns.remember_step_positions(out["trace_id"], steps["trace_id"], np.where(no_step, -1, step_pos),
