@@ -269,3 +269,16 @@ def test_not_json_and_limits_are_the_reference_readers(tmp_path):
     with pytest.raises(UnreadableInput, match="not UTF-8"):
         load_suite_run(p)
     assert math.isfinite(load_suite_run(write(tmp_path, d, "plain")).score.sum())  # any name: JSON first
+
+
+@pytest.mark.parametrize("tasks", [[{"id": "a"}], [{"taskId": "a", "trials": []}], [{}], [{"id": "a", "trials": {}}],
+                                   [{"id": "a", "trials": [{"score": 0.5}], "expected": {"trajectory": {}}}],
+                                   [{"id": "2024-01-01", "type": "2024-01-02T00:00:00", "trials": [{"score": 1}]}]])
+def test_odd_task_lists_read_as_the_reference_reads_them(tmp_path, tasks):
+    d = {"suite": "odd", "version": "2024-01-01", "thresholds": {"passScore": 0.5}, "tasks": tasks}
+    p = write(tmp_path, d)
+    got, err = outcome(lambda: load_suite_run(p))
+    ref, ref_err = outcome(lambda: load_suite_run(json.loads(p.read_text()), file=str(p)))
+    assert err == ref_err
+    if ref is not None:
+        assert_same_run(got, ref)
