@@ -178,6 +178,25 @@ def measure(fn, *args, repeat: int = 1):
     return best_cpu, best_wall, grow, result
 
 
+def where_the_time_goes(path: str, *, repeat: int) -> dict[str, float]:
+    """CPU seconds of the steps that read the text: evaltk's nesting screen and Arrow's
+    parse (as ``load_suite_run`` runs them), and the peer's ``json.load``."""
+    import pyarrow as pa
+    import pyarrow.json as pj
+
+    from evaltk import _io
+
+    with open(path, "rb") as fh:
+        raw = fh.read()
+
+    def arrow() -> None:
+        pj.read_json(pa.py_buffer(raw), read_options=pj.ReadOptions(use_threads=False, block_size=len(raw) + 1),
+                     parse_options=pj.ParseOptions(newlines_in_values=True))
+
+    return {"screen": measure(_io.json_depth, raw, repeat=repeat)[0], "arrow": measure(arrow, repeat=repeat)[0],
+            "json.load": measure(json.loads, raw, repeat=repeat)[0]}
+
+
 def table_path(table):
     """The columnar path: a tidy trial table in, the summary out."""
     return summarize_suite(suite_run_from_frame(table, suite="bench", pass_score=0.7, max_cost=1e9,
@@ -240,6 +259,9 @@ def main() -> None:
                 g = "n/a" if grow is None else f"{grow:8.1f}"
                 print(f"{size:>8} {name:<30} {cpu:7.3f} {wall:7.3f} {size / cpu:12,.0f} {1e6 * cpu / size:8.2f} "
                       f"{g:>8} {r:>11}")
+            parts = where_the_time_goes(path, repeat=a.repeat)
+            print(f"{'':>8} of which: nesting screen {parts['screen']:.3f} s, Arrow parse {parts['arrow']:.3f} s "
+                  f"(CPU); the peer's json.load {parts['json.load']:.3f} s")
             print(f"{'':>8} run file {mb:.1f} MB; task verdicts agreeing with the peer: {agree:.4%} (the peer "
                   "compares floats without exact decimals); load average "
                   f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")
