@@ -690,6 +690,8 @@ class _Refer(Exception):
 
 #: A ``\\uD800``-``\\uDFFF`` escape (the reference reader refuses a lone one).
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+#: The text opens an object (Arrow's reader dies on a document that is a bare ``null``).
+_OPENS_OBJECT = re.compile(rb"(?:\xef\xbb\xbf)?[ \t\r\n]*\{")
 #: Separators of the keys the specs and calls are grouped by: control characters, which a
 #: JSON string holds only through a ``\\u`` escape.
 _SEP, _PART = "\x1f", "\x1e"
@@ -712,8 +714,9 @@ def _columnar(raw: bytes, file: str) -> SuiteRun:
     import pyarrow.json as pj
 
     escapes = b"\\u" in raw
-    if (b"NaN" in raw or b"Infinity" in raw or len(raw) >= 2**31 - 1 or b"\x1e" in raw or b"\x1f" in raw
-            or (escapes and _SURROGATE_ESCAPE.search(raw)) or not (raw.isascii() or _utf8(raw))):
+    if (not _OPENS_OBJECT.match(raw) or b"NaN" in raw or b"Infinity" in raw or len(raw) >= 2**31 - 1
+            or b"\x1e" in raw or b"\x1f" in raw or (escapes and _SURROGATE_ESCAPE.search(raw))
+            or not (raw.isascii() or _utf8(raw))):
         raise _Refer  # the reference reader names the field holding a NaN, or refuses the text
     if _io.json_depth(raw) > min(_io.current_limits().depth, _io.NATIVE_DEPTH):
         raise _Refer  # never handed to a native parser; the reference reader refuses it

@@ -282,3 +282,24 @@ def test_odd_task_lists_read_as_the_reference_reads_them(tmp_path, tasks):
     assert err == ref_err
     if ref is not None:
         assert_same_run(got, ref)
+
+
+@pytest.mark.parametrize("text", ["null", " null", "5", '"run"', "[]", "[{}]", "{}", '{"suite": "a"} null',
+                                  '\ufeff{"suite": "a"}', "\n\t{\"suite\": null}", "{} {}", ""])
+def test_documents_that_are_not_one_object_read_as_the_reference_reads_them(tmp_path, text):
+    # Arrow's JSON reader dies on a bare `null`: the text never reaches it unless it opens an object
+    p = tmp_path / "run.json"
+    p.write_text(text, encoding="utf-8")
+    got, err = outcome(lambda: load_suite_run(p))
+    doc, _ = outcome(lambda: _io_document(p))
+    if isinstance(doc, str):  # a mapping is what the reference reader is handed; a string would be a path
+        assert got is None and err[0] is SchemaViolation and err[3] == "(document)"
+        return
+    ref, ref_err = outcome(lambda: load_suite_run(_io_document(p), file=str(p)))
+    assert got is None and ref is None and err == ref_err
+
+
+def _io_document(p):
+    from evaltk import _io
+
+    return _io.read_document(p)
