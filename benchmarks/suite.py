@@ -1,33 +1,42 @@
-"""Benchmark: summarising suite runs (RFC 0246) at 10k-100k tasks x 5 trials.
+"""Benchmark: loading, validating and summarising suite runs (RFC 0246) at 10k-100k tasks x 5 trials.
 
 Peer: a naive per-task Python implementation of the same rules (the way a host grader
-is usually written: loop over tasks, loop over trials, ``statistics``-free sums,
-``math.comb`` per task), measured in the same process on the same documents.
+is usually written: ``json.load`` the run file, loop over tasks, loop over trials,
+``math.comb`` per task), measured in the same process on the same documents.  The peer
+validates nothing but the score range, so it does less work than evaltk (which checks
+every field of every record and names the file, task and field of a bad one).
 
-For each size it prints, for evaltk's loader (parse + validate + trajectory match),
-evaltk's summary (vectorised), the columnar path (a tidy trial table through
-``suite_run_from_frame`` and ``summarize_suite``) and the peer (everything from the
-parsed document):
-seconds, tasks per second, peak traced memory (``tracemalloc``), and microseconds per
-task, so linear growth shows as a flat us/task column.  Ratios are peer / evaltk.
+The end-to-end rows are what ``evaltk suite summarize`` and the suite_gating notebook
+run: from the run file on disk to the summary document (``load_suite_run(path)``,
+``summarize_suite``, ``EvalSummary.to_dict``) against the peer from the same file
+(``json.load`` and its loop).  The rows below them start from the parsed mapping (an
+API caller holding a dict) and from a tidy trial table (``suite_run_from_frame``).
+
+For each size it prints CPU seconds (``time.process_time``: the machine is shared, wall
+time is noisy), wall seconds, tasks per CPU-second, microseconds per task, the peak
+resident growth of one more run (VmHWM over the resident size before it, MiB:
+``benchmarks/_memory.py``; Arrow's buffers count), and the ratio peer / evaltk on CPU
+time, with the load average beside them.
 
 Usage::
 
     .venv/bin/python benchmarks/suite.py                 # 10k, 25k, 50k, 100k tasks
     .venv/bin/python benchmarks/suite.py --repeat 3      # best of 3 (a busy machine is noisy)
-    .venv/bin/python benchmarks/suite.py --sizes 1000 5000 --trials 3
+    .venv/bin/python benchmarks/suite.py --sizes 1000 5000 --trials 3 --indent 2
 """
-
 from __future__ import annotations
 
 import argparse
 import gc
+import json
 import math
+import os
+import tempfile
 import time
-import tracemalloc
 from collections import Counter
 
 import numpy as np
+from _memory import peak_mib, reset_peak, rss_mib
 
 from evaltk.suite import load_suite_run, suite_run_from_frame, summarize_suite
 
@@ -134,20 +143,58 @@ def naive_summary(doc: dict) -> dict:
 # --------------------------------------------------------------------------- measurement
 
 
+def peer_from_file(path: str) -> dict:
+    """The peer end to end: the file read with ``json.load``, then its loop."""
+    with open(path, encoding="utf-8") as fh:
+        return naive_summary(json.load(fh))
+
+
+def evaltk_from_file(path: str) -> dict:
+    """evaltk end to end, as ``evaltk suite summarize`` runs it."""
+    return summarize_suite(load_suite_run(path)).to_dict()
+
+
+def evaltk_from_mapping(doc: dict) -> dict:
+    return summarize_suite(load_suite_run(doc)).to_dict()
+
+
 def measure(fn, *args, repeat: int = 1):
-    """Best wall time of ``repeat`` untraced runs, then one run under tracemalloc for the peak."""
-    best_t, result = math.inf, None
+    """Best CPU and best wall time of ``repeat`` runs, then the peak resident growth of one more."""
+    best_cpu = best_wall = math.inf
+    result = None
     for _ in range(repeat):
         gc.collect()
-        t0 = time.perf_counter()
+        c0, w0 = time.process_time(), time.perf_counter()
         result = fn(*args)
-        best_t = min(best_t, time.perf_counter() - t0)
+        best_cpu = min(best_cpu, time.process_time() - c0)
+        best_wall = min(best_wall, time.perf_counter() - w0)
+    result = None
     gc.collect()
-    tracemalloc.start()
-    fn(*args)
-    _, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
-    return best_t, peak, result
+    before = rss_mib()
+    reset_peak()
+    result = fn(*args)
+    peak = peak_mib()
+    grow = None if before is None or peak is None else max(peak - before, 0.0)
+    return best_cpu, best_wall, grow, result
+
+
+def where_the_time_goes(path: str, *, repeat: int) -> dict[str, float]:
+    """CPU seconds of the steps that read the text: evaltk's nesting screen and Arrow's
+    parse (as ``load_suite_run`` runs them), and the peer's ``json.load``."""
+    import pyarrow as pa
+    import pyarrow.json as pj
+
+    from evaltk import _io
+
+    with open(path, "rb") as fh:
+        raw = fh.read()
+
+    def arrow() -> None:
+        pj.read_json(pa.py_buffer(raw), read_options=pj.ReadOptions(use_threads=False, block_size=len(raw) + 1),
+                     parse_options=pj.ParseOptions(newlines_in_values=True))
+
+    return {"screen": measure(_io.json_depth, raw, repeat=repeat)[0], "arrow": measure(arrow, repeat=repeat)[0],
+            "json.load": measure(json.loads, raw, repeat=repeat)[0]}
 
 
 def table_path(table):
@@ -161,46 +208,69 @@ def main() -> None:
     ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 25_000, 50_000, 100_000])
     ap.add_argument("--trials", type=int, default=5)
     ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--indent", type=int, default=None, help="write the run files indented (default compact)")
     a = ap.parse_args()
-    print(f"suite summarize benchmark: {a.trials} trials per task; time = best of {a.repeat}; "
-          "peak = tracemalloc peak of one more traced run")
-    hdr = (f"{'tasks':>8} {'step':<22} {'seconds':>8} {'tasks/s':>11} {'us/task':>8} {'peak MB':>8} "
-           f"{'peer/evaltk':>11}")
+    print(f"suite benchmark: {a.trials} trials per task; best of {a.repeat}; ratios peer / evaltk on CPU "
+          f"time; run files {'compact' if a.indent is None else f'indented {a.indent}'} JSON; "
+          f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
+    hdr = (f"{'tasks':>8} {'step':<30} {'cpu s':>7} {'wall s':>7} {'tasks/cpu-s':>12} {'us/task':>8} "
+           f"{'peak MiB':>8} {'peer/evaltk':>11}")
     print(hdr)
     print("-" * len(hdr))
     per_task: dict[str, list[float]] = {}
-    for size in a.sizes:
-        doc = make_run(size, a.trials)
-        t_load, m_load, run = measure(load_suite_run, doc, repeat=a.repeat)
-        t_sum, m_sum, summary = measure(summarize_suite, run, repeat=a.repeat)
-        t_dict, m_dict, _ = measure(summary.to_dict, repeat=a.repeat)
-        t_peer, m_peer, peer = measure(naive_summary, doc, repeat=a.repeat)
-        table = run.to_frame()
-        t_frame, m_frame, _ = measure(table_path, table, repeat=a.repeat)
-        per_task.setdefault("summarize", []).append(t_sum / size)
-        per_task.setdefault("from_frame", []).append(t_frame / size)
-        # same answers
-        assert abs(peer["aggregateScore"] - summary.aggregate_score) < 1e-9
-        assert abs(peer["gatedAggregateScore"] - summary.gated_aggregate_score) < 1e-9
-        agree = np.mean([p["passed"] == bool(x) for p, x in zip(peer["tasks"], summary.task_passed,
-                                                                  strict=True)])
-        rows = [("evaltk load+validate", t_load, m_load, None),
-                ("evaltk summarize", t_sum, m_sum, t_peer / t_sum),
-                ("evaltk to_dict (JSON)", t_dict, m_dict, None),
-                ("evaltk end-to-end", t_load + t_sum + t_dict, max(m_load, m_sum, m_dict),
-                 t_peer / (t_load + t_sum + t_dict)),
-                ("evaltk table+summarize", t_frame, m_frame, t_peer / t_frame),
-                ("peer naive per-task", t_peer, m_peer, 1.0)]
-        for name, t, m, ratio in rows:
-            r = "" if ratio is None else f"{ratio:10.1f}x"
-            print(f"{size:>8} {name:<22} {t:8.3f} {size / t:11,.0f} {1e6 * t / size:8.2f} "
-                  f"{m / 2**20:8.1f} {r:>11}")
-        print(f"{'':>8} task verdicts agreeing with the peer: {agree:.4%} (the peer compares floats "
-              "without exact decimals)")
+    ratios: dict[str, list[float]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for size in a.sizes:
+            doc = make_run(size, a.trials)
+            path = os.path.join(tmp, f"run-{size}.json")
+            with open(path, "w", encoding="utf-8") as fh:
+                json.dump(doc, fh, indent=a.indent)
+            mb = os.path.getsize(path) / 1e6
+            load = measure(load_suite_run, path, repeat=a.repeat)
+            run = load[3]
+            summ = measure(summarize_suite, run, repeat=a.repeat)
+            summary = summ[3]
+            todict = measure(summary.to_dict, repeat=a.repeat)
+            e2e = measure(evaltk_from_file, path, repeat=a.repeat)
+            peer_file = measure(peer_from_file, path, repeat=a.repeat)
+            mapping = measure(evaltk_from_mapping, doc, repeat=a.repeat)
+            peer = measure(naive_summary, doc, repeat=a.repeat)
+            table = run.to_frame()
+            frame = measure(table_path, table, repeat=a.repeat)
+            per_task.setdefault("file end-to-end", []).append(e2e[0] / size)
+            per_task.setdefault("summarize", []).append(summ[0] / size)
+            # same answers
+            p = peer_file[3]
+            assert abs(p["aggregateScore"] - summary.aggregate_score) < 1e-9
+            assert abs(p["gatedAggregateScore"] - summary.gated_aggregate_score) < 1e-9
+            assert e2e[3] == summary.to_dict() == mapping[3]
+            agree = np.mean([x["passed"] == bool(y) for x, y in zip(p["tasks"], summary.task_passed, strict=True)])
+            rows = [("evaltk load_suite_run(file)", load, None),
+                    ("evaltk summarize_suite", summ, peer[0] / summ[0]),
+                    ("evaltk to_dict (JSON doc)", todict, None),
+                    ("evaltk end-to-end, file", e2e, peer_file[0] / e2e[0]),
+                    ("peer end-to-end, file", peer_file, 1.0),
+                    ("evaltk end-to-end, mapping", mapping, peer[0] / mapping[0]),
+                    ("evaltk table+summarize", frame, peer[0] / frame[0]),
+                    ("peer loop, mapping", peer, 1.0)]
+            ratios.setdefault("file", []).append(peer_file[0] / e2e[0])
+            for name, (cpu, wall, grow, _), ratio in rows:
+                r = "" if ratio is None else f"{ratio:10.1f}x"
+                g = "n/a" if grow is None else f"{grow:8.1f}"
+                print(f"{size:>8} {name:<30} {cpu:7.3f} {wall:7.3f} {size / cpu:12,.0f} {1e6 * cpu / size:8.2f} "
+                      f"{g:>8} {r:>11}")
+            parts = where_the_time_goes(path, repeat=a.repeat)
+            print(f"{'':>8} of which: nesting screen {parts['screen']:.3f} s, Arrow parse {parts['arrow']:.3f} s "
+                  f"(CPU); the peer's json.load {parts['json.load']:.3f} s")
+            print(f"{'':>8} run file {mb:.1f} MB; task verdicts agreeing with the peer: {agree:.4%} (the peer "
+                  "compares floats without exact decimals); load average "
+                  f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     if len(a.sizes) > 1:
         for step, v in per_task.items():
-            print(f"linearity, {step}: time per task at {a.sizes[-1]:,} tasks / at {a.sizes[0]:,} tasks = "
+            print(f"linearity, {step}: CPU time per task at {a.sizes[-1]:,} tasks / at {a.sizes[0]:,} tasks = "
                   f"{v[-1] / v[0]:.2f} (1.0 = linear)")
+    print(f"end to end from the file, peer / evaltk: {min(ratios['file']):.1f}x-{max(ratios['file']):.1f}x "
+          "over the sizes")
 
 
 if __name__ == "__main__":

@@ -411,7 +411,25 @@ def json_depth(data: bytes | memoryview | str) -> int:
     >>> json_depth('{"a": [1, {"b": "]]"}]}')
     3
     """
-    return int(_screen(_as_array(data), per_line=False)[0][0])
+    a = _as_array(data)
+    quotes = np.flatnonzero(a == 34)
+    if quotes.size:  # a quote after an odd run of backslashes is escaped
+        after = quotes[quotes > 0]
+        cand = after[a[after - 1] == 92]
+        if cand.size:
+            bs = np.flatnonzero(a == 92)
+            run_start = np.maximum.accumulate(np.where(np.r_[True, np.diff(bs) != 1], bs, 0))
+            odd = (cand - run_start[np.searchsorted(bs, cand - 1)]) % 2 == 1
+            quotes = np.setdiff1d(quotes, cand[odd], assume_unique=True)
+    low = a | 32  # "[" and "{" become 123, "]" and "}" 125
+    opens, closes = np.flatnonzero(low == 123), np.flatnonzero(low == 125)
+    if quotes.size:  # a bracket after an odd number of quotes is inside a string
+        opens = opens[(np.searchsorted(quotes, opens) & 1) == 0]
+        closes = closes[(np.searchsorted(quotes, closes) & 1) == 0]
+    if not opens.size:
+        return 0
+    # the depth just inside each opening bracket: the openings so far less the closings before it
+    return max(int((np.arange(1, opens.size + 1) - np.searchsorted(closes, opens)).max()), 0)
 
 
 def json_line_screen(data: bytes, start: int = 0, stop: int | None = None, *,

@@ -4,6 +4,7 @@ errors naming the task and field."""
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -140,6 +141,16 @@ def load_suite_run(source: str | Path | Mapping[str, Any], *, file: str | None =
         The document breaks the format; the message names the file, the task id
         (``record``) and the field (``trials[2].score``).
 
+    Notes
+    -----
+    A JSON file is read column-wise (Arrow's JSON reader after the nesting screen of
+    ``evaltk._io``; no Python object per trial, every rule checked on whole columns).
+    Whenever that reader cannot decide (a ``null`` where the format tells a null key
+    from an absent one, values of two types under one key, object tool calls, a
+    ``\\u`` escape where it matters, a ``NaN``, a bad record) the document is read by
+    the per-record reader instead, which gives the same run and names what is wrong;
+    ``tests/suite/test_read_columnar.py`` holds the two to the same result.
+
     Examples
     --------
     >>> run = load_suite_run({"suite": "demo", "thresholds": {"passScore": 0.7},
@@ -149,8 +160,12 @@ def load_suite_run(source: str | Path | Mapping[str, Any], *, file: str | None =
     """
     if isinstance(source, (str, Path)):
         path = Path(source)
-        doc = _io.read_document(path)
         file = str(path)
+        if path.suffix.lower() not in (".yaml", ".yml"):
+            fast = _columnar_run(_io.read_bytes(path), file)
+            if fast is not None:
+                return fast
+        doc = _io.read_document(path)  # the reference reader: it names whatever is wrong
     else:
         doc = source
     ctx = _Ctx(file)
@@ -658,3 +673,348 @@ def _parse_trajectory(ctx: _Ctx, traj: Any, tid: str) -> TrajectorySpec:
     if not isinstance(forbidden, list) or not all(isinstance(x, str) and x for x in forbidden):
         raise ctx.fail("must be a list of tool names", record=tid, field="expected.trajectory.forbidden")
     return TrajectorySpec(match=match, tools=tools, forbidden=tuple(forbidden))
+
+
+# --------------------------------------------------------------------------- the columnar reader
+#
+# A run file is read column-wise through Arrow's JSON reader: no Python object per trial.
+# It is exact by construction: it returns a run only for a document the reference reader
+# above accepts, and then the same run; at the first doubt (a null where a key may be
+# absent, a shape Arrow cannot hold in one column, a value that breaks a rule) it gives up
+# and the reference reader reads the document and names the file, record and field.
+
+
+class _Refer(Exception):
+    """The columnar reader cannot decide: the reference reader reads the document."""
+
+
+#: A ``\\uD800``-``\\uDFFF`` escape (the reference reader refuses a lone one).
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+#: The text opens an object (Arrow's reader dies on a document that is a bare ``null``).
+_OPENS_OBJECT = re.compile(rb"(?:\xef\xbb\xbf)?[ \t\r\n]*\{")
+#: Separators of the keys the specs and calls are grouped by: control characters, which a
+#: JSON string holds only through a ``\\u`` escape.
+_SEP, _PART = "\x1f", "\x1e"
+
+
+def _columnar_run(raw: bytes, file: str) -> SuiteRun | None:
+    """The run in the JSON bytes ``raw``, read column-wise, or None when the reference
+    reader must read it (see the note above)."""
+    import pyarrow as pa
+
+    try:
+        return _columnar(raw, file)
+    except (_Refer, pa.ArrowException, KeyError, IndexError, TypeError, ValueError):
+        return None  # whatever it cannot read, the reference reader reads (the tests check that
+        # every fixture and every clean generated run is read here)
+
+
+def _columnar(raw: bytes, file: str) -> SuiteRun:
+    import pyarrow as pa
+    import pyarrow.json as pj
+
+    escapes = b"\\u" in raw
+    if (not _OPENS_OBJECT.match(raw) or b"NaN" in raw or b"Infinity" in raw or len(raw) >= 2**31 - 1
+            or b"\x1e" in raw or b"\x1f" in raw or (escapes and _SURROGATE_ESCAPE.search(raw))
+            or not (raw.isascii() or _utf8(raw))):
+        raise _Refer  # the reference reader names the field holding a NaN, or refuses the text
+    if _io.json_depth(raw) > min(_io.current_limits().depth, _io.NATIVE_DEPTH):
+        raise _Refer  # never handed to a native parser; the reference reader refuses it
+    try:
+        table = pj.read_json(pa.py_buffer(raw),
+                             read_options=pj.ReadOptions(use_threads=False, block_size=max(len(raw) + 1, 1 << 16)),
+                             parse_options=pj.ParseOptions(newlines_in_values=True))
+    except (pa.ArrowException, UnicodeDecodeError, ValueError):
+        raise _Refer from None  # not JSON, a repeated key, or a field of two types
+    if table.num_rows != 1 or "tasks" not in table.column_names:
+        raise _Refer
+    # the header is one object, so Arrow's fields are exactly its keys
+    header = {name: table.column(name)[0].as_py() for name in table.column_names if name != "tasks"}
+    ctx = _Ctx(file)
+    try:
+        ctx.keys({**header, "tasks": None}, _TOP_KEYS, record=None, where="", lenient=True)
+        suite, version = _read_names(ctx, header, file)
+        thresholds = _read_thresholds(ctx, header.get("thresholds"))
+        block = _read_trials_block(ctx, header.get("trials"))
+        aggregation = _choice(ctx, header.get("aggregation", "mean"), AGGREGATIONS, "aggregation",
+                              field="aggregation")
+    except SchemaViolation:
+        raise _Refer from None
+    try:
+        tasks = _ColumnarTasks(raw, table.column("tasks").combine_chunks(), block.count, escapes)
+    except pa.ArrowException:
+        raise _Refer from None
+    return SuiteRun(suite=suite, version=version, thresholds=thresholds, count=block.count,
+                    pass_rule=block.pass_rule, k=block.k, aggregation=aggregation,
+                    task_ids=tuple(tasks.ids), task_types=tuple(tasks.types),
+                    trajectories=tuple(tasks.trajectories), score=tasks.score,
+                    trajectory_matched=tasks.matched, fixture_miss=tasks.miss, cost=tasks.cost,
+                    latency_ms=tasks.latency_ms, source=file)
+
+
+def _utf8(raw: bytes) -> bool:
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _fields(arr: Any) -> dict[str, Any]:
+    """A struct column's fields by name (each null where the struct is)."""
+    return dict(zip([f.name for f in arr.type], arr.flatten(), strict=True))
+
+
+def _misspelt(names: Iterable[str], allowed: set[str]) -> bool:
+    """Whether a lenient object's keys hold a near-miss of a known key (refused)."""
+    return any(k not in allowed and not k.startswith("x-") and _near_miss(k, allowed) for k in names)
+
+
+class _ColumnarTasks:
+    """The ``tasks`` column (a list of task structs) checked and read into the run's columns."""
+
+    def __init__(self, raw: bytes, col: Any, count: int, escapes: bool) -> None:
+        import pyarrow as pa
+
+        self.pa, self.raw, self.escapes = pa, raw, escapes
+        if not (pa.types.is_list(col.type) and pa.types.is_struct(col.type.value_type)) or col.null_count:
+            raise _Refer
+        tasks = col.flatten()
+        t = len(tasks)
+        if not t or tasks.null_count:
+            raise _Refer
+        f = _fields(tasks)
+        # a task carries `trials` (its single trial's fields on the task: the reference reader)
+        if set(f) & (_TRIAL_KEYS - {"metadata"}) or _misspelt(f, _TASK_KEYS):
+            raise _Refer
+        self.ids = self._ids(f, t)
+        self.types = self._types(f, t)
+        spec_code, specs = self._specs(f.get("expected"), t)
+        self.trajectories = [specs[c] if c >= 0 else None for c in spec_code.tolist()]
+        self._trials(f.get("trials"), t, count, np.repeat(spec_code, count), specs)
+
+    # -- small readers of one column each
+
+    def _absent(self, key: str, present: int) -> bool:
+        """Whether no object holds ``key`` as null: the text spells ``"key"`` no more often than
+        values are present (an escaped key could hide one, so with escapes: unknown)."""
+        return not self.escapes and self.raw.count(b'"' + key.encode() + b'"') == present
+
+    def _strings(self, a: Any) -> Any:
+        """A column of strings (or of nulls only); none empty."""
+        pa = self.pa
+        if pa.types.is_null(a.type):
+            return a
+        if not (pa.types.is_string(a.type) or pa.types.is_large_string(a.type)):
+            raise _Refer
+        import pyarrow.compute as pc
+
+        if a.null_count < len(a) and pc.min(pc.binary_length(a)).as_py() == 0:
+            raise _Refer
+        return a
+
+    def _numbers(self, a: Any, n: int) -> np.ndarray:
+        """A numeric column as floats, NaN where absent (a NaN in the text never gets here)."""
+        pa = self.pa
+        if a is None or pa.types.is_null(a.type):
+            return np.full(n, np.nan)
+        if not (pa.types.is_integer(a.type) or pa.types.is_floating(a.type)):
+            raise _Refer
+        import pyarrow.compute as pc
+
+        return np.array(pc.cast(a, pa.float64(), safe=False).to_numpy(zero_copy_only=False), dtype=float)
+
+    def _flags(self, a: Any, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """A boolean column: (present, true)."""
+        pa = self.pa
+        if a is None or pa.types.is_null(a.type):
+            return np.zeros(n, bool), np.zeros(n, bool)
+        if not pa.types.is_boolean(a.type):
+            raise _Refer
+        present = np.asarray(a.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+        return present, np.array(a.fill_null(False).to_numpy(zero_copy_only=False), dtype=bool)
+
+    def _names(self, a: Any) -> Any:
+        """A column of lists of tool names (null where absent), or None when no object has it."""
+        pa = self.pa
+        if a is None or pa.types.is_null(a.type):
+            return None
+        if not pa.types.is_list(a.type):
+            raise _Refer
+        vt = a.type.value_type
+        if not (pa.types.is_null(vt) or pa.types.is_string(vt) or pa.types.is_large_string(vt)) \
+                or a.flatten().null_count:
+            raise _Refer  # an object call (`{"name": ...}`) or a null: the reference reader
+        if self.escapes and pa.types.is_string(vt):
+            import pyarrow.compute as pc
+
+            if pc.any(pc.match_substring_regex(a.flatten(), f"[{_PART}{_SEP}]")).as_py():
+                raise _Refer
+        return a
+
+    def _valid(self, a: Any) -> np.ndarray:
+        return np.asarray(a.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+
+    # -- the task columns
+
+    def _ids(self, f: dict[str, Any], t: int) -> list[str]:
+        """``id`` (else ``taskId``): a non-empty string on every task, unique."""
+        a = f["id"] if "id" in f else f.get("taskId")
+        if a is None or a.null_count:
+            raise _Refer
+        ids = self._strings(a).to_pylist()
+        if len(set(ids)) != t:
+            raise _Refer
+        return ids
+
+    def _types(self, f: dict[str, Any], t: int) -> list[str | None]:
+        """``type`` (else ``kind``); where ``type`` is null and ``kind`` is set the key may
+        be null (which hides ``kind``) or absent: unknown."""
+        ty, kind = f.get("type"), f.get("kind")
+        if ty is None and kind is None:
+            return [None] * t
+        if ty is not None and kind is not None and (~self._valid(ty) & self._valid(kind)).any():
+            raise _Refer
+        types = [] if ty is None else self._strings(ty).to_pylist()
+        other = [] if kind is None else self._strings(kind).to_pylist()
+        return other if ty is None else types if kind is None else [a if a is not None else b
+                                                                   for a, b in zip(types, other, strict=True)]
+
+    def _specs(self, e: Any, t: int) -> tuple[np.ndarray, list[TrajectorySpec]]:
+        """Per task the code of its expected trajectory among the distinct ``specs`` (-1 for none)."""
+        pa = self.pa
+        import pyarrow.compute as pc
+
+        code = np.full(t, -1, np.int64)
+        if e is None or pa.types.is_null(e.type):
+            return code, []
+        if not pa.types.is_struct(e.type):
+            raise _Refer
+        tr = _fields(e).get("trajectory")
+        if tr is None:
+            return code, []
+        has = self._valid(tr)
+        if (self._valid(e) & ~has).any() and not self._absent("trajectory", int(has.sum())):
+            raise _Refer  # `"trajectory": null` is refused, an absent one is no trajectory
+        if not has.any():
+            return code, []
+        if not pa.types.is_struct(tr.type):
+            raise _Refer
+        g = _fields(tr)
+        if any(k not in _TRAJ_KEYS and not k.startswith("x-") for k in g):
+            raise _Refer
+        idx = np.flatnonzero(has)
+        n = idx.size
+        m = g.get("match")
+        if m is None:
+            match = pa.array(["strict"] * n)
+        else:
+            m = self._strings(m).take(idx)
+            if m.null_count and not self._absent("match", len(m) - m.null_count):
+                raise _Refer
+            match = pc.fill_null(m.cast(pa.string()), "strict")
+            if not pc.all(pc.is_in(match, pa.array(MATCH_MODES))).as_py():
+                raise _Refer
+        tools = self._names(g.get("tools"))
+        forbidden = self._names(g.get("forbidden"))
+        tools = None if tools is None else tools.take(idx)
+        if forbidden is not None:
+            forbidden = forbidden.take(idx)
+            if forbidden.null_count and not self._absent("forbidden", n - forbidden.null_count):
+                raise _Refer
+            if pa.types.is_string(forbidden.type.value_type) and len(forbidden.flatten()) \
+                    and pc.min(pc.binary_length(forbidden.flatten())).as_py() == 0:
+                raise _Refer
+        codes, first = _group(pa, [match, _list_key(pa, tools, n), _list_key(pa, forbidden, n)])
+        tl = None if tools is None else tools.take(pa.array(first)).to_pylist()
+        fb = None if forbidden is None else forbidden.take(pa.array(first)).to_pylist()
+        ms = match.take(pa.array(first)).to_pylist()
+        specs = [TrajectorySpec(match=ms[u], tools=None if tl is None or tl[u] is None else tuple(tl[u]),
+                                forbidden=() if fb is None or fb[u] is None else tuple(fb[u]))
+                 for u in range(len(first))]
+        code[idx] = codes
+        return code, specs
+
+    # -- the trials
+
+    def _trials(self, col: Any, t: int, count: int, spec: np.ndarray, specs: list[TrajectorySpec]) -> None:
+        pa = self.pa
+        import pyarrow.compute as pc
+
+        if col is None or not (pa.types.is_list(col.type) and pa.types.is_struct(col.type.value_type)) \
+                or col.null_count:
+            raise _Refer
+        if (np.asarray(pc.list_value_length(col).to_numpy(zero_copy_only=False)) != count).any():
+            raise _Refer  # a missing or extra trial
+        trials = col.flatten()
+        if trials.null_count:
+            raise _Refer
+        g = _fields(trials)
+        if _misspelt(g, _TRIAL_KEYS):
+            raise _Refer
+        n = t * count
+        score = self._numbers(g.get("score"), n)
+        _, miss = self._flags(g.get("fixtureMiss"), n)
+        unscored = np.isnan(score)
+        if (unscored & ~miss).any():
+            raise _Refer  # a score is required unless the trial failed closed on a miss
+        score[unscored] = 0.0
+        cost = self._numbers(g.get("cost"), n)
+        cost = np.where(np.isnan(cost), self._numbers(g.get("costUsd"), n), cost)
+        latency = self._numbers(g.get("latencyMs"), n)
+        if (score < 0).any() or (score > 1).any() or (cost < 0).any() or (latency < 0).any() \
+                or np.isinf(cost).any() or np.isinf(latency).any():
+            raise _Refer
+        host_set, host = self._flags(g.get("trajectoryMatched"), n)
+        calls = self._names(g.get("toolCalls"))
+        matched = np.ones(n, bool)
+        gated = spec >= 0
+        if gated.any():
+            has_calls = np.zeros(n, bool) if calls is None else self._valid(calls)
+            bare = gated & ~has_calls
+            if (bare & ~host_set & ~miss).any():
+                raise _Refer  # neither calls nor the host's verdict (and no miss)
+            matched[bare & host_set] = host[bare & host_set]
+            with_calls = np.flatnonzero(gated & has_calls)
+            if with_calls.size:
+                assert calls is not None
+                ok = _match_calls(pa, calls.take(pa.array(with_calls)), spec[with_calls], specs)
+                matched[with_calls] = ok & ~(host_set[with_calls] & ~host[with_calls])
+        shape = (t, count)
+        self.score, self.miss = score.reshape(shape), miss.reshape(shape)
+        self.cost, self.latency_ms = cost.reshape(shape), latency.reshape(shape)
+        self.matched = matched.reshape(shape)
+
+
+def _list_key(pa: Any, lists: Any, n: int) -> Any:
+    """Each list of names as one string (``n`` nulls' worth when no object has the key):
+    the length, then the names, so that no two lists share a key."""
+    import pyarrow.compute as pc
+
+    if lists is None:
+        return pa.array(["-"] * n)
+    length = pc.cast(pc.fill_null(pc.list_value_length(lists), -1), pa.string())
+    if pa.types.is_null(lists.type.value_type):
+        return length
+    return pc.binary_join_element_wise(length, pc.fill_null(pc.binary_join(lists, _SEP), ""), _PART)
+
+
+def _group(pa: Any, keys: list[Any]) -> tuple[np.ndarray, np.ndarray]:
+    """(group code per row, first row of each group) of rows keyed by string columns."""
+    import pyarrow.compute as pc
+
+    joined = pc.binary_join_element_wise(*keys, _PART) if len(keys) > 1 else keys[0]
+    codes = np.asarray(pc.dictionary_encode(joined).indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+    _, first = np.unique(codes, return_index=True)
+    return codes, first
+
+
+def _match_calls(pa: Any, calls: Any, spec: np.ndarray, specs: list[TrajectorySpec]) -> np.ndarray:
+    """Whether each list of calls follows its trial's spec, matched once per distinct pair."""
+    codes, _ = _group(pa, [_list_key(pa, calls, len(calls))])
+    pair = spec * (int(codes.max()) + 1) + codes
+    _, first, inverse = np.unique(pair, return_index=True, return_inverse=True)
+    reps = calls.take(pa.array(first)).to_pylist()
+    ok = np.array([_match_cached(specs[int(spec[r])], c) for r, c in zip(first.tolist(), reps, strict=True)],
+                  dtype=bool)
+    return ok[inverse.ravel()]
