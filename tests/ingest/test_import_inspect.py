@@ -205,7 +205,7 @@ def test_cli_refuses_an_out_that_is_an_input(inspect_logs, tmp_path, capsys):
     log = tmp_path / "traces.jsonl"  # an input named like the file the import would write
     log.write_bytes(inspect_logs["eval"].read_bytes())
     assert main(["import", "inspect", str(log), "--out", str(tmp_path)]) == 64
-    assert "one of the inputs" in capsys.readouterr().err
+    assert f"would overwrite the input {log}" in capsys.readouterr().err  # the one output rule
     assert log.read_bytes() == inspect_logs["eval"].read_bytes()
     assert main(["import", "inspect", str(inspect_logs["eval"]), "--out", str(inspect_logs["eval"])]) == 64
 
@@ -257,7 +257,7 @@ def test_out_must_be_new_empty_or_a_previous_import(inspect_logs, otel_spans, tm
     foreign.mkdir()
     (foreign / "traces.jsonl").write_text("{}\n")
     assert main(["import", "inspect", str(inspect_logs["eval"]), "--out", str(foreign)]) == 64
-    assert "did not write" in capsys.readouterr().err and (foreign / "traces.jsonl").read_text() == "{}\n"
+    assert "holds traces.jsonl but no import.json" in capsys.readouterr().err and (foreign / "traces.jsonl").read_text() == "{}\n"
     out = tmp_path / "imp"
     assert main(["import", "inspect", str(inspect_logs["eval"]), "--out", str(out)]) == 0
     assert (out / "suite" / "run.json").is_file()
