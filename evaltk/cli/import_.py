@@ -8,6 +8,7 @@ import json
 import sys
 from typing import Any
 
+from .._validation import require_extra
 from ..errors import InputError
 from ..ingest import (
     INSPECT_EXTRA,
@@ -22,8 +23,8 @@ from ..ingest import (
 _EXIT_TEXT = ("Exit codes: 0 imported (dropped records are listed in the ledger, not errors); 1 no complete "
               "run among the inputs (the ledger says why); 64 usage "
               "(--out is one of the inputs, a file, or a folder holding files an import does not write: pass "
-              "--overwrite; the inspect extra is not installed); 65 a policy file that is "
-              "not a policy; 66 an input that cannot be read.")
+              "--overwrite); 65 a policy file that is not a policy; 66 an input that cannot be read; 69 the "
+              "inspect extra is not installed (import inspect).")
 
 
 def register_cli(subparsers: Any) -> None:
@@ -91,11 +92,11 @@ def _checked(inputs: list[str], args: argparse.Namespace) -> Any:
 def _cmd_inspect(args: argparse.Namespace) -> int:
     from ._main import EXIT_USAGE, CliError
 
+    # the one missing-extra rule: MissingExtra, exit 69 as every command, before anything is read or written
+    require_extra(INSPECT_EXTRA, purpose="`evaltk import inspect`")
     policy = _checked(args.logs, args)
     try:
         imp = import_inspect(args.logs, policy=policy, scorer=args.scorer, pass_score=args.pass_score, k=args.k)
-    except ImportError as e:
-        raise CliError(str(e), EXIT_USAGE) from None
     except InputError:
         raise
     except ValueError as e:  # --k or --pass-score out of range
