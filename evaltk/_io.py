@@ -50,7 +50,7 @@ __all__ = ["Limits", "current_limits", "limits", "parse_limits", "LIMITS_ENV",
            "json_depth", "json_line_screen", "loads_yaml", "yaml_depth", "check_depth",
            "check_line_bytes", "NATIVE_DEPTH",
            "csv_records", "read_csv_text", "check_categories", "check_records", "check_line_records",
-           "read_document", "check_output", "atomic_path", "atomic_dir", "removed_on_failure",
+           "read_document", "check_output", "check_own_folder", "atomic_path", "atomic_dir", "removed_on_failure",
            "write_bytes_atomic", "write_text_atomic", "write_json", "write_jsonl", "write_parquet",
            "write_csv", "neutralize_formula", "file_digest", "check_digest", "TEMP_SUFFIX",
            "FORMULA_PREFIXES", "canonical_json", "sha256_digest", "parse_yaml"]
@@ -800,7 +800,8 @@ def _within(child: Path, parent: Path) -> bool:
 
 
 def check_output(out: str | os.PathLike[str], inputs: Iterable[str | os.PathLike[str] | None], *,
-                 kind: str = "file", writes: Iterable[str] | None = None) -> Path:
+                 kind: str = "file", writes: Iterable[str] | None = None, by: str | None = None,
+                 overwrite: bool = False) -> Path:
     """Refuse an output path that would overwrite or write into one of ``inputs``.
 
     ``kind="file"``: ``out`` must not be an existing folder, and must not be (after
@@ -808,7 +809,9 @@ def check_output(out: str | os.PathLike[str], inputs: Iterable[str | os.PathLike
     ``kind="dir"``: ``out`` must not be an existing file, nor be or lie inside an
     input; with ``writes`` (the names the command writes in ``out``) no input may be,
     hold or lie inside ``out/<name>``; without ``writes`` the whole folder is replaced,
-    so no input may lie inside ``out`` at all.
+    so no input may lie inside ``out`` at all.  With ``writes`` and ``by`` (the command,
+    ``"evaltk score"``) an existing folder must also hold nothing but what ``by`` writes
+    (:func:`check_own_folder`) unless ``overwrite``.
 
     Returns ``out`` as a :class:`~pathlib.Path`.  Raises
     :class:`~evaltk.errors.OutputRefused` naming both paths (the command line exits 64).
@@ -825,6 +828,7 @@ def check_output(out: str | os.PathLike[str], inputs: Iterable[str | os.PathLike
     evaltk.errors.OutputRefused: output ... is the input ...lock.json; choose another output path
     """
     o = Path(out)
+    writes = None if writes is None else list(writes)
     if kind not in ("file", "dir"):
         raise ValueError(f"`kind` must be 'file' or 'dir'; got {kind!r}")
     if kind == "file" and o.is_dir():
@@ -850,7 +854,70 @@ def check_output(out: str | os.PathLike[str], inputs: Iterable[str | os.PathLike
             if _within(ri, t) or _within(t, ri):
                 raise OutputRefused(f"output {o} would overwrite the input {raw} (written as {t}); "
                                     "choose another output path", output=str(o), input=str(raw))
+    if by is not None and writes is not None and not overwrite:
+        check_own_folder(o, writes, by=by)
     return o
+
+
+def _foreign(folder: Path, writes: set[str], under: str = "") -> list[str]:
+    """The entries of ``folder`` (relative to the output, ``under`` the prefix) that are not
+    among ``writes``, nor a folder holding some of them, nor one of their temporaries."""
+    names = {w.split("/", 1)[0]: w for w in writes}
+    found: list[str] = []
+    for e in sorted(folder.iterdir(), key=lambda x: x.name):
+        rel = f"{under}{e.name}"
+        temp = e.name.endswith(TEMP_SUFFIX) and any(e.name.startswith(f".{n}.") for n in names)
+        if temp or (rel in writes and not e.is_dir()):
+            continue
+        if e.is_dir() and not e.is_symlink() and any(w.startswith(rel + "/") for w in writes):
+            found += _foreign(e, writes, rel + "/")
+        else:
+            found.append(rel + ("/" if e.is_dir() else ""))
+    return found
+
+
+def check_own_folder(out: str | os.PathLike[str], writes: Iterable[str], *, by: str) -> None:
+    """Refuse an existing output folder that is not an earlier output of the command ``by``.
+
+    The one rule for a command that writes named files into a folder (``evaltk demo``,
+    ``score``, ``ingest``, ``import``; docs/outputs.md).  ``writes`` are the paths it
+    writes, relative to the folder (``suite/run.json``), the last of them the file it
+    writes last (``manifest.json``, ``import.json``), which marks a finished run.  A new
+    or empty folder is written; so is an earlier run's, one that holds that last file and
+    nothing but ``writes`` (and their temporaries), which is rewritten in place.  Any
+    other folder is refused: a demo corpus, another command's output, a file of the
+    user's that happens to share a name, so that none of them is replaced by a file of
+    the same name.  The commands' ``--overwrite`` skips this check (their files then
+    replace those of the same name; nothing else in the folder is touched).
+
+    Raises :class:`~evaltk.errors.OutputRefused` naming the folder and what is in it
+    (the command line exits 64).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp()); _ = (d / "manifest.json").write_text("{}")
+    >>> check_own_folder(d, ["scores.parquet", "manifest.json"], by="evaltk score")
+    >>> _ = (d / "traces.jsonl").write_text("")
+    >>> check_own_folder(d, ["scores.parquet", "manifest.json"], by="evaltk score")
+    Traceback (most recent call last):
+    ...
+    evaltk.errors.OutputRefused: output ... holds files evaltk score does not write (traces.jsonl): ...
+    """
+    o = Path(out)
+    if not o.is_dir() or not any(o.iterdir()):
+        return
+    writes = list(writes)
+    others = _foreign(o, set(writes))
+    hint = (f"give a new or empty folder or one an earlier `{by}` wrote, or pass --overwrite to write its "
+            "files over those of the same name")
+    if others:
+        shown = ", ".join(others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5 else "")
+        raise OutputRefused(f"output {o} holds files {by} does not write ({shown}): {hint}", output=str(o))
+    if not (o / writes[-1]).is_file():
+        shown = ", ".join(sorted(e.name for e in o.iterdir())[:5])
+        raise OutputRefused(f"output {o} holds {shown} but no {writes[-1]}, so it is not a finished "
+                            f"output of {by}: {hint}", output=str(o))
 
 
 def _umask() -> int:

@@ -49,6 +49,7 @@ __all__ = [
     "check_nonempty",
     "undefined",
     "user_stacklevel",
+    "zero_width",
 ]
 
 
@@ -366,6 +367,30 @@ def undefined(reason: str, *, what: str | None = None, cause: Cause = Cause.MISS
     warnings.warn(f"{what} is undefined: {reason}." if what else reason, UndefinedWarning,
                   stacklevel=user_stacklevel())
     return Abstention(cause, reason)
+
+
+def zero_width(interval: Any, *, what: str, n: int | None = None, unit: str = "items",
+               fmt: str = ".3f") -> str | None:
+    """The one rule "no interval narrower than the data allows" (issue #16): why a finite
+    ``interval`` (low, high) of zero width is no evidence, or None when it has width.
+
+    A sample never shows that precision, so a decision that needs an interval (the
+    promotion rule's stated-interval and human-ceiling conditions, the regression gate's
+    "excludes drops") is not met by one of zero width; the caller says so at the boundary.
+
+    Examples
+    --------
+    >>> zero_width((0.6, 0.8), what="kappa") is None
+    True
+    >>> zero_width((1.0, 1.0), what="kappa", n=12)
+    'the kappa interval [1.000, 1.000] has zero width: a sample of 12 items never shows that precision (an interval must reflect the sample size)'
+    """
+    lo, hi = interval
+    if lo < hi:
+        return None
+    of = "" if n is None else f" of {n} {unit}"
+    return (f"the {what} interval [{lo:{fmt}}, {hi:{fmt}}] has zero width: a sample{of} never shows that "
+            "precision (an interval must reflect the sample size)")
 
 
 def check_nonempty(data: Any, name: str, *, needs: str) -> None:

@@ -75,6 +75,7 @@ __all__ = [
     "measure_level",
     "answer_categories",
     "ANSWER_TABLE_COLUMNS",
+    "INSTRUMENT_COLUMNS",
     "RATING_TABLE_COLUMNS",
 ]
 
@@ -719,6 +720,16 @@ def answer_categories(measure: str) -> tuple[str, ...]:
 #: evaltk answer tables (ingest's answers and labels, the demo's ``answers.csv`` and
 #: ``labels.csv``): one row per answer.  ``step`` is empty for trace-level measures.
 ANSWER_TABLE_COLUMNS: tuple[str, ...] = ("trace_id", "measure", "step", "rater", "answer")
+
+#: The judge-instrument columns of an answers table (issue #14), optional on every row:
+#: the judge's model id and version, its rubric's id and content digest, the digest of the
+#: prompt template, and ``decoding``, the canonical JSON text of the decoding settings
+#: (:func:`evaltk._io.canonical_json`; sorted keys, e.g. ``{"max_tokens":16,"temperature":0}``).
+#: Digests are ``"sha256:<hex>"``.  A row without them is "unpinned"; scoring records the
+#: instrument they describe (:class:`evaltk.scoring.Instrument`).  Read by evaltk.ingest,
+#: written by the demo generator (evaltk.data) for its synthetic judges.
+INSTRUMENT_COLUMNS: tuple[str, ...] = ("judge_model", "judge_model_version", "rubric_id", "rubric_digest",
+                                       "template_digest", "decoding")
 
 #: Generic long rating tables (agreement, calibration, the public-data loaders): one
 #: row per (item, rater).  These are the defaults of every ``item=, rater=, rating=``.

@@ -132,10 +132,10 @@ wk.verdicts(report.thresholds_of(thresholds, threshold_source)).set_index(["meas
 # **review** or **regress**.  Every dimension is uncalibrated, so a significant drop can only
 # route to review, never regress (seed 002): there is no validated measure to regress
 # against.  In the gate an abstention counts as a failure (not applicable stays out); the
-# scores above are untouched.  The demo's synthetic judges carry no instrument metadata
-# (model, rubric, template, decoding), so their instrument is unpinned and the judged
-# dimensions can only route to review: that both sides used one instrument is not
-# established (docs/judges.md, "The instrument is compared before anything else").
+# scores above are untouched.  The demo's synthetic judges carry their instrument (model,
+# rubric, template, decoding), one on both sides, so a judged dimension can promote; answers
+# without that metadata would be unpinned and only route to review (docs/judges.md, "The
+# instrument is compared before anything else").
 
 # %%
 headline, g = report.checkpoint_gate_headline(demo, baseline_agent=baseline_agent, candidate_agent=candidate_agent,

@@ -177,6 +177,51 @@ def test_an_existing_file_where_a_folder_is_expected_is_a_clean_error(command, d
     assert f.read_text() == "keep me\n"
 
 
+def _writer(command: str, demo: Path, out: Path, *extra: object) -> list[object]:
+    return {"demo": ["demo", out, "--n-traces", 20],
+            "score": ["score", demo / "traces.jsonl", "--out", out],
+            "ingest": ["ingest", demo / "traces.jsonl", "--out", out],
+            "import": ["import", "otel", EXAMPLES / "import" / "otlp.json", "--out", out]}[command] + list(extra)
+
+
+@pytest.mark.parametrize("command", ["demo", "score", "ingest", "import"])
+def test_a_folder_holding_other_things_is_refused_unless_overwrite(command, demo, scored, tmp_path):
+    """One rule (``_io.check_own_folder``): a folder that holds anything the command does not
+    write (a demo corpus, another command's score folder) is refused, naming the folder and
+    what is in it; an earlier run of the same command is rewritten; --overwrite writes over."""
+    other = tmp_path / "other"
+    shutil.copytree(scored if command == "demo" else demo, other)
+    before = digests(other)
+    r = cli(*_writer(command, demo, other))
+    refused(r, other, f"evaltk {command} does not write", "diagnostics.parquet" if command == "demo" else "canaries.csv",
+            "--overwrite")
+    assert digests(other) == before  # nothing written, not even a file of the command's own name
+    own = tmp_path / "own"
+    assert cli(*_writer(command, demo, own)).returncode == 0
+    r = cli(*_writer(command, demo, own))  # an earlier run of the same command: rewritten
+    assert r.returncode == 0, r.stderr
+    r = cli(*_writer(command, demo, other, "--overwrite"))
+    assert r.returncode == 0, r.stderr
+    kept = {f for f in before if Path(f).name not in listing(own)}
+    assert kept and all(digests(Path(f)) == {f: before[f]} for f in kept)  # only same-named files replaced
+
+
+def test_check_own_folder_knows_an_earlier_run_by_its_last_file_and_nothing_else(tmp_path):
+    writes = ["traces.jsonl", "suite/run.json", "import.json"]
+    _io.check_own_folder(tmp_path / "new", writes, by="evaltk import")  # absent or empty: written
+    (tmp_path / "suite").mkdir()
+    (tmp_path / "suite" / "run.json").write_text("{}")
+    (tmp_path / ".traces.jsonl.x1y2.tmp").write_text("")  # a temporary of its own: not foreign
+    with pytest.raises(OutputRefused, match=r"holds .*suite.* but no import.json"):
+        _io.check_own_folder(tmp_path, writes, by="evaltk import")  # an unfinished run
+    (tmp_path / "import.json").write_text("{}")
+    _io.check_own_folder(tmp_path, writes, by="evaltk import")
+    (tmp_path / "suite" / "notes.txt").write_text("mine")
+    with pytest.raises(OutputRefused, match=r"does not write \(suite/notes.txt\)"):
+        _io.check_own_folder(tmp_path, writes, by="evaltk import")
+    _io.check_output(tmp_path, [], kind="dir", writes=writes, by="evaltk import", overwrite=True)
+
+
 # =========================================================================== a refused run leaves no result
 
 

@@ -33,7 +33,8 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
                     "(the instruments differ: scorer or version, fold rule, or a judge's model, rubric, "
                     "template or decoding; each differing field is named), 66 unreadable input. A dimension "
                     "whose instrument is unpinned (answers without judge metadata) on either side is "
-                    "review, never promote: the demo's judges are unpinned, so the example exits 3.",
+                    "review, never promote; so is a dimension whose interval has zero width (a folder against "
+                    "itself: nothing is ruled out), so the example below, the demo scored twice, exits 3.",
         epilog="Example: evaltk score data/demo/traces.jsonl --answers data/demo/answers.csv --out out/v1 && evaltk score data/demo/traces.jsonl --answers data/demo/answers.csv "
                "--out out/v2 && evaltk gate --baseline out/v1 --candidate out/v2 --json",
         formatter_class=argparse.RawDescriptionHelpFormatter)

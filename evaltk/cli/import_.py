@@ -8,6 +8,7 @@ import json
 import sys
 from typing import Any
 
+from .._validation import require_extra
 from ..errors import InputError
 from ..ingest import (
     INSPECT_EXTRA,
@@ -21,8 +22,9 @@ from ..ingest import (
 
 _EXIT_TEXT = ("Exit codes: 0 imported (dropped records are listed in the ledger, not errors); 1 no complete "
               "run among the inputs (the ledger says why); 64 usage "
-              "(--out is one of the inputs; the inspect extra is not installed); 65 a policy file that is "
-              "not a policy; 66 an input that cannot be read.")
+              "(--out is one of the inputs, a file, or a folder holding files an import does not write: pass "
+              "--overwrite); 65 a policy file that is not a policy; 66 an input that cannot be read; 69 the "
+              "inspect extra is not installed (import inspect).")
 
 
 def register_cli(subparsers: Any) -> None:
@@ -66,6 +68,9 @@ def register_cli(subparsers: Any) -> None:
                             "needs_confirmation; without it x_safe is not_implemented")
         q.add_argument("--out", required=True, metavar="DIR", help="output folder")
         q.add_argument("--json", action="store_true", help="print import.json (counts, inputs) on stdout")
+        q.add_argument("--overwrite", action="store_true",
+                       help="write into a folder that holds other files too (the import's files replace those "
+                            "of the same name; docs/outputs.md)")
     pi.set_defaults(func=_cmd_inspect)
     po.set_defaults(func=_cmd_otel)
     p.set_defaults(func=lambda args: _usage(p))
@@ -79,23 +84,19 @@ def _usage(p: argparse.ArgumentParser) -> int:
 
 
 def _checked(inputs: list[str], args: argparse.Namespace) -> Any:
-    from ._main import EXIT_USAGE, CliError
-
-    try:
-        check_import_paths([*inputs, *([args.policy] if args.policy else [])], args.out)
-    except ValueError as e:
-        raise CliError(str(e), EXIT_USAGE) from None
+    # refused (OutputRefused, exit 64) before anything is read: the one output rule (docs/outputs.md)
+    check_import_paths([*inputs, *([args.policy] if args.policy else [])], args.out, overwrite=args.overwrite)
     return read_action_policy(args.policy) if args.policy else None
 
 
 def _cmd_inspect(args: argparse.Namespace) -> int:
     from ._main import EXIT_USAGE, CliError
 
+    # the one missing-extra rule: MissingExtra, exit 69 as every command, before anything is read or written
+    require_extra(INSPECT_EXTRA, purpose="`evaltk import inspect`")
     policy = _checked(args.logs, args)
     try:
         imp = import_inspect(args.logs, policy=policy, scorer=args.scorer, pass_score=args.pass_score, k=args.k)
-    except ImportError as e:
-        raise CliError(str(e), EXIT_USAGE) from None
     except InputError:
         raise
     except ValueError as e:  # --k or --pass-score out of range
@@ -108,7 +109,7 @@ def _cmd_otel(args: argparse.Namespace) -> int:
 
 
 def _write(imp: Imported, args: argparse.Namespace) -> int:
-    paths = write_import(imp, args.out)
+    paths = write_import(imp, args.out, overwrite=args.overwrite)
     manifest = paths["manifest"].read_text(encoding="utf-8")
     c = json.loads(manifest)["counts"]
     code = 0 if c["runs"] else 1

@@ -27,8 +27,9 @@ def register_cli(subparsers: Any) -> None:
         epilog="Example: evaltk ingest data/demo/traces.jsonl --answers data/demo/answers.csv "
                "--out out/ --json\nExit codes (the rule `evaltk score` follows too): 0 the tables and "
                "the ledger were produced, whatever was dropped (each dropped record has a ledger row "
-               "with its reason, and the counts are printed); 65 a malformed record with --strict, "
-               "or a limit passed (docs/limits.md); 66 unreadable input.",
+               "with its reason, and the counts are printed); 64 usage (--out is an input, a file, or a "
+               "folder holding files `evaltk ingest` does not write: pass --overwrite); 65 a malformed "
+               "record with --strict, or a limit passed (docs/limits.md); 66 unreadable input.",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("traces", help="trace file (JSONL, one run per line; or Parquet)")
     p.add_argument("--answers", action="append", help="judge answers (CSV, JSONL, Parquet); repeatable")
@@ -37,6 +38,9 @@ def register_cli(subparsers: Any) -> None:
                                  "ledger.csv here")
     p.add_argument("--strict", action="store_true", help="stop at the first malformed record")
     p.add_argument("--json", action="store_true", help="print a machine-readable summary")
+    p.add_argument("--overwrite", action="store_true",
+                   help="with --out: write into a folder that holds other files too (the tables replace "
+                        "those of the same name; docs/outputs.md)")
     p.set_defaults(func=_cli_ingest)
 
 
@@ -48,7 +52,8 @@ INGEST_FILES = ("runs.parquet", "steps.parquet", "answers.parquet", "labels.parq
 def _cli_ingest(args: argparse.Namespace) -> int:
     inputs = [args.traces, *(args.answers or []), *(args.labels or [])]
     if args.out:
-        check_output(args.out, inputs, kind="dir", writes=INGEST_FILES)
+        check_output(args.out, inputs, kind="dir", writes=INGEST_FILES, by="evaltk ingest",
+                     overwrite=args.overwrite)
     written = [Path(args.out) / name for name in INGEST_FILES] if args.out else []
     with removed_on_failure(*written):  # a failed run leaves no earlier tables to read as its own
         ing = ingest_traces(args.traces, args.answers, args.labels, strict=args.strict)

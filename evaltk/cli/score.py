@@ -27,7 +27,9 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
         epilog="Example: evaltk score data/demo/traces.jsonl --answers data/demo/answers.csv "
                "--labels data/demo/labels.csv --out out/\nExit codes (as `evaltk ingest`): 0 the score "
                "directory was written, whatever was dropped (the ledger says why, the counts are "
-               "printed); 65 a malformed record with --strict, or a limit passed; 66 unreadable input.",
+               "printed); 64 usage (--out is an input, a file, or a folder holding files `evaltk score` does not "
+               "write: pass --overwrite); 65 a malformed record with --strict, or a limit passed; 66 "
+               "unreadable input.",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("traces", help="trace file (JSONL, one run per line; or Parquet)")
     p.add_argument("--answers", help="judge answers (CSV, JSONL or Parquet)")
@@ -38,12 +40,16 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
                    help="how several judges' answers to one question fold (default: majority); part of "
                         "the instrument")
     p.add_argument("--json", action="store_true", help="print a machine-readable summary")
+    p.add_argument("--overwrite", action="store_true",
+                   help="write into a folder that holds other files too (the score files replace those of "
+                        "the same name; docs/outputs.md)")
     p.set_defaults(func=_cli_score)
 
 
 def _cli_score(args: argparse.Namespace) -> int:
     writes = [*(f"{t}.parquet" for t in SCORE_TABLES), "manifest.json"]
-    check_output(args.out, [args.traces, args.answers, args.labels], kind="dir", writes=writes)
+    check_output(args.out, [args.traces, args.answers, args.labels], kind="dir", writes=writes, by="evaltk score",
+                 overwrite=args.overwrite)
     with removed_on_failure(Path(args.out) / "manifest.json"):  # a failed run leaves no loadable result
         m = score_traces(args.traces, args.answers, args.labels, strict=args.strict, fold=args.fold)
         out = m.save(args.out)

@@ -42,20 +42,22 @@ import numpy as np
 import pandas as pd
 
 from .._io import (
+    canonical_json,
     loads_json,
     read_csv_text,
     read_json,
     read_text,
+    sha256_digest,
     write_csv,
     write_jsonl,
     write_text_atomic,
 )
 from .._validation import check_rng
 from ..errors import SchemaViolation, UnreadableInput
-from ..values import ANSWER_TABLE_COLUMNS, ANSWER_VALUES, ANSWER_VOCABULARIES
+from ..values import ANSWER_TABLE_COLUMNS, ANSWER_VALUES, ANSWER_VOCABULARIES, INSTRUMENT_COLUMNS
 
 #: Bumped whenever the same seed would produce different data.
-GENERATOR_VERSION = "1.0"
+GENERATOR_VERSION = "1.1"  # 1.1: the judges carry their instrument (pinned)
 
 # --------------------------------------------------------------------------- planted parameters
 
@@ -255,6 +257,12 @@ DEMO_FILES: dict[str, str] = {
 #: The demo's answer tables: evaltk's answer-table profile
 #: (:data:`evaltk.values.ANSWER_TABLE_COLUMNS`) and what each answer cost.
 ANSWER_COLUMNS: tuple[str, ...] = (*ANSWER_TABLE_COLUMNS, "confidence", "cost", "latency_ms", "rater_version")
+#: The judges' ``answers`` table: the same columns and each judge's instrument
+#: (:data:`evaltk.values.INSTRUMENT_COLUMNS`, from :func:`_judge_instrument`), so the demo's
+#: judges are pinned and its checkpoint gate reads promote / regress, not only review.
+JUDGE_ANSWER_COLUMNS: tuple[str, ...] = (*ANSWER_COLUMNS, *INSTRUMENT_COLUMNS)
+#: The decoding every synthetic judge is said to use (canonical JSON text).
+DEMO_DECODING: dict[str, Any] = {"temperature": 0}
 
 # --------------------------------------------------------------------------- task templates
 
@@ -685,7 +693,7 @@ def make_demo(*, n_traces: int = 3000, rng: int | np.random.Generator | None = 0
     harm = rng.random(len(runs)) < np.array(generated.harm_p, float)
     truth_all = generated.truth(harm)
     judged = _judged(runs, truth_all, generated, draws.in_progress)
-    answers = _answer_table(rng, JUDGES, judged)
+    answers = _pinned(_answer_table(rng, JUDGES, judged), JUDGES)
     proxies = _harm_proxy(rng, judged, harm)
     labelled = _labelled(rng, judged, truth_all, pool=np.flatnonzero(~draws.in_progress & ~is_orphan))
     labels = _answer_table(rng, HUMANS, labelled)
@@ -1505,6 +1513,29 @@ def _answer_table(rng: np.random.Generator, profiles: Mapping[str, RaterProfile]
     return out.reset_index(drop=True)
 
 
+def _judge_instrument(name: str, profile: RaterProfile, measure: str) -> dict[str, str]:
+    """One synthetic judge's instrument for one measure, derived (no draw): its model is the
+    generator's profile ``name`` at the profile's version, its rubric the measure's answer
+    vocabulary (id and content digest), its template the generator's question wording
+    (digest), its decoding :data:`DEMO_DECODING`."""
+    rubric = {"measure": measure, "answers": list(_VOCABULARY[measure])}
+    template = {"generator": "evaltk.data.make_demo", "judge": name, "asks": measure}
+    return {"judge_model": f"evaltk-demo/{name}", "judge_model_version": profile.version,
+            "rubric_id": f"demo-{measure}", "rubric_digest": "sha256:" + sha256_digest(rubric),
+            "template_digest": "sha256:" + sha256_digest(template),
+            "decoding": canonical_json(DEMO_DECODING).decode("utf-8")}
+
+
+def _pinned(answers: pd.DataFrame, profiles: Mapping[str, RaterProfile]) -> pd.DataFrame:
+    """``answers`` with each row's judge instrument (:data:`JUDGE_ANSWER_COLUMNS`)."""
+    keys = list(zip(answers["rater"], answers["measure"], strict=True))
+    table = {k: _judge_instrument(k[0], profiles[k[0]], k[1]) for k in dict.fromkeys(keys)}
+    out = answers.copy()
+    for c in INSTRUMENT_COLUMNS:
+        out[c] = _obj(np.array([table[k][c] for k in keys], dtype=object))
+    return out
+
+
 def _obj(a: np.ndarray) -> pd.Series:
     """Text as object dtype (pandas 3 would infer an Arrow string column, slower to build)."""
     return pd.Series(a, dtype=object)
@@ -1684,7 +1715,7 @@ def _readme(data: DemoData) -> str:
         "| file | what |",
         "|---|---|",
         "| traces.jsonl | one run per line (trace_id, task, status, [domain], agent, steps, [step_counts], [guide]) |",
-        "| answers.csv | judge answers: trace_id, measure, step, rater, answer, confidence, cost, latency_ms, rater_version |",
+        "| answers.csv | judge answers: trace_id, measure, step, rater, answer, confidence, cost, latency_ms, rater_version, and each judge's instrument (judge_model, judge_model_version, rubric_id, rubric_digest, template_digest, decoding) |",
         "| labels.csv | human labels, same columns (plus x_safe labels) |",
         "| proxies.csv | weak proxy labels: the harm-based x_safe proxy, one per run |",
         "| truth.csv | per run: the planted facts and the value (or abstention cause) each measure should take |",
@@ -1722,7 +1753,7 @@ def _readme(data: DemoData) -> str:
 
 
 _TABLE_COLUMNS: dict[str, tuple[str, ...]] = {
-    "answers": ANSWER_COLUMNS,
+    "answers": JUDGE_ANSWER_COLUMNS,
     "labels": ANSWER_COLUMNS,
     "proxies": ANSWER_COLUMNS,
     "truth": ("trace_id", "agent", "domain", "status", "x_task", "x_task_cause", "x_safe",
@@ -1783,7 +1814,7 @@ def _read_answer_table(path: Path, key: str) -> pd.DataFrame:
              "none/a_few/lots/cannot_tell for x_eff)")
     _bad_row((f["step"].isna() & (f["measure"] == "x_ctx")).to_numpy(), f, "step", path,
              "x_ctx answers need the step index")
-    out = pd.DataFrame({c: _objects(f[c]) for c in ANSWER_COLUMNS})
+    out = pd.DataFrame({c: _objects(f[c]) for c in _TABLE_COLUMNS[key]})
     out["step"] = _to_number(f, "step", path, kind="Int64")
     out["confidence"] = _to_number(f, "confidence", path)
     out["cost"] = _to_number(f, "cost", path)

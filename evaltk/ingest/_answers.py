@@ -20,6 +20,7 @@ from ..errors import SchemaViolation, UnreadableInput
 from ..values import (
     ANSWER_VOCABULARIES,
     FREE_TEXT_MEASURES,
+    INSTRUMENT_COLUMNS,
     PER_STEP_MEASURES,
     normalize_answer,
     normalize_measure,
@@ -46,14 +47,7 @@ _G_MEASURE = re.compile(r"^g_[a-z0-9_]+$")
 
 _ANSWER_REQUIRED = ("trace_id", "measure", "rater", "answer")
 
-#: The judge-instrument columns of an answers table (issue #14), optional on every row:
-#: the judge's model id and version, its rubric's id and content digest, the digest of the
-#: prompt template, and ``decoding``, the canonical JSON text of the decoding settings
-#: (:func:`evaltk._io.canonical_json`; sorted keys, e.g. ``{"max_tokens":16,"temperature":0}``).
-#: Digests are ``"sha256:<hex>"``.  A row without them is "unpinned"; scoring records the
-#: instrument they describe (:class:`evaltk.scoring.Instrument`).
-INSTRUMENT_COLUMNS: tuple[str, ...] = ("judge_model", "judge_model_version", "rubric_id", "rubric_digest",
-                                       "template_digest", "decoding")
+#: The judge-instrument columns (:data:`evaltk.values.INSTRUMENT_COLUMNS`, imported above; their home).
 #: Audit data an answer may carry beside the instrument: the digest of the rendered prompt.
 #: It varies by item, so it is not part of the instrument.
 AUDIT_COLUMNS: tuple[str, ...] = ("prompt_digest",)

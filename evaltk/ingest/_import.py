@@ -125,37 +125,36 @@ def _file_sha256(path: str) -> str:
     return "sha256:" + h.hexdigest()
 
 
-def check_import_paths(inputs: Iterable[str | os.PathLike[str]], out: str | os.PathLike[str]) -> None:
+def check_import_paths(inputs: Iterable[str | os.PathLike[str]], out: str | os.PathLike[str], *,
+                       overwrite: bool = False) -> None:
     """Refuse an output folder that is, or would overwrite, one of the inputs, or that holds
-    files :func:`write_import` did not write (a previous import's folder is rewritten whole).
+    files :func:`write_import` does not write (a previous import's folder is rewritten whole).
+
+    The rule of every command that writes a folder (:func:`evaltk._io.check_output` with
+    ``by=``; docs/outputs.md); ``overwrite=True`` (``--overwrite``) lets the import's files
+    replace those of the same name in a folder that holds other things.
 
     Raises
     ------
-    ValueError
-        ``out`` is an input, a file :func:`write_import` writes is an input, or ``out``
-        is a file, or a folder with other files and no ``import.json``.
+    OutputRefused
+        ``out`` is an input, a file :func:`write_import` writes is an input, ``out`` is a
+        file, or a folder holding anything but an earlier import's files (and not
+        ``overwrite``).  A ``ValueError``.
     """
-    root = Path(out).expanduser().resolve()
-    targets = {root, *(root / rel for rel in IMPORT_FILES.values())}
-    for p in inputs:
-        if Path(p).expanduser().resolve() in targets:
-            raise ValueError(f"--out {out} is one of the inputs ({p}): importing would overwrite it.")
-    if root.exists() and not root.is_dir():
-        raise ValueError(f"--out {out} is a file, not a folder.")
-    if root.is_dir() and any(root.iterdir()) and not (root / IMPORT_FILES["manifest"]).is_file():
-        raise ValueError(f"--out {out} holds files evaltk import did not write: give an empty or new folder "
-                         "(or a previous import's).")
+    _io.check_output(out, list(inputs), kind="dir", writes=IMPORT_FILES.values(), by="evaltk import",
+                     overwrite=overwrite)
 
 
-def write_import(imported: Imported, out: str | os.PathLike[str]) -> dict[str, Path]:
+def write_import(imported: Imported, out: str | os.PathLike[str], *, overwrite: bool = False) -> dict[str, Path]:
     """Write ``imported`` into the folder ``out`` (created when needed); return the paths.
 
     Files (:data:`IMPORT_FILES`): ``traces.jsonl`` (evaltk trace records, one per line),
     ``answers.csv`` (judge answers, header only when none), ``suite/run.json`` (when
     the source has trials), ``ledger.csv`` and ``import.json`` (the source, the inputs
     with their SHA-256, the policy, the counts).  Every file is written atomically.
+    ``out`` is checked by :func:`check_import_paths` (``overwrite`` as there).
     """
-    check_import_paths(imported.inputs, out)
+    check_import_paths(imported.inputs, out, overwrite=overwrite)
     root = Path(out)
     paths = {k: root / v for k, v in IMPORT_FILES.items()}
     _io.write_text_atomic(paths["traces"], "".join(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -57,7 +58,10 @@ def _usage(u: Any) -> dict[str, Any] | None:
 def _drop_reason(error: Any) -> str:
     """``cancelled: ...`` for a sample inspect_ai cancelled, ``error: ...`` for one that errored."""
     msg = (error.message or "").strip()
-    first = (msg.splitlines()[0] if msg else "(no message)").split(" by <", 1)[0][:120]
+    # a cancellation's repr carries its asyncio task's repr (" by <Task ...>"): dropped, the
+    # closing quote and parenthesis kept; a long message is cut with "..." saying so
+    first = re.sub(r" by <.*>(?=[\"']\)$)", "", msg.splitlines()[0] if msg else "(no message)")
+    first = first if len(first) <= 200 else first[:197] + "..."
     if any(msg.startswith(name + "(") for name in _CANCELLED):
         return f"cancelled: the sample was cancelled before it finished ({first})"
     return f"error: the sample stopped on an error ({first})"
@@ -221,7 +225,8 @@ def import_inspect(logs: Iterable[str | os.PathLike[str]] | str | os.PathLike[st
         spec = log.eval
         names.add(spec.task)
         n_epochs = max(n_epochs, int(spec.config.epochs or 1))
-        names_here = [sc.name for sc in log.results.scores] if log.results else []
+        # one entry per scorer and reducer: each scorer named once, in the log's order
+        names_here = list(dict.fromkeys(sc.name for sc in log.results.scores)) if log.results else []
         if scorer is not None and names_here and scorer not in names_here:
             raise ValueError(f"{path}: no scorer {scorer!r} in the log (it has {', '.join(names_here)}).")
         first = scorer or (names_here[0] if names_here else None)

@@ -121,6 +121,40 @@ def _nanos(v: Any, field: str) -> int | None:
 _MICRO = datetime(1970, 1, 1, 0, 0, 0, 1, tzinfo=UTC) - _EPOCH
 
 
+def _precision(*times: Any) -> int:
+    """The precision, in nanoseconds, of a span's times: 1 for unix nanoseconds, 1,000 when
+    any is ISO 8601 text (microseconds: what the SDK's ``to_json`` writes)."""
+    return 1000 if any(isinstance(v, str) and v and not v.isdigit() for v in times) else 1
+
+
+def _same_time(a: int | None, b: int | None, unit: int) -> bool:
+    """Two times of one span agree at the precision ``unit`` both copies carry: equal in
+    nanoseconds, or less than a microsecond apart when one is in microseconds (the SDK
+    rounds ``time_ns / 1e9`` through a float to the microsecond, which lands within 1 us
+    of the nanosecond time; two such times must be equal)."""
+    if a is None or b is None:
+        return a is b
+    return abs(a - b) < unit
+
+
+def _same_span(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Whether two copies of one span id are the same span (docs/import-otel.md, "Repeated
+    spans"): every field equal, the times compared at the coarser precision of the two, and
+    the scope only where both carry one."""
+    unit = max(a["precision_ns"], b["precision_ns"])
+    skip = {"start", "end", "events", "scope", "precision_ns"}
+    if any(a[k] != b[k] for k in a.keys() - skip) or a.keys() != b.keys():
+        return False
+    if a["scope"] is not None and b["scope"] is not None and a["scope"] != b["scope"]:
+        return False
+    if not (_same_time(a["start"], b["start"], unit) and _same_time(a["end"], b["end"], unit)):
+        return False
+    ea, eb = a["events"], b["events"]
+    return len(ea) == len(eb) and all(
+        x["name"] == y["name"] and x["attributes"] == y["attributes"]
+        and _same_time(x["time_unix_nano"], y["time_unix_nano"], unit) for x, y in zip(ea, eb, strict=True))
+
+
 def _status(v: Any) -> dict[str, Any]:
     if not isinstance(v, Mapping):
         return {"code": "UNSET"}
@@ -154,6 +188,8 @@ def _otlp_span(s: Any, resource: dict[str, Any], scope: dict[str, Any]) -> dict[
                     "attributes": _kv_list(e.get("attributes", []))} for e in s.get("events", [])
                    if isinstance(e, Mapping)],
         "resource": resource, "scope": scope,
+        "precision_ns": _precision(s.get("startTimeUnixNano"), s.get("endTimeUnixNano"),
+                                   *(e.get("timeUnixNano") for e in s.get("events", []) if isinstance(e, Mapping))),
     }
 
 
@@ -179,7 +215,9 @@ def _sdk_span(s: Mapping[str, Any]) -> dict[str, Any]:
                     "attributes": dict(e.get("attributes") or {})} for e in s.get("events") or []
                    if isinstance(e, Mapping)],
         "resource": dict(res.get("attributes") or {}) if isinstance(res, Mapping) else {},
-        "scope": {},
+        "scope": None,  # not in the SDK's JSON: compared only where both copies carry it
+        "precision_ns": _precision(s.get("start_time"), s.get("end_time"),
+                                   *(e.get("timestamp") for e in s.get("events") or [] if isinstance(e, Mapping))),
     }
 
 
@@ -401,20 +439,28 @@ def _run(tid: str, items: list[_Item], policy: ActionPolicy | None, led: _Ledger
     """One trace's spans as a run (complete or in progress), with their ledger rows."""
     first: dict[str, _Item] = {}
     repeats: list[tuple[_Item, _Item]] = []
+    conflicting: set[str] = set()
     for it in items:
         sid = it[3]["span_id"]
-        if sid in first:
-            repeats.append((it, first[sid]))
-        else:
+        if sid not in first:
             first[sid] = it
-    conflicting = {it[3]["span_id"] for it, f in repeats if it[3] != f[3]}
+            continue
+        f = first[sid]
+        if not _same_span(it[3], f[3]):
+            conflicting.add(sid)
+        elif it[3]["precision_ns"] < f[3]["precision_ns"]:  # the finer copy is kept
+            first[sid], it, f = it, f, it
+        repeats.append((it, f))
     spans = sorted((it for sid, it in first.items() if sid not in conflicting),
                    key=lambda t: (t[3]["start"], t[3]["span_id"]))
     for it, f in repeats:
         loc = f"{f[0]}:{f[1]}"
+        unit = max(it[3]["precision_ns"], f[3]["precision_ns"])
         led.dropped(it[0], it[1], tid, "span", f"duplicate span_id {it[3]['span_id']}: " + (
             f"conflicting with {loc}; neither kept" if it[3]["span_id"] in conflicting
-            else f"identical to {loc}"), it[2])
+            else f"identical to {loc}" if it[3] == f[3]
+            else f"the same span as {loc}" + (" (times compared to the microsecond)" if unit > 1 else "")),
+            it[2])
     for sid in sorted(conflicting):
         f = first[sid]
         led.dropped(f[0], f[1], tid, "span", f"duplicate span_id {sid}: conflicting copies; neither kept", f[2])

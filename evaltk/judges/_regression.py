@@ -49,6 +49,7 @@ from .._validation import (
     import_optional,
     recorded_seed,
     seeded_rng,
+    zero_width,
 )
 from ..scoring import (
     GUIDE_MEASURES,
@@ -362,8 +363,8 @@ def gate(baseline: ScoreMatrix, candidate: ScoreMatrix, *, measures: Sequence[st
     gen, record = seeded_rng(rng)
     seed = recorded_seed(record)
     # one engine, one generator for every dimension; the keys (pair_by) are the resampled clusters
-    # degenerate="keep": two runs equal on every key resample to a zero-width interval, which the gate
-    # has always read as "no drop" (issue #16 leaves the gate's own exact bound for that case to its owner)
+    # degenerate="keep": two runs equal on every key resample to a zero-width interval, which _decide
+    # reads through the one rule (evaltk._validation.zero_width): review at a boundary, never promote
     cfg = BootstrapConfig(n_resamples=n_resamples, confidence_level=cl, unit="cluster", rng=gen,
                           degenerate="keep")
     dims = pd.DataFrame([_compare(_pair(baseline, candidate, x, pair_by), x, pair_by, cfg) for x in meas])
@@ -447,6 +448,11 @@ def _decide(r: Any, alpha: float, min_pairs: int) -> tuple[str, str]:
                           "no validated measure to regress against")
     if sig and r.effect >= r.min_effect:
         return "promote", f"significant gain {r.effect:+.3f} ({p})"
+    why = zero_width((r.ci_low, r.ci_high), what="paired-difference", n=r.n_pairs, unit="paired keys",
+                     fmt="+.3f") if np.isfinite(r.ci_low) else None
+    if why:  # every resample gave one difference (a self-comparison): the bootstrap keeps it on purpose
+        return "review", (f"at a boundary: effect {r.effect:+.3f}, but {why}; it rules out no drop "
+                          f"(every paired key differs alike, as when both sides are the same scores; {p})")
     if np.isfinite(r.ci_low) and r.ci_low > -r.min_effect:
         return "promote", (f"no practically relevant drop: effect {r.effect:+.3f}, interval "
                            f"[{r.ci_low:+.3f}, {r.ci_high:+.3f}] excludes drops of {r.min_effect:g} or more")

@@ -13,6 +13,7 @@ import pandas as pd
 
 from .. import __version__ as _evaltk_version
 from .._display import HtmlTable
+from .._validation import zero_width
 from ..values import (
     Abstention,
     Threshold,
@@ -67,9 +68,8 @@ def _ceiling_condition(rec: CalibrationRecord) -> tuple[bool, str]:
     hc = rec.human_ceiling
     if hc is None or len(hc) != 3 or not _finite(*hc) or not hc[1] <= hc[0] <= hc[2]:
         return False, "no human-human agreement with a finite interval around it" + _why(*(hc or ()))
-    if not hc[1] < hc[2]:
-        return False, (f"the human-human interval [{hc[1]:.3f}, {hc[2]:.3f}] has zero width: a sample never "
-                       "shows that precision (issue #16)")
+    if why := zero_width((hc[1], hc[2]), what="human-human"):
+        return False, why
     return True, f"human-human agreement {hc[0]:.3f} [{hc[1]:.3f}, {hc[2]:.3f}]"
 
 
@@ -116,9 +116,8 @@ def _interval_condition(rec: CalibrationRecord) -> tuple[bool, str]:
     cl = rec.confidence_level
     if cl is None or not _finite(cl) or not 0 < cl < 1:
         return False, f"the interval's confidence level {rec.confidence_level!r} is not in (0, 1)"
-    if not ci[0] < ci[1]:
-        return False, (f"the {rec.statistic} interval [{ci[0]:.3f}, {ci[1]:.3f}] has zero width: a sample of "
-                       f"{rec.n_items} items never shows that precision (an interval must reflect the sample size)")
+    if why := zero_width(ci, what=rec.statistic, n=rec.n_items):
+        return False, why
     return True, (f"{rec.statistic} {rec.estimate:.3f} [{ci[0]:.3f}, {ci[1]:.3f}] at "
                   f"{rec.confidence_level:.0%} on {rec.n_items} items")
 

@@ -125,17 +125,19 @@ def gate_summary(summary: EvalSummary | Mapping[str, Any] | str | Path) -> GateD
     # two numbers read from the document compare exactly: a float orders as its shortest decimal
     if ps is not None and gagg is not None and not gagg >= ps:
         contradictions.append(f"gatedAggregateScore {_shortest(gagg)} < passScore {_shortest(ps)}")
-    if gagg is None and any(isinstance(t, Mapping) and "gatedScore" in t for t in tasks):
-        contradictions.append("tasks carry gatedScore but the summary has no gatedAggregateScore "
-                              "(RFC 0246 section D): cannot tell what the gate read")
+    read_instead = "the summary has no gatedAggregateScore, so aggregateScore was read"
+    carrying = sum(1 for t in tasks if isinstance(t, Mapping) and "gatedScore" in t)
+    if gagg is None and carrying:
+        contradictions.append(f"gatedAggregateScore is missing although {carrying} task(s) carry gatedScore "
+                              "(RFC 0246 section D): the summary does not say which aggregate decided its pass")
     if ps is not None and gagg is None and agg is not None and not agg >= ps:
-        contradictions.append(f"aggregateScore {_shortest(agg)} < passScore {_shortest(ps)}")
+        contradictions.append(f"aggregateScore {_shortest(agg)} < passScore {_shortest(ps)} ({read_instead})")
     if ps is None:
         contradictions.append("the summary records no thresholds.passScore: the pass cannot be verified")
     traj = [t for t in tasks if isinstance(t, Mapping) and t.get("hasTrajectory") is True]
     if traj and gagg is None:
-        contradictions.append(f"{len(traj)} task(s) have an expected trajectory but the summary has no "
-                              "gatedAggregateScore (RFC 0246 section D: absent never means ungated)")
+        contradictions.append(f"gatedAggregateScore is missing although {len(traj)} task(s) have an expected "
+                              "trajectory (RFC 0246 section D: absent never means ungated)")
     missing = [str(t.get("taskId")) for t in traj if "gatedScore" not in t]
     if missing:
         contradictions.append(f"trajectory task(s) {', '.join(missing[:5])} carry no gatedScore "
@@ -154,7 +156,8 @@ def gate_summary(summary: EvalSummary | Mapping[str, Any] | str | Path) -> GateD
         reasons.extend(doc.get("reasons") or [
             "passed: " + (f"gatedAggregateScore {_shortest(gagg)}" if gagg is not None
                           else f"aggregateScore {_shortest(agg)}")  # type: ignore[arg-type]  # the schema requires it
-            + (f" >= passScore {_shortest(ps)}" if ps is not None else " (summary says passed)")])
+            + (f" >= passScore {_shortest(ps)}" if ps is not None else " (summary says passed)")
+            + ("" if gagg is not None else f" ({read_instead})")])
         return GateDecision(True, tuple(reasons))
     if doc["passed"] is not True:
         reasons.extend(doc.get("reasons") or ["not passed: the summary says passed: false"])

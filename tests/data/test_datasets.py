@@ -76,16 +76,18 @@ def test_same_seed_same_corpus(small: D.DemoData) -> None:
 #: rewrite into one function per concern (issue 13): any change to a draw's order, a column's
 #: dtype or a value changes the digest.  Update only with GENERATOR_VERSION.
 #: Digests computed from the pre-refactor make_demo (issue 13), the generator's import path
-#: left out of the manifest hash (recomputed when it moved to evaltk.data; the data did not change).
+#: left out of the manifest hash (recomputed when it moved to evaltk.data; the data did not change),
+#: and recomputed for GENERATOR_VERSION 1.1, whose judges' answers gained their instrument columns
+#: (every other column and table unchanged: test_pinning_the_judges_added_columns_only).
 DEMO_FINGERPRINTS = [
-    (10, 0, "c619f8b65bbe6b35ba3ba9266cf06873608dc2be92323785d14248621bd95493"),
-    (49, 3, "3c744ef28240fa613c28faf224f65979d95a828096cdad44ec1d5e48caf45296"),
-    (50, 1, "2a31a662b47c98e8745d5ef783002e50c706cd2e7b9b3ddeefa6d22dd89026c2"),
-    (300, 0, "6bb6780c2302b41cd8142ee08016f1eaf91b947e5694817245181a33730053ac"),
-    (1000, 7, "9e681542d33782f49287efefbdd7dd78afc492f4b0cdfff9da34e1b9c9f4bed9"),
-    (3000, 0, "af56193835aa8f684df4573faaebbaecb1bb3ef81685e09a03dcdffa1c761507"),
-    (3000, 11, "9c6dddcb543a2c9f9fac19cf266d13a0a4cc06cd916db95b8572dca5136efabb"),
-    (200, "generator-5", "de61d9089f0eabfec8a7d4bf4b13ebebd2243fcafe2eeb37efb6f4fd8e9402bb"),
+    (10, 0, "5cf583f90fe6110c34679a8188c0da90f1af531c43681a6387a6fecffb51b428"),
+    (49, 3, "031a5a1b88b8bbe9f74f3c9c80f8fe81588192994ff33c77f0030ebb28ef5b73"),
+    (50, 1, "b4b748f73ca84db52aadb0100cdb2df420b4622aaa0ae4e11cd967c16e355eee"),
+    (300, 0, "e597ca37f59aa90a23d31d64d383e04993bb4f63be593b3c263fa3162454b8a8"),
+    (1000, 7, "72e366ff7ed157233aa6151d36eeef69ebf9fa01bc9ba7a8ecf3035481d564a2"),
+    (3000, 0, "d7069b60df1b2cf2ca09bcbc14f403106efef91b057c4ab713a7e1dff24b09de"),
+    (3000, 11, "fdd051d826f7484b2ea7a4b59cb15f37671734696aee214d8757d57888b18e64"),
+    (200, "generator-5", "c71393acb2717332cf8b873c3435788654f61a022e565c64e727dcf8ff11aa94"),
 ]
 _FINGERPRINT_TABLES = ("answers", "labels", "proxies", "truth", "step_truth", "canaries", "costs", "raters")
 
@@ -233,7 +235,7 @@ def test_answer_tables_follow_the_contract(big: D.DemoData) -> None:
     for table, raters, measures in ((big.answers, D.JUDGES, {"x_task", "x_eff", "x_ctx"}),
                                     (big.labels, D.HUMANS, {"x_task", "x_eff", "x_ctx", "x_safe"}),
                                     (big.proxies, [D.HARM_PROXY], {"x_safe"})):
-        assert tuple(table.columns) == D.ANSWER_COLUMNS
+        assert tuple(table.columns) == (D.JUDGE_ANSWER_COLUMNS if raters is D.JUDGES else D.ANSWER_COLUMNS)
         assert set(table["rater"]) == set(raters)
         assert set(table["measure"]) == measures
         for m, words in vocab.items():
@@ -991,3 +993,28 @@ def test_load_agentrewardbench_long_table_has_one_home(tmp_path):
     assert list(f["question"]) == list(D.AGENTREWARDBENCH_QUESTIONS)
     assert set(f["rater"]) == {"H"} and set(f["item_id"]) == {"webarena/webarena.7/gpt"} and set(f["line"]) == {2}
     assert list(f["rating"]) == ["Unsure", "No", "4. Completely Optimal", "Yes"]
+
+
+def test_the_demo_judges_are_pinned_instruments() -> None:
+    """GENERATOR_VERSION 1.1: each synthetic judge carries its instrument (derived, not drawn:
+    one per judge and measure), so scoring pins it and the checkpoint gate can promote."""
+    from evaltk.judges import gate
+    from evaltk.scoring import score_traces
+    from evaltk.values import INSTRUMENT_COLUMNS
+
+    d = D.make_demo(n_traces=1200, rng=0)
+    inst = d.answers[["rater", "measure", *INSTRUMENT_COLUMNS]].drop_duplicates()
+    assert len(inst) == len(d.answers[["rater", "measure"]].drop_duplicates())  # one instrument each
+    assert inst[list(INSTRUMENT_COLUMNS)].notna().all().all()
+    assert inst["rubric_digest"].str.fullmatch(r"sha256:[0-9a-f]{64}").all()
+    assert tuple(c for c in d.answers.columns if c not in INSTRUMENT_COLUMNS) == D.ANSWER_COLUMNS
+    agent = {t["trace_id"]: t.get("agent") for t in d.traces}
+    sides = []
+    for a in ("agent-v1", "agent-v2"):
+        ids = {k for k, v in agent.items() if v == a}
+        sides.append(score_traces([t for t in d.traces if t["trace_id"] in ids],
+                                  d.answers[d.answers["trace_id"].isin(ids)]))
+    assert (sides[0].manifest.instruments()["instrument_status"] != "unpinned").all()
+    res = gate(*sides, n_resamples=300)
+    assert res.dimensions["instrument_pinned"].all()
+    assert (res.dimensions["decision"] == "promote").any(), res.dimensions[["measure", "decision", "reason"]]

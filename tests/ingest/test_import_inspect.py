@@ -66,6 +66,10 @@ def test_errored_and_cancelled_samples_are_dropped_with_their_reason_never_score
     assert set(reasons) == {"sample s3 epoch 2", "sample s4 epoch 1"}
     assert reasons["sample s3 epoch 2"].startswith("error: ") and "order service is down" in reasons["sample s3 epoch 2"]
     assert reasons["sample s4 epoch 1"].startswith("cancelled: ")
+    # inspect_ai's message is the exception's repr with its task's repr inside: that part is dropped,
+    # the rest kept whole (its closing quote and parenthesis included)
+    assert " by <" not in reasons["sample s4 epoch 1"] and reasons["sample s4 epoch 1"].endswith('"))')
+    assert reasons["sample s3 epoch 2"].endswith("(RuntimeError('the order service is down'))")
     tids = {t["trace_id"] for t in imported.traces}
     assert not set(dropped["trace_id"]) & tids
     trial_ids = {tr["traceId"] for t in imported.suite["tasks"] for tr in t["trials"]}
@@ -205,7 +209,7 @@ def test_cli_refuses_an_out_that_is_an_input(inspect_logs, tmp_path, capsys):
     log = tmp_path / "traces.jsonl"  # an input named like the file the import would write
     log.write_bytes(inspect_logs["eval"].read_bytes())
     assert main(["import", "inspect", str(log), "--out", str(tmp_path)]) == 64
-    assert "one of the inputs" in capsys.readouterr().err
+    assert f"would overwrite the input {log}" in capsys.readouterr().err  # the one output rule
     assert log.read_bytes() == inspect_logs["eval"].read_bytes()
     assert main(["import", "inspect", str(inspect_logs["eval"]), "--out", str(inspect_logs["eval"])]) == 64
 
@@ -226,8 +230,10 @@ def test_without_inspect_ai_the_command_names_the_extra(monkeypatch, tmp_path, c
     monkeypatch.setitem(sys.modules, "inspect_ai", None)
     log = tmp_path / "a.eval"
     log.write_bytes(b"x")
-    assert main(["import", "inspect", str(log), "--out", str(tmp_path / "o")]) == 64
+    # 69 as every command with a missing extra (evaltk._validation.require_extra / MissingExtra)
+    assert main(["import", "inspect", str(log), "--out", str(tmp_path / "o")]) == 69
     assert "pip install 'evaltk[inspect]'" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()  # checked before anything is written
 
 
 def test_the_same_sample_in_two_logs_is_no_suite_trial(inspect_logs, tmp_path):
@@ -247,6 +253,8 @@ def test_scorer_choice_and_option_errors(inspect_logs, tmp_path, capsys):
     assert led.loc["sample s1 epoch 1 score includes", "became"] == "run observation"
     # a partial grade is a trial score of 0.5 and no answer
     assert led.loc["sample s2 epoch 3 score graded", "became"] == "trial score"
+    assert main(["import", "inspect", str(inspect_logs["eval"]), "--out", str(tmp_path / "o"), "--scorer", "nope"]) == 64
+    assert "(it has includes, graded)" in capsys.readouterr().err  # each scorer once, not once per metric
     for argv in (["--scorer", "nope"], ["--k", "4"], ["--k", "0"], ["--pass-score", "2"]):
         assert main(["import", "inspect", str(inspect_logs["eval"]), "--out", str(tmp_path / "o"), *argv]) == 64, argv
         assert "usage: " in capsys.readouterr().err
@@ -257,7 +265,7 @@ def test_out_must_be_new_empty_or_a_previous_import(inspect_logs, otel_spans, tm
     foreign.mkdir()
     (foreign / "traces.jsonl").write_text("{}\n")
     assert main(["import", "inspect", str(inspect_logs["eval"]), "--out", str(foreign)]) == 64
-    assert "did not write" in capsys.readouterr().err and (foreign / "traces.jsonl").read_text() == "{}\n"
+    assert "holds traces.jsonl but no import.json" in capsys.readouterr().err and (foreign / "traces.jsonl").read_text() == "{}\n"
     out = tmp_path / "imp"
     assert main(["import", "inspect", str(inspect_logs["eval"]), "--out", str(out)]) == 0
     assert (out / "suite" / "run.json").is_file()

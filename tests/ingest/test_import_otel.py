@@ -105,6 +105,33 @@ def test_otlp_json_reads_as_the_sdk_span_json(otel_spans, imported, policy_file)
     assert set(hexed.ledger["record"]) == {1}  # one document
 
 
+def test_the_same_spans_through_both_exporters_are_one_copy(otel_spans, imported, tmp_path):
+    """The SDK's JSON carries microsecond times (rounded through a float), OTLP nanoseconds,
+    and the SDK's JSON no instrumentation scope: compared at the precision both carry, each
+    span is one span, and the nanosecond copy is the one kept, whichever file comes first."""
+    for files in ([otel_spans["otlp"], otel_spans["jsonl"]], [otel_spans["jsonl"], otel_spans["otlp"]]):
+        both = import_otel(files)
+        assert sorted(t["status"] for t in both.traces) == ["complete", "complete", "in_progress"]
+        led = both.ledger
+        dup = led[led["reason"].fillna("").str.startswith("duplicate span_id")]
+        assert len(dup) == 12 and dup["reason"].str.contains("same span as").all(), dup["reason"].tolist()
+        assert dup["reason"].str.contains("to the microsecond").all()
+        assert set(dup["source"]) == {str(otel_spans["jsonl"])}  # the microsecond copies are the ones dropped
+        ns = {t["trace_id"]: t for t in import_otel(otel_spans["otlp"]).traces}
+        assert all(t["steps"] == ns[t["trace_id"]]["steps"] for t in both.traces)  # nanosecond times kept
+    # a copy whose time differs by a whole microsecond or more is another span: both dropped
+    lines = otel_spans["jsonl"].read_text().splitlines()
+    doc = json.loads(lines[0])
+    t = doc["end_time"]
+    doc["end_time"] = t[:-3] + f"{(int(t[-3:-1]) + 2) % 100:02d}Z"
+    moved = tmp_path / "moved.jsonl"
+    moved.write_text(json.dumps(doc) + "\n")
+    imp = import_otel([otel_spans["otlp"], moved])
+    led = imp.ledger
+    assert led["reason"].fillna("").str.contains("conflicting").sum() == 2
+    assert sorted(t["status"] for t in imp.traces) == ["complete", "in_progress", "in_progress"]
+
+
 def test_spans_of_one_trace_in_two_files_make_one_run(otel_spans, tmp_path):
     lines = otel_spans["jsonl"].read_text().splitlines()
     a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"

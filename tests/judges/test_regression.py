@@ -73,6 +73,27 @@ def test_no_change_promotes_and_tests_match_dimension_types():
     assert d["pvalue_adjusted"].ge(d["pvalue"]).all()  # Holm never lowers a p-value
 
 
+def test_a_self_comparison_is_review_not_promote(tmp_path, capsys):
+    """Two identical score folders resample to a zero-width interval ([+0.000, +0.000]): no
+    evidence of non-regression at a boundary (issue #16's rule, the promotion rule's one
+    home), so review with the cause named, exit 3 (GATE_EXIT_CODES)."""
+    m = _matrix(0.8, n=200, seed=1)
+    res = gate(m, m, min_effect=0.1)
+    d = res.dimensions.set_index("measure")
+    assert res.decision == "review"
+    zero = d[d["ci_low"] == d["ci_high"]]  # the bootstrapped dimensions (x_eff, x_ctx)
+    assert set(zero.index) == {"x_eff", "x_ctx"} and (zero["decision"] == "review").all()
+    assert zero["reason"].str.contains("has zero width").all(), d["reason"].tolist()
+    # a binary dimension's Newcombe interval has the width n allows: it may still promote
+    assert (d.loc[d["decision"] == "promote", "ci_low"] < d.loc[d["decision"] == "promote", "ci_high"]).all()
+    assert zero["reason"].str.contains("at a boundary").all()
+    m.save(tmp_path / "a")
+    m.save(tmp_path / "b")
+    assert main(["gate", "--baseline", str(tmp_path / "a"), "--candidate", str(tmp_path / "b")]) == 3
+    assert "has zero width" in capsys.readouterr().out
+    assert main(["gate", "--baseline", str(tmp_path / "a"), "--candidate", str(tmp_path / "a")]) == 3
+
+
 def test_gate_refuses_different_scorer_versions():
     base, cand = _matrix(0.8, seed=1), _matrix(0.8, seed=2)
     st = cand.manifest.status("x_task")

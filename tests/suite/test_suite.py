@@ -783,6 +783,27 @@ def test_gate_never_reads_absent_gated_fields_as_ungated():
     assert gate_summary(inflated).passed is False
 
 
+def test_gate_says_plainly_that_gated_aggregate_score_is_missing():
+    """Each condition the gate reads without a gatedAggregateScore names the missing field and
+    what was read instead (review finding)."""
+    ok = summarize_suite(fixture("example-4-trajectory-matched.json")).to_dict()
+    bare = {k: v for k, v in ok.items() if k not in ("gatedAggregateScore", "decision", "reasons")}
+    bare["passed"] = True
+    g = gate_summary(bare)  # its tasks still carry gatedScore
+    assert not g.passed
+    assert any("gatedAggregateScore is missing although" in r and "carry gatedScore" in r for r in g.reasons)
+    plain = dict(bare, tasks=[{k: v for k, v in t.items() if k not in ("gatedScore", "hasTrajectory")}
+                              for t in ok["tasks"]])
+    g = gate_summary(plain)
+    assert g.passed and g.reasons == (f"passed: aggregateScore {plain['aggregateScore']:g} >= passScore "
+                                      f"{plain['thresholds']['passScore']:g} (the summary has no "
+                                      "gatedAggregateScore, so aggregateScore was read)",)
+    low = dict(plain, aggregateScore=0.1, tasks=[dict(t, score=0.1) for t in plain["tasks"]])
+    g = gate_summary(low)
+    assert not g.passed and any("aggregateScore 0.1 < passScore" in r and "has no gatedAggregateScore" in r
+                                for r in g.reasons), g.reasons
+
+
 def test_load_summary_errors(tmp_path):
     p = tmp_path / "s.json"
     p.write_text(json.dumps({"aggregateScore": 0.5, "tasks": []}))
