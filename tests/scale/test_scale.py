@@ -369,7 +369,7 @@ def test_cli_score_and_summarize(store, whole, tmp_path, capsys):
 
     out = tmp_path / "cli-out"
     code = main(["scale", "score", str(store / "traces"), "--answers", str(store / "answers"), "--labels",
-                 str(store / "labels"), "--out", str(out), "--engine", "duckdb", "--memory-limit", "256MB",
+                 str(store / "labels"), "--out", str(out), "--engine", "duckdb", "--memory-limit", "2GiB",
                  "--json"])
     assert code == 0
     doc = json.loads(capsys.readouterr().out)
