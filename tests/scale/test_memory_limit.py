@@ -121,7 +121,8 @@ def test_the_limit_sets_how_many_partitions_run_at_once(store, tmp_path):
     with Watch() as two:
         score_dataset(store / "traces", store / "answers", store / "labels.csv", out=tmp_path / "two",
                       engine="duckdb", n_workers=2, memory_limit=_mib(here + worker_peak * 3))
-    assert len([p for p in two.workers if two.cpu[p] > 0.2]) >= 2, two.cpu
+    # two worker processes exist only when two partitions were admitted at once; both scored
+    assert len(two.workers) >= 2 and len([p for p in two.workers if two.cpu[p] > 0.1]) >= 2, two.cpu
 
 
 def test_a_partition_that_cannot_fit_is_refused_by_name(store, tmp_path):
