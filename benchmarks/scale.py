@@ -12,9 +12,13 @@ Parquet (``traces/week=.../part-N.parquet`` with co-partitioned ``answers/`` and
     (``--pandas-max``), then ``ScoreMatrix.summary`` and the calibration tables.
 
 Every measurement runs in a fresh subprocess; a sampler thread records the peak RSS
-of that process *and all its children* (the Dask workers), every 0.1 s.  Printed
-per run: traces per second, traces per second per core used, CPU seconds of the
-process tree, peak memory; then the ratios measured in this run.  The out-of-core
+of that process *and all its children* (the DuckDB engine's worker processes, the Dask
+workers), every 0.1 s.  Printed per run: wall and CPU seconds of the process tree,
+CPU / (cores x wall) (1.00 = every core busy the whole time), traces per second, per
+core used and per CPU-second, peak tree RSS, the largest process's VmHWM, the RSS
+slope per partition (least squares over the tree's RSS sampled each time a partition is
+logged as scored, after the first) and the load average before and after the run; then
+the ratios measured in this run.  The out-of-core
 runs also write the score matrix (Parquet); the in-memory run does not.
 
 The engines are run at every size in ``--sizes`` so the peak-memory trend is
@@ -25,6 +29,8 @@ Usage::
     python benchmarks/scale.py                          # sizes 100000,1000000 (default)
     python benchmarks/scale.py --sizes 20000,200000     # quick
     python benchmarks/scale.py --sizes 1000000,10000000 --pandas-max 1000000
+    python benchmarks/scale.py --sizes 10000000 --workdir /tmp/w --generate-only   # write the store once
+    python benchmarks/scale.py --sizes 10000000 --workdir /tmp/w --pandas-max 0 --no-sql-alone  # reuse it
 """
 
 from __future__ import annotations
@@ -107,6 +113,12 @@ def make_partition(lo: int, hi: int, seed: int) -> tuple[pa.Table, pa.Table, pa.
 
 
 def generate(root: Path, n: int, partition_size: int) -> float:
+    """Write the store (reused when ``root/_generated.json`` says it holds the same size)."""
+    done = root / "_generated.json"
+    want = {"n": n, "partition_size": partition_size}
+    if done.exists() and json.loads(done.read_text()) == want:
+        return 0.0
+    shutil.rmtree(root, ignore_errors=True)
     t0 = time.perf_counter()
     for i, lo in enumerate(range(0, n, partition_size)):
         hi = min(n, lo + partition_size)
@@ -123,6 +135,7 @@ def generate(root: Path, n: int, partition_size: int) -> float:
     for j in range(max(1, len(files) // 2)):
         t = pa.concat_tables([pq.read_table(f) for f in files[j::max(1, len(files) // 2)]])
         pq.write_table(t.take(pa.array(np.random.default_rng(j).permutation(len(t)))), shared / f"export-{j}.parquet")
+    done.write_text(json.dumps(want))
     return time.perf_counter() - t0
 
 
@@ -314,11 +327,18 @@ def run_child(engine: str, n: int, store: Path, out: Path, args: argparse.Namesp
     cmd = [sys.executable, __file__, "--child", engine, "--n", str(n), "--store", str(store), "--out", str(out),
            "--memory-limit", args.memory_limit, "--workers", str(args.workers), "--worker-memory",
            args.worker_memory, "--answers-dir", getattr(args, "answers_dir", "answers")]
+    load0 = os.getloadavg()[0]
     p = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONWARNINGS": "ignore"})
     if p.returncode != 0:
         sys.stderr.write(p.stderr[-4000:])
         raise SystemExit(f"{engine} at {n} traces failed (exit {p.returncode})")
-    return json.loads(p.stdout.strip().splitlines()[-1])
+    r = json.loads(p.stdout.strip().splitlines()[-1])
+    r.update(load0=load0, load1=os.getloadavg()[0])
+    return r
+
+
+def _load() -> str:
+    return "/".join(f"{x:.1f}" for x in os.getloadavg()) + " (1/5/15 min)"
 
 
 def main() -> None:
@@ -337,6 +357,8 @@ def main() -> None:
     ap.add_argument("--answers-dir", default="answers", help=argparse.SUPPRESS)
     ap.add_argument("--sql-alone", action=argparse.BooleanOptionalAction, default=True,
                     help="also time DuckDB's SQL summary alone on the written dataset")
+    ap.add_argument("--generate-only", action="store_true",
+                    help="write the stores into --workdir and stop (a later run with that --workdir reuses them)")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--n", type=int, default=0, help=argparse.SUPPRESS)
     ap.add_argument("--store", default=None, help=argparse.SUPPRESS)
@@ -349,14 +371,16 @@ def main() -> None:
     sizes = [int(s) for s in args.sizes.split(",")]
     work = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="evaltk-scale-"))
     print(f"evaltk scale benchmark: sizes {sizes}, {args.partition_size} traces per partition, "
-          f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
+          f"{os.cpu_count()} CPUs, load average {_load()}", flush=True)
     rows = []
     try:
         for n in sizes:
             store = work / f"store-{n}"
             g = generate(store, n, args.partition_size)
-            print(f"\n{n:,} traces: generated {len(list((store / 'traces').rglob('*.parquet')))} partitions "
-                  f"in {g:.1f} s")
+            print(f"\n{n:,} traces: {len(list((store / 'traces').rglob('*.parquet')))} partitions "
+                  + (f"generated in {g:.1f} s" if g else "(store reused)") + f", load average {_load()}", flush=True)
+            if args.generate_only:
+                continue
             wanted = args.engines.split(",")
             engines = [e for e in ("duckdb", "dask") if e in wanted]
             if n <= args.pandas_max and "pandas" in wanted:
@@ -380,9 +404,12 @@ def main() -> None:
                     extra = f", cluster start {r['startup']:.1f} s" if "startup" in r else ""
                     hwm = f", VmHWM {r['hwm'] / 2**30:.2f} GiB" if "hwm" in r else ""
                     slope = f", RSS slope {r['slope']:+.2f} MiB/partition" if "slope" in r else ""
-                    print(f"  {e:<7} {layout:<6} {r['wall']:8.1f} s  CPU {r['cpu']:7.1f} s  "
+                    print(f"  {e:<7} {layout:<6} {r['wall']:8.1f} s  CPU {r['cpu']:7.1f} s "
+                          f"(CPU / (cores x wall) {r['cpu'] / (r['cores'] * r['wall']):.2f})  "
                           f"{r['rate']:9,.0f} traces/s  {r['rate_core']:9,.0f} traces/s/core ({r['cores']} cores)  "
-                          f"peak tree RSS {r['peak'] / 2**30:5.2f} GiB{hwm}{slope}{extra}", flush=True)
+                          f"{r['rate_cpu']:9,.0f} traces/CPU-s  "
+                          f"peak tree RSS {r['peak'] / 2**30:5.2f} GiB{hwm}{slope}{extra}  "
+                          f"[load {r['load0']:.1f} -> {r['load1']:.1f}]", flush=True)
                     if r.get("timeline"):
                         tl = r["timeline"]
                         print("          RSS timeline (partition: MiB): " + ", ".join(
@@ -391,13 +418,15 @@ def main() -> None:
                         print(f"          of which the SQL summary over the written dataset, run alone: "
                               f"{q['wall']:.1f} s, peak {q['peak'] / 2**30:.2f} GiB")
                     shutil.rmtree(out, ignore_errors=True)
+                    shutil.rmtree(out.parent / "spill", ignore_errors=True)
             for e in ("duckdb", "dask"):
                 co = next((r for r in rows if r["n"] == n and r["engine"] == e and r["layout"] == "co"), None)
                 sh = next((r for r in rows if r["n"] == n and r["engine"] == e and r["layout"] == "shared"), None)
                 if co and sh:
                     print(f"  {e:<7} shared answers / co-partitioned: wall x{sh['wall'] / co['wall']:.2f}")
             shutil.rmtree(work / f"single-{n}", ignore_errors=True)
-            shutil.rmtree(store, ignore_errors=True)
+            if not args.workdir:
+                shutil.rmtree(store, ignore_errors=True)
         print("\nratios measured in this run (in-memory pandas = 1):")
         for n in sizes:
             base = next((r for r in rows if r["n"] == n and r["engine"] == "pandas"), None)
@@ -408,6 +437,7 @@ def main() -> None:
                     print(f"  {n:>10,} {r['engine']:<7} per-core throughput x{r['rate_core'] / base['rate_core']:.2f}, "
                           f"per-CPU-second x{r['rate_cpu'] / base['rate_cpu']:.2f}, "
                           f"peak memory x{r['peak'] / base['peak']:.2f}")
+        print(f"load average at the end: {_load()}")
         for e in ("duckdb", "dask"):
             pk = [(r["n"], r["peak"]) for r in rows if r["engine"] == e and r["layout"] == "co"]
             if len(pk) > 1:

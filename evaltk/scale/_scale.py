@@ -12,8 +12,9 @@ scored one partition at a time and the partial summaries are added.  The engines
     unique across partitions), selects each partition's answers when they are not
     stored beside it (a semi-join), and computes every summary with SQL over the
     written score dataset, under the memory limit you set (``memory_limit="4GB"``;
-    DuckDB spills to ``temp_directory``).  Scoring memory is bounded by the largest
-    partition.
+    DuckDB spills to ``temp_directory``).  Partitions are scored in worker processes;
+    the limit also bounds them (with this process): as many run at once as the measured
+    peak of one fits, and a run past it is refused naming the partition.
 ``"dask"`` or a ``distributed.Client``
     a cluster: one task per partition on the workers, partial summaries combined by
     a tree reduction on the cluster.  :func:`score_partitions` scores a Dask
@@ -57,7 +58,7 @@ import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -65,7 +66,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from .. import _io
+from .. import _columns, _io
 from .._display import HtmlTable
 from .._io import (
     atomic_path,
@@ -75,7 +76,7 @@ from .._io import (
     write_parquet,
 )
 from .._validation import import_optional
-from ..errors import InputError, OutputRefused, SchemaViolation, UnreadableInput
+from ..errors import InputError, LimitExceeded, OutputRefused, SchemaViolation, UnreadableInput
 from ..stats import (
     PARTIAL_COLUMNS,
     ConfusionTable,
@@ -456,11 +457,7 @@ def _with_marker(ing: Any, measures: Sequence[str]) -> Any:
     n = len(runs)
     dummy: dict[str, Any] = {c: None for c in runs.columns}
     dummy.update(trace_id=_MARKER_ID, task=_MARKER_ID, status="complete", n_steps=0, steps_missing=False)
-    runs2 = pd.concat([runs.astype(object), pd.DataFrame([dummy], columns=runs.columns).astype(object)],
-                      ignore_index=True)
-    for c in ("n_steps",):
-        if c in runs2.columns:
-            runs2[c] = runs2[c].astype(np.int64)
+    runs2 = _append_rows(runs, pd.DataFrame([dummy], columns=runs.columns))
     t = ing.labels
     rows = pd.DataFrame({c: [None] * len(measures) for c in t.columns})
     rows["trace_id"] = _MARKER_ID
@@ -468,15 +465,37 @@ def _with_marker(ing: Any, measures: Sequence[str]) -> Any:
     rows["rater"] = _TIER_MARKER
     rows["answer"] = [ANSWER_VOCABULARIES[m][0] for m in measures]
     rows["run_pos"] = n
-    for c in ("step", "step_pos"):
-        if c in rows.columns:
-            rows[c] = pd.array([pd.NA] * len(measures), dtype="Int64")
-    labels2 = pd.concat([t.astype(object), rows.astype(object)], ignore_index=True)
+    labels2 = _append_rows(t, rows)
     for c in ("step", "step_pos"):
         if c in labels2.columns:
             labels2[c] = pd.array(labels2[c].tolist(), dtype="Int64")
     labels2["run_pos"] = labels2["run_pos"].astype(np.int64)
+    # The marker run comes last, so every answer and label keeps its run position: tell scoring so
+    # (the positions ingest recorded are for the old trace_id array; without this each partition
+    # looks every answer's trace id up again, about a fifth of its scoring time).
+    for old, new, extra in ((ing.answers, ing.answers, 0), (t, labels2, len(measures))):
+        if old is None or "trace_id" not in old.columns:
+            continue
+        known = _columns.positions(old["trace_id"], runs["trace_id"])
+        if known is not None and known.size == len(old):
+            _columns.remember_positions(new["trace_id"], runs2["trace_id"],
+                                        np.concatenate([known, np.full(extra, n, np.int64)]))
     return replace(ing, runs=runs2, labels=labels2)
+
+
+def _append_rows(frame: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with ``rows`` below it, each column keeping its type where the new values fit it
+    (an Arrow string column stays one), else as Python objects."""
+    cols = {}
+    for c in frame.columns:
+        s, r = frame[c], rows[c]
+        try:
+            if isinstance(s.dtype, np.dtype) and s.dtype.kind in "biu" and bool(r.isna().any()):
+                raise TypeError  # a missing value in a NumPy bool or int column: objects
+            cols[c] = pd.concat([s, r.astype(s.dtype)], ignore_index=True)
+        except (TypeError, ValueError):
+            cols[c] = pd.concat([s.astype(object), r.astype(object)], ignore_index=True)
+    return pd.DataFrame(cols)
 
 
 def _drop_marker(frame: pd.DataFrame) -> pd.DataFrame:
@@ -484,15 +503,17 @@ def _drop_marker(frame: pd.DataFrame) -> pd.DataFrame:
     return frame if keep.all() else frame[keep].reset_index(drop=True)
 
 
-def _plain_table(frame: pd.DataFrame) -> pa.Table:
-    """Arrow table with categoricals decoded to plain strings and text columns as ``string`` (C++ casts;
-    a Python pass only for object columns that mix types)."""
+def _plain_table(frame: pd.DataFrame, *, dictionaries: bool = False) -> pa.Table:
+    """Arrow table with categoricals decoded to plain strings (or, with ``dictionaries``, as dictionary
+    arrays of strings: Parquet writes those as its own dictionary encoding, without materialising
+    every string) and text columns as ``string`` (C++ casts; a Python pass only for object columns
+    that mix types)."""
     cols = {}
     for c in frame.columns:
         s = frame[c]
         arr = None
         if isinstance(s.dtype, pd.CategoricalDtype):
-            arr = pc.cast(pa.array(s).dictionary_decode(), pa.string())
+            arr = _decoded(s, dictionary=dictionaries)
         elif s.dtype == object or pd.api.types.is_string_dtype(s.dtype):
             with contextlib.suppress(pa.ArrowInvalid, pa.ArrowTypeError):
                 a = pa.array(s, from_pandas=True)
@@ -507,6 +528,30 @@ def _plain_table(frame: pd.DataFrame) -> pa.Table:
     return pa.table(cols)
 
 
+def _decoded(s: pd.Series, *, dictionary: bool = False) -> pa.Array:
+    """A categorical column as an Arrow ``string`` array: the categories taken by the codes, in C++.
+
+    (``pa.array(s).dictionary_decode()`` turned the categories into Python strings first, and a
+    take with null indices is several times slower than one without: missing rows take an empty
+    string and are marked missing in the validity bitmap instead.)
+    """
+    codes = s.cat.codes.to_numpy()
+    values = pa.array(s.cat.categories.array)
+    if isinstance(values, pa.ChunkedArray):  # a take from chunks resolves the chunk of every index: slow
+        values = values.combine_chunks()
+    values = pc.cast(values, pa.string())
+    missing = codes < 0
+    if dictionary:
+        return pa.DictionaryArray.from_arrays(pa.array(codes, mask=missing if missing.any() else None), values)
+    n_missing = int(missing.sum())
+    if not n_missing:
+        return values.take(pa.array(codes))
+    values = pa.concat_arrays([values, pa.array([""], pa.string())])
+    taken = values.take(pa.array(np.where(missing, len(values) - 1, codes)))
+    valid = pa.array(~missing).buffers()[1]
+    return pa.Array.from_buffers(pa.string(), len(taken), [valid, *taken.buffers()[1:]], null_count=n_missing)
+
+
 def _as_meta(frame: pd.DataFrame) -> pd.DataFrame:
     out = pd.DataFrame({c: (frame[c].astype(object).where(frame[c].notna(), None)
                             if SCORE_META[c].dtype == object else frame[c].astype(SCORE_META[c].dtype))
@@ -515,22 +560,33 @@ def _as_meta(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def _write(frame: pd.DataFrame, out: Path, table: str, key: str) -> None:
-    write_parquet(_plain_table(frame), out / table / f"{key}.parquet")  # atomically (evaltk._io)
+    """One output file, atomically (``evaltk._io``).  Categorical columns (the score matrix's) go to
+    Parquet as dictionary arrays, without the Arrow schema, so every reader reads them back as plain
+    strings (as SCORE_META declares) and no string is materialised here."""
+    t = _plain_table(frame, dictionaries=True)
+    path = out / table / f"{key}.parquet"
+    if not any(pa.types.is_dictionary(f.type) for f in t.schema):
+        write_parquet(t, path)
+        return
+    with _io.atomic_path(path) as tmp:
+        pq.write_table(t, tmp, store_schema=False)
 
 
 def _score_partition(part: Partition, *, out: str | None, by: Sequence[str], shared: Mapping[str, str | None],
-                     label_measures: Sequence[str], options: Mapping[str, Any]) -> DatasetSummary:
-    """Ingest, score, write and summarise one partition (runs on a worker)."""
+                     label_measures: Sequence[str], options: Mapping[str, Any],
+                     summarize: bool = True) -> DatasetSummary | None:
+    """Ingest, score, write and (unless ``summarize`` is false: the DuckDB engine summarises the
+    written files in SQL) summarise one partition (runs on a worker)."""
     so = options.get("storage_options")
     with _remote.staged([part.traces, part.answers, part.labels], so) as (t, a, lb):
         staged = replace(part, traces=t, answers=a, labels=lb)  # type: ignore[arg-type]  # t: a local copy of part.traces
         return _score_local(staged, part, out=out, by=by, shared=shared,
-                            label_measures=label_measures, options=options)
+                            label_measures=label_measures, options=options, summarize=summarize)
 
 
 def _score_local(part: Partition, origin: Partition, *, out: str | None, by: Sequence[str],
                  shared: Mapping[str, str | None], label_measures: Sequence[str],
-                 options: Mapping[str, Any]) -> DatasetSummary:
+                 options: Mapping[str, Any], summarize: bool = True) -> DatasetSummary | None:
     """:func:`_score_partition` on local copies (``part``) of the partition ``origin`` names."""
     from ..ingest import ingest_traces
     from ..scoring import score_traces
@@ -554,7 +610,7 @@ def _score_local(part: Partition, origin: Partition, *, out: str | None, by: Seq
         ledger = ledger.assign(source=ledger["source"].map(lambda x: names.get(x, x)))
     if len(ing.runs) == 0:  # nothing kept: only the ledger says why (no empty score or run file)
         _write_outputs(origin, out, None, None, ledger, so)
-        return _empty_summary(by)
+        return _empty_summary(by) if summarize else None
     dtypes = dict(ing.runs.dtypes)  # before the marker run makes every column object
     if label_measures:
         ing = _with_marker(ing, label_measures)
@@ -566,29 +622,53 @@ def _score_local(part: Partition, origin: Partition, *, out: str | None, by: Seq
     runs = _with_hive_keys(runs, part.hive)
     runs = runs[[c for c in dict.fromkeys((*_RUN_OUT, *(k for k, _ in part.hive))) if c in runs.columns]]
     if "guide" in runs.columns:
-        runs = runs.assign(guide=runs["guide"].map(
-            lambda g: json.dumps(g, sort_keys=True) if isinstance(g, Mapping) else None))
+        runs = runs.assign(guide=_guide_json(runs["guide"]))
     _write_outputs(origin, out, scores, runs, ledger, so)
     missing = [b for b in by if b not in runs.columns]
     if missing:
         raise InputError(f"`by` names {missing}, not a run column (have {list(runs.columns)})", field="by")
-    summary = _summary_of(scores, runs, by)
+    summary = _summary_of(scores, runs, by) if summarize else None
     del ing, m, scores, runs
     _release_memory()
     return summary
 
 
+def _guide_json(guide: pd.Series) -> np.ndarray:
+    """The ``guide`` column as written: each served guide as sorted-key JSON, None where no guide was
+    served (a Python pass over the guides only, not over every run)."""
+    g = guide.to_numpy(dtype=object)
+    out = np.full(len(g), None, dtype=object)
+    has = np.flatnonzero(pd.notna(g))
+    out[has] = [json.dumps(x, sort_keys=True) if isinstance(x, Mapping) else None for x in g[has]]
+    return out
+
+
+_RELEASED_AT = [0]  # this process's resident size right after the last release (one number, not a cache)
+
+
 def _release_memory() -> None:
     """Hand freed memory back to the system between partitions (Arrow's pool and glibc keep it
-    otherwise), so a long-lived process or worker stays at the size of one partition."""
+    otherwise), so a long-lived process or worker stays at the size of one partition.
+
+    Only when this process has grown by a quarter (at least 256 MiB) since the last release: a
+    full ``gc.collect`` and ``malloc_trim`` after every partition cost about a fifth of its CPU
+    (0.27 s of 1.39 s per 100k traces, most of it faulting the returned pages in again), while
+    the memory a partition needs is reused by the next one anyway.  Resident memory between
+    partitions therefore stays under 1.25x (or +256 MiB) the size after a release, whatever the
+    number of partitions; the peak is that of the largest partition either way.
+    """
     import gc
 
+    base = _RELEASED_AT[0]
+    if base and _proc_status("self", "VmRSS") < base + max(base // 4, 256 * 2**20):
+        return
     gc.collect()
     pa.default_memory_pool().release_unused()
     with contextlib.suppress(OSError, AttributeError):
         import ctypes
 
         ctypes.CDLL("libc.so.6").malloc_trim(0)
+    _RELEASED_AT[0] = _proc_status("self", "VmRSS")
 
 
 def _write_outputs(part: Partition, out: str | None, scores: pd.DataFrame | None, runs: pd.DataFrame | None,
@@ -985,7 +1065,11 @@ def score_dataset(traces: str | Path, answers: str | Path | None = None, labels:
     by : str or sequence of str, optional
         Run columns (``agent``, ``domain``, a hive key) to group the score summary by.
     memory_limit : str, optional
-        DuckDB's memory limit (``"4GB"``), or each Dask worker's for a cluster evaltk starts.
+        ``"4GB"``, ``"512MiB"``.  With ``engine="duckdb"`` the whole run's bound: DuckDB's
+        SQL, and the scoring (this process plus its worker processes: partitions admitted
+        largest first, as many at once as the measured worker peak fits; past the limit the
+        workers are stopped and :class:`~evaltk.errors.LimitExceeded` names the partition).
+        With Dask, each worker's limit in a cluster evaltk starts.
     threads, temp_directory : optional
         DuckDB's thread count and spill folder.
     n_workers : int, optional
@@ -1069,7 +1153,7 @@ def score_dataset(traces: str | Path, answers: str | Path | None = None, labels:
             _maybe_check_ids(parts, memory_limit, tmp_dir, so)
         if kind == "duckdb":
             with _duckdb(engine, memory_limit, threads, tmp_dir) as con:
-                _pool_run(todo, kw, n_workers, tick)
+                _pool_run(todo, kw, n_workers, tick, memory_limit)
                 pairs = _pairs_of(root, _done_partitions(root, parts))
                 _remote.register(con, [root.root], so)
                 summary = _summarize_duckdb(con, pairs, keys, root.path())  # type: ignore[arg-type]  # a local or remote root
@@ -1079,7 +1163,7 @@ def score_dataset(traces: str | Path, answers: str | Path | None = None, labels:
         else:
             pieces = [_summary_of_files(pr, keys, so) for pr in done_pairs]
             for p in todo:
-                pieces.append(_score_partition(p, **kw))
+                pieces.append(cast(DatasetSummary, _score_partition(p, **kw)))  # summarize=True: a summary
                 tick(p.key)
             summary = combine_all(pieces) if pieces else _empty_summary(keys)
     if root.exists(_SHUFFLE_DIR):
@@ -1089,39 +1173,227 @@ def score_dataset(traces: str | Path, answers: str | Path | None = None, labels:
     return ScoredDataset(root.path(), summary, len(parts), kind)  # type: ignore[arg-type]  # a local or remote root
 
 
+_UNITS = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12,
+          "ki": 2**10, "mi": 2**20, "gi": 2**30, "ti": 2**40}
+
+
+def _size_bytes(s: str) -> int:
+    """``"4GB"`` -> 4e9, ``"512MiB"`` -> 512 * 2**20 (DuckDB's reading of sizes)."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?i?)B\s*", _check_size(s), re.IGNORECASE)
+    assert m is not None  # _check_size accepted it
+    return int(float(m.group(1)) * _UNITS[m.group(2).lower()])
+
+
+def _proc_status(pid: int | str, key: str) -> int:
+    """``VmRSS`` / ``VmHWM`` of a process from ``/proc/<pid>/status``, bytes (0 where unreadable)."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+_WORKER_MODULES = ("pandas", "pyarrow.parquet", "evaltk.ingest", "evaltk.scoring", "evaltk.scale._scale")
+
+
+def _descendants() -> list[int]:
+    """Every process below this one (the forkserver, the workers it forked, the resource tracker),
+    from ``/proc/<pid>/stat``."""
+    children: dict[int, list[int]] = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat", encoding="ascii", errors="replace") as fh:
+                ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(ppid, []).append(int(d))
+    out, todo = [], [os.getpid()]
+    while todo:
+        for c in children.get(todo.pop(), []):
+            out.append(c)
+            todo.append(c)
+    return out
+
+
+def _pool_task(part: Partition, kw: Mapping[str, Any]) -> int:
+    """Score one partition in a worker process; returns the worker's resident peak (VmHWM, bytes)."""
+    _score_partition(part, **kw, summarize=False)
+    return _proc_status("self", "VmHWM")
+
+
+def _fmt_mib(b: float) -> str:
+    return f"{b / 2**20:,.0f} MiB"
+
+
+def _input_bytes(p: Partition) -> int:
+    return sum(os.path.getsize(f) for f in (p.traces, p.answers, p.labels)
+               if f is not None and not is_remote(f) and os.path.isfile(f))
+
+
+class _MemoryBudget:
+    """``memory_limit`` over the whole scoring phase: this process plus its worker processes.
+
+    Partitions are admitted largest first (input bytes): the first runs alone, and its worker's
+    measured peak (VmHWM) sets how many may run at once, ``(limit - the rest) // peak``, at most
+    ``n_workers``, where the rest is this process and its other descendants (the forkserver).  A
+    watchdog thread sums the resident size (RSS) of this process and all its descendants (listed
+    every 0.5 s) every 50 ms (pages they share are counted in each: conservative); past the limit the workers are
+    killed and the run refused (:class:`~evaltk.errors.LimitExceeded`, exit 65) naming the
+    partitions that were running.
+    """
+
+    def __init__(self, limit: str) -> None:
+        import threading
+
+        self.text = limit
+        self.limit = _size_bytes(limit)
+        self.base = _proc_status("self", "VmRSS")
+        self.peak_worker = 0
+        self.peak_total = 0
+        self.over: tuple[int, list[str]] | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def check_fits(self) -> None:
+        if self.base >= self.limit:
+            raise LimitExceeded(f"memory_limit={self.text} is below what this process already holds "
+                                f"({_fmt_mib(self.base)}) before any partition is scored; raise memory_limit",
+                                limit="memory_limit")
+
+    def admit(self, n_workers: int, workers: Sequence[int]) -> int:
+        """How many partitions may run at once, from the largest worker peak measured so far."""
+        if self.peak_worker == 0:
+            return 1
+        rest = _proc_status("self", "VmRSS") + sum(_proc_status(p, "VmRSS") for p in _descendants()
+                                                   if p not in workers)
+        return max(1, min(n_workers, (self.limit - rest) // self.peak_worker))
+
+    def watch(self, running: Callable[[], list[str]], kill: Callable[[], None]) -> None:
+        import threading
+
+        def run() -> None:
+            n = 0
+            tree: list[int] = []
+            while not self._stop.wait(0.05):
+                if n % 10 == 0:  # the process tree every 0.5 s (a /proc scan is ~3 ms), their sizes every 50 ms
+                    tree = _descendants()
+                n += 1
+                total = _proc_status("self", "VmRSS") + sum(_proc_status(p, "VmRSS") for p in tree)
+                self.peak_total = max(self.peak_total, total)
+                if total > self.limit and self.over is None:
+                    self.over = (total, running())
+                    kill()
+                    return
+
+        self._thread = threading.Thread(target=run, name="evaltk-memory-watch", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+
+    def refusal(self, parts: Mapping[str, Partition]) -> LimitExceeded:
+        assert self.over is not None
+        total, keys = self.over
+        names = ", ".join(f"{k} ({parts[k].traces})" for k in keys) or "(none running)"
+        first = parts[keys[0]].traces if keys else None
+        alone = " alone" if len(keys) == 1 else "s"
+        return LimitExceeded(
+            f"memory_limit={self.text} cannot hold the scoring of partition{alone} {names}: this process and "
+            f"its workers reached {_fmt_mib(total)} (this process {_fmt_mib(self.base)} of it); the workers were "
+            "stopped and nothing more is written. Raise memory_limit, or split the partition into smaller "
+            "files; the partitions already done are kept (rerun with resume=True / --resume)",
+            limit="memory_limit", file=first)
+
+
 def _pool_run(todo: Sequence[Partition], kw: Mapping[str, Any], n_workers: int | None,
-              tick: Callable[[str], None]) -> None:
+              tick: Callable[[str], None], memory_limit: str | None = None) -> dict[str, int]:
     """Score ``todo`` in ``n_workers`` worker processes (default: every core; forkserver, else spawn),
-    or here when there is one partition, one worker, or options that cannot be pickled (a lambda
-    ``domain_rule``).  On a failure or Ctrl-C the partitions not started are cancelled and the
-    running ones awaited, so nothing is written after this call has raised."""
+    or here when there is one partition and no ``memory_limit``, one worker, or options that
+    cannot be pickled (a lambda ``domain_rule``).  On a failure or Ctrl-C the partitions not
+    started are cancelled and the running ones awaited, so nothing is written after this call
+    has raised.  With ``memory_limit`` the scoring phase is held under it (:class:`_MemoryBudget`).
+    Returns the peak resident memory measured: ``worker`` (the largest worker's VmHWM) and ``total``."""
     import concurrent.futures as cf
     import multiprocessing as mp
     import pickle
 
+    budget = None if memory_limit is None else _MemoryBudget(memory_limit)
+    if budget is not None:
+        budget.check_fits()
     n = min(len(todo), n_workers or os.cpu_count() or 1)
     try:
         pickle.dumps(dict(kw))
     except (pickle.PicklingError, TypeError, AttributeError):
-        n = 1
-    if n <= 1:
+        n = 0  # in this process
+    if n == 0 or (n == 1 and budget is None):
         for p in todo:
-            _score_partition(p, **kw)
+            _score_partition(p, **kw, summarize=False)
             tick(p.key)
-        return
+            if budget is not None and _proc_status("self", "VmHWM") > budget.limit:
+                budget.over = (_proc_status("self", "VmHWM"), [p.key])
+                raise budget.refusal({p.key: p})
+        return {"worker": 0, "total": _proc_status("self", "VmHWM")}
     _check_main_guard("engine='duckdb' (its worker processes)")
+    if budget is not None:
+        todo = sorted(todo, key=_input_bytes, reverse=True)  # the first measured is the largest
     methods = mp.get_all_start_methods()
     ctx = mp.get_context("forkserver" if "forkserver" in methods else "spawn")
+    if "forkserver" in methods:  # the server imports scoring once and every worker forks with it loaded
+        ctx.set_forkserver_preload(["__main__", *_WORKER_MODULES])  # (else ~1.5 CPU-s of imports per worker)
     ex = cf.ProcessPoolExecutor(max_workers=n, mp_context=ctx)
+    by_key = {p.key: p for p in todo}
+    queue = list(reversed(todo))
+    running: dict[cf.Future[int], Partition] = {}
+
+    def pids() -> list[int]:
+        return [int(pid) for pid in list(getattr(ex, "_processes", None) or {})]
+
+    def kill() -> None:
+        import signal
+
+        for pid in pids():
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+
+    if budget is not None:
+        budget.watch(lambda: [p.key for p in dict(running).values()], kill)
     try:
-        futures = {ex.submit(_score_partition, p, **kw): p for p in todo}
-        for f in cf.as_completed(futures):
-            f.result()
-            tick(futures[f].key)
+        while queue or running:
+            width = n if budget is None else budget.admit(n, pids())
+            while queue and len(running) < width:
+                p = queue.pop()
+                running[ex.submit(_pool_task, p, kw)] = p
+            finished, _ = cf.wait(list(running), return_when=cf.FIRST_COMPLETED)
+            for f in finished:
+                p = running.pop(f)
+                try:
+                    hwm = f.result()
+                except cf.process.BrokenProcessPool:
+                    if budget is not None and budget.over is not None:
+                        raise budget.refusal(by_key) from None
+                    raise
+                if budget is not None:
+                    budget.peak_worker = max(budget.peak_worker, hwm)
+                tick(p.key)
     except BaseException:
         ex.shutdown(wait=True, cancel_futures=True)
+        if budget is not None:
+            budget.stop()
         raise
     ex.shutdown(wait=True)
+    if budget is None:
+        return {"worker": 0, "total": 0}
+    budget.stop()
+    if budget.over is not None:  # passed the limit after the last partition finished
+        raise budget.refusal(by_key)
+    return {"worker": budget.peak_worker, "total": budget.peak_total}
 
 
 def _check_main_guard(what: str) -> None:

@@ -1,0 +1,160 @@
+"""``memory_limit`` bounds the DuckDB engine's whole scoring phase, not only DuckDB's SQL (issue 19).
+
+The limit covers this process plus its worker processes: partitions are admitted largest
+first, the first alone, and the worker peak measured on it (VmHWM) sets how many run at
+once; a watchdog kills the workers when the resident total passes the limit and the run is
+refused (``LimitExceeded``, exit 65) naming the partition.  The limits below are computed
+from memory measured in the test (this process's size, a worker's peak), never typed in.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import pandas as pd
+import pytest
+
+pytest.importorskip("duckdb", reason="the DuckDB engine needs the `scale` extra")
+psutil = pytest.importorskip("psutil", reason="watching the worker processes needs psutil")
+
+from evaltk.data._datasets import make_demo  # noqa: E402
+from evaltk.errors import LimitExceeded  # noqa: E402
+from evaltk.scale import score_dataset  # noqa: E402
+from evaltk.scale._scale import _proc_status, _size_bytes  # noqa: E402
+
+from .conftest import ROOT, count_files, write_parts  # noqa: E402
+
+pytestmark = pytest.mark.slow  # starts worker processes
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    return write_parts(tmp_path_factory.mktemp("mem") / "store", make_demo(n_traces=600, rng=5), 4)
+
+
+class Watch:
+    """Every 20 ms: the resident size of this process plus its descendants, and per descendant
+    its VmHWM, its parent and whether it was using CPU (two workers at once: two partitions)."""
+
+    def __init__(self) -> None:
+        self.total = 0
+        self.hwm: dict[int, int] = {}
+        self.cpu: dict[int, float] = {}
+        self.parent: dict[int, int] = {}
+        self.busy: list[set[int]] = []
+        self._stop = threading.Event()
+        self._t = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        me = psutil.Process()
+        while not self._stop.is_set():
+            total = me.memory_info().rss
+            busy = set()
+            for c in me.children(recursive=True):
+                with contextlib.suppress(psutil.Error):
+                    total += c.memory_info().rss
+                    t = c.cpu_times()
+                    now = t.user + t.system
+                    if now - self.cpu.get(c.pid, now) > 0.005:
+                        busy.add(c.pid)
+                    self.cpu[c.pid] = now
+                    self.parent[c.pid] = c.ppid()
+                    self.hwm[c.pid] = max(self.hwm.get(c.pid, 0), _proc_status(c.pid, "VmHWM"))
+            self.busy.append(busy)
+            self.total = max(self.total, total)
+            time.sleep(0.02)
+
+    @property
+    def workers(self) -> set[int]:
+        """Leaf processes: the workers (the forkserver, their parent, only imports and forks)."""
+        return set(self.cpu) - set(self.parent.values())
+
+    @property
+    def overlap(self) -> bool:
+        return any(len(b & self.workers) >= 2 for b in self.busy)
+
+    def __enter__(self) -> Watch:
+        self._t.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._t.join()
+
+
+def _mib(b: float) -> str:
+    return f"{int(b // 2**20)}MiB"
+
+
+def test_size_reading():
+    assert _size_bytes("4GB") == 4 * 10**9
+    assert _size_bytes("512MiB") == 512 * 2**20
+    assert _size_bytes(" 1.5 GiB ") == int(1.5 * 2**30)
+
+
+def test_the_limit_sets_how_many_partitions_run_at_once(store, tmp_path):
+    ref = score_dataset(store / "traces", store / "answers", store / "labels.csv", out=tmp_path / "ref")
+    with Watch() as free:  # no limit: two workers, their peak measured
+        score_dataset(store / "traces", store / "answers", store / "labels.csv", out=tmp_path / "free",
+                      engine="duckdb", n_workers=2)
+    worker_peak = max(free.hwm[p] for p in free.workers)
+    helpers = sum(free.hwm[p] for p in set(free.hwm) - free.workers)  # the forkserver, the resource tracker
+    here = _proc_status("self", "VmRSS") + helpers
+    # room for one worker's peak and a half: one partition at a time, and the total stays under the limit
+    limit = here + worker_peak * 3 // 2
+    with Watch() as one:
+        res = score_dataset(store / "traces", store / "answers", store / "labels.csv", out=tmp_path / "one",
+                            engine="duckdb", n_workers=2, memory_limit=_mib(limit))
+    assert not one.overlap, "two partitions ran at once although the limit holds one"
+    assert one.total <= _size_bytes(_mib(limit)), (one.total, limit)
+    pd.testing.assert_frame_equal(res.summary.to_frame(), ref.summary.to_frame(), check_exact=False, rtol=1e-12)
+    for k in range(4):
+        a = pd.read_parquet(tmp_path / "ref" / "scores" / f"part-{k}.parquet")
+        b = pd.read_parquet(tmp_path / "one" / "scores" / f"part-{k}.parquet")
+        pd.testing.assert_frame_equal(a, b)
+    # room for three peaks: both workers admitted
+    with Watch() as two:
+        score_dataset(store / "traces", store / "answers", store / "labels.csv", out=tmp_path / "two",
+                      engine="duckdb", n_workers=2, memory_limit=_mib(here + worker_peak * 3))
+    # two worker processes exist only when two partitions were admitted at once; both scored
+    assert len(two.workers) >= 2 and len([p for p in two.workers if two.cpu[p] > 0.1]) >= 2, two.cpu
+
+
+def test_a_partition_that_cannot_fit_is_refused_by_name(store, tmp_path):
+    out = tmp_path / "out"
+    limit = _proc_status("self", "VmRSS") + 20 * 2**20  # a worker process alone is bigger than 20 MiB
+    with pytest.raises(LimitExceeded) as e:
+        score_dataset(store / "traces", store / "answers", store / "labels.csv", out=out, engine="duckdb",
+                      n_workers=2, memory_limit=_mib(limit))
+    assert e.value.limit == "memory_limit"
+    msg = str(e.value)
+    assert "cannot hold the scoring of partition" in msg and "part-" in msg and "Raise memory_limit" in msg
+    assert e.value.file is not None and os.path.basename(e.value.file).startswith("part-")
+    at_raise = count_files(out)
+    time.sleep(1.0)
+    assert count_files(out) == at_raise and not (out / "_complete.json").exists()
+
+
+def test_a_limit_below_this_process_is_refused_before_scoring(store, tmp_path):
+    with pytest.raises(LimitExceeded, match="before any partition is scored"):
+        score_dataset(store / "traces", store / "answers", out=tmp_path / "out", engine="duckdb", n_workers=2,
+                      memory_limit=_mib(_proc_status("self", "VmRSS") // 2))
+    assert count_files(tmp_path / "out") == 0
+
+
+def test_the_command_line_exits_65_naming_the_partition(store, tmp_path):
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    probe = subprocess.run([sys.executable, "-c", "import evaltk.cli, evaltk.scale, duckdb, pandas, pyarrow;"
+                            "print(open('/proc/self/status').read())"], capture_output=True, text=True, env=env)
+    rss = next(int(x.split()[1]) * 1024 for x in probe.stdout.splitlines() if x.startswith("VmRSS:"))
+    p = subprocess.run([sys.executable, "-m", "evaltk", "scale", "score", str(store / "traces"), "--answers",
+                        str(store / "answers"), "--out", str(tmp_path / "out"), "--engine", "duckdb",
+                        "--workers", "2", "--memory-limit", _mib(rss + 40 * 2**20)],
+                       capture_output=True, text=True, env=env)
+    assert p.returncode == 65, p.stderr
+    assert "cannot hold the scoring of partition" in p.stderr and "Traceback" not in p.stderr
