@@ -15,6 +15,7 @@ processes started by each test (conftest ``cluster``) and killed by their PID wi
 from __future__ import annotations
 
 import concurrent.futures as cf
+import json
 import os
 import signal
 import time
@@ -31,6 +32,7 @@ from evaltk.cli import main  # noqa: E402
 from evaltk.data._datasets import make_demo  # noqa: E402
 from evaltk.scale import (  # noqa: E402
     COMPLETE_FILE,
+    SUMMARIES_DIR,
     WorkersLost,
     check_dataset,
     partitions_done,
@@ -130,7 +132,10 @@ def _assert_whole_and_recorded(out: Path, reference) -> None:
     got, exp = _tables(out), _tables(reference.out)
     assert sorted(got) == sorted(exp)
     assert [k for k in exp if not got[k].equals(exp[k])] == []
-    known = {*exp, "manifest.json", COMPLETE_FILE, "_partitions/_run.json",
+    summaries = {str(f.relative_to(reference.out)) for f in (reference.out / SUMMARIES_DIR).glob("*.json")}
+    for rel in summaries:  # the report's mergeable summaries: the same numbers as the uninterrupted run's
+        assert json.loads((out / rel).read_text()) == json.loads((reference.out / rel).read_text()), rel
+    known = {*exp, *summaries, "manifest.json", COMPLETE_FILE, "_partitions/_run.json",
              *(f"_partitions/part-{i}.json" for i in range(N_PARTS))}
     other = [f for f in out.rglob("*") if f.is_file() and str(f.relative_to(out)) not in known]
     assert all(f.name.startswith(".") and f.name.endswith(TEMP_SUFFIX) for f in other), other
