@@ -382,7 +382,8 @@ def test_scale_completion_record_lists_every_partition_with_its_digest(dataset):
     doc = json.loads((dataset / "_complete.json").read_text())
     assert doc["format"] == "evaltk.scale.complete/1" and [p["key"] for p in doc["partitions"]] == ["p0", "p1"]
     for part in doc["partitions"]:
-        assert set(part["files"]) == {f"{t}/{part['key']}.parquet" for t in ("scores", "runs", "ledger")}
+        assert set(part["files"]) == {*(f"{t}/{part['key']}.parquet" for t in ("scores", "runs", "ledger")),
+                                      f"summaries/{part['key']}.json"}  # the report's mergeable summaries
         for rel, digest in part["files"].items():
             assert digest == "sha256:" + hashlib.sha256((dataset / rel).read_bytes()).hexdigest()
     assert doc["manifest"] == "sha256:" + hashlib.sha256((dataset / "manifest.json").read_bytes()).hexdigest()
