@@ -102,9 +102,13 @@ def _run_tasks(client) -> list[str]:
 
 
 def _stamps(out: Path) -> dict[str, tuple[int, int]]:
-    """Inode and mtime of every partition's files (rewriting one changes both)."""
+    """Inode and mtime of the files of every partition marked done (rewriting one changes both).
+    A partition whose files were written but whose marker was not (its worker died in between)
+    is not done: a resume rescores it, so it is left out."""
+    done = {f.stem for f in (out / "_partitions").glob("*.json") if f.stem != "_run"}
     return {str(f.relative_to(out)): (f.stat().st_ino, f.stat().st_mtime_ns)
-            for t in ("scores", "runs", "ledger") if (out / t).is_dir() for f in sorted((out / t).rglob("*.parquet"))}
+            for t in ("scores", "runs", "ledger") if (out / t).is_dir()
+            for f in sorted((out / t).rglob("*.parquet")) if f.stem in done}
 
 
 def _tables(out: Path) -> dict[str, object]:
