@@ -177,6 +177,12 @@ def load_suite_run(source: str | Path | Mapping[str, Any], *, file: str | None =
     aggregation = _choice(ctx, doc.get("aggregation", "mean"), AGGREGATIONS, "aggregation",
                           field="aggregation")
     tasks = _read_tasks(ctx, doc.get("tasks"), trials.count)
+    return _suite_run(file, suite, version, thresholds, trials, aggregation, tasks)
+
+
+def _suite_run(file: Any, suite: Any, version: Any, thresholds: Any, trials: Any, aggregation: Any,
+               tasks: Any) -> SuiteRun:
+    """The :class:`SuiteRun` of a read document: one assembly for the per-record and the columnar reader."""
     return SuiteRun(suite=suite, version=version, thresholds=thresholds, count=trials.count,
                     pass_rule=trials.pass_rule, k=trials.k, aggregation=aggregation,
                     task_ids=tuple(tasks.ids), task_types=tuple(tasks.types),
@@ -744,12 +750,7 @@ def _columnar(raw: bytes, file: str) -> SuiteRun:
         tasks = _ColumnarTasks(raw, table.column("tasks").combine_chunks(), block.count, escapes)
     except pa.ArrowException:
         raise _Refer from None
-    return SuiteRun(suite=suite, version=version, thresholds=thresholds, count=block.count,
-                    pass_rule=block.pass_rule, k=block.k, aggregation=aggregation,
-                    task_ids=tuple(tasks.ids), task_types=tuple(tasks.types),
-                    trajectories=tuple(tasks.trajectories), score=tasks.score,
-                    trajectory_matched=tasks.matched, fixture_miss=tasks.miss, cost=tasks.cost,
-                    latency_ms=tasks.latency_ms, source=file)
+    return _suite_run(file, suite, version, thresholds, block, aggregation, tasks)
 
 
 def _utf8(raw: bytes) -> bool:
