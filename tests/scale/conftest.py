@@ -24,6 +24,25 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@contextlib.contextmanager
+def moto_s3(bucket: str) -> Iterator[dict]:
+    """The ``storage_options`` of a moto S3 server on 127.0.0.1 holding an empty ``bucket``
+    (skips with the reason when moto[server], s3fs or boto3 is absent); stopped on exit."""
+    pytest.importorskip("s3fs", reason="s3:// needs s3fs")
+    boto3 = pytest.importorskip("boto3", reason="creating the test bucket needs boto3")
+    server = pytest.importorskip("moto.server", reason="the S3 server needs moto[server]")
+    srv = server.ThreadedMotoServer(ip_address="127.0.0.1", port=0)
+    srv.start()
+    try:
+        host, port = srv.get_host_and_port()
+        endpoint = f"http://{host}:{port}"
+        boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="k", aws_secret_access_key="s",
+                     region_name="us-east-1").create_bucket(Bucket=bucket)
+        yield {"key": "k", "secret": "s", "client_kwargs": {"endpoint_url": endpoint, "region_name": "us-east-1"}}
+    finally:
+        srv.stop()
+
+
 def write_parts(root: Path, demo, n_parts: int, *, shared_answers: bool = False) -> Path:
     """``root/traces/part-<i>.jsonl`` (``n_parts`` chunks of the demo traces) with co-partitioned
     ``root/answers/part-<i>.csv`` (or one shared ``root/answers.parquet``) and shared labels."""

@@ -20,7 +20,7 @@ from evaltk.data._datasets import make_demo  # noqa: E402
 from evaltk.errors import OutputRefused, SchemaViolation  # noqa: E402
 from evaltk.scale import partitions_done, score_dataset, summarize_dataset  # noqa: E402
 
-from .conftest import write_parts  # noqa: E402
+from .conftest import moto_s3, write_parts  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -42,22 +42,10 @@ def reference(local_store, tmp_path_factory):
 @pytest.fixture(scope="module")
 def s3(local_store):
     """``(storage_options, "s3://bucket")`` of a moto S3 server on 127.0.0.1 holding the store."""
-    pytest.importorskip("s3fs", reason="s3:// needs s3fs")
-    boto3 = pytest.importorskip("boto3", reason="creating the test bucket needs boto3")
-    server = pytest.importorskip("moto.server", reason="the S3 server needs moto[server]")
-    srv = server.ThreadedMotoServer(ip_address="127.0.0.1", port=0)
-    srv.start()
-    try:
-        host, port = srv.get_host_and_port()
-        endpoint = f"http://{host}:{port}"
-        boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="k", aws_secret_access_key="s",
-                     region_name="us-east-1").create_bucket(Bucket="evaltk")
-        so = {"key": "k", "secret": "s", "client_kwargs": {"endpoint_url": endpoint, "region_name": "us-east-1"}}
+    with moto_s3("evaltk") as so:
         fs = fsspec.filesystem("s3", **so)
         fs.put(str(local_store) + "/", "evaltk/store/", recursive=True)
         yield so, "s3://evaltk"
-    finally:
-        srv.stop()
 
 
 def _rows(out, so=None):

@@ -31,7 +31,7 @@ from evaltk.scale import (
 from evaltk.scoring import score_traces
 from evaltk.stats import calibration_table
 
-from .conftest import write_parts
+from .conftest import moto_s3, write_parts
 
 COUNTS = ["n", "n_valued", "n_excluded", "n_not_applicable", "n_missing_evidence", "n_not_implemented",
           "n_abstained"]
@@ -190,23 +190,11 @@ def test_summaries_on_object_storage(demo, tmp_path):
 @pytest.fixture(scope="module")
 def s3_scored(demo, tmp_path_factory):
     """``(storage_options, url)``: the demo scored into a bucket of a moto S3 server on 127.0.0.1."""
-    pytest.importorskip("s3fs", reason="s3:// needs s3fs")
-    boto3 = pytest.importorskip("boto3", reason="creating the test bucket needs boto3")
-    server = pytest.importorskip("moto.server", reason="the S3 server needs moto[server]")
-    srv = server.ThreadedMotoServer(ip_address="127.0.0.1", port=0)
-    srv.start()
-    try:
-        host, port = srv.get_host_and_port()
-        endpoint = f"http://{host}:{port}"
-        boto3.client("s3", endpoint_url=endpoint, aws_access_key_id="k", aws_secret_access_key="s",
-                     region_name="us-east-1").create_bucket(Bucket="lake")
-        so = {"key": "k", "secret": "s", "client_kwargs": {"endpoint_url": endpoint, "region_name": "us-east-1"}}
+    with moto_s3("lake") as so:
         root = write_parts(tmp_path_factory.mktemp("s3store"), demo, 2)
         score_dataset(root / "traces", root / "answers", root / "labels.csv", out="s3://lake/scored",
                       storage_options=so)
         yield so, "s3://lake/scored"
-    finally:
-        srv.stop()
 
 
 def test_summaries_from_s3_equal_the_local_ones(s3_scored, scored, caplog):
