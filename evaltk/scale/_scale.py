@@ -231,12 +231,31 @@ class ScoredDataset:
     summary : DatasetSummary
     n_partitions : int
     engine : str
+    memory : Mapping[str, Any]
+        What the DuckDB engine's worker pool measured (empty on the other engines, and when
+        partitions were scored in this process): ``worker``, the largest worker peak (VmHWM,
+        bytes); ``total``, the largest resident total of this process and its workers seen by
+        the ``memory_limit`` watchdog (0 without a limit); ``admissions``, one
+        :class:`Admission` per decision of how many partitions may run at once.
     """
 
     out: Path
     summary: DatasetSummary
     n_partitions: int
     engine: str
+    memory: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Admission:
+    """One decision of ``memory_limit``'s admission: ``width`` partitions may run at once because
+    ``(limit - rest) // worker_peak`` of them fit (at most ``n_workers``), where ``rest`` is this
+    process and its descendants other than the workers, and ``worker_peak`` the largest worker
+    peak measured so far (bytes)."""
+
+    width: int
+    rest: int
+    worker_peak: int
 
 
 def _summary_of(scores: pd.DataFrame, runs: pd.DataFrame, by: Sequence[str]) -> DatasetSummary:
@@ -1148,12 +1167,13 @@ def score_dataset(traces: str | Path, answers: str | Path | None = None, labels:
     if done:
         _LOG.info("resuming: %d of %d partitions already done in %s", len(done), len(parts), root)
     tmp_dir = None if temp_directory is None else str(temp_directory)
+    memory: Mapping[str, Any] = {}
     with _progress(len(parts), len(done), progress) as tick:
         if check_ids:
             _maybe_check_ids(parts, memory_limit, tmp_dir, so)
         if kind == "duckdb":
             with _duckdb(engine, memory_limit, threads, tmp_dir) as con:
-                _pool_run(todo, kw, n_workers, tick, memory_limit)
+                memory = _pool_run(todo, kw, n_workers, tick, memory_limit)
                 pairs = _pairs_of(root, _done_partitions(root, parts))
                 _remote.register(con, [root.root], so)
                 summary = _summarize_duckdb(con, pairs, keys, root.path())  # type: ignore[arg-type]  # a local or remote root
@@ -1170,7 +1190,7 @@ def score_dataset(traces: str | Path, answers: str | Path | None = None, labels:
         root.remove(_SHUFFLE_DIR)
     _write_manifest(root, summary)
     _write_complete(root, parts)  # last: the dataset is complete
-    return ScoredDataset(root.path(), summary, len(parts), kind)  # type: ignore[arg-type]  # a local or remote root
+    return ScoredDataset(root.path(), summary, len(parts), kind, memory)  # type: ignore[arg-type]  # a local or remote root
 
 
 _UNITS = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12,
@@ -1255,6 +1275,7 @@ class _MemoryBudget:
         self.base = _proc_status("self", "VmRSS")
         self.peak_worker = 0
         self.peak_total = 0
+        self.admissions: list[Admission] = []
         self.over: tuple[int, list[str]] | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -1271,7 +1292,10 @@ class _MemoryBudget:
             return 1
         rest = _proc_status("self", "VmRSS") + sum(_proc_status(p, "VmRSS") for p in _descendants()
                                                    if p not in workers)
-        return max(1, min(n_workers, (self.limit - rest) // self.peak_worker))
+        width = max(1, min(n_workers, (self.limit - rest) // self.peak_worker))
+        if not self.admissions or self.admissions[-1].width != width:
+            self.admissions.append(Admission(width, rest, self.peak_worker))
+        return width
 
     def watch(self, running: Callable[[], list[str]], kill: Callable[[], None]) -> None:
         import threading
@@ -1319,7 +1343,8 @@ def _pool_run(todo: Sequence[Partition], kw: Mapping[str, Any], n_workers: int |
     cannot be pickled (a lambda ``domain_rule``).  On a failure or Ctrl-C the partitions not
     started are cancelled and the running ones awaited, so nothing is written after this call
     has raised.  With ``memory_limit`` the scoring phase is held under it (:class:`_MemoryBudget`).
-    Returns the peak resident memory measured: ``worker`` (the largest worker's VmHWM) and ``total``."""
+    Returns the peak resident memory measured: ``worker`` (the largest worker's VmHWM), ``total``
+    and, under a limit, ``admissions`` (see :attr:`ScoredDataset.memory`); empty when scored here."""
     import concurrent.futures as cf
     import multiprocessing as mp
     import pickle
@@ -1339,7 +1364,7 @@ def _pool_run(todo: Sequence[Partition], kw: Mapping[str, Any], n_workers: int |
             if budget is not None and _proc_status("self", "VmHWM") > budget.limit:
                 budget.over = (_proc_status("self", "VmHWM"), [p.key])
                 raise budget.refusal({p.key: p})
-        return {"worker": 0, "total": _proc_status("self", "VmHWM")}
+        return {}
     _check_main_guard("engine='duckdb' (its worker processes)")
     if budget is not None:
         todo = sorted(todo, key=_input_bytes, reverse=True)  # the first measured is the largest
@@ -1351,6 +1376,7 @@ def _pool_run(todo: Sequence[Partition], kw: Mapping[str, Any], n_workers: int |
     by_key = {p.key: p for p in todo}
     queue = list(reversed(todo))
     running: dict[cf.Future[int], Partition] = {}
+    peaks: list[int] = []
 
     def pids() -> list[int]:
         return [int(pid) for pid in list(getattr(ex, "_processes", None) or {})]
@@ -1379,6 +1405,7 @@ def _pool_run(todo: Sequence[Partition], kw: Mapping[str, Any], n_workers: int |
                     if budget is not None and budget.over is not None:
                         raise budget.refusal(by_key) from None
                     raise
+                peaks.append(hwm)
                 if budget is not None:
                     budget.peak_worker = max(budget.peak_worker, hwm)
                 tick(p.key)
@@ -1389,11 +1416,11 @@ def _pool_run(todo: Sequence[Partition], kw: Mapping[str, Any], n_workers: int |
         raise
     ex.shutdown(wait=True)
     if budget is None:
-        return {"worker": 0, "total": 0}
+        return {"worker": max(peaks, default=0), "total": 0, "admissions": ()}
     budget.stop()
     if budget.over is not None:  # passed the limit after the last partition finished
         raise budget.refusal(by_key)
-    return {"worker": budget.peak_worker, "total": budget.peak_total}
+    return {"worker": budget.peak_worker, "total": budget.peak_total, "admissions": tuple(budget.admissions)}
 
 
 def _check_main_guard(what: str) -> None:

@@ -10,6 +10,7 @@ from memory measured in the test (this process's size, a worker's peak), never t
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import subprocess
 import sys
@@ -71,8 +72,11 @@ class Watch:
 
     @property
     def workers(self) -> set[int]:
-        """Leaf processes: the workers (the forkserver, their parent, only imports and forks)."""
-        return set(self.cpu) - set(self.parent.values())
+        """The workers: leaf processes forked by the forkserver.  Not the forkserver (their parent:
+        only imports and forks), nor a leaf child of this process (the resource tracker, a server
+        another test's fixture started)."""
+        me = os.getpid()
+        return {p for p in set(self.cpu) - set(self.parent.values()) if self.parent[p] != me}
 
     @property
     def overlap(self) -> bool:
@@ -97,37 +101,55 @@ def test_size_reading():
     assert _size_bytes(" 1.5 GiB ") == int(1.5 * 2**30)
 
 
+def _admitted(store, out, limit):
+    gc.collect()
+    with Watch() as w:
+        res = score_dataset(store / "traces", store / "answers", store / "labels.csv", out=out,
+                            engine="duckdb", n_workers=2, memory_limit=limit)
+    return res, w
+
+
 def test_the_limit_sets_how_many_partitions_run_at_once(store, tmp_path):
     ref = score_dataset(store / "traces", store / "answers", store / "labels.csv", out=tmp_path / "ref")
-    with Watch() as free:  # no limit: two workers, their peak measured
-        score_dataset(store / "traces", store / "answers", store / "labels.csv", out=tmp_path / "free",
-                      engine="duckdb", n_workers=2)
-    worker_peak = max(free.hwm[p] for p in free.workers)
-    helpers = sum(free.hwm[p] for p in set(free.hwm) - free.workers)  # the forkserver, the resource tracker
-    here = _proc_status("self", "VmRSS") + helpers
+    # a limit far above need: the engine records what it measured when it admitted the second partition
+    # (the rest of the process tree, the first partition's worker peak), the same measures it will use
+    # under a tight limit.  Sizing the limit from them, not from memory this test measured at another
+    # moment, keeps the decision away from the noise of a shared machine (another pytest process).
+    cal, _ = _admitted(store, tmp_path / "cal", "1000GiB")
+    first = cal.memory["admissions"][0]
+    assert first.width == 2 and first.worker_peak > 0, cal.memory
+    rest, peak = first.rest, first.worker_peak
     # room for one worker's peak and a half: one partition at a time, and the total stays under the limit
-    limit = here + worker_peak * 3 // 2
-    with Watch() as one:
-        res = score_dataset(store / "traces", store / "answers", store / "labels.csv", out=tmp_path / "one",
-                            engine="duckdb", n_workers=2, memory_limit=_mib(limit))
+    limit = _mib(rest + peak * 3 // 2)
+    res, one = _admitted(store, tmp_path / "one", limit)
+    assert [a.width for a in res.memory["admissions"]] == [1], (limit, res.memory)
     assert not one.overlap, "two partitions ran at once although the limit holds one"
-    assert one.total <= _size_bytes(_mib(limit)), (one.total, limit)
+    assert one.total <= _size_bytes(limit), (one.total, limit)
     pd.testing.assert_frame_equal(res.summary.to_frame(), ref.summary.to_frame(), check_exact=False, rtol=1e-12)
     for k in range(4):
         a = pd.read_parquet(tmp_path / "ref" / "scores" / f"part-{k}.parquet")
         b = pd.read_parquet(tmp_path / "one" / "scores" / f"part-{k}.parquet")
         pd.testing.assert_frame_equal(a, b)
     # room for three peaks: both workers admitted
-    with Watch() as two:
-        score_dataset(store / "traces", store / "answers", store / "labels.csv", out=tmp_path / "two",
-                      engine="duckdb", n_workers=2, memory_limit=_mib(here + worker_peak * 3))
+    res, two = _admitted(store, tmp_path / "two", _mib(rest + peak * 3))
+    assert [a.width for a in res.memory["admissions"]] == [2], res.memory
     # two worker processes exist only when two partitions were admitted at once; both scored
     assert len(two.workers) >= 2 and len([p for p in two.workers if two.cpu[p] > 0.1]) >= 2, two.cpu
 
 
+def _worker_size(env=None):
+    """The resident size of a fresh process that imports what a worker imports (bytes)."""
+    probe = subprocess.run([sys.executable, "-c", "import evaltk.cli, evaltk.scale, duckdb, pandas, pyarrow;"
+                            "print(open('/proc/self/status').read())"], capture_output=True, text=True, env=env)
+    return next(int(x.split()[1]) * 1024 for x in probe.stdout.splitlines() if x.startswith("VmRSS:"))
+
+
 def test_a_partition_that_cannot_fit_is_refused_by_name(store, tmp_path):
     out = tmp_path / "out"
-    limit = _proc_status("self", "VmRSS") + 20 * 2**20  # a worker process alone is bigger than 20 MiB
+    # half a worker's size above this process: what this process adds before the budget is made
+    # (partition discovery, the id check) fits in it, and the forkserver and a worker each hold
+    # a whole worker's imports, so the first partition cannot fit
+    limit = _proc_status("self", "VmRSS") + _worker_size() // 2
     with pytest.raises(LimitExceeded) as e:
         score_dataset(store / "traces", store / "answers", store / "labels.csv", out=out, engine="duckdb",
                       n_workers=2, memory_limit=_mib(limit))
@@ -149,9 +171,7 @@ def test_a_limit_below_this_process_is_refused_before_scoring(store, tmp_path):
 
 def test_the_command_line_exits_65_naming_the_partition(store, tmp_path):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    probe = subprocess.run([sys.executable, "-c", "import evaltk.cli, evaltk.scale, duckdb, pandas, pyarrow;"
-                            "print(open('/proc/self/status').read())"], capture_output=True, text=True, env=env)
-    rss = next(int(x.split()[1]) * 1024 for x in probe.stdout.splitlines() if x.startswith("VmRSS:"))
+    rss = _worker_size(env)
     p = subprocess.run([sys.executable, "-m", "evaltk", "scale", "score", str(store / "traces"), "--answers",
                         str(store / "answers"), "--out", str(tmp_path / "out"), "--engine", "duckdb",
                         "--workers", "2", "--memory-limit", _mib(rss + 40 * 2**20)],
