@@ -130,6 +130,7 @@ from .judges import (  # noqa: E402
     unpinned_instruments,
 )
 from .scale import (  # noqa: E402
+    Admission,
     DatasetSummary,
     Partition,
     ReportSummary,
@@ -241,6 +242,7 @@ from .stats import (  # noqa: E402
     signed_bias,
     stuart_maxwell_test,
     summarize_frame,
+    table_direction,
     unit_patterns,
     weight_matrix,
     wilson_bounds,
@@ -400,6 +402,7 @@ __all__ = [
     "lean_from_interval",
     "direction_of_error",
     "direction_table",
+    "table_direction",
     "ScoreSummary",
     "ConfusionTable",
     "UnitPatterns",
@@ -586,6 +589,7 @@ __all__ = [
     "Partition",
     "DatasetSummary",
     "ScoredDataset",
+    "Admission",
     "WorkersLost",
     "discover_partitions",
     "score_dataset",

@@ -38,9 +38,12 @@ dimensions = ["x_task", "x_eff", "x_ctx"]  # demo dimensions to calibrate
 n_resamples = 2000  # item bootstrap resamples for the agreement intervals
 thresholds = {}  # a decision threshold per dimension, for the promotion check
 threshold_source = ""  # the decision-cost record those thresholds come from; empty means not validated
+scored = ""  # a scored dataset (evaltk scale score --out): its runs' agreement from its summaries; empty: in memory
 
 # %%
 # ruff: noqa: E402  (in a notebook the imports follow the parameters cell)
+import warnings
+
 import altair as alt
 import pandas as pd
 from IPython.display import Markdown, display
@@ -50,7 +53,7 @@ from evaltk import report
 
 params = report.check_params(week=week, data_dir=data_dir, confidence_level=confidence_level, seed=seed,
                              n_traces=n_traces, judges=judges, dimensions=dimensions, n_resamples=n_resamples,
-                             thresholds=thresholds, threshold_source=threshold_source)
+                             thresholds=thresholds, threshold_source=threshold_source, scored=scored)
 report.use_theme()
 sources = report.data_sources(params["data_dir"])
 inputs = []
@@ -102,6 +105,25 @@ report.judge_confusion_chart(answers, demo.labels, measures=dimensions)
 report.show_promotion(report.promotion_table(answers, demo.labels, agree, thresholds=thresholds,
                                              threshold_source=threshold_source, confidence_level=confidence_level,
                                              n_resamples=n_resamples, rng=seed))
+
+# %% [markdown]
+# ## This week's scored runs: the judges' folded score against the human tier
+#
+# The score the weekly page reports folds the judges' answers into one value per run (the
+# automatic tier).  Its agreement with the human tier on the runs that carry both: Cohen's
+# kappa with an item-bootstrap interval, and what each side left out, by cause.  From a
+# scored dataset (`scored`, `evaltk report --scored DIR`) it is drawn from the dataset's
+# per-partition count tables without loading a run, and equals the rows' interval for the
+# same seed; otherwise the runs are scored in memory.
+
+# %%
+wk = report.weekly_scores(sources, demo, scored=params["scored"])
+inputs += wk.files
+display(Markdown(f"Source: {wk.origin}."))
+with warnings.catch_warnings():  # a missing interval is shown with its reason in the table
+    warnings.simplefilter("ignore", evaltk.UndefinedWarning)
+    runs_agree = wk.calibration(confidence_level=confidence_level, n_resamples=n_resamples, rng=seed)
+report.show_runs_calibration(runs_agree)
 
 # %% [markdown]
 # ## AgentRewardBench: the human ceiling on real web-agent trajectories

@@ -41,6 +41,7 @@ seed = 0
 n_traces = 3000  # size of the generated demo corpus when no demo folder is given
 judges = []  # judges to include; empty means all
 dimensions = ["x_task", "x_ctx", "x_eff"]  # demo dimensions to analyse
+scored = ""  # a scored dataset (evaltk scale score --out): its runs' lean from its summaries; empty: in memory
 
 # %%
 # ruff: noqa: E402  (in a notebook the imports follow the parameters cell)
@@ -50,7 +51,7 @@ import evaltk
 from evaltk import report
 
 params = report.check_params(week=week, data_dir=data_dir, confidence_level=confidence_level, seed=seed,
-                             n_traces=n_traces, judges=judges, dimensions=dimensions)
+                             n_traces=n_traces, judges=judges, dimensions=dimensions, scored=scored)
 report.use_theme()
 sources = report.data_sources(params["data_dir"])
 inputs = []
@@ -87,6 +88,23 @@ report.show_direction(table)
 
 # %%
 report.show_construct_direction(report.construct_direction_table(table))
+
+# %% [markdown]
+# ## This week's scored runs: the judges' folded score against the human tier
+#
+# The score the weekly page reports is the judges' answers folded into one value per run
+# (the automatic tier).  Its lean against the human tier, on the runs that carry both, per
+# dimension with a judge-vs-human table; the runs without a human label are excluded and
+# counted, and the coverage says how few runs carry the comparison.  From a scored dataset
+# (`scored`, `evaltk report --scored DIR`) this comes from its per-partition count tables,
+# without loading a run; otherwise from the runs scored in memory.
+
+# %%
+wk = report.weekly_scores(sources, demo, scored=params["scored"])
+inputs += wk.files
+runs_lean = wk.directions(confidence_level=confidence_level)
+display(Markdown(f"Source: {wk.origin}."))
+report.show_direction(runs_lean)
 
 # %% [markdown]
 # ## JudgeBench: position bias of real judges

@@ -61,8 +61,9 @@ def register_cli(subparsers: Any) -> None:
     p.add_argument("--data", default=None, metavar="DIR", help="data folder (default: the embedded demo data)")
     p.add_argument("--scored", default=None, metavar="DIR",
                    help="a scored dataset (the --out of `evaltk scale score`: a folder or an fsspec URL such as "
-                        "s3://bucket/scored): the weekly page's scores, coverage, agents and verdicts come from "
-                        "its per-partition summaries, without loading score rows")
+                        "s3://bucket/scored): the weekly page's scores, coverage, agents and verdicts, and the "
+                        "calibration and direction-of-error pages' sections on this week's runs, come from its "
+                        "per-partition summaries, without loading score rows")
     p.add_argument("--params", default=None, metavar="FILE", help="YAML or JSON file of notebook parameters")
     p.add_argument("--out", default="reports", metavar="DIR", help="output root (default: reports/)")
     p.add_argument("--only", nargs="+", default=None, metavar="NOTEBOOK", choices=NOTEBOOKS,

@@ -138,6 +138,26 @@ def show_agreement(agreement: pd.DataFrame) -> pd.DataFrame:
 
 
 @_as_shown
+def show_runs_calibration(calibration: pd.DataFrame) -> pd.DataFrame:
+    """:meth:`WeekScores.calibration` (the judges' folded score against the human tier, per
+    measure) as shown: kappa with its interval, the labelled runs that carry it, and what each
+    side left out, by cause."""
+    from ..values import CAUSES
+
+    t = calibration.rename(columns={"measure": "dimension"})
+    t["kappa [interval]"] = [s if _missing(r) or not _missing(lo) else f"{s} (no interval: {r})"
+                             for s, lo, r in zip(_intervals(t, "statistic", "ci_low", "ci_high"), t["ci_low"],
+                                                 t["ci_reason"], strict=True)]
+    t["coverage"] = t["coverage"].map(_share)
+    cols = ["dimension", "kappa [interval]", "n_units", "n_pairable", "coverage"]
+    for side, name in (("judge", "automatic"), ("human", "human")):
+        t[f"{name} left out"] = [", ".join(f"{n} {c.replace('_', ' ')}" for c in CAUSES if (n := int(r[f"{side}_n_{c}"])))
+                                 or "none" for _, r in t.iterrows()]
+        cols.append(f"{name} left out")
+    return t[cols].set_index("dimension")
+
+
+@_as_shown
 def show_promotion(promotion: pd.DataFrame) -> pd.DataFrame:
     """:func:`promotion_table` as shown: one block of conditions per ``dimension (judge)``."""
     t = promotion.assign(dimension=[f"{m} ({j})" for m, j in zip(promotion["measure"], promotion["judge"], strict=True)],

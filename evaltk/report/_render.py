@@ -271,9 +271,10 @@ def render_report(
     scored : path or URL, optional
         A scored dataset (the ``out`` of ``evaltk scale score`` / :func:`evaltk.scale.score_dataset`:
         a folder, or an fsspec URL whose credentials fsspec finds in its configuration or
-        the environment) passed as ``scored`` to the notebooks that declare it (``weekly``):
-        its score sections come from the dataset's per-partition summaries, no score row
-        read.  A dataset without its completion record is refused before any notebook runs.
+        the environment) passed as ``scored`` to the notebooks that declare it (``weekly``,
+        ``calibration``, ``direction_of_error``): their sections on this week's scored runs
+        come from the dataset's per-partition summaries, no score row read (judge selection
+        and suite gating read judges' answers and suite runs, not scores).  A dataset without its completion record is refused before any notebook runs.
     progress : callable, optional
         Called with one line of text per step; each line is also logged (INFO) on the
         ``evaltk.report`` logger.  A failed notebook's line says FAILED; the failure
@@ -443,7 +444,8 @@ def _notebook_parameters(declared: Mapping[str, dict[str, Any]], given: Mapping[
         except InputError as e:
             raise type(e)(f"notebook `{name}`: {e.detail}", file=params_file, field=e.field) from None
     if scored and not any("scored" in d for d in declared.values()):
-        raise InputError(f"--scored is read by the weekly notebook, which is not among {', '.join(declared)}.",
+        raise InputError(f"--scored is read only by notebooks that declare a `scored` parameter; none of "
+                         f"{', '.join(declared)} does.",
                          field="scored")
     # a data folder that holds none of the recognised data is refused here, not by five kernels
     for folder in sorted({str(v.get("data_dir") or "") for v in per.values()} - {""}):

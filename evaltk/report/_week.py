@@ -61,6 +61,8 @@ class WeekScores:
     files : tuple of Path
         Provenance inputs: a local scored dataset's ``_complete.json`` (which records
         the SHA-256 of every file of the dataset) and ``manifest.json``.
+    origin : str
+        Whose runs these are, as a phrase of its own, for a page's "Source" line.
     """
 
     summaries: Any
@@ -69,6 +71,7 @@ class WeekScores:
     matrix: Any = None
     scored: str = ""
     files: tuple[Path, ...] = ()
+    origin: str = ""
 
     def measure_summary(self) -> pd.DataFrame:
         """The automatic tier per measure, in the seed's order: the columns of
@@ -93,6 +96,24 @@ class WeekScores:
 
         return DatasetSummary(self.summaries.scores, self.summaries.calibration).calibration_frame(
             confidence_level=confidence_level, n_resamples=n_resamples, rng=rng)
+
+    def directions(self, *, confidence_level: float = 0.95) -> pd.DataFrame:
+        """Which way the judges' folded score (automatic tier) errs against the human tier, per
+        measure with a judge-vs-human table: :func:`evaltk.stats.table_direction` on the combined
+        count tables, so the lean, its interval and the exclusions are those of the labelled
+        runs, from the summaries alone.  One row per measure, shaped as
+        :func:`evaltk.report.judge_direction_table`'s (``judge`` is ``"automatic tier"``)."""
+        from ..stats import table_direction
+        from ._tables import _scale
+
+        rows = []
+        for m, t in self.summaries.calibration.items():
+            f = table_direction(t, scale=_scale(m), confidence_level=confidence_level).to_frame()
+            f.insert(0, "dimension", m)
+            f.insert(0, "judge", "automatic tier")
+            rows.append(f)
+        return seed_order(pd.concat(rows, ignore_index=True), "dimension").reset_index(drop=True) if rows else \
+            pd.DataFrame(columns=["judge", "dimension", "lean"])
 
     def verdicts(self, thresholds: Mapping[str, Threshold]) -> pd.DataFrame:
         """How many runs each verdict covers per measure and reason, as
@@ -170,6 +191,12 @@ def weekly_scores(sources: Any, demo: Any, *, scored: str = "") -> WeekScores:
         note = (f"scores, coverage, agents, verdicts and the judges against the human labels: the {s.n_traces:,} runs of the scored dataset {name} "
                 f"(from its per-partition summaries; no score row read; {len(s.scorer_versions)} scorer "
                 "version(s)); the judge sections: ")
-        return WeekScores(s, manifest, note, None, scored, files)
+        origin = (f"the {s.n_traces:,} runs of the scored dataset {name} (from its per-partition summaries; "
+                  "no score row read)")
+        return WeekScores(s, manifest, note, None, scored, files, origin)
     sm, note = week_scores(sources, demo)
-    return WeekScores(report_summary(sm.frame, sm.runs), sm.manifest, note, sm)
+    summary = report_summary(sm.frame, sm.runs)
+    origin = (f"the {summary.n_traces:,} runs imported in {sources.imported.name}/, scored in memory"
+              if sources.imported is not None else
+              f"the demo corpus's {summary.n_traces:,} runs, scored in memory")
+    return WeekScores(summary, sm.manifest, note, sm, origin=origin)

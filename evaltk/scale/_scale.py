@@ -194,8 +194,10 @@ class DatasetSummary(HtmlTable):
                           n_resamples: int = 2000, rng: Any = None, method: str = "percentile") -> pd.DataFrame:
         """Judge-vs-human coefficient per measure with its bootstrap interval, from the combined tables.
 
-        One row per measure: ``measure, statistic, ci_low, ci_high, n_units, n_pairable,
-        coverage`` and the units each side left out per cause.  The replicates are drawn
+        One row per measure: ``measure, statistic, ci_low, ci_high, ci_reason, n_units,
+        n_pairable, coverage`` and the units each side left out per cause; ``ci_reason`` says
+        why there is no interval where there is none (a degenerate bootstrap distribution: every
+        resample gives the same value), else None.  The replicates are drawn
         from the combined count table (never from rows), so every engine gives the same
         interval for the same ``rng``.
         """
@@ -212,6 +214,7 @@ class DatasetSummary(HtmlTable):
                    "statistic": None if isinstance(st, Abstention) else st,
                    "ci_low": None if isinstance(ci, Abstention) else ci[0],
                    "ci_high": None if isinstance(ci, Abstention) else ci[1],
+                   "ci_reason": ci.reason if isinstance(ci, Abstention) else None,
                    "n_units": t.n_units, "n_pairable": t.n_pairable,
                    "coverage": None if isinstance(t.coverage, Abstention) else t.coverage}
             row.update({f"judge_n_{c}": t.excluded_a[c] for c in CAUSES})
@@ -1337,7 +1340,7 @@ class _MemoryBudget:
 
 
 def _pool_run(todo: Sequence[Partition], kw: Mapping[str, Any], n_workers: int | None,
-              tick: Callable[[str], None], memory_limit: str | None = None) -> dict[str, int]:
+              tick: Callable[[str], None], memory_limit: str | None = None) -> dict[str, Any]:
     """Score ``todo`` in ``n_workers`` worker processes (default: every core; forkserver, else spawn),
     or here when there is one partition and no ``memory_limit``, one worker, or options that
     cannot be pickled (a lambda ``domain_rule``).  On a failure or Ctrl-C the partitions not

@@ -61,6 +61,7 @@ from ._direction import (
     mean_signed_difference,
     signed_bias,
     stuart_maxwell_test,
+    table_direction,
 )
 from ._intervals import (
     PairedDifferenceResult,
@@ -169,6 +170,7 @@ __all__ = [
     "lean_from_interval",
     "direction_of_error",
     "direction_table",
+    "table_direction",
     "MeanSummary",
     "ScoreSummary",
     "ConfusionTable",

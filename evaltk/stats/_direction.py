@@ -54,6 +54,7 @@ from ..values import (
 )
 from ._intervals import paired_difference_interval
 from ._result import NO_INTERVAL, ConfidenceInterval, ResultShape, _num, undefined
+from ._tables import ConfusionTable
 
 OVERSTATES = "overstates"
 UNDERSTATES = "understates"
@@ -1057,3 +1058,66 @@ def direction_table(
         f.insert(0, "dimension", dim)
         frames.append(f)
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["dimension", "lean"])
+
+
+def table_direction(
+    table: ConfusionTable,
+    *,
+    scale: str = "binary",
+    positive: Any = None,
+    confidence_level: float = 0.95,
+) -> DirectionResult:
+    """:func:`direction_of_error` from a judge-vs-human :class:`ConfusionTable` (rows: the judge,
+    columns: the human), so a scored dataset's mergeable summaries give the lean without rows.
+
+    The table holds everything the statistic needs: the pairable units by (judge, human) label,
+    and how many units each side left out.  Units where only the judge, only the human, or both
+    gave no label are recovered exactly from ``n_units``, ``n_pairable`` and the two exclusion
+    counts (``|A & B| = |A| + |B| - |A | B|``), and enter as items excluded on that side, so
+    ``n_items``, the exclusions and the coverage are those of the rows.  The result is the one
+    :func:`direction_of_error` gives on the units' label lists.
+
+    Parameters
+    ----------
+    table : ConfusionTable
+    scale : {"binary", "ordinal"}
+        Binary: the signed bias of the ``positive`` rate.  Ordinal: the mean of judge minus
+        human, the categories being their own scores (numeric categories, lowest first).
+    positive : label, optional
+        The positive category of a binary table; default the last category.
+    confidence_level : float, default 0.95
+
+    Examples
+    --------
+    >>> from evaltk.stats import confusion_table
+    >>> t = confusion_table([1, 1, 1, 0, None], [1, 0, 0, 0, 1], categories=[0, 1])
+    >>> r = table_direction(t)
+    >>> r.counts.n_pairs, r.counts.n_judge_abstained, round(float(r.statistic), 2)
+    (4, 1, 0.5)
+    """
+    check_choice("scale", scale, _SCALES)
+    cats = list(table.categories)
+    if not cats:
+        raise InputError("the table has no categories: there is nothing to compare.", field="table")
+    counts = np.asarray(table.counts, dtype=np.int64)
+    ja, hb = np.nonzero(counts)
+    reps = counts[ja, hb]
+    judge: list[Any] = np.repeat(np.array(cats, dtype=object)[ja], reps).tolist()
+    human: list[Any] = np.repeat(np.array(cats, dtype=object)[hb], reps).tolist()
+    n_a, n_b = sum(table.excluded_a.values()), sum(table.excluded_b.values())
+    n_either = table.n_units - table.n_pairable
+    both = n_a + n_b - n_either
+    if both < 0 or both > min(n_a, n_b):
+        raise InputError(f"the table's exclusions ({n_a} judge, {n_b} human) do not fit its {n_either} units "
+                         "with a missing label", field="table")
+    # a placeholder label on the side that has one: the item is excluded before any statistic
+    for jl, hl, k in ((None, cats[0], n_a - both), (cats[0], None, n_b - both), (None, None, both)):
+        judge += [jl] * k
+        human += [hl] * k
+    if not judge:
+        raise InputError("the table has no units: there are no items to compare.", field="table")
+    if scale == "binary":
+        return direction_of_error(judge, human, scale="binary", positive=cats[-1] if positive is None else positive,
+                                  abstain=(), confidence_level=confidence_level)
+    return direction_of_error(judge, human, scale="ordinal", categories={c: float(c) for c in cats}, abstain=(),
+                              confidence_level=confidence_level)

@@ -282,12 +282,23 @@ def test_weekly_renders_from_a_scored_dataset_without_its_rows(tmp_path):
     scored = _scored_dataset(tmp_path / "store", demo)
     for t in ("scores", "runs", "ledger"):
         shutil.rmtree(scored / t)
-    code = main(["report", "--week", WEEK, "--scored", str(scored), "--only", "weekly", "--out",
-                 str(tmp_path / "out")])
+    code = main(["report", "--week", WEEK, "--scored", str(scored), "--only", "weekly", "calibration",
+                 "direction_of_error", "--out", str(tmp_path / "out")])
     assert code == 0
+    # the detail pages' sections on this week's runs come from the same summaries
+    auto = score_traces(demo.traces, demo.answers, demo.labels).scores("automatic")
+    n_runs = f"the {auto['trace_id'].nunique():,} runs of the scored dataset scored (from its per-partition summaries"
+    for page, shown in (("calibration", r"x_task -?[01]\.\d{3} (\[-?[01]\.\d{3}, -?[01]\.\d{3}\]|\(no interval: )"
+                                        r".* \d+ abstained"),
+                        ("direction_of_error", r"automatic tier x_task (no detectable lean|overstates|understates)")):
+        text = re.sub(r"\s+", " ", _text((tmp_path / "out" / WEEK / f"{page}.html").read_text(encoding="utf-8")))
+        assert "Warning" not in text, (page, text[text.index("Warning") - 300:text.index("Warning") + 200])
+        assert f"Source: {n_runs}" in text, (page, text[:2000])
+        assert re.search(shown, text), (page, text[:4000])
+        rec = json.loads((tmp_path / "out" / WEEK / "run.json").read_text())["notebooks"][page]
+        assert rec["parameters"]["scored"] == str(scored.resolve())
     html = (tmp_path / "out" / WEEK / "index.html").read_text(encoding="utf-8")
     text = _text(html)
-    auto = score_traces(demo.traces, demo.answers, demo.labels).scores("automatic")
     assert f"{auto['trace_id'].nunique()} traces, {len(auto)} scores" in text
     assert "the scored dataset scored (from its per-partition summaries; no score row read" in text
     assert "Checkpoint gate not available from a scored dataset" in text

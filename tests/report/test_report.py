@@ -935,10 +935,38 @@ def test_report_refuses_a_folder_that_is_not_a_scored_dataset(tmp_path, capsys):
     assert "0 partition(s) done" in capsys.readouterr().err
 
 
-def test_scored_needs_the_weekly_notebook(small_demo, tmp_path):
+def test_scored_needs_a_notebook_that_reads_it(small_demo, tmp_path):
     scored = _scored_dataset(tmp_path / "store", small_demo, n_parts=1)
-    with pytest.raises(InputError, match="--scored is read by the weekly notebook"):
-        report.render_report(scored=scored, notebooks=["calibration"], out=tmp_path / "out")
+    with pytest.raises(InputError, match="--scored is read only by notebooks that declare a `scored` parameter; "
+                                         "none of judge_selection, suite_gating does"):
+        report.render_report(scored=scored, notebooks=["judge_selection", "suite_gating"], out=tmp_path / "out")
+
+
+def test_the_runs_lean_from_a_scored_dataset_is_the_rows_lean(small_demo, tmp_path):
+    """``WeekScores.directions``: the automatic tier's lean against the human tier, from the
+    dataset's count tables, equals ``direction_of_error`` on the labelled runs' own values,
+    paired trace by trace from the in-memory score rows (every count included)."""
+    from evaltk.scoring import score_traces
+    from evaltk.stats import direction_of_error
+
+    scored = _scored_dataset(tmp_path / "store", small_demo)
+    got = report.weekly_scores(report.data_sources(""), small_demo, scored=str(scored)).directions()
+    mem = report.weekly_scores(report.data_sources(""), small_demo)
+    pd.testing.assert_frame_equal(got, mem.directions())
+    frame = score_traces(small_demo.traces, small_demo.answers, small_demo.labels).frame
+    assert got["dimension"].tolist() == ["x_task", "x_eff"]
+    for m, scale in (("x_task", "binary"), ("x_eff", "ordinal")):
+        f = frame[frame["measure"] == m]
+        wide = f.pivot(index="trace_id", columns="tier", values="value")
+        humans = f.loc[f["tier"] == "human", "trace_id"].unique()  # every run with a human-tier row, valued or not
+        judge = [None if pd.isna(v) else v for v in wide.loc[humans, "automatic"]]
+        human = [None if pd.isna(v) else v for v in wide.loc[humans, "human"]]
+        cats = sorted({v for v in judge + human if v is not None})
+        want = direction_of_error(judge, human, scale=scale, positive=1.0, categories={c: c for c in cats},
+                                  abstain=()).to_frame()
+        row = got[got["dimension"] == m].drop(columns=["judge", "dimension"]).reset_index(drop=True)
+        pd.testing.assert_frame_equal(row, want)
+    assert (got["n_pairs"] > 0).all() and (got["n_human_abstained"] > 0).all()
 
 
 def test_week_scores_from_a_scored_dataset_say_what_needs_rows(small_demo, tmp_path):

@@ -19,6 +19,9 @@ Published values:
 
 from __future__ import annotations
 
+import dataclasses
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -26,6 +29,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from statsmodels.stats.contingency_tables import SquareTable, mcnemar
 
+from evaltk.errors import InputError
 from evaltk.stats import (
     LEANS,
     MCNEMAR_METHOD,
@@ -40,6 +44,7 @@ from evaltk.stats import (
     StuartMaxwellResult,
     class_bias,
     confusion_asymmetry,
+    confusion_table,
     direction_of_error,
     direction_table,
     holm_adjust,
@@ -48,6 +53,7 @@ from evaltk.stats import (
     mean_signed_difference,
     signed_bias,
     stuart_maxwell_test,
+    table_direction,
 )
 from evaltk.values import Abstention, UndefinedWarning
 
@@ -437,3 +443,44 @@ def test_per_class_tests_report_holm_beside_the_raw_pvalue():
     assert ca.loc[tested, "mcnemar_midp_holm"].to_numpy() == pytest.approx(
         multipletests(ca.loc[tested, "mcnemar_midp"], method="holm")[1])
     assert list(ca.columns[6:8]) == ["mcnemar_midp", "mcnemar_midp_holm"]
+
+
+# --------------------------------------------------------------------------- from a count table
+
+
+def _labels_with_gaps(draw, cats, n):
+    """Two raters' labels on n units, each missing (None) on some of them."""
+    a = draw(st.lists(st.one_of(st.none(), st.sampled_from(cats)), min_size=n, max_size=n))
+    b = draw(st.lists(st.one_of(st.none(), st.sampled_from(cats)), min_size=n, max_size=n))
+    return a, b
+
+
+@st.composite
+def _pairs(draw):
+    cats = draw(st.sampled_from([[0.0, 1.0], [0.0, 0.5, 1.0]]))
+    n = draw(st.integers(1, 60))
+    return (cats, *_labels_with_gaps(draw, cats, n))
+
+
+@settings(max_examples=120, deadline=None)
+@given(_pairs())
+def test_a_count_table_gives_the_direction_of_its_units(p):
+    """``table_direction`` on the units' confusion table equals ``direction_of_error`` on the
+    units' own label lists: the lean, the estimate, its interval, the p-value and every count
+    (only one side missing, the other, both), for binary and ordinal scales."""
+    cats, judge, human = p
+    scale = "binary" if len(cats) == 2 else "ordinal"
+    t = confusion_table(judge, human, categories=cats)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UndefinedWarning)
+        got = table_direction(t, scale=scale).to_frame()
+        want = direction_of_error(judge, human, scale=scale, positive=1.0, categories={c: c for c in cats},
+                                  abstain=()).to_frame()
+    pd.testing.assert_frame_equal(got, want)
+
+
+def test_a_count_table_with_exclusions_that_cannot_be_is_refused():
+    t = confusion_table([1.0, None], [1.0, 0.0], categories=[0.0, 1.0])
+    bad = dataclasses.replace(t, n_units=1)
+    with pytest.raises(InputError, match="do not fit"):
+        table_direction(bad)
