@@ -44,8 +44,6 @@ scored = ""  # a scored dataset (evaltk scale score --out): its runs' agreement 
 # ruff: noqa: E402  (in a notebook the imports follow the parameters cell)
 import warnings
 
-import altair as alt
-import pandas as pd
 from IPython.display import Markdown, display
 
 import evaltk
@@ -55,6 +53,7 @@ params = report.check_params(week=week, data_dir=data_dir, confidence_level=conf
                              n_traces=n_traces, judges=judges, dimensions=dimensions, n_resamples=n_resamples,
                              thresholds=thresholds, threshold_source=threshold_source, scored=scored)
 report.use_theme()
+warnings.simplefilter("ignore", evaltk.UndefinedWarning)  # a missing interval is shown with its reason
 sources = report.data_sources(params["data_dir"])
 inputs = []
 display(Markdown(f"**Week {params['week']}** · confidence level {confidence_level:.0%} · "
@@ -120,10 +119,7 @@ report.show_promotion(report.promotion_table(answers, demo.labels, agree, thresh
 wk = report.weekly_scores(sources, demo, scored=params["scored"])
 inputs += wk.files
 display(Markdown(f"Source: {wk.origin}."))
-with warnings.catch_warnings():  # a missing interval is shown with its reason in the table
-    warnings.simplefilter("ignore", evaltk.UndefinedWarning)
-    runs_agree = wk.calibration(confidence_level=confidence_level, n_resamples=n_resamples, rng=seed)
-report.show_runs_calibration(runs_agree)
+report.show_runs_calibration(wk.calibration(confidence_level=confidence_level, n_resamples=n_resamples, rng=seed))
 
 # %% [markdown]
 # ## AgentRewardBench: the human ceiling on real web-agent trajectories
@@ -137,28 +133,10 @@ report.show_runs_calibration(runs_agree)
 # the data supports.
 
 # %%
-if sources.agentrewardbench is None:
-    display(Markdown("*No `agentrewardbench/annotations.csv` under the data folder: this section is empty. "
-                     "Run with `--data ../shared/data` to include it.*"))
-else:
-    inputs.append(sources.agentrewardbench)
-    arb = evaltk.agentrewardbench_ceiling(sources.agentrewardbench, confidence_level=confidence_level,
-                                          n_resamples=n_resamples, rng=seed)
-    display(Markdown(f"Source: {sources.agentrewardbench}."))
-    display(report.agreement_chart(arb[arb["statistic_name"] == "percent_agreement"].rename(
-        columns={"question": "judge"}), statistic_title="expert-expert percent agreement",
-        title="AgentRewardBench: the human ceiling per question"))
-    display(report.show_ceiling(arb))
-if sources.agentrewardbench is not None and sources.agentrewardbench_leaderboard is not None:
-    inputs.append(sources.agentrewardbench_leaderboard)
-    pub = report.published_precision_table(sources.agentrewardbench, sources.agentrewardbench_leaderboard,
-                                           confidence_level=confidence_level)
-    display(Markdown(report.published_precision_note(pub)))
-    display(alt.vconcat(report.agreement_chart(
-        pub.table, statistic_title="precision of 'successful' verdicts (published, with reconstructed interval)",
-        title="AgentRewardBench: published judge precision")))
-    display(Markdown(report.orderings_note(pub.orderings)))
-    display(pd.read_csv(sources.agentrewardbench_leaderboard).set_index("Judge"))
+arb_files, arb_shown = report.agentrewardbench_section(sources, confidence_level=confidence_level,
+                                                      n_resamples=n_resamples, rng=seed)
+inputs += arb_files
+display(*arb_shown)
 
 # %% [markdown]
 # ## How this report was made

@@ -64,6 +64,10 @@ from ._render import (
     notebooks_dir,
     render_report,
 )
+from ._sections import (
+    NO_AGENTREWARDBENCH,
+    agentrewardbench_section,
+)
 from ._sources import (
     DataSources,
     data_sources,
@@ -103,6 +107,8 @@ from ._week import (
 )
 
 __all__ = [
+    "NO_AGENTREWARDBENCH",
+    "agentrewardbench_section",
     "THEME_NAME",
     "RENDERER_ENV",
     "CAUSE_COLORS",

@@ -446,6 +446,33 @@ def test_data_sources_on_shared_data(shared_data):
     assert s.judgebench.name == "judgments.csv"
 
 
+def test_agentrewardbench_section_without_the_data_says_how_to_include_it():
+    files, shown = report.agentrewardbench_section(report.data_sources(""))
+    assert files == [] and len(shown) == 1 and shown[0].data == report.NO_AGENTREWARDBENCH
+
+
+@pytest.mark.realdata
+def test_agentrewardbench_section_reads_the_annotations_and_the_leaderboard(shared_data):
+    import altair as alt
+
+    from evaltk._io import read_csv_text
+    from evaltk.judges import agentrewardbench_ceiling
+
+    s = report.data_sources(str(shared_data))
+    files, shown = report.agentrewardbench_section(s, n_resamples=50, rng=0)
+    assert files == [s.agentrewardbench, s.agentrewardbench_leaderboard]
+    charts = [x for x in shown if isinstance(x, alt.TopLevelMixin)]
+    tables = [x for x in shown if isinstance(x, pd.DataFrame)]
+    assert len(charts) == 2 and len(tables) == 2
+    ceiling_chart = charts[0].to_dict()
+    rows = ceiling_chart["datasets"][next(iter(ceiling_chart["datasets"]))]
+    questions = {r["judge"] for r in rows if "judge" in r}
+    ceiling = agentrewardbench_ceiling(s.agentrewardbench, n_resamples=50, rng=0)
+    assert questions == set(ceiling.loc[ceiling["statistic_name"] == "percent_agreement", "question"])
+    board = read_csv_text(s.agentrewardbench_leaderboard)
+    assert tables[1].index.tolist() == board["Judge"].tolist()  # the leaderboard as published, every judge
+
+
 def test_judgebench_presented_flips_label_for_swapped_trial():
     j = pd.DataFrame({"judge_model": ["m"] * 4, "pair_id": ["p", "p", "q", "q"], "trial": [0, 1, 0, 1],
                       "label": ["A>B", "A>B", "B>A", "B>A"], "decision": ["A>B", "B>A", "A=B", None]})
