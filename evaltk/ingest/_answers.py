@@ -37,8 +37,19 @@ from ._checks import (
 )
 from ._ledger import _ledger
 from ._readers import _arrow_json, _no_blank_lines, _parse_json_lines
-from ._records import _STR, AnswerRecords
-from ._series import _blocks, _empty_str, _from_codes, _s
+from ._records import _STR, CATEGORICAL_COLUMNS, AnswerRecords
+from ._series import (
+    _arrow_codes,
+    _blocks,
+    _cat_from_codes,
+    _categorical,
+    _empty_str,
+    _encode,
+    _from_codes,
+    _int64,
+    _s,
+    _sparse_cat,
+)
 
 #: A guide-level measure name (``g_<name>``): answered in free text unless the vocabulary lists it.
 _G_MEASURE = re.compile(r"^g_[a-z0-9_]+$")
@@ -279,34 +290,6 @@ def _str_codes(col: pd.Series) -> tuple[pd.Series, np.ndarray, np.ndarray, np.nd
     return s, np.asarray(codes, np.int64), np.asarray(uniq, dtype=object), miss, wrong
 
 
-def _int64(a: pa.Array | pa.ChunkedArray, fill: int = -1) -> np.ndarray:
-    """An Arrow integer array as int64, ``fill`` where null (one copy, chunk by chunk)."""
-    chunks = a.chunks if isinstance(a, pa.ChunkedArray) else [a]
-    out = np.empty(len(a), np.int64)
-    off = 0
-    for c in chunks:
-        if c.null_count:
-            c = pc.fill_null(c, fill)
-        out[off:off + len(c)] = c.to_numpy(zero_copy_only=False)
-        off += len(c)
-    return out
-
-
-def _arrow_codes(a: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
-    """``(codes, uniques)`` of an Arrow string array, -1 where null (as ``pd.factorize``,
-    without its intermediate copies: Arrow encodes every chunk against one dictionary)."""
-    enc = pc.dictionary_encode(a)
-    chunks = enc.chunks if isinstance(enc, pa.ChunkedArray) else [enc]
-    if not chunks:
-        return np.zeros(0, np.int64), np.zeros(0, object)
-    d = chunks[0].dictionary
-    if not all(c.dictionary.equals(d) for c in chunks[1:]):  # pragma: no cover - not in pyarrow 26
-        codes, uniq = pd.factorize(pd.Series(pd.array(a, dtype=_STR)))
-        return np.asarray(codes, np.int64), np.asarray(uniq, dtype=object)
-    return (_int64(pa.chunked_array([c.indices for c in chunks], type=chunks[0].indices.type)),
-            np.asarray(d.to_numpy(zero_copy_only=False), dtype=object))
-
-
 def _int_steps(col: pd.Series) -> tuple[np.ndarray, np.ndarray] | None:
     """(values, present mask) of a signed integer column whose values are all exact as
     float64 (what the float path would read); values are 0 where absent.  None for any
@@ -423,19 +406,9 @@ class _Flags:
         return rows, reasons, fields
 
     def series(self) -> tuple[pd.Series, pd.Series]:
-        """(reason, field) as ``str`` Series of length n, missing where not flagged."""
+        """(reason, field) as categorical Series of length n, missing where not flagged."""
         rows, reasons, fields = self.rows()
-        return _sparse_str(self.n, rows, reasons), _sparse_str(self.n, rows, fields)
-
-
-def _sparse_str(n: int, rows: np.ndarray, values: Sequence[Any]) -> pd.Series:
-    """A ``str`` Series of length n holding ``values`` at ``rows`` and missing elsewhere."""
-    if not len(rows):
-        return _empty_str(n)
-    idx = np.full(n, -1, np.int64)
-    idx[rows] = np.arange(len(rows))
-    small = pa.array(list(values), type=pa.large_string())
-    return _s(small.take(pa.array(idx, mask=idx < 0)))
+        return _sparse_cat(self.n, rows, reasons), _sparse_cat(self.n, rows, fields)
 
 
 def _keep_rows(columns: dict[str, Any], keep: np.ndarray | None) -> pd.DataFrame:
@@ -464,6 +437,8 @@ def _keep_rows(columns: dict[str, Any], keep: np.ndarray | None) -> pd.DataFrame
             else:
                 mask = pa.array(keep) if mask is None else mask
                 out[c] = pd.Series(pd.array(arr.filter(mask), dtype=_STR))
+        elif isinstance(values, pd.Categorical):  # the codes kept, categories no kept row uses dropped
+            out[c] = _cat_from_codes(values.codes[keep], np.asarray(values.categories, dtype=object))
         elif isinstance(values, pd.arrays.IntegerArray | pd.arrays.FloatingArray | pd.arrays.BooleanArray):
             out[c] = pd.Series(type(values)(values._data[keep], values._mask[keep]))  # type: ignore[union-attr]  # pandas-stubs: the masked arrays' buffers
         elif isinstance(s.dtype, np.dtype):
@@ -928,11 +903,12 @@ def _read_batches(name: str, batches: Iterable[tuple[pd.DataFrame, np.ndarray]],
     ledger = _ledger(name, numbers, cols["trace_id"], kind, bad, reason_s, field_s)
     # built here, or shared with the ledger as a pandas column (copy on write)
     cols.update(ledger_row=np.arange(len(bad), dtype=np.int64), record=ledger["record"])
+    # the text columns whose values repeat as categoricals (CATEGORICAL_COLUMNS): measure,
+    # rater and answer from the codes the checks made, the others encoded by Arrow
+    for c in CATEGORICAL_COLUMNS["answers"]:
+        cols[c] = _cat_from_codes(*codes.pop(c)) if c in codes else _categorical(cols[c])
+    del codes
     table = _keep_rows(cols, ~bad if any_bad else None)
-    if any_bad:
-        codes = {c: (k[~bad], u) for c, (k, u) in codes.items()}
-    for c, v in codes.items():  # the join (and scoring) read these instead of hashing again
-        _columns.remember(table[c], "codes", v)
     return AnswerRecords(table=table, ledger=ledger, kind=kind)
 
 
@@ -973,9 +949,9 @@ def _unify_codes(parts: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[np.nda
 
 
 def _empty_table() -> pd.DataFrame:
-    return pd.DataFrame({
+    return _encode(pd.DataFrame({
         "trace_id": _empty_str(), "measure": _empty_str(), "step": pd.Series(pd.array([], dtype="Int64")),
         "rater": _empty_str(), "answer": _empty_str(), "confidence": np.zeros(0), "cost": np.zeros(0),
         "latency_ms": np.zeros(0), **{c: _empty_str() for c in _OPTIONAL_TEXT},
         "ledger_row": np.zeros(0, np.int64), "record": np.zeros(0, np.int64),
-    })
+    }), CATEGORICAL_COLUMNS["answers"])

@@ -26,8 +26,8 @@ from ._checks import (
 )
 from ._domain import UNKNOWN_DOMAIN, _apply_rule, _resolve_rule
 from ._ledger import _ledger
-from ._records import TraceRecords
-from ._series import _const, _from_codes, _increasing_within, _s, _str_series
+from ._records import CATEGORICAL_COLUMNS, TraceRecords
+from ._series import _const, _encode, _from_codes, _increasing_within, _s, _str_series
 from ._validate import _check_trace, _validate_arrow, _validate_python
 
 
@@ -740,10 +740,14 @@ def _dedupe(name: str, piece: _Piece, canon: Callable[[Sequence[int]], list[str]
         dis["run_pos"] = newpos[dis["run_pos"].to_numpy()]
     tid_series = _s(list(tids))
     ledger = _ledger(name, numbers, tid_series, "run", dropped, reasons, fields)
-    # the views scoring reads, computed once on the final step columns (Arrow kernels)
+    # the text columns whose values repeat as categoricals (CATEGORICAL_COLUMNS)
+    runs = _encode(runs, CATEGORICAL_COLUMNS["runs"])
+    steps = _encode(steps, CATEGORICAL_COLUMNS["steps"])
+    dis = _encode(dis, CATEGORICAL_COLUMNS["step_count_disagreements"])
+    # the views scoring reads, computed once on the final step columns (Arrow kernels;
+    # a categorical column's views are arithmetic on its codes, never remembered)
     _columns.present(steps["screen"])
     _columns.present(steps["target"])
-    _columns.adjacent_equal(steps["action"])
     _columns.adjacent_equal(steps["target"])
     _columns.remember_positions(steps["trace_id"], runs["trace_id"], steps["run_pos"].to_numpy())
     return TraceRecords(runs=runs, steps=steps, step_count_disagreements=dis, ledger=ledger)

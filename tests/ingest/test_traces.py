@@ -662,7 +662,7 @@ def test_online_ingest_one_gives_exactly_the_batch_rows(tmp_path):
         one = ingest_one(rec, answers=answers[answers["trace_id"] == rec["trace_id"]],
                          labels=labels[labels["trace_id"] == rec["trace_id"]])
         pos = int(np.flatnonzero(batch.runs["trace_id"] == rec["trace_id"])[0])
-        pd.testing.assert_frame_equal(one.runs, batch.runs.iloc[[pos]].reset_index(drop=True))
+        pd.testing.assert_frame_equal(one.runs, _used(batch.runs.iloc[[pos]].reset_index(drop=True)))
         for name in ("steps", "answers", "labels", "step_count_disagreements"):
             b = getattr(batch, name)
             b = b[b["run_pos"] == pos].reset_index(drop=True).assign(run_pos=0)
@@ -670,9 +670,16 @@ def test_online_ingest_one_gives_exactly_the_batch_rows(tmp_path):
             if "step_pos" in b.columns:
                 first = int(np.flatnonzero(batch.steps["run_pos"] == pos)[0]) if rec["steps"] else 0
                 b["step_pos"] = b["step_pos"] - first
-            pd.testing.assert_frame_equal(o, b, obj=name)
+            pd.testing.assert_frame_equal(o, _used(b), obj=name)
         n_checked += 1
     assert n_checked >= 10
+
+
+def _used(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with its categoricals holding only the categories its rows use (a slice of a
+    batch table keeps the batch's categories; a table ingest returns holds no unused one)."""
+    return df.assign(**{c: df[c].cat.remove_unused_categories() for c in df.columns
+                        if isinstance(df[c].dtype, pd.CategoricalDtype)})
 
 
 def test_ingest_one_is_strict_by_default():
