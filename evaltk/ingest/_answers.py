@@ -43,9 +43,9 @@ from ._series import (
     _blocks,
     _cat_from_codes,
     _categorical,
+    _concat,
     _empty_str,
     _encode,
-    _from_codes,
     _int64,
     _s,
     _sparse_cat,
@@ -754,40 +754,33 @@ def _step_column(raw: pd.DataFrame, step: _Step, ok: np.ndarray) -> pd.Series:
     return pd.Series(pd.arrays.IntegerArray(step.ints, ~step.present))
 
 
-# measure and answer: the column as given when every spelling a kept row uses is already
-# the canonical one (no new column to build); else built from codes.  The rows not kept
-# are dropped by the caller, so what they hold does not matter.
+# measure and answer: the codes as given when every spelling a kept row uses is already
+# the canonical one; else built from the canonical names.  The rows not kept are dropped
+# by the caller, so what they hold does not matter.
 
-def _measure_column(meas: _Measures, ok: np.ndarray) -> tuple[pd.Series, tuple[np.ndarray, np.ndarray]]:
-    """(the canonical ``measure`` column, its (codes, uniques))."""
+def _measure_codes(meas: _Measures, ok: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(codes, uniques) of the canonical ``measure`` column."""
     spelled = meas.spelled
-    if (_columns._arrow(spelled.values) is not None
-            and all(k is None or k == u for k, u in zip(meas.canonical, spelled.uniques, strict=True))):
-        return spelled.values, (spelled.codes, spelled.uniques)
-    codes = (np.where(ok, meas.ids[spelled.codes], -1), np.asarray(meas.names, dtype=object))
-    return _from_codes(*codes), codes  # type: ignore[arg-type]  # array codes and uniques
+    if all(k is None or k == u for k, u in zip(meas.canonical, spelled.uniques, strict=True)):
+        return spelled.codes, spelled.uniques
+    return np.where(ok, meas.ids[spelled.codes], -1), np.asarray(meas.names, dtype=object)
 
 
-def _answer_column(pairs: _Pairs, resolved: list[Any], ok: np.ndarray
-                   ) -> tuple[pd.Series, tuple[np.ndarray, np.ndarray]]:
-    """(the canonical ``answer`` column, its (codes, uniques))."""
+def _answer_codes(pairs: _Pairs, resolved: list[Any], ok: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(codes, uniques) of the canonical ``answer`` column."""
     answer = pairs.answer
     words = [pairs.spelling(p)[1] for p in pairs.uniques.tolist()]
-    if (_columns._arrow(answer.values) is not None
-            and all(not isinstance(r, str) or r == w for r, w in zip(resolved, words, strict=True))):
-        return answer.values, (answer.codes, answer.uniques)
+    if all(not isinstance(r, str) or r == w for r, w in zip(resolved, words, strict=True)):
+        return answer.codes, answer.uniques
     a_ids, a_names = _distinct_ids(resolved)
-    codes = (np.where(ok, pairs.per_row(list(a_ids[:-1]), np.int64), -1), np.asarray(a_names, dtype=object))
-    return _from_codes(*codes), codes  # type: ignore[arg-type]  # array codes and uniques
+    return np.where(ok, pairs.per_row(list(a_ids[:-1]), np.int64), -1), np.asarray(a_names, dtype=object)
 
 
-def _answer_checks(raw: pd.DataFrame) -> tuple[dict[str, Any], _Flags,
-                                               dict[str, tuple[np.ndarray, np.ndarray]]]:
-    """Column-wise validation.  Returns (normalised columns, flags, codes).
+def _answer_checks(raw: pd.DataFrame) -> tuple[dict[str, Any], _Flags]:
+    """Column-wise validation.  Returns (normalised columns, flags).
 
     Checks run in a fixed order (docs/traces.md, "Answer and label tables"); a row's reason is the
-    first check it fails.  ``codes`` holds ``(codes, uniques)`` of the ``measure``,
-    ``rater`` and ``answer`` columns.  Only the flagged rows' values may differ from
+    first check it fails.  Only the flagged rows' values may differ from
     what they would be if kept: the caller drops them.
     """
     fl = _Flags(len(raw))
@@ -806,21 +799,21 @@ def _answer_checks(raw: pd.DataFrame) -> tuple[dict[str, Any], _Flags,
     nums = _read_numbers(raw, fl)
     decoding = _read_decoding(raw, fl)
     ok = ~fl.done
-    meas_col, codes_m = _measure_column(meas, ok)
-    ans_col, codes_a = _answer_column(pairs, resolved, ok)
     rater = text["rater"]
-    out = {
+    # the text columns whose values repeat are categoricals (CATEGORICAL_COLUMNS): measure,
+    # rater and answer from the codes the checks made, the others encoded by Arrow
+    return {
         "trace_id": text["trace_id"].values,
-        "measure": meas_col,
+        "measure": _cat_from_codes(*_measure_codes(meas, ok)),
         "step": _step_column(raw, step, ok),
-        "rater": rater.values,
-        "answer": ans_col,
+        "rater": _cat_from_codes(rater.codes, rater.uniques),  # type: ignore[union-attr]  # rater is coded
+        "answer": _cat_from_codes(*_answer_codes(pairs, resolved, ok)),
         "confidence": nums["confidence"],
         "cost": nums["cost"],
         "latency_ms": nums["latency_ms"],
-        **{c: decoding if c == "decoding" else text[c].values for c in _OPTIONAL_TEXT},
-    }
-    return out, fl, {"measure": codes_m, "rater": (rater.codes, rater.uniques), "answer": codes_a}  # type: ignore[union-attr]  # rater is coded
+        **{c: _categorical(decoding if c == "decoding" else text[c].values) if c in CATEGORICAL_COLUMNS["answers"]
+           else text[c].values for c in _OPTIONAL_TEXT},
+    }, fl
 
 
 def read_answers(source: Any, *, strict: bool = False, kind: str = "answer") -> AnswerRecords:
@@ -871,7 +864,7 @@ def _read_batches(name: str, batches: Iterable[tuple[pd.DataFrame, np.ndarray]],
                   strict: bool) -> AnswerRecords:
     """Check each batch of rows as it comes (only its checked columns are kept), then one
     table and one ledger over all of them."""
-    parts: list[tuple[dict[str, Any], _Flags, dict[str, tuple[np.ndarray, np.ndarray]], np.ndarray]] = []
+    parts: list[tuple[dict[str, Any], _Flags, np.ndarray]] = []
     for raw, numbers in batches:
         if not parts:
             if len(raw) == 0 and (name.startswith("<") or set(_ANSWER_REQUIRED) <= set(raw.columns)):
@@ -884,18 +877,15 @@ def _read_batches(name: str, batches: Iterable[tuple[pd.DataFrame, np.ndarray]],
                 raise SchemaViolation(f"required column(s) missing: {', '.join(missing_cols)} (an answer "
                                       f"table needs trace_id, measure, rater, answer, and step for per-step "
                                       f"measures)", file=name, field=missing_cols[0])
-        cols, flags, codes = _answer_checks(raw)
+        cols, flags = _answer_checks(raw)
         del raw
         if strict and flags.done.any():  # the first malformed row (batches come in order)
             rows, reasons, fields = flags.rows()
             r = reasons[0]
             msg = r.split(": ", 1)[1] if r.startswith("malformed: ") else r
             raise SchemaViolation(msg, file=name, record=int(numbers[rows[0]]), field=fields[0])
-        # a batch's codes in int32 (it holds fewer rows than that counts): a quarter of the
-        # memory until all batches are in
-        parts.append((cols, flags, {c: (k.astype(np.int32, copy=False), u) for c, (k, u) in codes.items()},
-                      numbers))
-    cols, flags, codes, numbers = parts[0] if len(parts) == 1 else _concat_batches(parts)
+        parts.append((cols, flags, numbers))
+    cols, flags, numbers = parts[0] if len(parts) == 1 else _concat_batches(parts)
     del parts
     bad = flags.done
     any_bad = bool(bad.any())
@@ -903,20 +893,15 @@ def _read_batches(name: str, batches: Iterable[tuple[pd.DataFrame, np.ndarray]],
     ledger = _ledger(name, numbers, cols["trace_id"], kind, bad, reason_s, field_s)
     # built here, or shared with the ledger as a pandas column (copy on write)
     cols.update(ledger_row=np.arange(len(bad), dtype=np.int64), record=ledger["record"])
-    # the text columns whose values repeat as categoricals (CATEGORICAL_COLUMNS): measure,
-    # rater and answer from the codes the checks made, the others encoded by Arrow
-    for c in CATEGORICAL_COLUMNS["answers"]:
-        cols[c] = _cat_from_codes(*codes.pop(c)) if c in codes else _categorical(cols[c])
-    del codes
     table = _keep_rows(cols, ~bad if any_bad else None)
     return AnswerRecords(table=table, ledger=ledger, kind=kind)
 
 
-def _concat_batches(parts: list[tuple[dict[str, Any], _Flags, dict[str, tuple[np.ndarray, np.ndarray]],
-                                      np.ndarray]]) -> tuple[dict[str, Any], _Flags,
-                                                             dict[str, tuple[np.ndarray, np.ndarray]], np.ndarray]:
+def _concat_batches(parts: list[tuple[dict[str, Any], _Flags, np.ndarray]]
+                    ) -> tuple[dict[str, Any], _Flags, np.ndarray]:
     """The checked batches as one: columns end to end (text columns keep each batch's Arrow
-    chunks, no copy), flags at their rows' new positions, codes against one set of uniques."""
+    chunks, no copy; categoricals against the union of their categories), flags at their
+    rows' new positions."""
     sizes = [p[1].n for p in parts]
     offsets = np.cumsum([0, *sizes[:-1]])
     cols: dict[str, Any] = {}
@@ -925,27 +910,15 @@ def _concat_batches(parts: list[tuple[dict[str, Any], _Flags, dict[str, tuple[np
         if all(isinstance(v, np.ndarray) for v in vals):
             cols[c] = np.concatenate(vals)
         else:
-            cols[c] = pd.concat([v if isinstance(v, pd.Series) else pd.Series(v, copy=False) for v in vals],
-                                ignore_index=True)
+            cols[c] = _concat([pd.DataFrame({c: v if isinstance(v, pd.Series) else pd.Series(v, copy=False)},
+                                            copy=False) for v in vals])[c]
         del vals
     flags = _Flags(int(sum(sizes)))
     for p, off in zip(parts, offsets, strict=True):
         rows, reasons, fields = p[1].rows()
         if rows.size:
             flags.add(rows + off, reasons, fields)
-    codes = {c: _unify_codes([p[2][c] for p in parts]) for c in parts[0][2]}
-    return cols, flags, codes, np.concatenate([p[3] for p in parts])
-
-
-def _unify_codes(parts: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
-    """(codes, uniques) of several batches as one column's: each batch's uniques mapped
-    into one list of distinct values (-1 stays -1)."""
-    ids: dict[Any, int] = {}
-    out = []
-    for codes, uniques in parts:
-        remap = np.asarray([ids.setdefault(u, len(ids)) for u in uniques.tolist()] + [-1], np.int32)
-        out.append(remap[codes])
-    return np.concatenate(out), np.asarray(list(ids), dtype=object)
+    return cols, flags, np.concatenate([p[2] for p in parts])
 
 
 def _empty_table() -> pd.DataFrame:

@@ -107,24 +107,27 @@ def _narrow_codes(codes: np.ndarray, n_categories: int) -> np.ndarray:
 def _cat_from_codes(codes: np.ndarray, uniques: Sequence[Any] | np.ndarray) -> pd.Series:
     """A categorical Series from codes into ``uniques`` (distinct strings; -1: missing),
     keeping only the categories some row uses, sorted (so a table's categories do not
-    depend on the path or the block sizes that read it)."""
+    depend on the path or the block sizes that read it).  Block by block: no temporary
+    of the column's length but the new codes."""
     codes = np.asarray(codes)
     uniques = np.asarray(uniques, dtype=object)
-    if not len(uniques):
-        return pd.Series(pd.Categorical.from_codes(np.full(len(codes), -1, np.int8),
-                                                   categories=pd.Index([], dtype=_STR)))
-    used = np.zeros(len(uniques), bool)
-    if codes.size:
-        used = np.bincount(codes[codes >= 0] if codes.min() < 0 else codes, minlength=len(uniques)) > 0
-    keep = np.flatnonzero(used)
+    m = len(uniques)
+    counts = np.zeros(m + 1, np.int64)  # counts[0]: missing (code -1)
+    for i, j in _blocks(len(codes)):
+        counts += np.bincount(codes[i:j].astype(np.intp) + 1, minlength=m + 1)
+    keep = np.flatnonzero(counts[1:])
     order = keep[np.argsort(uniques[keep].astype(str), kind="stable")]  # sorted: the same on every path
-    if len(order) != len(uniques) or (order != np.arange(len(order))).any():
-        remap = np.full(len(uniques) + 1, -1, np.int64)  # the last entry: code -1 stays -1
+    cats = pd.Index(pa.array(uniques[order].tolist(), type=pa.large_string()), dtype=_STR)
+    dtype = _narrow_codes(np.zeros(0, np.int64), len(order)).dtype
+    if len(order) == m and (order == np.arange(m)).all():
+        new = codes.astype(dtype, copy=False)
+    else:
+        remap = np.full(m + 1, -1, dtype)  # the last entry: code -1 stays -1
         remap[order] = np.arange(len(order))
-        codes = remap[codes]
-        uniques = uniques[order]
-    cats = pd.Index(pa.array(uniques.tolist(), type=pa.large_string()), dtype=_STR)
-    return pd.Series(pd.Categorical.from_codes(_narrow_codes(codes, len(cats)), categories=cats))
+        new = np.empty(len(codes), dtype)
+        for i, j in _blocks(len(codes)):
+            np.take(remap, codes[i:j], out=new[i:j])
+    return pd.Series(pd.Categorical.from_codes(new, dtype=pd.CategoricalDtype(cats)), copy=False)
 
 
 def _arrow_codes(a: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
