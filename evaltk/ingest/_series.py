@@ -104,18 +104,23 @@ def _narrow_codes(codes: np.ndarray, n_categories: int) -> np.ndarray:
     return codes.astype(np.int64, copy=False)
 
 
-def _cat_from_codes(codes: np.ndarray, uniques: Sequence[Any] | np.ndarray) -> pd.Series:
+def _cat_from_codes(codes: np.ndarray, uniques: Sequence[Any] | np.ndarray, *,
+                    all_used: bool = False) -> pd.Series:
     """A categorical Series from codes into ``uniques`` (distinct strings; -1: missing),
     keeping only the categories some row uses, sorted (so a table's categories do not
     depend on the path or the block sizes that read it).  Block by block: no temporary
-    of the column's length but the new codes."""
+    of the column's length but the new codes.  ``all_used``: the caller knows every unique
+    is used (an Arrow dictionary), so they are not counted."""
     codes = np.asarray(codes)
     uniques = np.asarray(uniques, dtype=object)
     m = len(uniques)
-    counts = np.zeros(m + 1, np.int64)  # counts[0]: missing (code -1)
-    for i, j in _blocks(len(codes)):
-        counts += np.bincount(codes[i:j].astype(np.intp) + 1, minlength=m + 1)
-    keep = np.flatnonzero(counts[1:])
+    if all_used:
+        keep = np.arange(m)
+    else:
+        counts = np.zeros(m + 1, np.int64)  # counts[0]: missing (code -1)
+        for i, j in _blocks(len(codes)):
+            counts += np.bincount(codes[i:j].astype(np.intp) + 1, minlength=m + 1)
+        keep = np.flatnonzero(counts[1:])
     order = keep[np.argsort(uniques[keep].astype(str), kind="stable")]  # sorted: the same on every path
     cats = pd.Index(pa.array(uniques[order].tolist(), type=pa.large_string()), dtype=_STR)
     dtype = _narrow_codes(np.zeros(0, np.int64), len(order)).dtype
@@ -165,9 +170,12 @@ def _categorical(s: Any) -> pd.Series:
     if not isinstance(s, pd.Series) or _arrow_of(s) is None:
         s = _str_series(s) if not isinstance(s, pd.Series) else _s(s)
     arr = _arrow_of(s)
+    if arr.null_count == len(arr):  # no value at all (an absent optional column)
+        return _cat_from_codes(np.full(len(arr), -1, np.int8), [], all_used=True)
     codes, uniq = _arrow_codes(arr)
-    # a missing string (NaN in a ``str`` column) is a null in Arrow: code -1
-    return _cat_from_codes(codes, uniq)
+    # a missing string (NaN in a ``str`` column) is a null in Arrow: code -1; Arrow's
+    # dictionary holds only values some row has
+    return _cat_from_codes(codes, uniq, all_used=True)
 
 
 def _arrow_of(s: pd.Series) -> Any:
@@ -208,16 +216,18 @@ def _encode(df: pd.DataFrame, columns: Iterable[str]) -> pd.DataFrame:
 
 def _concat(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
     """Frames end to end with a new RangeIndex; a column categorical in every frame stays
-    categorical (its categories the union, in order of first appearance), which
-    ``pd.concat`` does only when every frame has the same categories."""
+    categorical (its categories the sorted union; each frame's must all be used, as in
+    every table ingest builds), which ``pd.concat`` does only when every frame has the
+    same categories."""
     if len(frames) == 1:
         return frames[0].reset_index(drop=True)
     out: dict[str, Any] = {}
     for c in frames[0].columns:
         parts = [f[c] for f in frames]
         if all(isinstance(p.dtype, pd.CategoricalDtype) for p in parts):
-            u = union_categoricals([p.array for p in parts])  # type: ignore[list-item]  # categoricals
-            out[c] = _cat_from_codes(u.codes, np.asarray(u.categories, dtype=object))
+            # each part uses all its categories, so the union does: sorted, it is the rule's
+            out[c] = pd.Series(union_categoricals([p.array for p in parts], sort_categories=True),  # type: ignore[list-item]  # categoricals
+                               copy=False)
         else:
             out[c] = pd.concat(parts, ignore_index=True)
     return pd.DataFrame(out, copy=False)
