@@ -46,7 +46,6 @@ from ._series import (
     _concat,
     _empty_str,
     _encode,
-    _int64,
     _s,
     _sparse_cat,
 )

@@ -21,7 +21,16 @@ from ._answers import (
     read_answers,
 )
 from ._records import _STR, CATEGORICAL_COLUMNS, AnswerRecords
-from ._series import _BLOCK, _blocks, _cat_from_codes, _concat, _empty_str, _encode, _int64, _set_rows
+from ._series import (
+    _BLOCK,
+    _blocks,
+    _cat_from_codes,
+    _concat,
+    _empty_str,
+    _encode,
+    _int64,
+    _set_rows,
+)
 
 
 def _positions(keys: pd.Series, index: pd.Series) -> np.ndarray:
