@@ -279,11 +279,11 @@ def _join(recs: AnswerRecords, trace_ledger: pd.DataFrame, runs: pd.DataFrame,
     drop = fl.done
     any_drop = bool(drop.any())
     if any_drop:
-        rows, reasons, fields = fl.rows()  # type: ignore[assignment]  # the name reused for the ledger's reasons
-        lrow = t["ledger_row"].to_numpy()[rows]
+        flagged, d_why, where_ = fl.rows()
+        lrow = t["ledger_row"].to_numpy()[flagged]
         ledger = ledger.assign(status=_set_rows(ledger["status"], lrow, ["dropped"] * len(lrow)),
-                               reason=_set_rows(ledger["reason"], lrow, reasons),
-                               field=_set_rows(ledger["field"], lrow, fields))
+                               reason=_set_rows(ledger["reason"], lrow, d_why),
+                               field=_set_rows(ledger["field"], lrow, where_))
     keep = ~drop
     # the input table's columns, handed to the new table one by one: each can be freed as
     # soon as its kept rows are taken (the caller passes the records without keeping them)

@@ -226,7 +226,7 @@ def _concat(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
         parts = [f[c] for f in frames]
         if all(isinstance(p.dtype, pd.CategoricalDtype) for p in parts):
             # each part uses all its categories, so the union does: sorted, it is the rule's
-            out[c] = pd.Series(union_categoricals([p.array for p in parts], sort_categories=True),  # type: ignore[list-item]  # categoricals
+            out[c] = pd.Series(union_categoricals([p.array for p in parts], sort_categories=True),
                                copy=False)
         else:
             out[c] = pd.concat(parts, ignore_index=True)
