@@ -167,3 +167,50 @@ def test_empty_and_single_answer_tables(n: int) -> None:
     assert len(ing.answers) == n
     if n:
         _check_table(ing.answers)
+
+
+def _check_dtype_rule(ing) -> None:
+    """Every table follows ``CATEGORICAL_COLUMNS``: the columns it names are categoricals with
+    sorted ``str`` categories, none unused; every other text column is ``str``."""
+    from evaltk.ingest import CATEGORICAL_COLUMNS
+
+    for name, cats in CATEGORICAL_COLUMNS.items():
+        table = getattr(ing, name)
+        assert set(cats) <= set(table.columns), (name, set(cats) - set(table.columns))
+        for c in table.columns:
+            col = table[c]
+            if c in cats:
+                assert isinstance(col.dtype, pd.CategoricalDtype), (name, c, col.dtype)
+                assert col.cat.categories.dtype == "str" and list(col.cat.categories) == sorted(col.cat.categories)
+                assert set(col.dropna()) == set(col.cat.categories), (name, c, "a category no row uses")
+            else:
+                assert not isinstance(col.dtype, pd.CategoricalDtype), (name, c)
+                if col.dtype == object:  # only the runs' guide (dicts) is an object column
+                    assert (name, c) == ("runs", "guide")
+
+
+@pytest.mark.parametrize("form", ["jsonl", "records", "parquet"])
+def test_every_table_follows_the_dtype_rule(tmp_path: Path, form: str) -> None:
+    runs = _runs() + [{"trace_id": "d", "task": "Pay the bill", "status": "complete", "agent": "ckpt-a",
+                       "step_counts": {"recorder": 4}, "steps": [{"action": "tap"}]},
+                      {"trace_id": "e", "status": "complete"}]  # malformed: no task, no steps
+    if form == "jsonl":
+        src: object = tmp_path / "t.jsonl"
+        src.write_text("\n".join(json.dumps(r) for r in runs) + "\n")  # type: ignore[attr-defined]
+    elif form == "parquet":
+        src = tmp_path / "t.parquet"
+        pd.DataFrame([r for r in runs if "steps" in r and r["status"] == "complete"]).to_parquet(src)
+    else:
+        src = runs
+    answers = [{"trace_id": "a", "measure": "x_task", "rater": "j1", "answer": "yes", "judge_model": "m1"},
+               {"trace_id": "a", "measure": "x_ctx", "step": 0, "rater": "j2", "answer": "No"},
+               {"trace_id": "zzz", "measure": "x_task", "rater": "j1", "answer": "yes"}]
+    labels = tmp_path / "labels.csv"
+    labels.write_text("trace_id,measure,step,rater,answer\na,x_task,,h1,no\nb,x_task,,h1,maybe\n")
+    ing = ingest_traces(src, [pd.DataFrame(answers[:2]), pd.DataFrame(answers[2:])], labels)
+    assert len(ing.runs) and len(ing.answers) and len(ing.labels)
+    assert (ing.ledger["status"] == "dropped").any()
+    _check_dtype_rule(ing)
+    # the text as text: a comparison with a string and a groupby work as on a str column
+    assert (ing.answers["measure"] == "x_task").sum() == 1
+    assert ing.ledger.groupby(["kind", "status"], observed=True).size().sum() == len(ing.ledger)
