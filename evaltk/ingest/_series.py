@@ -11,6 +11,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pandas.api.types import union_categoricals
 
+from .. import _columns
 from ._records import _STR
 
 
@@ -96,14 +97,6 @@ _BLOCK = 1 << 16
 # rows use (no unused category), -1 where missing.
 
 
-def _narrow_codes(codes: np.ndarray, n_categories: int) -> np.ndarray:
-    """Codes in the integer type pandas itself picks for ``n_categories`` (int8 for a few)."""
-    for t in (np.int8, np.int16, np.int32):
-        if n_categories < np.iinfo(t).max:
-            return codes.astype(t, copy=False)
-    return codes.astype(np.int64, copy=False)
-
-
 def _cat_from_codes(codes: np.ndarray, uniques: Sequence[Any] | np.ndarray, *,
                     all_used: bool = False) -> pd.Series:
     """A categorical Series from codes into ``uniques`` (distinct strings; -1: missing),
@@ -123,7 +116,7 @@ def _cat_from_codes(codes: np.ndarray, uniques: Sequence[Any] | np.ndarray, *,
         keep = np.flatnonzero(counts[1:])
     order = keep[np.argsort(uniques[keep].astype(str), kind="stable")]  # sorted: the same on every path
     cats = pd.Index(pa.array(uniques[order].tolist(), type=pa.large_string()), dtype=_STR)
-    dtype = _narrow_codes(np.zeros(0, np.int64), len(order)).dtype
+    dtype = _columns._narrow(np.zeros(0, np.int64), len(order)).dtype
     if len(order) == m and (order == np.arange(m)).all():
         new = codes.astype(dtype, copy=False)
     else:
@@ -167,19 +160,15 @@ def _categorical(s: Any) -> pd.Series:
     """A text column (a ``str`` Series, an Arrow array or a list) as a categorical Series."""
     if isinstance(s, pd.Series) and isinstance(s.dtype, pd.CategoricalDtype):
         return s.reset_index(drop=True)
-    if not isinstance(s, pd.Series) or _arrow_of(s) is None:
+    if not isinstance(s, pd.Series) or _columns._arrow(s) is None:
         s = _str_series(s) if not isinstance(s, pd.Series) else _s(s)
-    arr = _arrow_of(s)
+    arr = _columns._arrow(s)
     if arr.null_count == len(arr):  # no value at all (an absent optional column)
         return _cat_from_codes(np.full(len(arr), -1, np.int8), [], all_used=True)
     codes, uniq = _arrow_codes(arr)
     # a missing string (NaN in a ``str`` column) is a null in Arrow: code -1; Arrow's
     # dictionary holds only values some row has
     return _cat_from_codes(codes, uniq, all_used=True)
-
-
-def _arrow_of(s: pd.Series) -> Any:
-    return getattr(getattr(s, "array", None), "_pa_array", None)
 
 
 def _sparse_cat(n: int, rows: np.ndarray, values: Sequence[Any]) -> pd.Series:
