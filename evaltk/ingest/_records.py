@@ -137,6 +137,6 @@ class Ingested:
         cat = led["reason"].astype("string").str.split(":", n=1).str[0].astype(object)
         out = (pd.DataFrame({"kind": led["kind"], "status": led["status"],
                              "reason": cat.fillna("")})
-               .groupby(["kind", "status", "reason"], sort=True).size().rename("n").reset_index())
+               .groupby(["kind", "status", "reason"], sort=True, observed=True).size().rename("n").reset_index())
         out["reason"] = out["reason"].replace("", np.nan)
         return out
