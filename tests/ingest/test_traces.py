@@ -1118,3 +1118,24 @@ def test_answer_checks_agree_on_the_arrow_and_the_object_columns(tmp_path, data)
         pd.testing.assert_series_equal(fast.ledger[col], slow.ledger[col], check_dtype=False)
     cols = ["trace_id", "measure", "step", "rater", "answer", "confidence", "cost", "latency_ms"]
     pd.testing.assert_frame_equal(fast.table[cols], slow.table[cols], check_dtype=False)
+
+
+@pytest.mark.parametrize("token", ["NaN", "Infinity", "-Infinity", "1e999"])
+def test_a_bare_non_finite_number_anywhere_is_malformed_on_the_arrow_path(tmp_path, token):
+    # docs/limits.md: strict JSON refuses NaN, Infinity and 1e999; the trace reader finds
+    # them in what Arrow read (at any depth, in a field no check reads), not by a byte scan
+    clean = [json.dumps(run(f"r{i}")) for i in range(30)]
+    where = [f'"extra": {{"a": [{{"b": [1.5, {token}]}}]}}', f'"guide": {{"weight": {token}}}',
+             f'"steps": [{{"index": 0, "action": "tap", "score": {token}}}]']
+    lines = list(clean)
+    for k, w in enumerate(where):
+        lines[3 + 9 * k] = lines[3 + 9 * k][:-1] + ", " + w + "}" if "steps" not in w else \
+            json.dumps(run(f"r{3 + 9 * k}"))[:-1].rsplit(', "steps"', 1)[0] + ", " + w + "}"
+    f = tmp_path / "t.jsonl"
+    f.write_text("\n".join(lines) + "\n")
+    led = read_traces(f).ledger
+    bad = [3, 12, 21]
+    dropped = led["record"][led["status"] == "dropped"].tolist()
+    assert dropped == [b + 1 for b in bad], led[led["status"] == "dropped"]
+    assert led["reason"][led["status"] == "dropped"].astype(str).str.startswith("malformed: not valid JSON").all()
+    assert (led["status"] == "kept").sum() == len(lines) - len(bad)
