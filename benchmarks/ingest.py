@@ -27,7 +27,8 @@ on the load, CPU time much less.  Peak memory is the process high-water mark (``
 The last lines time ingest with judge answers (CSV, about 16 rows per trace) at the
 smallest size, or at ``--answer-sizes`` (e.g. ``100000 1000000``), on one Arrow thread by
 default (``--threads``): wall and CPU traces/s, the CPU rate against the smallest size's
-(1.00 is flat) and the peak memory of the fresh child (VmHWM).
+(1.00 is flat) and the peak memory of the fresh child (VmHWM), with what the returned
+tables hold and the resident size at the end beside it.
 
 Usage::
 
@@ -49,7 +50,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _memory import peak_mib
+from _memory import peak_mib, rss_mib
 
 ACTIONS = ["tap", "type", "scroll", "open_app", "back", "confirm", "buy", "send"]
 TASKS = ["Buy a red mug", "Send an email to Bob about Friday", "Book a flight to Oslo",
@@ -103,7 +104,22 @@ def read_evaltk(path: str, answers: str | None = None) -> int:
     from evaltk.ingest import ingest_traces
 
     ing = ingest_traces(path, answers=answers)
+    _HELD.append(ing)  # the worker weighs the returned tables after the clock stops
     return len(ing.runs) + len(ing.steps) + len(ing.answers)
+
+
+#: What the measured reader returned, kept alive until the worker has weighed it.
+_HELD: list = []
+
+
+def _tables_mib() -> float | None:
+    """Bytes the returned tables hold (``memory_usage(deep=True)``), MiB; None for a reader
+    that keeps nothing."""
+    if not _HELD:
+        return None
+    ing = _HELD[-1]
+    return sum(getattr(ing, t).memory_usage(deep=True).sum() for t in
+               ("runs", "steps", "answers", "labels", "step_count_disagreements", "ledger")) / 2**20
 
 
 def read_naive(path: str, answers: str | None = None) -> int:
@@ -195,8 +211,9 @@ def worker(reader: str, path: str, answers: str | None, threads: int | None = No
     t0, c0 = time.perf_counter(), time.process_time()
     n = READERS[reader](path, answers)
     dt, cpu = time.perf_counter() - t0, time.process_time() - c0
-    print(json.dumps({"seconds": dt, "cpu": cpu, "peak_mib": _peak_mib(), "base_mib": base,
-                      "rows": n}))
+    peak, end = _peak_mib(), rss_mib()
+    print(json.dumps({"seconds": dt, "cpu": cpu, "peak_mib": peak, "base_mib": base, "rows": n,
+                      "end_mib": end, "tables_mib": _tables_mib()}))
 
 
 def _peak_mib() -> float:
@@ -294,6 +311,9 @@ def main() -> None:
                       f"({rate:8,.0f} traces/s), {with_ans['cpu']:7.2f} s cpu ({cpu_rate:8,.0f} traces/cpu-s, "
                       f"{cpu_rate / first:4.2f} of the smallest size's rate), peak {with_ans['peak_mib']:,.0f} MiB "
                       f"(VmHWM of a fresh child)")
+                print(f"  {'':>9}   the returned tables hold {with_ans['tables_mib']:,.0f} MiB "
+                      f"(memory_usage(deep=True)); resident at the end {with_ans['end_mib']:,.0f} MiB, "
+                      f"at the start {with_ans['base_mib']:,.0f} MiB")
         if args.repeat > 1:
             lo = answer_sizes[0]
             for n in answer_sizes:

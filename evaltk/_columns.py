@@ -135,6 +135,10 @@ def codes(s: pd.Series) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _present_of(s: pd.Series) -> np.ndarray:
+    if isinstance(s.dtype, pd.CategoricalDtype):  # per category, then a take by code
+        codes = s.cat.codes.to_numpy()
+        per_cat = np.append(_present_of(pd.Series(s.cat.categories)), False)  # code -1: missing
+        return per_cat[codes]
     arr = _arrow(s)
     if arr is not None:
         import pyarrow.compute as pc
@@ -153,6 +157,9 @@ def present(s: pd.Series) -> np.ndarray:
 
 
 def _adjacent_equal_of(s: pd.Series) -> np.ndarray:
+    if isinstance(s.dtype, pd.CategoricalDtype):  # equal codes, equal values (-1 equals -1)
+        c = s.cat.codes.to_numpy()
+        return c[1:] == c[:-1]
     arr = _arrow(s)
     if arr is not None:
         import pyarrow.compute as pc

@@ -433,22 +433,27 @@ def json_depth(data: bytes | memoryview | str) -> int:
 
 
 def json_line_screen(data: bytes, start: int = 0, stop: int | None = None, *,
-                     newlines: np.ndarray | None = None) -> np.ndarray:
+                     newlines: np.ndarray | None = None, constants: bool = True) -> np.ndarray:
     """Which lines of JSON Lines bytes ``data[start:stop]`` (split at ``\\n``, the last one
     possibly empty) must not reach a native JSON parser: deeper than ``Limits.depth`` or
     :data:`NATIVE_DEPTH`, holding a bare ``NaN`` / ``Infinity`` (Arrow reads both; JSON
     has neither), or longer than ``Limits.line_bytes``.  The strict per-record parser
     then says what is wrong with each.  ``newlines``: the newline positions in the range
-    (absolute), if known.
+    (absolute), if known.  ``constants=False`` leaves ``NaN`` / ``Infinity`` out (they do
+    not harm the parser): for a caller that refuses what the parser read as a number that
+    is not finite, anywhere in its result, and then screens again with ``constants=True``.
 
-    Cheap on clean data: a line's depth is at most its number of opening brackets, so only
-    lines with more of them than the limit, or a chunk that holds ``NaN`` / ``Infinity``
-    somewhere, are measured exactly (strings and escapes followed).
+    Cheap on clean data: a line's depth is at most its number of opening brackets, counted
+    per block of lines by ``bytes.count`` and per line only in a block holding more than
+    the limit; only lines with more of them than the limit, or a range that holds ``NaN`` /
+    ``Infinity`` somewhere, are measured exactly (strings and escapes followed).
 
     Examples
     --------
     >>> json_line_screen(b'{"a": [1]}\\n{"a": NaN}\\n{"a": "NaN"}\\n' + b'[' * 2000).tolist()
     [False, True, False, True]
+    >>> json_line_screen(b'{"a": [1]}\\n{"a": NaN}\\n' + b'[' * 2000, constants=False).tolist()
+    [False, False, True]
     """
     stop = len(data) if stop is None else stop
     a = np.frombuffer(data, np.uint8, count=stop - start, offset=start)
@@ -459,13 +464,39 @@ def json_line_screen(data: bytes, start: int = 0, stop: int | None = None, *,
     held = np.zeros(n_lines, bool)
     if stop - start > lim.line_bytes:
         held |= (np.r_[nls, len(a)] - np.r_[0, nls + 1]) > lim.line_bytes
-    opens = np.flatnonzero((a | 32) == 123)  # "[" (91) and "{" (123): the bytes b with b | 32 == 123
-    deep = np.bincount(np.searchsorted(nls, opens), minlength=n_lines) > cap
-    nan = (data.find(b"NaN", start, stop) >= 0) or (data.find(b"Infinity", start, stop) >= 0)
+    deep = _bracket_heavy(data, start, a, nls, cap)
+    nan = constants and ((data.find(b"NaN", start, stop) >= 0) or (data.find(b"Infinity", start, stop) >= 0))
     if deep.any() or nan:
         maxd, neg, bare = _screen(a, per_line=True)
-        held |= (deep & ((maxd > cap) | neg)) | bare
+        held |= (deep & ((maxd > cap) | neg)) | (bare if constants else False)
     return held
+
+
+#: Lines per block whose opening brackets :func:`json_line_screen` counts at once.
+_SCREEN_LINES = 16
+
+
+def _bracket_heavy(data: bytes, start: int, a: np.ndarray, nls: np.ndarray, cap: int) -> np.ndarray:
+    """True for each line of ``a`` (``data[start:]``, newlines at ``nls``) with more than
+    ``cap`` opening brackets ("[" or "{", inside strings too): only these can be nested
+    deeper than ``cap``.  Counted per block of :data:`_SCREEN_LINES` lines with
+    ``bytes.count``; only a block over ``cap`` is counted line by line."""
+    n_lines = len(nls) + 1
+    heavy = np.zeros(n_lines, bool)
+    firsts = np.arange(0, n_lines, _SCREEN_LINES)
+    line_start = np.r_[0, nls + 1]
+    b_start = (line_start[firsts] + start).tolist()
+    b_end = (np.r_[line_start[firsts[1:]], len(a)] + start).tolist()
+    count = data.count
+    over = [i for i, (s, e) in enumerate(zip(b_start, b_end, strict=True))
+            if e - s > cap and count(b"[", s, e) + count(b"{", s, e) > cap]
+    for i in over:
+        lo, hi = int(firsts[i]), min(int(firsts[i]) + _SCREEN_LINES, n_lines)
+        s, e = b_start[i] - start, b_end[i] - start
+        opens = np.flatnonzero((a[s:e] | 32) == 123) + s  # "[" (91) and "{" (123): b | 32 == 123
+        per_line = np.bincount(np.searchsorted(nls, opens) - lo, minlength=hi - lo)
+        heavy[lo:hi] = per_line > cap
+    return heavy
 
 
 def check_depth(depth: int, *, file: str | None = None, record: Any = None,

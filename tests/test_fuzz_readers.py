@@ -670,7 +670,7 @@ def test_fast_and_slow_paths_keep_or_drop_each_record_alike(tmp_path):
         row = led[led["record"] == k]
         assert row["status"].tolist() == alone["status"].tolist(), (k, row["reason"].tolist(),
                                                                    alone["reason"].tolist())
-        assert row["reason"].fillna("").tolist() == alone["reason"].fillna("").tolist(), k
+        assert row["reason"].astype(object).fillna("").tolist() == alone["reason"].astype(object).fillna("").tolist(), k
 
 
 def _parses(ln: bytes) -> bool:

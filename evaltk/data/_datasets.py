@@ -1568,7 +1568,7 @@ def _confidence(rng: np.random.Generator, rater: np.ndarray, right: np.ndarray, 
 def _costs_table(answers: pd.DataFrame, labels: pd.DataFrame) -> pd.DataFrame:
     rows = []
     both = pd.concat([answers, labels], ignore_index=True)
-    g = both.groupby(["rater", "measure"], sort=True)
+    g = both.groupby(["rater", "measure"], sort=True, observed=True)
     obs = pd.DataFrame({"n_answers": g.size(), "usd_total": g["cost"].sum(),
                         "latency_ms_median_observed": g["latency_ms"].median()})
     for name, p in {**JUDGES, **HUMANS}.items():

@@ -27,6 +27,7 @@ from ._otel import OTEL_EXTRA, SPAN_ROLES, import_otel, span_role
 from ._policy import ActionPolicy, read_action_policy
 from ._readers import read_traces
 from ._records import (
+    CATEGORICAL_COLUMNS,
     LEDGER_COLUMNS,
     RUN_COLUMNS,
     STEP_COLUMNS,
@@ -38,6 +39,7 @@ from ._records import (
 
 __all__ = [
     "TRACE_STATUSES",
+    "CATEGORICAL_COLUMNS",
     "LEDGER_COLUMNS",
     "RUN_COLUMNS",
     "STEP_COLUMNS",

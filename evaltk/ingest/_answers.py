@@ -37,8 +37,18 @@ from ._checks import (
 )
 from ._ledger import _ledger
 from ._readers import _arrow_json, _no_blank_lines, _parse_json_lines
-from ._records import _STR, AnswerRecords
-from ._series import _blocks, _empty_str, _from_codes, _s
+from ._records import _STR, CATEGORICAL_COLUMNS, AnswerRecords
+from ._series import (
+    _arrow_codes,
+    _blocks,
+    _cat_from_codes,
+    _categorical,
+    _concat,
+    _empty_str,
+    _encode,
+    _s,
+    _sparse_cat,
+)
 
 #: A guide-level measure name (``g_<name>``): answered in free text unless the vocabulary lists it.
 _G_MEASURE = re.compile(r"^g_[a-z0-9_]+$")
@@ -279,34 +289,6 @@ def _str_codes(col: pd.Series) -> tuple[pd.Series, np.ndarray, np.ndarray, np.nd
     return s, np.asarray(codes, np.int64), np.asarray(uniq, dtype=object), miss, wrong
 
 
-def _int64(a: pa.Array | pa.ChunkedArray, fill: int = -1) -> np.ndarray:
-    """An Arrow integer array as int64, ``fill`` where null (one copy, chunk by chunk)."""
-    chunks = a.chunks if isinstance(a, pa.ChunkedArray) else [a]
-    out = np.empty(len(a), np.int64)
-    off = 0
-    for c in chunks:
-        if c.null_count:
-            c = pc.fill_null(c, fill)
-        out[off:off + len(c)] = c.to_numpy(zero_copy_only=False)
-        off += len(c)
-    return out
-
-
-def _arrow_codes(a: pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
-    """``(codes, uniques)`` of an Arrow string array, -1 where null (as ``pd.factorize``,
-    without its intermediate copies: Arrow encodes every chunk against one dictionary)."""
-    enc = pc.dictionary_encode(a)
-    chunks = enc.chunks if isinstance(enc, pa.ChunkedArray) else [enc]
-    if not chunks:
-        return np.zeros(0, np.int64), np.zeros(0, object)
-    d = chunks[0].dictionary
-    if not all(c.dictionary.equals(d) for c in chunks[1:]):  # pragma: no cover - not in pyarrow 26
-        codes, uniq = pd.factorize(pd.Series(pd.array(a, dtype=_STR)))
-        return np.asarray(codes, np.int64), np.asarray(uniq, dtype=object)
-    return (_int64(pa.chunked_array([c.indices for c in chunks], type=chunks[0].indices.type)),
-            np.asarray(d.to_numpy(zero_copy_only=False), dtype=object))
-
-
 def _int_steps(col: pd.Series) -> tuple[np.ndarray, np.ndarray] | None:
     """(values, present mask) of a signed integer column whose values are all exact as
     float64 (what the float path would read); values are 0 where absent.  None for any
@@ -423,19 +405,9 @@ class _Flags:
         return rows, reasons, fields
 
     def series(self) -> tuple[pd.Series, pd.Series]:
-        """(reason, field) as ``str`` Series of length n, missing where not flagged."""
+        """(reason, field) as categorical Series of length n, missing where not flagged."""
         rows, reasons, fields = self.rows()
-        return _sparse_str(self.n, rows, reasons), _sparse_str(self.n, rows, fields)
-
-
-def _sparse_str(n: int, rows: np.ndarray, values: Sequence[Any]) -> pd.Series:
-    """A ``str`` Series of length n holding ``values`` at ``rows`` and missing elsewhere."""
-    if not len(rows):
-        return _empty_str(n)
-    idx = np.full(n, -1, np.int64)
-    idx[rows] = np.arange(len(rows))
-    small = pa.array(list(values), type=pa.large_string())
-    return _s(small.take(pa.array(idx, mask=idx < 0)))
+        return _sparse_cat(self.n, rows, reasons), _sparse_cat(self.n, rows, fields)
 
 
 def _keep_rows(columns: dict[str, Any], keep: np.ndarray | None) -> pd.DataFrame:
@@ -464,6 +436,8 @@ def _keep_rows(columns: dict[str, Any], keep: np.ndarray | None) -> pd.DataFrame
             else:
                 mask = pa.array(keep) if mask is None else mask
                 out[c] = pd.Series(pd.array(arr.filter(mask), dtype=_STR))
+        elif isinstance(values, pd.Categorical):  # the codes kept, categories no kept row uses dropped
+            out[c] = _cat_from_codes(values.codes[keep], np.asarray(values.categories, dtype=object))
         elif isinstance(values, pd.arrays.IntegerArray | pd.arrays.FloatingArray | pd.arrays.BooleanArray):
             out[c] = pd.Series(type(values)(values._data[keep], values._mask[keep]))  # type: ignore[union-attr]  # pandas-stubs: the masked arrays' buffers
         elif isinstance(s.dtype, np.dtype):
@@ -779,40 +753,33 @@ def _step_column(raw: pd.DataFrame, step: _Step, ok: np.ndarray) -> pd.Series:
     return pd.Series(pd.arrays.IntegerArray(step.ints, ~step.present))
 
 
-# measure and answer: the column as given when every spelling a kept row uses is already
-# the canonical one (no new column to build); else built from codes.  The rows not kept
-# are dropped by the caller, so what they hold does not matter.
+# measure and answer: the codes as given when every spelling a kept row uses is already
+# the canonical one; else built from the canonical names.  The rows not kept are dropped
+# by the caller, so what they hold does not matter.
 
-def _measure_column(meas: _Measures, ok: np.ndarray) -> tuple[pd.Series, tuple[np.ndarray, np.ndarray]]:
-    """(the canonical ``measure`` column, its (codes, uniques))."""
+def _measure_codes(meas: _Measures, ok: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(codes, uniques) of the canonical ``measure`` column."""
     spelled = meas.spelled
-    if (_columns._arrow(spelled.values) is not None
-            and all(k is None or k == u for k, u in zip(meas.canonical, spelled.uniques, strict=True))):
-        return spelled.values, (spelled.codes, spelled.uniques)
-    codes = (np.where(ok, meas.ids[spelled.codes], -1), np.asarray(meas.names, dtype=object))
-    return _from_codes(*codes), codes  # type: ignore[arg-type]  # array codes and uniques
+    if all(k is None or k == u for k, u in zip(meas.canonical, spelled.uniques, strict=True)):
+        return spelled.codes, spelled.uniques
+    return np.where(ok, meas.ids[spelled.codes], -1), np.asarray(meas.names, dtype=object)
 
 
-def _answer_column(pairs: _Pairs, resolved: list[Any], ok: np.ndarray
-                   ) -> tuple[pd.Series, tuple[np.ndarray, np.ndarray]]:
-    """(the canonical ``answer`` column, its (codes, uniques))."""
+def _answer_codes(pairs: _Pairs, resolved: list[Any], ok: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(codes, uniques) of the canonical ``answer`` column."""
     answer = pairs.answer
     words = [pairs.spelling(p)[1] for p in pairs.uniques.tolist()]
-    if (_columns._arrow(answer.values) is not None
-            and all(not isinstance(r, str) or r == w for r, w in zip(resolved, words, strict=True))):
-        return answer.values, (answer.codes, answer.uniques)
+    if all(not isinstance(r, str) or r == w for r, w in zip(resolved, words, strict=True)):
+        return answer.codes, answer.uniques
     a_ids, a_names = _distinct_ids(resolved)
-    codes = (np.where(ok, pairs.per_row(list(a_ids[:-1]), np.int64), -1), np.asarray(a_names, dtype=object))
-    return _from_codes(*codes), codes  # type: ignore[arg-type]  # array codes and uniques
+    return np.where(ok, pairs.per_row(list(a_ids[:-1]), np.int64), -1), np.asarray(a_names, dtype=object)
 
 
-def _answer_checks(raw: pd.DataFrame) -> tuple[dict[str, Any], _Flags,
-                                               dict[str, tuple[np.ndarray, np.ndarray]]]:
-    """Column-wise validation.  Returns (normalised columns, flags, codes).
+def _answer_checks(raw: pd.DataFrame) -> tuple[dict[str, Any], _Flags]:
+    """Column-wise validation.  Returns (normalised columns, flags).
 
     Checks run in a fixed order (docs/traces.md, "Answer and label tables"); a row's reason is the
-    first check it fails.  ``codes`` holds ``(codes, uniques)`` of the ``measure``,
-    ``rater`` and ``answer`` columns.  Only the flagged rows' values may differ from
+    first check it fails.  Only the flagged rows' values may differ from
     what they would be if kept: the caller drops them.
     """
     fl = _Flags(len(raw))
@@ -831,21 +798,21 @@ def _answer_checks(raw: pd.DataFrame) -> tuple[dict[str, Any], _Flags,
     nums = _read_numbers(raw, fl)
     decoding = _read_decoding(raw, fl)
     ok = ~fl.done
-    meas_col, codes_m = _measure_column(meas, ok)
-    ans_col, codes_a = _answer_column(pairs, resolved, ok)
     rater = text["rater"]
-    out = {
+    # the text columns whose values repeat are categoricals (CATEGORICAL_COLUMNS): measure,
+    # rater and answer from the codes the checks made, the others encoded by Arrow
+    return {
         "trace_id": text["trace_id"].values,
-        "measure": meas_col,
+        "measure": _cat_from_codes(*_measure_codes(meas, ok)),
         "step": _step_column(raw, step, ok),
-        "rater": rater.values,
-        "answer": ans_col,
+        "rater": _cat_from_codes(rater.codes, rater.uniques),  # type: ignore[union-attr]  # rater is coded
+        "answer": _cat_from_codes(*_answer_codes(pairs, resolved, ok)),
         "confidence": nums["confidence"],
         "cost": nums["cost"],
         "latency_ms": nums["latency_ms"],
-        **{c: decoding if c == "decoding" else text[c].values for c in _OPTIONAL_TEXT},
-    }
-    return out, fl, {"measure": codes_m, "rater": (rater.codes, rater.uniques), "answer": codes_a}  # type: ignore[union-attr]  # rater is coded
+        **{c: _categorical(decoding if c == "decoding" else text[c].values) if c in CATEGORICAL_COLUMNS["answers"]
+           else text[c].values for c in _OPTIONAL_TEXT},
+    }, fl
 
 
 def read_answers(source: Any, *, strict: bool = False, kind: str = "answer") -> AnswerRecords:
@@ -896,7 +863,7 @@ def _read_batches(name: str, batches: Iterable[tuple[pd.DataFrame, np.ndarray]],
                   strict: bool) -> AnswerRecords:
     """Check each batch of rows as it comes (only its checked columns are kept), then one
     table and one ledger over all of them."""
-    parts: list[tuple[dict[str, Any], _Flags, dict[str, tuple[np.ndarray, np.ndarray]], np.ndarray]] = []
+    parts: list[tuple[dict[str, Any], _Flags, np.ndarray]] = []
     for raw, numbers in batches:
         if not parts:
             if len(raw) == 0 and (name.startswith("<") or set(_ANSWER_REQUIRED) <= set(raw.columns)):
@@ -909,18 +876,15 @@ def _read_batches(name: str, batches: Iterable[tuple[pd.DataFrame, np.ndarray]],
                 raise SchemaViolation(f"required column(s) missing: {', '.join(missing_cols)} (an answer "
                                       f"table needs trace_id, measure, rater, answer, and step for per-step "
                                       f"measures)", file=name, field=missing_cols[0])
-        cols, flags, codes = _answer_checks(raw)
+        cols, flags = _answer_checks(raw)
         del raw
         if strict and flags.done.any():  # the first malformed row (batches come in order)
             rows, reasons, fields = flags.rows()
             r = reasons[0]
             msg = r.split(": ", 1)[1] if r.startswith("malformed: ") else r
             raise SchemaViolation(msg, file=name, record=int(numbers[rows[0]]), field=fields[0])
-        # a batch's codes in int32 (it holds fewer rows than that counts): a quarter of the
-        # memory until all batches are in
-        parts.append((cols, flags, {c: (k.astype(np.int32, copy=False), u) for c, (k, u) in codes.items()},
-                      numbers))
-    cols, flags, codes, numbers = parts[0] if len(parts) == 1 else _concat_batches(parts)
+        parts.append((cols, flags, numbers))
+    cols, flags, numbers = parts[0] if len(parts) == 1 else _concat_batches(parts)
     del parts
     bad = flags.done
     any_bad = bool(bad.any())
@@ -929,18 +893,14 @@ def _read_batches(name: str, batches: Iterable[tuple[pd.DataFrame, np.ndarray]],
     # built here, or shared with the ledger as a pandas column (copy on write)
     cols.update(ledger_row=np.arange(len(bad), dtype=np.int64), record=ledger["record"])
     table = _keep_rows(cols, ~bad if any_bad else None)
-    if any_bad:
-        codes = {c: (k[~bad], u) for c, (k, u) in codes.items()}
-    for c, v in codes.items():  # the join (and scoring) read these instead of hashing again
-        _columns.remember(table[c], "codes", v)
     return AnswerRecords(table=table, ledger=ledger, kind=kind)
 
 
-def _concat_batches(parts: list[tuple[dict[str, Any], _Flags, dict[str, tuple[np.ndarray, np.ndarray]],
-                                      np.ndarray]]) -> tuple[dict[str, Any], _Flags,
-                                                             dict[str, tuple[np.ndarray, np.ndarray]], np.ndarray]:
+def _concat_batches(parts: list[tuple[dict[str, Any], _Flags, np.ndarray]]
+                    ) -> tuple[dict[str, Any], _Flags, np.ndarray]:
     """The checked batches as one: columns end to end (text columns keep each batch's Arrow
-    chunks, no copy), flags at their rows' new positions, codes against one set of uniques."""
+    chunks, no copy; categoricals against the union of their categories), flags at their
+    rows' new positions."""
     sizes = [p[1].n for p in parts]
     offsets = np.cumsum([0, *sizes[:-1]])
     cols: dict[str, Any] = {}
@@ -949,33 +909,21 @@ def _concat_batches(parts: list[tuple[dict[str, Any], _Flags, dict[str, tuple[np
         if all(isinstance(v, np.ndarray) for v in vals):
             cols[c] = np.concatenate(vals)
         else:
-            cols[c] = pd.concat([v if isinstance(v, pd.Series) else pd.Series(v, copy=False) for v in vals],
-                                ignore_index=True)
+            cols[c] = _concat([pd.DataFrame({c: v if isinstance(v, pd.Series) else pd.Series(v, copy=False)},
+                                            copy=False) for v in vals])[c]
         del vals
     flags = _Flags(int(sum(sizes)))
     for p, off in zip(parts, offsets, strict=True):
         rows, reasons, fields = p[1].rows()
         if rows.size:
             flags.add(rows + off, reasons, fields)
-    codes = {c: _unify_codes([p[2][c] for p in parts]) for c in parts[0][2]}
-    return cols, flags, codes, np.concatenate([p[3] for p in parts])
-
-
-def _unify_codes(parts: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
-    """(codes, uniques) of several batches as one column's: each batch's uniques mapped
-    into one list of distinct values (-1 stays -1)."""
-    ids: dict[Any, int] = {}
-    out = []
-    for codes, uniques in parts:
-        remap = np.asarray([ids.setdefault(u, len(ids)) for u in uniques.tolist()] + [-1], np.int32)
-        out.append(remap[codes])
-    return np.concatenate(out), np.asarray(list(ids), dtype=object)
+    return cols, flags, np.concatenate([p[2] for p in parts])
 
 
 def _empty_table() -> pd.DataFrame:
-    return pd.DataFrame({
+    return _encode(pd.DataFrame({
         "trace_id": _empty_str(), "measure": _empty_str(), "step": pd.Series(pd.array([], dtype="Int64")),
         "rater": _empty_str(), "answer": _empty_str(), "confidence": np.zeros(0), "cost": np.zeros(0),
         "latency_ms": np.zeros(0), **{c: _empty_str() for c in _OPTIONAL_TEXT},
         "ledger_row": np.zeros(0, np.int64), "record": np.zeros(0, np.int64),
-    })
+    }), CATEGORICAL_COLUMNS["answers"])

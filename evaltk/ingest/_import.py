@@ -70,7 +70,7 @@ class Imported:
         cat = led["reason"].str.split(":", n=1).str[0]
         frame = pd.DataFrame({"kind": led["kind"], "status": led["status"],
                               "became": led["became"].fillna(""), "reason": cat.fillna("")})
-        return frame.groupby(["kind", "status", "became", "reason"], sort=True).size().rename("n").reset_index()
+        return frame.groupby(["kind", "status", "became", "reason"], sort=True, observed=True).size().rename("n").reset_index()
 
 
 class _Ledger:

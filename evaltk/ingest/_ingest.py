@@ -47,6 +47,7 @@ import pandas as pd
 from ._join import _as_answer_sources, _empty_answers, _gather, _join
 from ._readers import read_traces
 from ._records import Ingested, TraceRecords
+from ._series import _concat
 
 
 def ingest_traces(traces: Any, answers: Any = None, labels: Any = None, *, strict: bool = False,
@@ -99,7 +100,7 @@ def ingest_traces(traces: Any, answers: Any = None, labels: Any = None, *, stric
         table, led = _join(_gather(src, kind, strict), tr.ledger, tr.runs, tr.steps)  # type: ignore[arg-type]  # a source: not None
         out[kind] = table
         ledgers.append(led)
-    ledger = pd.concat(ledgers, ignore_index=True) if len(ledgers) > 1 else tr.ledger
+    ledger = _concat(ledgers) if len(ledgers) > 1 else tr.ledger  # categoricals stay categorical
     return Ingested(runs=tr.runs, steps=tr.steps, answers=out["answer"], labels=out["label"],
                     step_count_disagreements=tr.step_count_disagreements, ledger=ledger)
 

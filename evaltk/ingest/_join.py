@@ -16,14 +16,21 @@ from .._validation import as_frame
 from ._answers import (
     _OPTIONAL_TEXT,
     _Flags,
-    _int64,
     _int_view,
     _keep_rows,
-    _sparse_str,
     read_answers,
 )
-from ._records import _STR, AnswerRecords
-from ._series import _BLOCK, _blocks, _const, _empty_str
+from ._records import _STR, CATEGORICAL_COLUMNS, AnswerRecords
+from ._series import (
+    _BLOCK,
+    _blocks,
+    _cat_from_codes,
+    _concat,
+    _empty_str,
+    _encode,
+    _int64,
+    _set_rows,
+)
 
 
 def _positions(keys: pd.Series, index: pd.Series) -> np.ndarray:
@@ -272,16 +279,12 @@ def _join(recs: AnswerRecords, trace_ledger: pd.DataFrame, runs: pd.DataFrame,
     drop = fl.done
     any_drop = bool(drop.any())
     if any_drop:
-        rows, reasons, fields = fl.rows()  # type: ignore[assignment]  # the name reused for the ledger's reasons
-        lrow = t["ledger_row"].to_numpy()[rows]
-        hit = np.zeros(len(ledger), bool)
-        hit[lrow] = True
-        hit_s = pd.Series(hit, index=ledger.index)
-        ledger = ledger.assign(status=ledger["status"].mask(hit_s, "dropped"),
-                               reason=ledger["reason"].mask(hit_s, _sparse_str(len(ledger), lrow, reasons)),  # type: ignore[arg-type]  # as above
-                               field=ledger["field"].mask(hit_s, _sparse_str(len(ledger), lrow, fields)))
+        flagged, d_why, where_ = fl.rows()
+        lrow = t["ledger_row"].to_numpy()[flagged]
+        ledger = ledger.assign(status=_set_rows(ledger["status"], lrow, ["dropped"] * len(lrow)),
+                               reason=_set_rows(ledger["reason"], lrow, d_why),
+                               field=_set_rows(ledger["field"], lrow, where_))
     keep = ~drop
-    coded = {c: _columns.codes(t[c]) for c in ("measure", "rater", "answer")}
     # the input table's columns, handed to the new table one by one: each can be freed as
     # soon as its kept rows are taken (the caller passes the records without keeping them)
     cols = {c: t[c] for c in t.columns if c not in ("ledger_row", "record")}
@@ -293,9 +296,7 @@ def _join(recs: AnswerRecords, trace_ledger: pd.DataFrame, runs: pd.DataFrame,
     np.maximum(step_pos, 0, out=step_pos)
     out["run_pos"] = run_pos
     out["step_pos"] = pd.arrays.IntegerArray(step_pos, no_step)
-    # scoring reads these integer views of the final columns instead of hashing again
-    for c, (codes, uniques) in coded.items():
-        _columns.remember(out[c], "codes", (codes[keep] if any_drop else codes, uniques))
+    # scoring reads these positions instead of looking the trace ids up again
     _columns.remember_positions(out["trace_id"], runs["trace_id"], run_pos)
     _columns.remember_step_positions(out["trace_id"], steps["trace_id"], np.where(no_step, -1, step_pos),
                                      out["step"].to_numpy(dtype=np.int64, na_value=-1))
@@ -303,12 +304,12 @@ def _join(recs: AnswerRecords, trace_ledger: pd.DataFrame, runs: pd.DataFrame,
 
 
 def _empty_answers() -> pd.DataFrame:
-    return pd.DataFrame({  # the joined shape
+    return _encode(pd.DataFrame({  # the joined shape
         "trace_id": _empty_str(), "measure": _empty_str(), "step": pd.Series(pd.array([], dtype="Int64")),
         "rater": _empty_str(), "answer": _empty_str(), "confidence": np.zeros(0), "cost": np.zeros(0),
         "latency_ms": np.zeros(0), **{c: _empty_str() for c in _OPTIONAL_TEXT}, "run_pos": np.zeros(0, np.int64),
         "step_pos": pd.Series(pd.array([], dtype="Int64")),
-    })
+    }), CATEGORICAL_COLUMNS["answers"])
 
 
 def _as_answer_sources(x: Any) -> list[Any]:
@@ -328,7 +329,7 @@ def _gather(x: Any, kind: str, strict: bool) -> AnswerRecords | None:
     for src in _as_answer_sources(x):
         if isinstance(src, AnswerRecords):
             parts.append(src if src.kind == kind else AnswerRecords(
-                src.table, src.ledger.assign(kind=_const(kind, len(src.ledger))),
+                src.table, src.ledger.assign(kind=_cat_from_codes(np.zeros(len(src.ledger), np.int8), [kind])),
                 kind))
         else:
             parts.append(read_answers(src, strict=strict, kind=kind))
@@ -338,5 +339,4 @@ def _gather(x: Any, kind: str, strict: bool) -> AnswerRecords | None:
         return parts[0]
     offset = np.cumsum([0] + [len(p.ledger) for p in parts[:-1]])
     tables = [p.table.assign(ledger_row=p.table["ledger_row"] + off) for p, off in zip(parts, offset, strict=True)]
-    return AnswerRecords(pd.concat(tables, ignore_index=True),
-                         pd.concat([p.ledger for p in parts], ignore_index=True), kind)
+    return AnswerRecords(_concat(tables), _concat([p.ledger for p in parts]), kind)

@@ -26,8 +26,8 @@ from ._checks import (
 )
 from ._domain import UNKNOWN_DOMAIN, _apply_rule, _resolve_rule
 from ._ledger import _ledger
-from ._records import TraceRecords
-from ._series import _const, _from_codes, _increasing_within, _s, _str_series
+from ._records import CATEGORICAL_COLUMNS, TraceRecords
+from ._series import _const, _encode, _from_codes, _increasing_within, _s, _str_series
 from ._validate import _check_trace, _validate_arrow, _validate_python
 
 
@@ -275,16 +275,18 @@ def _has_null_line(data: bytes | memoryview) -> bool:
 def _arrow_json(data: bytes | memoryview, *, checked: bool = False,
                 held: np.ndarray | None = None) -> pa.Table | None:
     """Arrow's JSON reader, or None when it refuses the input or the input must not reach
-    it.  Every line is screened first (:func:`evaltk._io.json_line_screen`: nesting past the
-    limit crashes the native parser; a bare ``NaN`` it would read as a number), so no
-    hostile line reaches Arrow whatever the caller did; ``held``: the screen's answer for
-    these lines, when the caller has it.  ``checked``: the caller has made sure no line is
-    a bare ``null`` (which crashes the reader)."""
+    it.  Every line is screened for nesting first (:func:`evaltk._io.json_line_screen`:
+    nesting past the limit crashes the native parser), so no hostile line reaches Arrow
+    whatever the caller did; ``held``: the screen's answer for these lines (with or
+    without ``constants``), when the caller has it.  A bare ``NaN`` / ``Infinity`` (or
+    ``1e999``), which Arrow reads as a number and JSON does not have, is found in what
+    Arrow read: a table holding a number that is not finite is refused.  ``checked``: the
+    caller has made sure no line is a bare ``null`` (which crashes the reader)."""
     import pyarrow.json as pj
 
     if held is None:
         data = bytes(data) if isinstance(data, memoryview) else data
-        held = _io.json_line_screen(data)
+        held = _io.json_line_screen(data, constants=False)
     if held.any():
         return None
     if not checked and _has_null_line(data):
@@ -297,7 +299,48 @@ def _arrow_json(data: bytes | memoryview, *, checked: bool = False,
             _ = f.type, f.name, str(f.type)
     except (pa.ArrowException, UnicodeError):  # UnicodeError: a message or name quoting bad bytes
         return None
+    if any(_non_finite(c) for c in t.columns):
+        return None
     return t
+
+
+def _non_finite(a: pa.Array | pa.ChunkedArray) -> bool:
+    """Whether a floating-point value anywhere in ``a`` (nested lists and structs too) is NaN
+    or infinite: what Arrow's JSON reader makes of ``NaN``, ``Infinity`` or ``1e999``.
+    Iterative (nesting may be as deep as ``Limits.depth``); a branch whose type holds no
+    floating-point field is not visited."""
+    stack: list[Any] = list(a.chunks) if isinstance(a, pa.ChunkedArray) else [a]
+    while stack:
+        c = stack.pop()
+        t = c.type
+        if pa.types.is_floating(t):
+            if not pc.all(pc.is_finite(c)).as_py() and c.null_count < len(c):
+                return True
+        elif pa.types.is_struct(t):
+            stack.extend(c.field(i) for i in range(t.num_fields) if _holds_float(t.field(i).type))
+        elif pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+            if _holds_float(t.value_type):
+                stack.append(c.values)
+        elif pa.types.is_map(t):
+            stack.extend(x for x in (c.keys, c.items) if _holds_float(x.type))
+        elif pa.types.is_nested(t):  # pragma: no cover - the JSON reader makes no other nested type
+            return True
+    return False
+
+
+def _holds_float(t: pa.DataType) -> bool:
+    """Whether the type ``t`` has a floating-point field somewhere inside."""
+    stack = [t]
+    while stack:
+        t = stack.pop()
+        if pa.types.is_floating(t):
+            return True
+        stack.extend(t.field(i).type for i in range(t.num_fields)) if pa.types.is_struct(t) else None
+        if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+            stack.append(t.value_type)
+        elif pa.types.is_map(t):
+            stack.extend((t.key_type, t.item_type))
+    return False
 
 
 def _load_trace_source(source: Any) -> tuple[str, str, Any, Any]:
@@ -509,7 +552,8 @@ def _jsonl_pieces(name: str, data: bytes, rule: Callable[[str], Any],
     utf8_checked = False
     for start, end, line0, newlines in _chunk_bounds(data, _CHUNK_BYTES):
         clean, n_lines = _no_blank_lines(data, start, end, newlines=newlines)
-        held = _io.json_line_screen(data, start, end, newlines=newlines)
+        # nesting only: a bare NaN / Infinity is found in what Arrow read (_arrow_json)
+        held = _io.json_line_screen(data, start, end, newlines=newlines, constants=False)
         clean = clean and not held.any()
         chunk_lines: list[bytes] = []
 
@@ -527,7 +571,9 @@ def _jsonl_pieces(name: str, data: bytes, rule: Callable[[str], Any],
                 if piece is not None:
                     pieces.append(piece)
                     continue
-        # the slow path for this chunk: its lines, bisected
+        # the slow path for this chunk: its lines, bisected (with the lines that hold a bare
+        # NaN / Infinity held back too)
+        held = _io.json_line_screen(data, start, end, newlines=newlines)
         if not utf8_checked:
             utf8_checked = True
             try:
@@ -740,10 +786,14 @@ def _dedupe(name: str, piece: _Piece, canon: Callable[[Sequence[int]], list[str]
         dis["run_pos"] = newpos[dis["run_pos"].to_numpy()]
     tid_series = _s(list(tids))
     ledger = _ledger(name, numbers, tid_series, "run", dropped, reasons, fields)
-    # the views scoring reads, computed once on the final step columns (Arrow kernels)
+    # the text columns whose values repeat as categoricals (CATEGORICAL_COLUMNS)
+    runs = _encode(runs, CATEGORICAL_COLUMNS["runs"])
+    steps = _encode(steps, CATEGORICAL_COLUMNS["steps"])
+    dis = _encode(dis, CATEGORICAL_COLUMNS["step_count_disagreements"])
+    # the views scoring reads, computed once on the final step columns (Arrow kernels;
+    # a categorical column's views are arithmetic on its codes, never remembered)
     _columns.present(steps["screen"])
     _columns.present(steps["target"])
-    _columns.adjacent_equal(steps["action"])
     _columns.adjacent_equal(steps["target"])
     _columns.remember_positions(steps["trace_id"], runs["trace_id"], steps["run_pos"].to_numpy())
     return TraceRecords(runs=runs, steps=steps, step_count_disagreements=dis, ledger=ledger)

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ..values import INSTRUMENT_COLUMNS
+
 #: Values of a trace record's ``status``.  ``in_progress`` runs are dropped by ingest.
 TRACE_STATUSES: tuple[str, ...] = ("complete", "in_progress")
 
@@ -19,6 +21,22 @@ RUN_COLUMNS: tuple[str, ...] = ("trace_id", "task", "domain", "domain_source", "
 STEP_COLUMNS: tuple[str, ...] = ("trace_id", "index", "action", "target", "screen", "consequential",
                                  "needs_confirmation", "run_pos")
 _DISAGREEMENT_COLUMNS = ("trace_id", "source", "count", "canonical", "run_pos")
+
+#: The dtype rule of the ingested tables (its one home; docs/traces.md, "The tables").
+#: These text columns hold values that repeat from row to row (ids of tasks, agents,
+#: raters, step kinds, statuses, measure names, answer words, ledger reasons) and are
+#: pandas categoricals: an integer code per row (int8 for a few values) into a ``str``
+#: Index of the values the rows use, no unused category, -1 (NaN) where missing.  Every
+#: other text column (``trace_id``, the free text ``target``, ``screen``, ``prompt_digest``)
+#: is pandas' ``str`` dtype (Arrow-backed).  Keyed by table; ``labels`` as ``answers``.
+CATEGORICAL_COLUMNS: dict[str, tuple[str, ...]] = {
+    "runs": ("task", "domain", "domain_source", "domain_record", "status", "agent"),
+    "steps": ("action",),
+    "answers": ("measure", "rater", "answer", "rater_version", *INSTRUMENT_COLUMNS),
+    "labels": ("measure", "rater", "answer", "rater_version", *INSTRUMENT_COLUMNS),
+    "step_count_disagreements": ("source",),
+    "ledger": ("source", "kind", "status", "reason", "field"),
+}
 _INT64_MAX = 2**63 - 1
 try:  # pandas' default ``str`` dtype (Arrow-backed, NaN where missing)
     _STR = pd.StringDtype("pyarrow", na_value=np.nan)
@@ -119,6 +137,6 @@ class Ingested:
         cat = led["reason"].astype("string").str.split(":", n=1).str[0].astype(object)
         out = (pd.DataFrame({"kind": led["kind"], "status": led["status"],
                              "reason": cat.fillna("")})
-               .groupby(["kind", "status", "reason"], sort=True).size().rename("n").reset_index())
+               .groupby(["kind", "status", "reason"], sort=True, observed=True).size().rename("n").reset_index())
         out["reason"] = out["reason"].replace("", np.nan)
         return out

@@ -108,20 +108,20 @@ def judge_costs(answers: pd.DataFrame, *, rater: str = "rater", cost: str = "cos
     answers = as_frame(answers)
     check_nonempty(answers, "answers", needs="there are no judge answers to cost")
     ks = [k for k in item if k in answers.columns]
-    g = answers.groupby(rater, sort=True)
+    g = answers.groupby(rater, sort=True, observed=True)
     out = pd.DataFrame({"n_answers": g.size()})
-    out["n_items"] = answers.drop_duplicates([*ks, rater]).groupby(rater).size()
+    out["n_items"] = answers.drop_duplicates([*ks, rater]).groupby(rater, observed=True).size()
     if cost in answers.columns:
         c = pd.to_numeric(answers[cost], errors="coerce")
         has = answers.assign(_c=c)[c.notna()]
-        n_costed = has.drop_duplicates([*ks, rater]).groupby(rater).size().reindex(out.index, fill_value=0)
-        out["n_answers_without_cost"] = c.isna().groupby(answers[rater]).sum().astype(int)
+        n_costed = has.drop_duplicates([*ks, rater]).groupby(rater, observed=True).size().reindex(out.index, fill_value=0)
+        out["n_answers_without_cost"] = c.isna().groupby(answers[rater], observed=True).sum().astype(int)
         # over the items whose cost was recorded: a missing cost is not a free answer
-        out["cost_per_item"] = c.groupby(answers[rater]).sum(min_count=1) / n_costed.where(n_costed > 0)
+        out["cost_per_item"] = c.groupby(answers[rater], observed=True).sum(min_count=1) / n_costed.where(n_costed > 0)
     else:
         out["cost_per_item"] = np.nan
     if latency in answers.columns:
-        lat = pd.to_numeric(answers[latency], errors="coerce").groupby(answers[rater])
+        lat = pd.to_numeric(answers[latency], errors="coerce").groupby(answers[rater], observed=True)
         out["latency_p50"] = lat.quantile(0.5)
         out["latency_p95"] = lat.quantile(0.95)
     else:

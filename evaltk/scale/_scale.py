@@ -512,6 +512,9 @@ def _append_rows(frame: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
     for c in frame.columns:
         s, r = frame[c], rows[c]
         try:
+            if isinstance(s.dtype, pd.CategoricalDtype):  # ingest's categoricals: the new values as categories
+                new = [v for v in pd.unique(r.dropna()) if v not in set(s.cat.categories)]
+                s = s.cat.add_categories(new) if new else s
             if isinstance(s.dtype, np.dtype) and s.dtype.kind in "biu" and bool(r.isna().any()):
                 raise TypeError  # a missing value in a NumPy bool or int column: objects
             cols[c] = pd.concat([s, r.astype(s.dtype)], ignore_index=True)

@@ -832,7 +832,11 @@ def _review_flags(runs: pd.DataFrame, st: _Steps, n: int) -> dict[str, np.ndarra
     loop = np.zeros(n, bool)
     if len(steps) >= 3:
         action, target, rp = steps["action"], steps["target"], srp
-        waits = action.astype(str).str.strip().str.lower().isin(WAIT_ACTIONS).to_numpy(bool)
+        if isinstance(action.dtype, pd.CategoricalDtype):  # ingest's action: once per category
+            per_cat = pd.Series(action.cat.categories).astype(str).str.strip().str.lower().isin(WAIT_ACTIONS)
+            waits = np.append(per_cat.to_numpy(bool), False)[action.cat.codes.to_numpy()]
+        else:
+            waits = action.astype(str).str.strip().str.lower().isin(WAIT_ACTIONS).to_numpy(bool)
         if waits.any():  # waits are not waste: they neither make a loop nor break one
             keep = ~waits
             action, target, rp = (action[keep].reset_index(drop=True), target[keep].reset_index(drop=True),

@@ -1,17 +1,20 @@
-"""Encoded views ingest registers for scoring (``evaltk._columns``).
+"""Encoded columns ingest returns for scoring (``evaltk._columns``,
+``evaltk.ingest.CATEGORICAL_COLUMNS``).
 
-Ingest already hashes the answer and label tables' ``measure``, ``rater`` and
-``answer`` while it validates and joins them; it records the integer codes against
-the final Arrow columns so scoring does not hash the same strings again.  For the
-steps it computes ``present`` (screen, target) and ``adjacent_equal`` (action,
-target) once.  The contract checked here, for every remembered ``(codes, uniques)``:
+The answer and label tables' ``measure``, ``rater`` and ``answer`` (and the other
+text columns whose values repeat) are pandas categoricals built from the codes ingest
+makes while it validates, so scoring reads integer codes without hashing a string.  For
+the steps ingest computes ``present`` (screen, target) and ``adjacent_equal`` (target)
+once; ``action`` is categorical, whose views are arithmetic on its codes.  The contract
+checked here, for every ``_columns.codes(col) == (codes, uniques)``:
 
 * ``codes`` is a signed integer ndarray (the smallest type that holds the vocabulary) and
   ``uniques`` an object ndarray of distinct values;
 * ``uniques[codes[i]]`` is row i's value for every non-missing row, and ``codes`` is
   -1 exactly where the value is missing;
 
-so the codes induce the same grouping as a fresh ``pd.factorize`` of the column.
+so the codes induce the same grouping as a fresh ``pd.factorize`` of the column; and a
+categorical column's categories are sorted ``str`` values at least one row uses.
 """
 
 from __future__ import annotations
@@ -42,10 +45,13 @@ def _runs() -> list[dict]:
 
 
 def _check_codes(col: pd.Series) -> None:
-    """The remembered codes of ``col`` exist and reproduce it exactly."""
-    got = _columns.recall(col, "codes")
-    assert got is not None, f"no codes remembered for {col.name}"
-    codes, uniques = got
+    """``col`` is categorical (sorted ``str`` categories, none unused) and its codes
+    reproduce it exactly."""
+    assert isinstance(col.dtype, pd.CategoricalDtype), f"{col.name} is {col.dtype}, not categorical"
+    cats = col.cat.categories
+    assert cats.dtype == "str" and list(cats) == sorted(cats)
+    assert set(col.dropna().unique()) == set(cats), "a category no row uses"
+    codes, uniques = _columns.codes(col)
     assert isinstance(codes, np.ndarray) and codes.dtype.kind == "i" and codes.shape == (len(col),)
     assert np.iinfo(codes.dtype).max >= len(uniques)
     assert isinstance(uniques, np.ndarray) and uniques.dtype == object
@@ -69,12 +75,16 @@ def _check_table(table: pd.DataFrame) -> None:
 
 
 def _check_steps(steps: pd.DataFrame) -> None:
-    for c, view in (("screen", "present"), ("target", "present"), ("action", "adjacent_equal"),
-                    ("target", "adjacent_equal")):
+    for c, view in (("screen", "present"), ("target", "present"), ("target", "adjacent_equal")):
         got = _columns.recall(steps[c], view)
         assert got is not None, f"no {view} view remembered for steps.{c}"
         fresh = {"present": _columns._present_of, "adjacent_equal": _columns._adjacent_equal_of}[view]
         np.testing.assert_array_equal(got, fresh(steps[c]))
+    # action is categorical: its views come from its codes, equal to the text's
+    as_text = steps["action"].astype("str")
+    assert isinstance(steps["action"].dtype, pd.CategoricalDtype)
+    np.testing.assert_array_equal(_columns.adjacent_equal(steps["action"]), _columns._adjacent_equal_of(as_text))
+    np.testing.assert_array_equal(_columns.present(steps["action"]), _columns._present_of(as_text))
 
 
 def test_answers_and_labels_carry_codes_with_drops_and_missing_values(tmp_path: Path) -> None:
@@ -108,7 +118,7 @@ def test_answers_and_labels_carry_codes_with_drops_and_missing_values(tmp_path: 
     # what a kept row with a missing rater or answer holds, it holds in the codes too
     for c in ("rater", "answer"):
         col = ing.answers[c]
-        np.testing.assert_array_equal(_columns.recall(col, "codes")[0] < 0, col.isna().to_numpy())
+        np.testing.assert_array_equal(_columns.codes(col)[0] < 0, col.isna().to_numpy())
 
 
 def test_codes_from_jsonl_csv_and_records_without_drops(tmp_path: Path) -> None:
@@ -141,9 +151,11 @@ def test_codes_survive_copies_and_are_not_reused_after_an_edit() -> None:
                            {"trace_id": "b", "measure": "x_task", "rater": "j2", "answer": "no"}])
     copy = ing.answers.copy()
     for c in CODED:
-        assert _columns.recall(copy[c], "codes") is not None
+        _check_codes(copy[c])
+    with pytest.raises(TypeError, match="new category"):  # a categorical takes only its categories
+        copy.loc[0, "rater"] = "j9"
+    copy["rater"] = copy["rater"].cat.add_categories(["j9"])
     copy.loc[0, "rater"] = "j9"
-    assert _columns.recall(copy["rater"], "codes") is None
     codes, uniques = _columns.codes(copy["rater"])
     assert list(uniques[codes]) == ["j9", "j2"]
 
@@ -155,3 +167,50 @@ def test_empty_and_single_answer_tables(n: int) -> None:
     assert len(ing.answers) == n
     if n:
         _check_table(ing.answers)
+
+
+def _check_dtype_rule(ing) -> None:
+    """Every table follows ``CATEGORICAL_COLUMNS``: the columns it names are categoricals with
+    sorted ``str`` categories, none unused; every other text column is ``str``."""
+    from evaltk.ingest import CATEGORICAL_COLUMNS
+
+    for name, cats in CATEGORICAL_COLUMNS.items():
+        table = getattr(ing, name)
+        assert set(cats) <= set(table.columns), (name, set(cats) - set(table.columns))
+        for c in table.columns:
+            col = table[c]
+            if c in cats:
+                assert isinstance(col.dtype, pd.CategoricalDtype), (name, c, col.dtype)
+                assert col.cat.categories.dtype == "str" and list(col.cat.categories) == sorted(col.cat.categories)
+                assert set(col.dropna()) == set(col.cat.categories), (name, c, "a category no row uses")
+            else:
+                assert not isinstance(col.dtype, pd.CategoricalDtype), (name, c)
+                if col.dtype == object:  # only the runs' guide (dicts) is an object column
+                    assert (name, c) == ("runs", "guide")
+
+
+@pytest.mark.parametrize("form", ["jsonl", "records", "parquet"])
+def test_every_table_follows_the_dtype_rule(tmp_path: Path, form: str) -> None:
+    runs = _runs() + [{"trace_id": "d", "task": "Pay the bill", "status": "complete", "agent": "ckpt-a",
+                       "step_counts": {"recorder": 4}, "steps": [{"action": "tap"}]},
+                      {"trace_id": "e", "status": "complete"}]  # malformed: no task, no steps
+    if form == "jsonl":
+        src: object = tmp_path / "t.jsonl"
+        src.write_text("\n".join(json.dumps(r) for r in runs) + "\n")  # type: ignore[attr-defined]
+    elif form == "parquet":
+        src = tmp_path / "t.parquet"
+        pd.DataFrame([r for r in runs if "steps" in r and r["status"] == "complete"]).to_parquet(src)
+    else:
+        src = runs
+    answers = [{"trace_id": "a", "measure": "x_task", "rater": "j1", "answer": "yes", "judge_model": "m1"},
+               {"trace_id": "a", "measure": "x_ctx", "step": 0, "rater": "j2", "answer": "No"},
+               {"trace_id": "zzz", "measure": "x_task", "rater": "j1", "answer": "yes"}]
+    labels = tmp_path / "labels.csv"
+    labels.write_text("trace_id,measure,step,rater,answer\na,x_task,,h1,no\nb,x_task,,h1,maybe\n")
+    ing = ingest_traces(src, [pd.DataFrame(answers[:2]), pd.DataFrame(answers[2:])], labels)
+    assert len(ing.runs) and len(ing.answers) and len(ing.labels)
+    assert (ing.ledger["status"] == "dropped").any()
+    _check_dtype_rule(ing)
+    # the text as text: a comparison with a string and a groupby work as on a str column
+    assert (ing.answers["measure"] == "x_task").sum() == 1
+    assert ing.ledger.groupby(["kind", "status"], observed=True).size().sum() == len(ing.ledger)

@@ -119,8 +119,11 @@ def test_an_edited_column_is_not_read_from_a_stale_memo():
     ing = ingest_traces(runs, a)
     before = score_traces(ing)
     ans = ing.answers.copy()
-    assert _columns.recall(ans["answer"], "codes") is not None  # a copy keeps the same Arrow array
-    ans.loc[ans["measure"] == "x_task", "answer"] = "no"  # an edit builds a new array
+    # answer is categorical (evaltk.ingest.CATEGORICAL_COLUMNS): its codes are read from the
+    # column itself each time, never remembered, so an edit cannot leave a stale memo
+    assert isinstance(ans["answer"].dtype, pd.CategoricalDtype)
+    assert _columns.recall(ans["answer"], "codes") is None
+    ans.loc[ans["measure"] == "x_task", "answer"] = "no"
     assert _columns.recall(ans["answer"], "codes") is None
     after = score_tables(ing.runs, ing.steps, ans)
     w = after.wide()
