@@ -1394,17 +1394,20 @@ def _pool_run(todo: Sequence[Partition], kw: Mapping[str, Any], n_workers: int |
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
 
-    if budget is not None:
-        budget.watch(lambda: [p.key for p in dict(running).values()], kill)
+    admitted: dict[str, None] = {}  # keys admitted and not finished, named before submit returns: the
+    if budget is not None:          # first submit starts the forkserver, and the watchdog may fire meanwhile
+        budget.watch(lambda: list(dict(admitted)), kill)
     try:
         while queue or running:
             width = n if budget is None else budget.admit(n, pids())
             while queue and len(running) < width:
                 p = queue.pop()
+                admitted[p.key] = None
                 running[ex.submit(_pool_task, p, kw)] = p
             finished, _ = cf.wait(list(running), return_when=cf.FIRST_COMPLETED)
             for f in finished:
                 p = running.pop(f)
+                admitted.pop(p.key, None)
                 try:
                     hwm = f.result()
                 except cf.process.BrokenProcessPool:
