@@ -203,3 +203,21 @@ def test_several_shared_files_in_hive_folders_each_name_their_own(demo, tmp_path
     assert set(got["source"]) == set(files)
     pd.testing.assert_frame_equal(_ledger_rows(tmp_path / "out", "label"),
                                   _direct(demo, str(tmp_path / "labels.csv"), "label"))
+
+
+def test_rows_selected_for_a_url_out_name_the_shared_file_too(demo, tmp_path):
+    """With an object-storage ``out`` there is no shuffle: each partition selects its rows from the
+    source, and they are named the same way."""
+    import uuid
+
+    import fsspec
+
+    store = write_parts(tmp_path / "store", demo, 2)
+    src = tmp_path / "export.jsonl"
+    _write_answers(_answers_with_faults(demo), src, "jsonl")
+    out = f"memory://evaltk-{uuid.uuid4().hex}/scored"
+    score_dataset(store / "traces", src, out=out)
+    fs = fsspec.filesystem("memory")
+    led = pd.concat([pd.read_parquet(fs.open(f)) for f in sorted(fs.glob(out.split("://")[1] + "/ledger/*.parquet"))],
+                    ignore_index=True)
+    pd.testing.assert_frame_equal(_sorted(led[led["kind"] == "answer"]), _direct(demo, str(src)))
