@@ -371,7 +371,7 @@ def discover_partitions(traces: str | Path, answers: str | Path | None = None,
 #: the Parquet key-value metadata ``_SOURCES_KEY``, so the ledger names the source, not the copy.
 _FILE_COL, _RECORD_COL = "evaltk_file", "evaltk_record"
 _SOURCES_KEY = b"evaltk.sources"
-_SCAN_BYTES = 4 << 20
+_SCAN_BYTES = 2 << 20
 _WHITESPACE = np.zeros(256, bool)
 _WHITESPACE[list(b" \t\n\r\x0b\x0c")] = True
 
@@ -411,10 +411,10 @@ def _record_offsets(path: str, fmt: str, storage_options: Mapping[str, Any] | No
             buf = np.frombuffer(data, np.uint8)
             ends = np.flatnonzero(buf == 10)
             starts = np.concatenate([[0], ends[:-1] + 1])
-            solid = np.concatenate([[0], np.cumsum(~_WHITESPACE[buf], dtype=np.int64)])
+            solid = np.concatenate([[0], np.cumsum(~_WHITESPACE[buf], dtype=np.int32)])
             is_rec = solid[ends] != solid[starts]  # not blank
             if csv:
-                qs = np.concatenate([[0], np.cumsum(buf == 34, dtype=np.int64)])
+                qs = np.concatenate([[0], np.cumsum(buf == 34, dtype=np.int32)])
                 q = qs[ends] - qs[starts]
                 inside = (quoted + np.cumsum(q) - q) % 2 == 1  # the line starts inside a quoted field
                 quoted = int((quoted + q.sum()) % 2)
@@ -976,11 +976,8 @@ def _shuffle_shared(parts: Sequence[Partition], shared: Mapping[str, str | None]
     con = duckdb.connect()
     ok = False
     try:
-        if memory_limit is not None:
-            con.execute(f"SET memory_limit = '{_check_size(memory_limit)}'")
-        if temp_directory is not None:
-            con.execute(f"SET temp_directory = '{str(temp_directory)}'".replace("\\", "/"))
-        con.execute("SET preserve_insertion_order = true")
+        # rows in any order (each partition's reader sorts its own by file and record): less to hold
+        con.execute("SET preserve_insertion_order = false")
         _remote.register(con, [*files, *(shared[n] for n in names)], storage_options)
         ids = " UNION ALL ".join(_ids_sql(i, f, "CAST(trace_id AS VARCHAR) AS evaltk_tid, {i} AS evaltk_part")
                                  for i, f in enumerate(files))
@@ -995,12 +992,14 @@ def _shuffle_shared(parts: Sequence[Partition], shared: Mapping[str, str | None]
             sources: list[str] = []
             try:
                 # each row keeps its file and record number (the ledger names them, not the copy)
-                src, sources = _numbered_sql(shared[name], con, storage_options)  # type: ignore[arg-type]
-                meta = json.dumps({"source": shared[name], "files": sources}).replace("'", "''")
-                con.execute(f"COPY (SELECT a.*, i.evaltk_part FROM {src} a JOIN ({ids}) i "
-                            f"ON CAST(a.trace_id AS VARCHAR) = i.evaltk_tid) TO {q} "
-                            f"(FORMAT parquet, PARTITION_BY (evaltk_part), "
-                            f"KV_METADATA {{'{_SOURCES_KEY.decode()}': '{meta}'}})")
+                with _bounded(con, memory_limit, f"the shuffle of the shared {name} ({shared[name]})",
+                              temp_directory):
+                    src, sources = _numbered_sql(shared[name], con, storage_options)  # type: ignore[arg-type]
+                    meta = json.dumps({"source": shared[name], "files": sources}).replace("'", "''")
+                    con.execute(f"COPY (SELECT a.*, i.evaltk_part FROM {src} a JOIN ({ids}) i "
+                                f"ON CAST(a.trace_id AS VARCHAR) = i.evaltk_tid) TO {q} "
+                                f"(FORMAT parquet, PARTITION_BY (evaltk_part), "
+                                f"KV_METADATA {{'{_SOURCES_KEY.decode()}': '{meta}'}})")
             except duckdb.Error as e:  # DuckDB's message names the file it could not read
                 bad = next((f for f in [*files, *sources] if f in str(e)), shared[name])
                 raise UnreadableInput(f"cannot shuffle the {name} ({str(e).splitlines()[0]})", file=bad) from None
@@ -1054,42 +1053,47 @@ def _check_unique_ids(parts: Sequence[Partition], *, memory_limit: str | None = 
     if len(parts) < 2:
         return
     duckdb = optional_module("duckdb")
-    read = _ids_sql
     files = [p.traces for p in parts]
     con = duckdb.connect()
-
-
+    phase = f"the check that no trace id is in two partitions ({len(files)} trace files)"
     try:
         _remote.register(con, files, storage_options)
-        if memory_limit is not None:
-            con.execute(f"SET memory_limit = '{_check_size(memory_limit)}'")
-        if temp_directory is not None:
-            con.execute(f"SET temp_directory = '{str(temp_directory)}'".replace("\\", "/"))
-        hashed = " UNION ALL ".join(read(i, f, "hash(CAST(trace_id AS VARCHAR)) AS h, {i} AS f")
-                                    for i, f in enumerate(files))
-        try:
-            cand = [r[0] for r in con.execute(
-                f"SELECT h FROM (SELECT DISTINCT h, f FROM ({hashed})) GROUP BY h HAVING count(*) > 1").fetchall()]
-        except duckdb.Error as e:  # a trace file DuckDB cannot read: name it (DuckDB's message does)
-            bad = next((f for f in files if f in str(e)), files[0] if len(files) == 1 else None)
-            kind = "Parquet" if bad is not None and str(bad).lower().endswith(".parquet") else "JSONL or Parquet"
-            raise UnreadableInput(f"a trace file cannot be read: not a readable {kind} file "
-                                  f"({str(e).splitlines()[0]})",
-                                  file=bad) from None
-        if not cand:
-            return
-        con.register("evaltk_cand", pa.table({"h": pa.array(cand, pa.uint64())}))
-        ids = " UNION ALL ".join(read(i, f, "CAST(trace_id AS VARCHAR) AS trace_id, {i} AS f")
-                                 for i, f in enumerate(files))
-        row = con.execute(f"SELECT trace_id, min(f), max(f) FROM ({ids}) WHERE hash(trace_id) IN "
-                          "(SELECT h FROM evaltk_cand) GROUP BY trace_id HAVING count(DISTINCT f) > 1 "
-                          "ORDER BY trace_id LIMIT 1").fetchone()
+        con.execute("SET preserve_insertion_order = false")
+        with _bounded(con, memory_limit, phase, temp_directory):
+            row = _repeated_id(con, files)
     finally:
         con.close()
     if row is not None:
         a, b = files[int(row[1])], files[int(row[2])]
         raise InputError(f"trace_id {row[0]!r} occurs in two partitions ({a} and {b}); a trace's "
                          "steps must stay in one partition", file=a, record=str(row[0]), field="trace_id")
+
+
+def _repeated_id(con: Any, files: Sequence[str]) -> tuple[Any, ...] | None:
+    """``(trace_id, first file number, last file number)`` of the smallest trace id in two of
+    ``files``, or None (the queries of :func:`_check_unique_ids`)."""
+    duckdb = optional_module("duckdb")
+    hashed = " UNION ALL ".join(_ids_sql(i, f, "hash(CAST(trace_id AS VARCHAR)) AS h, {i} AS f")
+                                for i, f in enumerate(files))
+    try:
+        cand = [r[0] for r in con.execute(
+            f"SELECT h FROM (SELECT DISTINCT h, f FROM ({hashed})) GROUP BY h HAVING count(*) > 1").fetchall()]
+    except (duckdb.OutOfMemoryException, duckdb.InterruptException):
+        raise  # the memory limit's (see _bounded)
+    except duckdb.Error as e:  # a trace file DuckDB cannot read: name it (DuckDB's message does)
+        bad = next((f for f in files if f in str(e)), files[0] if len(files) == 1 else None)
+        kind = "Parquet" if bad is not None and str(bad).lower().endswith(".parquet") else "JSONL or Parquet"
+        raise UnreadableInput(f"a trace file cannot be read: not a readable {kind} file "
+                              f"({str(e).splitlines()[0]})",
+                              file=bad) from None
+    if not cand:
+        return None
+    con.register("evaltk_cand", pa.table({"h": pa.array(cand, pa.uint64())}))
+    ids = " UNION ALL ".join(_ids_sql(i, f, "CAST(trace_id AS VARCHAR) AS trace_id, {i} AS f")
+                             for i, f in enumerate(files))
+    return con.execute(f"SELECT trace_id, min(f), max(f) FROM ({ids}) WHERE hash(trace_id) IN "
+                       "(SELECT h FROM evaltk_cand) GROUP BY trace_id HAVING count(DISTINCT f) > 1 "
+                       "ORDER BY trace_id LIMIT 1").fetchone()
 
 
 def _write_manifest(root: Root, summary: DatasetSummary) -> None:
@@ -1466,6 +1470,81 @@ class _MemoryBudget:
             "stopped and nothing more is written. Raise memory_limit, or split the partition into smaller "
             "files; the partitions already done are kept (rerun with resume=True / --resume)",
             limit="memory_limit", file=first)
+
+
+    def phase_refusal(self, phase: str, why: str) -> LimitExceeded:
+        """The refusal of a phase this process runs in DuckDB (the id check, the shuffle)."""
+        return LimitExceeded(
+            f"memory_limit={self.text} cannot hold {phase}: {why}; nothing more was scored. Raise "
+            "memory_limit (DuckDB spills to temp_directory= beyond its share)", limit="memory_limit")
+
+
+#: The share of what ``memory_limit`` leaves (after this process and its descendants) that DuckDB's
+#: own ``memory_limit`` is set to in the phases it runs in this process (the trace-id check, the
+#: shuffle of shared answers).  DuckDB's limit bounds its buffer manager only: its readers, the
+#: Parquet writer and the allocator's slack come on top (``benchmarks/shuffle_memory.py`` measures
+#: the process's VmHWM for several shares; docs/scale.md, *The memory limit*).
+_DUCKDB_SHARE = 0.5
+#: The least DuckDB is given in such a phase, and per DuckDB thread (one thread reading JSON Lines
+#: needs 48 MiB, measured): a smaller share is refused before DuckDB starts, and DuckDB runs on at
+#: most ``share // _DUCKDB_FLOOR`` threads.
+_DUCKDB_FLOOR = 64 * 2**20
+
+
+@contextlib.contextmanager
+def _bounded(con: Any, memory_limit: str | None, phase: str, temp_directory: str | None = None) -> Iterator[None]:
+    """Hold a DuckDB phase of this process under ``memory_limit``: DuckDB's own limit is set to
+    :data:`_DUCKDB_SHARE` of what the limit leaves, it spills to ``temp_directory`` (a temporary
+    folder, removed afterwards, when none is given), and the watchdog of :class:`_MemoryBudget`
+    (this process and its descendants, every 50 ms) interrupts the query past the limit.  Either way
+    the run is refused with :class:`~evaltk.errors.LimitExceeded` (exit 65) naming ``phase``."""
+    duckdb = optional_module("duckdb")
+    if memory_limit is None:
+        if temp_directory is not None:
+            con.execute(f"SET temp_directory = '{str(temp_directory)}'".replace("\\", "/"))
+        yield
+        return
+    budget = _MemoryBudget(memory_limit)
+    budget.check_fits()
+    rest = budget.base + sum(_proc_status(p, "VmRSS") for p in _descendants())
+    room = budget.limit - rest
+    give = int(room * _DUCKDB_SHARE)
+    if give < _DUCKDB_FLOOR:
+        raise budget.phase_refusal(phase, f"this process and its descendants hold {_fmt_mib(rest)}, which leaves "
+                                          f"{_fmt_mib(max(room, 0))}, and DuckDB, given {_DUCKDB_SHARE:.0%} of that, "
+                                          f"needs at least {_fmt_mib(_DUCKDB_FLOOR)}")
+    spill = tempfile.TemporaryDirectory(prefix="evaltk-spill-") if temp_directory is None else None
+    try:
+        con.execute(f"SET memory_limit = '{give // 2**20}MiB'")
+        # each DuckDB thread holds buffers of its own (a JSON reader's: 48 MiB, measured): fewer threads
+        # when the share is small, rather than running out
+        threads = int(con.execute("SELECT current_setting('threads')").fetchone()[0])
+        con.execute(f"SET threads = {max(1, min(threads, give // _DUCKDB_FLOOR))}")
+        con.execute(f"SET temp_directory = '{spill.name if spill else str(temp_directory)}'".replace("\\", "/"))
+        budget.watch(lambda: [phase], con.interrupt)
+        try:
+            yield
+        except duckdb.OutOfMemoryException as e:  # DuckDB's own limit: what it holds does not spill
+            raise budget.phase_refusal(phase, f"DuckDB, given {_fmt_mib(give)} of it ({_DUCKDB_SHARE:.0%} of what "
+                                              f"this process and its descendants, {_fmt_mib(rest)}, leave), ran out "
+                                              f"({str(e).splitlines()[0]})") from None
+        except duckdb.Error:
+            if budget.over is not None:  # the watchdog interrupted the query
+                raise budget.phase_refusal(phase, _over(budget)) from None
+            raise
+        finally:
+            budget.stop()
+        if budget.over is not None:
+            raise budget.phase_refusal(phase, _over(budget))
+    finally:
+        if spill is not None:
+            spill.cleanup()
+
+
+def _over(budget: _MemoryBudget) -> str:
+    assert budget.over is not None
+    return (f"this process and its descendants reached {_fmt_mib(budget.over[0])} (this process held "
+            f"{_fmt_mib(budget.base)} before it), so DuckDB was stopped")
 
 
 def _pool_run(todo: Sequence[Partition], kw: Mapping[str, Any], n_workers: int | None,

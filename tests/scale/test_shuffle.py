@@ -20,7 +20,7 @@ pytest.importorskip("duckdb", reason="the shuffle runs in DuckDB (the `scale` ex
 from evaltk.data._datasets import make_demo  # noqa: E402
 from evaltk.scale import discover_partitions, score_dataset, summarize_dataset  # noqa: E402
 from evaltk.scale._remote import Root  # noqa: E402
-from evaltk.scale._scale import _shuffle_shared  # noqa: E402
+from evaltk.scale._scale import _proc_status, _shuffle_shared  # noqa: E402
 
 from .conftest import write_parts  # noqa: E402
 
@@ -34,7 +34,8 @@ def test_each_partition_gets_exactly_its_traces_answers(demo, tmp_path):
     store = write_parts(tmp_path / "store", demo, 4, shared_answers=True)
     parts, shared = discover_partitions(store / "traces", store / "answers.parquet", store / "labels.csv")
     assert shared["answers"] and shared["labels"]
-    new, left = _shuffle_shared(parts, shared, Root(tmp_path / "out"), memory_limit="256MB", temp_directory=None,
+    limit = f"{(_proc_status('self', 'VmRSS') + 512 * 2**20) // 2**20}MiB"  # room for the shuffle, whatever this holds
+    new, left = _shuffle_shared(parts, shared, Root(tmp_path / "out"), memory_limit=limit, temp_directory=None,
                                 storage_options=None)
     assert left == {"answers": None, "labels": None}
     ids_of = [{json.loads(line)["trace_id"] for line in open(p.traces)} for p in parts]
