@@ -58,14 +58,13 @@ def child(store: Path, limit: str, share: str, out: Path) -> dict[str, object]:
     base = rss_mib()
     reset_peak()
     t0, c0 = time.perf_counter(), time.process_time()
-    refused = None
+    refused = ids_peak = None
     try:
         S._check_unique_ids(parts, memory_limit=limit)
         ids_peak = peak_mib()
         S._shuffle_shared(parts, shared, Root(out), memory_limit=limit, temp_directory=None, storage_options=None)
     except LimitExceeded as e:
         refused = str(e)[:160]
-        ids_peak = None
     return {"base": base, "ids_peak": ids_peak, "peak": peak_mib(), "wall": time.perf_counter() - t0,
             "cpu": time.process_time() - c0, "refused": refused,
             "children_cpu": resource.getrusage(resource.RUSAGE_CHILDREN).ru_utime}

@@ -1227,10 +1227,13 @@ def score_dataset(traces: str | Path, answers: str | Path | None = None, labels:
     by : str or sequence of str, optional
         Run columns (``agent``, ``domain``, a hive key) to group the score summary by.
     memory_limit : str, optional
-        ``"4GB"``, ``"512MiB"``.  With ``engine="duckdb"`` the whole run's bound: DuckDB's
-        SQL, and the scoring (this process plus its worker processes: partitions admitted
-        largest first, as many at once as the measured worker peak fits; past the limit the
-        workers are stopped and :class:`~evaltk.errors.LimitExceeded` names the partition).
+        ``"4GB"``, ``"512MiB"``.  With ``engine="duckdb"`` the whole run's bound: the id
+        check and the shuffle of shared answers (this process: DuckDB gets half of what the
+        limit leaves and spills the rest; past the limit DuckDB is stopped and
+        :class:`~evaltk.errors.LimitExceeded` names the phase; with any engine), the scoring
+        (this process plus its worker processes: partitions admitted largest first, as many
+        at once as the measured worker peak fits; past the limit the workers are stopped and
+        ``LimitExceeded`` names the partition) and DuckDB's SQL summary (its own limit).
         With Dask, each worker's limit in a cluster evaltk starts.
     threads, temp_directory : optional
         DuckDB's thread count and spill folder.
@@ -1396,7 +1399,8 @@ def _input_bytes(p: Partition) -> int:
 
 
 class _MemoryBudget:
-    """``memory_limit`` over the whole scoring phase: this process plus its worker processes.
+    """``memory_limit`` over a phase: this process plus its worker processes (the scoring, below), or
+    this process running DuckDB (the id check and the shuffle: :func:`_bounded`).
 
     Partitions are admitted largest first (input bytes): the first runs alone, and its worker's
     measured peak (VmHWM) sets how many may run at once, ``(limit - the rest) // peak``, at most
