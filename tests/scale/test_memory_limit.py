@@ -3,7 +3,9 @@
 The limit covers this process plus its worker processes: partitions are admitted largest
 first, the first alone, and the worker peak measured on it (VmHWM) sets how many run at
 once; a watchdog kills the workers when the resident total passes the limit and the run is
-refused (``LimitExceeded``, exit 65) naming the partition.  The limits below are computed
+refused (``LimitExceeded``, exit 65) naming the partition.  The id check and the shuffle of
+shared answers run DuckDB in this process: it gets half of what the limit leaves, watched the
+same way, and a phase that cannot fit is refused naming it.  The limits below are computed
 from memory measured in the test (this process's size, a worker's peak), never typed in.
 """
 
@@ -130,7 +132,7 @@ def test_a_partition_that_cannot_fit_is_refused_by_name(store, tmp_path):
     out = tmp_path / "out"
     limit = _proc_status("self", "VmRSS") + 20 * 2**20  # a worker process alone is bigger than 20 MiB
     # no DuckDB phase before the scoring (no shared labels to shuffle, no id check): they are bounded
-    # too (test_shuffle_memory below), and DuckDB alone takes more than 20 MiB
+    # too (the tests at the end of this file), and DuckDB alone takes more than 20 MiB
     with pytest.raises(LimitExceeded) as e:
         score_dataset(store / "traces", store / "answers", out=out, engine="duckdb", check_ids=False,
                       n_workers=2, memory_limit=_mib(limit))
