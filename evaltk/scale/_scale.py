@@ -550,7 +550,7 @@ def _located_answers(frame: pd.DataFrame, source: str, files: Sequence[str], kin
         where = ({"file": str(names[fidx[at - 1]]), "record": int(rec[at - 1])} if at is not None
                  else {"file": source, "record": None})
         extra = {"limit": e.limit} if isinstance(e, LimitExceeded) else {}
-        raise type(e)(e.detail, field=e.field, **where, **extra) from None  # type: ignore[arg-type]
+        raise type(e)(e.detail, field=e.field, **where, **extra) from None
     led = recs.ledger
     pos = led["record"].to_numpy(np.int64) - 1
     ledger = led.assign(source=pd.Series(names[fidx[pos]], index=led.index).astype(led["source"].dtype),
