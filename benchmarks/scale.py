@@ -404,6 +404,10 @@ def main() -> None:
                     extra = f", cluster start {r['startup']:.1f} s" if "startup" in r else ""
                     hwm = f", VmHWM {r['hwm'] / 2**30:.2f} GiB" if "hwm" in r else ""
                     slope = f", RSS slope {r['slope']:+.2f} MiB/partition" if "slope" in r else ""
+                    if e == "duckdb":  # the whole run's bound: peak tree RSS against it
+                        from evaltk.scale._scale import _size_bytes
+
+                        extra += f", {r['peak'] / _size_bytes(args.memory_limit):.2f} x memory_limit={args.memory_limit}"
                     print(f"  {e:<7} {layout:<6} {r['wall']:8.1f} s  CPU {r['cpu']:7.1f} s "
                           f"(CPU / (cores x wall) {r['cpu'] / (r['cores'] * r['wall']):.2f})  "
                           f"{r['rate']:9,.0f} traces/s  {r['rate_core']:9,.0f} traces/s/core ({r['cores']} cores)  "

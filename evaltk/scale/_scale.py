@@ -387,22 +387,113 @@ def discover_partitions(traces: str | Path, answers: str | Path | None = None,
 # =========================================================================== one partition
 
 
-def _duckdb_read_sql(path: str, storage_options: Mapping[str, Any] | None = None) -> str:
-    """A DuckDB table function reading an answer source (a file or a folder; a URL needs its
-    filesystem registered on the connection: :func:`evaltk.scale._remote.register`)."""
+#: The columns a numbered read of an answer source adds to each row (:func:`_numbered_sql`): the
+#: row's file (its position in the source's listing) and the record number ingest gives the row
+#: when it reads that file itself.  The staged shuffle files carry them, and the listing itself as
+#: the Parquet key-value metadata ``_SOURCES_KEY``, so the ledger names the source, not the copy.
+_FILE_COL, _RECORD_COL = "evaltk_file", "evaltk_record"
+_SOURCES_KEY = b"evaltk.sources"
+_SCAN_BYTES = 2 << 20
+_WHITESPACE = np.zeros(256, bool)
+_WHITESPACE[list(b" \t\n\r\x0b\x0c")] = True
+
+
+def _record_offsets(path: str, fmt: str, storage_options: Mapping[str, Any] | None = None) -> np.ndarray:
+    """Where a CSV or JSONL file's records start, as ``(k, offset)`` rows: from the ``k``-th record
+    (1-based, in file order; a CSV's header is not one) on, record ``k`` is on line ``k + offset``,
+    until the next row.  These are the record numbers ingest reports (a JSONL record is a non-blank
+    line; a CSV record starts on a non-blank line outside a quoted field, so a quoted newline moves
+    the records after it by one line, and a blank line is no record).  One row for a file without
+    blank lines or quoted newlines; read in blocks of :data:`_SCAN_BYTES`, with numpy."""
+    csv = fmt == "csv"
+    ks: list[np.ndarray] = []
+    offs: list[np.ndarray] = []
+    line0, k0, quoted, last = 1, -1 if csv else 0, 0, None
+    carry = b""
+    if is_remote(path):
+        fs, p = _remote.filesystem(path, storage_options)
+        opener = fs.open(p, "rb")
+    else:
+        opener = open(path, "rb")  # noqa: SIM115 - closed by the with below
+    with opener as fh:
+        eof = False
+        while not eof:
+            block = fh.read(_SCAN_BYTES)
+            eof = not block
+            data = carry + block
+            if not eof:
+                cut = data.rfind(b"\n") + 1
+                data, carry = data[:cut], data[cut:]
+                if not data:
+                    continue
+            elif not data:
+                break
+            elif not data.endswith(b"\n"):
+                data += b"\n"
+            buf = np.frombuffer(data, np.uint8)
+            ends = np.flatnonzero(buf == 10)
+            starts = np.concatenate([[0], ends[:-1] + 1])
+            solid = np.concatenate([[0], np.cumsum(~_WHITESPACE[buf], dtype=np.int32)])
+            is_rec = solid[ends] != solid[starts]  # not blank
+            if csv:
+                qs = np.concatenate([[0], np.cumsum(buf == 34, dtype=np.int32)])
+                q = qs[ends] - qs[starts]
+                inside = (quoted + np.cumsum(q) - q) % 2 == 1  # the line starts inside a quoted field
+                quoted = int((quoted + q.sum()) % 2)
+                is_rec &= ~inside
+            lines = line0 + np.flatnonzero(is_rec)
+            k = k0 + 1 + np.arange(lines.size)
+            off = lines - k
+            line0 += ends.size
+            k0 += lines.size
+            keep = k >= 1
+            k, off = k[keep], off[keep]
+            if k.size:
+                change = np.concatenate([[last is None or off[0] != last], off[1:] != off[:-1]])
+                ks.append(k[change])
+                offs.append(off[change])
+                last = int(off[-1])
+    if not ks:
+        return np.array([[1, 1 if csv else 0]], np.int64)
+    return np.stack([np.concatenate(ks), np.concatenate(offs)], axis=1)
+
+
+def _numbered_sql(path: str, con: Any, storage_options: Mapping[str, Any] | None = None
+                  ) -> tuple[str, list[str]]:
+    """A DuckDB query reading an answer source (a file or a folder; a URL needs its filesystem
+    registered on the connection: :func:`evaltk.scale._remote.register`), each row with its file
+    (``evaltk_file``, a position in the returned listing) and the record number ingest reports for
+    it (``evaltk_record``: a Parquet file's 1-based row, ``file_row_number + 1``; the line of a
+    JSONL record or of a CSV record's start, from ``WITH ORDINALITY`` (the file's own row order:
+    verified the same with several threads and ``preserve_insertion_order`` off) and
+    :func:`_record_offsets`).  Each file is read on its own (``UNION ALL BY NAME``)."""
     files, _ = _listing(path, _ANSWER_SUFFIXES, storage_options)
     if not files:
         raise UnreadableInput("no answer file (.parquet, .jsonl, .csv)", file=path)
     suf = {PurePosixPath(f).suffix.lower() for f in files}
-    lit = _sql_list(files)
-    if suf <= {".parquet"}:
-        return f"read_parquet({lit}, union_by_name = true, hive_partitioning = false)"
-    if suf <= {".csv"}:
+    if not (suf <= {".parquet"} or suf <= {".csv"} or suf <= {".jsonl", ".ndjson", ".json"}):
+        raise InputError(f"an answer source mixes formats {sorted(suf)}; use one", file=path)
+    reads = []
+    for j, f in enumerate(files):
+        q = "'" + f.replace("'", "''") + "'"
+        if PurePosixPath(f).suffix.lower() == ".parquet":
+            reads.append(f"SELECT *, {j} AS {_FILE_COL}, file_row_number + 1 AS {_RECORD_COL} "
+                         f"FROM read_parquet({q}, hive_partitioning = false)")
+            continue
+        fmt = "csv" if PurePosixPath(f).suffix.lower() == ".csv" else "jsonl"
         # CSV is text (README, "CSV as text"): no type guessed, so an id `007` stays `007`
-        return f"read_csv({lit}, union_by_name = true, hive_partitioning = false, all_varchar = true)"
-    if suf <= {".jsonl", ".ndjson", ".json"}:
-        return f"read_json({lit}, format = 'newline_delimited', union_by_name = true, hive_partitioning = false)"
-    raise InputError(f"an answer source mixes formats {sorted(suf)}; use one", file=path)
+        src = (f"read_csv({q}, hive_partitioning = false, all_varchar = true)" if fmt == "csv" else
+               f"read_json({q}, format = 'newline_delimited', hive_partitioning = false)")
+        offsets = _record_offsets(f, fmt, storage_options)
+        if len(offsets) == 1:  # every record one line further: no join
+            reads.append(f"SELECT * EXCLUDE (ordinality), {j} AS {_FILE_COL}, ordinality + {int(offsets[0, 1])} "
+                         f"AS {_RECORD_COL} FROM {src} WITH ORDINALITY")
+            continue
+        name = f"evaltk_lines_{j}"
+        con.register(name, pa.table({"k": offsets[:, 0], "off": offsets[:, 1]}))
+        reads.append(f"SELECT r.* EXCLUDE (ordinality), {j} AS {_FILE_COL}, r.ordinality + b.off AS {_RECORD_COL} "
+                     f"FROM (SELECT * FROM {src} WITH ORDINALITY) r ASOF JOIN {name} b ON r.ordinality >= b.k")
+    return "(" + " UNION ALL BY NAME ".join(reads) + ")", files
 
 
 def _jsonl_field(path: str | Path, field: str) -> list[Any]:
@@ -430,8 +521,9 @@ def _trace_ids(path: str) -> pa.Array:
 
 
 def _select_rows(source: str, trace_file: str, con: Any = None, *,
-                 storage_options: Mapping[str, Any] | None = None) -> pd.DataFrame:
-    """The rows of an answer source whose ``trace_id`` is in ``trace_file`` (a DuckDB semi-join)."""
+                 storage_options: Mapping[str, Any] | None = None) -> tuple[pd.DataFrame, list[str]]:
+    """The rows of an answer source whose ``trace_id`` is in ``trace_file`` (a DuckDB semi-join),
+    numbered (:func:`_numbered_sql`), and the source's files the numbers refer to."""
     import duckdb
 
     own = con is None
@@ -441,15 +533,58 @@ def _select_rows(source: str, trace_file: str, con: Any = None, *,
         c.register("evaltk_ids", ids)
         _remote.register(c, [source], storage_options)
         try:
-            df = c.execute(f"SELECT * FROM {_duckdb_read_sql(source, storage_options)} WHERE CAST(trace_id AS VARCHAR) "
+            src, files = _numbered_sql(source, c, storage_options)
+            df = c.execute(f"SELECT * FROM {src} WHERE CAST(trace_id AS VARCHAR) "
                            "IN (SELECT trace_id FROM evaltk_ids)").df()
         except duckdb.Error as e:  # not a table DuckDB reads (a bad quote, a deep line, not Parquet)
             raise UnreadableInput(f"not readable as an answer table ({str(e).splitlines()[0]})",
                                   file=source) from None
         c.unregister("evaltk_ids")
-        return df
+        return df, files
     finally:
         c.close()
+
+
+def _staged_sources(path: str | None) -> dict[str, Any] | None:
+    """``{"source": ..., "files": [...]}`` of a file :func:`_shuffle_shared` staged (its key-value
+    metadata), None for any other file."""
+    if path is None or PurePosixPath(path).suffix.lower() != ".parquet" or _SHUFFLE_DIR not in Path(path).parts:
+        return None
+    meta = pq.read_schema(path).metadata or {}
+    return json.loads(meta[_SOURCES_KEY]) if _SOURCES_KEY in meta else None
+
+
+def _located_answers(frame: pd.DataFrame, source: str, files: Sequence[str], kind: str, strict: bool) -> Any:
+    """``read_answers`` of rows selected or staged from a shared source (numbered by
+    :func:`_numbered_sql`), in the order of their files and records, with the ledger, the
+    duplicate reasons and a strict error naming each row's own file and record number: those
+    ingest gives when it reads the file itself, never the staged copy's."""
+    from ..ingest import AnswerRecords, read_answers
+
+    frame = frame.sort_values([_FILE_COL, _RECORD_COL], kind="stable", ignore_index=True)
+    fidx = frame.pop(_FILE_COL).to_numpy(np.int64)
+    rec = frame.pop(_RECORD_COL).to_numpy(np.int64)
+    names = np.asarray(list(files), dtype=object)
+    try:
+        recs = read_answers(frame, strict=strict, kind=kind)
+    except InputError as e:  # the first malformed row (strict), or the whole table (a column missing)
+        at = e.record if isinstance(e.record, int | np.integer) and 1 <= e.record <= len(rec) else None
+        where = ({"file": str(names[fidx[at - 1]]), "record": int(rec[at - 1])} if at is not None
+                 else {"file": source, "record": None})
+        extra = {"limit": e.limit} if isinstance(e, LimitExceeded) else {}
+        raise type(e)(e.detail, field=e.field, **where, **extra) from None
+    led = recs.ledger
+    pos = led["record"].to_numpy(np.int64) - 1
+    ledger = led.assign(source=pd.Series(names[fidx[pos]], index=led.index).astype(led["source"].dtype),
+                        record=rec[pos])
+    table = recs.table.assign(record=rec[recs.table["record"].to_numpy(np.int64) - 1])
+    return AnswerRecords(table=table, ledger=ledger, kind=kind)
+
+
+def _staged_answers(path: str, meta: Mapping[str, Any], kind: str, strict: bool) -> Any:
+    """A partition's staged shuffle file read as :func:`_located_answers` reads selected rows."""
+    frame = _io.read_parquet(path).to_pandas()
+    return _located_answers(frame, meta["source"], meta["files"], kind, strict)
 
 
 _MARKER_ID = "\x00evaltk:tier-marker"
@@ -617,13 +752,16 @@ def _score_local(part: Partition, origin: Partition, *, out: str | None, by: Seq
     from ..scoring import score_traces
 
     so = options.get("storage_options")
-    answers: Any = part.answers
-    labels: Any = part.labels
+    strict = bool(options.get("strict", False))
+    sources: dict[str, Any] = {"answers": part.answers, "labels": part.labels}
     try:
-        if shared.get("answers"):
-            answers = _select_rows(shared["answers"], part.traces, storage_options=so)  # type: ignore[arg-type]
-        if shared.get("labels"):
-            labels = _select_rows(shared["labels"], part.traces, storage_options=so)  # type: ignore[arg-type]
+        for name, kind in (("answers", "answer"), ("labels", "label")):
+            if shared.get(name):  # selected from the source here (a URL `out`: no shuffle)
+                frame, files = _select_rows(shared[name], part.traces, storage_options=so)  # type: ignore[arg-type]
+                sources[name] = _located_answers(frame, shared[name], files, kind, strict)  # type: ignore[arg-type]
+            elif (meta := _staged_sources(getattr(part, name))) is not None:  # staged by the shuffle
+                sources[name] = _staged_answers(getattr(part, name), meta, kind, strict)
+        answers, labels = sources["answers"], sources["labels"]
         ing = ingest_traces(part.traces, answers, labels, strict=options.get("strict", False),
                             domain_rule=options.get("domain_rule"))
     except pa.ArrowInvalid as e:  # a Parquet file Arrow cannot open: unreadable input, named
@@ -861,12 +999,10 @@ def _shuffle_shared(parts: Sequence[Partition], shared: Mapping[str, str | None]
     files = [p.traces for p in parts]
     found: dict[str, dict[int, str]] = {}
     con = duckdb.connect()
+    ok = False
     try:
-        if memory_limit is not None:
-            con.execute(f"SET memory_limit = '{_check_size(memory_limit)}'")
-        if temp_directory is not None:
-            con.execute(f"SET temp_directory = '{str(temp_directory)}'".replace("\\", "/"))
-        con.execute("SET preserve_insertion_order = true")
+        # rows in any order (each partition's reader sorts its own by file and record): less to hold
+        con.execute("SET preserve_insertion_order = false")
         _remote.register(con, [*files, *(shared[n] for n in names)], storage_options)
         ids = " UNION ALL ".join(_ids_sql(i, f, "CAST(trace_id AS VARCHAR) AS evaltk_tid, {i} AS evaltk_part")
                                  for i, f in enumerate(files))
@@ -877,28 +1013,49 @@ def _shuffle_shared(parts: Sequence[Partition], shared: Mapping[str, str | None]
 
                 shutil.rmtree(dest)
             dest.parent.mkdir(parents=True, exist_ok=True)
-            src = _duckdb_read_sql(shared[name], storage_options)  # type: ignore[arg-type]
             q = "'" + str(dest).replace("'", "''") + "'"
+            sources: list[str] = []
             try:
-                con.execute(f"COPY (SELECT a.*, i.evaltk_part FROM {src} a JOIN ({ids}) i "
-                            f"ON CAST(a.trace_id AS VARCHAR) = i.evaltk_tid) TO {q} "
-                            "(FORMAT parquet, PARTITION_BY (evaltk_part))")
+                # each row keeps its file and record number (the ledger names them, not the copy)
+                with _bounded(con, memory_limit, f"the shuffle of the shared {name} ({shared[name]})",
+                              temp_directory):
+                    src, sources = _numbered_sql(shared[name], con, storage_options)  # type: ignore[arg-type]
+                    meta = json.dumps({"source": shared[name], "files": sources}).replace("'", "''")
+                    con.execute(f"COPY (SELECT a.*, i.evaltk_part FROM {src} a JOIN ({ids}) i "
+                                f"ON CAST(a.trace_id AS VARCHAR) = i.evaltk_tid) TO {q} "
+                                f"(FORMAT parquet, PARTITION_BY (evaltk_part), "
+                                f"KV_METADATA {{'{_SOURCES_KEY.decode()}': '{meta}'}})")
             except duckdb.Error as e:  # DuckDB's message names the file it could not read
-                bad = next((f for f in files if f in str(e)), shared[name])
+                bad = next((f for f in [*files, *sources] if f in str(e)), shared[name])
                 raise UnreadableInput(f"cannot shuffle the {name} ({str(e).splitlines()[0]})", file=bad) from None
             found[name] = {}
             for i, fs in _group_files(dest).items():
                 if len(fs) > 1:  # one file per partition: DuckDB may split a large one
                     whole = dest / f"evaltk_part={i}" / "all.parquet"
-                    pq.write_table(pa.concat_tables([pq.read_table(x) for x in fs]), whole)
+                    tables = [pq.read_table(x) for x in fs]
+                    pq.write_table(pa.concat_tables(tables).replace_schema_metadata(tables[0].schema.metadata), whole)
                     for x in fs:
                         Path(x).unlink()
                     fs = [str(whole)]
                 found[name][i] = fs[0]
+        ok = True
     finally:
         con.close()
+        if not ok and root.exists(_SHUFFLE_DIR):
+            root.remove(_SHUFFLE_DIR)
     new = [replace(p, **{n: found[n].get(i) for n in names}) for i, p in enumerate(parts)]  # type: ignore[arg-type]  # answers/labels are optional on a Partition
     return new, {**shared, **dict.fromkeys(names)}
+
+
+@contextlib.contextmanager
+def _removed_after(root: Root, rel: str) -> Iterator[None]:
+    """Remove ``root/rel`` (the staged shuffle) when the block ends, whether it finished or raised:
+    nothing outside the run points into it, and a rerun stages again."""
+    try:
+        yield
+    finally:
+        if root.exists(rel):
+            root.remove(rel)
 
 
 def _group_files(dest: Path) -> dict[int, list[str]]:
@@ -921,42 +1078,47 @@ def _check_unique_ids(parts: Sequence[Partition], *, memory_limit: str | None = 
     if len(parts) < 2:
         return
     duckdb = optional_module("duckdb")
-    read = _ids_sql
     files = [p.traces for p in parts]
     con = duckdb.connect()
-
-
+    phase = f"the check that no trace id is in two partitions ({len(files)} trace files)"
     try:
         _remote.register(con, files, storage_options)
-        if memory_limit is not None:
-            con.execute(f"SET memory_limit = '{_check_size(memory_limit)}'")
-        if temp_directory is not None:
-            con.execute(f"SET temp_directory = '{str(temp_directory)}'".replace("\\", "/"))
-        hashed = " UNION ALL ".join(read(i, f, "hash(CAST(trace_id AS VARCHAR)) AS h, {i} AS f")
-                                    for i, f in enumerate(files))
-        try:
-            cand = [r[0] for r in con.execute(
-                f"SELECT h FROM (SELECT DISTINCT h, f FROM ({hashed})) GROUP BY h HAVING count(*) > 1").fetchall()]
-        except duckdb.Error as e:  # a trace file DuckDB cannot read: name it (DuckDB's message does)
-            bad = next((f for f in files if f in str(e)), files[0] if len(files) == 1 else None)
-            kind = "Parquet" if bad is not None and str(bad).lower().endswith(".parquet") else "JSONL or Parquet"
-            raise UnreadableInput(f"a trace file cannot be read: not a readable {kind} file "
-                                  f"({str(e).splitlines()[0]})",
-                                  file=bad) from None
-        if not cand:
-            return
-        con.register("evaltk_cand", pa.table({"h": pa.array(cand, pa.uint64())}))
-        ids = " UNION ALL ".join(read(i, f, "CAST(trace_id AS VARCHAR) AS trace_id, {i} AS f")
-                                 for i, f in enumerate(files))
-        row = con.execute(f"SELECT trace_id, min(f), max(f) FROM ({ids}) WHERE hash(trace_id) IN "
-                          "(SELECT h FROM evaltk_cand) GROUP BY trace_id HAVING count(DISTINCT f) > 1 "
-                          "ORDER BY trace_id LIMIT 1").fetchone()
+        con.execute("SET preserve_insertion_order = false")
+        with _bounded(con, memory_limit, phase, temp_directory):
+            row = _repeated_id(con, files)
     finally:
         con.close()
     if row is not None:
         a, b = files[int(row[1])], files[int(row[2])]
         raise InputError(f"trace_id {row[0]!r} occurs in two partitions ({a} and {b}); a trace's "
                          "steps must stay in one partition", file=a, record=str(row[0]), field="trace_id")
+
+
+def _repeated_id(con: Any, files: Sequence[str]) -> tuple[Any, ...] | None:
+    """``(trace_id, first file number, last file number)`` of the smallest trace id in two of
+    ``files``, or None (the queries of :func:`_check_unique_ids`)."""
+    duckdb = optional_module("duckdb")
+    hashed = " UNION ALL ".join(_ids_sql(i, f, "hash(CAST(trace_id AS VARCHAR)) AS h, {i} AS f")
+                                for i, f in enumerate(files))
+    try:
+        cand = [r[0] for r in con.execute(
+            f"SELECT h FROM (SELECT DISTINCT h, f FROM ({hashed})) GROUP BY h HAVING count(*) > 1").fetchall()]
+    except (duckdb.OutOfMemoryException, duckdb.InterruptException):
+        raise  # the memory limit's (see _bounded)
+    except duckdb.Error as e:  # a trace file DuckDB cannot read: name it (DuckDB's message does)
+        bad = next((f for f in files if f in str(e)), files[0] if len(files) == 1 else None)
+        kind = "Parquet" if bad is not None and str(bad).lower().endswith(".parquet") else "JSONL or Parquet"
+        raise UnreadableInput(f"a trace file cannot be read: not a readable {kind} file "
+                              f"({str(e).splitlines()[0]})",
+                              file=bad) from None
+    if not cand:
+        return None
+    con.register("evaltk_cand", pa.table({"h": pa.array(cand, pa.uint64())}))
+    ids = " UNION ALL ".join(_ids_sql(i, f, "CAST(trace_id AS VARCHAR) AS trace_id, {i} AS f")
+                             for i, f in enumerate(files))
+    return con.execute(f"SELECT trace_id, min(f), max(f) FROM ({ids}) WHERE hash(trace_id) IN "
+                       "(SELECT h FROM evaltk_cand) GROUP BY trace_id HAVING count(DISTINCT f) > 1 "
+                       "ORDER BY trace_id LIMIT 1").fetchone()
 
 
 def _write_manifest(root: Root, summary: DatasetSummary) -> None:
@@ -1090,10 +1252,13 @@ def score_dataset(traces: str | Path, answers: str | Path | None = None, labels:
     by : str or sequence of str, optional
         Run columns (``agent``, ``domain``, a hive key) to group the score summary by.
     memory_limit : str, optional
-        ``"4GB"``, ``"512MiB"``.  With ``engine="duckdb"`` the whole run's bound: DuckDB's
-        SQL, and the scoring (this process plus its worker processes: partitions admitted
-        largest first, as many at once as the measured worker peak fits; past the limit the
-        workers are stopped and :class:`~evaltk.errors.LimitExceeded` names the partition).
+        ``"4GB"``, ``"512MiB"``.  With ``engine="duckdb"`` the whole run's bound: the id
+        check and the shuffle of shared answers (this process: DuckDB gets half of what the
+        limit leaves and spills the rest; past the limit DuckDB is stopped and
+        :class:`~evaltk.errors.LimitExceeded` names the phase; with any engine), the scoring
+        (this process plus its worker processes: partitions admitted largest first, as many
+        at once as the measured worker peak fits; past the limit the workers are stopped and
+        ``LimitExceeded`` names the partition) and DuckDB's SQL summary (its own limit).
         With Dask, each worker's limit in a cluster evaltk starts.
     threads, temp_directory : optional
         DuckDB's thread count and spill folder.
@@ -1174,7 +1339,7 @@ def score_dataset(traces: str | Path, answers: str | Path | None = None, labels:
         _LOG.info("resuming: %d of %d partitions already done in %s", len(done), len(parts), root)
     tmp_dir = None if temp_directory is None else str(temp_directory)
     memory: Mapping[str, Any] = {}
-    with _progress(len(parts), len(done), progress) as tick:
+    with _progress(len(parts), len(done), progress) as tick, _removed_after(root, _SHUFFLE_DIR):
         if check_ids:
             _maybe_check_ids(parts, memory_limit, tmp_dir, so)
         if kind == "duckdb":
@@ -1192,8 +1357,6 @@ def score_dataset(traces: str | Path, answers: str | Path | None = None, labels:
                 pieces.append(cast(DatasetSummary, _score_partition(p, **kw)))  # summarize=True: a summary
                 tick(p.key)
             summary = combine_all(pieces) if pieces else _empty_summary(keys)
-    if root.exists(_SHUFFLE_DIR):
-        root.remove(_SHUFFLE_DIR)
     _write_manifest(root, summary)
     _write_complete(root, parts)  # last: the dataset is complete
     return ScoredDataset(root.path(), summary, len(parts), kind, memory)  # type: ignore[arg-type]  # a local or remote root
@@ -1262,7 +1425,8 @@ def _input_bytes(p: Partition) -> int:
 
 
 class _MemoryBudget:
-    """``memory_limit`` over the whole scoring phase: this process plus its worker processes.
+    """``memory_limit`` over a phase: this process plus its worker processes (the scoring, below), or
+    this process running DuckDB (the id check and the shuffle: :func:`_bounded`).
 
     Partitions are admitted largest first (input bytes): the first runs alone, and its worker's
     measured peak (VmHWM) sets how many may run at once, ``(limit - the rest) // peak``, at most
@@ -1340,6 +1504,81 @@ class _MemoryBudget:
             "stopped and nothing more is written. Raise memory_limit, or split the partition into smaller "
             "files; the partitions already done are kept (rerun with resume=True / --resume)",
             limit="memory_limit", file=first)
+
+
+    def phase_refusal(self, phase: str, why: str) -> LimitExceeded:
+        """The refusal of a phase this process runs in DuckDB (the id check, the shuffle)."""
+        return LimitExceeded(
+            f"memory_limit={self.text} cannot hold {phase}: {why}; nothing more was scored. Raise "
+            "memory_limit (DuckDB spills to temp_directory= beyond its share)", limit="memory_limit")
+
+
+#: The share of what ``memory_limit`` leaves (after this process and its descendants) that DuckDB's
+#: own ``memory_limit`` is set to in the phases it runs in this process (the trace-id check, the
+#: shuffle of shared answers).  DuckDB's limit bounds its buffer manager only: its readers, the
+#: Parquet writer and the allocator's slack come on top (``benchmarks/shuffle_memory.py`` measures
+#: the process's VmHWM for several shares; docs/scale.md, *The memory limit*).
+_DUCKDB_SHARE = 0.5
+#: The least DuckDB is given in such a phase, and per DuckDB thread (one thread reading JSON Lines
+#: needs 48 MiB, measured): a smaller share is refused before DuckDB starts, and DuckDB runs on at
+#: most ``share // _DUCKDB_FLOOR`` threads.
+_DUCKDB_FLOOR = 64 * 2**20
+
+
+@contextlib.contextmanager
+def _bounded(con: Any, memory_limit: str | None, phase: str, temp_directory: str | None = None) -> Iterator[None]:
+    """Hold a DuckDB phase of this process under ``memory_limit``: DuckDB's own limit is set to
+    :data:`_DUCKDB_SHARE` of what the limit leaves, it spills to ``temp_directory`` (a temporary
+    folder, removed afterwards, when none is given), and the watchdog of :class:`_MemoryBudget`
+    (this process and its descendants, every 50 ms) interrupts the query past the limit.  Either way
+    the run is refused with :class:`~evaltk.errors.LimitExceeded` (exit 65) naming ``phase``."""
+    duckdb = optional_module("duckdb")
+    if memory_limit is None:
+        if temp_directory is not None:
+            con.execute(f"SET temp_directory = '{str(temp_directory)}'".replace("\\", "/"))
+        yield
+        return
+    budget = _MemoryBudget(memory_limit)
+    budget.check_fits()
+    rest = budget.base + sum(_proc_status(p, "VmRSS") for p in _descendants())
+    room = budget.limit - rest
+    give = int(room * _DUCKDB_SHARE)
+    if give < _DUCKDB_FLOOR:
+        raise budget.phase_refusal(phase, f"this process and its descendants hold {_fmt_mib(rest)}, which leaves "
+                                          f"{_fmt_mib(max(room, 0))}, and DuckDB, given {_DUCKDB_SHARE:.0%} of that, "
+                                          f"needs at least {_fmt_mib(_DUCKDB_FLOOR)}")
+    spill = tempfile.TemporaryDirectory(prefix="evaltk-spill-") if temp_directory is None else None
+    try:
+        con.execute(f"SET memory_limit = '{give // 2**20}MiB'")
+        # each DuckDB thread holds buffers of its own (a JSON reader's: 48 MiB, measured): fewer threads
+        # when the share is small, rather than running out
+        threads = int(con.execute("SELECT current_setting('threads')").fetchone()[0])
+        con.execute(f"SET threads = {max(1, min(threads, give // _DUCKDB_FLOOR))}")
+        con.execute(f"SET temp_directory = '{spill.name if spill else str(temp_directory)}'".replace("\\", "/"))
+        budget.watch(lambda: [phase], con.interrupt)
+        try:
+            yield
+        except duckdb.OutOfMemoryException as e:  # DuckDB's own limit: what it holds does not spill
+            raise budget.phase_refusal(phase, f"DuckDB, given {_fmt_mib(give)} of it ({_DUCKDB_SHARE:.0%} of what "
+                                              f"this process and its descendants, {_fmt_mib(rest)}, leave), ran out "
+                                              f"({str(e).splitlines()[0]})") from None
+        except duckdb.Error:
+            if budget.over is not None:  # the watchdog interrupted the query
+                raise budget.phase_refusal(phase, _over(budget)) from None
+            raise
+        finally:
+            budget.stop()
+        if budget.over is not None:
+            raise budget.phase_refusal(phase, _over(budget))
+    finally:
+        if spill is not None:
+            spill.cleanup()
+
+
+def _over(budget: _MemoryBudget) -> str:
+    assert budget.over is not None
+    return (f"this process and its descendants reached {_fmt_mib(budget.over[0])} (this process held "
+            f"{_fmt_mib(budget.base)} before it), so DuckDB was stopped")
 
 
 def _pool_run(todo: Sequence[Partition], kw: Mapping[str, Any], n_workers: int | None,

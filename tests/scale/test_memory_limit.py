@@ -3,7 +3,9 @@
 The limit covers this process plus its worker processes: partitions are admitted largest
 first, the first alone, and the worker peak measured on it (VmHWM) sets how many run at
 once; a watchdog kills the workers when the resident total passes the limit and the run is
-refused (``LimitExceeded``, exit 65) naming the partition.  The limits below are computed
+refused (``LimitExceeded``, exit 65) naming the partition.  The id check and the shuffle of
+shared answers run DuckDB in this process: it gets half of what the limit leaves, watched the
+same way, and a phase that cannot fit is refused naming it.  The limits below are computed
 from memory measured in the test (this process's size, a worker's peak), never typed in.
 """
 
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import json
 import os
 import subprocess
 import sys
@@ -147,11 +150,12 @@ def _worker_size(env=None):
 def test_a_partition_that_cannot_fit_is_refused_by_name(store, tmp_path):
     out = tmp_path / "out"
     # half a worker's size above this process: what this process adds before the budget is made
-    # (partition discovery, the id check) fits in it, and the forkserver and a worker each hold
-    # a whole worker's imports, so the first partition cannot fit
+    # (partition discovery) fits in it, and the forkserver and a worker each hold a whole worker's
+    # imports, so the first partition cannot fit.  No DuckDB phase before the scoring (no shared
+    # labels to shuffle, no id check): they are bounded too (the tests at the end of this file)
     limit = _proc_status("self", "VmRSS") + _worker_size() // 2
     with pytest.raises(LimitExceeded) as e:
-        score_dataset(store / "traces", store / "answers", store / "labels.csv", out=out, engine="duckdb",
+        score_dataset(store / "traces", store / "answers", out=out, engine="duckdb", check_ids=False,
                       n_workers=2, memory_limit=_mib(limit))
     assert e.value.limit == "memory_limit"
     msg = str(e.value)
@@ -174,7 +178,85 @@ def test_the_command_line_exits_65_naming_the_partition(store, tmp_path):
     rss = _worker_size(env)
     p = subprocess.run([sys.executable, "-m", "evaltk", "scale", "score", str(store / "traces"), "--answers",
                         str(store / "answers"), "--out", str(tmp_path / "out"), "--engine", "duckdb",
-                        "--workers", "2", "--memory-limit", _mib(rss + 40 * 2**20)],
+                        "--workers", "2", "--memory-limit", _mib(rss + 240 * 2**20)],  # the id check fits, a worker not
                        capture_output=True, text=True, env=env)
     assert p.returncode == 65, p.stderr
     assert "cannot hold the scoring of partition" in p.stderr and "Traceback" not in p.stderr
+
+
+# --------------------------------------------------------------------------- the DuckDB phases of this process
+
+
+@pytest.fixture(scope="module")
+def shared_store(tmp_path_factory):
+    return write_parts(tmp_path_factory.mktemp("shm") / "store", make_demo(n_traces=600, rng=5), 4,
+                       shared_answers=True)
+
+
+def _tree_rss() -> int:
+    me = psutil.Process()
+    return me.memory_info().rss + sum(c.memory_info().rss for c in me.children(recursive=True))
+
+
+@pytest.mark.parametrize("layout", ["shared", "co"])
+def test_a_limit_the_duckdb_phase_cannot_fit_is_refused_naming_it(store, shared_store, tmp_path, layout):
+    """The id check and the shuffle run in this process: a limit that leaves them less than DuckDB's
+    least room is refused before DuckDB starts, naming the phase, with nothing scored."""
+    s = shared_store if layout == "shared" else store
+    answers = s / ("answers.parquet" if layout == "shared" else "answers")
+    phase = ("the shuffle of the shared answers" if layout == "shared"
+             else "the check that no trace id is in two partitions")
+    out = tmp_path / "out"
+    limit = _tree_rss() + 64 * 2**20  # this process as it is, and 64 MiB: DuckDB's half is too small
+    with pytest.raises(LimitExceeded) as e:
+        score_dataset(s / "traces", answers, out=out, engine="duckdb", n_workers=2, memory_limit=_mib(limit))
+    assert e.value.limit == "memory_limit"
+    assert f"cannot hold {phase}" in str(e.value) and "needs at least 64 MiB" in str(e.value), str(e.value)
+    assert count_files(out) == 0 and not (out / "_shuffle").exists()
+
+
+def test_a_shared_answers_run_under_a_tight_limit_stays_under_it(shared_store, tmp_path):
+    """A fresh process (its VmHWM is its own): the run without a limit measures what it grows by; the
+    run under ``memory_limit`` = the resident size then + that growth + twice DuckDB's least share (64 MiB)
+    completes, with the same scores, and the process's VmHWM over it stays under the limit."""
+    script = r"""
+import json, sys
+from pathlib import Path
+import duckdb, pandas, pyarrow  # noqa: F401 - loaded before the resident size is read
+from evaltk.scale import score_dataset
+from evaltk.scale._scale import _proc_status
+
+store, out = Path(sys.argv[1]), Path(sys.argv[2])
+args = (store / "traces", store / "answers.parquet", store / "labels.csv")
+
+def reset():
+    with open("/proc/self/clear_refs", "w") as fh:
+        fh.write("5")
+    return _proc_status("self", "VmRSS")
+
+base = reset()
+score_dataset(*args, out=out / "free", engine="pandas")
+grew = _proc_status("self", "VmHWM") - base
+start = reset()
+limit = start + grew + 128 * 2**20
+score_dataset(*args, out=out / "bound", engine="pandas", memory_limit=f"{limit // 2**20}MiB")
+print(json.dumps({"grew": grew, "start": start, "limit": limit // 2**20 * 2**20, "peak": _proc_status("self", "VmHWM")}))
+"""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    p = subprocess.run([sys.executable, "-c", script, str(shared_store), str(tmp_path)], capture_output=True,
+                       text=True, env=env)
+    assert p.returncode == 0, p.stderr
+    r = json.loads(p.stdout.strip().splitlines()[-1])
+    assert r["peak"] <= r["limit"], r
+    for k in ("part-0", "part-3"):
+        pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "free" / "scores" / f"{k}.parquet"),
+                                      pd.read_parquet(tmp_path / "bound" / "scores" / f"{k}.parquet"))
+
+
+def test_the_command_line_exits_65_naming_the_shuffle(shared_store, tmp_path):
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    p = subprocess.run([sys.executable, "-m", "evaltk", "scale", "score", str(shared_store / "traces"), "--answers",
+                        str(shared_store / "answers.parquet"), "--out", str(tmp_path / "out"), "--engine", "duckdb",
+                        "--memory-limit", "1MiB"], capture_output=True, text=True, env=env)
+    assert p.returncode == 65, p.stderr
+    assert "memory_limit=1MiB" in p.stderr and "Traceback" not in p.stderr

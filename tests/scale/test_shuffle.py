@@ -9,6 +9,7 @@ reads only its own rows.  Before, every partition scanned the whole answer sourc
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pandas as pd
 import pyarrow.parquet as pq
@@ -19,7 +20,7 @@ pytest.importorskip("duckdb", reason="the shuffle runs in DuckDB (the `scale` ex
 from evaltk.data._datasets import make_demo  # noqa: E402
 from evaltk.scale import discover_partitions, score_dataset, summarize_dataset  # noqa: E402
 from evaltk.scale._remote import Root  # noqa: E402
-from evaltk.scale._scale import _shuffle_shared  # noqa: E402
+from evaltk.scale._scale import _proc_status, _shuffle_shared  # noqa: E402
 
 from .conftest import write_parts  # noqa: E402
 
@@ -33,7 +34,8 @@ def test_each_partition_gets_exactly_its_traces_answers(demo, tmp_path):
     store = write_parts(tmp_path / "store", demo, 4, shared_answers=True)
     parts, shared = discover_partitions(store / "traces", store / "answers.parquet", store / "labels.csv")
     assert shared["answers"] and shared["labels"]
-    new, left = _shuffle_shared(parts, shared, Root(tmp_path / "out"), memory_limit="256MB", temp_directory=None,
+    limit = f"{(_proc_status('self', 'VmRSS') + 512 * 2**20) // 2**20}MiB"  # room for the shuffle, whatever this holds
+    new, left = _shuffle_shared(parts, shared, Root(tmp_path / "out"), memory_limit=limit, temp_directory=None,
                                 storage_options=None)
     assert left == {"answers": None, "labels": None}
     ids_of = [{json.loads(line)["trace_id"] for line in open(p.traces)} for p in parts]
@@ -73,3 +75,150 @@ def test_an_unreadable_trace_file_is_named_by_the_shuffle(demo, tmp_path):
     (store / "traces" / "part-1.parquet").write_bytes(b"corrupt")
     with pytest.raises(UnreadableInput, match="part-1.parquet"):
         score_dataset(store / "traces", store / "answers.parquet", out=tmp_path / "o", check_ids=False)
+
+
+# --------------------------------------------------------------------------- the ledger names the source
+
+
+def _answers_with_faults(demo) -> pd.DataFrame:
+    """The demo answers shuffled (a warehouse export is in no order), with an unknown answer word, a
+    second unknown word, an identical duplicate (dropped naming the first copy's record) and a
+    rater_version holding a newline (a quoted newline in CSV: the records after it start one line
+    further)."""
+    a = demo.answers.sample(frac=1.0, random_state=3).reset_index(drop=True)
+    a.loc[37, "answer"] = "banana"
+    a.loc[400, "answer"] = "kumquat"
+    a.loc[12, "rater_version"] = "v1\nbeta"
+    return pd.concat([a, a.iloc[[5]]], ignore_index=True)
+
+
+def _write_answers(frame: pd.DataFrame, path, fmt: str) -> None:
+    """``frame`` as CSV or JSONL with blank lines inside (ingest skips them, numbering by line),
+    or Parquet."""
+    if fmt == "parquet":
+        frame.to_parquet(path, index=False)
+        return
+    text = frame.to_csv(index=False) if fmt == "csv" else frame.to_json(orient="records", lines=True)
+    lines = text.splitlines()
+    lines[100:100] = ["", ""]
+    lines[300:300] = ["   "] if fmt == "jsonl" else [""]
+    path.write_text("\n".join(lines) + "\n\n", encoding="utf-8")
+
+
+def _ledger_rows(out, kind: str = "answer") -> pd.DataFrame:
+    led = pd.concat([pd.read_parquet(f) for f in sorted((out / "ledger").rglob("*.parquet"))], ignore_index=True)
+    return _sorted(led[led["kind"] == kind])
+
+
+def _sorted(led: pd.DataFrame) -> pd.DataFrame:
+    cols = ["source", "record", "trace_id", "status", "reason", "field"]
+    led = led[cols].astype({"source": str, "record": "int64", "trace_id": object, "status": str,
+                            "reason": object, "field": object})
+    return led.sort_values(["source", "record"], ignore_index=True)
+
+
+def _direct(demo, sources, kind: str = "answer") -> pd.DataFrame:
+    """The ledger ingest writes for the answer files read themselves beside every trace, restricted
+    to the answers whose trace is in the store (the shuffle keeps no row without a run to join)."""
+    from evaltk.ingest import ingest_traces
+
+    ing = (ingest_traces(list(demo.traces), sources) if kind == "answer"
+           else ingest_traces(list(demo.traces), labels=sources))
+    led = ing.ledger[ing.ledger["kind"] == kind]
+    ids = {str(r["trace_id"]) for r in demo.traces}
+    return _sorted(led[led["trace_id"].astype(str).isin(ids)])
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl", "parquet"])
+def test_the_ledger_names_the_shared_file_and_its_record(demo, tmp_path, fmt):
+    store = write_parts(tmp_path / "store", demo, 4)
+    src = tmp_path / f"export.{fmt}"
+    frame = _answers_with_faults(demo)
+    _write_answers(frame, src, fmt)
+    ref = _direct(demo, str(src))
+    bad = ref[ref["reason"].astype(str).str.contains("banana|kumquat|identical to record")]
+    assert len(bad) == 3, bad  # the faults are there to be named
+    score_dataset(store / "traces", src, out=tmp_path / "out")
+    got = _ledger_rows(tmp_path / "out")
+    pd.testing.assert_frame_equal(got, ref)
+    assert not (tmp_path / "out" / "_shuffle").exists()
+    assert not got["source"].str.contains("_shuffle").any() and not got["reason"].astype(str).str.contains(
+        "_shuffle").any()
+
+
+def test_the_record_numbers_are_the_lines_ingest_reads(demo, tmp_path):
+    """Checked against the file itself, not only against ingest: a CSV record's number is the line
+    its row starts on (the header is line 1)."""
+    store = write_parts(tmp_path / "store", demo, 2)
+    src = tmp_path / "export.csv"
+    _write_answers(_answers_with_faults(demo), src, "csv")
+    score_dataset(store / "traces", src, out=tmp_path / "out")
+    got = _ledger_rows(tmp_path / "out")
+    lines = src.read_text(encoding="utf-8").split("\n")
+    for word in ("banana", "kumquat"):
+        row = got[got["reason"].astype(str).str.contains(word)].iloc[0]
+        assert f",{word}," in lines[row["record"] - 1], (word, row["record"])
+
+
+def test_a_strict_run_names_the_shared_file_not_the_staged_copy(demo, tmp_path):
+    from evaltk.errors import SchemaViolation
+    from evaltk.ingest import read_answers
+
+    store = write_parts(tmp_path / "store", demo, 4)
+    src = tmp_path / "export.csv"
+    frame = demo.answers.sample(frac=1.0, random_state=4).reset_index(drop=True)
+    frame.loc[250, "answer"] = "banana"
+    _write_answers(frame, src, "csv")
+    with pytest.raises(SchemaViolation) as direct:
+        read_answers(src, strict=True)
+    with pytest.raises(SchemaViolation) as e:
+        score_dataset(store / "traces", src, out=tmp_path / "out", strict=True)
+    assert (e.value.file, e.value.record, e.value.field) == (str(src), direct.value.record, direct.value.field)
+    assert "_shuffle" not in str(e.value) and "banana" in str(e.value)
+    assert not (tmp_path / "out" / "_shuffle").exists()  # removed on failure too
+
+
+def test_several_shared_files_in_hive_folders_each_name_their_own(demo, tmp_path):
+    """A hive-partitioned store, and a folder of answer exports whose folders match none of its
+    partitions: every ledger row names its own export file and its record there, for answers and
+    for labels alike."""
+    traces = list(demo.traces)
+    for i, week in enumerate(("2026-W40", "2026-W41", "2026-W42")):
+        d = tmp_path / "store" / "traces" / f"week={week}"
+        d.mkdir(parents=True)
+        with open(d / "part-0.jsonl", "w", encoding="utf-8") as fh:
+            for r in traces[i::3]:
+                fh.write(json.dumps(r) + "\n")
+    frame = _answers_with_faults(demo)
+    files = []
+    for day, rows in (("1", frame.iloc[::2]), ("2", frame.iloc[1::2])):
+        (tmp_path / "export" / f"day={day}").mkdir(parents=True)
+        files.append(str(tmp_path / "export" / f"day={day}" / f"answers-{day}.csv"))
+        _write_answers(rows, Path(files[-1]), "csv")
+    labels = demo.labels.copy()
+    labels.loc[7, "answer"] = "banana"
+    labels.to_csv(tmp_path / "labels.csv", index=False)
+    score_dataset(tmp_path / "store" / "traces", tmp_path / "export", tmp_path / "labels.csv", out=tmp_path / "out")
+    got = _ledger_rows(tmp_path / "out")
+    pd.testing.assert_frame_equal(got, _direct(demo, files))
+    assert set(got["source"]) == set(files)
+    pd.testing.assert_frame_equal(_ledger_rows(tmp_path / "out", "label"),
+                                  _direct(demo, str(tmp_path / "labels.csv"), "label"))
+
+
+def test_rows_selected_for_a_url_out_name_the_shared_file_too(demo, tmp_path):
+    """With an object-storage ``out`` there is no shuffle: each partition selects its rows from the
+    source, and they are named the same way."""
+    import uuid
+
+    import fsspec
+
+    store = write_parts(tmp_path / "store", demo, 2)
+    src = tmp_path / "export.jsonl"
+    _write_answers(_answers_with_faults(demo), src, "jsonl")
+    out = f"memory://evaltk-{uuid.uuid4().hex}/scored"
+    score_dataset(store / "traces", src, out=out)
+    fs = fsspec.filesystem("memory")
+    led = pd.concat([pd.read_parquet(fs.open(f)) for f in sorted(fs.glob(out.split("://")[1] + "/ledger/*.parquet"))],
+                    ignore_index=True)
+    pd.testing.assert_frame_equal(_sorted(led[led["kind"] == "answer"]), _direct(demo, str(src)))
