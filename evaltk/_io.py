@@ -403,33 +403,38 @@ def _as_array(data: bytes | bytearray | memoryview | str) -> np.ndarray:
     return np.frombuffer(data, np.uint8)
 
 
+#: Every byte but a quote and the four brackets (what :func:`json_depth` deletes first).
+_NOT_STRUCTURE = bytes(b for b in range(256) if b not in b'"[]{}')
+
+
 def json_depth(data: bytes | memoryview | str) -> int:
     """The deepest nesting of arrays and objects in one JSON document (0 for a scalar).
+
+    Three passes in C over the text leave only what the nesting depends on: escaped
+    backslashes and escaped quotes are removed (``\\\\`` then ``\\"``, left to right, as
+    a JSON tokenizer pairs them), then every byte but a quote and a bracket, then every two
+    adjacent quotes (which changes no bracket's side of a string: a string without a bracket
+    in it leaves nothing).  NumPy then reads the few bytes left: a bracket after an odd
+    number of quotes is inside a string.
 
     Examples
     --------
     >>> json_depth('{"a": [1, {"b": "]]"}]}')
     3
     """
-    a = _as_array(data)
-    quotes = np.flatnonzero(a == 34)
-    if quotes.size:  # a quote after an odd run of backslashes is escaped
-        after = quotes[quotes > 0]
-        cand = after[a[after - 1] == 92]
-        if cand.size:
-            bs = np.flatnonzero(a == 92)
-            run_start = np.maximum.accumulate(np.where(np.r_[True, np.diff(bs) != 1], bs, 0))
-            odd = (cand - run_start[np.searchsorted(bs, cand - 1)]) % 2 == 1
-            quotes = np.setdiff1d(quotes, cand[odd], assume_unique=True)
-    low = a | 32  # "[" and "{" become 123, "]" and "}" 125
-    opens, closes = np.flatnonzero(low == 123), np.flatnonzero(low == 125)
-    if quotes.size:  # a bracket after an odd number of quotes is inside a string
-        opens = opens[(np.searchsorted(quotes, opens) & 1) == 0]
-        closes = closes[(np.searchsorted(quotes, closes) & 1) == 0]
-    if not opens.size:
+    if isinstance(data, str):
+        data = data.encode("utf-8", "surrogatepass")
+    raw = data if isinstance(data, bytes) else bytes(data)
+    if b"\\" in raw:
+        raw = raw.replace(b"\\\\", b"").replace(b'\\"', b"")
+    events = raw.translate(None, _NOT_STRUCTURE).replace(b'""', b"")
+    if not events:
         return 0
-    # the depth just inside each opening bracket: the openings so far less the closings before it
-    return max(int((np.arange(1, opens.size + 1) - np.searchsorted(closes, opens)).max()), 0)
+    a = np.frombuffer(events, np.uint8)
+    step = (a == 91).view(np.int8) + (a == 123).view(np.int8) - (a == 93).view(np.int8) - (a == 125).view(np.int8)
+    if b'"' in events:  # a bracket after an odd number of quotes is inside a string
+        step[(np.cumsum(a == 34, dtype=np.int64) & 1) == 1] = 0
+    return max(int(np.cumsum(step, dtype=np.int64).max()), 0)
 
 
 def json_line_screen(data: bytes, start: int = 0, stop: int | None = None, *,
