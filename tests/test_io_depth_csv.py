@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evaltk import _io
+from evaltk.errors import SchemaViolation, UnreadableInput
 
 
 def _reference_depth(data: bytes) -> int:
@@ -49,3 +51,83 @@ def test_json_depth_of_strings_with_brackets_quotes_and_escapes():
     deep = "[" * 5000 + "]" * 5000
     assert _io.json_depth(deep) == 5000
     assert _io.json_depth(json.dumps({"k": ["é[", {"x": ["ü"]}]}, ensure_ascii=False)) == 4
+
+
+# --------------------------------------------------------------------------- read_csv_text
+
+
+def _outcome(fn):
+    try:
+        return fn(), None
+    except Exception as e:  # noqa: BLE001 - the error itself is compared
+        return None, (type(e).__name__, str(e), getattr(e, "record", None), getattr(e, "field", None))
+
+
+def _as_rows(frame):
+    return (list(frame.columns), [[None if isinstance(v, float) else v for v in row]
+                                  for row in frame.astype(object).values.tolist()],
+            [frame.attrs["lines"][i] for i in range(len(frame))])
+
+
+def _reference(p, missing):
+    header, rows, lines = _io._csv_records_text(_io.decode_utf8(p.read_bytes(), file=str(p)), p, missing)
+    return header, rows, lines
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(list('ab,\n\r" é') + ["NA", "\r\n", ",,", "a,b\n"]), max_size=25).map("".join),
+       st.booleans(), st.booleans())
+def test_csv_through_arrow_gives_the_per_record_readers_table_or_error(tmp_path_factory, text, empty, na):
+    p = tmp_path_factory.mktemp("csv") / "t.csv"
+    p.write_bytes(text.encode("utf-8"))
+    missing = ["NA"] if na else []
+    got, err = _outcome(lambda: _as_rows(_io.read_csv_text(p, empty_is_missing=empty, missing=missing)))
+    ref, ref_err = _outcome(lambda: _reference(p, set(missing) | ({""} if empty else set())))
+    assert err == ref_err
+    assert got == ref
+
+
+def test_csv_text_fast_path_keeps_words_lines_and_declared_missing(tmp_path):
+    import pandas as pd
+
+    p = tmp_path / "r.csv"
+    p.write_bytes(b"\xef\xbb\xbfitem_id,rater,rating\r\nNA,a,none\r\nNone,b,\r\n2,null,NaN\r\n")
+    assert _io._csv_through_arrow(p.read_bytes(), set()) is not None  # the Arrow path reads it
+    f = _io.read_csv_text(p, required=["rating"], empty_is_missing=True)
+    assert list(f.columns) == ["item_id", "rater", "rating"]
+    assert all(isinstance(f[c].dtype, pd.StringDtype) and f[c].dtype.storage == "pyarrow" for c in f)
+    assert f["item_id"].tolist() == ["NA", "None", "2"] and f["rating"].isna().tolist() == [False, True, False]
+    assert [f.attrs["lines"][i] for i in range(3)] == [2, 3, 4] and len(f.attrs["lines"]) == 3
+    with pytest.raises(KeyError):
+        f.attrs["lines"][3]
+    q = tmp_path / "q.csv"
+    q.write_text('item_id,rating\n"x,1",yes\n\ny,no\n', encoding="utf-8")   # a quote, a blank line: per record
+    g = _io.read_csv_text(q)
+    assert g["item_id"].tolist() == ["x,1", "y"] and [g.attrs["lines"][i] for i in range(2)] == [2, 4]
+    assert isinstance(g["item_id"].dtype, pd.StringDtype)
+
+
+@pytest.mark.parametrize("body, match, record", [
+    (b"a,b\n1,2\n3\n", "has 1 fields; the header has 2", 3),
+    (b"a,a\n1,2\n", "duplicated column names", 1),
+    (b"", "no header row", None),
+    (b"a,b\n1,\xe9\n", "not UTF-8", None),
+])
+def test_csv_text_errors_name_the_line_on_either_path(tmp_path, body, match, record):
+    p = tmp_path / "bad.csv"
+    p.write_bytes(body)
+    with pytest.raises((SchemaViolation, UnreadableInput), match=match) as e:
+        _io.read_csv_text(p)
+    assert e.value.file == str(p)
+    if record is not None:
+        assert e.value.record == record
+
+
+def test_csv_text_record_limit_holds_on_the_arrow_path(tmp_path):
+    from evaltk.errors import LimitExceeded
+
+    p = tmp_path / "many.csv"
+    p.write_text("a,b\n" + "".join(f"{i},x\n" for i in range(50)), encoding="utf-8")
+    with _io.limits(records=10), pytest.raises(LimitExceeded):
+        _io.read_csv_text(p)
+    assert len(_io.read_csv_text(p, required=["a"])) == 50

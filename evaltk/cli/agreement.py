@@ -149,7 +149,6 @@ def _read_long_table(path: str, fields: Sequence[str], rating: str) -> pd.DataFr
             frame = _read_jsonl_table(path)
         else:
             frame = read_csv_text(path, empty_is_missing=True)
-            frame.attrs["lines"] = {i: i + 2 for i in range(len(frame))}  # line 1 is the header
     except (FileNotFoundError, IsADirectoryError, PermissionError) as e:
         raise UnreadableInput(f"cannot open: {e.strerror or e}", file=path) from None
     except (OSError, ValueError) as e:
