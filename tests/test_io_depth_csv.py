@@ -131,3 +131,19 @@ def test_csv_text_record_limit_holds_on_the_arrow_path(tmp_path):
     with _io.limits(records=10), pytest.raises(LimitExceeded):
         _io.read_csv_text(p)
     assert len(_io.read_csv_text(p, required=["a"])) == 50
+
+
+@pytest.mark.parametrize("quoted", [False, True])
+def test_agreement_errors_name_the_line_of_the_row(tmp_path, capsys, quoted):
+    from evaltk.cli import main
+
+    q = '"' if quoted else ""   # a quote sends the file to the per-record reader
+    p = tmp_path / "dup.csv"
+    p.write_text(f"item_id,rater,rating\na,r1,1\na,r2,2\n{q}b{q},r1,1\nb,r1,2\n", encoding="utf-8")
+    assert main(["agreement", str(p), "--coefficient", "fleiss_kappa"]) == 65
+    err = capsys.readouterr().err
+    assert "line 5" in err and "rater 'r1' rated item 'b' more than once" in err
+    p.write_text(f"item_id,rater,rating\na,r1,1\n{q}{q},r2,2\n", encoding="utf-8")
+    assert main(["agreement", str(p), "--coefficient", "fleiss_kappa"]) == 65
+    err = capsys.readouterr().err
+    assert "line 3" in err and "missing 'item_id' label" in err
