@@ -10,7 +10,11 @@ The end-to-end rows are what ``evaltk suite summarize`` and the suite_gating not
 run: from the run file on disk to the summary document (``load_suite_run(path)``,
 ``summarize_suite``, ``EvalSummary.to_dict``) against the peer from the same file
 (``json.load`` and its loop).  The rows below them start from the parsed mapping (an
-API caller holding a dict) and from a tidy trial table (``suite_run_from_frame``).
+API caller holding a dict) and from a tidy trial table (``suite_run_from_frame``).  The
+mapping rows are timed first; the parsed document is then dropped, so the rows from the
+file run in a process holding no parsed run, as the CLI's does (a live tree of millions
+of objects makes every collection of the cyclic garbage collector walk it, which slows
+the peer's ``json.load`` most).
 
 For each size it prints CPU seconds (``time.process_time``: the machine is shared, wall
 time is noisy), wall seconds, tasks per CPU-second, microseconds per task, the peak

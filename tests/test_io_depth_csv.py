@@ -75,7 +75,7 @@ def _reference(p, missing):
 
 
 @settings(max_examples=400, deadline=None)
-@given(st.lists(st.sampled_from(list('ab,\n\r" é') + ["NA", "\r\n", ",,", "a,b\n"]), max_size=25).map("".join),
+@given(st.lists(st.sampled_from(list('ab,\n\r" é\x00\t\ufeff') + ["NA", "\r\n", ",,", "a,b\n"]), max_size=25).map("".join),
        st.booleans(), st.booleans())
 def test_csv_through_arrow_gives_the_per_record_readers_table_or_error(tmp_path_factory, text, empty, na):
     p = tmp_path_factory.mktemp("csv") / "t.csv"
