@@ -20,7 +20,7 @@ Workloads (issue #17):
    columns (the floor for text), and sklearn on the same labels.
 3. Fleiss' kappa, 100,000 units x 5 raters: an array, a units x raters DataFrame, the long
    table ``data=`` (int ids; pandas ``str`` ids, as Parquet and ``pandas.read_csv`` give them;
-   object ids, as the CLI's CSV reader gives them; rows grouped by item, by rater, shuffled,
+   object ids; the table the CLI's CSV reader ``read_csv_text`` gives; rows grouped by item, by rater, shuffled,
    or with 5% of the ratings left out); floor: a NumPy Fleiss from ``np.bincount``; peer:
    statsmodels ``aggregate_raters`` + ``fleiss_kappa`` on the ready array, and on the same
    long table after the ``pivot`` it needs first (the fair peer on a long table).
@@ -210,7 +210,8 @@ def fleiss_section(rounds: int, rng: np.random.Generator) -> None:
     text_ids = long.assign(item_id="item-" + long["item_id"].astype(str), rater="r" + long["rater"].astype(str))
     tables = {  # the same ratings as a long table, one row per rating
         "str ids": text_ids.astype({"item_id": "str", "rater": "str"}),       # Parquet, pandas.read_csv
-        "object ids": text_ids.astype({"item_id": object, "rater": object}),  # evaltk's CSV reader (the CLI)
+        "object ids": text_ids.astype({"item_id": object, "rater": object}),  # a frame of Python strings
+        "CLI's CSV": cli_table(text_ids),  # what `evaltk agreement FILE.csv` reads: read_csv_text, numeric ratings
     }
     tables["str ids, by rater"] = tables["str ids"].iloc[np.lexsort((long["item_id"], long["rater"]))]
     tables["str ids, shuffled"] = tables["str ids"].iloc[rng.permutation(n * m)]
@@ -235,7 +236,8 @@ def fleiss_section(rounds: int, rng: np.random.Generator) -> None:
         ("statsmodels / array", "statsmodels", "array", ">= 10x"),
         ("statsmodels / long table data= (int ids)", "statsmodels", "long int ids", ">= 10x"),
     ]
-    for name, what in (("str ids", "pandas str ids (Parquet)"), ("object ids", "object ids (the CLI's CSV)"),
+    for name, what in (("str ids", "pandas str ids (Parquet)"), ("object ids", "object ids"),
+                       ("CLI's CSV", "the CLI's CSV reader (read_csv_text)"),
                        ("str ids, by rater", "str ids, rows by rater"),
                        ("str ids, shuffled", "str ids, rows shuffled")):
         rows.append((f"statsmodels (array) / data=, {what}", "statsmodels", name, ">= 10x"))
@@ -245,6 +247,25 @@ def fleiss_section(rounds: int, rng: np.random.Generator) -> None:
              ("long table (str ids, 5% of rows left out) / array", "incomplete", "array", "")]
     report("3. Fleiss' kappa, 100,000 units x 5 raters (long tables: 500,000 rows, grouped by item "
            "unless said)", t, rows)
+
+
+def cli_table(long: pd.DataFrame) -> pd.DataFrame:
+    """The long table as the agreement command reads it: written to CSV, read back by
+    ``evaltk._io.read_csv_text`` (every cell text), the ratings then numbers, as the command
+    makes them when every rating reads as one."""
+    import tempfile
+
+    from evaltk._io import read_csv_text
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "ratings.csv")
+        long.to_csv(path, index=False)
+        t0 = time.process_time()
+        frame = read_csv_text(path, empty_is_missing=True)
+        cpu = time.process_time() - t0
+    print(f"  (read_csv_text of the {len(frame):,}-row CSV: {cpu * 1e3:.0f} ms CPU; columns "
+          f"{', '.join(f'{c} {frame[c].dtype}' for c in frame.columns)})")
+    return frame.assign(rating=pd.to_numeric(frame["rating"]))
 
 
 def pivot(long: pd.DataFrame) -> np.ndarray:

@@ -149,7 +149,6 @@ def _read_long_table(path: str, fields: Sequence[str], rating: str) -> pd.DataFr
             frame = _read_jsonl_table(path)
         else:
             frame = read_csv_text(path, empty_is_missing=True)
-            frame.attrs["lines"] = {i: i + 2 for i in range(len(frame))}  # line 1 is the header
     except (FileNotFoundError, IsADirectoryError, PermissionError) as e:
         raise UnreadableInput(f"cannot open: {e.strerror or e}", file=path) from None
     except (OSError, ValueError) as e:
@@ -225,7 +224,12 @@ def _cmd_agreement(args: Any) -> int:
             warnings.simplefilter("always", EvaltkWarning)
             res = fn(**kwargs)
     except InputError as e:
-        raise SchemaViolation(e.detail, file=args.file, record=e.record, field=e.field) from None
+        record = e.record  # the row label: the file's line (or record) where the reader kept it
+        try:
+            record = _line_of(frame, record) if record is not None else None
+        except (KeyError, IndexError, TypeError):
+            pass
+        raise SchemaViolation(e.detail, file=args.file, record=record, field=e.field) from None
     notes = [str(w.message) for w in caught if issubclass(w.category, EvaltkWarning)]
     row = res.to_frame().iloc[0].to_dict()
     row = {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()}

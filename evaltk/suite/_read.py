@@ -719,8 +719,10 @@ def _columnar(raw: bytes, file: str) -> SuiteRun:
     import pyarrow as pa
     import pyarrow.json as pj
 
-    escapes = b"\\u" in raw
-    if (not _OPENS_OBJECT.match(raw) or b"NaN" in raw or b"Infinity" in raw or len(raw) >= 2**31 - 1
+    # one-byte searches (memchr) first: most runs hold no backslash, no "N" and no "I" at all
+    escapes = b"\\" in raw and b"\\u" in raw
+    if (not _OPENS_OBJECT.match(raw) or (b"N" in raw and b"NaN" in raw)
+            or (b"I" in raw and b"Infinity" in raw) or len(raw) >= 2**31 - 1
             or b"\x1e" in raw or b"\x1f" in raw or (escapes and _SURROGATE_ESCAPE.search(raw))
             or not (raw.isascii() or _utf8(raw))):
         raise _Refer  # the reference reader names the field holding a NaN, or refuses the text

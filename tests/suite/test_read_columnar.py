@@ -303,3 +303,16 @@ def _io_document(p):
     from evaltk import _io
 
     return _io.read_document(p)
+
+
+@pytest.mark.parametrize("token", ["Infinity", "-Infinity", "NaN"])
+def test_a_bare_non_finite_number_in_a_trial_is_named_by_the_reference_reader(tmp_path, token):
+    d = generated(6, n_tasks=4)
+    text = json.dumps(d)
+    first = json.dumps(d["tasks"][2]["trials"][0]["score"])
+    at = text.index('"score": ' + first, text.index('"id": "' + d["tasks"][2]["id"] + '"'))
+    p = tmp_path / "run.json"
+    p.write_text(text[:at] + '"score": ' + token + text[at + len('"score": ' + first):])
+    with pytest.raises(SchemaViolation) as e:
+        load_suite_run(p)
+    assert e.value.record == d["tasks"][2]["id"] and e.value.field == "trials[0].score"
