@@ -554,6 +554,15 @@ def _staged_sources(path: str | None) -> dict[str, Any] | None:
     return json.loads(meta[_SOURCES_KEY]) if _SOURCES_KEY in meta else None
 
 
+def _like(values: pd.Series, column: pd.Series) -> pd.Series:
+    """``values`` (text) in ``column``'s kind of dtype: a categorical of the values themselves
+    (the ingest tables' rule, :data:`evaltk.ingest.CATEGORICAL_COLUMNS`: sorted, none unused)
+    where ``column`` is one, else ``column``'s dtype."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        return values.astype(column.cat.categories.dtype).astype("category")
+    return values.astype(column.dtype)
+
+
 def _located_answers(frame: pd.DataFrame, source: str, files: Sequence[str], kind: str, strict: bool) -> Any:
     """``read_answers`` of rows selected or staged from a shared source (numbered by
     :func:`_numbered_sql`), in the order of their files and records, with the ledger, the
@@ -575,8 +584,7 @@ def _located_answers(frame: pd.DataFrame, source: str, files: Sequence[str], kin
         raise type(e)(e.detail, field=e.field, **where, **extra) from None
     led = recs.ledger
     pos = led["record"].to_numpy(np.int64) - 1
-    ledger = led.assign(source=pd.Series(names[fidx[pos]], index=led.index).astype(led["source"].dtype),
-                        record=rec[pos])
+    ledger = led.assign(source=_like(pd.Series(names[fidx[pos]], index=led.index), led["source"]), record=rec[pos])
     table = recs.table.assign(record=rec[recs.table["record"].to_numpy(np.int64) - 1])
     return AnswerRecords(table=table, ledger=ledger, kind=kind)
 
@@ -770,7 +778,8 @@ def _score_local(part: Partition, origin: Partition, *, out: str | None, by: Seq
     ledger = ing.ledger
     if part != origin:  # the ledger names the files as the caller did, not the staged copies
         names = {getattr(part, f): getattr(origin, f) for f in ("traces", "answers", "labels") if getattr(part, f)}
-        ledger = ledger.assign(source=ledger["source"].map(lambda x: names.get(x, x)))
+        ledger = ledger.assign(source=_like(ledger["source"].astype(object).map(lambda x: names.get(x, x)),
+                                            ledger["source"]))
     if len(ing.runs) == 0:  # nothing kept: only the ledger says why (no empty score or run file)
         _write_outputs(origin, out, None, None, ledger, so)
         return _empty_summary(by) if summarize else None
