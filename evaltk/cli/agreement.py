@@ -65,23 +65,30 @@ def _numeric_ratings(frame: pd.DataFrame, rating: str, path: str) -> pd.DataFram
     from ..errors import SchemaViolation
 
     col = frame[rating]
-    cells = col[col.notna()]
-    if cells.empty:
+    present = col.notna().to_numpy()
+    if not present.any():
         return frame
-    is_number = cells.map(lambda s: bool(_NUMBER.fullmatch(s)))
-    is_non_finite = cells.map(lambda s: bool(_NON_FINITE.fullmatch(s)))
+    # each distinct text is looked at once (ratings repeat: a handful of values over many rows)
+    codes, uniq = pd.factorize(col[present])
+    texts = [str(u) for u in uniq]
+    is_number = np.fromiter((bool(_NUMBER.fullmatch(t)) for t in texts), bool, len(texts))
+    is_non_finite = np.fromiter((bool(_NON_FINITE.fullmatch(t)) for t in texts), bool, len(texts))
     if not is_number.any() or not (is_number | is_non_finite).all():
         return frame  # words (or only nan spellings, which are words here): text
-    bad = cells[is_non_finite]
-    if bad.empty:
-        values = pd.to_numeric(col)
-        bad = cells[values[cells.index].map(lambda v: not math.isfinite(v))]  # 1e999
-    if not bad.empty:
-        idx = bad.index[0]
+    numbers = None if is_non_finite.any() else pd.to_numeric(pd.Series(texts, dtype=object)).to_numpy()
+    bad_value = is_non_finite if numbers is None else ~np.isfinite(numbers.astype(float))  # nan spelled, 1e999
+    if bad_value.any():
+        idx = col.index[np.flatnonzero(present)[np.flatnonzero(bad_value[codes])[0]]]  # the first such row
         raise SchemaViolation(f"rating {col[idx]!r} is not a finite number (the other ratings are "
                               "numbers)", file=path, record=_line_of(frame, idx), field=rating)
+    assert numbers is not None
+    if present.all():  # what pd.to_numeric gives on the whole column: int64 for integers, else float64
+        values = numbers[codes]
+    else:
+        values = np.full(len(col), np.nan)
+        values[present] = numbers[codes]
     out = frame.copy()
-    out[rating] = values
+    out[rating] = pd.Series(values, index=col.index)
     return out
 
 
@@ -90,10 +97,15 @@ def _finite_or_raise(frame: pd.DataFrame, rating: str, path: str) -> None:
     from ..errors import SchemaViolation
 
     col = frame[rating]
-    for idx, v in col.items():
-        if isinstance(v, (float, np.floating)) and not math.isnan(v) and not math.isfinite(v):
-            raise SchemaViolation(f"rating {v!r} is not a finite number", file=path,
-                                  record=_line_of(frame, idx), field=rating)
+    if col.dtype.kind == "f":  # a float column: one vectorised test
+        inf = np.flatnonzero(np.isinf(col.to_numpy()))
+        rows = col.index[inf[:1]]
+    else:  # mixed values: the floats among them
+        rows = [idx for idx, v in col.items()
+                if isinstance(v, (float, np.floating)) and not math.isnan(v) and not math.isfinite(v)][:1]
+    for idx in rows:
+        raise SchemaViolation(f"rating {col[idx]!r} is not a finite number", file=path,
+                              record=_line_of(frame, idx), field=rating)
 
 
 def _read_jsonl_table(path: str) -> pd.DataFrame:
