@@ -82,7 +82,6 @@ from ..stats import (
     ConfusionTable,
     PassCounts,
     ScoreSummary,
-    calibration_table,
     combine_all,
     pass_counts,
     score_partials,
@@ -90,7 +89,15 @@ from ..stats import (
 from ..values import CAUSES, Abstention, normalize_measure
 from . import _remote
 from ._remote import Root, is_remote
-from ._summaries import CALIBRATION_CATEGORIES, SUMMARIES_DIR, write_partition_summary
+from ._summaries import (
+    CALIBRATION_CATEGORIES,
+    SUMMARIES_DIR,
+    ReportSummary,
+    _run_column,
+    _run_positions,
+    report_summary,
+    write_partition_summary,
+)
 
 #: Progress of long work (partitions scored) is logged here at INFO, never printed.
 logger = logging.getLogger("evaltk.scale")
@@ -239,18 +246,26 @@ class ScoredDataset:
     engine: str
 
 
-def _summary_of(scores: pd.DataFrame, runs: pd.DataFrame, by: Sequence[str]) -> DatasetSummary:
-    """The summary of one scored partition (frames as written)."""
+def _summary_of(scores: pd.DataFrame, runs: pd.DataFrame, by: Sequence[str],
+                report: ReportSummary | None = None) -> DatasetSummary:
+    """The summary of one scored partition (frames as written).  ``report``, the partition's
+    :class:`ReportSummary` when already computed, gives the judge-vs-human tables and (without
+    ``by``) the score summary, so they are not counted twice."""
+    report = report_summary(scores, runs) if report is None else report
+    pos = _run_positions(scores["trace_id"], runs["trace_id"])
     keys = ["measure", "tier", *by]
-    f = scores
-    if by:
-        f = f.merge(runs[["trace_id", *by]], on="trace_id", how="left")
-    s = ScoreSummary.from_partials(score_partials(f, keys), keys)
-    cal = {m: calibration_table(scores, m, categories=cats) for m, cats in CALIBRATION_CATEGORIES.items()}
-    x = scores[((scores["measure"] == "x_task") & (scores["tier"] == "automatic")).to_numpy(bool, na_value=False)]
-    pos = pd.Index(runs["trace_id"].astype(str)).get_indexer(x["trace_id"].astype(str))  # type: ignore[arg-type]  # pandas-stubs: a Series is accepted
-    task = runs["task"].to_numpy(dtype=object)[pos]
-    return DatasetSummary(s, cal, pass_counts(task, x["value"].to_numpy(float)),
+    if by:  # the run columns through each score's run position, as categoricals (no row join)
+        f = pd.DataFrame({"measure": scores["measure"].array, "tier": scores["tier"].array,
+                          **{b: _run_column(runs, b, pos) for b in by},
+                          "value": scores["value"].array, "cause": scores["cause"].array})
+        s = ScoreSummary.from_partials(score_partials(f, keys), keys)
+    else:
+        s = report.scores
+    x = np.flatnonzero(((scores["measure"] == "x_task") & (scores["tier"] == "automatic")).to_numpy(
+        bool, na_value=False) & (pos >= 0))
+    task = runs["task"].to_numpy(dtype=object)[pos[x]]
+    return DatasetSummary(s, dict(report.calibration),
+                          pass_counts(task, pd.to_numeric(scores["value"], errors="coerce").to_numpy(float)[x]),
                           frozenset(str(t) for t in runs["task"].unique()), len(runs))
 
 
@@ -623,11 +638,12 @@ def _score_local(part: Partition, origin: Partition, *, out: str | None, by: Seq
     runs = runs[[c for c in dict.fromkeys((*_RUN_OUT, *(k for k, _ in part.hive))) if c in runs.columns]]
     if "guide" in runs.columns:
         runs = runs.assign(guide=_guide_json(runs["guide"]))
-    _write_outputs(origin, out, scores, runs, ledger, so)
+    report = report_summary(scores, runs)  # written beside the partition; the Dask summary reuses it
+    _write_outputs(origin, out, scores, runs, ledger, so, report=report)
     missing = [b for b in by if b not in runs.columns]
     if missing:
         raise InputError(f"`by` names {missing}, not a run column (have {list(runs.columns)})", field="by")
-    summary = _summary_of(scores, runs, by) if summarize else None
+    summary = _summary_of(scores, runs, by, report) if summarize else None
     del ing, m, scores, runs
     _release_memory()
     return summary
@@ -672,7 +688,8 @@ def _release_memory() -> None:
 
 
 def _write_outputs(part: Partition, out: str | None, scores: pd.DataFrame | None, runs: pd.DataFrame | None,
-                   ledger: pd.DataFrame, storage_options: Mapping[str, Any] | None = None) -> None:
+                   ledger: pd.DataFrame, storage_options: Mapping[str, Any] | None = None, *,
+                   report: ReportSummary | None = None) -> None:
     """Write a partition's files (each atomically: a temporary name renamed, or one PUT on object
     storage), then its marker ``_partitions/<key>.json`` with their digests: a partition is done
     exactly when its marker is there."""
@@ -686,7 +703,8 @@ def _write_outputs(part: Partition, out: str | None, scores: pd.DataFrame | None
             if frame is None:
                 continue
             if t == SUMMARIES_DIR:  # the partition's mergeable summaries, read by `evaltk report --scored`
-                rel = write_partition_summary(Path(d), part.key, frame, runs)  # type: ignore[arg-type]
+                summary = report_summary(frame, runs) if report is None else report  # type: ignore[arg-type]
+                rel = write_partition_summary(Path(d), part.key, summary)
             else:
                 _write(frame, Path(d), t, part.key)
                 rel = f"{t}/{part.key}.parquet"
