@@ -49,6 +49,7 @@ same ``rng`` (they are drawn from the combined count tables).
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import math
@@ -680,11 +681,24 @@ def _release_memory() -> None:
         return
     gc.collect()
     pa.default_memory_pool().release_unused()
-    with contextlib.suppress(OSError, AttributeError):
+    libc = _libc()
+    if libc is not None:
+        libc.malloc_trim(0)
+    _RELEASED_AT[0] = _proc_status("self", "VmRSS")
+
+
+@functools.cache
+def _libc() -> Any:
+    """glibc, loaded once (each ``ctypes.CDLL`` call makes a new function-pointer class that stays
+    alive: loading it per release grew the process by a few objects a partition); None without glibc."""
+    try:
         import ctypes
 
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    _RELEASED_AT[0] = _proc_status("self", "VmRSS")
+        lib = ctypes.CDLL("libc.so.6")
+        lib.malloc_trim  # noqa: B018 - AttributeError here when there is no malloc_trim
+        return lib
+    except (OSError, AttributeError):
+        return None
 
 
 def _write_outputs(part: Partition, out: str | None, scores: pd.DataFrame | None, runs: pd.DataFrame | None,
@@ -797,6 +811,15 @@ def _check_size(s: str) -> str:
     return s.strip()
 
 
+#: Dask configuration of the workers of a ``LocalCluster`` evaltk starts (docs/scale.md, "Scaling
+#: out", gives the same for ``dask worker``): the statistical profiler off.  It samples every
+#: worker thread's stack every 10 ms and keeps a profile per second of work for
+#: ``distributed.admin.low-level-log-length`` (1000) seconds: about 0.5 MiB a second of scoring
+#: (the workers' resident memory grew by that per partition, up to some 500 MiB each, before
+#: it levels off) and a tenth of a worker's CPU; a LocalCluster without dashboard shows none of it.
+WORKER_CONFIG: dict[str, Any] = {"distributed.worker.profile.enabled": False}
+
+
 @contextlib.contextmanager
 def _dask_client(engine: Any, memory_limit: str | None, n_workers: int | None) -> Iterator[Any]:
     distributed = optional_module("distributed")
@@ -810,9 +833,11 @@ def _dask_client(engine: Any, memory_limit: str | None, n_workers: int | None) -
     except ValueError:
         pass
     _check_main_guard("engine='dask' (a LocalCluster)")
+    dask = optional_module("dask")
     try:
-        cluster = distributed.LocalCluster(n_workers=n_workers or 2, threads_per_worker=1, processes=True,
-                                           memory_limit=memory_limit or "auto", dashboard_address=None)
+        with dask.config.set(WORKER_CONFIG):  # the nannies pass it to the worker processes they start
+            cluster = distributed.LocalCluster(n_workers=n_workers or 2, threads_per_worker=1, processes=True,
+                                               memory_limit=memory_limit or "auto", dashboard_address=None)
     except RuntimeError as e:
         if "failed to start" not in str(e):
             raise
@@ -1513,31 +1538,41 @@ def _progress(total: int, initial: int, show: bool) -> Iterator[Callable[[str], 
 def _dask_run(client: Any, todo: Sequence[Partition], done_pairs: Sequence[tuple[str, str]],
               kw: Mapping[str, Any], keys: Sequence[str], tick: Callable[[str], None]) -> DatasetSummary:
     """Score ``todo`` on the cluster; on any failure (or Ctrl-C) cancel every task sent and wait
-    until none is still running, so nothing is written after this call has raised."""
+    until none is still running, so nothing is written after this call has raised.
+
+    The reduction tree is sent with the partitions, and this function keeps a reference only to
+    its root and to the partitions not finished yet: a partition's summary is dropped from the
+    worker's memory as soon as the combine above it has run, not held to the end of the run (Dask
+    frees a result nobody holds once its dependents are done)."""
     import uuid
 
     distributed = optional_module("distributed")
     prefix = f"evaltk-scale-{uuid.uuid4().hex}"
-    sent: list[Any] = []
     key_of = {f"{prefix}-score-{i}": p.key for i, p in enumerate(todo)}
+    live: dict[str, Any] = {}  # partitions (and earlier runs' summaries) not finished yet, by task key
+    root: list[Any] = []
     try:
-        futures = client.map(_score_partition, list(todo), pure=False, key=list(key_of), **kw)
-        sent += futures
-        for f in distributed.as_completed(futures):
+        leaves = client.map(_score_partition, list(todo), pure=False, key=list(key_of), **kw)
+        if done_pairs:
+            leaves += client.map(_summary_of_files, list(done_pairs), by=list(keys), pure=False,
+                                 storage_options=kw["options"].get("storage_options"),
+                                 key=[f"{prefix}-done-{i}" for i in range(len(done_pairs))])
+        if not leaves:
+            return _empty_summary(keys)
+        live.update((f.key, f) for f in leaves)
+        root.append(_tree_reduce(client, leaves, split_every=8, prefix=prefix, wait=False))
+        done = distributed.as_completed(leaves)
+        del leaves
+        for f in done:
             if f.status == "error":
                 f.result()  # raises the task's exception here
-            tick(key_of[f.key])
-        if done_pairs:
-            prior = client.map(_summary_of_files, list(done_pairs), by=list(keys), pure=False,
-                               storage_options=kw["options"].get("storage_options"),
-                               key=[f"{prefix}-done-{i}" for i in range(len(done_pairs))])
-            sent += prior
-            futures = [*futures, *prior]
-        if not futures:
-            return _empty_summary(keys)
-        return _tree_reduce(client, futures, sent=sent, prefix=prefix)
+            if f.key in key_of:
+                tick(key_of[f.key])
+            del live[f.key]
+        del f
+        return cast(DatasetSummary, root[0].result())
     except BaseException as e:
-        _cancel_dask(client, sent, prefix)
+        _cancel_dask(client, [*root, *live.values()], prefix)
         if isinstance(e, _lost_worker_errors()):
             so = kw["options"].get("storage_options")
             task = getattr(e, "task", None)  # KilledWorker names the task
@@ -1597,9 +1632,12 @@ def _maybe_check_ids(parts: Sequence[Partition], memory_limit: str | None = None
                       storage_options=storage_options)
 
 
-def _tree_reduce(client: Any, futures: list[Any], split_every: int = 2, *, sent: list[Any] | None = None,
-                 prefix: str | None = None) -> DatasetSummary:
-    """Combine summaries on the cluster, pairwise, as a balanced tree; only the root comes back."""
+def _tree_reduce(client: Any, futures: list[Any], split_every: int = 2, *, prefix: str | None = None,
+                 wait: bool = True) -> Any:
+    """Combine summaries on the cluster, ``split_every`` at a time, as a balanced tree of a fixed
+    shape (the same order of additions every run); only the root comes back: its result, or with
+    ``wait=False`` its future.  Every combine is sent at once and runs when its inputs are done;
+    only the root is referenced here, so Dask frees each intermediate result once it is used."""
     level = 0
     while len(futures) > 1:
         nxt = []
@@ -1609,13 +1647,10 @@ def _tree_reduce(client: Any, futures: list[Any], split_every: int = 2, *, sent:
                 nxt.append(group[0])
                 continue
             extra = {} if prefix is None else {"key": f"{prefix}-combine-{level}-{i}"}
-            f = client.submit(_combine_many, *group, pure=False, **extra)
-            if sent is not None:
-                sent.append(f)
-            nxt.append(f)
+            nxt.append(client.submit(_combine_many, *group, pure=False, **extra))
         futures = nxt
         level += 1
-    return futures[0].result()
+    return futures[0].result() if wait else futures[0]
 
 
 def _combine_many(*items: DatasetSummary) -> DatasetSummary:
