@@ -195,8 +195,8 @@ def _value_counts(measure: pd.Series, values: np.ndarray, rows: np.ndarray) -> d
     if isinstance(measure.dtype, pd.CategoricalDtype):
         mc, mu = measure.cat.codes.to_numpy()[rows].astype(np.int64), np.asarray(measure.cat.categories, object)
     else:
-        mc, mu = pd.factorize(measure.iloc[rows], sort=True)
-        mc, mu = np.asarray(mc, np.int64), np.asarray(mu, object)
+        codes, uniques = pd.factorize(measure.iloc[rows], sort=True)
+        mc, mu = np.asarray(codes, np.int64), np.asarray(uniques, object)
     vc, vu = pd.factorize(values[rows], sort=True)
     cell = mc * len(vu) + vc
     seen, n = np.unique(cell, return_counts=True)

@@ -248,7 +248,6 @@ def score_partials(frame: pd.DataFrame, by: str | Sequence[str] = ("measure",), 
     keys = [by] if isinstance(by, str) else list(by)
     v = pd.to_numeric(frame[value], errors="coerce").to_numpy(float)
     valued = ~np.isnan(v)
-    vz = np.where(valued, v, 0.0)
     coded = [_group_codes(frame[k]) for k in keys]
     gid, size = np.zeros(len(frame), np.int64), 1
     for codes, uniques in coded:  # one mixed-radix group number per row, in the groups' sort order
@@ -267,14 +266,26 @@ def score_partials(frame: pd.DataFrame, by: str | Sequence[str] = ("measure",), 
                         for k, (c, u) in zip(keys, coded, strict=True)})
     out["n"] = n[obs].astype(np.int64)
     out["n_valued"] = np.bincount(gid[valued], minlength=size)[obs].astype(np.int64)
-    out["total"] = np.bincount(gid, weights=vz, minlength=size)[obs]
-    out["total_sq"] = np.bincount(gid, weights=vz * vz, minlength=size)[obs]
+    out["total"], out["total_sq"] = _group_sums(gid[valued], v[valued], size, obs)
     cc = _cause_codes(frame[cause])
     has = cc >= 0
     per_cause = np.bincount(gid[has] * len(CAUSES) + cc[has], minlength=size * len(CAUSES)).reshape(size, -1)
     for j, c in enumerate(CAUSES):
         out[f"n_{c}"] = per_cause[obs, j].astype(np.int64)
     return out
+
+
+def _group_sums(gid: np.ndarray, v: np.ndarray, size: int, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per group (``obs``) the sum and the sum of squares of its values, each group's values in row
+    order summed by ``ndarray.sum`` and ``np.dot``: the additions :func:`evaltk.values.summarize`
+    makes on the same values, so both doors to a mean give the same float."""
+    order = np.argsort(gid.astype(np.int32) if size < 2**31 else gid, kind="stable")  # radix sort, rows kept in order
+    vs = v[order]
+    ends = np.cumsum(np.bincount(gid, minlength=size))
+    starts = ends - np.bincount(gid, minlength=size)
+    total = np.array([vs[starts[g]:ends[g]].sum() for g in obs], dtype=float)
+    total_sq = np.array([np.dot(vs[starts[g]:ends[g]], vs[starts[g]:ends[g]]) for g in obs], dtype=float)
+    return total, total_sq
 
 
 def _group_codes(col: pd.Series) -> tuple[np.ndarray, np.ndarray]:
@@ -309,7 +320,7 @@ def _cause_codes(cause: pd.Series) -> np.ndarray:
     if isinstance(cause.dtype, pd.CategoricalDtype):
         at = np.array([CAUSES.index(c) if c in CAUSES else -2 for c in cause.cat.categories] + [-1], np.int64)
         return at[cause.cat.codes.to_numpy()]
-    codes = pd.Index(list(CAUSES), dtype=object).get_indexer(cause.astype(object)).astype(np.int64)
+    codes = pd.Index(list(CAUSES), dtype=object).get_indexer(pd.Index(cause.astype(object))).astype(np.int64)
     codes[(codes < 0) & cause.notna().to_numpy()] = -2
     return codes
 
