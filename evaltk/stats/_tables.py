@@ -240,7 +240,8 @@ def score_partials(frame: pd.DataFrame, by: str | Sequence[str] = ("measure",), 
     """Partial summary table of a long score table: group keys plus :data:`PARTIAL_COLUMNS`.
 
     Vectorised: each key becomes integer codes (a categorical's own, else ``pd.factorize``),
-    the rows one group number, and every column one ``np.bincount``; the groups come out in the
+    the rows one group number, every count one ``np.bincount``, and each group's sums those
+    :func:`evaltk.values.summarize` makes (its valued rows in order); the groups come out in the
     order of ``groupby(sort=True, dropna=False)`` (a categorical key in its category order).
     Rows whose group key is missing are a group of their own (never dropped).  Tables from several pieces concatenate and sum
     (``ScoreSummary.from_partials``); this is the chunk function of the Dask engine.
