@@ -17,7 +17,8 @@ workers), every 0.1 s.  Printed per run: wall and CPU seconds of the process tre
 CPU / (cores x wall) (1.00 = every core busy the whole time), traces per second, per
 core used and per CPU-second, peak tree RSS, the largest process's VmHWM, the RSS
 slope per partition (least squares over the tree's RSS sampled each time a partition is
-logged as scored, after the first) and the load average before and after the run; then
+logged as scored: over the whole run after the first partition, and after warm-up, over the
+last three quarters of the partitions, with the driver process's own slope) and the load average before and after the run; then
 the ratios measured in this run.  The out-of-core
 runs also write the score matrix (Parquet); the in-memory run does not.
 
@@ -217,19 +218,22 @@ def _worker_hwm(dask_worker: object = None) -> int:  # runs on each Dask worker
 
 
 class Timeline:
-    """RSS of the process tree each time ``evaltk.scale`` logs a partition scored: the RSS timeline."""
+    """RSS of the process tree each time ``evaltk.scale`` logs a partition scored: the RSS timeline
+    (the tree's, and this process's own: the driver, with the Dask scheduler and nannies)."""
 
     def __init__(self, peak: Peak) -> None:
         import logging
 
         self.peak = peak
         self.points: list[tuple[int, float]] = []
+        self.driver: list[float] = []
         outer = self
 
         class H(logging.Handler):
             def emit(self, record: logging.LogRecord) -> None:
                 if "scored" in record.getMessage():
                     outer.points.append((len(outer.points) + 1, outer.tree_rss() / 2**20))
+                    outer.driver.append(outer.peak.proc.memory_info().rss / 2**20)
 
         self.handler = H()
         lg = logging.getLogger("evaltk.scale")
@@ -247,14 +251,20 @@ class Timeline:
                 pass
         return total
 
-    def slope(self) -> float:
-        """MiB per partition: least squares over the partitions after the first (warm-up)."""
-        pts = self.points[1:]
-        if len(pts) < 2:
-            return float("nan")
-        x = np.array([p[0] for p in pts], float)
-        y = np.array([p[1] for p in pts], float)
-        return float(np.polyfit(x, y, 1)[0])
+    def slopes(self) -> dict[str, float | int]:
+        """MiB per partition, least squares: ``whole`` over partitions 2..N (the first is the
+        warm-up of every run), ``warm`` over the last three quarters (partitions N/4+1..N: after the
+        workers' first partitions, imports, allocator growth), ``driver`` this process's own over
+        the last three quarters."""
+        def fit(pts: list[tuple[int, float]]) -> float:
+            if len(pts) < 2:
+                return float("nan")
+            x = np.array([p[0] for p in pts], float)
+            return float(np.polyfit(x, np.array([p[1] for p in pts], float), 1)[0])
+
+        k = len(self.points) // 4
+        return {"whole": fit(self.points[1:]), "warm": fit(self.points[k:]), "warm_from": k + 1,
+                "driver": fit([(i + 1, m) for i, m in enumerate(self.driver)][k:])}
 
 
 def child(args: argparse.Namespace) -> None:
@@ -297,16 +307,19 @@ def child(args: argparse.Namespace) -> None:
             pk._sample()
             hwm = max([vm_hwm(), *pk.hwm_children.values()])
         result.update(wall=wall, peak=pk.peak, cpu=pk.cpu_seconds(), cores=args.workers, runs=r.summary.n_runs,
-                      hwm=hwm, slope=tl.slope(), timeline=tl.points)
+                      hwm=hwm, **_slopes(tl))
     else:
+        import dask
         from distributed import Client, LocalCluster
 
         from evaltk.scale import score_dataset
 
         with Peak() as pk:
             t_start = time.perf_counter()
-            cluster = LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
-                                   memory_limit=args.worker_memory, dashboard_address=None)
+            # as evaltk's own LocalCluster (evaltk.scale._scale.WORKER_CONFIG): the workers' profiler off
+            with dask.config.set({"distributed.worker.profile.enabled": bool(args.dask_profile)}):
+                cluster = LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
+                                       memory_limit=args.worker_memory, dashboard_address=None)
             client = Client(cluster)
             startup = time.perf_counter() - t_start
             tl = Timeline(pk)
@@ -319,14 +332,21 @@ def child(args: argparse.Namespace) -> None:
             client.close()
             cluster.close()
         result.update(wall=wall, startup=startup, peak=pk.peak, cpu=cpu, cores=args.workers,
-                      runs=r.summary.n_runs, hwm=hwm, slope=tl.slope(), timeline=tl.points)
+                      runs=r.summary.n_runs, hwm=hwm, **_slopes(tl))
     print(json.dumps(result))
+
+
+def _slopes(tl: Timeline) -> dict[str, object]:
+    sl = tl.slopes()
+    return {"slope": sl["whole"], "slope_warm": sl["warm"], "warm_from": sl["warm_from"],
+            "slope_driver": sl["driver"], "timeline": tl.points, "driver": tl.driver}
 
 
 def run_child(engine: str, n: int, store: Path, out: Path, args: argparse.Namespace) -> dict[str, object]:
     cmd = [sys.executable, __file__, "--child", engine, "--n", str(n), "--store", str(store), "--out", str(out),
            "--memory-limit", args.memory_limit, "--workers", str(args.workers), "--worker-memory",
-           args.worker_memory, "--answers-dir", getattr(args, "answers_dir", "answers")]
+           args.worker_memory, "--answers-dir", getattr(args, "answers_dir", "answers"),
+           *(["--dask-profile"] if args.dask_profile else [])]
     load0 = os.getloadavg()[0]
     p = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONWARNINGS": "ignore"})
     if p.returncode != 0:
@@ -357,6 +377,9 @@ def main() -> None:
     ap.add_argument("--answers-dir", default="answers", help=argparse.SUPPRESS)
     ap.add_argument("--sql-alone", action=argparse.BooleanOptionalAction, default=True,
                     help="also time DuckDB's SQL summary alone on the written dataset")
+    ap.add_argument("--dask-profile", action="store_true",
+                    help="keep the Dask workers' statistical profiler on (Dask's default; evaltk's own "
+                         "LocalCluster and docs/scale.md's `dask worker` turn it off)")
     ap.add_argument("--generate-only", action="store_true",
                     help="write the stores into --workdir and stop (a later run with that --workdir reuses them)")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
@@ -371,7 +394,8 @@ def main() -> None:
     sizes = [int(s) for s in args.sizes.split(",")]
     work = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="evaltk-scale-"))
     print(f"evaltk scale benchmark: sizes {sizes}, {args.partition_size} traces per partition, "
-          f"{os.cpu_count()} CPUs, load average {_load()}", flush=True)
+          f"{os.cpu_count()} CPUs, Dask workers' profiler {'on' if args.dask_profile else 'off'}, "
+          f"load average {_load()}", flush=True)
     rows = []
     try:
         for n in sizes:
@@ -403,7 +427,9 @@ def main() -> None:
                     rows.append(r)
                     extra = f", cluster start {r['startup']:.1f} s" if "startup" in r else ""
                     hwm = f", VmHWM {r['hwm'] / 2**30:.2f} GiB" if "hwm" in r else ""
-                    slope = f", RSS slope {r['slope']:+.2f} MiB/partition" if "slope" in r else ""
+                    slope = (f", RSS slope {r['slope']:+.2f} MiB/partition (whole run, partitions 2-{len(r['timeline'])}), "
+                             f"{r['slope_warm']:+.2f} after warm-up (partitions {r['warm_from']}-{len(r['timeline'])}; "
+                             f"driver process alone {r['slope_driver']:+.2f})" if "slope" in r else "")
                     if e == "duckdb":  # the whole run's bound: peak tree RSS against it
                         from evaltk.scale._scale import _size_bytes
 
@@ -416,8 +442,11 @@ def main() -> None:
                           f"[load {r['load0']:.1f} -> {r['load1']:.1f}]", flush=True)
                     if r.get("timeline"):
                         tl = r["timeline"]
+                        step = max(1, len(tl) // 10)
                         print("          RSS timeline (partition: MiB): " + ", ".join(
-                            f"{i}: {m:.0f}" for i, m in tl[:: max(1, len(tl) // 10)]), flush=True)
+                            f"{i}: {m:.0f}" for i, m in tl[::step]), flush=True)
+                        print("          of which the driver process: " + ", ".join(
+                            f"{i}: {m:.0f}" for (i, _), m in zip(tl[::step], r["driver"][::step], strict=True)), flush=True)
                     if q is not None:  # the SQL summary phase alone, in a fresh process, on the written dataset
                         print(f"          of which the SQL summary over the written dataset, run alone: "
                               f"{q['wall']:.1f} s, peak {q['peak'] / 2**30:.2f} GiB")

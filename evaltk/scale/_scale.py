@@ -49,6 +49,7 @@ same ``rng`` (they are drawn from the combined count tables).
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import math
@@ -82,7 +83,6 @@ from ..stats import (
     ConfusionTable,
     PassCounts,
     ScoreSummary,
-    calibration_table,
     combine_all,
     pass_counts,
     score_partials,
@@ -90,7 +90,15 @@ from ..stats import (
 from ..values import CAUSES, Abstention, normalize_measure
 from . import _remote
 from ._remote import Root, is_remote
-from ._summaries import CALIBRATION_CATEGORIES, SUMMARIES_DIR, write_partition_summary
+from ._summaries import (
+    CALIBRATION_CATEGORIES,
+    SUMMARIES_DIR,
+    ReportSummary,
+    _run_column,
+    _run_positions,
+    report_summary,
+    write_partition_summary,
+)
 
 #: Progress of long work (partitions scored) is logged here at INFO, never printed.
 logger = logging.getLogger("evaltk.scale")
@@ -261,18 +269,26 @@ class Admission:
     worker_peak: int
 
 
-def _summary_of(scores: pd.DataFrame, runs: pd.DataFrame, by: Sequence[str]) -> DatasetSummary:
-    """The summary of one scored partition (frames as written)."""
+def _summary_of(scores: pd.DataFrame, runs: pd.DataFrame, by: Sequence[str],
+                report: ReportSummary | None = None) -> DatasetSummary:
+    """The summary of one scored partition (frames as written).  ``report``, the partition's
+    :class:`ReportSummary` when already computed, gives the judge-vs-human tables and (without
+    ``by``) the score summary, so they are not counted twice."""
+    report = report_summary(scores, runs) if report is None else report
+    pos = _run_positions(scores["trace_id"], runs["trace_id"])
     keys = ["measure", "tier", *by]
-    f = scores
-    if by:
-        f = f.merge(runs[["trace_id", *by]], on="trace_id", how="left")
-    s = ScoreSummary.from_partials(score_partials(f, keys), keys)
-    cal = {m: calibration_table(scores, m, categories=cats) for m, cats in CALIBRATION_CATEGORIES.items()}
-    x = scores[((scores["measure"] == "x_task") & (scores["tier"] == "automatic")).to_numpy(bool, na_value=False)]
-    pos = pd.Index(runs["trace_id"].astype(str)).get_indexer(x["trace_id"].astype(str))  # type: ignore[arg-type]  # pandas-stubs: a Series is accepted
-    task = runs["task"].to_numpy(dtype=object)[pos]
-    return DatasetSummary(s, cal, pass_counts(task, x["value"].to_numpy(float)),
+    if by:  # the run columns through each score's run position, as categoricals (no row join)
+        f = pd.DataFrame({"measure": scores["measure"].array, "tier": scores["tier"].array,
+                          **{b: _run_column(runs, b, pos) for b in by},
+                          "value": scores["value"].array, "cause": scores["cause"].array})
+        s = ScoreSummary.from_partials(score_partials(f, keys), keys)
+    else:
+        s = report.scores
+    x = np.flatnonzero(((scores["measure"] == "x_task") & (scores["tier"] == "automatic")).to_numpy(
+        bool, na_value=False) & (pos >= 0))
+    task = runs["task"].to_numpy(dtype=object)[pos[x]]
+    return DatasetSummary(s, dict(report.calibration),
+                          pass_counts(task, pd.to_numeric(scores["value"], errors="coerce").to_numpy(float)[x]),
                           frozenset(str(t) for t in runs["task"].unique()), len(runs))
 
 
@@ -795,11 +811,12 @@ def _score_local(part: Partition, origin: Partition, *, out: str | None, by: Seq
     runs = runs[[c for c in dict.fromkeys((*_RUN_OUT, *(k for k, _ in part.hive))) if c in runs.columns]]
     if "guide" in runs.columns:
         runs = runs.assign(guide=_guide_json(runs["guide"]))
-    _write_outputs(origin, out, scores, runs, ledger, so)
+    report = report_summary(scores, runs)  # written beside the partition; the Dask summary reuses it
+    _write_outputs(origin, out, scores, runs, ledger, so, report=report)
     missing = [b for b in by if b not in runs.columns]
     if missing:
         raise InputError(f"`by` names {missing}, not a run column (have {list(runs.columns)})", field="by")
-    summary = _summary_of(scores, runs, by) if summarize else None
+    summary = _summary_of(scores, runs, by, report) if summarize else None
     del ing, m, scores, runs
     _release_memory()
     return summary
@@ -836,15 +853,29 @@ def _release_memory() -> None:
         return
     gc.collect()
     pa.default_memory_pool().release_unused()
-    with contextlib.suppress(OSError, AttributeError):
-        import ctypes
-
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    libc = _libc()
+    if libc is not None:
+        libc.malloc_trim(0)
     _RELEASED_AT[0] = _proc_status("self", "VmRSS")
 
 
+@functools.cache
+def _libc() -> Any:
+    """glibc, loaded once (each ``ctypes.CDLL`` call makes a new function-pointer class that stays
+    alive: loading it per release grew the process by a few objects a partition); None without glibc."""
+    try:
+        import ctypes
+
+        lib = ctypes.CDLL("libc.so.6")
+        lib.malloc_trim  # noqa: B018 - AttributeError here when there is no malloc_trim
+        return lib
+    except (OSError, AttributeError):
+        return None
+
+
 def _write_outputs(part: Partition, out: str | None, scores: pd.DataFrame | None, runs: pd.DataFrame | None,
-                   ledger: pd.DataFrame, storage_options: Mapping[str, Any] | None = None) -> None:
+                   ledger: pd.DataFrame, storage_options: Mapping[str, Any] | None = None, *,
+                   report: ReportSummary | None = None) -> None:
     """Write a partition's files (each atomically: a temporary name renamed, or one PUT on object
     storage), then its marker ``_partitions/<key>.json`` with their digests: a partition is done
     exactly when its marker is there."""
@@ -858,7 +889,8 @@ def _write_outputs(part: Partition, out: str | None, scores: pd.DataFrame | None
             if frame is None:
                 continue
             if t == SUMMARIES_DIR:  # the partition's mergeable summaries, read by `evaltk report --scored`
-                rel = write_partition_summary(Path(d), part.key, frame, runs)  # type: ignore[arg-type]
+                summary = report_summary(frame, runs) if report is None else report  # type: ignore[arg-type]
+                rel = write_partition_summary(Path(d), part.key, summary)
             else:
                 _write(frame, Path(d), t, part.key)
                 rel = f"{t}/{part.key}.parquet"
@@ -951,6 +983,16 @@ def _check_size(s: str) -> str:
     return s.strip()
 
 
+#: Dask configuration of the workers of a ``LocalCluster`` evaltk starts (docs/scale.md, "Scaling
+#: out", gives the same for ``dask worker``): the statistical profiler off.  It samples every
+#: worker thread's stack every 10 ms and keeps a profile per second of work for
+#: ``distributed.admin.low-level-log-length`` (1000) seconds: about 0.5 MiB a second of scoring
+#: (the workers' resident memory grew by that per partition, up to some 500 MiB each, before
+#: it levels off) and about a quarter of a scoring worker's CPU (0.7 of 2.9 s a 100k-trace partition);
+#: a LocalCluster without dashboard shows none of it.
+WORKER_CONFIG: dict[str, Any] = {"distributed.worker.profile.enabled": False}
+
+
 @contextlib.contextmanager
 def _dask_client(engine: Any, memory_limit: str | None, n_workers: int | None) -> Iterator[Any]:
     distributed = optional_module("distributed")
@@ -964,9 +1006,11 @@ def _dask_client(engine: Any, memory_limit: str | None, n_workers: int | None) -
     except ValueError:
         pass
     _check_main_guard("engine='dask' (a LocalCluster)")
+    dask = optional_module("dask")
     try:
-        cluster = distributed.LocalCluster(n_workers=n_workers or 2, threads_per_worker=1, processes=True,
-                                           memory_limit=memory_limit or "auto", dashboard_address=None)
+        with dask.config.set(WORKER_CONFIG):  # the nannies pass it to the worker processes they start
+            cluster = distributed.LocalCluster(n_workers=n_workers or 2, threads_per_worker=1, processes=True,
+                                               memory_limit=memory_limit or "auto", dashboard_address=None)
     except RuntimeError as e:
         if "failed to start" not in str(e):
             raise
@@ -1779,31 +1823,41 @@ def _progress(total: int, initial: int, show: bool) -> Iterator[Callable[[str], 
 def _dask_run(client: Any, todo: Sequence[Partition], done_pairs: Sequence[tuple[str, str]],
               kw: Mapping[str, Any], keys: Sequence[str], tick: Callable[[str], None]) -> DatasetSummary:
     """Score ``todo`` on the cluster; on any failure (or Ctrl-C) cancel every task sent and wait
-    until none is still running, so nothing is written after this call has raised."""
+    until none is still running, so nothing is written after this call has raised.
+
+    The reduction tree is sent with the partitions, and this function keeps a reference only to
+    its root and to the partitions not finished yet: a partition's summary is dropped from the
+    worker's memory as soon as the combine above it has run, not held to the end of the run (Dask
+    frees a result nobody holds once its dependents are done)."""
     import uuid
 
     distributed = optional_module("distributed")
     prefix = f"evaltk-scale-{uuid.uuid4().hex}"
-    sent: list[Any] = []
     key_of = {f"{prefix}-score-{i}": p.key for i, p in enumerate(todo)}
+    live: dict[str, Any] = {}  # partitions (and earlier runs' summaries) not finished yet, by task key
+    root: list[Any] = []
     try:
-        futures = client.map(_score_partition, list(todo), pure=False, key=list(key_of), **kw)
-        sent += futures
-        for f in distributed.as_completed(futures):
+        leaves = client.map(_score_partition, list(todo), pure=False, key=list(key_of), **kw)
+        if done_pairs:
+            leaves += client.map(_summary_of_files, list(done_pairs), by=list(keys), pure=False,
+                                 storage_options=kw["options"].get("storage_options"),
+                                 key=[f"{prefix}-done-{i}" for i in range(len(done_pairs))])
+        if not leaves:
+            return _empty_summary(keys)
+        live.update((f.key, f) for f in leaves)
+        root.append(_tree_reduce(client, leaves, split_every=8, prefix=prefix, wait=False))
+        done = distributed.as_completed(leaves)
+        del leaves
+        for f in done:
             if f.status == "error":
                 f.result()  # raises the task's exception here
-            tick(key_of[f.key])
-        if done_pairs:
-            prior = client.map(_summary_of_files, list(done_pairs), by=list(keys), pure=False,
-                               storage_options=kw["options"].get("storage_options"),
-                               key=[f"{prefix}-done-{i}" for i in range(len(done_pairs))])
-            sent += prior
-            futures = [*futures, *prior]
-        if not futures:
-            return _empty_summary(keys)
-        return _tree_reduce(client, futures, sent=sent, prefix=prefix)
+            if f.key in key_of:
+                tick(key_of[f.key])
+            del live[f.key]
+        del f
+        return cast(DatasetSummary, root[0].result())
     except BaseException as e:
-        _cancel_dask(client, sent, prefix)
+        _cancel_dask(client, [*root, *live.values()], prefix)
         if isinstance(e, _lost_worker_errors()):
             so = kw["options"].get("storage_options")
             task = getattr(e, "task", None)  # KilledWorker names the task
@@ -1863,9 +1917,12 @@ def _maybe_check_ids(parts: Sequence[Partition], memory_limit: str | None = None
                       storage_options=storage_options)
 
 
-def _tree_reduce(client: Any, futures: list[Any], split_every: int = 2, *, sent: list[Any] | None = None,
-                 prefix: str | None = None) -> DatasetSummary:
-    """Combine summaries on the cluster, pairwise, as a balanced tree; only the root comes back."""
+def _tree_reduce(client: Any, futures: list[Any], split_every: int = 2, *, prefix: str | None = None,
+                 wait: bool = True) -> Any:
+    """Combine summaries on the cluster, ``split_every`` at a time, as a balanced tree of a fixed
+    shape (the same order of additions every run); only the root comes back: its result, or with
+    ``wait=False`` its future.  Every combine is sent at once and runs when its inputs are done;
+    only the root is referenced here, so Dask frees each intermediate result once it is used."""
     level = 0
     while len(futures) > 1:
         nxt = []
@@ -1875,13 +1932,10 @@ def _tree_reduce(client: Any, futures: list[Any], split_every: int = 2, *, sent:
                 nxt.append(group[0])
                 continue
             extra = {} if prefix is None else {"key": f"{prefix}-combine-{level}-{i}"}
-            f = client.submit(_combine_many, *group, pure=False, **extra)
-            if sent is not None:
-                sent.append(f)
-            nxt.append(f)
+            nxt.append(client.submit(_combine_many, *group, pure=False, **extra))
         futures = nxt
         level += 1
-    return futures[0].result()
+    return futures[0].result() if wait else futures[0]
 
 
 def _combine_many(*items: DatasetSummary) -> DatasetSummary:

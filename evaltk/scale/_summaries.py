@@ -26,6 +26,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from .._display import HtmlTable
 from .._io import write_json
@@ -165,18 +167,51 @@ def _from_rows(rows: Sequence[Mapping[str, Any]], keys: Sequence[str]) -> ScoreS
 
 def _run_positions(score_ids: pd.Series, run_ids: pd.Series) -> np.ndarray:
     """Each score's row in the run table (-1 where its run is absent); through the categories
-    when the ids are categorical (a score matrix in memory), so no id string is rebuilt."""
-    runs = pd.Index(run_ids.astype(str))
+    when the ids are categorical (a score matrix in memory), so no id string is rebuilt.  One
+    Arrow hash lookup (``pyarrow.compute.index_in``), ids compared as text."""
+    runs = pc.cast(pa.array(run_ids.astype(str)), pa.large_string())
     if isinstance(score_ids.dtype, pd.CategoricalDtype):
-        at = runs.get_indexer(score_ids.cat.categories.astype(str))
+        cats = pc.cast(pa.array(score_ids.cat.categories.astype(str)), pa.large_string())
+        at = np.append(pc.index_in(cats, value_set=runs).to_numpy(zero_copy_only=False), np.nan)
         codes = score_ids.cat.codes.to_numpy()
-        return np.where(codes >= 0, at[codes], -1)
-    return runs.get_indexer(score_ids.astype(str))  # type: ignore[arg-type]
+        got = at[np.where(codes >= 0, codes, len(at) - 1)]
+    else:
+        ids = pc.cast(pa.array(score_ids.astype(str)), pa.large_string())
+        got = pc.index_in(ids, value_set=runs).to_numpy(zero_copy_only=False)
+    return np.where(np.isnan(got), -1, got).astype(np.int64)
+
+
+def _run_column(runs: pd.DataFrame, column: str, pos: np.ndarray) -> pd.Categorical:
+    """A run column for each score (``pos``: :func:`_run_positions`) as a categorical, missing where
+    the run has no value or is absent: group keys without building a string per score row."""
+    cat = pd.Categorical(runs[column]) if column in runs.columns else pd.Categorical([None] * len(runs))
+    codes = np.append(cat.codes, np.int8(-1)).astype(np.int64)[pos]  # position -1: no run, no value
+    return pd.Categorical.from_codes(codes, categories=cat.categories)
+
+
+def _value_counts(measure: pd.Series, values: np.ndarray, rows: np.ndarray) -> dict[str, dict[float, int]]:
+    """``measure -> {value: count}`` over ``rows`` (valued automatic scores): one ``bincount`` of
+    (measure, value) codes; measures in their category order, values sorted."""
+    if isinstance(measure.dtype, pd.CategoricalDtype):
+        mc, mu = measure.cat.codes.to_numpy()[rows].astype(np.int64), np.asarray(measure.cat.categories, object)
+    else:
+        codes, uniques = pd.factorize(measure.iloc[rows], sort=True)
+        mc, mu = np.asarray(codes, np.int64), np.asarray(uniques, object)
+    vc, vu = pd.factorize(values[rows], sort=True)
+    cell = mc * len(vu) + vc
+    seen, n = np.unique(cell, return_counts=True)
+    counts: dict[str, dict[float, int]] = {}
+    for c, k in zip(seen.tolist(), n.tolist(), strict=True):
+        counts.setdefault(str(mu[c // len(vu)]), {})[float(vu[c % len(vu)])] = int(k)
+    return counts
 
 
 def report_summary(scores: pd.DataFrame, runs: pd.DataFrame) -> ReportSummary:
     """The :class:`ReportSummary` of scored runs: a long score table (``ScoreMatrix.frame``, or
     a partition's ``scores/`` file) and its run table (``agent`` used when present).
+
+    Vectorised: the group keys are categoricals (a score's agent through its run's position),
+    counted by :func:`evaltk.stats.score_partials` in one pass.
 
     Examples
     --------
@@ -189,19 +224,13 @@ def report_summary(scores: pd.DataFrame, runs: pd.DataFrame) -> ReportSummary:
     (True, True)
     """
     is_auto = (scores["tier"] == "automatic").to_numpy(bool, na_value=False)
-    agent = (runs["agent"].to_numpy(dtype=object) if "agent" in runs.columns
-             else np.full(len(runs), None, dtype=object))
     pos = _run_positions(scores["trace_id"], runs["trace_id"])
-    agent = np.append(agent, np.array([None], dtype=object))  # position -1 (a score whose run is absent): no agent
-    f = pd.DataFrame({"measure": scores["measure"], "tier": scores["tier"], "agent": agent[pos],
-                      "value": scores["value"], "cause": scores["cause"]})
+    value = pd.to_numeric(scores["value"], errors="coerce").to_numpy(float)
+    f = pd.DataFrame({"measure": scores["measure"].array, "tier": scores["tier"].array,
+                      "agent": _run_column(runs, "agent", pos), "value": value, "cause": scores["cause"].array})
     p = score_partials(f, ["measure", "tier", "agent"])  # one pass; the two summaries add its rows up
     auto_p = p[(p["tier"] == "automatic").to_numpy(bool)]
-    vc = f.loc[is_auto, ["measure", "value"]].dropna(subset=["value"]).value_counts(sort=False)
-    counts: dict[str, dict[float, int]] = {}
-    for (m, v), n in zip(vc.index, vc.to_numpy(), strict=True):
-        if n > 0:
-            counts.setdefault(str(m), {})[float(v)] = int(n)
+    counts = _value_counts(scores["measure"], value, np.flatnonzero(is_auto & ~np.isnan(value)))
     values = {m: (d if len(d) <= MAX_VALUES else None) for m, d in counts.items()}
     auto_ids = scores["trace_id"][is_auto]
     return ReportSummary(
@@ -212,8 +241,8 @@ def report_summary(scores: pd.DataFrame, runs: pd.DataFrame) -> ReportSummary:
         frozenset(str(v) for v in scores["scorer_version"][is_auto].dropna().unique()))
 
 
-def write_partition_summary(folder: Path, key: str, scores: pd.DataFrame, runs: pd.DataFrame) -> str:
+def write_partition_summary(folder: Path, key: str, summary: ReportSummary) -> str:
     """Write ``folder/summaries/<key>.json`` (atomically); its name relative to ``folder``."""
     rel = f"{SUMMARIES_DIR}/{key}.json"
-    write_json(folder / rel, report_summary(scores, runs).to_dict())
+    write_json(folder / rel, summary.to_dict())
     return rel

@@ -239,28 +239,91 @@ def score_partials(frame: pd.DataFrame, by: str | Sequence[str] = ("measure",), 
                    value: str = "value", cause: str = "cause") -> pd.DataFrame:
     """Partial summary table of a long score table: group keys plus :data:`PARTIAL_COLUMNS`.
 
-    Vectorised (one groupby).  Rows whose group key is missing are a group of their own
-    (never dropped).  Tables from several pieces concatenate and sum
+    Vectorised: each key becomes integer codes (a categorical's own, else ``pd.factorize``),
+    the rows one group number, every count one ``np.bincount``, and each group's sums those
+    :func:`evaltk.values.summarize` makes (its valued rows in order); the groups come out in the
+    order of ``groupby(sort=True, dropna=False)`` (a categorical key in its category order).
+    Rows whose group key is missing are a group of their own (never dropped).  Tables from several pieces concatenate and sum
     (``ScoreSummary.from_partials``); this is the chunk function of the Dask engine.
     """
     keys = [by] if isinstance(by, str) else list(by)
     v = pd.to_numeric(frame[value], errors="coerce").to_numpy(float)
     valued = ~np.isnan(v)
-    vz = np.where(valued, v, 0.0)
-    work = pd.DataFrame({k: frame[k].to_numpy() if not isinstance(frame[k].dtype, pd.CategoricalDtype)
-                         else frame[k].array for k in keys})
-    work["n"] = np.ones(len(frame), np.int64)
-    work["n_valued"] = valued.astype(np.int64)
-    work["total"] = vz
-    work["total_sq"] = vz * vz
-    cs = frame[cause].astype(object).to_numpy()
-    for c in CAUSES:
-        work[f"n_{c}"] = (cs == c).astype(np.int64)
-    out = work.groupby(keys, sort=True, observed=True, dropna=False)[list(PARTIAL_COLUMNS)].sum().reset_index()
-    for k in keys:  # categorical keys come back as plain values, so pieces compare alike
-        if isinstance(out[k].dtype, pd.CategoricalDtype):
-            out[k] = out[k].astype(object)
+    coded = [_group_codes(frame[k]) for k in keys]
+    gid, size = np.zeros(len(frame), np.int64), 1
+    for codes, uniques in coded:  # one mixed-radix group number per row, in the groups' sort order
+        r = len(uniques) + 1
+        if size > 2**62 // r:  # too many possible groups for int64: number those seen so far, in order
+            gid, size = _renumber(gid)
+        gid, size = gid * r + codes, size * r
+    if size > max(len(frame), 2**16):  # sparse: count only the groups seen
+        gid, size = _renumber(gid)
+    n = np.bincount(gid, minlength=size)
+    obs = np.flatnonzero(n)
+    rep = np.zeros(size, np.int64)
+    rep[gid] = np.arange(len(gid))  # a row of each group (any: its keys are the group's)
+    row = rep[obs]
+    out = pd.DataFrame({k: pd.Series(np.append(u, np.array([MISSING_KEY], dtype=object))[c[row]], dtype=object)
+                        for k, (c, u) in zip(keys, coded, strict=True)})
+    out["n"] = n[obs].astype(np.int64)
+    out["n_valued"] = np.bincount(gid[valued], minlength=size)[obs].astype(np.int64)
+    out["total"], out["total_sq"] = _group_sums(gid[valued], v[valued], size, obs)
+    cc = _cause_codes(frame[cause])
+    has = cc >= 0
+    per_cause = np.bincount(gid[has] * len(CAUSES) + cc[has], minlength=size * len(CAUSES)).reshape(size, -1)
+    for j, c in enumerate(CAUSES):
+        out[f"n_{c}"] = per_cause[obs, j].astype(np.int64)
     return out
+
+
+def _group_sums(gid: np.ndarray, v: np.ndarray, size: int, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per group (``obs``) the sum and the sum of squares of its values, each group's values in row
+    order summed by ``ndarray.sum`` and ``np.dot``: the additions :func:`evaltk.values.summarize`
+    makes on the same values, so both doors to a mean give the same float."""
+    order = np.argsort(gid.astype(np.int32) if size < 2**31 else gid, kind="stable")  # radix sort, rows kept in order
+    vs = v[order]
+    ends = np.cumsum(np.bincount(gid, minlength=size))
+    starts = ends - np.bincount(gid, minlength=size)
+    total = np.array([vs[starts[g]:ends[g]].sum() for g in obs], dtype=float)
+    total_sq = np.array([np.dot(vs[starts[g]:ends[g]], vs[starts[g]:ends[g]]) for g in obs], dtype=float)
+    return total, total_sq
+
+
+def _group_codes(col: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """A group column as ``(codes, uniques)``: codes numbered in the order of ``groupby(sort=True,
+    dropna=False)`` (a categorical's category order, else sorted values) and a missing value coded
+    ``len(uniques)``, after every value; ``uniques`` an object array of plain values."""
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        codes = col.cat.codes.to_numpy().astype(np.int64)
+        uniques = col.cat.categories
+    else:
+        try:
+            codes, uniques = pd.factorize(col, sort=True, use_na_sentinel=True)
+        except TypeError:  # values that do not sort (mixed types): order of appearance
+            codes, uniques = pd.factorize(col, sort=False, use_na_sentinel=True)
+        codes = np.asarray(codes, np.int64)
+    u = np.array([_plain(x) for x in uniques], dtype=object) if len(uniques) else np.zeros(0, dtype=object)
+    return np.where(codes < 0, len(u), codes), u
+
+
+def _renumber(gid: np.ndarray) -> tuple[np.ndarray, int]:
+    """Group numbers renumbered 0..k-1 over the groups seen, keeping their order."""
+    seen, inv = np.unique(gid, return_inverse=True)
+    return inv.reshape(-1).astype(np.int64), len(seen)
+
+
+_MISSING_EVIDENCE = CAUSES.index(Cause.MISSING_EVIDENCE.value)
+
+
+def _cause_codes(cause: pd.Series) -> np.ndarray:
+    """Each row's cause as its position in :data:`CAUSES`; -1 where there is none, -2 for a word
+    that is no cause (counted under no cause; refused where a table needs its cause)."""
+    if isinstance(cause.dtype, pd.CategoricalDtype):
+        at = np.array([CAUSES.index(c) if c in CAUSES else -2 for c in cause.cat.categories] + [-1], np.int64)
+        return at[cause.cat.codes.to_numpy()]
+    codes = pd.Index(list(CAUSES), dtype=object).get_indexer(pd.Index(cause.astype(object))).astype(np.int64)
+    codes[(codes < 0) & cause.notna().to_numpy()] = -2
+    return codes
 
 
 def score_summary(frame: pd.DataFrame, by: str | Sequence[str] = ("measure",), *,
@@ -546,6 +609,25 @@ def _labels(x: Any) -> tuple[np.ndarray, np.ndarray]:
     return arr, pd.isna(arr)
 
 
+def _cells(xa: np.ndarray, xb: np.ndarray, categories: Sequence[Any] | None) -> tuple[tuple[Any, ...], np.ndarray]:
+    """The category domain and each pair's cell ``q * i_a + i_b`` (labels of both raters, one pair per unit)."""
+    if categories is None:
+        obs = pd.unique(np.concatenate([xa, xb]).astype(object) if xa.dtype != xb.dtype
+                        else np.concatenate([xa, xb]))
+        cats = _sorted_union([_plain(x) for x in obs], [])
+    else:
+        cats = tuple(categories)
+    numeric = (xa.dtype.kind == "f" and xb.dtype.kind == "f"
+               and all(isinstance(c, int | float | np.number) and not isinstance(c, bool | np.bool_) for c in cats))
+    index = pd.Index(np.asarray(cats, float)) if numeric else pd.Index(list(cats), dtype=object)
+    ia = index.get_indexer(xa if numeric else pd.Index(xa.astype(object))) if xa.size else np.zeros(0, np.intp)
+    ib = index.get_indexer(xb if numeric else pd.Index(xb.astype(object))) if xb.size else np.zeros(0, np.intp)
+    if (ia < 0).any() or (ib < 0).any():
+        bad = xa[ia < 0][0] if (ia < 0).any() else xb[ib < 0][0]
+        raise ValueError(f"label {_plain(bad)!r} is not among `categories` {list(cats)}.")
+    return cats, ia.astype(np.int64) * len(cats) + ib
+
+
 def confusion_table(a: Any, b: Any, *, cause_a: Any = None, cause_b: Any = None,
                     categories: Sequence[Any] | None = None, clusters: Any = None) -> ConfusionTable:
     """The :class:`ConfusionTable` of two raters' labels, one entry per unit.
@@ -575,21 +657,8 @@ def confusion_table(a: Any, b: Any, *, cause_a: Any = None, cause_b: Any = None,
     ca = _causes_of(ma, cause_a, "cause_a")
     cb = _causes_of(mb, cause_b, "cause_b")
     both = ~ma & ~mb
-    xa, xb = av[both], bv[both]
-    if categories is None:
-        obs = pd.unique(np.concatenate([xa, xb]).astype(object) if xa.dtype != xb.dtype
-                        else np.concatenate([xa, xb]))
-        cats = _sorted_union([_plain(x) for x in obs], [])
-    else:
-        cats = tuple(categories)
-    index = pd.Index(list(cats), dtype=object)
-    ia = index.get_indexer(pd.Index(xa.astype(object))) if xa.size else np.zeros(0, np.intp)
-    ib = index.get_indexer(pd.Index(xb.astype(object))) if xb.size else np.zeros(0, np.intp)
-    if (ia < 0).any() or (ib < 0).any():
-        bad = xa[ia < 0][0] if (ia < 0).any() else xb[ib < 0][0]
-        raise ValueError(f"label {_plain(bad)!r} is not among `categories` {list(cats)}.")
+    cats, cells = _cells(av[both], bv[both], categories)
     q = len(cats)
-    cells = ia.astype(np.int64) * q + ib
     counts = np.bincount(cells, minlength=q * q).reshape(q, q)
     ex_a = pd.Series(ca[~pd.isna(ca)], dtype=object).value_counts()
     ex_b = pd.Series(cb[~pd.isna(cb)], dtype=object).value_counts()
@@ -641,15 +710,28 @@ def calibration_table(frame: pd.DataFrame, measure: str, *, a: str = "automatic"
     pos[ka] = np.arange(sa.size)
     j = pos[kb] if kb.size else np.zeros(0, np.int64)
     vals = frame["value"].to_numpy(float)
-    cause = frame["cause"]
-    causes_a = cause.iloc[sa].astype(object).to_numpy()
+    codes = _cause_codes(frame["cause"])
     va = np.where(j >= 0, vals[sa][np.maximum(j, 0)] if sa.size else np.nan, np.nan)
-    ca = np.where(j >= 0, causes_a[np.maximum(j, 0)] if sa.size else None, Cause.MISSING_EVIDENCE.value)  # type: ignore[arg-type]  # numpy stubs: None as a value
-    ca = np.where(pd.isna(ca), None, ca).astype(object)  # type: ignore[call-overload]  # numpy stubs: None as a value
-    ca[np.isnan(va) & pd.isna(ca)] = Cause.MISSING_EVIDENCE.value
-    cb = cause.iloc[sb].astype(object).to_numpy()
-    cb = np.where(pd.isna(cb), None, cb).astype(object)  # type: ignore[call-overload]  # numpy stubs: None as a value
-    return confusion_table(va, vals[sb], cause_a=ca, cause_b=cb, categories=categories)
+    ka = np.where(j >= 0, codes[sa][np.maximum(j, 0)] if sa.size else -1, _MISSING_EVIDENCE)  # no judge row
+    vb, kb = vals[sb], codes[sb]
+    for v, k, rows, name in ((va, ka, sa, "cause_a"), (vb, kb, sb, "cause_b")):
+        unknown = rows[codes[rows] == -2]
+        if unknown.size:
+            raise ValueError(f"`{name}` has unknown causes {sorted(map(str, set(frame['cause'].iloc[unknown])))}; "
+                             f"allowed: {', '.join(CAUSES)}.")
+        labelled = ~np.isnan(v)
+        if (labelled & (k >= 0)).any():
+            raise ValueError(f"`{name}`: unit {int(np.flatnonzero(labelled & (k >= 0))[0])} has both a label "
+                             "and a cause.")
+        k[~labelled & (k < 0)] = _MISSING_EVIDENCE  # a missing score without a cause: no evidence
+    both = ~np.isnan(va) & ~np.isnan(vb)
+    cats, cells = _cells(va[both], vb[both], categories)
+    q = len(cats)
+    ex_a = np.bincount(ka[ka >= 0], minlength=len(CAUSES))
+    ex_b = np.bincount(kb[kb >= 0], minlength=len(CAUSES))
+    return ConfusionTable(cats, np.bincount(cells, minlength=q * q).reshape(q, q), int(sb.size),
+                          {c: int(ex_a[i]) for i, c in enumerate(CAUSES)},
+                          {c: int(ex_b[i]) for i, c in enumerate(CAUSES)})
 
 
 # =========================================================================== multi-rater patterns
