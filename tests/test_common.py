@@ -206,6 +206,7 @@ NOT_ESTIMATORS: dict[str, str] = {
     "class_bias": "a per-class DataFrame of signed_bias one-vs-rest",
     "confusion_asymmetry": "a per-pair DataFrame of McNemar components",
     "direction_table": "a per-dimension DataFrame of direction_of_error",
+    "table_direction": "direction_of_error on the label lists a ConfusionTable holds (tests/stats/test_direction.py)",
     "pass_at_k": "a closed-form count formula (float in, float out), tested in test_suite",
     "pass_hat_k": "a closed-form count formula (float in, float out), tested in test_suite",
     "score_partials": "mergeable summary tables (their coefficients are the registered ones)",

@@ -99,7 +99,7 @@ def _finite_or_raise(frame: pd.DataFrame, rating: str, path: str) -> None:
     col = frame[rating]
     if col.dtype.kind == "f":  # a float column: one vectorised test
         inf = np.flatnonzero(np.isinf(col.to_numpy()))
-        rows = col.index[inf[:1]]
+        rows = list(col.index[inf[:1]])
     else:  # mixed values: the floats among them
         rows = [idx for idx, v in col.items()
                 if isinstance(v, (float, np.floating)) and not math.isnan(v) and not math.isfinite(v)][:1]
