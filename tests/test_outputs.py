@@ -626,7 +626,10 @@ def test_a_report_run_writes_nothing_outside_its_folder(tmp_path):
     beside out/<week> and renamed, with no temporary left."""
     home, cwd, out = tmp_path / "home", tmp_path / "cwd", tmp_path / "reports"
     home.mkdir(), cwd.mkdir()
-    r = cli("report", "--week", "2026-W48", "--only", "calibration", "--out", out, cwd=cwd, home=home)
+    small = tmp_path / "small.yaml"  # a small demo: what is written where does not depend on its size
+    small.write_text("n_traces: 300\nn_resamples: 100\n", encoding="utf-8")
+    r = cli("report", "--week", "2026-W48", "--only", "calibration", "--out", out, "--params", small,
+            cwd=cwd, home=home)
     assert r.returncode == 0, r.stderr
     assert listing(home) == set() and listing(cwd) == set()
     assert listing(out) >= {"2026-W48", "2026-W48/calibration.html", "2026-W48/run.json"}

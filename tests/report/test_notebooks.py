@@ -146,6 +146,21 @@ def test_render_report_writes_every_page(rendered):
     assert len([ln for ln in lines if ": executing" in ln]) == len(report.NOTEBOOKS)
 
 
+def test_detail_pages_show_this_weeks_runs_against_the_humans(rendered):
+    """The calibration and direction-of-error pages' section on this week's runs, in memory (the
+    demo corpus scored); from a scored dataset in the test below."""
+    from evaltk.data import make_demo
+
+    folder, _, _ = rendered
+    wk = report.weekly_scores(report.data_sources(""), make_demo(n_traces=SMALL["n_traces"], rng=0))
+    for page, shown in (("calibration", r"x_task -?[01]\.\d{3} (\[-?[01]\.\d{3}, -?[01]\.\d{3}\]|\(no interval: )"
+                                        r".* \d+ abstained"),
+                        ("direction_of_error", r"automatic tier x_task (no detectable lean|overstates|understates)")):
+        text = re.sub(r"\s+", " ", _text((folder / PAGES[page]).read_text(encoding="utf-8")))
+        assert f"Source: {wk.origin}." in text, (page, wk.origin)
+        assert re.search(shown, text), (page, text[:4000])
+
+
 @pytest.mark.parametrize("name", report.NOTEBOOKS)
 def test_page_has_svg_charts_no_code_no_errors(rendered, name):
     folder, _, _ = rendered
@@ -282,15 +297,15 @@ def test_weekly_renders_from_a_scored_dataset_without_its_rows(tmp_path):
     scored = _scored_dataset(tmp_path / "store", demo)
     for t in ("scores", "runs", "ledger"):
         shutil.rmtree(scored / t)
-    code = main(["report", "--week", WEEK, "--scored", str(scored), "--only", "weekly", "calibration",
+    # weekly and one detail page from the dataset (the calibration page's section on this week's
+    # runs is the same WeekScores call, rendered in memory by test_render_report_writes_every_page)
+    code = main(["report", "--week", WEEK, "--scored", str(scored), "--only", "weekly",
                  "direction_of_error", "--out", str(tmp_path / "out")])
     assert code == 0
     # the detail pages' sections on this week's runs come from the same summaries
     auto = score_traces(demo.traces, demo.answers, demo.labels).scores("automatic")
     n_runs = f"the {auto['trace_id'].nunique():,} runs of the scored dataset scored (from its per-partition summaries"
-    for page, shown in (("calibration", r"x_task -?[01]\.\d{3} (\[-?[01]\.\d{3}, -?[01]\.\d{3}\]|\(no interval: )"
-                                        r".* \d+ abstained"),
-                        ("direction_of_error", r"automatic tier x_task (no detectable lean|overstates|understates)")):
+    for page, shown in (("direction_of_error", r"automatic tier x_task (no detectable lean|overstates|understates)"),):
         text = re.sub(r"\s+", " ", _text((tmp_path / "out" / WEEK / f"{page}.html").read_text(encoding="utf-8")))
         assert "Warning" not in text, (page, text[text.index("Warning") - 300:text.index("Warning") + 200])
         assert f"Source: {n_runs}" in text, (page, text[:2000])
