@@ -1400,7 +1400,9 @@ def score_dataset(traces: str | Path, answers: str | Path | None = None, labels:
                 memory = _pool_run(todo, kw, n_workers, tick, memory_limit)
                 pairs = _pairs_of(root, _done_partitions(root, parts))
                 _remote.register(con, [root.root], so)
-                summary = _summarize_duckdb(con, pairs, keys, root.path())  # type: ignore[arg-type]  # a local or remote root
+                with _bounded(con, memory_limit, _SUMMARY_PHASE, tmp_dir, outcome="every partition is scored and kept; "
+                              "rerun with resume=True / --resume to summarise them"):
+                    summary = _summarize_duckdb(con, pairs, keys, root.path())  # type: ignore[arg-type]  # a local or remote root
         elif kind == "dask":
             with _dask_client(engine, memory_limit, n_workers) as client:
                 summary = _dask_run(client, todo, done_pairs, kw, keys, tick)
@@ -1559,10 +1561,10 @@ class _MemoryBudget:
             limit="memory_limit", file=first)
 
 
-    def phase_refusal(self, phase: str, why: str) -> LimitExceeded:
-        """The refusal of a phase this process runs in DuckDB (the id check, the shuffle)."""
+    def phase_refusal(self, phase: str, why: str, outcome: str = "nothing more was scored") -> LimitExceeded:
+        """The refusal of a phase this process runs in DuckDB (the id check, the shuffle, the summary)."""
         return LimitExceeded(
-            f"memory_limit={self.text} cannot hold {phase}: {why}; nothing more was scored. Raise "
+            f"memory_limit={self.text} cannot hold {phase}: {why}; {outcome}. Raise "
             "memory_limit (DuckDB spills to temp_directory= beyond its share)", limit="memory_limit")
 
 
@@ -1572,6 +1574,8 @@ class _MemoryBudget:
 #: Parquet writer and the allocator's slack come on top (``benchmarks/shuffle_memory.py`` measures
 #: the process's VmHWM for several shares; docs/scale.md, *The memory limit*).
 _DUCKDB_SHARE = 0.5
+#: How a refusal names the SQL summary of the scored dataset (after scoring, and `summarize_dataset`).
+_SUMMARY_PHASE = "the SQL summary of the scored dataset"
 #: The least DuckDB is given in such a phase, and per DuckDB thread (one thread reading JSON Lines
 #: needs 48 MiB, measured): a smaller share is refused before DuckDB starts, and DuckDB runs on at
 #: most ``share // _DUCKDB_FLOOR`` threads.
@@ -1579,7 +1583,8 @@ _DUCKDB_FLOOR = 64 * 2**20
 
 
 @contextlib.contextmanager
-def _bounded(con: Any, memory_limit: str | None, phase: str, temp_directory: str | None = None) -> Iterator[None]:
+def _bounded(con: Any, memory_limit: str | None, phase: str, temp_directory: str | None = None, *,
+             outcome: str = "nothing more was scored") -> Iterator[None]:
     """Hold a DuckDB phase of this process under ``memory_limit``: DuckDB's own limit is set to
     :data:`_DUCKDB_SHARE` of what the limit leaves, it spills to ``temp_directory`` (a temporary
     folder, removed afterwards, when none is given), and the watchdog of :class:`_MemoryBudget`
@@ -1599,7 +1604,7 @@ def _bounded(con: Any, memory_limit: str | None, phase: str, temp_directory: str
     if give < _DUCKDB_FLOOR:
         raise budget.phase_refusal(phase, f"this process and its descendants hold {_fmt_mib(rest)}, which leaves "
                                           f"{_fmt_mib(max(room, 0))}, and DuckDB, given {_DUCKDB_SHARE:.0%} of that, "
-                                          f"needs at least {_fmt_mib(_DUCKDB_FLOOR)}")
+                                          f"needs at least {_fmt_mib(_DUCKDB_FLOOR)}", outcome)
     spill = tempfile.TemporaryDirectory(prefix="evaltk-spill-") if temp_directory is None else None
     try:
         con.execute(f"SET memory_limit = '{give // 2**20}MiB'")
@@ -1614,15 +1619,15 @@ def _bounded(con: Any, memory_limit: str | None, phase: str, temp_directory: str
         except duckdb.OutOfMemoryException as e:  # DuckDB's own limit: what it holds does not spill
             raise budget.phase_refusal(phase, f"DuckDB, given {_fmt_mib(give)} of it ({_DUCKDB_SHARE:.0%} of what "
                                               f"this process and its descendants, {_fmt_mib(rest)}, leave), ran out "
-                                              f"({str(e).splitlines()[0]})") from None
+                                              f"({str(e).splitlines()[0]})", outcome) from None
         except duckdb.Error:
             if budget.over is not None:  # the watchdog interrupted the query
-                raise budget.phase_refusal(phase, _over(budget)) from None
+                raise budget.phase_refusal(phase, _over(budget), outcome) from None
             raise
         finally:
             budget.stop()
         if budget.over is not None:
-            raise budget.phase_refusal(phase, _over(budget))
+            raise budget.phase_refusal(phase, _over(budget), outcome)
     finally:
         if spill is not None:
             spill.cleanup()
@@ -2093,7 +2098,9 @@ def summarize_dataset(out: str | Path, *, by: str | Sequence[str] | None = None,
     if kind == "duckdb":
         with _duckdb(engine, memory_limit, threads, None if temp_directory is None else str(temp_directory)) as con:
             _remote.register(con, [str(o)], so)
-            return _summarize_duckdb(con, pairs, keys, o)  # type: ignore[arg-type]  # a local or remote root
+            with _bounded(con, memory_limit, _SUMMARY_PHASE, None if temp_directory is None else str(temp_directory),
+                          outcome="nothing was summarised"):
+                return _summarize_duckdb(con, pairs, keys, o)  # type: ignore[arg-type]  # a local or remote root
     if not pairs:
         return _empty_summary(keys)
     if kind == "dask":

@@ -260,3 +260,20 @@ def test_the_command_line_exits_65_naming_the_shuffle(shared_store, tmp_path):
                         "--memory-limit", "1MiB"], capture_output=True, text=True, env=env)
     assert p.returncode == 65, p.stderr
     assert "memory_limit=1MiB" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_the_sql_summary_of_a_scored_dataset_is_bounded_too(store, tmp_path):
+    """``summarize_dataset`` on DuckDB: the limit bounds its SQL summary as it bounds the id check
+    and the shuffle; a limit that leaves DuckDB less than its floor is refused naming the phase,
+    and a sufficient one gives the unbounded summary."""
+    from evaltk.scale import summarize_dataset
+
+    score_dataset(store / "traces", store / "answers", store / "labels.csv", out=tmp_path / "out")
+    free = summarize_dataset(tmp_path / "out", engine="duckdb")
+    with pytest.raises(LimitExceeded, match="cannot hold the SQL summary of the scored dataset") as e:
+        summarize_dataset(tmp_path / "out", engine="duckdb",
+                          memory_limit=_mib(_proc_status("self", "VmRSS") + 64 * 2**20))  # DuckDB's half: 32 MiB
+    assert "nothing was summarised" in str(e.value) and e.value.limit == "memory_limit"
+    bound = summarize_dataset(tmp_path / "out", engine="duckdb",
+                              memory_limit=_mib(_proc_status("self", "VmRSS") + 2**30))
+    pd.testing.assert_frame_equal(bound.to_frame(), free.to_frame())
