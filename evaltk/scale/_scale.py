@@ -1606,11 +1606,12 @@ def _bounded(con: Any, memory_limit: str | None, phase: str, temp_directory: str
                                           f"{_fmt_mib(max(room, 0))}, and DuckDB, given {_DUCKDB_SHARE:.0%} of that, "
                                           f"needs at least {_fmt_mib(_DUCKDB_FLOOR)}", outcome)
     spill = tempfile.TemporaryDirectory(prefix="evaltk-spill-") if temp_directory is None else None
+    threads = int(con.execute("SELECT current_setting('threads')").fetchone()[0])
+    was_temp = str(con.execute("SELECT current_setting('temp_directory')").fetchone()[0])
     try:
         con.execute(f"SET memory_limit = '{give // 2**20}MiB'")
         # each DuckDB thread holds buffers of its own (a JSON reader's: 48 MiB, measured): fewer threads
         # when the share is small, rather than running out
-        threads = int(con.execute("SELECT current_setting('threads')").fetchone()[0])
         con.execute(f"SET threads = {max(1, min(threads, give // _DUCKDB_FLOOR))}")
         con.execute(f"SET temp_directory = '{spill.name if spill else str(temp_directory)}'".replace("\\", "/"))
         budget.watch(lambda: [phase], con.interrupt)
@@ -1628,7 +1629,11 @@ def _bounded(con: Any, memory_limit: str | None, phase: str, temp_directory: str
             budget.stop()
         if budget.over is not None:
             raise budget.phase_refusal(phase, _over(budget), outcome)
-    finally:
+    finally:  # the connection as it was (a caller's own connection has the whole run's limit again)
+        with contextlib.suppress(duckdb.Error):  # a connection DuckDB gave up on keeps the refusal above
+            con.execute(f"SET memory_limit = '{_check_size(memory_limit)}'")
+            con.execute(f"SET threads = {threads}")
+            con.execute(f"SET temp_directory = '{was_temp}'".replace("\\", "/"))
         if spill is not None:
             spill.cleanup()
 
