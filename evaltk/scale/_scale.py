@@ -965,16 +965,23 @@ def _duckdb(engine: Any, memory_limit: str | None, threads: int | None, temp_dir
     own = isinstance(engine, str)
     con = duckdb.connect() if own else engine
     try:
-        if memory_limit is not None:
-            con.execute(f"SET memory_limit = '{_check_size(memory_limit)}'")
-        if threads is not None:
-            con.execute(f"SET threads = {int(threads)}")
-        if temp_directory is not None:
-            con.execute(f"SET temp_directory = '{str(temp_directory)}'".replace("\\", "/"))
+        _settings(con, memory_limit=memory_limit, threads=threads, temp_directory=temp_directory)
         yield con
     finally:
         if own:
             con.close()
+
+
+def _settings(con: Any, *, memory_limit: str | None = None, threads: int | None = None,
+              temp_directory: str | None = None) -> None:
+    """Set those of DuckDB's ``memory_limit``, ``threads`` and ``temp_directory`` that are given on
+    ``con`` (the one place evaltk writes them: the engine's connection and :func:`_bounded`)."""
+    if memory_limit is not None:
+        con.execute(f"SET memory_limit = '{_check_size(memory_limit)}'")
+    if threads is not None:
+        con.execute(f"SET threads = {int(threads)}")
+    if temp_directory is not None:  # a SQL string literal: forward slashes, a quote doubled
+        con.execute("SET temp_directory = '{}'".format(str(temp_directory).replace("\\", "/").replace("'", "''")))
 
 
 def _check_size(s: str) -> str:
@@ -1592,8 +1599,7 @@ def _bounded(con: Any, memory_limit: str | None, phase: str, temp_directory: str
     the run is refused with :class:`~evaltk.errors.LimitExceeded` (exit 65) naming ``phase``."""
     duckdb = optional_module("duckdb")
     if memory_limit is None:
-        if temp_directory is not None:
-            con.execute(f"SET temp_directory = '{str(temp_directory)}'".replace("\\", "/"))
+        _settings(con, temp_directory=temp_directory)
         yield
         return
     budget = _MemoryBudget(memory_limit)
@@ -1609,11 +1615,10 @@ def _bounded(con: Any, memory_limit: str | None, phase: str, temp_directory: str
     threads = int(con.execute("SELECT current_setting('threads')").fetchone()[0])
     was_temp = str(con.execute("SELECT current_setting('temp_directory')").fetchone()[0])
     try:
-        con.execute(f"SET memory_limit = '{give // 2**20}MiB'")
         # each DuckDB thread holds buffers of its own (a JSON reader's: 48 MiB, measured): fewer threads
         # when the share is small, rather than running out
-        con.execute(f"SET threads = {max(1, min(threads, give // _DUCKDB_FLOOR))}")
-        con.execute(f"SET temp_directory = '{spill.name if spill else str(temp_directory)}'".replace("\\", "/"))
+        _settings(con, memory_limit=f"{give // 2**20}MiB", threads=max(1, min(threads, give // _DUCKDB_FLOOR)),
+                  temp_directory=spill.name if spill else temp_directory)
         budget.watch(lambda: [phase], con.interrupt)
         try:
             yield
@@ -1631,9 +1636,7 @@ def _bounded(con: Any, memory_limit: str | None, phase: str, temp_directory: str
             raise budget.phase_refusal(phase, _over(budget), outcome)
     finally:  # the connection as it was (a caller's own connection has the whole run's limit again)
         with contextlib.suppress(duckdb.Error):  # a connection DuckDB gave up on keeps the refusal above
-            con.execute(f"SET memory_limit = '{_check_size(memory_limit)}'")
-            con.execute(f"SET threads = {threads}")
-            con.execute(f"SET temp_directory = '{was_temp}'".replace("\\", "/"))
+            _settings(con, memory_limit=memory_limit, threads=threads, temp_directory=was_temp)
         if spill is not None:
             spill.cleanup()
 

@@ -142,7 +142,7 @@ def results(store, client, tmp_path_factory):
     res = {
         "pandas": score_dataset(store / "traces", store / "answers", store / "labels", out=out / "pandas"),
         "duckdb": score_dataset(store / "traces", store / "answers", store / "labels", out=out / "duckdb",
-                                engine=con, memory_limit="2GiB", temp_directory=out / "spill"),
+                                engine=con, memory_limit="2GiB", temp_directory=out / "the run's spill"),
         "dask": score_dataset(store / "traces", store / "answers", store / "labels", out=out / "dask",
                               engine=client),
     }
@@ -238,11 +238,15 @@ def test_bootstrap_interval_is_identical_across_engines(results, whole):
     assert t.statistic == pytest.approx(ref.statistic, abs=1e-12)
 
 
-def test_duckdb_memory_limit_is_set_on_the_connection(results):
+def test_duckdb_settings_are_set_on_the_connection(results):
     _, con = results
     limit = con.execute("SELECT current_setting('memory_limit')").fetchone()[0]
-    # the whole run's bound (this process and its workers), so above this process's own size
+    # the whole run's bound (this process and its workers), so above this process's own size: the
+    # bounded phases (id check, summary) gave DuckDB a share of it and set it back
     assert limit.replace(" ", "").upper() in ("2.0GIB", "2GIB", "2048.0MIB", "2048MIB")
+    # a folder name with a quote in it is a SQL string literal, not a syntax error
+    spill = con.execute("SELECT current_setting('temp_directory')").fetchone()[0]
+    assert spill.endswith("the run's spill")
 
 
 def test_jsonl_week_store_with_shared_answers(week_store, demo, whole, client, tmp_path):
