@@ -23,6 +23,7 @@ from ._import import (
 )
 from ._ingest import ingest_one, ingest_traces
 from ._inspect import INSPECT_EXTRA, import_inspect
+from ._ledger import ledger_sources
 from ._otel import OTEL_EXTRA, SPAN_ROLES, import_otel, span_role
 from ._policy import ActionPolicy, read_action_policy
 from ._readers import read_traces
@@ -57,7 +58,7 @@ __all__ = [
     "read_answers",
     "ingest_traces",
     "ingest_one",
-    "INSTRUMENT_COLUMNS",
+    "ledger_sources",
     "IMPORT_ANSWER_COLUMNS",
     "IMPORT_FILES",
     "IMPORT_LEDGER_COLUMNS",

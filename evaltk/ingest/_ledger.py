@@ -28,3 +28,17 @@ def _ledger(name: str, numbers: Sequence[int] | np.ndarray, tids: Any, kind: str
         "reason": _categorical(reasons),
         "field": _categorical(fields),
     }, copy=False)
+
+
+def ledger_sources(codes: np.ndarray, names: Sequence[str]) -> pd.Series:
+    """A ledger's ``source`` column from each row's index into ``names`` (-1: missing), by the
+    tables' rule (:data:`~evaltk.ingest.CATEGORICAL_COLUMNS`: a categorical of the names the rows
+    use, sorted).  ``names`` may repeat a name: its rows become one category.  The scale engines
+    name the files a caller gave when the rows were read from staged or selected copies."""
+    codes = np.asarray(codes)
+    if len(codes) and (codes.min() < -1 or codes.max() >= len(names)):
+        raise ValueError(f"codes must lie in [-1, {len(names)}); got [{codes.min()}, {codes.max()}]")
+    uniq, inv = np.unique(np.asarray([str(x) for x in names], dtype=object), return_inverse=True)
+    remap = np.append(inv.astype(np.int64), -1)  # the last entry: code -1 stays -1
+    return _cat_from_codes(remap[codes.astype(np.intp)], uniq)
+

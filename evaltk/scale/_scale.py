@@ -570,21 +570,12 @@ def _staged_sources(path: str | None) -> dict[str, Any] | None:
     return json.loads(meta[_SOURCES_KEY]) if _SOURCES_KEY in meta else None
 
 
-def _like(values: pd.Series, column: pd.Series) -> pd.Series:
-    """``values`` (text) in ``column``'s kind of dtype: a categorical of the values themselves
-    (the ingest tables' rule, :data:`evaltk.ingest.CATEGORICAL_COLUMNS`: sorted, none unused)
-    where ``column`` is one, else ``column``'s dtype."""
-    if isinstance(column.dtype, pd.CategoricalDtype):
-        return values.astype(column.cat.categories.dtype).astype("category")
-    return values.astype(column.dtype)
-
-
 def _located_answers(frame: pd.DataFrame, source: str, files: Sequence[str], kind: str, strict: bool) -> Any:
     """``read_answers`` of rows selected or staged from a shared source (numbered by
     :func:`_numbered_sql`), in the order of their files and records, with the ledger, the
     duplicate reasons and a strict error naming each row's own file and record number: those
     ingest gives when it reads the file itself, never the staged copy's."""
-    from ..ingest import AnswerRecords, read_answers
+    from ..ingest import AnswerRecords, ledger_sources, read_answers
 
     frame = frame.sort_values([_FILE_COL, _RECORD_COL], kind="stable", ignore_index=True)
     fidx = frame.pop(_FILE_COL).to_numpy(np.int64)
@@ -600,7 +591,7 @@ def _located_answers(frame: pd.DataFrame, source: str, files: Sequence[str], kin
         raise type(e)(e.detail, field=e.field, **where, **extra) from None
     led = recs.ledger
     pos = led["record"].to_numpy(np.int64) - 1
-    ledger = led.assign(source=_like(pd.Series(names[fidx[pos]], index=led.index), led["source"]), record=rec[pos])
+    ledger = led.assign(source=ledger_sources(fidx[pos], names).set_axis(led.index), record=rec[pos])
     table = recs.table.assign(record=rec[recs.table["record"].to_numpy(np.int64) - 1])
     return AnswerRecords(table=table, ledger=ledger, kind=kind)
 
@@ -772,7 +763,7 @@ def _score_local(part: Partition, origin: Partition, *, out: str | None, by: Seq
                  shared: Mapping[str, str | None], label_measures: Sequence[str],
                  options: Mapping[str, Any], summarize: bool = True) -> DatasetSummary | None:
     """:func:`_score_partition` on local copies (``part``) of the partition ``origin`` names."""
-    from ..ingest import ingest_traces
+    from ..ingest import ingest_traces, ledger_sources
     from ..scoring import score_traces
 
     so = options.get("storage_options")
@@ -794,8 +785,9 @@ def _score_local(part: Partition, origin: Partition, *, out: str | None, by: Seq
     ledger = ing.ledger
     if part != origin:  # the ledger names the files as the caller did, not the staged copies
         names = {getattr(part, f): getattr(origin, f) for f in ("traces", "answers", "labels") if getattr(part, f)}
-        ledger = ledger.assign(source=_like(ledger["source"].astype(object).map(lambda x: names.get(x, x)),
-                                            ledger["source"]))
+        cat = ledger["source"].cat
+        ledger = ledger.assign(source=ledger_sources(cat.codes.to_numpy(), [names.get(x, x) for x in cat.categories]
+                                                     ).set_axis(ledger.index))
     if len(ing.runs) == 0:  # nothing kept: only the ledger says why (no empty score or run file)
         _write_outputs(origin, out, None, None, ledger, so)
         return _empty_summary(by) if summarize else None

@@ -214,3 +214,33 @@ def test_every_table_follows_the_dtype_rule(tmp_path: Path, form: str) -> None:
     # the text as text: a comparison with a string and a groupby work as on a str column
     assert (ing.answers["measure"] == "x_task").sum() == 1
     assert ing.ledger.groupby(["kind", "status"], observed=True).size().sum() == len(ing.ledger)
+
+
+# --------------------------------------------------------------------------- ledger_sources
+
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from evaltk.ingest import ledger_sources  # noqa: E402
+
+
+def test_ledger_sources_merges_repeated_names_and_keeps_missing():
+    s = ledger_sources(np.array([2, 0, -1, 1, 2]), ["b.csv", "a.csv", "b.csv"])
+    assert s.tolist()[:2] == ["b.csv", "b.csv"] and pd.isna(s.iloc[2]) and s.tolist()[3:] == ["a.csv", "b.csv"]
+    assert list(s.cat.categories) == ["a.csv", "b.csv"]  # sorted, one category per name
+
+
+def test_ledger_sources_refuses_a_code_outside_the_names():
+    with pytest.raises(ValueError, match=r"\[-1, 2\)"):
+        ledger_sources(np.array([0, 2]), ["a", "b"])
+
+
+@given(st.lists(st.sampled_from(["x", "y", "z", "w"]), min_size=1, max_size=6),
+       st.lists(st.integers(-1, 5), max_size=40))
+def test_ledger_sources_is_the_names_by_the_tables_rule(names, raw):
+    codes = np.array([c for c in raw if c < len(names)], dtype=np.int64)
+    s = ledger_sources(codes, names)
+    want = [names[c] if c >= 0 else None for c in codes]
+    assert [None if pd.isna(v) else v for v in s.tolist()] == want
+    cats = list(s.cat.categories)
+    assert cats == sorted({w for w in want if w is not None})  # sorted, none unused
