@@ -30,7 +30,7 @@ def _ledger(name: str, numbers: Sequence[int] | np.ndarray, tids: Any, kind: str
     }, copy=False)
 
 
-def ledger_sources(codes: np.ndarray, names: Sequence[str]) -> pd.Series:
+def ledger_sources(codes: np.ndarray, names: Sequence[str] | np.ndarray) -> pd.Series:
     """A ledger's ``source`` column from each row's index into ``names`` (-1: missing), by the
     tables' rule (:data:`~evaltk.ingest.CATEGORICAL_COLUMNS`: a categorical of the names the rows
     use, sorted).  ``names`` may repeat a name: its rows become one category.  The scale engines
