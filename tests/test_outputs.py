@@ -1,7 +1,7 @@
 """Issue 15, the writing half: nothing lost, nothing overwritten (docs/outputs.md).
 
-Every case runs the real command in a subprocess (exit code, no traceback, the message
-names both paths, or the file and the check): outputs that are inputs are refused, a
+Every case runs the real command (exit code, no traceback, the message names both paths,
+or the file and the check; in a subprocess where the case watches HOME): outputs that are inputs are refused, a
 refused run leaves no result behind, a score folder and a scale dataset are checked on
 load, the holdout ledger is never followed through a symlink, CSV cells cannot be live
 formulas, and no command writes outside its output (HOME included) or changes an input.
@@ -9,8 +9,10 @@ formulas, and no command writes outside its output (HOME included) or changes an
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import hashlib
+import io
 import json
 import os
 import shutil
@@ -40,12 +42,31 @@ _USER_DIRS = ("XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_H
 
 
 def cli(*args: object, cwd: Path | None = None, home: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """The command's exit code, stdout and stderr.  A case that watches HOME (nothing written
+    under it) runs it in a subprocess with its own HOME; the others call
+    :func:`evaltk.cli.main`, the code ``python -m evaltk`` runs, in this process, in ``cwd``
+    when given (a subprocess spends about 2 CPU-seconds importing before it starts; the suite
+    has a time budget)."""
+    if home is None:
+        with contextlib.chdir(cwd or Path.cwd()):
+            return _in_process(*args)
     env = {k: v for k, v in os.environ.items() if home is None or k not in _USER_DIRS}
     env["PYTHONPATH"] = str(ROOT)
     if home is not None:
         env["HOME"] = str(home)
     return subprocess.run([sys.executable, "-m", "evaltk", *map(str, args)], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=900)
+
+
+def _in_process(*args: object) -> subprocess.CompletedProcess[str]:
+    argv = [str(a) for a in args]
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(argv)
+        except SystemExit as e:  # argparse's --help and --version
+            code = e.code if isinstance(e.code, int) else 0
+    return subprocess.CompletedProcess(argv, code, out.getvalue(), err.getvalue())
 
 
 def refused(r: subprocess.CompletedProcess[str], *names: object) -> None:
