@@ -1182,9 +1182,60 @@ def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
     write_bytes_atomic(path, text.encode("utf-8"))
 
 
+#: A list or object with more entries than this is written one entry per line (:func:`json_text`).
+JSON_LONG = 1000
+
+
+def json_text(doc: Any, *, default: Any = None, allow_nan: bool = True, ensure_ascii: bool = True,
+              sort_keys: bool = False, long: int = JSON_LONG) -> str:
+    """``json.dumps(doc, indent=2, ...)``, at the C encoder's speed for long documents.
+
+    Python's ``json`` encodes with indentation in pure Python (about 3 s for the summary of
+    a 100,000-task suite); without indentation it uses its C encoder.  Here a list or an
+    object of at most ``long`` entries (:data:`JSON_LONG`) is indented two spaces per level, exactly
+    as ``json.dumps(indent=2)`` writes it, and a longer one gets one entry per line, each
+    entry compact (the C encoder's ``", "`` and ``": "``).  A small document is
+    byte-for-byte what ``json.dumps(indent=2)`` gives; a long one stays one line per task,
+    trace or row, and parses to the same value.
+
+    >>> json_text({"a": [1, 2], "b": {}}) == json.dumps({"a": [1, 2], "b": {}}, indent=2)
+    True
+    """
+    flat = json.JSONEncoder(ensure_ascii=ensure_ascii, allow_nan=allow_nan, default=default,
+                            sort_keys=sort_keys).encode
+    out: list[str] = []
+
+    def key(k: Any) -> str:
+        if not isinstance(k, str):  # json's own key rule (int, float, bool, None; else TypeError)
+            k = next(iter(json.loads(flat({k: None}))))
+        return flat(k)
+
+    def emit(v: Any, level: int) -> None:
+        if not (isinstance(v, dict | list | tuple) and v):
+            out.append(flat(v))
+            return
+        pad = "\n" + "  " * (level + 1)
+        compact = len(v) > long
+        pairs = (sorted(v.items()) if sort_keys else v.items()) if isinstance(v, dict) else ((None, x) for x in v)
+        out.append("{" if isinstance(v, dict) else "[")
+        for i, (k, x) in enumerate(pairs):
+            out.append(("," if i else "") + pad)
+            if isinstance(v, dict):
+                out.append(key(k) + ": ")
+            if compact:
+                out.append(flat(x))
+            else:
+                emit(x, level + 1)
+        out.append("\n" + "  " * level + ("}" if isinstance(v, dict) else "]"))
+
+    emit(doc, 0)
+    return "".join(out)
+
+
 def write_json(path: str | os.PathLike[str], doc: Any) -> None:
-    """Write ``doc`` as indented UTF-8 JSON (no ``NaN``) atomically (:func:`write_text_atomic`)."""
-    write_text_atomic(path, json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
+    """Write ``doc`` as indented UTF-8 JSON (no ``NaN``) atomically (:func:`write_text_atomic`,
+    :func:`json_text`)."""
+    write_text_atomic(path, json_text(doc, ensure_ascii=False, allow_nan=False) + "\n")
 
 
 def write_jsonl(path: str | os.PathLike[str], records: Iterable[Any], *,

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from .. import _io
+from .._io import json_text
 from ..errors import InputError
 from ..stats import (
     ANALYTIC_DISTRIBUTIONS,
@@ -197,7 +198,6 @@ def _cli_categories(values: Sequence[str] | None, column: pd.Series) -> list[Any
 
 
 def _cmd_agreement(args: Any) -> int:
-    import json
 
     from ..errors import SchemaViolation
     from ._main import EXIT_USAGE, CliError
@@ -251,7 +251,7 @@ def _cmd_agreement(args: Any) -> int:
         if res.per_category is not None:
             pc = res.per_category.astype(object).where(res.per_category.notna(), None)
             out["per_category"] = pc.to_dict(orient="records")  # type: ignore[assignment]  # pandas-stubs: str column labels
-        print(json.dumps(out, indent=2, default=str))
+        print(json_text(out, default=str))
         return 0
     st = res.statistic
     if isinstance(st, Abstention):

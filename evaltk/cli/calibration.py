@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from .._io import read_csv_text, read_json
+from .._io import json_text, read_csv_text, read_json
 from ..data import load_alt_test_annotations
 from ..errors import SchemaViolation
 from ..judges import (
@@ -131,7 +130,7 @@ def _cli_alt_test(args: Any) -> int:
                     "passed": r.passed, "n_annotators_tested": len(r.per_annotator),
                     "n_annotators_skipped": len(r.skipped)})
     if args.json:
-        print(json.dumps({"epsilon": args.epsilon, "q": args.q, "metric": args.metric, "results": out}, indent=2))
+        print(json_text({"epsilon": args.epsilon, "q": args.q, "metric": args.metric, "results": out}))
     else:
         for o in out:
             print(f"{o['judge']}: {'PASSED' if o['passed'] else 'FAILED'}  winning rate {o['winning_rate']:.2f}  "

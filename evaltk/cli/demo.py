@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
 
-from .._io import check_output
+from .._io import check_output, json_text
 from ..data import (
     DEMO_FILES,
     make_demo,
@@ -51,7 +50,7 @@ def _cli_demo(args: argparse.Namespace) -> int:
     summary = {"out": str(Path(args.out)), "files": {k: str(v) for k, v in paths.items()},
                "counts": data.manifest["counts"], "seed": args.seed}
     if args.json:
-        print(json.dumps(summary, indent=2))
+        print(json_text(summary))
     else:
         c = data.manifest["counts"]
         print(f"wrote {c['traces']} traces, {c['judge_answers']} judge answers, "

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
+from .._io import json_text
 from ..errors import InputError
 from ..fixtures import (
     ERROR,
@@ -34,7 +34,7 @@ def _cmd_validate(args: Any) -> int:
         raise CliError("usage: evaltk fixtures validate ROOT", EXIT_USAGE)
     report = validate_suite(root, journey=args.journey)
     if args.json:
-        print(json.dumps(report.to_dicts(warnings=args.warnings), indent=2, ensure_ascii=False))
+        print(json_text(report.to_dicts(warnings=args.warnings), ensure_ascii=False))
     else:
         for f in report.findings:
             if f.severity == ERROR or args.warnings:
@@ -62,7 +62,7 @@ def _cmd_list(args: Any) -> int:
     if args.json:
         recs = [{k: _jsonable(v) for k, v in row.items()}
                 for row in frame.to_dict(orient="records")]
-        print(json.dumps(recs, indent=2, ensure_ascii=False, default=str))
+        print(json_text(recs, ensure_ascii=False, default=str))
     elif frame.empty:
         print("no fixtures")
     else:

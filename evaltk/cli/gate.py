@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 from typing import Any
 
 import numpy as np
 
+from .._io import json_text
 from ..judges import (
     GateRefused,
     gate,
@@ -62,10 +62,10 @@ def _cli_gate(args: argparse.Namespace) -> int:
     except GateRefused as e:
         code = EXIT_REFUSED_DATA if e.gate == "data validity" else EXIT_REFUSED_CONSISTENCY
         if args.json:
-            print(json.dumps({"decision": "refused", "gate": e.gate, "reasons": e.reasons}, indent=2))
+            print(json_text({"decision": "refused", "gate": e.gate, "reasons": e.reasons}))
         raise CliError(f"{args.candidate} against {args.baseline}: {e}", code) from None
     if args.json:
-        print(json.dumps(res.to_dict(), indent=2, default=_json_default))
+        print(json_text(res.to_dict(), default=_json_default))
     else:
         print(f"decision: {res.decision}")
         for r in res.dimensions.itertuples():

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .._io import check_output, removed_on_failure, write_csv, write_parquet
+from .._io import check_output, json_text, removed_on_failure, write_csv, write_parquet
 from ..ingest import (
     ingest_traces,
 )
@@ -81,7 +81,7 @@ def _cli_ingest(args: argparse.Namespace) -> int:
             "by_reason": [{k: (None if isinstance(v, float) and math.isnan(v) else v)
                            for k, v in r.items()} for r in summ.to_dict("records")],
         }
-        print(json.dumps(doc, indent=2, default=int))
+        print(json_text(doc, default=int))
     else:
         print(f"{len(led)} records: {len(led) - n_drop} kept, {n_drop} dropped; "
               f"{len(ing.runs)} runs, {len(ing.steps)} steps, {len(ing.answers)} answers, "

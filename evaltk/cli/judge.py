@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .._io import loads_json, write_text_atomic
+from .._io import json_text, loads_json, write_text_atomic
 from .._validation import require_extra
 from ..errors import UnreadableInput
 
@@ -183,7 +183,7 @@ def _cli_run(args: Any) -> int:
                "answers": str(out), "failures": str(failures), "skipped": str(skipped),
                "cache": cache}
     if args.json:
-        print(json.dumps(summary, indent=2))
+        print(json_text(summary))
     else:
         s = res.summary()
         print(f"{judge.name} on {rubric.measure} (rubric {rubric.id}, {rubric.digest[:19]}): "
@@ -239,9 +239,9 @@ def _cli_sweep(args: Any) -> int:
         cols = ["judge", "accuracy", "ci_low", "ci_high", "coverage", "n_answered", "n_items", "cost_per_item",
                 "latency_p50", "on_frontier", "rejected", "status"]
         rows = [{k: _json_cell(v) for k, v in rec.items()} for rec in sel.table[cols].to_dict("records")]
-        print(json.dumps({"measure": rubric.measure, "rubric_id": rubric.id, "rubric_digest": rubric.digest,
+        print(json_text({"measure": rubric.measure, "rubric_id": rubric.id, "rubric_digest": rubric.digest,
                           "frontier": sel.frontier, "eligible": sel.eligible, "judges": rows,
-                          "runs": per_judge, "out": str(out)}, indent=2))
+                          "runs": per_judge, "out": str(out)}))
     else:
         cols = ["judge", "accuracy", "ci_low", "ci_high", "coverage", "cost_per_item", "latency_p50",
                 "on_frontier", "status"]
@@ -261,7 +261,7 @@ def _cli_rubric(args: Any) -> int:
            "rubric_digest": r.digest, "template_digest": r.template_digest,
            "context": list(judges.UNIT_CONTEXT[r.unit]), "source": r.source}
     if args.json:
-        print(json.dumps(doc, indent=2))
+        print(json_text(doc))
     else:
         for k, v in doc.items():
             print(f"{k}: {', '.join(v) if isinstance(v, list) else v}")

@@ -7,6 +7,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+from .._io import json_text
 from ..scale import (
     ENGINES,
     DatasetSummary,
@@ -129,7 +130,7 @@ def _cli_report(summary: DatasetSummary, head: dict[str, Any], as_json: bool) ->
            "calibration": json.loads(cal.to_json(orient="records")),
            "pass_at_1": None if isinstance(p1, Abstention) else p1}
     if as_json:
-        print(json.dumps(doc, indent=2))
+        print(json_text(doc))
         return
     print(f"{summary.n_runs} runs" + "".join(f", {k} {v}" for k, v in head.items()))
     for r in doc["measures"]:

@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from .._io import check_output, removed_on_failure
+from .._io import check_output, json_text, removed_on_failure
 from ..scoring import (
     SCORE_TABLES,
     score_traces,
@@ -68,7 +68,7 @@ def _cli_score(args: argparse.Namespace) -> int:
         "instruments": {m_: m.manifest.instrument(m_).to_dict() for m_ in m.manifest.measures},
     }
     if args.json:
-        print(json.dumps(summary, indent=2))
+        print(json_text(summary))
     else:
         print(f"scored {summary['runs']} runs -> {out}")
         print(f"ledger: {summary['ledger']['records']} records, {summary['ledger']['kept']} kept, "

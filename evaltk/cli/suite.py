@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from .._io import check_output, removed_on_failure, write_json, write_jsonl
+from .._io import check_output, json_text, removed_on_failure, write_json, write_jsonl
 from ..suite import (
     check_summary,
     gate_summary,
@@ -30,7 +29,7 @@ def _cmd_summarize(args: Any) -> int:
         if args.events:
             write_jsonl(args.events, scored_events(summary))
     if args.json or not args.out:
-        print(json.dumps(doc, indent=2, allow_nan=False))
+        print(json_text(doc, allow_nan=False))
     else:
         state = "passed" if summary.passed else "NOT passed"
         print(f"{summary.run.suite}: {state}; wrote {args.out}")
@@ -42,7 +41,7 @@ def _cmd_summarize(args: Any) -> int:
 def _cmd_gate(args: Any) -> int:
     decision = gate_summary(args.summary)
     if args.json:
-        print(json.dumps(decision.to_dict(), indent=2))
+        print(json_text(decision.to_dict()))
     else:
         print("PASSED" if decision.passed else "NOT PASSED")
         for r in decision.reasons:
@@ -53,8 +52,8 @@ def _cmd_gate(args: Any) -> int:
 def _cmd_check(args: Any) -> int:
     violations = check_summary(args.run, args.summary, events=args.events)
     if args.json:
-        print(json.dumps({"conforms": not violations, "violations": [x.to_dict() for x in violations]},
-                         indent=2, default=str))
+        print(json_text({"conforms": not violations, "violations": [x.to_dict() for x in violations]},
+                        default=str))
     elif violations:
         print(f"{len(violations)} RFC 0246 violation(s) in {args.summary}:")
         for x in violations:

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .._io import check_output, write_json
+from .._io import check_output, json_text, write_json
 from ..errors import SchemaViolation, UnreadableInput
 from ..trajectory import (
     NEGATIVE_CONTROLS,
@@ -123,7 +123,7 @@ def _cmd_self_check(args: argparse.Namespace) -> int:
         rows = [{"name": r.name, "kind": "negative control" if i < n else "final run",
                  "expected": _expected(i), "observed": _observed(r), "passed": r.ok}
                 for i, r in enumerate(results)]
-        print(json.dumps({"passed": not bad, "controls": rows}, indent=2))
+        print(json_text({"passed": not bad, "controls": rows}))
         return 1 if bad else 0
     for i, r in enumerate(results, 1):
         label = f"control {i:2d}/{n}" if i <= n else "final run  "
@@ -150,8 +150,8 @@ def _cmd_seal(args: argparse.Namespace) -> int:
         raise CliError(f"{args.draft}: `case_inventory` and `cases` differ", 65)
     write_json(check_output(args.output, [args.draft, args.design]), lock)
     if args.json:
-        print(json.dumps({"output": args.output, "cases": len(lock["cases"]),
-                          "lock_digest": lock["lock_digest"]}, indent=2))
+        print(json_text({"output": args.output, "cases": len(lock["cases"]),
+                          "lock_digest": lock["lock_digest"]}))
     else:
         print(f"sealed {len(lock['cases'])} case(s): lock_digest {lock['lock_digest']}")
     return 0
@@ -166,8 +166,8 @@ def _cmd_digest(args: argparse.Namespace) -> int:
     else:
         digest = sha256_digest(doc)
     if args.json:
-        print(json.dumps({"file": args.file, "kind": "lock" if args.lock else "document",
-                          "digest": digest}, indent=2))
+        print(json_text({"file": args.file, "kind": "lock" if args.lock else "document",
+                          "digest": digest}))
     else:
         print(digest)
     return 0

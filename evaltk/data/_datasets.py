@@ -30,7 +30,6 @@ See ``docs/datasets.md`` for the formats, the planted parameters and examples.
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -43,6 +42,7 @@ import pandas as pd
 
 from .._io import (
     canonical_json,
+    json_text,
     loads_json,
     read_csv_text,
     read_json,
@@ -1696,7 +1696,7 @@ def write_demo(directory: str | Path, data: DemoData | None = None, *, n_traces:
         write_csv(getattr(data, key), paths[key])
     paths["readme"] = out / "README.md"
     write_text_atomic(paths["readme"], _readme(data))
-    write_text_atomic(paths["manifest"], json.dumps(data.manifest, indent=2) + "\n")
+    write_text_atomic(paths["manifest"], json_text(data.manifest) + "\n")
     return paths
 
 

@@ -34,7 +34,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from .._io import atomic_dir, check_output, loads_json, loads_yaml, read_text, write_text_atomic
+from .._io import (
+    atomic_dir,
+    check_output,
+    json_text,
+    loads_json,
+    loads_yaml,
+    read_text,
+    write_text_atomic,
+)
 from .._validation import require_extra
 from ..errors import InputError, UnreadableInput
 from ._params import _check_literal, _check_week, _is_path_param, check_params
@@ -392,7 +400,7 @@ def _run_notebooks(out_dir: Path, names: Sequence[str], given: Mapping[str, Any]
         "params_file": None if params_file is None else {"path": params_file, "sha256": file_digest(params_file)},
         "notebooks": records,
     }
-    write_text_atomic(out_dir / "run.json", json.dumps(run, indent=2, default=str))
+    write_text_atomic(out_dir / "run.json", json_text(run, default=str))
     return failures
 
 

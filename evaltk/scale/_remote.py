@@ -21,6 +21,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from .._io import json_text
 from ..errors import InputError, SchemaViolation, UnreadableInput
 
 __all__: list[str] = []  # internal
@@ -100,7 +101,7 @@ def write_bytes(url: str, data: bytes, storage_options: Mapping[str, Any] | None
 
 
 def write_json(url: str, doc: Any, storage_options: Mapping[str, Any] | None) -> None:
-    write_bytes(url, (json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False) + "\n").encode(),
+    write_bytes(url, (json_text(doc, ensure_ascii=False, allow_nan=False) + "\n").encode(),
                 storage_options)
 
 

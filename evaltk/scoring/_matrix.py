@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from .._display import HtmlTable
-from .._io import check_digest, file_digest, read_json, write_parquet, write_text_atomic
+from .._io import check_digest, file_digest, json_text, read_json, write_parquet, write_text_atomic
 from ..errors import OutputRefused, SchemaViolation
 from ..stats import score_summary
 from ..values import (
@@ -176,7 +176,7 @@ class ScoreMatrix(HtmlTable):
             write_parquet(t if name == "scores" else _plain_objects(t), path)
             digests[path.name] = "sha256:" + file_digest(path)
         doc = {**self.manifest.to_dict(), "tables": digests}
-        write_text_atomic(d / MANIFEST_FILE, json.dumps(doc, indent=2, sort_keys=True))
+        write_text_atomic(d / MANIFEST_FILE, json_text(doc, sort_keys=True))
         return d
 
     @classmethod
