@@ -22,6 +22,7 @@ import contextlib
 import contextvars
 import csv
 import dataclasses
+import functools
 import hashlib
 import json
 import math
@@ -1516,3 +1517,64 @@ def loads_yaml(text: str, *, file: str | None = None) -> Any:
             raise SchemaViolation(msg, file=file, record=line)
         raise UnreadableInput(msg, file=file, record=line)
     return data
+
+
+# --------------------------------------------------------------------------- process memory
+
+
+def proc_status(pid: int | str, key: str) -> int:
+    """``VmRSS`` / ``VmHWM`` of a process from ``/proc/<pid>/status``, bytes (0 where unreadable)."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+_RELEASED_AT = [0]  # this process's resident size right after the last release (one number, not a cache)
+
+
+def release_memory() -> None:
+    """Hand freed memory back to the system (Arrow's pool and glibc keep it otherwise): after a
+    large table is freed (ingest, between its phases) and between scale partitions, so a
+    long-lived process or worker stays at the size of its largest step.  Arrow's pool and
+    glibc's heap do not lend each other freed memory, so returning one's before the other
+    grows lowers the peak, not only the resident size at the end.
+
+    Only when this process has grown by a quarter (at least 256 MiB) since the last release: a
+    full ``gc.collect`` and ``malloc_trim`` after every partition cost about a fifth of its CPU
+    (0.27 s of 1.39 s per 100k traces, most of it faulting the returned pages in again), while
+    the memory a partition needs is reused by the next one anyway.  Resident memory between
+    partitions therefore stays under 1.25x (or +256 MiB) the size after a release, whatever the
+    number of partitions; the peak is that of the largest partition either way.
+    """
+    import gc
+
+    import pyarrow as pa
+
+    base = _RELEASED_AT[0]
+    if base and proc_status("self", "VmRSS") < base + max(base // 4, 256 * 2**20):
+        return
+    gc.collect()
+    pa.default_memory_pool().release_unused()
+    libc = _libc()
+    if libc is not None:
+        libc.malloc_trim(0)
+    _RELEASED_AT[0] = proc_status("self", "VmRSS")
+
+
+@functools.cache
+def _libc() -> Any:
+    """glibc, loaded once (each ``ctypes.CDLL`` call makes a new function-pointer class that stays
+    alive: loading it per release grew the process by a few objects a partition); None without glibc."""
+    try:
+        import ctypes
+
+        lib = ctypes.CDLL("libc.so.6")
+        lib.malloc_trim  # noqa: B018 - AttributeError here when there is no malloc_trim
+        return lib
+    except (OSError, AttributeError):
+        return None

@@ -30,6 +30,7 @@ from ._readers import read_traces
 from ._records import (
     CATEGORICAL_COLUMNS,
     LEDGER_COLUMNS,
+    POSITION_DTYPE,
     RUN_COLUMNS,
     STEP_COLUMNS,
     TRACE_STATUSES,
@@ -42,6 +43,7 @@ __all__ = [
     "TRACE_STATUSES",
     "CATEGORICAL_COLUMNS",
     "LEDGER_COLUMNS",
+    "POSITION_DTYPE",
     "RUN_COLUMNS",
     "STEP_COLUMNS",
     "ANSWER_COLUMNS",

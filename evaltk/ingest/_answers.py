@@ -416,7 +416,8 @@ def _keep_rows(columns: dict[str, Any], keep: np.ndarray | None) -> pd.DataFrame
 
     ``columns`` is emptied as the frame is built, so each input column can be freed as
     soon as its rows are taken: at most one column is held twice.  Column by column: text
-    through one Arrow filter (a column with no value at all is rebuilt as shared blocks),
+    through one Arrow filter (a column with no value at all is rebuilt as shared blocks,
+    kept rows or not),
     NumPy-backed and masked columns by a boolean mask.  Much cheaper than ``df[keep]``,
     which turns the mask into positions and takes every chunk of every column."""
     k = 0 if keep is None else int(np.count_nonzero(keep))
@@ -425,17 +426,19 @@ def _keep_rows(columns: dict[str, Any], keep: np.ndarray | None) -> pd.DataFrame
     for c in list(columns):
         s = columns.pop(c)
         s = s.reset_index(drop=True) if isinstance(s, pd.Series) else pd.Series(s, copy=False)
+        arr = _columns._arrow(s)
+        if arr is not None and isinstance(s.dtype, pd.StringDtype) and arr.null_count == len(arr):
+            # no value at all (an absent optional column): shared blocks, not an offset per row
+            out[c] = _empty_str(len(s) if keep is None else k)
+            del s, arr
+            continue
         if keep is None:
             out[c] = s
             continue
-        arr = _columns._arrow(s)
         values = s.array
         if arr is not None and isinstance(s.dtype, pd.StringDtype):
-            if arr.null_count == len(arr):
-                out[c] = _empty_str(k)
-            else:
-                mask = pa.array(keep) if mask is None else mask
-                out[c] = pd.Series(pd.array(arr.filter(mask), dtype=_STR))
+            mask = pa.array(keep) if mask is None else mask
+            out[c] = pd.Series(pd.array(arr.filter(mask), dtype=_STR))
         elif isinstance(values, pd.Categorical):  # the codes kept, categories no kept row uses dropped
             out[c] = _cat_from_codes(values.codes[keep], np.asarray(values.categories, dtype=object))
         elif isinstance(values, pd.arrays.IntegerArray | pd.arrays.FloatingArray | pd.arrays.BooleanArray):

@@ -44,6 +44,7 @@ from typing import Any
 
 import pandas as pd
 
+from .. import _io
 from ._join import _as_answer_sources, _empty_answers, _gather, _join
 from ._readers import read_traces
 from ._records import Ingested, TraceRecords
@@ -90,6 +91,7 @@ def ingest_traces(traces: Any, answers: Any = None, labels: Any = None, *, stric
     """
     tr = traces if isinstance(traces, TraceRecords) else read_traces(traces, strict=strict,
                                                                       domain_rule=domain_rule)
+    _io.release_memory()  # the parsed source is freed: give it back before the answers grow
     ledgers = [tr.ledger]
     out: dict[str, pd.DataFrame] = {}
     for kind, src in (("answer", answers), ("label", labels)):
@@ -100,6 +102,7 @@ def ingest_traces(traces: Any, answers: Any = None, labels: Any = None, *, stric
         table, led = _join(_gather(src, kind, strict), tr.ledger, tr.runs, tr.steps)  # type: ignore[arg-type]  # a source: not None
         out[kind] = table
         ledgers.append(led)
+        _io.release_memory()  # the answer records the join freed
     ledger = _concat(ledgers) if len(ledgers) > 1 else tr.ledger  # categoricals stay categorical
     return Ingested(runs=tr.runs, steps=tr.steps, answers=out["answer"], labels=out["label"],
                     step_count_disagreements=tr.step_count_disagreements, ledger=ledger)

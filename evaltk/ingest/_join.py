@@ -20,7 +20,7 @@ from ._answers import (
     _keep_rows,
     read_answers,
 )
-from ._records import _STR, CATEGORICAL_COLUMNS, AnswerRecords
+from ._records import _STR, CATEGORICAL_COLUMNS, POSITION_DTYPE, AnswerRecords
 from ._series import (
     _BLOCK,
     _blocks,
@@ -294,8 +294,8 @@ def _join(recs: AnswerRecords, trace_ledger: pd.DataFrame, runs: pd.DataFrame,
         run_pos, step_pos = run_pos[keep], step_pos[keep]
     no_step = step_pos < 0
     np.maximum(step_pos, 0, out=step_pos)
-    out["run_pos"] = run_pos
-    out["step_pos"] = pd.arrays.IntegerArray(step_pos, no_step)
+    out["run_pos"] = run_pos.astype(POSITION_DTYPE)
+    out["step_pos"] = pd.arrays.IntegerArray(step_pos.astype(POSITION_DTYPE), no_step)
     # scoring reads these positions instead of looking the trace ids up again
     _columns.remember_positions(out["trace_id"], runs["trace_id"], run_pos)
     _columns.remember_step_positions(out["trace_id"], steps["trace_id"], np.where(no_step, -1, step_pos),
@@ -307,8 +307,8 @@ def _empty_answers() -> pd.DataFrame:
     return _encode(pd.DataFrame({  # the joined shape
         "trace_id": _empty_str(), "measure": _empty_str(), "step": pd.Series(pd.array([], dtype="Int64")),
         "rater": _empty_str(), "answer": _empty_str(), "confidence": np.zeros(0), "cost": np.zeros(0),
-        "latency_ms": np.zeros(0), **{c: _empty_str() for c in _OPTIONAL_TEXT}, "run_pos": np.zeros(0, np.int64),
-        "step_pos": pd.Series(pd.array([], dtype="Int64")),
+        "latency_ms": np.zeros(0), **{c: _empty_str() for c in _OPTIONAL_TEXT}, "run_pos": np.zeros(0, POSITION_DTYPE),
+        "step_pos": pd.Series(pd.arrays.IntegerArray(np.zeros(0, POSITION_DTYPE), np.zeros(0, bool))),
     }), CATEGORICAL_COLUMNS["answers"])
 
 

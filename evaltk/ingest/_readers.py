@@ -26,7 +26,7 @@ from ._checks import (
 )
 from ._domain import UNKNOWN_DOMAIN, _apply_rule, _resolve_rule
 from ._ledger import _ledger
-from ._records import CATEGORICAL_COLUMNS, TraceRecords
+from ._records import CATEGORICAL_COLUMNS, POSITION_DTYPE, TraceRecords
 from ._series import _const, _encode, _from_codes, _increasing_within, _s, _str_series
 from ._validate import _check_trace, _validate_arrow, _validate_python
 
@@ -784,6 +784,9 @@ def _dedupe(name: str, piece: _Piece, canon: Callable[[Sequence[int]], list[str]
         dk = keep[dis["run_pos"].to_numpy()]
         dis = dis[dk].reset_index(drop=True)
         dis["run_pos"] = newpos[dis["run_pos"].to_numpy()]
+    # the positions as the dtype rule has them (POSITION_DTYPE), once the rows are final
+    steps["run_pos"] = steps["run_pos"].to_numpy().astype(POSITION_DTYPE)
+    dis["run_pos"] = dis["run_pos"].to_numpy().astype(POSITION_DTYPE)
     tid_series = _s(list(tids))
     ledger = _ledger(name, numbers, tid_series, "run", dropped, reasons, fields)
     # the text columns whose values repeat as categoricals (CATEGORICAL_COLUMNS)

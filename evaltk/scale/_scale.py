@@ -49,7 +49,6 @@ same ``rng`` (they are drawn from the combined count tables).
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
 import logging
 import math
@@ -76,6 +75,8 @@ from .._io import (
     write_jsonl,
     write_parquet,
 )
+from .._io import proc_status as _proc_status
+from .._io import release_memory as _release_memory
 from .._validation import import_optional
 from ..errors import InputError, LimitExceeded, OutputRefused, SchemaViolation, UnreadableInput
 from ..stats import (
@@ -623,6 +624,7 @@ def _with_marker(ing: Any, measures: Sequence[str]) -> Any:
     real run gets exactly the rows the whole store gives it; the marker's own rows are
     dropped after scoring.
     """
+    from ..ingest import POSITION_DTYPE
     from ..values import ANSWER_VOCABULARIES
 
     runs = ing.runs
@@ -638,10 +640,13 @@ def _with_marker(ing: Any, measures: Sequence[str]) -> Any:
     rows["answer"] = [ANSWER_VOCABULARIES[m][0] for m in measures]
     rows["run_pos"] = n
     labels2 = _append_rows(t, rows)
-    for c in ("step", "step_pos"):
-        if c in labels2.columns:
-            labels2[c] = pd.array(labels2[c].tolist(), dtype="Int64")
-    labels2["run_pos"] = labels2["run_pos"].astype(np.int64)
+    # the dtypes ingest writes: step Int64, the positions POSITION_DTYPE (step_pos nullable)
+    if "step" in labels2.columns:
+        labels2["step"] = pd.array(labels2["step"].tolist(), dtype="Int64")
+    if "step_pos" in labels2.columns:
+        pos = pd.array(labels2["step_pos"].tolist(), dtype="Int64")
+        labels2["step_pos"] = pos.astype(pd.array(np.zeros(0, POSITION_DTYPE)).dtype)  # Int32
+    labels2["run_pos"] = labels2["run_pos"].astype(POSITION_DTYPE)
     # The marker run comes last, so every answer and label keeps its run position: tell scoring so
     # (the positions ingest recorded are for the old trace_id array; without this each partition
     # looks every answer's trace id up again, about a fifth of its scoring time).
@@ -822,47 +827,6 @@ def _guide_json(guide: pd.Series) -> np.ndarray:
     has = np.flatnonzero(pd.notna(g))
     out[has] = [json.dumps(x, sort_keys=True) if isinstance(x, Mapping) else None for x in g[has]]
     return out
-
-
-_RELEASED_AT = [0]  # this process's resident size right after the last release (one number, not a cache)
-
-
-def _release_memory() -> None:
-    """Hand freed memory back to the system between partitions (Arrow's pool and glibc keep it
-    otherwise), so a long-lived process or worker stays at the size of one partition.
-
-    Only when this process has grown by a quarter (at least 256 MiB) since the last release: a
-    full ``gc.collect`` and ``malloc_trim`` after every partition cost about a fifth of its CPU
-    (0.27 s of 1.39 s per 100k traces, most of it faulting the returned pages in again), while
-    the memory a partition needs is reused by the next one anyway.  Resident memory between
-    partitions therefore stays under 1.25x (or +256 MiB) the size after a release, whatever the
-    number of partitions; the peak is that of the largest partition either way.
-    """
-    import gc
-
-    base = _RELEASED_AT[0]
-    if base and _proc_status("self", "VmRSS") < base + max(base // 4, 256 * 2**20):
-        return
-    gc.collect()
-    pa.default_memory_pool().release_unused()
-    libc = _libc()
-    if libc is not None:
-        libc.malloc_trim(0)
-    _RELEASED_AT[0] = _proc_status("self", "VmRSS")
-
-
-@functools.cache
-def _libc() -> Any:
-    """glibc, loaded once (each ``ctypes.CDLL`` call makes a new function-pointer class that stays
-    alive: loading it per release grew the process by a few objects a partition); None without glibc."""
-    try:
-        import ctypes
-
-        lib = ctypes.CDLL("libc.so.6")
-        lib.malloc_trim  # noqa: B018 - AttributeError here when there is no malloc_trim
-        return lib
-    except (OSError, AttributeError):
-        return None
 
 
 def _write_outputs(part: Partition, out: str | None, scores: pd.DataFrame | None, runs: pd.DataFrame | None,
@@ -1425,18 +1389,6 @@ def _size_bytes(s: str) -> int:
     m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?i?)B\s*", _check_size(s), re.IGNORECASE)
     assert m is not None  # _check_size accepted it
     return int(float(m.group(1)) * _UNITS[m.group(2).lower()])
-
-
-def _proc_status(pid: int | str, key: str) -> int:
-    """``VmRSS`` / ``VmHWM`` of a process from ``/proc/<pid>/status``, bytes (0 where unreadable)."""
-    try:
-        with open(f"/proc/{pid}/status", encoding="ascii") as fh:
-            for line in fh:
-                if line.startswith(key + ":"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 0
 
 
 _WORKER_MODULES = ("pandas", "pyarrow.parquet", "evaltk.ingest", "evaltk.scoring", "evaltk.scale._scale")

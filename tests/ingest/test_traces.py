@@ -33,6 +33,7 @@ from evaltk.errors import InputError, SchemaViolation, UnreadableInput
 from evaltk.ingest import (
     ANSWER_COLUMNS,
     LEDGER_COLUMNS,
+    POSITION_DTYPE,
     RUN_COLUMNS,
     STEP_COLUMNS,
     Ingested,
@@ -98,7 +99,7 @@ def test_tables_have_the_contract_columns_and_types():
         "a", "Buy a red mug", "shopping", "rule", "shopping", "complete", 2, "ckpt-1")
     assert r.guide == {"id": "g1", "reference_id": "g1"}
     assert ing.steps["index"].dtype == np.int64
-    assert ing.steps["run_pos"].dtype == np.int64
+    assert ing.steps["run_pos"].dtype == np.int32  # POSITION_DTYPE
     assert ing.steps["consequential"].dtype == bool
     assert ing.steps["needs_confirmation"].dtype == bool
     assert str(ing.answers["step"].dtype) == "Int64"
@@ -665,7 +666,8 @@ def test_online_ingest_one_gives_exactly_the_batch_rows(tmp_path):
         pd.testing.assert_frame_equal(one.runs, _used(batch.runs.iloc[[pos]].reset_index(drop=True)))
         for name in ("steps", "answers", "labels", "step_count_disagreements"):
             b = getattr(batch, name)
-            b = b[b["run_pos"] == pos].reset_index(drop=True).assign(run_pos=0)
+            b = b[b["run_pos"] == pos].reset_index(drop=True)
+            b["run_pos"] = np.zeros(len(b), POSITION_DTYPE)
             o = getattr(one, name)
             if "step_pos" in b.columns:
                 first = int(np.flatnonzero(batch.steps["run_pos"] == pos)[0]) if rec["steps"] else 0
