@@ -749,7 +749,9 @@ def _columnar(raw: bytes, file: str) -> SuiteRun:
     except SchemaViolation:
         raise _Refer from None
     try:
-        tasks = _ColumnarTasks(raw, table.column("tasks").combine_chunks(), block.count, escapes)
+        col = table.column("tasks")  # one block, so one chunk: taken as it is (combining copies it)
+        tasks = _ColumnarTasks(raw, col.chunk(0) if col.num_chunks == 1 else col.combine_chunks(), block.count,
+                               escapes)
     except pa.ArrowException:
         raise _Refer from None
     return _suite_run(file, suite, version, thresholds, block, aggregation, tasks)
@@ -865,10 +867,11 @@ class _ColumnarTasks:
         a = f["id"] if "id" in f else f.get("taskId")
         if a is None or a.null_count:
             raise _Refer
-        ids = self._strings(a).to_pylist()
-        if len(set(ids)) != t:
+        import pyarrow.compute as pc
+
+        if pc.count_distinct(self._strings(a)).as_py() != t:
             raise _Refer
-        return ids
+        return a.to_pylist()
 
     def _types(self, f: dict[str, Any], t: int) -> list[str | None]:
         """``type`` (else ``kind``); where ``type`` is null and ``kind`` is set the key may
