@@ -273,7 +273,7 @@ def evaltk_from_mapping(doc: dict) -> dict:
     return summarize_suite(load_suite_run(doc)).to_dict()
 
 
-def measure(fn, *args, repeat: int = 1):
+def measure(fn, *args, repeat: int = 1, **kwargs):
     """Best CPU and best wall time of ``repeat`` runs, then the peak resident growth of one more."""
     best_cpu = best_wall = math.inf
     result = None
@@ -281,14 +281,14 @@ def measure(fn, *args, repeat: int = 1):
         result = None  # the previous round's result is freed before the clock starts, not inside it
         gc.collect()
         c0, w0 = time.process_time(), time.perf_counter()
-        result = fn(*args)
+        result = fn(*args, **kwargs)
         best_cpu = min(best_cpu, time.process_time() - c0)
         best_wall = min(best_wall, time.perf_counter() - w0)
     result = None
     gc.collect()
     before = rss_mib()
     reset_peak()
-    result = fn(*args)
+    result = fn(*args, **kwargs)
     peak = peak_mib()
     grow = None if before is None or peak is None else max(peak - before, 0.0)
     return best_cpu, best_wall, grow, result
@@ -398,6 +398,9 @@ def main() -> None:
                 g = "n/a" if grow is None else f"{grow:8.1f}"
                 print(f"{size:>8} {name:<32} {cpu:7.3f} {wall:7.3f} {size / cpu:12,.0f} {1e6 * cpu / size:8.2f} "
                       f"{g:>8} {r:>11} {rc:>14}")
+            text = measure(json.dumps, e2e[3], indent=2, ensure_ascii=False, allow_nan=False)[0]
+            print(f"{'':>8} not in any row above: the summary document as indented JSON text, as "
+                  f"`evaltk suite summarize --out` writes it (json.dumps, indent=2): {text:.3f} s (CPU)")
             parts = where_the_time_goes(path, repeat=a.repeat)
             print(f"{'':>8} of which: nesting screen {parts['screen']:.3f} s, Arrow parse {parts['arrow']:.3f} s "
                   f"(CPU); the peer's json.load {parts['json.load']:.3f} s")
