@@ -1,15 +1,19 @@
 """Benchmark: loading, validating and summarising suite runs (RFC 0246) at 10k-100k tasks x 5 trials.
 
-Peer: a naive per-task Python implementation of the same rules (the way a host grader
+Peers: a naive per-task Python implementation of the same rules (the way a host grader
 is usually written: ``json.load`` the run file, loop over tasks, loop over trials,
-``math.comb`` per task), measured in the same process on the same documents.  The peer
-validates nothing but the score range, so it does less work than evaltk (which checks
-every field of every record and names the file, task and field of a bad one).
+``math.comb`` per task), measured in the same process on the same documents.  The minimal
+peer validates nothing but the score range, so it does less work than evaltk (which checks
+every field of every record and names the file, task and field of a bad one); the checked
+peer runs the checks a careful user writes by hand first (field types, unknown keys,
+unique ids, trial counts, vocabularies, ranges, toolCalls on trajectory tasks), each error
+naming the task and field, so its ratio compares like with like.  Both are printed.
 
 The end-to-end rows are what ``evaltk suite summarize`` and the suite_gating notebook
 run: from the run file on disk to the summary document (``load_suite_run(path)``,
 ``summarize_suite``, ``EvalSummary.to_dict``) against the peer from the same file
-(``json.load`` and its loop).  The rows below them start from the parsed mapping (an
+(``json.load`` and its loop); the row "file to EvalSummary" stops at the column-wise
+summary a notebook reads (``to_frame``, the per-task arrays), without the JSON document.  The rows below them start from the parsed mapping (an
 API caller holding a dict) and from a tidy trial table (``suite_run_from_frame``).  The
 mapping rows are timed first; the parsed document is then dropped, so the rows from the
 file run in a process holding no parsed run, as the CLI's does (a live tree of millions
@@ -152,6 +156,94 @@ def naive_summary(doc: dict) -> dict:
     return {"aggregateScore": agg, "gatedAggregateScore": gagg, "passed": passed, "tasks": out_tasks}
 
 
+#: The checked peer: the same loop after the validation a careful user writes by hand.
+CHECKED_DOES = ("the checked peer is the same loop after the checks a careful user writes by hand (each error "
+                "naming the task and field): field types, unknown keys, unique task ids, trials per task = "
+                "trials.count, the pass-rule and match-mode words, scores in [0, 1] and not NaN, costs and "
+                "latencies finite and >= 0, toolCalls on trajectory tasks; it does not check duplicate keys, "
+                "nesting depth, UTF-8 or near-miss keys")
+
+_TOP = {"suite", "version", "thresholds", "trials", "tasks", "aggregation", "description", "metadata"}
+_TASK = {"id", "type", "expected", "trials", "input", "description", "metadata"}
+_TRIAL = {"score", "toolCalls", "trajectoryMatched", "fixtureMiss", "cost", "latencyMs", "trialIndex", "metadata"}
+_MODES = {"strict", "unordered", "subset", "superset"}
+
+
+def _bad(where: str, field: str, why: str) -> ValueError:
+    return ValueError(f"{where}: field `{field}`: {why}")
+
+
+def _number(v, where: str, field: str, *, unit: bool = False) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or math.isnan(v):
+        raise _bad(where, field, f"must be a number; got {v!r}")
+    if (unit and not 0.0 <= v <= 1.0) or (not unit and not 0.0 <= v < math.inf):
+        raise _bad(where, field, f"out of range: {v!r}")
+    return float(v)
+
+
+def _check_task(t, i: int, count: int, seen: set) -> None:
+    if not isinstance(t, dict):
+        raise _bad(f"tasks[{i}]", "(task)", "must be an object")
+    tid = t.get("id")
+    if not isinstance(tid, str) or not tid or tid in seen:
+        raise _bad(f"tasks[{i}]", "id", f"must be a unique non-empty string; got {tid!r}")
+    seen.add(tid)
+    if not t.keys() <= _TASK:
+        raise _bad(tid, sorted(t.keys() - _TASK)[0], "unknown field")
+    if "type" in t and not isinstance(t["type"], str):
+        raise _bad(tid, "type", "must be a string")
+    spec = (t.get("expected") or {}).get("trajectory")
+    if spec is not None:
+        if not isinstance(spec, dict) or spec.get("match", "strict") not in _MODES:
+            raise _bad(tid, "expected.trajectory", "bad trajectory spec")
+        for key in ("tools", "forbidden"):
+            names = spec.get(key, [])
+            if not isinstance(names, list) or not all(isinstance(x, str) for x in names):
+                raise _bad(tid, f"expected.trajectory.{key}", "must be a list of tool names")
+    trials = t.get("trials")
+    if not isinstance(trials, list) or len(trials) != count:
+        raise _bad(tid, "trials", f"must be a list of {count} trials")
+    for j, tr in enumerate(trials):
+        if not isinstance(tr, dict) or not tr.keys() <= _TRIAL:
+            raise _bad(tid, f"trials[{j}]", "must be an object of known fields")
+        _number(tr.get("score"), tid, f"trials[{j}].score", unit=True)
+        if not isinstance(tr.get("fixtureMiss", False), bool):
+            raise _bad(tid, f"trials[{j}].fixtureMiss", "must be true or false")
+        for key in ("cost", "latencyMs"):
+            if key in tr:
+                _number(tr[key], tid, f"trials[{j}].{key}")
+        calls = tr.get("toolCalls")
+        if (spec is not None and calls is None) or (calls is not None and not (
+                isinstance(calls, list) and all(isinstance(c, str) for c in calls))):
+            raise _bad(tid, f"trials[{j}].toolCalls", "must be a list of tool names (required on a trajectory task)")
+
+
+def checked_summary(doc: dict) -> dict:
+    """The checked peer: every record validated by hand, then :func:`naive_summary`."""
+    if not isinstance(doc, dict) or not doc.keys() <= _TOP:
+        raise _bad("(document)", "(document)", "must be an object of known fields")
+    th = doc.get("thresholds")
+    if not isinstance(th, dict) or "passScore" not in th:
+        raise _bad("(document)", "thresholds.passScore", "is required")
+    _number(th["passScore"], "(document)", "thresholds.passScore", unit=True)
+    for key in ("maxCost", "maxLatencyMs"):
+        if key in th:
+            _number(th[key], "(document)", f"thresholds.{key}")
+    block = doc.get("trials", {})
+    count = block.get("count", 1)
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        raise _bad("(document)", "trials.count", "must be an integer >= 1")
+    if block.get("passRule", "mean") not in ("mean", "all", "any"):
+        raise _bad("(document)", "trials.passRule", "unknown pass rule")
+    tasks = doc.get("tasks")
+    if not isinstance(tasks, list) or not tasks:
+        raise _bad("(document)", "tasks", "must be a non-empty list")
+    seen: set = set()
+    for i, t in enumerate(tasks):
+        _check_task(t, i, count, seen)
+    return naive_summary(doc)
+
+
 # --------------------------------------------------------------------------- measurement
 
 
@@ -159,6 +251,17 @@ def peer_from_file(path: str) -> dict:
     """The peer end to end: the file read with ``json.load``, then its loop."""
     with open(path, encoding="utf-8") as fh:
         return naive_summary(json.load(fh))
+
+
+def checked_from_file(path: str) -> dict:
+    """The checked peer end to end: ``json.load``, the checks, then the loop."""
+    with open(path, encoding="utf-8") as fh:
+        return checked_summary(json.load(fh))
+
+
+def evaltk_summary_from_file(path: str):
+    """evaltk end to end to the column-wise summary (what a notebook holds), without the JSON document."""
+    return summarize_suite(load_suite_run(path))
 
 
 def evaltk_from_file(path: str) -> dict:
@@ -170,7 +273,7 @@ def evaltk_from_mapping(doc: dict) -> dict:
     return summarize_suite(load_suite_run(doc)).to_dict()
 
 
-def measure(fn, *args, repeat: int = 1):
+def measure(fn, *args, repeat: int = 1, **kwargs):
     """Best CPU and best wall time of ``repeat`` runs, then the peak resident growth of one more."""
     best_cpu = best_wall = math.inf
     result = None
@@ -178,14 +281,14 @@ def measure(fn, *args, repeat: int = 1):
         result = None  # the previous round's result is freed before the clock starts, not inside it
         gc.collect()
         c0, w0 = time.process_time(), time.perf_counter()
-        result = fn(*args)
+        result = fn(*args, **kwargs)
         best_cpu = min(best_cpu, time.process_time() - c0)
         best_wall = min(best_wall, time.perf_counter() - w0)
     result = None
     gc.collect()
     before = rss_mib()
     reset_peak()
-    result = fn(*args)
+    result = fn(*args, **kwargs)
     peak = peak_mib()
     grow = None if before is None or peak is None else max(peak - before, 0.0)
     return best_cpu, best_wall, grow, result
@@ -227,8 +330,9 @@ def main() -> None:
           f"time; run files {'compact' if a.indent is None else f'indented {a.indent}'} JSON; "
           f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
     print(PEER_SKIPS)
-    hdr = (f"{'tasks':>8} {'step':<30} {'cpu s':>7} {'wall s':>7} {'tasks/cpu-s':>12} {'us/task':>8} "
-           f"{'peak MiB':>8} {'peer/evaltk':>11}")
+    print(CHECKED_DOES)
+    hdr = (f"{'tasks':>8} {'step':<32} {'cpu s':>7} {'wall s':>7} {'tasks/cpu-s':>12} {'us/task':>8} "
+           f"{'peak MiB':>8} {'peer/evaltk':>11} {'checked/evaltk':>14}")
     print(hdr)
     print("-" * len(hdr))
     per_task: dict[str, list[float]] = {}
@@ -246,8 +350,9 @@ def main() -> None:
             # allocates many objects, the peer's json.load most)
             mapping = measure(evaltk_from_mapping, doc, repeat=a.repeat)
             peer = measure(naive_summary, doc, repeat=a.repeat)
+            checked = measure(checked_summary, doc, repeat=a.repeat)
             from_mapping = json.dumps(mapping[3])
-            mapping, peer = (*mapping[:3], None), (*peer[:3], None)
+            mapping, peer, checked = (*mapping[:3], None), (*peer[:3], None), (*checked[:3], None)
             del doc
             gc.collect()
             load = measure(load_suite_run, path, repeat=a.repeat)
@@ -256,7 +361,11 @@ def main() -> None:
             summary = summ[3]
             todict = measure(summary.to_dict, repeat=a.repeat)
             e2e = measure(evaltk_from_file, path, repeat=a.repeat)
+            e2e_summary = measure(evaltk_summary_from_file, path, repeat=a.repeat)
+            e2e_summary = (*e2e_summary[:3], None)
             peer_file = measure(peer_from_file, path, repeat=a.repeat)
+            checked_file = measure(checked_from_file, path, repeat=a.repeat)
+            assert checked_file[3] == peer_file[3]
             table = run.to_frame()
             frame = measure(table_path, table, repeat=a.repeat)
             per_task.setdefault("file end-to-end", []).append(e2e[0] / size)
@@ -267,20 +376,31 @@ def main() -> None:
             assert abs(p["gatedAggregateScore"] - summary.gated_aggregate_score) < 1e-9
             assert e2e[3] == summary.to_dict() and json.dumps(e2e[3]) == from_mapping
             agree = np.mean([x["passed"] == bool(y) for x, y in zip(p["tasks"], summary.task_passed, strict=True)])
-            rows = [("evaltk load_suite_run(file)", load, None),
-                    ("evaltk summarize_suite", summ, peer[0] / summ[0]),
-                    ("evaltk to_dict (JSON doc)", todict, None),
-                    ("evaltk end-to-end, file", e2e, peer_file[0] / e2e[0]),
-                    ("peer end-to-end, file", peer_file, 1.0),
-                    ("evaltk end-to-end, mapping", mapping, peer[0] / mapping[0]),
-                    ("evaltk table+summarize", frame, peer[0] / frame[0]),
-                    ("peer loop, mapping", peer, 1.0)]
-            ratios.setdefault("file", []).append(peer_file[0] / e2e[0])
-            for name, (cpu, wall, grow, _), ratio in rows:
+            pf, cf = peer_file[0], checked_file[0]
+            rows = [("evaltk load_suite_run(file)", load, None, None),
+                    ("evaltk summarize_suite", summ, peer[0] / summ[0], None),
+                    ("evaltk to_dict (JSON doc)", todict, None, None),
+                    ("evaltk end-to-end, file", e2e, pf / e2e[0], cf / e2e[0]),
+                    ("evaltk file to EvalSummary", e2e_summary, pf / e2e_summary[0], cf / e2e_summary[0]),
+                    ("peer end-to-end, file", peer_file, 1.0, cf / pf),
+                    ("checked peer end-to-end, file", checked_file, pf / cf, 1.0),
+                    ("evaltk end-to-end, mapping", mapping, peer[0] / mapping[0], checked[0] / mapping[0]),
+                    ("evaltk table+summarize", frame, peer[0] / frame[0], checked[0] / frame[0]),
+                    ("peer loop, mapping", peer, 1.0, checked[0] / peer[0]),
+                    ("checked peer loop, mapping", checked, peer[0] / checked[0], 1.0)]
+            ratios.setdefault("file to the JSON document, peer", []).append(pf / e2e[0])
+            ratios.setdefault("file to the JSON document, checked peer", []).append(cf / e2e[0])
+            ratios.setdefault("file to EvalSummary, peer", []).append(pf / e2e_summary[0])
+            ratios.setdefault("file to EvalSummary, checked peer", []).append(cf / e2e_summary[0])
+            for name, (cpu, wall, grow, _), ratio, ratio_checked in rows:
                 r = "" if ratio is None else f"{ratio:10.1f}x"
+                rc = "" if ratio_checked is None else f"{ratio_checked:13.1f}x"
                 g = "n/a" if grow is None else f"{grow:8.1f}"
-                print(f"{size:>8} {name:<30} {cpu:7.3f} {wall:7.3f} {size / cpu:12,.0f} {1e6 * cpu / size:8.2f} "
-                      f"{g:>8} {r:>11}")
+                print(f"{size:>8} {name:<32} {cpu:7.3f} {wall:7.3f} {size / cpu:12,.0f} {1e6 * cpu / size:8.2f} "
+                      f"{g:>8} {r:>11} {rc:>14}")
+            text = measure(json.dumps, e2e[3], indent=2, ensure_ascii=False, allow_nan=False)[0]
+            print(f"{'':>8} not in any row above: the summary document as indented JSON text, as "
+                  f"`evaltk suite summarize --out` writes it (json.dumps, indent=2): {text:.3f} s (CPU)")
             parts = where_the_time_goes(path, repeat=a.repeat)
             print(f"{'':>8} of which: nesting screen {parts['screen']:.3f} s, Arrow parse {parts['arrow']:.3f} s "
                   f"(CPU); the peer's json.load {parts['json.load']:.3f} s")
@@ -291,8 +411,8 @@ def main() -> None:
         for step, v in per_task.items():
             print(f"linearity, {step}: CPU time per task at {a.sizes[-1]:,} tasks / at {a.sizes[0]:,} tasks = "
                   f"{v[-1] / v[0]:.2f} (1.0 = linear)")
-    print(f"end to end from the file, peer / evaltk: {min(ratios['file']):.1f}x-{max(ratios['file']):.1f}x "
-          "over the sizes")
+    for what, v in ratios.items():
+        print(f"end to end from the {what} / evaltk: {min(v):.1f}x-{max(v):.1f}x over the sizes")
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -216,12 +217,15 @@ class SuiteRun(HtmlTable):
     def task_count(self) -> int:
         return len(self.task_ids)
 
-    @property
+    @cached_property
     def has_trajectory(self) -> np.ndarray:
-        """Per task: whether it declares ``expected.trajectory``."""
+        """Per task: whether it declares ``expected.trajectory`` (computed once, read-only:
+        the summary, ``to_dict`` and the checker read it per task)."""
         if self.trajectory_declared is not None:
             return self.trajectory_declared
-        return np.array([t is not None for t in self.trajectories], dtype=bool)
+        has = np.array([t is not None for t in self.trajectories], dtype=bool)
+        has.flags.writeable = False
+        return has
 
     def to_frame(self) -> pd.DataFrame:
         """Tidy trial table: ``task_id, trial, score, trajectory_matched, fixture_miss, cost, latency_ms``.

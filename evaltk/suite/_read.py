@@ -749,7 +749,9 @@ def _columnar(raw: bytes, file: str) -> SuiteRun:
     except SchemaViolation:
         raise _Refer from None
     try:
-        tasks = _ColumnarTasks(raw, table.column("tasks").combine_chunks(), block.count, escapes)
+        col = table.column("tasks")  # one block, so one chunk: taken as it is (combining copies it)
+        tasks = _ColumnarTasks(raw, col.chunk(0) if col.num_chunks == 1 else col.combine_chunks(), block.count,
+                               escapes)
     except pa.ArrowException:
         raise _Refer from None
     return _suite_run(file, suite, version, thresholds, block, aggregation, tasks)
@@ -865,10 +867,11 @@ class _ColumnarTasks:
         a = f["id"] if "id" in f else f.get("taskId")
         if a is None or a.null_count:
             raise _Refer
-        ids = self._strings(a).to_pylist()
-        if len(set(ids)) != t:
+        import pyarrow.compute as pc
+
+        if pc.count_distinct(self._strings(a)).as_py() != t:
             raise _Refer
-        return ids
+        return a.to_pylist()
 
     def _types(self, f: dict[str, Any], t: int) -> list[str | None]:
         """``type`` (else ``kind``); where ``type`` is null and ``kind`` is set the key may
@@ -1012,9 +1015,41 @@ def _group(pa: Any, keys: list[Any]) -> tuple[np.ndarray, np.ndarray]:
     return codes, first
 
 
+def _list_codes(pa: Any, lists: Any) -> np.ndarray | None:
+    """Each list of names as one exact integer, or None when the integers would not fit in 62 bits.
+
+    A name is its code among the distinct names plus one, a list the number whose digits in
+    base (distinct names + 1) are its names: every digit is nonzero, so two lists share a
+    number only when they hold the same names in the same order.  Vectorised: the digits'
+    place values summed by a cumulative sum, whose wrap-around in int64 cancels in the
+    difference because every list's number is below 2**62."""
+    import pyarrow.compute as pc
+
+    lists = lists.combine_chunks() if isinstance(lists, pa.ChunkedArray) else lists
+    flat = lists.flatten()
+    lengths = np.asarray(pc.fill_null(pc.list_value_length(lists), 0).to_numpy(zero_copy_only=False), dtype=np.int64)
+    if not len(flat):
+        return np.zeros(len(lists), np.int64)
+    names = pc.dictionary_encode(flat)
+    base = len(names.dictionary) + 1
+    if int(lengths.max()) * math.log2(base) > 62:
+        return None
+    digits = np.asarray(names.indices.to_numpy(zero_copy_only=False), dtype=np.int64) + 1
+    starts = np.cumsum(lengths) - lengths
+    position = np.arange(len(flat), dtype=np.int64) - np.repeat(starts, lengths)
+    with np.errstate(over="ignore"):
+        terms = digits * np.power(np.int64(base), position)
+        cum = np.concatenate(([0], np.cumsum(terms)))
+        return cum[starts + lengths] - cum[starts]
+
+
 def _match_calls(pa: Any, calls: Any, spec: np.ndarray, specs: list[TrajectorySpec]) -> np.ndarray:
     """Whether each list of calls follows its trial's spec, matched once per distinct pair."""
-    codes, _ = _group(pa, [_list_key(pa, calls, len(calls))])
+    numbers = _list_codes(pa, calls)
+    if numbers is None:
+        codes, _ = _group(pa, [_list_key(pa, calls, len(calls))])
+    else:
+        codes = np.asarray(pd.factorize(numbers)[0], dtype=np.int64)
     pair = spec * (int(codes.max()) + 1) + codes
     _, first, inverse = np.unique(pair, return_index=True, return_inverse=True)
     reps = calls.take(pa.array(first)).to_pylist()

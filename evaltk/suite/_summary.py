@@ -38,12 +38,18 @@ def _no_cycle_collection() -> Iterator[None]:
     """The cyclic garbage collector paused while a summary builds its entries: a few hundred
     thousand small dicts, none of which can be part of a cycle, would otherwise set it off
     every 700 allocations to walk every object of the process (half the time of ``to_dict``
-    at 100k tasks).  Its earlier state is restored."""
+    at 100k tasks).  The new entries are then moved to the oldest generation
+    (``gc.freeze`` then ``gc.unfreeze``: no object is visited), so the young-generation
+    collection the next allocations start does not walk them either; the process's other
+    tracked objects move there with them and are still collected, by the next full
+    collection.  Its earlier state is restored."""
     was = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
+        gc.freeze()
+        gc.unfreeze()
         if was:
             gc.enable()
 

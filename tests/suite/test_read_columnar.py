@@ -15,6 +15,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from evaltk.errors import EvaltkError, SchemaViolation
 from evaltk.suite import load_suite_run, summarize_suite
@@ -316,3 +318,46 @@ def test_a_bare_non_finite_number_in_a_trial_is_named_by_the_reference_reader(tm
     with pytest.raises(SchemaViolation) as e:
         load_suite_run(p)
     assert e.value.record == d["tasks"][2]["id"] and e.value.field == "trials[0].score"
+
+
+# =========================================================================== call lists as integers
+
+_NAMES = st.lists(st.sampled_from(["a", "b", "cc", "", "é"]), max_size=6)
+
+
+@settings(max_examples=60, deadline=None)
+@given(lists=st.lists(_NAMES, min_size=1, max_size=30), cut=st.integers(0, 5))
+def test_call_lists_as_integers_group_as_their_text_does(lists, cut):
+    """Two lists share an integer exactly when they share the text key (same names, same order)."""
+    import pyarrow as pa
+
+    from evaltk.suite._read import _group, _list_codes, _list_key
+
+    arr = pa.array(lists, type=pa.list_(pa.string()))[cut % len(lists):]  # an offset into the buffers too
+    numbers = _list_codes(pa, arr)
+    text, _ = _group(pa, [_list_key(pa, arr, len(arr))])
+    assert numbers is not None and len(numbers) == len(arr)
+    assert len(set(zip(numbers.tolist(), text.tolist(), strict=True))) == len(set(numbers.tolist())) \
+        == len(set(text.tolist()))
+
+
+def test_calls_too_long_for_an_integer_are_grouped_by_their_text(tmp_path):
+    """A call list whose integer would pass 62 bits is matched through the text key: the same run."""
+    long_calls = ["lookup", "refund", "search"] * 30
+    d = {"suite": "s", "thresholds": {"passScore": 0.5}, "trials": {"count": 2},
+         "tasks": [{"id": f"t{i}", "expected": {"trajectory": {"tools": long_calls, "match": "unordered"}},
+                    "trials": [{"score": 0.9, "toolCalls": long_calls},
+                               {"score": 0.9, "toolCalls": long_calls[:-1] + ["cancel"]}]} for i in range(3)]}
+    p = write(tmp_path, d)
+    fast = _columnar_run(p.read_bytes(), str(p))
+    assert fast is not None
+    assert_same_run(fast, reference(p))
+    assert fast.trajectory_matched.tolist() == [[True, False]] * 3
+
+
+def test_has_trajectory_is_computed_once_and_read_only(tmp_path):
+    run = load_suite_run(write(tmp_path, generated(0)))
+    has = run.has_trajectory
+    assert has is run.has_trajectory and has.tolist() == [t is not None for t in run.trajectories]
+    with pytest.raises(ValueError):
+        has[0] = not has[0]

@@ -1350,3 +1350,20 @@ def test_a_fixture_miss_on_a_trajectory_task_needs_no_tool_calls(evaltk_main, tm
     no_calls["tasks"][0]["trials"][1] = {"score": 0.0}
     with pytest.raises(SchemaViolation, match="toolCalls"):
         summarize_suite(no_calls)  # without a miss, a trajectory trial still needs its calls
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_to_dict_leaves_the_garbage_collector_as_it_found_it(enabled):
+    """to_dict pauses the collector and moves its entries to the oldest generation: the
+    collector's state comes back, and nothing stays frozen."""
+    import gc
+
+    s = summarize_suite(DATA / "example-2-suite.json")
+    was = gc.isenabled()
+    try:
+        (gc.enable if enabled else gc.disable)()
+        d = s.to_dict()
+        assert gc.isenabled() is enabled and gc.get_freeze_count() == 0
+        assert d == s.to_dict() and len(d["tasks"]) == s.run.task_count
+    finally:
+        (gc.enable if was else gc.disable)()
