@@ -85,3 +85,19 @@ def serial_blas(fn: F) -> F:
             _exit()
 
     return wrapper  # type: ignore[return-value]  # functools.wraps keeps the signature
+
+
+@serial_blas
+def sum_of_squares(v: Any) -> float:
+    """The sum of squares of a float vector, ``v . v`` on one BLAS thread.
+
+    OpenBLAS splits a long dot over its threads and adds the threads' parts, so the float
+    depends on the thread count; on one thread it is the same float wherever it is computed.
+    One home for every door to a mean's ``total_sq`` (:func:`evaltk.values.summarize`, the
+    score partials the scale engines add up), so they agree bit for bit.
+
+    >>> import numpy as np
+    >>> sum_of_squares(np.array([1.0, 2.0, 3.0]))
+    14.0
+    """
+    return float(v.dot(v))

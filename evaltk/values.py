@@ -38,6 +38,8 @@ from typing import Any, cast
 import numpy as np
 import pandas as pd
 
+from ._blas import sum_of_squares
+
 __all__ = [
     "CAUSES",
     "Cause",
@@ -435,7 +437,7 @@ def _summary_from_checked(vals: np.ndarray, causes: pd.Series) -> MeanSummary:
         n=int(vals.size),
         n_valued=int(valued.size),
         total=float(valued.sum()),
-        total_sq=float(np.dot(valued, valued)),
+        total_sq=sum_of_squares(valued),
         excluded={c: int(counts.get(c, 0)) for c in CAUSES},
     )
 

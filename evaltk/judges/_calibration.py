@@ -40,7 +40,6 @@ from typing import Any, cast
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from .._display import HtmlTable
 from .._validation import (
@@ -49,6 +48,7 @@ from .._validation import (
     check_confidence_level,
     check_nonempty,
     check_rng,
+    lazy_module,
     recorded_seed,
     seeded_rng,
 )
@@ -80,6 +80,8 @@ from ..values import (
     is_missing_label,
     measure_level,
 )
+
+stats = lazy_module("scipy.stats")
 
 #: Calibration compares categories: the first two levels of the one list (values.LEVELS says so).
 _LEVELS = LEVELS[:2]

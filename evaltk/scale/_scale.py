@@ -755,8 +755,7 @@ def _write(frame: pd.DataFrame, out: Path, table: str, key: str) -> None:
 def _score_partition(part: Partition, *, out: str | None, by: Sequence[str], shared: Mapping[str, str | None],
                      label_measures: Sequence[str], options: Mapping[str, Any],
                      summarize: bool = True) -> DatasetSummary | None:
-    """Ingest, score, write and (unless ``summarize`` is false: the DuckDB engine summarises the
-    written files in SQL) summarise one partition (runs on a worker)."""
+    """Ingest, score, write and (unless ``summarize`` is false) summarise one partition (runs on a worker)."""
     so = options.get("storage_options")
     with _remote.staged([part.traces, part.answers, part.labels], so) as (t, a, lb):
         staged = replace(part, traces=t, answers=a, labels=lb)  # type: ignore[arg-type]  # t: a local copy of part.traces
@@ -1302,8 +1301,9 @@ def score_dataset(traces: str | Path, answers: str | Path | None = None, labels:
     Returns
     -------
     ScoredDataset
-        ``summary`` combines the partitions' summaries (with ``engine="duckdb"`` it is
-        computed by SQL over the written dataset).
+        ``summary`` combines the partitions' summaries in a fixed binary tree (with
+        ``engine="duckdb"``, partitions done by an earlier run are summarised by SQL over
+        their written files).
 
     Examples
     --------
@@ -1360,12 +1360,14 @@ def score_dataset(traces: str | Path, answers: str | Path | None = None, labels:
             _maybe_check_ids(parts, memory_limit, tmp_dir, so)
         if kind == "duckdb":
             with _duckdb(engine, memory_limit, threads, tmp_dir) as con:
-                memory = _pool_run(todo, kw, n_workers, tick, memory_limit)
-                pairs = _pairs_of(root, _done_partitions(root, parts))
-                _remote.register(con, [root.root], so)
-                with _bounded(con, memory_limit, _SUMMARY_PHASE, tmp_dir, outcome="every partition is scored and kept; "
-                              "rerun with resume=True / --resume to summarise them"):
-                    summary = _summarize_duckdb(con, pairs, keys, root.path())  # type: ignore[arg-type]  # a local or remote root
+                memory, fresh = _pool_run(todo, kw, n_workers, tick, memory_limit)
+                pieces = [fresh[p.key] for p in todo]  # added on the driver in a fixed tree (combine_all)
+                if done_pairs:  # partitions of an earlier run: summarised from their files in SQL
+                    _remote.register(con, [root.root], so)
+                    with _bounded(con, memory_limit, _SUMMARY_PHASE, tmp_dir, outcome="every partition is scored "
+                                  "and kept; rerun with resume=True / --resume to summarise them"):
+                        pieces.append(_summarize_duckdb(con, done_pairs, keys, root.path()))  # type: ignore[arg-type]  # a local or remote root
+                summary = combine_all(pieces) if pieces else _empty_summary(keys)
         elif kind == "dask":
             with _dask_client(engine, memory_limit, n_workers) as client:
                 summary = _dask_run(client, todo, done_pairs, kw, keys, tick)
@@ -1415,10 +1417,11 @@ def _descendants() -> list[int]:
     return out
 
 
-def _pool_task(part: Partition, kw: Mapping[str, Any]) -> int:
-    """Score one partition in a worker process; returns the worker's resident peak (VmHWM, bytes)."""
-    _score_partition(part, **kw, summarize=False)
-    return _proc_status("self", "VmHWM")
+def _pool_task(part: Partition, kw: Mapping[str, Any]) -> tuple[int, DatasetSummary]:
+    """Score one partition in a worker process; returns the worker's resident peak (VmHWM, bytes)
+    and the partition's summary (the driver adds them: no second pass over the written files)."""
+    summary = cast(DatasetSummary, _score_partition(part, **kw))
+    return _proc_status("self", "VmHWM"), summary
 
 
 def _fmt_mib(b: float) -> str:
@@ -1592,14 +1595,16 @@ def _over(budget: _MemoryBudget) -> str:
 
 
 def _pool_run(todo: Sequence[Partition], kw: Mapping[str, Any], n_workers: int | None,
-              tick: Callable[[str], None], memory_limit: str | None = None) -> dict[str, Any]:
+              tick: Callable[[str], None], memory_limit: str | None = None
+              ) -> tuple[dict[str, Any], dict[str, DatasetSummary]]:
     """Score ``todo`` in ``n_workers`` worker processes (default: every core; forkserver, else spawn),
     or here when there is one partition and no ``memory_limit``, one worker, or options that
     cannot be pickled (a lambda ``domain_rule``).  On a failure or Ctrl-C the partitions not
     started are cancelled and the running ones awaited, so nothing is written after this call
     has raised.  With ``memory_limit`` the scoring phase is held under it (:class:`_MemoryBudget`).
     Returns the peak resident memory measured: ``worker`` (the largest worker's VmHWM), ``total``
-    and, under a limit, ``admissions`` (see :attr:`ScoredDataset.memory`); empty when scored here."""
+    and, under a limit, ``admissions`` (see :attr:`ScoredDataset.memory`); empty when scored here;
+    and each partition's summary by key."""
     import concurrent.futures as cf
     import multiprocessing as mp
     import pickle
@@ -1612,14 +1617,15 @@ def _pool_run(todo: Sequence[Partition], kw: Mapping[str, Any], n_workers: int |
         pickle.dumps(dict(kw))
     except (pickle.PicklingError, TypeError, AttributeError):
         n = 0  # in this process
+    summaries: dict[str, DatasetSummary] = {}
     if n == 0 or (n == 1 and budget is None):
         for p in todo:
-            _score_partition(p, **kw, summarize=False)
+            summaries[p.key] = cast(DatasetSummary, _score_partition(p, **kw))
             tick(p.key)
             if budget is not None and _proc_status("self", "VmHWM") > budget.limit:
                 budget.over = (_proc_status("self", "VmHWM"), [p.key])
                 raise budget.refusal({p.key: p})
-        return {}
+        return {}, summaries
     _check_main_guard("engine='duckdb' (its worker processes)")
     if budget is not None:
         todo = sorted(todo, key=_input_bytes, reverse=True)  # the first measured is the largest
@@ -1630,7 +1636,7 @@ def _pool_run(todo: Sequence[Partition], kw: Mapping[str, Any], n_workers: int |
     ex = cf.ProcessPoolExecutor(max_workers=n, mp_context=ctx)
     by_key = {p.key: p for p in todo}
     queue = list(reversed(todo))
-    running: dict[cf.Future[int], Partition] = {}
+    running: dict[cf.Future[tuple[int, DatasetSummary]], Partition] = {}
     peaks: list[int] = []
 
     def pids() -> list[int]:
@@ -1658,7 +1664,7 @@ def _pool_run(todo: Sequence[Partition], kw: Mapping[str, Any], n_workers: int |
                 p = running.pop(f)
                 admitted.pop(p.key, None)
                 try:
-                    hwm = f.result()
+                    hwm, summaries[p.key] = f.result()
                 except cf.process.BrokenProcessPool:
                     if budget is not None and budget.over is not None:
                         raise budget.refusal(by_key) from None
@@ -1674,11 +1680,11 @@ def _pool_run(todo: Sequence[Partition], kw: Mapping[str, Any], n_workers: int |
         raise
     ex.shutdown(wait=True)
     if budget is None:
-        return {"worker": max(peaks, default=0), "total": 0, "admissions": ()}
+        return {"worker": max(peaks, default=0), "total": 0, "admissions": ()}, summaries
     budget.stop()
     if budget.over is not None:  # passed the limit after the last partition finished
         raise budget.refusal(by_key)
-    return {"worker": budget.peak_worker, "total": budget.peak_total, "admissions": tuple(budget.admissions)}
+    return {"worker": budget.peak_worker, "total": budget.peak_total, "admissions": tuple(budget.admissions)}, summaries
 
 
 def _check_main_guard(what: str) -> None:

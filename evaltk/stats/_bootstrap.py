@@ -45,7 +45,6 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
-from scipy.special import ndtr, ndtri
 
 from .._blas import serial_blas
 from .._validation import (
@@ -54,11 +53,14 @@ from .._validation import (
     check_confidence_level,
     check_n_resamples,
     check_rng,
+    lazy_module,
     seeded_rng,
 )
 from ..errors import InputError
 from ..values import Abstention, Cause, UndefinedWarning
 from ._result import ConfidenceInterval, ResultShape, user_stacklevel
+
+special = lazy_module("scipy.special")
 
 #: Interval methods understood by both engines.
 METHODS: tuple[str, ...] = ("percentile", "basic", "bca")
@@ -357,8 +359,8 @@ def _bca_interval(theta: float, good: np.ndarray, jack: tuple[np.ndarray, np.nda
     if reason is not None:
         return _Interval(math.nan, math.nan, "bca", reason)
     assert z0 is not None and acc is not None  # for type checkers only
-    za = ndtri(np.array([alpha, 1.0 - alpha]))
-    adj = ndtr(z0 + (z0 + za) / (1.0 - acc * (z0 + za)))
+    za = special.ndtri(np.array([alpha, 1.0 - alpha]))
+    adj = special.ndtr(z0 + (z0 + za) / (1.0 - acc * (z0 + za)))
     if not np.all(np.isfinite(adj)):
         return _Interval(math.nan, math.nan, "bca", "adjusted percentiles are not finite", z0, acc)
     low, high = np.quantile(good, adj)
@@ -372,7 +374,7 @@ def _bca_parameters(theta: float, good: np.ndarray, jack: tuple[np.ndarray, np.n
     p = below / good.size
     if p <= 0.0 or p >= 1.0:
         return None, None, "every replicate lies on one side of the estimate, so z0 is infinite"
-    z0 = float(ndtri(p))
+    z0 = float(special.ndtri(p))
     if jack is None:
         return None, None, "no jackknife values"
     values, mult = jack

@@ -40,9 +40,8 @@ from typing import Any, cast
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
-from .._validation import check_choice, check_columns, check_confidence_level
+from .._validation import check_choice, check_columns, check_confidence_level, lazy_module
 from ..errors import InputError
 from ..values import (
     ABSTAIN_WORDS,
@@ -55,6 +54,8 @@ from ..values import (
 from ._intervals import paired_difference_interval
 from ._result import NO_INTERVAL, ConfidenceInterval, ResultShape, _num, undefined
 from ._tables import ConfusionTable
+
+stats = lazy_module("scipy.stats")
 
 OVERSTATES = "overstates"
 UNDERSTATES = "understates"

@@ -47,11 +47,13 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import special, stats
 
-from .._validation import check_confidence_level
+from .._validation import check_confidence_level, lazy_module
 from ..values import Abstention
 from ._result import ConfidenceInterval, ResultShape, undefined
+
+special = lazy_module("scipy.special")
+stats = lazy_module("scipy.stats")
 
 
 def z_value(confidence_level: float) -> float:

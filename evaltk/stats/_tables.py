@@ -51,6 +51,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from .._blas import serial_blas, sum_of_squares
 from .._display import HtmlTable
 from .._validation import check_choice
 from ..values import (
@@ -276,17 +277,31 @@ def score_partials(frame: pd.DataFrame, by: str | Sequence[str] = ("measure",), 
     return out
 
 
+@serial_blas  # one BLAS thread for the whole loop (the nested sum_of_squares calls share it)
 def _group_sums(gid: np.ndarray, v: np.ndarray, size: int, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per group (``obs``) the sum and the sum of squares of its values, each group's values in row
-    order summed by ``ndarray.sum`` and ``np.dot``: the additions :func:`evaltk.values.summarize`
-    makes on the same values, so both doors to a mean give the same float."""
-    order = np.argsort(gid.astype(np.int32) if size < 2**31 else gid, kind="stable")  # radix sort, rows kept in order
+    order summed by ``ndarray.sum`` and :func:`evaltk._blas.sum_of_squares`: the additions
+    :func:`evaltk.values.summarize` makes on the same values, so both doors to a mean give the same float."""
+    order = _stable_order(gid, size)
     vs = v[order]
-    ends = np.cumsum(np.bincount(gid, minlength=size))
-    starts = ends - np.bincount(gid, minlength=size)
+    counts = np.bincount(gid, minlength=size)
+    ends = np.cumsum(counts)
+    starts = ends - counts
     total = np.array([vs[starts[g]:ends[g]].sum() for g in obs], dtype=float)
-    total_sq = np.array([np.dot(vs[starts[g]:ends[g]], vs[starts[g]:ends[g]]) for g in obs], dtype=float)
+    total_sq = np.array([sum_of_squares(vs[starts[g]:ends[g]]) for g in obs], dtype=float)
     return total, total_sq
+
+
+def _stable_order(gid: np.ndarray, size: int) -> np.ndarray:
+    """The rows sorted by group number, rows of a group kept in order.  numpy's stable sort is a
+    radix sort only for keys of 16 bits or fewer (a merge sort above), so wider numbers are sorted
+    in two stable radix passes, on the low 16 bits and then on the high ones."""
+    if size <= 2**16:
+        return np.argsort(gid.astype(np.uint16), kind="stable")
+    if size <= 2**32:
+        low = np.argsort((gid & 0xFFFF).astype(np.uint16), kind="stable")
+        return low[np.argsort((gid[low] >> 16).astype(np.uint16), kind="stable")]
+    return np.argsort(gid, kind="stable")
 
 
 def _group_codes(col: pd.Series) -> tuple[np.ndarray, np.ndarray]:
@@ -979,7 +994,9 @@ def pass_counts(tasks: Any, passed: Any, *, threshold: float = 1.0) -> PassCount
     ab = p.isna().to_numpy()
     vals = pd.to_numeric(p.where(~p.isna(), np.nan).astype(float), errors="raise").to_numpy(float)
     ok = np.where(ab, False, vals >= threshold)
-    df = pd.DataFrame({"task": t, "n": (~ab).astype(np.int64), "c": ok.astype(np.int64),
-                       "a": ab.astype(np.int64)})
-    g = df.groupby("task", sort=False)[["n", "c", "a"]].sum()
-    return PassCounts({k: (int(r.n), int(r.c), int(r.a)) for k, r in zip(g.index, g.itertuples(), strict=True)})  # type: ignore[arg-type]  # pandas-stubs: a row cell
+    codes, labels = pd.factorize(t, sort=False)  # tasks in order of first appearance
+    m = len(labels)
+    n = np.bincount(codes[~ab], minlength=m)
+    c = np.bincount(codes[ok], minlength=m)
+    a = np.bincount(codes[ab], minlength=m)
+    return PassCounts({k: (int(n[i]), int(c[i]), int(a[i])) for i, k in enumerate(labels)})

@@ -405,6 +405,19 @@ def test_duckdb_summaries_are_partition_local(results, whole, monkeypatch):
     assert dict(s.pass_counts.counts) == dict(res["pandas"].summary.pass_counts.counts)
 
 
+def test_duckdb_run_adds_the_workers_summaries_as_the_sql_summary_of_its_files(results):
+    """The DuckDB engine adds the summaries its workers return (a fixed tree, no second pass over
+    the written files); summarising those files in SQL gives the same counts and means."""
+    res, con = results
+    tree, sql = res["duckdb"].summary, summarize_dataset(res["duckdb"].out, engine=con)
+    assert tree.n_runs == sql.n_runs and tree.tasks == sql.tasks
+    assert dict(tree.pass_counts.counts) == dict(sql.pass_counts.counts)
+    assert_same_calibration(tree, sql)
+    a, b = tree.to_frame(), sql.to_frame()
+    pd.testing.assert_frame_equal(a.drop(columns=["mean"]), b.drop(columns=["mean"]))
+    np.testing.assert_allclose(a["mean"].to_numpy(float), b["mean"].to_numpy(float), rtol=0, atol=1e-14)
+
+
 # --------------------------------------------------------------------------- runs with no group key
 
 

@@ -243,3 +243,28 @@ def test_unknown_cause_in_a_calibration_table_is_refused():
                       "value": [np.nan, 1.0], "cause": ["tired", None]})
     with pytest.raises(ValueError, match="unknown causes \\['tired'\\]"):
         calibration_table(f, "x_task", categories=(0.0, 1.0))
+
+
+@SETTINGS
+@given(st.sampled_from([3, 2**16, 2**16 + 5, 2**20]), st.integers(0, 2**32 - 1), st.integers(1, 300))
+def test_stable_order_is_a_stable_sort(size, seed, n):
+    """The radix passes of ``score_partials`` order the rows as a stable sort of the group numbers."""
+    from evaltk.stats._tables import _stable_order
+
+    gid = np.random.default_rng(seed).integers(0, min(size, 7) if seed % 2 else size, n).astype(np.int64)
+    np.testing.assert_array_equal(_stable_order(gid, size), np.argsort(gid, kind="stable"))
+
+
+@SETTINGS
+@given(st.lists(st.tuples(st.sampled_from(["t1", "t0", 3, "t2"]), st.sampled_from([None, 0.0, 0.5, 1.0, True, False])),
+                max_size=40))
+def test_pass_counts_is_its_definition(trials):
+    """``pass_counts``: per task (in order of first appearance) decided trials, passes, abstentions."""
+    from evaltk.stats import pass_counts
+
+    want: dict = {}
+    for t, p in trials:
+        n, c, a = want.get(t, (0, 0, 0))
+        want[t] = (n, c, a + 1) if p is None else (n + 1, c + int(float(p) >= 1.0), a)
+    got = pass_counts([t for t, _ in trials], [p for _, p in trials]).counts
+    assert list(got) == list(want) and got == want
