@@ -1376,10 +1376,12 @@ def score_dataset(traces: str | Path, answers: str | Path | None = None, labels:
     run_doc = {"traces": str(traces), "answers": None if answers is None else str(answers),
                "labels": None if labels is None else str(labels), "label_measures": list(marker),
                "strict": bool(strict), "partitions": len(parts)}
+    tmp_dir = None if temp_directory is None else str(temp_directory)
+    if check_ids:  # first: a store it refuses spends no shuffle, and leaves `out` as it was (even with overwrite)
+        _maybe_check_ids(parts, memory_limit, tmp_dir, so)
     done = _prepare_out(root, parts, run_doc, resume=resume, overwrite=overwrite)
     if len(done) < len(parts):
-        parts_s, shared = _shuffle_shared(parts, shared, root, memory_limit=memory_limit,
-                                          temp_directory=None if temp_directory is None else str(temp_directory),
+        parts_s, shared = _shuffle_shared(parts, shared, root, memory_limit=memory_limit, temp_directory=tmp_dir,
                                           storage_options=so)
     else:
         parts_s = list(parts)
@@ -1389,11 +1391,8 @@ def score_dataset(traces: str | Path, answers: str | Path | None = None, labels:
     done_pairs = _pairs_of(root, done)
     if done:
         _LOG.info("resuming: %d of %d partitions already done in %s", len(done), len(parts), root)
-    tmp_dir = None if temp_directory is None else str(temp_directory)
     memory: Mapping[str, Any] = {}
     with _progress(len(parts), len(done), progress) as tick, _removed_after(root, _SHUFFLE_DIR):
-        if check_ids:
-            _maybe_check_ids(parts, memory_limit, tmp_dir, so)
         if kind == "duckdb":
             with _duckdb(engine, memory_limit, threads, tmp_dir) as con:
                 memory = _pool_run(todo, kw, n_workers, tick, memory_limit)

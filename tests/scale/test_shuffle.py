@@ -77,6 +77,25 @@ def test_an_unreadable_trace_file_is_named_by_the_shuffle(demo, tmp_path):
         score_dataset(store / "traces", store / "answers.parquet", out=tmp_path / "o", check_ids=False)
 
 
+def test_a_repeated_trace_id_is_refused_before_the_shuffle(demo, tmp_path):
+    """The id check runs first: a store it refuses spends no shuffle (the shared answers here are
+    not even readable: the shuffle would have failed on them instead) and leaves an earlier
+    result in ``out`` as it was, even with ``overwrite``."""
+    from evaltk.errors import InputError, UnreadableInput
+
+    store = write_parts(tmp_path / "store", demo, 3, shared_answers=True)
+    score_dataset(store / "traces", store / "answers.parquet", out=tmp_path / "out")
+    before = sorted(p.relative_to(tmp_path / "out") for p in (tmp_path / "out").rglob("*"))
+    first = (store / "traces" / "part-0.jsonl").read_text(encoding="utf-8").splitlines()[0]
+    with open(store / "traces" / "part-2.jsonl", "a", encoding="utf-8") as fh:
+        fh.write(first + "\n")  # part-0's first trace, again in part-2
+    (store / "answers.parquet").write_bytes(b"not parquet")
+    with pytest.raises(InputError, match="two partitions") as e:
+        score_dataset(store / "traces", store / "answers.parquet", out=tmp_path / "out", overwrite=True)
+    assert not isinstance(e.value, UnreadableInput) and e.value.field == "trace_id"
+    assert sorted(p.relative_to(tmp_path / "out") for p in (tmp_path / "out").rglob("*")) == before
+
+
 # --------------------------------------------------------------------------- the ledger names the source
 
 
