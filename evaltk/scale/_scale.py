@@ -1005,11 +1005,13 @@ def _dask_client(engine: Any, memory_limit: str | None, n_workers: int | None) -
     except ValueError:
         pass
     _check_main_guard("engine='dask' (a LocalCluster)")
-    dask = optional_module("dask")
     try:
-        with dask.config.set(WORKER_CONFIG):  # the nannies pass it to the worker processes they start
-            cluster = distributed.LocalCluster(n_workers=n_workers or 2, threads_per_worker=1, processes=True,
-                                               memory_limit=memory_limit or "auto", dashboard_address=None)
+        # each nanny keeps `config` and sets it in every worker process it starts, a restarted one too (a
+        # dask.config.set around LocalCluster reached only the first: the nannies hold the global config
+        # shallowly, and leaving the block restored it under them)
+        cluster = distributed.LocalCluster(n_workers=n_workers or 2, threads_per_worker=1, processes=True,
+                                           memory_limit=memory_limit or "auto", dashboard_address=None,
+                                           config=dict(WORKER_CONFIG))
     except RuntimeError as e:
         if "failed to start" not in str(e):
             raise
