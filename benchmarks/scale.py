@@ -309,17 +309,17 @@ def child(args: argparse.Namespace) -> None:
         result.update(wall=wall, peak=pk.peak, cpu=pk.cpu_seconds(), cores=args.workers, runs=r.summary.n_runs,
                       hwm=hwm, **_slopes(tl))
     else:
-        import dask
         from distributed import Client, LocalCluster
 
         from evaltk.scale import score_dataset
 
         with Peak() as pk:
             t_start = time.perf_counter()
-            # as evaltk's own LocalCluster (evaltk.scale._scale.WORKER_CONFIG): the workers' profiler off
-            with dask.config.set({"distributed.worker.profile.enabled": bool(args.dask_profile)}):
-                cluster = LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
-                                       memory_limit=args.worker_memory, dashboard_address=None)
+            # as evaltk's own LocalCluster (evaltk.scale.WORKER_CONFIG, through the nannies: a restarted
+            # worker keeps it): the workers' profiler off
+            cluster = LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
+                                   memory_limit=args.worker_memory, dashboard_address=None,
+                                   config={"distributed.worker.profile.enabled": bool(args.dask_profile)})
             client = Client(cluster)
             startup = time.perf_counter() - t_start
             tl = Timeline(pk)

@@ -34,7 +34,8 @@ def register_cli(subparsers: Any) -> None:
                     "machine, Dask on a cluster) and summarise it; results equal `evaltk score` in memory. "
                     "Exit codes: 0 done; 64 usage (an --out holding an earlier run without --resume or "
                     "--overwrite); 65 the store violates the contract (a trace id in two partitions, an "
-                    "unknown --by column) or a scored dataset is partial or corrupt; 66 unreadable input; "
+                    "unknown --by column), a malformed record with --strict, or a scored dataset is partial or "
+                    "corrupt; 66 unreadable input; "
                     "75 the Dask cluster lost its workers (rerun with --resume); "
                     "130 interrupted (Ctrl-C: rerun with --resume).",
         epilog="Example: evaltk scale score data/demo/traces.jsonl --answers data/demo/answers.csv --labels data/demo/labels.csv "
@@ -66,6 +67,9 @@ def register_cli(subparsers: Any) -> None:
                        help="continue an interrupted run in --out: score only the partitions not done")
     again.add_argument("--overwrite", action="store_true",
                        help="remove what an earlier run wrote in --out (only that) and start over")
+    s.add_argument("--strict", action="store_true",
+                   help="stop at the first malformed answer or label row, naming its file, record and field "
+                        "(exit 65), instead of ledgering it")
     s.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="a progress bar on stderr (default: when stderr is a terminal)")
     engine_args(s)
@@ -153,7 +157,8 @@ def _cli_score(args: Any) -> int:
         with _cli_engine(args) as engine:
             res = score_dataset(args.traces, args.answers, args.labels, out=args.out, engine=engine, by=args.by,
                                 memory_limit=args.memory_limit, n_workers=args.workers, resume=args.resume,
-                                overwrite=args.overwrite, progress=show, storage_options=args.storage_options)
+                                overwrite=args.overwrite, progress=show, storage_options=args.storage_options,
+                                strict=args.strict)
     except KeyboardInterrupt:
         print(f"evaltk scale score: interrupted; {partitions_done(args.out, storage_options=args.storage_options)} "
               f"partition(s) done in {args.out}. "

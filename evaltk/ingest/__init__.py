@@ -11,7 +11,14 @@ records, one module per source: ``_inspect`` (inspect_ai eval logs), ``_otel``
 (OpenTelemetry spans), with ``_policy`` (the action policy) and ``_import`` (the
 :class:`Imported` result and :func:`write_import`)."""
 
-from ._answers import ANSWER_COLUMNS, AUDIT_COLUMNS, INSTRUMENT_COLUMNS, read_answers
+from ._answers import (
+    ANSWER_COLUMNS,
+    ANSWER_ROW_COLUMNS,
+    AUDIT_COLUMNS,
+    INSTRUMENT_COLUMNS,
+    answer_rows,
+    read_answers,
+)
 from ._domain import DEFAULT_DOMAIN_KEYWORDS, UNKNOWN_DOMAIN, KeywordDomainRule, domain_from_task
 from ._import import (
     IMPORT_ANSWER_COLUMNS,
@@ -58,6 +65,8 @@ __all__ = [
     "Ingested",
     "read_traces",
     "read_answers",
+    "answer_rows",
+    "ANSWER_ROW_COLUMNS",
     "ingest_traces",
     "ingest_one",
     "ledger_sources",

@@ -120,15 +120,25 @@ def _frame_from_records(recs: Sequence[Any]) -> pd.DataFrame:
 
     A record that is not an object becomes a row with a private ``__error__`` column.
     """
-    rows = []
-    for r in recs:
-        if isinstance(r, Exception):
-            rows.append({"__error__": str(r)})
-        elif not isinstance(r, Mapping):
-            rows.append({"__error__": f"an answer record must be a JSON object; got {_jtype(r)}"})
-        else:
-            rows.append(dict(r))
-    df = pd.DataFrame.from_records(rows) if rows else pd.DataFrame()
+    return _frame_of_rows([_record_row(r) for r in recs])
+
+
+def _record_row(r: Any) -> dict[str, Any]:
+    """A parsed JSONL record as a row: its fields, or ``__error__`` saying why it is no record."""
+    if isinstance(r, Exception):
+        return {"__error__": str(r)}
+    if not isinstance(r, Mapping):
+        return {"__error__": f"an answer record must be a JSON object; got {_jtype(r)}"}
+    return dict(r)
+
+
+def _frame_of_rows(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] = ()) -> pd.DataFrame:
+    """Rows (field dicts, ``__error__`` for a line that is no record) as the object frame the
+    checks read; ``columns`` are there even when no row has them."""
+    df = pd.DataFrame.from_records(list(rows)) if rows else pd.DataFrame()
+    for c in columns:
+        if c not in df.columns:
+            df[c] = None
     return df.astype(object) if len(df.columns) else df
 
 
@@ -818,6 +828,102 @@ def _answer_checks(raw: pd.DataFrame) -> tuple[dict[str, Any], _Flags]:
     }, fl
 
 
+#: The columns of :func:`answer_rows`.
+ANSWER_ROW_COLUMNS: tuple[str, ...] = ("record", "trace_id", "row")
+
+
+def answer_rows(path: str | Path) -> pa.Table:
+    """The records of a CSV or JSONL answers file as :func:`read_answers` reads them, before
+    its checks: what a reader that moves rows elsewhere (the scale engine's shuffle) carries,
+    so that :func:`read_answers` of the rows, wherever they end up, gives the ledger and the
+    errors ingest gives for the file.
+
+    Parameters
+    ----------
+    path : path
+        A CSV or JSONL answers (or labels) file.
+
+    Returns
+    -------
+    pyarrow.Table
+        One row per record, in file order, with columns :data:`ANSWER_ROW_COLUMNS`:
+        ``record`` (the record number ingest reports: the line a CSV record starts on, the
+        header being line 1; a JSONL record's line; blank lines are no record), ``trace_id``
+        (the record's ``trace_id`` when it is text, else null) and ``row`` (the record as
+        JSON: an object of its fields, every CSV cell as text, the required ones null when
+        absent, and ``__error__`` saying why a line is not a record: not JSON, not an object,
+        a ragged CSV row).  ``read_answers([json.loads(r) for r in t["row"]])`` gives the
+        rows' table and ledger, the record numbers counted in that list.
+
+    Raises
+    ------
+    UnreadableInput
+        The file is missing, empty, not UTF-8 or not CSV / JSONL.
+    SchemaViolation
+        A required column is missing from the whole file (as :func:`read_answers` says).
+
+    Examples
+    --------
+    >>> import json, pathlib, tempfile
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "a.jsonl"
+    >>> _ = p.write_text('{"trace_id": "t1", "measure": "x_task", "rater": "j", "answer": "yes"}\\n\\n[1]\\n')
+    >>> t = answer_rows(p)
+    >>> t["record"].to_pylist(), t["trace_id"].to_pylist(), json.loads(t["row"][1].as_py())["__error__"]
+    ([1, 3], ['t1', None], 'an answer record must be a JSON object; got array')
+    """
+    import json
+
+    _, name, data, fmt = _read_file(path)
+    _io.check_line_records(data, file=name, header=1 if fmt == "csv" else 0)
+    if fmt == "csv":
+        raw, numbers = _read_csv_rows(data, name)
+    elif fmt == "jsonl":
+        nums, texts = _split_lines(data, name)
+        raw, numbers = _frame_from_records(_parse_json_lines(texts)), np.asarray(nums, np.int64)
+    else:
+        raise UnreadableInput(f"answer_rows reads CSV and JSONL files; got {fmt}", file=name)
+    del data
+    _check_columns(raw, name)
+    cols = list(raw.columns)
+    rows, tids = [], []
+    for vals in raw.itertuples(index=False, name=None):
+        # the required fields always (null when absent): rows read apart from their file keep its columns
+        row = {c: None if _is_missing_cell(v) else v for c, v in zip(cols, vals, strict=True)
+               if c in _ANSWER_REQUIRED or not _is_missing_cell(v)}
+        rows.append(json.dumps(row, allow_nan=False))
+        t = row.get("trace_id")
+        tids.append(t if isinstance(t, str) and "__error__" not in row else None)
+    return pa.table({"record": pa.array(numbers, pa.int64()), "trace_id": pa.array(tids, pa.string()),
+                     "row": pa.array(rows, pa.large_string())})
+
+
+def _is_missing_cell(v: Any) -> bool:
+    """A cell the object frame holds for a field the record does not have (None or NaN)."""
+    return v is None or (isinstance(v, float) and math.isnan(v))
+
+
+def _read_csv_rows(data: bytes, name: str) -> tuple[pd.DataFrame, np.ndarray]:
+    """The CSV rows row by row (:func:`_csv_rows`), the header checked as :func:`_read_csv` checks it."""
+    batches = _read_csv(data, name)
+    if isinstance(batches, list):
+        return batches[0]
+    nl = data.find(b"\n")
+    import csv
+
+    header = next(csv.reader([data[:nl].decode("utf-8").rstrip("\r")]))
+    return _csv_rows(data, header)
+
+
+def _check_columns(raw: pd.DataFrame, name: str) -> None:
+    """A whole table without a required column is refused (unless no line of it is a record)."""
+    all_err = "__error__" in raw.columns and bool(raw["__error__"].notna().all())
+    missing_cols = [c for c in _ANSWER_REQUIRED if c not in raw.columns]
+    if missing_cols and not all_err:
+        raise SchemaViolation(f"required column(s) missing: {', '.join(missing_cols)} (an answer "
+                              f"table needs trace_id, measure, rater, answer, and step for per-step "
+                              f"measures)", file=name, field=missing_cols[0])
+
+
 def read_answers(source: Any, *, strict: bool = False, kind: str = "answer") -> AnswerRecords:
     """Read and validate a long table of judge answers (``kind="answer"``) or human labels.
 
@@ -873,12 +979,7 @@ def _read_batches(name: str, batches: Iterable[tuple[pd.DataFrame, np.ndarray]],
                 # a header without rows, an empty DataFrame or list: a valid, empty table
                 return AnswerRecords(_empty_table(), _ledger(name, [], [], kind, np.zeros(0, bool), [], []),
                                      kind)
-            all_err = "__error__" in raw.columns and bool(raw["__error__"].notna().all())
-            missing_cols = [c for c in _ANSWER_REQUIRED if c not in raw.columns]
-            if missing_cols and not all_err:
-                raise SchemaViolation(f"required column(s) missing: {', '.join(missing_cols)} (an answer "
-                                      f"table needs trace_id, measure, rater, answer, and step for per-step "
-                                      f"measures)", file=name, field=missing_cols[0])
+            _check_columns(raw, name)
         cols, flags = _answer_checks(raw)
         del raw
         if strict and flags.done.any():  # the first malformed row (batches come in order)

@@ -408,71 +408,28 @@ def discover_partitions(traces: str | Path, answers: str | Path | None = None,
 #: row's file (its position in the source's listing) and the record number ingest gives the row
 #: when it reads that file itself.  The staged shuffle files carry them, and the listing itself as
 #: the Parquet key-value metadata ``_SOURCES_KEY``, so the ledger names the source, not the copy.
-_FILE_COL, _RECORD_COL = "evaltk_file", "evaltk_record"
+#: A CSV or JSONL row travels as :func:`evaltk.ingest.answer_rows` reads it (``_ROW_COL``: the
+#: record as JSON), so that its partition's ``read_answers`` sees what ingest sees.
+_FILE_COL, _RECORD_COL, _ROW_COL = "evaltk_file", "evaltk_record", "evaltk_row"
 _SOURCES_KEY = b"evaltk.sources"
-_SCAN_BYTES = 2 << 20
-_WHITESPACE = np.zeros(256, bool)
-_WHITESPACE[list(b" \t\n\r\x0b\x0c")] = True
 
 
-def _record_offsets(path: str, fmt: str, storage_options: Mapping[str, Any] | None = None) -> np.ndarray:
-    """Where a CSV or JSONL file's records start, as ``(k, offset)`` rows: from the ``k``-th record
-    (1-based, in file order; a CSV's header is not one) on, record ``k`` is on line ``k + offset``,
-    until the next row.  These are the record numbers ingest reports (a JSONL record is a non-blank
-    line; a CSV record starts on a non-blank line outside a quoted field, so a quoted newline moves
-    the records after it by one line, and a blank line is no record).  One row for a file without
-    blank lines or quoted newlines; read in blocks of :data:`_SCAN_BYTES`, with numpy."""
-    csv = fmt == "csv"
-    ks: list[np.ndarray] = []
-    offs: list[np.ndarray] = []
-    line0, k0, quoted, last = 1, -1 if csv else 0, 0, None
-    carry = b""
-    if is_remote(path):
-        fs, p = _remote.filesystem(path, storage_options)
-        opener = fs.open(p, "rb")
-    else:
-        opener = open(path, "rb")  # noqa: SIM115 - closed by the with below
-    with opener as fh:
-        eof = False
-        while not eof:
-            block = fh.read(_SCAN_BYTES)
-            eof = not block
-            data = carry + block
-            if not eof:
-                cut = data.rfind(b"\n") + 1
-                data, carry = data[:cut], data[cut:]
-                if not data:
-                    continue
-            elif not data:
-                break
-            elif not data.endswith(b"\n"):
-                data += b"\n"
-            buf = np.frombuffer(data, np.uint8)
-            ends = np.flatnonzero(buf == 10)
-            starts = np.concatenate([[0], ends[:-1] + 1])
-            solid = np.concatenate([[0], np.cumsum(~_WHITESPACE[buf], dtype=np.int32)])
-            is_rec = solid[ends] != solid[starts]  # not blank
-            if csv:
-                qs = np.concatenate([[0], np.cumsum(buf == 34, dtype=np.int32)])
-                q = qs[ends] - qs[starts]
-                inside = (quoted + np.cumsum(q) - q) % 2 == 1  # the line starts inside a quoted field
-                quoted = int((quoted + q.sum()) % 2)
-                is_rec &= ~inside
-            lines = line0 + np.flatnonzero(is_rec)
-            k = k0 + 1 + np.arange(lines.size)
-            off = lines - k
-            line0 += ends.size
-            k0 += lines.size
-            keep = k >= 1
-            k, off = k[keep], off[keep]
-            if k.size:
-                change = np.concatenate([[last is None or off[0] != last], off[1:] != off[:-1]])
-                ks.append(k[change])
-                offs.append(off[change])
-                last = int(off[-1])
-    if not ks:
-        return np.array([[1, 1 if csv else 0]], np.int64)
-    return np.stack([np.concatenate(ks), np.concatenate(offs)], axis=1)
+def _text_rows(path: str, storage_options: Mapping[str, Any] | None) -> pa.Table:
+    """:func:`evaltk.ingest.answer_rows` of a CSV or JSONL file, a URL copied to a local temporary file first."""
+    from ..ingest import answer_rows
+
+    if not is_remote(path):
+        return answer_rows(path)
+    import tempfile
+
+    fs, p = _remote.filesystem(path, storage_options)
+    with tempfile.TemporaryDirectory(prefix="evaltk-rows-") as d:
+        local = Path(d) / PurePosixPath(p).name
+        fs.get(p, str(local))
+        try:
+            return answer_rows(local)
+        except InputError as e:  # name the URL, not the copy
+            raise type(e)(e.detail, file=path, record=e.record, field=e.field) from None
 
 
 def _numbered_sql(path: str, con: Any, storage_options: Mapping[str, Any] | None = None
@@ -480,10 +437,10 @@ def _numbered_sql(path: str, con: Any, storage_options: Mapping[str, Any] | None
     """A DuckDB query reading an answer source (a file or a folder; a URL needs its filesystem
     registered on the connection: :func:`evaltk.scale._remote.register`), each row with its file
     (``evaltk_file``, a position in the returned listing) and the record number ingest reports for
-    it (``evaltk_record``: a Parquet file's 1-based row, ``file_row_number + 1``; the line of a
-    JSONL record or of a CSV record's start, from ``WITH ORDINALITY`` (the file's own row order:
-    verified the same with several threads and ``preserve_insertion_order`` off) and
-    :func:`_record_offsets`).  Each file is read on its own (``UNION ALL BY NAME``)."""
+    it (``evaltk_record``: a Parquet file's 1-based row, ``file_row_number + 1``; a CSV or JSONL
+    record's, from :func:`evaltk.ingest.answer_rows`, whose rows are registered on ``con`` and
+    carry the record itself as ``evaltk_row``, every line kept: one that is no record too).
+    Each file is read on its own (``UNION ALL BY NAME``)."""
     files, _ = _listing(path, _ANSWER_SUFFIXES, storage_options)
     if not files:
         raise UnreadableInput("no answer file (.parquet, .jsonl, .csv)", file=path)
@@ -497,19 +454,10 @@ def _numbered_sql(path: str, con: Any, storage_options: Mapping[str, Any] | None
             reads.append(f"SELECT *, {j} AS {_FILE_COL}, file_row_number + 1 AS {_RECORD_COL} "
                          f"FROM read_parquet({q}, hive_partitioning = false)")
             continue
-        fmt = "csv" if PurePosixPath(f).suffix.lower() == ".csv" else "jsonl"
-        # CSV is text (README, "CSV as text"): no type guessed, so an id `007` stays `007`
-        src = (f"read_csv({q}, hive_partitioning = false, all_varchar = true)" if fmt == "csv" else
-               f"read_json({q}, format = 'newline_delimited', hive_partitioning = false)")
-        offsets = _record_offsets(f, fmt, storage_options)
-        if len(offsets) == 1:  # every record one line further: no join
-            reads.append(f"SELECT * EXCLUDE (ordinality), {j} AS {_FILE_COL}, ordinality + {int(offsets[0, 1])} "
-                         f"AS {_RECORD_COL} FROM {src} WITH ORDINALITY")
-            continue
-        name = f"evaltk_lines_{j}"
-        con.register(name, pa.table({"k": offsets[:, 0], "off": offsets[:, 1]}))
-        reads.append(f"SELECT r.* EXCLUDE (ordinality), {j} AS {_FILE_COL}, r.ordinality + b.off AS {_RECORD_COL} "
-                     f"FROM (SELECT * FROM {src} WITH ORDINALITY) r ASOF JOIN {name} b ON r.ordinality >= b.k")
+        name = f"evaltk_rows_{j}"
+        con.register(name, _text_rows(f, storage_options))
+        reads.append(f"SELECT trace_id, \"row\" AS {_ROW_COL}, {j} AS {_FILE_COL}, record AS {_RECORD_COL} "
+                     f"FROM {name}")
     return "(" + " UNION ALL BY NAME ".join(reads) + ")", files
 
 
@@ -582,8 +530,12 @@ def _located_answers(frame: pd.DataFrame, source: str, files: Sequence[str], kin
     fidx = frame.pop(_FILE_COL).to_numpy(np.int64)
     rec = frame.pop(_RECORD_COL).to_numpy(np.int64)
     names = np.asarray(list(files), dtype=object)
+    rows: Any = frame
+    if _ROW_COL in frame.columns:  # CSV or JSONL: the records as answer_rows read them
+        rows = [json.loads(r) for r in frame[_ROW_COL]]
+        del frame
     try:
-        recs = read_answers(frame, strict=strict, kind=kind)
+        recs = read_answers(rows, strict=strict, kind=kind)
     except InputError as e:  # the first malformed row (strict), or the whole table (a column missing)
         at = e.record if isinstance(e.record, int | np.integer) and 1 <= e.record <= len(rec) else None
         where = ({"file": str(names[fidx[at - 1]]), "record": int(rec[at - 1])} if at is not None
@@ -968,11 +920,13 @@ def _dask_client(engine: Any, memory_limit: str | None, n_workers: int | None) -
     except ValueError:
         pass
     _check_main_guard("engine='dask' (a LocalCluster)")
-    dask = optional_module("dask")
     try:
-        with dask.config.set(WORKER_CONFIG):  # the nannies pass it to the worker processes they start
-            cluster = distributed.LocalCluster(n_workers=n_workers or 2, threads_per_worker=1, processes=True,
-                                               memory_limit=memory_limit or "auto", dashboard_address=None)
+        # each nanny keeps `config` and sets it in every worker process it starts, a restarted one too (a
+        # dask.config.set around LocalCluster reached only the first: the nannies hold the global config
+        # shallowly, and leaving the block restored it under them)
+        cluster = distributed.LocalCluster(n_workers=n_workers or 2, threads_per_worker=1, processes=True,
+                                           memory_limit=memory_limit or "auto", dashboard_address=None,
+                                           config=dict(WORKER_CONFIG))
     except RuntimeError as e:
         if "failed to start" not in str(e):
             raise
@@ -1000,13 +954,17 @@ def _ids_sql(i: int, f: str, cols: str) -> str:
 
 def _shuffle_shared(parts: Sequence[Partition], shared: Mapping[str, str | None], root: Root, *,
                     memory_limit: str | None, temp_directory: str | None,
-                    storage_options: Mapping[str, Any] | None) -> tuple[list[Partition], dict[str, str | None]]:
+                    storage_options: Mapping[str, Any] | None, strict: bool = False
+                    ) -> tuple[list[Partition], dict[str, str | None]]:
     """Answers and labels not stored beside the traces, repartitioned once by the partition of their
     trace (one DuckDB join of the source with the store's trace ids, ``COPY ... PARTITION_BY``) into
     ``out/_shuffle/<name>/``: each partition then reads only its own rows, so the cost is linear in
     the input whatever its layout (selecting each partition's rows from the whole source was a scan
-    per partition: quadratic).  Rows whose trace is in no partition are not kept (no run to join).
-    Only for a local ``out`` (the workers see it); with a URL each partition selects its rows."""
+    per partition: quadratic).  Rows of no partition's trace (a record without a text trace id, a
+    line that is no record, an answer without a run) go to the first partition, which ledgers them.
+    Only for a local ``out`` (the workers see it); with a URL each partition selects its rows.
+    ``strict``: the whole source is checked here first, so the error names its first malformed row
+    (file, record, field), whichever partition it would have gone to."""
     names = [n for n in ("answers", "labels") if shared.get(n)]
     if not names or root.remote:
         return list(parts), dict(shared)
@@ -1035,9 +993,14 @@ def _shuffle_shared(parts: Sequence[Partition], shared: Mapping[str, str | None]
                 with _bounded(con, memory_limit, f"the shuffle of the shared {name} ({shared[name]})",
                               temp_directory):
                     src, sources = _numbered_sql(shared[name], con, storage_options)  # type: ignore[arg-type]
+                    if strict:  # raises at the source's first malformed row
+                        _located_answers(con.execute(f"SELECT * FROM {src}").df(), shared[name],  # type: ignore[arg-type]
+                                         sources, {"answers": "answer", "labels": "label"}[name], True)
                     meta = json.dumps({"source": shared[name], "files": sources}).replace("'", "''")
-                    con.execute(f"COPY (SELECT a.*, i.evaltk_part FROM {src} a JOIN ({ids}) i "
-                                f"ON CAST(a.trace_id AS VARCHAR) = i.evaltk_tid) TO {q} "
+                    # a row of no partition's trace (none, not text, not in the store) goes to the first
+                    # partition, whose ingest ledgers it as ingest of the file does: nothing lost
+                    con.execute(f"COPY (SELECT a.*, coalesce(i.evaltk_part, 0) AS evaltk_part FROM {src} a "
+                                f"LEFT JOIN ({ids}) i ON CAST(a.trace_id AS VARCHAR) = i.evaltk_tid) TO {q} "
                                 f"(FORMAT parquet, PARTITION_BY (evaltk_part), "
                                 f"KV_METADATA {{'{_SOURCES_KEY.decode()}': '{meta}'}})")
             except duckdb.Error as e:  # DuckDB's message names the file it could not read
@@ -1340,11 +1303,13 @@ def score_dataset(traces: str | Path, answers: str | Path | None = None, labels:
     run_doc = {"traces": str(traces), "answers": None if answers is None else str(answers),
                "labels": None if labels is None else str(labels), "label_measures": list(marker),
                "strict": bool(strict), "partitions": len(parts)}
+    tmp_dir = None if temp_directory is None else str(temp_directory)
+    if check_ids:  # first: a store it refuses spends no shuffle, and leaves `out` as it was (even with overwrite)
+        _maybe_check_ids(parts, memory_limit, tmp_dir, so)
     done = _prepare_out(root, parts, run_doc, resume=resume, overwrite=overwrite)
     if len(done) < len(parts):
-        parts_s, shared = _shuffle_shared(parts, shared, root, memory_limit=memory_limit,
-                                          temp_directory=None if temp_directory is None else str(temp_directory),
-                                          storage_options=so)
+        parts_s, shared = _shuffle_shared(parts, shared, root, memory_limit=memory_limit, temp_directory=tmp_dir,
+                                          storage_options=so, strict=strict)
     else:
         parts_s = list(parts)
     todo = [p for p in parts_s if p.key not in done]
@@ -1353,11 +1318,8 @@ def score_dataset(traces: str | Path, answers: str | Path | None = None, labels:
     done_pairs = _pairs_of(root, done)
     if done:
         _LOG.info("resuming: %d of %d partitions already done in %s", len(done), len(parts), root)
-    tmp_dir = None if temp_directory is None else str(temp_directory)
     memory: Mapping[str, Any] = {}
     with _progress(len(parts), len(done), progress) as tick, _removed_after(root, _SHUFFLE_DIR):
-        if check_ids:
-            _maybe_check_ids(parts, memory_limit, tmp_dir, so)
         if kind == "duckdb":
             with _duckdb(engine, memory_limit, threads, tmp_dir) as con:
                 memory, fresh = _pool_run(todo, kw, n_workers, tick, memory_limit)

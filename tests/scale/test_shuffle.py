@@ -40,14 +40,17 @@ def test_each_partition_gets_exactly_its_traces_answers(demo, tmp_path):
     assert left == {"answers": None, "labels": None}
     ids_of = [{json.loads(line)["trace_id"] for line in open(p.traces)} for p in parts]
     all_ids = set().union(*ids_of)
+    tid = demo.answers["trace_id"].astype(str)
+    orphans = set(tid[~tid.isin(all_ids)])
+    assert orphans  # the demo has answers without a run
     n = 0
-    for p, ids in zip(new, ids_of, strict=True):
+    for i, (p, ids) in enumerate(zip(new, ids_of, strict=True)):
         got = pq.read_table(p.answers).to_pandas()
-        assert set(got["trace_id"].astype(str)) <= ids and "evaltk_part" not in got.columns
-        exp = demo.answers[demo.answers["trace_id"].astype(str).isin(ids)]
-        assert len(got) == len(exp)
+        mine = ids | orphans if i == 0 else ids  # the first partition also gets the rows of no partition
+        assert set(got["trace_id"].astype(str)) <= mine and "evaltk_part" not in got.columns
+        assert len(got) == int(tid.isin(mine).sum())
         n += len(got)
-    assert n == int(demo.answers["trace_id"].astype(str).isin(all_ids).sum())  # orphans: no run to join
+    assert n == len(demo.answers)  # every row, to be kept or ledgered
 
 
 @pytest.mark.parametrize("engine", ["pandas", "duckdb"])
@@ -75,6 +78,25 @@ def test_an_unreadable_trace_file_is_named_by_the_shuffle(demo, tmp_path):
     (store / "traces" / "part-1.parquet").write_bytes(b"corrupt")
     with pytest.raises(UnreadableInput, match="part-1.parquet"):
         score_dataset(store / "traces", store / "answers.parquet", out=tmp_path / "o", check_ids=False)
+
+
+def test_a_repeated_trace_id_is_refused_before_the_shuffle(demo, tmp_path):
+    """The id check runs first: a store it refuses spends no shuffle (the shared answers here are
+    not even readable: the shuffle would have failed on them instead) and leaves an earlier
+    result in ``out`` as it was, even with ``overwrite``."""
+    from evaltk.errors import InputError, UnreadableInput
+
+    store = write_parts(tmp_path / "store", demo, 3, shared_answers=True)
+    score_dataset(store / "traces", store / "answers.parquet", out=tmp_path / "out")
+    before = sorted(p.relative_to(tmp_path / "out") for p in (tmp_path / "out").rglob("*"))
+    first = (store / "traces" / "part-0.jsonl").read_text(encoding="utf-8").splitlines()[0]
+    with open(store / "traces" / "part-2.jsonl", "a", encoding="utf-8") as fh:
+        fh.write(first + "\n")  # part-0's first trace, again in part-2
+    (store / "answers.parquet").write_bytes(b"not parquet")
+    with pytest.raises(InputError, match="two partitions") as e:
+        score_dataset(store / "traces", store / "answers.parquet", out=tmp_path / "out", overwrite=True)
+    assert not isinstance(e.value, UnreadableInput) and e.value.field == "trace_id"
+    assert sorted(p.relative_to(tmp_path / "out") for p in (tmp_path / "out").rglob("*")) == before
 
 
 # --------------------------------------------------------------------------- the ledger names the source
@@ -117,16 +139,18 @@ def _sorted(led: pd.DataFrame) -> pd.DataFrame:
     return led.sort_values(["source", "record"], ignore_index=True)
 
 
-def _direct(demo, sources, kind: str = "answer") -> pd.DataFrame:
-    """The ledger ingest writes for the answer files read themselves beside every trace, restricted
-    to the answers whose trace is in the store (the shuffle keeps no row without a run to join)."""
+def _direct(demo, sources, kind: str = "answer", *, placed_only: bool = False) -> pd.DataFrame:
+    """The ledger ingest writes for the answer files read themselves beside every trace: every
+    record, an answer without a run too (the shuffle sends the rows of no partition's trace to the
+    first partition); ``placed_only``: only the answers whose trace is in the store (rows selected
+    for a URL ``out``)."""
     from evaltk.ingest import ingest_traces
 
     ing = (ingest_traces(list(demo.traces), sources) if kind == "answer"
            else ingest_traces(list(demo.traces), labels=sources))
     led = ing.ledger[ing.ledger["kind"] == kind]
     ids = {str(r["trace_id"]) for r in demo.traces}
-    return _sorted(led[led["trace_id"].astype(str).isin(ids)])
+    return _sorted(led[led["trace_id"].astype(str).isin(ids)] if placed_only else led)
 
 
 @pytest.mark.parametrize("fmt", ["csv", "jsonl", "parquet"])
@@ -221,4 +245,82 @@ def test_rows_selected_for_a_url_out_name_the_shared_file_too(demo, tmp_path):
     fs = fsspec.filesystem("memory")
     led = pd.concat([pd.read_parquet(fs.open(f)) for f in sorted(fs.glob(out.split("://")[1] + "/ledger/*.parquet"))],
                     ignore_index=True)
-    pd.testing.assert_frame_equal(_sorted(led[led["kind"] == "answer"]), _direct(demo, str(src)))
+    pd.testing.assert_frame_equal(_sorted(led[led["kind"] == "answer"]), _direct(demo, str(src), placed_only=True))
+
+
+# --------------------------------------------------------------------------- nothing lost
+
+
+def _with_lines_that_are_no_record(path, fmt: str, tid: str) -> None:
+    """Insert lines ingest keeps as malformed records: for JSONL not JSON, an array, no trace id, a
+    duplicated key and a trace id that is a number; for CSV a ragged row and an unterminated quote."""
+    lines = path.read_text(encoding="utf-8").split("\n")
+    if fmt == "jsonl":
+        t = json.dumps(tid)
+        bad = ['{"trace_id": ' + t + ', "measure": "x_task"', "[1, 2]",
+               '{"measure": "x_task", "rater": "j", "answer": "yes"}',
+               '{"trace_id": ' + t + ', "measure": "x_task", "rater": "j", "answer": "yes", "answer": "no"}',
+               '{"trace_id": 7, "measure": "x_task", "rater": "j", "answer": "yes"}']
+    else:
+        bad = [f"{tid},x_task,,j", f'{tid},x_task,,"j,yes']
+    lines[5:5] = bad
+    path.write_text("\n".join(lines), encoding="utf-8")
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl"])
+def test_lines_that_are_no_record_are_ledgered_as_ingest_ledgers_them(demo, tmp_path, fmt):
+    """Read through evaltk.ingest.answer_rows, not DuckDB's own CSV/JSON reader: a line that is no
+    record (or has no trace id) is a ledger row, as in ``evaltk ingest``, not a failed or silent run."""
+    store = write_parts(tmp_path / "store", demo, 3)
+    src = tmp_path / f"export.{fmt}"
+    _write_answers(_answers_with_faults(demo), src, fmt)
+    _with_lines_that_are_no_record(src, fmt, str(demo.traces[0]["trace_id"]))
+    ref = _direct(demo, str(src))
+    assert ref["reason"].astype(str).str.contains("malformed").sum() >= (5 if fmt == "jsonl" else 2)
+    score_dataset(store / "traces", src, out=tmp_path / "out")
+    pd.testing.assert_frame_equal(_ledger_rows(tmp_path / "out"), ref)
+
+
+def test_answer_rows_read_back_give_the_files_ledger(demo, tmp_path):
+    """The row-level reader's rows, read by read_answers, are the file as read_answers reads it."""
+    from evaltk.ingest import answer_rows, read_answers
+
+    src = tmp_path / "export.jsonl"
+    _write_answers(_answers_with_faults(demo), src, "jsonl")
+    _with_lines_that_are_no_record(src, "jsonl", "t-1")
+    rows = answer_rows(src)
+    whole = read_answers(src)
+    again = read_answers([json.loads(r) for r in rows["row"].to_pylist()])
+    rec = rows["record"].to_numpy()
+    got = again.ledger.assign(record=rec[again.ledger["record"].to_numpy() - 1], source=str(src))
+    cols = ["record", "trace_id", "status", "reason", "field"]
+    pd.testing.assert_frame_equal(got[cols].astype(object), whole.ledger[cols].astype(object))
+
+
+def test_strict_cli_exits_65_at_the_sources_first_bad_row(demo, tmp_path, capsys):
+    """The first malformed row of the shared file, whichever partition its trace is in: its file,
+    record and field, as ``read_answers(strict=True)`` names them."""
+    from evaltk.cli import main
+    from evaltk.errors import SchemaViolation
+    from evaltk.ingest import read_answers
+
+    store = write_parts(tmp_path / "store", demo, 3)
+    ids2 = {json.loads(line)["trace_id"] for line in open(store / "traces" / "part-2.jsonl")}
+    ids0 = {json.loads(line)["trace_id"] for line in open(store / "traces" / "part-0.jsonl")}
+    frame = demo.answers.sample(frac=1.0, random_state=5).reset_index(drop=True)  # an export: in no order
+    first = int(frame.index[frame["trace_id"].astype(str).isin(ids2)][0])  # an early row of the last partition
+    later = int(frame.index[frame["trace_id"].astype(str).isin(ids0)][-1])  # a later row of the first
+    assert first < later
+    frame.loc[first, "rater"] = ""
+    frame.loc[later, "answer"] = "banana"
+    src = tmp_path / "export.csv"
+    _write_answers(frame, src, "csv")
+    with pytest.raises(SchemaViolation) as direct:
+        read_answers(src, strict=True)
+    code = main(["scale", "score", str(store / "traces"), "--answers", str(src), "--out", str(tmp_path / "out"),
+                 "--engine", "pandas", "--strict"])
+    err = capsys.readouterr().err
+    assert code == 65, err
+    assert str(src) in err and f"line {direct.value.record}:" in err and "`rater`" in err, err
+    assert direct.value.field == "rater"
+    assert not (tmp_path / "out" / "_shuffle").exists()
