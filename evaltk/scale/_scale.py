@@ -1815,8 +1815,16 @@ def _running_keys(prefix: str, dask_worker: Any = None) -> list[str]:
     return [str(ts.key) for ts in tasks if str(ts.key).startswith(prefix)]
 
 
+def _scheduler_keys(prefix: str, dask_scheduler: Any = None) -> list[str]:
+    """The keys starting with ``prefix`` the scheduler still holds."""
+    return [str(k) for k in dask_scheduler.tasks if str(k).startswith(prefix)]
+
+
 def _cancel_dask(client: Any, sent: Sequence[Any], prefix: str, timeout: float = 300.0) -> None:
-    """Cancel ``sent`` and wait (up to ``timeout`` s) until no task of this run executes on any worker."""
+    """Cancel ``sent`` and wait (up to ``timeout`` s) until no task of this run executes on any
+    worker and the scheduler holds none.  ``client.cancel`` only sends a message: with every
+    worker gone, ``client.run`` answers at once while the scheduler may not have dropped the
+    run's tasks yet."""
     import time
 
     with contextlib.suppress(Exception):
@@ -1825,9 +1833,10 @@ def _cancel_dask(client: Any, sent: Sequence[Any], prefix: str, timeout: float =
     while time.monotonic() < deadline:
         try:
             running = client.run(_running_keys, prefix)
+            held = client.run_on_scheduler(_scheduler_keys, prefix)
         except Exception:  # the cluster is gone: nothing runs
             return
-        if not any(running.values()):
+        if not any(running.values()) and not held:
             return
         time.sleep(0.1)
 
