@@ -412,6 +412,8 @@ def discover_partitions(traces: str | Path, answers: str | Path | None = None,
 #: record as JSON), so that its partition's ``read_answers`` sees what ingest sees.
 _FILE_COL, _RECORD_COL, _ROW_COL = "evaltk_file", "evaltk_record", "evaltk_row"
 _SOURCES_KEY = b"evaltk.sources"
+#: The answer sources by name, and the ``kind`` :func:`evaltk.ingest.read_answers` reads each as.
+_KINDS = {"answers": "answer", "labels": "label"}
 
 
 def _text_rows(path: str, storage_options: Mapping[str, Any] | None) -> pa.Table:
@@ -705,19 +707,18 @@ def _write(frame: pd.DataFrame, out: Path, table: str, key: str) -> None:
 
 
 def _score_partition(part: Partition, *, out: str | None, by: Sequence[str], shared: Mapping[str, str | None],
-                     label_measures: Sequence[str], options: Mapping[str, Any],
-                     summarize: bool = True) -> DatasetSummary | None:
-    """Ingest, score, write and (unless ``summarize`` is false) summarise one partition (runs on a worker)."""
+                     label_measures: Sequence[str], options: Mapping[str, Any]) -> DatasetSummary:
+    """Ingest, score, write and summarise one partition (runs on a worker)."""
     so = options.get("storage_options")
     with _remote.staged([part.traces, part.answers, part.labels], so) as (t, a, lb):
         staged = replace(part, traces=t, answers=a, labels=lb)  # type: ignore[arg-type]  # t: a local copy of part.traces
         return _score_local(staged, part, out=out, by=by, shared=shared,
-                            label_measures=label_measures, options=options, summarize=summarize)
+                            label_measures=label_measures, options=options)
 
 
 def _score_local(part: Partition, origin: Partition, *, out: str | None, by: Sequence[str],
                  shared: Mapping[str, str | None], label_measures: Sequence[str],
-                 options: Mapping[str, Any], summarize: bool = True) -> DatasetSummary | None:
+                 options: Mapping[str, Any]) -> DatasetSummary:
     """:func:`_score_partition` on local copies (``part``) of the partition ``origin`` names."""
     from ..ingest import ingest_traces, ledger_sources
     from ..scoring import score_traces
@@ -726,7 +727,7 @@ def _score_local(part: Partition, origin: Partition, *, out: str | None, by: Seq
     strict = bool(options.get("strict", False))
     sources: dict[str, Any] = {"answers": part.answers, "labels": part.labels}
     try:
-        for name, kind in (("answers", "answer"), ("labels", "label")):
+        for name, kind in _KINDS.items():
             if shared.get(name):  # selected from the source here (a URL `out`: no shuffle)
                 frame, files = _select_rows(shared[name], part.traces, storage_options=so)  # type: ignore[arg-type]
                 sources[name] = _located_answers(frame, shared[name], files, kind, strict)  # type: ignore[arg-type]
@@ -746,7 +747,7 @@ def _score_local(part: Partition, origin: Partition, *, out: str | None, by: Seq
                                                      ).set_axis(ledger.index))
     if len(ing.runs) == 0:  # nothing kept: only the ledger says why (no empty score or run file)
         _write_outputs(origin, out, None, None, ledger, so)
-        return _empty_summary(by) if summarize else None
+        return _empty_summary(by)
     dtypes = dict(ing.runs.dtypes)  # before the marker run makes every column object
     if label_measures:
         ing = _with_marker(ing, label_measures)
@@ -764,7 +765,7 @@ def _score_local(part: Partition, origin: Partition, *, out: str | None, by: Seq
     missing = [b for b in by if b not in runs.columns]
     if missing:
         raise InputError(f"`by` names {missing}, not a run column (have {list(runs.columns)})", field="by")
-    summary = _summary_of(scores, runs, by, report) if summarize else None
+    summary = _summary_of(scores, runs, by, report)
     del ing, m, scores, runs
     _release_memory()
     return summary
@@ -995,7 +996,7 @@ def _shuffle_shared(parts: Sequence[Partition], shared: Mapping[str, str | None]
                     src, sources = _numbered_sql(shared[name], con, storage_options)  # type: ignore[arg-type]
                     if strict:  # raises at the source's first malformed row
                         _located_answers(con.execute(f"SELECT * FROM {src}").df(), shared[name],  # type: ignore[arg-type]
-                                         sources, {"answers": "answer", "labels": "label"}[name], True)
+                                         sources, _KINDS[name], True)
                     meta = json.dumps({"source": shared[name], "files": sources}).replace("'", "''")
                     # a row of no partition's trace (none, not text, not in the store) goes to the first
                     # partition, whose ingest ledgers it as ingest of the file does: nothing lost
@@ -1336,7 +1337,7 @@ def score_dataset(traces: str | Path, answers: str | Path | None = None, labels:
         else:
             pieces = [_summary_of_files(pr, keys, so) for pr in done_pairs]
             for p in todo:
-                pieces.append(cast(DatasetSummary, _score_partition(p, **kw)))  # summarize=True: a summary
+                pieces.append(_score_partition(p, **kw))
                 tick(p.key)
             summary = combine_all(pieces) if pieces else _empty_summary(keys)
     _write_manifest(root, summary)
@@ -1382,7 +1383,7 @@ def _descendants() -> list[int]:
 def _pool_task(part: Partition, kw: Mapping[str, Any]) -> tuple[int, DatasetSummary]:
     """Score one partition in a worker process; returns the worker's resident peak (VmHWM, bytes)
     and the partition's summary (the driver adds them: no second pass over the written files)."""
-    summary = cast(DatasetSummary, _score_partition(part, **kw))
+    summary = _score_partition(part, **kw)
     return _proc_status("self", "VmHWM"), summary
 
 
@@ -1582,7 +1583,7 @@ def _pool_run(todo: Sequence[Partition], kw: Mapping[str, Any], n_workers: int |
     summaries: dict[str, DatasetSummary] = {}
     if n == 0 or (n == 1 and budget is None):
         for p in todo:
-            summaries[p.key] = cast(DatasetSummary, _score_partition(p, **kw))
+            summaries[p.key] = _score_partition(p, **kw)
             tick(p.key)
             if budget is not None and _proc_status("self", "VmHWM") > budget.limit:
                 budget.over = (_proc_status("self", "VmHWM"), [p.key])
