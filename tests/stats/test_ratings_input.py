@@ -8,6 +8,8 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from evaltk.errors import InputError
 from evaltk.stats import (
@@ -364,3 +366,28 @@ def test_object_ids_keep_bytes_and_text_apart_as_factorize_does():
     got = fleiss_kappa(data=long)
     assert got.n_units == 3
     _same(got, fleiss_kappa(_wide_of(long)))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.integers(-200, 200).map(float), st.just(math.nan),
+                          st.sampled_from([0.5, -0.0, 127.0, 128.0, -128.0, -129.0, 1e6])),
+                min_size=1, max_size=40))
+def test_float_labels_encode_as_their_distinct_values(values):
+    """Float ratings by every route (the int8 cast of small ranges, the int64 cast, the sort)
+    give each cell the code of its value among the sorted distinct values, -1 where missing."""
+    from evaltk.stats._ratings import _uniques
+
+    flat = np.asarray(values, dtype=float)
+    got = _uniques(flat)
+    miss = np.isnan(flat)
+    distinct = sorted(set(flat[~miss].tolist()))
+    assert got.labels == distinct
+    span = max(distinct, default=0) - min(distinct, default=0)
+    if span != 1e6:  # (at exactly 10^6 the missing-value sentinel decides the route)
+        integral = all(v.is_integer() for v in distinct) and span < 1e6
+        assert all(isinstance(v, int if integral else float) for v in got.labels)  # integral floats: int labels
+    want = np.array([-1 if m else distinct.index(v) for v, m in zip(flat.tolist(), miss, strict=True)])
+    np.testing.assert_array_equal(got.codes, want)
+    np.testing.assert_array_equal(got.counts, [int((flat == v).sum()) for v in distinct])
+    assert (got.missing is None) == (not miss.any())
+    assert got.codes.dtype == np.intp
