@@ -80,6 +80,7 @@ from ._intervals import critical_value, wilson_bounds
 from ._ratings import (
     _as_1d,
     _check_domain,
+    _column_pair,
     _encode,
     _hashable,
     _int_uniques,
@@ -1014,14 +1015,14 @@ def _se_value(se: float | None, none_reason: str, few: str, n: int,
 
 def _boot_factory(type_index: np.ndarray | Callable[[], np.ndarray], n_types: int,
                   stat: Callable[[np.ndarray], np.ndarray],
-                  rt_rated: np.ndarray | None, *, n_all_units: int, method: str, confidence_level: float, n_resamples: int,
+                  rt_rated: np.ndarray | Callable[[], np.ndarray] | None, *, n_all_units: int, method: str, confidence_level: float, n_resamples: int,
                   rng: Any, unit: str, clusters: Any, strata: Any, undefined: str
                   ) -> Callable[[], BootstrapResult]:
     def run() -> BootstrapResult:
         cl = None if clusters is None else np.asarray(clusters, dtype=object)
         stt = None if strata is None else np.asarray(strata, dtype=object)
         n_units = n_all_units
-        keep = slice(None) if rt_rated is None else rt_rated
+        keep = slice(None) if rt_rated is None else rt_rated() if callable(rt_rated) else rt_rated
         for name, arr in (("clusters", cl), ("strata", stt)):
             if arr is not None and arr.shape != (n_units,):
                 raise InputError(f"`{name}` must have one label per unit ({n_units}); got shape {arr.shape}.",
@@ -1177,11 +1178,16 @@ def _two_rater(kind: str, fn: str, y1: Any, y2: Any, *, weights: Any, categories
     distribution = check_choice("distribution", distribution, ANALYTIC_DISTRIBUTIONS)
     fast = (_int_pair_table(y1, y2, categories, fn)  # a text abstain label never matches an int
             if data is None and all(isinstance(a, (str, bytes)) for a in abstain_labels(abstain)) else None)
+    pair = _column_pair(y1, y2, categories, abstain, fn) if fast is None and data is None else None
     cells: np.ndarray | Callable[[], np.ndarray]
+    both: np.ndarray | Callable[[], np.ndarray] | None
     if fast is not None:
         rt, table, cells = fast
         q = len(rt.categories)
         both = None
+    elif pair is not None:  # two label columns: the table from each column's codes
+        rt, table, cells, both = pair
+        q = len(rt.categories)
     else:
         rt = _prepare(y1, y2, data, item, rater, rating, categories, abstain, fn, two=True)
         q = len(rt.categories)

@@ -26,10 +26,11 @@ labels) are looked up only when an error names them: no ``list(index)`` on the w
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import numbers
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -275,18 +276,15 @@ def _column_uniques(col: Any) -> _Uniques:
     return _factorized(arr.astype(object) if arr.dtype.kind != "O" else arr)
 
 
-def _merge_columns(cols: Sequence[_Uniques], n: int) -> _Uniques:
-    """Per-column uniques as one row-major ``(n * r)`` code array over the union of their labels.
-
-    Labels are merged by Python equality (as :func:`pandas.factorize` on the whole table
-    would merge them: ``1``, ``1.0`` and ``True`` are one label).
-    """
-    r = len(cols)
+def _label_union(cols: Sequence[_Uniques]) -> tuple[list[Any], list[np.ndarray], np.ndarray]:
+    """The union of per-column labels (by Python equality, as :func:`pandas.factorize` on the
+    whole table would merge them: ``1``, ``1.0`` and ``True`` are one label), each column's
+    remap from its label codes to the union's (``-1`` last: a missing code maps there) and the
+    union's counts."""
     index: dict[Any, int] = {}
     labels: list[Any] = []
-    codes = np.empty((n, r), dtype=np.intp)
-    has_missing = False
-    for g, u in enumerate(cols):
+    remaps = []
+    for u in cols:
         remap = np.empty(len(u.labels) + 1, dtype=np.intp)
         remap[-1] = -1
         for j, lab in enumerate(u.labels):
@@ -295,17 +293,95 @@ def _merge_columns(cols: Sequence[_Uniques], n: int) -> _Uniques:
                 k = index[lab] = len(labels)
                 labels.append(lab)
             remap[j] = k
-        if np.array_equal(remap[:-1], np.arange(len(u.labels))) and u.missing is None:
+        remaps.append(remap)
+    counts = np.zeros(len(labels), dtype=np.int64)
+    for u, remap in zip(cols, remaps, strict=True):
+        np.add.at(counts, remap[:-1], u.counts)
+    return labels, remaps, counts
+
+
+def _merge_columns(cols: Sequence[_Uniques], n: int) -> _Uniques:
+    """Per-column uniques as one row-major ``(n * r)`` code array over the union of their labels
+    (:func:`_label_union`)."""
+    labels, remaps, counts = _label_union(cols)
+    codes = np.empty((n, len(cols)), dtype=np.intp)
+    for g, (u, remap) in enumerate(zip(cols, remaps, strict=True)):
+        if u.missing is None and np.array_equal(remap[:-1], np.arange(len(u.labels))):
             codes[:, g] = u.codes
         else:
             codes[:, g] = np.take(remap, u.codes)
-        has_missing = has_missing or u.missing is not None
-    counts = np.zeros(len(labels), dtype=np.int64)
-    for u in cols:
-        pos = np.fromiter((index[lab] for lab in u.labels), dtype=np.intp, count=len(u.labels))
-        np.add.at(counts, pos, u.counts)
+    has_missing = any(u.missing is not None for u in cols)
     flat = codes.reshape(-1)
     return _Uniques(flat, labels, counts, (flat < 0) if has_missing else None)
+
+
+class _PairTable(NamedTuple):
+    """Two raters' labels as the q x q table of the units both rated, without a units x 2 code
+    matrix: what the two-rater coefficients need from any input form."""
+
+    ratings: _Ratings        # its codes a broadcast placeholder of the right shape (only the shape is read)
+    table: np.ndarray        # (q * q,) float counts of the units both raters rated
+    cells: Callable[[], np.ndarray]  # each both-rated unit's cell code (for the bootstrap), on demand
+    both: Callable[[], np.ndarray] | None  # which units both rated, on demand (None: every unit)
+
+
+def _column_pair(y1: Any, y2: Any, categories: Any, abstain: Any, fn: str) -> _PairTable | None:
+    """Two label columns (two Series, Index or 1-D arrays, or a two-column DataFrame that is
+    not all numbers) as a :class:`_PairTable`, from each column's own codes.
+
+    The labels are encoded once per distinct label by the rules of :func:`_encode_uniques`
+    (the same categories, abstentions, missing labels and errors); the joint table is one
+    bincount of the two columns' codes.  None sends the input down the general path (other
+    forms, lengths that differ, a `categories` that is not a sequence: it raises there).
+    """
+    if y2 is None:
+        if not isinstance(y1, pd.DataFrame) or y1.shape[1] != 2 or _numeric_frame(y1):
+            return None
+        names, a, b = _Names(y1.index, y1.columns), y1.iloc[:, 0], y1.iloc[:, 1]
+    else:
+        names, a, b = _Names(), y1, y2
+        if not all(isinstance(x, pd.Series | pd.Index | np.ndarray) and x.ndim == 1 for x in (a, b)):
+            return None
+    n = len(a)
+    if n == 0 or len(b) != n:
+        return None
+    if categories is not None and (isinstance(categories, str | bytes) or not isinstance(categories, Iterable)):
+        return None
+    cols = [_column_uniques(a), _column_uniques(b)]
+    if (len(cols[0].labels) + 1) * (len(cols[1].labels) + 1) > max(4 * n, 1 << 16):
+        return None  # many distinct labels: the joint table of label pairs would outgrow the units
+    labels, remaps, counts = _label_union(cols)
+
+    def where(j: int) -> tuple[int, int]:  # the first (unit, rater) cell, row-major, holding label j
+        cells = [(int(np.flatnonzero(u.codes == k[0])[0]), g) for g, (u, rm) in enumerate(zip(cols, remaps, strict=True))
+                 if (k := np.flatnonzero(rm[:-1] == j)).size]
+        return min(cells)
+
+    n_missing = sum(0 if u.missing is None else int(u.missing.sum()) for u in cols)
+    enc = _label_encoding(labels, counts, n_missing, categories=None if categories is None else list(categories),
+                          abstain=(abstain,) if isinstance(abstain, str | bytes) else abstain, fn=fn, n_raters=2,
+                          names=names, where_of=where, where="ratings")
+    q = len(enc.ratings.categories)
+    # category code of each column's label code, with the missing code (-1) first: row i is code i - 1
+    cm = [np.concatenate([[-1], np.take(enc.umap, rm[:-1])]) for rm in remaps]
+    k1, k2 = len(cm[0]), len(cm[1])
+    raw = cols[0].codes + 1
+    raw *= k2
+    raw += cols[1].codes
+    raw += 1
+    full = np.bincount(raw, minlength=k1 * k2).reshape(k1, k2)
+    ok1, ok2 = cm[0] >= 0, cm[1] >= 0
+    table = np.zeros((q, q))
+    np.add.at(table, (cm[0][ok1][:, None], cm[1][ok2][None, :]), full[np.ix_(ok1, ok2)])
+    lookup = np.where(ok1[:, None] & ok2[None, :], cm[0][:, None] * q + cm[1][None, :], -1).reshape(-1)
+    every = int(table.sum()) == n
+
+    def cells() -> np.ndarray:
+        c = lookup[raw]
+        return c if every else c[c >= 0]
+
+    rt = dataclasses.replace(enc.ratings, codes=np.broadcast_to(np.zeros(1, dtype=np.intp), (n, 2)))
+    return _PairTable(rt, table.reshape(-1), cells, None if every else lambda: lookup[raw] >= 0)
 
 
 # =========================================================================== input forms
@@ -774,7 +850,7 @@ def _where(u: _Uniques, j: int, n_raters: int) -> tuple[int, int]:
 
 
 def _label_map(u: _Uniques, kind: np.ndarray, cats: tuple[Any, ...], *, fn: str, n_raters: int,
-               names: _Names, where: str) -> np.ndarray:
+               names: _Names, where: str, where_of: Callable[[int], tuple[int, int]]) -> np.ndarray:
     """Category code of each distinct label (-2 abstained, -1 missing), and -1 last (missing maps there).
 
     ``kind`` per label: 0 a rating, 1 abstained, 2 missing (blank text, ``"nan"``).
@@ -787,7 +863,7 @@ def _label_map(u: _Uniques, kind: np.ndarray, cats: tuple[Any, ...], *, fn: str,
         if k is None and u.counts[j] == 0:  # an unused category of a categorical column
             k = -1
         if k is None:
-            i, g = _where(u, j, n_raters)
+            i, g = where_of(j)
             raise InputError(
                 f"{fn}: label {lab!r} (rater {names.rater(g)!r}) is not in the declared `categories` "
                 f"{list(cats)!r} and not an `abstain` label.", record=names.unit(i), field=where)
@@ -796,12 +872,12 @@ def _label_map(u: _Uniques, kind: np.ndarray, cats: tuple[Any, ...], *, fn: str,
 
 
 def _label_kinds(u: _Uniques, abstain_set: set[Any], *, fn: str, n_raters: int, names: _Names,
-                 where: str) -> np.ndarray:
+                 where: str, where_of: Callable[[int], tuple[int, int]]) -> np.ndarray:
     """0 rating, 1 abstained, 2 missing for each distinct label; an infinite number is refused."""
     kind = np.zeros(len(u.labels), dtype=np.int8)
     for j, x in enumerate(u.labels):
         if isinstance(x, numbers.Real) and not isinstance(x, numbers.Integral) and math.isinf(x):
-            i, g = _where(u, j, n_raters)
+            i, g = where_of(j)
             raise InputError(f"{fn}: rating {x!r} (rater {names.rater(g)!r}) is not a finite number; "
                              "a missing rating is None or NaN.", record=names.unit(i), field=where)
         if _in_set(x, abstain_set):
@@ -811,27 +887,48 @@ def _label_kinds(u: _Uniques, abstain_set: set[Any], *, fn: str, n_raters: int, 
     return kind
 
 
+class _LabelEncoding(NamedTuple):
+    """Distinct labels mapped onto the category domain (:func:`_label_encoding`)."""
+
+    umap: np.ndarray     # category code of each distinct label (-2 abstained, -1 missing), -1 last
+    ratings: _Ratings    # its codes empty: the caller maps its own cells through umap
+
+
+def _label_encoding(labels: list[Any], counts: np.ndarray, n_missing_cells: int, *,
+                    categories: Sequence[Any] | None, abstain: Iterable[Any], fn: str, n_raters: int,
+                    names: _Names, where_of: Callable[[int], tuple[int, int]], where: str) -> _LabelEncoding:
+    """The rules that map distinct labels onto the category domain, one label at a time: which
+    labels are abstentions or missing, the categories, each label's code, what was observed
+    and how many cells are missing or abstained.  ``where_of(j)`` gives the (unit, rater) of
+    the first cell holding label ``j``, asked only to name the cell in an error."""
+    u = _Uniques(np.zeros(0, dtype=np.intp), labels, counts, None)
+    abstain_set = set(abstain_labels(abstain, categories))  # a declared category never abstains
+    kind = _label_kinds(u, abstain_set, fn=fn, n_raters=n_raters, names=names, where=where, where_of=where_of)
+    answered = [x for x, k, c in zip(labels, kind, counts, strict=True) if k == 0 and c > 0]
+    cats, declared = _category_domain(answered, categories, fn)
+    _io.check_categories(len(cats), field=where)  # a k x k table follows: bounded before it is built
+    umap = _label_map(u, kind, cats, fn=fn, n_raters=n_raters, names=names, where=where, where_of=where_of)
+    u_map = umap[:-1]
+    observed = np.zeros(len(cats), dtype=bool)
+    observed[u_map[(u_map >= 0) & (counts > 0)]] = True
+    n_missing = n_missing_cells + int(counts[kind == 2].sum())
+    return _LabelEncoding(umap, _Ratings(u.codes, cats, n_missing, int(counts[kind == 1].sum()), observed, declared))
+
+
 def _encode_uniques(u: _Uniques, shape: tuple[int, int], *, categories: Sequence[Any] | None,
                     abstain: Iterable[Any], fn: str, names: _Names | None = None,
                     where: str = "ratings") -> _Ratings:
-    """Map distinct labels onto the category domain: the codes of :class:`_Ratings` (no per-cell Python)."""
+    """Map distinct labels onto the category domain (:func:`_label_encoding`): the codes of
+    :class:`_Ratings` (no per-cell Python)."""
     n, r = shape
-    names = names or _Names()
-    abstain_set = set(abstain_labels(abstain, categories))  # a declared category never abstains
-    kind = _label_kinds(u, abstain_set, fn=fn, n_raters=r, names=names, where=where)
-    answered = [x for x, k, c in zip(u.labels, kind, u.counts, strict=True) if k == 0 and c > 0]
-    cats, declared = _category_domain(answered, categories, fn)
-    _io.check_categories(len(cats), field=where)  # a k x k table follows: bounded before it is built
-    umap = _label_map(u, kind, cats, fn=fn, n_raters=r, names=names, where=where)
-    u_map = umap[:-1]
-    if np.array_equal(u_map, np.arange(len(u.labels))):
+    enc = _label_encoding(u.labels, u.counts, 0 if u.missing is None else int(u.missing.sum()),
+                          categories=categories, abstain=abstain, fn=fn, n_raters=r, names=names or _Names(),
+                          where_of=lambda j: _where(u, j, r), where=where)
+    if np.array_equal(enc.umap[:-1], np.arange(len(u.labels))):
         codes = u.codes.reshape(n, r)          # labels are already the category codes
     else:
-        codes = np.take(umap, u.codes).reshape(n, r)
-    observed = np.zeros(len(cats), dtype=bool)
-    observed[u_map[(u_map >= 0) & (u.counts > 0)]] = True
-    n_missing = (0 if u.missing is None else int(u.missing.sum())) + int(u.counts[kind == 2].sum())
-    return _Ratings(codes, cats, n_missing, int(u.counts[kind == 1].sum()), observed, declared)
+        codes = np.take(enc.umap, u.codes).reshape(n, r)
+    return dataclasses.replace(enc.ratings, codes=codes)
 
 
 def _encode(values: np.ndarray, *, categories: Sequence[Any] | None, abstain: Iterable[Any],

@@ -391,3 +391,61 @@ def test_float_labels_encode_as_their_distinct_values(values):
     np.testing.assert_array_equal(got.counts, [int((flat == v).sum()) for v in distinct])
     assert (got.missing is None) == (not miss.any())
     assert got.codes.dtype == np.intp
+
+
+_PAIR_LABELS = st.sampled_from(["pass", "fail", "partial", "Cannot tell", "", None, math.nan, "nan"])
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(_PAIR_LABELS, _PAIR_LABELS), min_size=1, max_size=30),
+       st.sampled_from(["series", "category", "frame", "arrow"]),
+       st.sampled_from([None, ["fail", "partial", "pass"], ["pass", "fail"]]))
+def test_two_label_columns_give_the_numbers_and_errors_of_two_lists(pairs, form, categories):
+    """Two label columns take a table built from each column's own codes (no units x 2 code
+    matrix); two lists take the general path: the results, the counts and the errors agree."""
+    from evaltk.stats import pabak, scott_pi
+
+    a, b = (list(x) for x in zip(*pairs, strict=True))
+    if form == "frame":
+        frame = pd.DataFrame({"judge": pd.Series(a, dtype=object), "human": pd.Series(b, dtype=object)})
+        args: tuple = (frame.set_axis([f"u{i}" for i in range(len(a))]),)
+    elif form == "category":
+        args = (pd.Series(a, dtype="category"), pd.Series(b, dtype="category"))
+    elif form == "arrow":
+        args = tuple(pd.Series([None if isinstance(v, float) else v for v in x],
+                               dtype=pd.ArrowDtype(__import__("pyarrow").string())) for x in (a, b))
+        a, b = ([None if isinstance(v, float) else v for v in x] for x in (a, b))
+    else:
+        args = (pd.Series(a, dtype=object), pd.Series(b, dtype=object))
+    for fn in (cohen_kappa, scott_pi, pabak):
+        try:
+            want = fn(a, b, categories=categories)
+        except InputError as e:
+            with pytest.raises(InputError) as got:
+                fn(*args, categories=categories)
+            msg = str(e)[str(e).index(f"{fn.__name__}:"):]  # after the record and field
+            if form == "frame":
+                msg = msg.replace("(rater 0)", "(rater 'judge')").replace("(rater 1)", "(rater 'human')")
+            assert str(got.value)[str(got.value).index(f"{fn.__name__}:"):] == msg
+            assert got.value.record == (f"u{e.record}" if form == "frame" else e.record)
+            continue
+        got = fn(*args, categories=categories)
+        assert (got.n_units, got.n_missing, got.n_abstained, got.n_units_pairable) == \
+            (want.n_units, want.n_missing, want.n_abstained, want.n_units_pairable)
+        assert got.categories == want.categories
+        for x, y in ((got.statistic, want.statistic), (got.standard_error, want.standard_error)):
+            assert (x == pytest.approx(y, abs=1e-13)) if isinstance(y, float) else type(x) is type(y)
+
+
+def test_two_label_columns_bootstrap_by_cluster_as_two_lists():
+    """The on-demand cells and the both-rated mask of two label columns feed a clustered
+    bootstrap exactly as the general path's codes do."""
+    rng = np.random.default_rng(3)
+    words = np.array(["pass", "fail", "partial", None], dtype=object)
+    a, b = words[rng.integers(0, 4, 400)], words[rng.integers(0, 4, 400)]
+    clusters = rng.integers(0, 40, 400)
+    kw = dict(method="percentile", n_resamples=200, rng=7, unit="cluster", clusters=clusters)
+    got = cohen_kappa(pd.Series(a, dtype="category"), pd.Series(b, dtype="category"), **kw)
+    want = cohen_kappa(list(a), list(b), **kw)
+    assert got.confidence_interval == want.confidence_interval
+    assert got.statistic == pytest.approx(want.statistic, abs=1e-13)
