@@ -408,6 +408,53 @@ def _as_array(data: bytes | bytearray | memoryview | str) -> np.ndarray:
 _NOT_STRUCTURE = bytes(b for b in range(256) if b not in b'"[]{}')
 
 
+def _running_sum(steps: np.ndarray) -> np.ndarray:
+    """Cumulative sum of steps of at most 1 in size: int32 for fewer than 2**31 of them (a
+    quarter of int64's memory traffic, which dominated the depth screen of a large file)."""
+    out: np.ndarray = np.cumsum(steps, dtype=np.int32 if steps.size < 2 ** 31 else np.int64)
+    return out
+
+
+def _drop_escapes(raw: bytes) -> bytes:
+    """JSON text without its escaped backslashes and escaped quotes (``\\\\`` then ``\\"``,
+    left to right, as a JSON tokenizer pairs them): every quote left opens or closes a string."""
+    if b"\\" in raw:
+        raw = raw.replace(b"\\\\", b"").replace(b'\\"', b"")
+    return raw
+
+
+#: Every byte but a quote and the two line-break bytes (what :func:`json_one_line` deletes first).
+_NOT_QUOTE_OR_BREAK = bytes(b for b in range(256) if b not in b'"\n\r')
+_BREAKS_TO_SPACES = bytes.maketrans(b"\n\r", b"  ")
+
+
+def json_one_line(data: bytes) -> bytes | None:
+    """One JSON document as one line: ``data`` itself when it has no line break before its
+    trailing whitespace, else a copy with every line break a space (the same document: a
+    line break is whitespace between tokens), for a parser reading a document per line,
+    which is faster than one told that values span lines.  None when a line break lies
+    inside a string: no JSON string holds one, so the text is no JSON document and the
+    caller parses it as it is, to report that.
+
+    Examples
+    --------
+    >>> json_one_line(b'{"a": [1,\\n 2]}\\n')
+    b'{"a": [1,  2]} '
+    >>> json_one_line(b'{"a": "x\\ny"}') is None
+    True
+    """
+    first = min((i for i in (data.find(b"\n"), data.find(b"\r")) if i >= 0), default=-1)
+    if first < 0 or (len(data) - first <= 4096 and not data[first:].strip(b" \t\r\n")):
+        return data
+    events = _drop_escapes(data).translate(None, _NOT_QUOTE_OR_BREAK).replace(b'""', b"")
+    a = np.frombuffer(events, np.uint8)
+    quote = a == 34
+    inside = _running_sum(quote) & 1
+    if bool(inside[~quote].any()):   # a break after an odd number of quotes is inside a string
+        return None
+    return data.translate(_BREAKS_TO_SPACES)
+
+
 def json_depth(data: bytes | memoryview | str) -> int:
     """The deepest nesting of arrays and objects in one JSON document (0 for a scalar).
 
@@ -425,19 +472,15 @@ def json_depth(data: bytes | memoryview | str) -> int:
     """
     if isinstance(data, str):
         data = data.encode("utf-8", "surrogatepass")
-    raw = data if isinstance(data, bytes) else bytes(data)
-    if b"\\" in raw:
-        raw = raw.replace(b"\\\\", b"").replace(b'\\"', b"")
+    raw = _drop_escapes(data if isinstance(data, bytes) else bytes(data))
     events = raw.translate(None, _NOT_STRUCTURE).replace(b'""', b"")
     if not events:
         return 0
     a = np.frombuffer(events, np.uint8)
     step = (a == 91).view(np.int8) + (a == 123).view(np.int8) - (a == 93).view(np.int8) - (a == 125).view(np.int8)
-    # a running count of fewer than 2**31 events fits int32, whose sums cost a quarter of int64's
-    acc = np.int32 if len(events) < 2 ** 31 else np.int64
     if b'"' in events:  # a bracket after an odd number of quotes is inside a string
-        step[(np.cumsum(a == 34, dtype=acc) & 1) == 1] = 0
-    return max(int(np.cumsum(step, dtype=acc).max()), 0)
+        step[(_running_sum(a == 34) & 1) == 1] = 0
+    return max(int(_running_sum(step).max()), 0)
 
 
 def json_line_screen(data: bytes, start: int = 0, stop: int | None = None, *,

@@ -53,6 +53,56 @@ def test_json_depth_of_strings_with_brackets_quotes_and_escapes():
     assert _io.json_depth(json.dumps({"k": ["é[", {"x": ["ü"]}]}, ensure_ascii=False)) == 4
 
 
+def _break_in_string(data: bytes) -> bool:
+    """The byte rule of :func:`_reference_depth` asked of line breaks: is one inside a string?"""
+    inside = pending = False
+    for b in data:
+        if pending and b in b'\\"':
+            pending = False
+            continue
+        pending = False
+        if b == 92:
+            pending = True
+        elif b == 34:
+            inside = not inside
+        elif inside and b in b"\r\n":
+            return True
+    return False
+
+
+_JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.text(alphabet='ab\n\r"\\[ é', max_size=6),
+                     lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(alphabet='k\n"', max_size=3), c,
+                                                                          max_size=3), max_leaves=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_JSON, st.sampled_from([None, 0, 2, "\t"]), st.sampled_from(["", "\n", "\r\n", "\n\n  \n"]))
+def test_json_one_line_is_the_same_document_on_one_line(value, indent, tail):
+    text = (json.dumps(value, indent=indent, ensure_ascii=False) + tail).replace("\n", "\r\n" if tail == "\r\n" else "\n")
+    data = text.encode()
+    line = _io.json_one_line(data)
+    assert line is not None and json.loads(line) == value
+    assert len(line) == len(data)   # byte for byte: offsets into the text still hold
+    body = line.rstrip(b" \t\r\n")
+    assert b"\n" not in body and b"\r" not in body
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet='{}[]"\\ab\n\r:,', max_size=40).map(str.encode))
+def test_json_one_line_gives_up_exactly_when_a_break_is_inside_a_string(data):
+    line = _io.json_one_line(data)
+    body = data.rstrip(b" \t\r\n")
+    if _break_in_string(body):
+        assert line is None
+    if line is None:
+        assert _break_in_string(data)
+    elif line is data:   # nothing to do: no break before the trailing whitespace
+        assert b"\n" not in body and b"\r" not in body
+    else:
+        assert not _break_in_string(data)
+        assert line == data.replace(b"\n", b" ").replace(b"\r", b" ")
+
+
 # --------------------------------------------------------------------------- read_csv_text
 
 

@@ -728,10 +728,12 @@ def _columnar(raw: bytes, file: str) -> SuiteRun:
         raise _Refer  # the reference reader names the field holding a NaN, or refuses the text
     if _io.json_depth(raw) > min(_io.current_limits().depth, _io.NATIVE_DEPTH):
         raise _Refer  # never handed to a native parser; the reference reader refuses it
+    line = _io.json_one_line(raw)  # one line parses faster than values Arrow is told span lines
     try:
-        table = pj.read_json(pa.py_buffer(raw),
+        table = pj.read_json(pa.py_buffer(raw if line is None else line),
                              read_options=pj.ReadOptions(use_threads=False, block_size=max(len(raw) + 1, 1 << 16)),
-                             parse_options=pj.ParseOptions(newlines_in_values=True))
+                             parse_options=pj.ParseOptions(newlines_in_values=line is None))
+        del line
     except (pa.ArrowException, UnicodeDecodeError, ValueError):
         raise _Refer from None  # not JSON, a repeated key, or a field of two types
     if table.num_rows != 1 or "tasks" not in table.column_names:

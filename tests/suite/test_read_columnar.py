@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evaltk.errors import EvaltkError, SchemaViolation
+from evaltk.errors import EvaltkError, SchemaViolation, UnreadableInput
 from evaltk.suite import load_suite_run, summarize_suite
 from evaltk.suite._read import _columnar_run
 
@@ -361,3 +361,17 @@ def test_has_trajectory_is_computed_once_and_read_only(tmp_path):
     assert has is run.has_trajectory and has.tolist() == [t is not None for t in run.trajectories]
     with pytest.raises(ValueError):
         has[0] = not has[0]
+
+
+def test_an_indented_run_with_a_raw_line_break_in_a_string_is_refused_by_the_reference(tmp_path):
+    """The columnar reader parses a run as one line (line breaks between tokens as spaces);
+    a raw line break inside a string makes the text no JSON, and it is the reference reader
+    that says so, not a run read with a space in a task id."""
+    d = generated(0)
+    text = json.dumps(d, indent=2).replace(f'"{d["tasks"][0]["id"]}"', '"t\nx"', 1)
+    p = tmp_path / "run.json"
+    p.write_text(text)
+    assert _columnar_run(p.read_bytes(), str(p)) is None
+    with pytest.raises(UnreadableInput) as e:   # not JSON (exit 66 from the CLI)
+        load_suite_run(p)
+    assert "run.json" in str(e.value)
