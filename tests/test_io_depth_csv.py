@@ -12,11 +12,9 @@ from evaltk import _io
 from evaltk.errors import SchemaViolation, UnreadableInput
 
 
-def _reference_depth(data: bytes) -> int:
-    """The screen's rule one byte at a time: a backslash pairs with a following backslash or
-    quote (which then counts for nothing), a quote toggles a string, a bracket outside one
-    moves the depth."""
-    depth = best = 0
+def _walk(data: bytes):
+    """Each byte that counts, with whether a string holds it: a backslash pairs with a
+    following backslash or quote (which then counts for nothing), a quote toggles a string."""
     inside = pending = False
     for b in data:
         if pending and b in b'\\"':
@@ -27,7 +25,15 @@ def _reference_depth(data: bytes) -> int:
             pending = True
         elif b == 34:
             inside = not inside
-        elif not inside and b in b"[{":
+        else:
+            yield b, inside
+
+
+def _reference_depth(data: bytes) -> int:
+    """The screen's rule one byte at a time: a bracket outside a string moves the depth."""
+    depth = best = 0
+    for b, inside in _walk(data):
+        if not inside and b in b"[{":
             depth += 1
             best = max(best, depth)
         elif not inside and b in b"]}":
@@ -54,20 +60,8 @@ def test_json_depth_of_strings_with_brackets_quotes_and_escapes():
 
 
 def _break_in_string(data: bytes) -> bool:
-    """The byte rule of :func:`_reference_depth` asked of line breaks: is one inside a string?"""
-    inside = pending = False
-    for b in data:
-        if pending and b in b'\\"':
-            pending = False
-            continue
-        pending = False
-        if b == 92:
-            pending = True
-        elif b == 34:
-            inside = not inside
-        elif inside and b in b"\r\n":
-            return True
-    return False
+    """The byte rule of :func:`_walk` asked of line breaks: is one inside a string?"""
+    return any(inside and b in b"\r\n" for b, inside in _walk(data))
 
 
 _JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.text(alphabet='ab\n\r"\\[ é', max_size=6),
