@@ -510,10 +510,12 @@ def _file_rows(table: pa.Table, fidx: np.ndarray, schemas: Sequence[str | None])
     them: one table per file, its typed fields back in the types its reader gave them."""
     import base64
 
+    if not len(fidx):
+        return
     cuts = np.flatnonzero(np.diff(fidx)) + 1
     for lo, hi in zip([0, *cuts.tolist()], [*cuts.tolist(), len(fidx)], strict=True):
         part = table.slice(lo, hi - lo)
-        enc = schemas[int(fidx[lo])] if len(schemas) > int(fidx[lo]) else None
+        enc = schemas[int(fidx[lo])]
         if enc is None:
             yield pa.table({"row": part.column(_ROW_COL)})
             continue
@@ -597,7 +599,7 @@ def _located_answers(table: pa.Table, source: str, files: Sequence[str], kind: s
     names = np.asarray(list(files), dtype=object)
     try:
         if _ROW_COL in table.column_names:  # CSV or JSONL: the records as answer_rows read them
-            recs = answers_from_rows(_file_rows(table, fidx, meta.get("schemas", [])), strict=strict, kind=kind)
+            recs = answers_from_rows(_file_rows(table, fidx, meta["schemas"]), strict=strict, kind=kind)
         else:
             recs = read_answers(table.to_pandas(), strict=strict, kind=kind)
     except InputError as e:  # the first malformed row (strict), or the whole table (a column missing)
