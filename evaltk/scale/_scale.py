@@ -549,11 +549,26 @@ def _trace_ids(path: str) -> pa.Array:
     return pa.array([str(x) for x in _jsonl_field(path, "trace_id")], pa.string())
 
 
+#: The key of ``shared`` (:func:`_shuffle_shared` with a URL ``out``) naming the partition that
+#: selects the rows of no partition's trace, and every trace file (:func:`_orphans_of`).
+_ORPHANS_KEY = "evaltk_orphans"
+
+
+def _orphans_of(shared: Mapping[str, str | None], key: str) -> list[str]:
+    """Every trace file of the store when partition ``key`` is the one that also selects the rows of
+    no partition's trace (a URL ``out``: :func:`_shuffle_shared`), else none."""
+    d = json.loads(shared.get(_ORPHANS_KEY) or "{}")
+    return list(d["traces"]) if d.get("first") == key else []
+
+
 def _select_rows(source: str, trace_file: str, con: Any = None, *,
-                 storage_options: Mapping[str, Any] | None = None) -> tuple[pa.Table, list[str]]:
+                 storage_options: Mapping[str, Any] | None = None, orphans: Sequence[str] = ()
+                 ) -> tuple[pa.Table, list[str]]:
     """The rows of an answer source whose ``trace_id`` is in ``trace_file`` (a DuckDB semi-join),
     numbered (:func:`_numbered_sql`, its description as the table's metadata), and the source's
-    files the numbers refer to."""
+    files the numbers refer to.  ``orphans``: every trace file of the store; the rows whose trace is
+    in none of them (or whose ``trace_id`` is no text) are selected too, as the shuffle sends them
+    to the first partition, so that its ledger has them."""
     import duckdb
 
     own = con is None
@@ -561,11 +576,15 @@ def _select_rows(source: str, trace_file: str, con: Any = None, *,
     try:
         ids = pa.table({"trace_id": _trace_ids(trace_file)})  # noqa: F841 - read by DuckDB
         c.register("evaltk_ids", ids)
-        _remote.register(c, [source], storage_options)
+        _remote.register(c, [source, *orphans], storage_options)
+        where = "CAST(trace_id AS VARCHAR) IN (SELECT trace_id FROM evaltk_ids)"
+        if orphans:
+            every = " UNION ALL ".join(_ids_sql(i, f, "CAST(trace_id AS VARCHAR) AS evaltk_tid")
+                                       for i, f in enumerate(orphans))
+            where += f" OR trace_id IS NULL OR CAST(trace_id AS VARCHAR) NOT IN (SELECT evaltk_tid FROM ({every}))"
         try:
             src, meta = _numbered_sql(source, c, storage_options)
-            t = c.sql(f"SELECT * FROM {src} WHERE CAST(trace_id AS VARCHAR) "
-                      "IN (SELECT trace_id FROM evaltk_ids)").to_arrow_table()
+            t = c.sql(f"SELECT * FROM {src} WHERE {where}").to_arrow_table()
         except duckdb.Error as e:  # not a table DuckDB reads (a bad quote, a deep line, not Parquet)
             raise UnreadableInput(f"not readable as an answer table ({str(e).splitlines()[0]})",
                                   file=source) from None
@@ -614,6 +633,21 @@ def _located_answers(table: pa.Table, source: str, files: Sequence[str], kind: s
     ledger = led.assign(source=ledger_sources(fidx[pos], names).set_axis(led.index), record=rec[pos])
     out = recs.table.assign(record=rec[recs.table["record"].to_numpy(np.int64) - 1])
     return AnswerRecords(table=out, ledger=ledger, kind=kind)
+
+
+#: A strict run checks a shared source this many rows at a time (:func:`_check_strict`).
+_STRICT_BATCH_ROWS = 1 << 18
+
+
+def _check_strict(con: Any, src: str, meta: Mapping[str, Any], kind: str) -> None:
+    """Raise at the first malformed row of a numbered source (:func:`_numbered_sql`), in the order of
+    its files and records, as :func:`_located_answers` names it (``strict``): its rows come sorted
+    from DuckDB in batches of :data:`_STRICT_BATCH_ROWS` (the checks are row by row), so only one
+    batch is held beside DuckDB's own buffers, not the whole source."""
+    reader = con.sql(f"SELECT * FROM {src} ORDER BY {_FILE_COL}, {_RECORD_COL}").to_arrow_reader(_STRICT_BATCH_ROWS)
+    for batch in reader:
+        _located_answers(_with_sources(pa.Table.from_batches([batch]), meta), meta["source"], meta["files"], kind,
+                         True)
 
 
 def _staged_answers(path: str, meta: Mapping[str, Any], kind: str, strict: bool) -> Any:
@@ -794,7 +828,8 @@ def _score_local(part: Partition, origin: Partition, *, out: str | None, by: Seq
     try:
         for name, kind in _KINDS.items():
             if shared.get(name):  # selected from the source here (a URL `out`: no shuffle)
-                frame, files = _select_rows(shared[name], part.traces, storage_options=so)  # type: ignore[arg-type]
+                frame, files = _select_rows(shared[name], part.traces, storage_options=so,  # type: ignore[arg-type]
+                                            orphans=_orphans_of(shared, origin.key))
                 sources[name] = _located_answers(frame, shared[name], files, kind, strict)  # type: ignore[arg-type]
             elif (meta := _staged_sources(getattr(part, name))) is not None:  # staged by the shuffle
                 sources[name] = _staged_answers(getattr(part, name), meta, kind, strict)
@@ -1028,12 +1063,16 @@ def _shuffle_shared(parts: Sequence[Partition], shared: Mapping[str, str | None]
     the input whatever its layout (selecting each partition's rows from the whole source was a scan
     per partition: quadratic).  Rows of no partition's trace (a record without a text trace id, a
     line that is no record, an answer without a run) go to the first partition, which ledgers them.
-    Only for a local ``out`` (the workers see it); with a URL each partition selects its rows.
+    Only for a local ``out`` (the workers see it); with a URL each partition selects its rows, and
+    the first also those of no partition's trace (``shared[_ORPHANS_KEY]``: :func:`_orphans_of`).
     ``strict``: the whole source is checked here first, so the error names its first malformed row
     (file, record, field), whichever partition it would have gone to."""
     names = [n for n in ("answers", "labels") if shared.get(n)]
-    if not names or root.remote:
+    if not names or not parts:
         return list(parts), dict(shared)
+    if root.remote:
+        return list(parts), {**shared, _ORPHANS_KEY: json.dumps({"first": parts[0].key,
+                                                                  "traces": [p.traces for p in parts]})}
     duckdb = optional_module("duckdb")
     files = [p.traces for p in parts]
     found: dict[str, dict[int, str]] = {}
@@ -1061,8 +1100,7 @@ def _shuffle_shared(parts: Sequence[Partition], shared: Mapping[str, str | None]
                     src, described = _numbered_sql(shared[name], con, storage_options)  # type: ignore[arg-type]
                     sources = described["files"]
                     if strict:  # raises at the source's first malformed row
-                        _located_answers(_with_sources(con.sql(f"SELECT * FROM {src}").to_arrow_table(), described),
-                                         shared[name], sources, _KINDS[name], True)  # type: ignore[arg-type]
+                        _check_strict(con, src, described, _KINDS[name])
                     meta = json.dumps(described).replace("'", "''")
                     # a row of no partition's trace (none, not text, not in the store) goes to the first
                     # partition, whose ingest ledgers it as ingest of the file does: nothing lost

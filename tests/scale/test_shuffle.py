@@ -139,18 +139,15 @@ def _sorted(led: pd.DataFrame) -> pd.DataFrame:
     return led.sort_values(["source", "record"], ignore_index=True)
 
 
-def _direct(demo, sources, kind: str = "answer", *, placed_only: bool = False) -> pd.DataFrame:
+def _direct(demo, sources, kind: str = "answer") -> pd.DataFrame:
     """The ledger ingest writes for the answer files read themselves beside every trace: every
     record, an answer without a run too (the shuffle sends the rows of no partition's trace to the
-    first partition); ``placed_only``: only the answers whose trace is in the store (rows selected
-    for a URL ``out``)."""
+    first partition)."""
     from evaltk.ingest import ingest_traces
 
     ing = (ingest_traces(list(demo.traces), sources) if kind == "answer"
            else ingest_traces(list(demo.traces), labels=sources))
-    led = ing.ledger[ing.ledger["kind"] == kind]
-    ids = {str(r["trace_id"]) for r in demo.traces}
-    return _sorted(led[led["trace_id"].astype(str).isin(ids)] if placed_only else led)
+    return _sorted(ing.ledger[ing.ledger["kind"] == kind])
 
 
 @pytest.mark.parametrize("fmt", ["csv", "jsonl", "parquet"])
@@ -230,22 +227,28 @@ def test_several_shared_files_in_hive_folders_each_name_their_own(demo, tmp_path
                                   _direct(demo, str(tmp_path / "labels.csv"), "label"))
 
 
-def test_rows_selected_for_a_url_out_name_the_shared_file_too(demo, tmp_path):
+@pytest.mark.parametrize("fmt", ["csv", "jsonl"])
+def test_rows_selected_for_a_url_out_name_the_shared_file_and_lose_none(demo, tmp_path, fmt):
     """With an object-storage ``out`` there is no shuffle: each partition selects its rows from the
-    source, and they are named the same way."""
+    source, and they are named the same way; the first partition also selects the rows of no
+    partition's trace (an answer without a run, a line that is no record, a trace id that is no
+    text), so the ledger is ingest's, row for row, as with a local ``out``."""
     import uuid
 
     import fsspec
 
-    store = write_parts(tmp_path / "store", demo, 2)
-    src = tmp_path / "export.jsonl"
-    _write_answers(_answers_with_faults(demo), src, "jsonl")
+    store = write_parts(tmp_path / "store", demo, 3)
+    src = tmp_path / f"export.{fmt}"
+    _write_answers(_answers_with_faults(demo), src, fmt)
+    _with_lines_that_are_no_record(src, fmt, str(demo.traces[0]["trace_id"]))
+    ref = _direct(demo, str(src))
+    assert (ref["reason"].astype(str) == "answer without run").any()
     out = f"memory://evaltk-{uuid.uuid4().hex}/scored"
     score_dataset(store / "traces", src, out=out)
     fs = fsspec.filesystem("memory")
     led = pd.concat([pd.read_parquet(fs.open(f)) for f in sorted(fs.glob(out.split("://")[1] + "/ledger/*.parquet"))],
                     ignore_index=True)
-    pd.testing.assert_frame_equal(_sorted(led[led["kind"] == "answer"]), _direct(demo, str(src), placed_only=True))
+    pd.testing.assert_frame_equal(_sorted(led[led["kind"] == "answer"]), ref)
 
 
 # --------------------------------------------------------------------------- nothing lost
@@ -419,3 +422,27 @@ def test_jsonl_files_whose_field_types_differ_each_read_as_ingest_reads_them(dem
     assert (ref["field"] == "rater_version").sum() == len(odd)  # a number is no text: each row says so
     score_dataset(store / "traces", tmp_path / "export", out=tmp_path / "out")
     pd.testing.assert_frame_equal(_ledger_rows(tmp_path / "out"), ref)
+
+
+def test_a_strict_run_checks_the_source_batch_by_batch_and_names_its_first_bad_row(demo, tmp_path, monkeypatch):
+    """The strict check reads the source in batches (here of 100 rows): the error still names the
+    first malformed row of the source, in the order of its files and records, however far in."""
+    from evaltk.errors import SchemaViolation
+    from evaltk.ingest import read_answers
+    from evaltk.scale import _scale
+
+    monkeypatch.setattr(_scale, "_STRICT_BATCH_ROWS", 100)
+    store = write_parts(tmp_path / "store", demo, 3)
+    a = demo.answers.sample(frac=1.0, random_state=6).reset_index(drop=True)
+    b = a.iloc[2000:4000].reset_index(drop=True)
+    b.loc[[250, 700], "answer"] = "banana"
+    (tmp_path / "export").mkdir()
+    first, second = tmp_path / "export" / "answers-1.csv", tmp_path / "export" / "answers-2.csv"
+    a.iloc[:2000].to_csv(first, index=False)
+    _write_answers(b, second, "csv")  # blank lines inside: this file comes row by row
+    with pytest.raises(SchemaViolation) as direct:
+        read_answers(second, strict=True)
+    assert direct.value.record > 250
+    with pytest.raises(SchemaViolation) as e:
+        score_dataset(store / "traces", tmp_path / "export", out=tmp_path / "out", strict=True)
+    assert (e.value.file, e.value.record, e.value.field) == (str(second), direct.value.record, "answer")
