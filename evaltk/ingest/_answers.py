@@ -950,7 +950,7 @@ def _typed_csv(data: bytes, name: str) -> tuple[pa.Table, np.ndarray] | None:
         blocks = [(t.select(keep), nums) for t, nums in _csv_blocks(data, header, n_lines, typed=False)]
     except _RowByRow:
         return None
-    return (pa.concat_tables([t for t, _ in blocks]).combine_chunks(),
+    return (pa.concat_tables([t for t, _ in blocks]),
             np.concatenate([nums for _, nums in blocks]))
 
 
