@@ -1,17 +1,22 @@
 """CPU and peak memory of the shuffle of a shared answers export, per format, against the
-previous path (issue 19, "nothing lost").
+previous path (issue 19, "nothing lost"), and of reading every partition's share back.
 
-The shuffle now reads a CSV or JSONL export with :func:`evaltk.ingest.answer_rows` (ingest's own
+The shuffle reads a CSV or JSONL export with :func:`evaltk.ingest.answer_rows` (ingest's own
 reader: every line kept, a line that is no record too, numbered as ingest numbers it) and hands
-the rows to DuckDB; before, DuckDB's own CSV/JSON readers read the file and a private scan
-numbered its records (a line they could not parse failed the run or was lost).  Parquet is read
-by DuckDB either way (the control).  The peer is the code of ``--baseline`` (a git revision,
-extracted with ``git archive`` into a temporary folder: the repository is not changed), measured
-in the same run, on the same files, each run in a fresh process, the two interleaved.
+the rows to DuckDB: a clean file as typed fields (Arrow's reader, the route ``read_answers``
+takes for it), any other row by row as JSON text.  Before, DuckDB's own CSV/JSON readers read
+the file and a private scan numbered its records (a line they could not parse failed the run
+or was lost).  Parquet is read by DuckDB either way (the control).  The peer is the code of
+``--baseline`` (a git revision, extracted with ``git archive`` into a temporary folder: the
+repository is not changed), measured in the same run, on the same files, each run in a fresh
+process, the two interleaved.
 
 Printed per format: wall and CPU seconds of the shuffle (``time.process_time``: every thread of
-the process), its peak resident size (VmHWM) and the ratios new / previous.  The machine is
-shared: read the ratios with the load printed beside them.
+the process), its peak resident size (VmHWM), the CPU seconds of then reading every partition's
+staged share as its worker does (``_staged_answers``: the checks, the ledger), the peak after
+it and how many rows those ledgers hold (every row of the export, kept or dropped, when nothing
+is lost), and the ratios new / previous.  The machine is shared: read the ratios with the load
+printed beside them.
 
 Usage::
 
@@ -65,22 +70,35 @@ def child(code: Path, folder: Path, fmt: str, out: Path) -> dict[str, float]:
     sys.path.insert(0, str(code))
     from evaltk.scale import discover_partitions
     from evaltk.scale._remote import Root
-    from evaltk.scale._scale import _shuffle_shared
+    from evaltk.scale._scale import _shuffle_shared, _staged_answers, _staged_sources
 
     assert Path(sys.modules["evaltk"].__file__).resolve().is_relative_to(code.resolve())
     parts, shared = discover_partitions(folder / "traces", folder / f"answers.{fmt}", None)
     t0, c0 = time.perf_counter(), time.process_time()
-    _shuffle_shared(parts, shared, Root(out), memory_limit=None, temp_directory=None, storage_options=None)
+    staged, _ = _shuffle_shared(parts, shared, Root(out), memory_limit=None, temp_directory=None,
+                                storage_options=None)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-    hwm = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:"))
-    return {"wall": wall, "cpu": cpu, "hwm_mib": hwm / 1024}
+    hwm = _hwm_mib()
+    c1 = time.process_time()
+    n = 0
+    for p in staged:  # each partition's share, read as its worker reads it
+        if p.answers is not None:
+            n += len(_staged_answers(p.answers, _staged_sources(p.answers), "answer", False).ledger)
+    return {"wall": wall, "cpu": cpu, "hwm_mib": hwm, "read_cpu": time.process_time() - c1, "hwm_all": _hwm_mib(),
+            "ledgered": n}
+
+
+def _hwm_mib() -> float:
+    return next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:")) / 1024
 
 
 def _run(code: Path, folder: Path, fmt: str, work: Path) -> dict[str, float]:
     out = Path(tempfile.mkdtemp(dir=work))
     env = {**os.environ, "PYTHONPATH": str(code)}
     res = subprocess.run([sys.executable, __file__, "--child", str(code), str(folder), fmt, str(out)],
-                         env=env, capture_output=True, text=True, check=True)
+                         env=env, capture_output=True, text=True)
+    if res.returncode:
+        raise SystemExit(f"the {fmt} run of {code} failed:\n{res.stderr}")
     return json.loads(res.stdout.strip().splitlines()[-1])
 
 
@@ -111,7 +129,8 @@ def main() -> None:
         sizes = {f: (folder / f"answers.{f}").stat().st_size / 2**20 for f in FORMATS}
         print(f"{args.rows:,} answer rows, {args.traces:,} traces in {args.parts} partitions; previous path: "
               f"{args.baseline}; load before: {open('/proc/loadavg').read().strip()}")
-        print(f"{'format':8} {'MiB':>6} {'code':9} {'wall s':>7} {'CPU s':>7} {'VmHWM MiB':>10}")
+        print(f"{'format':8} {'MiB':>6} {'code':9} {'wall s':>7} {'CPU s':>7} {'VmHWM MiB':>10} "
+              f"{'read CPU s':>10} {'VmHWM after':>11} {'rows ledgered':>13}")
         rows = {}
         for fmt in FORMATS:
             got: dict[str, list[dict[str, float]]] = {"previous": [], "new": []}
@@ -120,15 +139,18 @@ def main() -> None:
                     got[name].append(_run(code, folder, fmt, work))
             for name in ("previous", "new"):
                 for r in got[name]:
-                    print(f"{fmt:8} {sizes[fmt]:6.0f} {name:9} {r['wall']:7.2f} {r['cpu']:7.2f} {r['hwm_mib']:10.0f}")
+                    print(f"{fmt:8} {sizes[fmt]:6.0f} {name:9} {r['wall']:7.2f} {r['cpu']:7.2f} {r['hwm_mib']:10.0f} "
+                          f"{r['read_cpu']:10.2f} {r['hwm_all']:11.0f} {r['ledgered']:13,d}")
             rows[fmt] = got
         print(f"load after: {open('/proc/loadavg').read().strip()}")
         print("ratios new / previous (best of each): ")
         for fmt, got in rows.items():
-            best = {k: {m: min(r[m] for r in v) for m in ("wall", "cpu", "hwm_mib")} for k, v in got.items()}
-            print(f"  {fmt:8} CPU x{best['new']['cpu'] / best['previous']['cpu']:.2f}  wall "
-                  f"x{best['new']['wall'] / best['previous']['wall']:.2f}  VmHWM "
-                  f"{best['new']['hwm_mib'] - best['previous']['hwm_mib']:+.0f} MiB")
+            best = {k: {m: min(r[m] for r in v) for m in ("wall", "cpu", "hwm_mib", "read_cpu", "hwm_all")}
+                    for k, v in got.items()}
+            b, n = best["previous"], best["new"]
+            print(f"  {fmt:8} shuffle CPU x{n['cpu'] / b['cpu']:.2f}  wall x{n['wall'] / b['wall']:.2f}  "
+                  f"VmHWM x{n['hwm_mib'] / b['hwm_mib']:.2f} ({n['hwm_mib'] - b['hwm_mib']:+.0f} MiB)  "
+                  f"read CPU x{n['read_cpu'] / b['read_cpu']:.2f}  VmHWM after x{n['hwm_all'] / b['hwm_all']:.2f}")
 
 
 if __name__ == "__main__":

@@ -14,9 +14,11 @@ records, one module per source: ``_inspect`` (inspect_ai eval logs), ``_otel``
 from ._answers import (
     ANSWER_COLUMNS,
     ANSWER_ROW_COLUMNS,
+    ANSWER_ROW_FIELDS,
     AUDIT_COLUMNS,
     INSTRUMENT_COLUMNS,
     answer_rows,
+    answers_from_rows,
     read_answers,
 )
 from ._domain import DEFAULT_DOMAIN_KEYWORDS, UNKNOWN_DOMAIN, KeywordDomainRule, domain_from_task
@@ -66,7 +68,9 @@ __all__ = [
     "read_traces",
     "read_answers",
     "answer_rows",
+    "answers_from_rows",
     "ANSWER_ROW_COLUMNS",
+    "ANSWER_ROW_FIELDS",
     "ingest_traces",
     "ingest_one",
     "ledger_sources",

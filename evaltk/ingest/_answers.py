@@ -105,14 +105,24 @@ def _load_file(name: str, data: bytes, fmt: str) -> tuple[pd.DataFrame, np.ndarr
         df = _read_parquet(data, name).to_pandas()
         return df, np.arange(1, len(df) + 1)
     _io.check_line_records(data, file=name)
+    t = _jsonl_table(data)
+    if t is not None:
+        return t.to_pandas(), np.arange(1, t.num_rows + 1)
+    nums, texts = _split_lines(data, name)
+    recs = _parse_json_lines(texts)
+    return _frame_from_records(recs), np.asarray(nums, np.int64)
+
+
+def _jsonl_table(data: bytes) -> pa.Table | None:
+    """A JSONL file's records as Arrow's JSON reader types them, one row per line: None
+    unless every line is a flat record Arrow reads (no blank line, nothing nested), when the
+    file is read record by record instead (:func:`_parse_json_lines`)."""
     clean, n_lines = _no_blank_lines(data)
     t = _arrow_json(data, checked=True) if clean else None  # _no_blank_lines screened bare nulls
     if (t is not None and t.num_rows == n_lines
             and all(not pa.types.is_nested(f.type) for f in t.schema)):
-        return t.to_pandas(), np.arange(1, n_lines + 1)
-    nums, texts = _split_lines(data, name)
-    recs = _parse_json_lines(texts)
-    return _frame_from_records(recs), np.asarray(nums, np.int64)
+        return t
+    return None
 
 
 def _frame_from_records(recs: Sequence[Any]) -> pd.DataFrame:
@@ -187,6 +197,15 @@ def _read_csv(data: bytes, name: str) -> Iterable[tuple[pd.DataFrame, np.ndarray
     numbers.  Every cell is text (CSV has no types), but number columns Arrow reads as
     numbers (:func:`_arrow_csv`).  The header is checked here; the rows come block by block
     (:func:`_csv_blocks`), or, when the file needs it, row by row in one batch."""
+    header = _csv_header(data, name)
+    clean, n_lines = _no_blank_lines(data)
+    if clean and n_lines >= 2:
+        return ((t.to_pandas(), numbers) for t, numbers in _csv_blocks(data, header, n_lines))
+    return [_csv_rows(data, header)]
+
+
+def _csv_header(data: bytes, name: str) -> list[str]:
+    """A CSV's header: readable and without a repeated name."""
     import csv
 
     nl = data.find(b"\n")
@@ -198,15 +217,14 @@ def _read_csv(data: bytes, name: str) -> Iterable[tuple[pd.DataFrame, np.ndarray
     if len(set(header)) != len(header):
         raise SchemaViolation(f"duplicated column names in the header: {header}", file=name,
                               record=1)
-    clean, n_lines = _no_blank_lines(data)
-    if clean and n_lines >= 2:
-        return _csv_blocks(data, header, n_lines)
-    return [_csv_rows(data, header)]
+    return header
 
 
-def _csv_blocks(data: bytes, header: list[str], n_lines: int) -> Iterable[tuple[pd.DataFrame, np.ndarray]]:
+def _csv_blocks(data: bytes, header: list[str], n_lines: int, *, typed: bool = True
+                ) -> Iterable[tuple[pa.Table, np.ndarray]]:
     """The rows after the header, in newline-aligned blocks of about :data:`_CSV_BLOCK_BYTES`,
-    each parsed by Arrow; raises :class:`_RowByRow` at the first block Arrow cannot read
+    each parsed by Arrow (``typed``: the number columns as numbers when they all are, see
+    :func:`_arrow_csv`; else every column as text); raises :class:`_RowByRow` at the first block Arrow cannot read
     line for line (a quoted newline, a ragged row, bad bytes), so the whole file is read
     row by row instead: the same rows either way."""
     start, line0, n = data.find(b"\n") + 1, 2, len(data)
@@ -215,12 +233,12 @@ def _csv_blocks(data: bytes, header: list[str], n_lines: int) -> Iterable[tuple[
         cut = start + _CSV_BLOCK_BYTES
         end = n if cut >= n else (data.find(b"\n", cut) + 1 or n)
         lines = data.count(b"\n", start, end) + (data[end - 1:end] != b"\n")
-        t = _arrow_csv(view[start:end], header, typed=True)
+        t = _arrow_csv(view[start:end], header, typed=True) if typed else None
         if t is None:  # a number column holds something else: every column as text
             t = _arrow_csv(view[start:end], header, typed=False)
         if t is None or t.num_rows != lines:  # a quoted newline moved a row
             raise _RowByRow(lambda: _csv_rows(data, header))
-        yield t.to_pandas(), np.arange(line0, line0 + lines, dtype=np.int64)
+        yield t, np.arange(line0, line0 + lines, dtype=np.int64)
         del t
         line0 += lines
         start = end
@@ -828,32 +846,44 @@ def _answer_checks(raw: pd.DataFrame) -> tuple[dict[str, Any], _Flags]:
     }, fl
 
 
-#: The columns of :func:`answer_rows`.
+#: The columns of :func:`answer_rows` (the fields :data:`ANSWER_ROW_FIELDS` follow on the typed route).
 ANSWER_ROW_COLUMNS: tuple[str, ...] = ("record", "trace_id", "row")
+#: The fields :func:`read_answers` reads (every other column of a table is ignored).
+ANSWER_ROW_FIELDS: tuple[str, ...] = ("trace_id", "measure", "step", "rater", "answer", "confidence", "cost",
+                                      "latency_ms", *_OPTIONAL_TEXT)
 
 
-def answer_rows(path: str | Path) -> pa.Table:
+def answer_rows(path: str | Path, *, typed: bool = True) -> pa.Table:
     """The records of a CSV or JSONL answers file as :func:`read_answers` reads them, before
     its checks: what a reader that moves rows elsewhere (the scale engine's shuffle) carries,
-    so that :func:`read_answers` of the rows, wherever they end up, gives the ledger and the
-    errors ingest gives for the file.
+    so that :func:`answers_from_rows` of the rows, wherever they end up, gives the ledger and
+    the errors ingest gives for the file.
+
+    A file comes one of two ways, the way :func:`read_answers` reads it.  Typed (a CSV whose
+    lines Arrow reads line for line; a JSONL file of flat records, no blank line, with a text
+    ``trace_id``): the fields as Arrow's reader types them (a CSV's as text), no per-row
+    work.  Row by row (any other file, or ``typed=False``): each record as JSON text, and a
+    line that is no record kept too, saying why.
 
     Parameters
     ----------
     path : path
         A CSV or JSONL answers (or labels) file.
+    typed : bool
+        Take the typed route when the file allows it.
 
     Returns
     -------
     pyarrow.Table
-        One row per record, in file order, with columns :data:`ANSWER_ROW_COLUMNS`:
-        ``record`` (the record number ingest reports: the line a CSV record starts on, the
-        header being line 1; a JSONL record's line; blank lines are no record), ``trace_id``
-        (the record's ``trace_id`` when it is text, else null) and ``row`` (the record as
-        JSON: an object of its fields, every CSV cell as text, the required ones null when
-        absent, and ``__error__`` saying why a line is not a record: not JSON, not an object,
-        a ragged CSV row).  ``read_answers([json.loads(r) for r in t["row"]])`` gives the
-        rows' table and ledger, the record numbers counted in that list.
+        One row per record, in file order: ``record`` (the record number ingest reports: the
+        line a CSV record starts on, the header being line 1; a JSONL record's line; blank
+        lines are no record), ``trace_id`` (the record's ``trace_id`` when it is text, else
+        null) and ``row``.  Typed, ``row`` is null and the fields of :data:`ANSWER_ROW_FIELDS`
+        the file has follow, typed as :func:`read_answers` reads them.  Row by row, ``row`` is
+        the record as JSON: an object of its fields, every CSV cell as text, the required ones
+        null when absent, and ``__error__`` saying why a line is not a record (not JSON, not an
+        object, a ragged CSV row).  ``answers_from_rows([t])`` gives the file's table and
+        ledger, the record numbers counted in ``t``.
 
     Raises
     ------
@@ -870,20 +900,64 @@ def answer_rows(path: str | Path) -> pa.Table:
     >>> t = answer_rows(p)
     >>> t["record"].to_pylist(), t["trace_id"].to_pylist(), json.loads(t["row"][1].as_py())["__error__"]
     ([1, 3], ['t1', None], 'an answer record must be a JSON object; got array')
+    >>> _ = p.write_text('{"trace_id": "t1", "measure": "x_task", "rater": "j", "answer": "yes"}\\n')
+    >>> t = answer_rows(p)
+    >>> t.column_names, t["row"].null_count
+    (['record', 'trace_id', 'row', 'measure', 'rater', 'answer'], 1)
     """
-    import json
-
     _, name, data, fmt = _read_file(path)
     _io.check_line_records(data, file=name, header=1 if fmt == "csv" else 0)
+    if fmt not in ("csv", "jsonl"):
+        raise UnreadableInput(f"answer_rows reads CSV and JSONL files; got {fmt}", file=name)
+    got = (_typed_csv(data, name) if fmt == "csv" else _typed_jsonl(data)) if typed else None
+    if got is not None:
+        t, numbers = got
+        _check_columns(pd.DataFrame(columns=t.column_names), name)
+        fields = [c for c in ANSWER_ROW_FIELDS if c in t.column_names and c != "trace_id"]
+        return pa.table({"record": pa.array(numbers, pa.int64()), "trace_id": t.column("trace_id"),
+                         "row": pa.nulls(t.num_rows, pa.large_string()),
+                         **{c: t.column(c) for c in fields}})
     if fmt == "csv":
-        raw, numbers = _read_csv_rows(data, name)
-    elif fmt == "jsonl":
+        raw, numbers = _csv_rows(data, _csv_header(data, name))
+    else:
         nums, texts = _split_lines(data, name)
         raw, numbers = _frame_from_records(_parse_json_lines(texts)), np.asarray(nums, np.int64)
-    else:
-        raise UnreadableInput(f"answer_rows reads CSV and JSONL files; got {fmt}", file=name)
     del data
     _check_columns(raw, name)
+    return _json_rows(raw, numbers)
+
+
+def _typed_jsonl(data: bytes) -> tuple[pa.Table, np.ndarray] | None:
+    """(records, record numbers) of a JSONL file :func:`read_answers` reads typed with a text
+    ``trace_id``, else None."""
+    t = _jsonl_table(data)
+    if t is None or "__error__" in t.column_names or "trace_id" not in t.column_names:
+        return None
+    if not pa.types.is_string(t.schema.field("trace_id").type):
+        return None
+    return t, np.arange(1, t.num_rows + 1, dtype=np.int64)
+
+
+def _typed_csv(data: bytes, name: str) -> tuple[pa.Table, np.ndarray] | None:
+    """(records, record numbers) of a CSV whose lines Arrow reads line for line, every field
+    as text (what the checks read a typed block as too), else None."""
+    header = _csv_header(data, name)
+    clean, n_lines = _no_blank_lines(data)
+    if not clean or n_lines < 2 or "__error__" in header or "trace_id" not in header:
+        return None
+    keep = [h for h in header if h in ANSWER_ROW_FIELDS]
+    try:
+        blocks = [(t.select(keep), nums) for t, nums in _csv_blocks(data, header, n_lines, typed=False)]
+    except _RowByRow:
+        return None
+    return (pa.concat_tables([t for t, _ in blocks]),
+            np.concatenate([nums for _, nums in blocks]))
+
+
+def _json_rows(raw: pd.DataFrame, numbers: np.ndarray) -> pa.Table:
+    """An object frame's records as :func:`answer_rows` gives them row by row."""
+    import json
+
     cols = list(raw.columns)
     rows, tids = [], []
     for vals in raw.itertuples(index=False, name=None):
@@ -897,21 +971,62 @@ def answer_rows(path: str | Path) -> pa.Table:
                      "row": pa.array(rows, pa.large_string())})
 
 
+def answers_from_rows(tables: Iterable[pa.Table], *, strict: bool = False, kind: str = "answer") -> AnswerRecords:
+    """:func:`read_answers` of rows :func:`answer_rows` read, wherever they travelled.
+
+    Parameters
+    ----------
+    tables : iterable of pyarrow.Table
+        Rows of one file each, in record order (any subset of them), each with the columns
+        :func:`answer_rows` gave that file: ``row``, and on the typed route the fields, of
+        the types it gave (other columns are ignored).
+    strict : bool
+        As in :func:`read_answers`.
+    kind : {"answer", "label"}
+        As in :func:`read_answers`.
+
+    Returns
+    -------
+    AnswerRecords
+        The rows' table and ledger as :func:`read_answers` gives them for their files, the
+        record numbers counted over the tables' rows end to end (1 is the first table's first).
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "a.csv"
+    >>> _ = p.write_text("trace_id,measure,rater,answer\\nt1,x_task,j,yes\\nt2,x_task,j,maybe\\n")
+    >>> t = answer_rows(p)
+    >>> answers_from_rows([t.slice(1)]).ledger[["record", "field"]].to_dict("records")
+    [{'record': 1, 'field': 'answer'}]
+    """
+    import json
+
+    if kind not in ("answer", "label"):
+        raise ValueError(f"`kind` must be 'answer' or 'label'; got {kind!r}.")
+    batches: list[tuple[pd.DataFrame, np.ndarray]] = []
+    n = 0
+    for t in tables:
+        if t.num_rows == 0:
+            continue
+        row = t.column("row")
+        if row.null_count == 0:  # row by row: each record as JSON
+            raw = _frame_from_records([json.loads(r) for r in row.to_pylist()])
+        elif row.null_count == t.num_rows:  # typed: the fields as the file's reader typed them
+            raw = t.select([c for c in ANSWER_ROW_FIELDS if c in t.column_names]).to_pandas()
+        else:
+            raise ValueError("`tables` must hold the rows of one file each: a table mixes typed rows "
+                             "and rows read one by one.")
+        batches.append((raw, np.arange(n + 1, n + t.num_rows + 1, dtype=np.int64)))
+        n += t.num_rows
+    if not batches:
+        return read_answers([], strict=strict, kind=kind)
+    return _read_batches("<records>", batches, kind, strict)
+
+
 def _is_missing_cell(v: Any) -> bool:
     """A cell the object frame holds for a field the record does not have (None or NaN)."""
     return v is None or (isinstance(v, float) and math.isnan(v))
-
-
-def _read_csv_rows(data: bytes, name: str) -> tuple[pd.DataFrame, np.ndarray]:
-    """The CSV rows row by row (:func:`_csv_rows`), the header checked as :func:`_read_csv` checks it."""
-    batches = _read_csv(data, name)
-    if isinstance(batches, list):
-        return batches[0]
-    nl = data.find(b"\n")
-    import csv
-
-    header = next(csv.reader([data[:nl].decode("utf-8").rstrip("\r")]))
-    return _csv_rows(data, header)
 
 
 def _check_columns(raw: pd.DataFrame, name: str) -> None:

@@ -408,20 +408,21 @@ def discover_partitions(traces: str | Path, answers: str | Path | None = None,
 #: row's file (its position in the source's listing) and the record number ingest gives the row
 #: when it reads that file itself.  The staged shuffle files carry them, and the listing itself as
 #: the Parquet key-value metadata ``_SOURCES_KEY``, so the ledger names the source, not the copy.
-#: A CSV or JSONL row travels as :func:`evaltk.ingest.answer_rows` reads it (``_ROW_COL``: the
-#: record as JSON), so that its partition's ``read_answers`` sees what ingest sees.
+#: A CSV or JSONL row travels as :func:`evaltk.ingest.answer_rows` reads it: typed fields, or the
+#: record as JSON (``_ROW_COL``), so that its partition's :func:`evaltk.ingest.answers_from_rows`
+#: sees what ingest sees; the metadata keeps each file's field types (``schemas``).
 _FILE_COL, _RECORD_COL, _ROW_COL = "evaltk_file", "evaltk_record", "evaltk_row"
 _SOURCES_KEY = b"evaltk.sources"
 #: The answer sources by name, and the ``kind`` :func:`evaltk.ingest.read_answers` reads each as.
 _KINDS = {"answers": "answer", "labels": "label"}
 
 
-def _text_rows(path: str, storage_options: Mapping[str, Any] | None) -> pa.Table:
+def _text_rows(path: str, storage_options: Mapping[str, Any] | None, *, typed: bool = True) -> pa.Table:
     """:func:`evaltk.ingest.answer_rows` of a CSV or JSONL file, a URL copied to a local temporary file first."""
     from ..ingest import answer_rows
 
     if not is_remote(path):
-        return answer_rows(path)
+        return answer_rows(path, typed=typed)
     import tempfile
 
     fs, p = _remote.filesystem(path, storage_options)
@@ -429,20 +430,41 @@ def _text_rows(path: str, storage_options: Mapping[str, Any] | None) -> pa.Table
         local = Path(d) / PurePosixPath(p).name
         fs.get(p, str(local))
         try:
-            return answer_rows(local)
+            return answer_rows(local, typed=typed)
         except InputError as e:  # name the URL, not the copy
             raise type(e)(e.detail, file=path, record=e.record, field=e.field) from None
 
 
+def _carried_rows(path: str, carried: dict[str, pa.DataType], storage_options: Mapping[str, Any] | None
+                  ) -> tuple[pa.Table, pa.Schema | None]:
+    """A CSV or JSONL file's rows (:func:`_text_rows`) as they travel through DuckDB, and the types of
+    their fields (None when they travel as JSON).  The fields of all typed files share one DuckDB
+    column each, so a file whose field type differs from the one an earlier file gave it
+    (``carried``, updated) travels as JSON instead, and a field of no type (all null) is left out:
+    the partition gives it back (:func:`_file_rows`)."""
+    from ..ingest import ANSWER_ROW_FIELDS
+
+    t = _text_rows(path, storage_options)
+    fields = [f for f in t.schema if f.name in ANSWER_ROW_FIELDS]
+    if t.column("row").null_count < t.num_rows:  # row by row already
+        return t, None
+    typed = [f for f in fields if not pa.types.is_null(f.type)]
+    if any(carried.get(f.name, f.type) != f.type for f in typed):
+        return _text_rows(path, storage_options, typed=False), None
+    carried.update((f.name, f.type) for f in typed)
+    return t.drop_columns([f.name for f in fields if pa.types.is_null(f.type)]), pa.schema(fields)
+
+
 def _numbered_sql(path: str, con: Any, storage_options: Mapping[str, Any] | None = None
-                  ) -> tuple[str, list[str]]:
+                  ) -> tuple[str, dict[str, Any]]:
     """A DuckDB query reading an answer source (a file or a folder; a URL needs its filesystem
     registered on the connection: :func:`evaltk.scale._remote.register`), each row with its file
-    (``evaltk_file``, a position in the returned listing) and the record number ingest reports for
-    it (``evaltk_record``: a Parquet file's 1-based row, ``file_row_number + 1``; a CSV or JSONL
-    record's, from :func:`evaltk.ingest.answer_rows`, whose rows are registered on ``con`` and
-    carry the record itself as ``evaltk_row``, every line kept: one that is no record too).
-    Each file is read on its own (``UNION ALL BY NAME``)."""
+    (``evaltk_file``, a position in the listing) and the record number ingest reports for it
+    (``evaltk_record``: a Parquet file's 1-based row, ``file_row_number + 1``; a CSV or JSONL
+    record's, from :func:`evaltk.ingest.answer_rows`, whose rows are registered on ``con``: typed
+    fields, or the record as JSON in ``evaltk_row``, every line kept: one that is no record too).
+    Each file is read on its own (``UNION ALL BY NAME``).  Returns the query and the source's
+    description :func:`_located_answers` reads (:func:`_sources_meta`)."""
     files, _ = _listing(path, _ANSWER_SUFFIXES, storage_options)
     if not files:
         raise UnreadableInput("no answer file (.parquet, .jsonl, .csv)", file=path)
@@ -450,17 +472,57 @@ def _numbered_sql(path: str, con: Any, storage_options: Mapping[str, Any] | None
     if not (suf <= {".parquet"} or suf <= {".csv"} or suf <= {".jsonl", ".ndjson", ".json"}):
         raise InputError(f"an answer source mixes formats {sorted(suf)}; use one", file=path)
     reads = []
+    schemas: list[pa.Schema | None] = []
+    carried: dict[str, pa.DataType] = {}
     for j, f in enumerate(files):
         q = "'" + f.replace("'", "''") + "'"
         if PurePosixPath(f).suffix.lower() == ".parquet":
+            schemas.append(None)
             reads.append(f"SELECT *, {j} AS {_FILE_COL}, file_row_number + 1 AS {_RECORD_COL} "
                          f"FROM read_parquet({q}, hive_partitioning = false)")
             continue
         name = f"evaltk_rows_{j}"
-        con.register(name, _text_rows(f, storage_options))
-        reads.append(f"SELECT trace_id, \"row\" AS {_ROW_COL}, {j} AS {_FILE_COL}, record AS {_RECORD_COL} "
-                     f"FROM {name}")
-    return "(" + " UNION ALL BY NAME ".join(reads) + ")", files
+        rows, schema = _carried_rows(f, carried, storage_options)
+        schemas.append(schema)
+        con.register(name, rows)
+        reads.append(f"SELECT * EXCLUDE (record, \"row\"), \"row\" AS {_ROW_COL}, {j} AS {_FILE_COL}, "
+                     f"record AS {_RECORD_COL} FROM {name}")
+    return "(" + " UNION ALL BY NAME ".join(reads) + ")", _sources_meta(path, files, schemas)
+
+
+def _sources_meta(source: str, files: Sequence[str], schemas: Sequence[pa.Schema | None]) -> dict[str, Any]:
+    """The description of a numbered source (:func:`_numbered_sql`) its rows carry as the metadata
+    ``_SOURCES_KEY``: the source, its files, and per file the types of its typed fields (an Arrow
+    schema, base64) or None."""
+    import base64
+
+    return {"source": source, "files": list(files),
+            "schemas": [None if sc is None else base64.b64encode(sc.serialize().to_pybytes()).decode("ascii")
+                        for sc in schemas]}
+
+
+def _with_sources(table: pa.Table, meta: Mapping[str, Any]) -> pa.Table:
+    return table.replace_schema_metadata({_SOURCES_KEY: json.dumps(meta)})
+
+
+def _file_rows(table: pa.Table, fidx: np.ndarray, schemas: Sequence[str | None]) -> Iterator[pa.Table]:
+    """The rows of a text source, sorted by file, as :func:`evaltk.ingest.answers_from_rows` reads
+    them: one table per file, its typed fields back in the types its reader gave them."""
+    import base64
+
+    if not len(fidx):
+        return
+    cuts = np.flatnonzero(np.diff(fidx)) + 1
+    for lo, hi in zip([0, *cuts.tolist()], [*cuts.tolist(), len(fidx)], strict=True):
+        part = table.slice(lo, hi - lo)
+        enc = schemas[int(fidx[lo])]
+        if enc is None:
+            yield pa.table({"row": part.column(_ROW_COL)})
+            continue
+        sc = pa.ipc.read_schema(pa.py_buffer(base64.b64decode(enc)))
+        yield pa.table({"row": pa.nulls(hi - lo, pa.large_string()),
+                        **{f.name: pa.nulls(hi - lo) if pa.types.is_null(f.type) else part.column(f.name).cast(f.type)
+                           for f in sc}})
 
 
 def _jsonl_field(path: str | Path, field: str) -> list[Any]:
@@ -487,10 +549,26 @@ def _trace_ids(path: str) -> pa.Array:
     return pa.array([str(x) for x in _jsonl_field(path, "trace_id")], pa.string())
 
 
+#: The key of ``shared`` (:func:`_shuffle_shared` with a URL ``out``) naming the partition that
+#: selects the rows of no partition's trace, and every trace file (:func:`_orphans_of`).
+_ORPHANS_KEY = "evaltk_orphans"
+
+
+def _orphans_of(shared: Mapping[str, str | None], key: str) -> list[str]:
+    """Every trace file of the store when partition ``key`` is the one that also selects the rows of
+    no partition's trace (a URL ``out``: :func:`_shuffle_shared`), else none."""
+    d = json.loads(shared.get(_ORPHANS_KEY) or "{}")
+    return list(d["traces"]) if d.get("first") == key else []
+
+
 def _select_rows(source: str, trace_file: str, con: Any = None, *,
-                 storage_options: Mapping[str, Any] | None = None) -> tuple[pd.DataFrame, list[str]]:
+                 storage_options: Mapping[str, Any] | None = None, orphans: Sequence[str] = ()
+                 ) -> tuple[pa.Table, list[str]]:
     """The rows of an answer source whose ``trace_id`` is in ``trace_file`` (a DuckDB semi-join),
-    numbered (:func:`_numbered_sql`), and the source's files the numbers refer to."""
+    numbered (:func:`_numbered_sql`, its description as the table's metadata), and the source's
+    files the numbers refer to.  ``orphans``: every trace file of the store; the rows whose trace is
+    in none of them (or whose ``trace_id`` is no text) are selected too, as the shuffle sends them
+    to the first partition, so that its ledger has them."""
     import duckdb
 
     own = con is None
@@ -498,63 +576,84 @@ def _select_rows(source: str, trace_file: str, con: Any = None, *,
     try:
         ids = pa.table({"trace_id": _trace_ids(trace_file)})  # noqa: F841 - read by DuckDB
         c.register("evaltk_ids", ids)
-        _remote.register(c, [source], storage_options)
+        _remote.register(c, [source, *orphans], storage_options)
+        where = "CAST(trace_id AS VARCHAR) IN (SELECT trace_id FROM evaltk_ids)"
+        if orphans:
+            every = " UNION ALL ".join(_ids_sql(i, f, "CAST(trace_id AS VARCHAR) AS evaltk_tid")
+                                       for i, f in enumerate(orphans))
+            where += f" OR trace_id IS NULL OR CAST(trace_id AS VARCHAR) NOT IN (SELECT evaltk_tid FROM ({every}))"
         try:
-            src, files = _numbered_sql(source, c, storage_options)
-            df = c.execute(f"SELECT * FROM {src} WHERE CAST(trace_id AS VARCHAR) "
-                           "IN (SELECT trace_id FROM evaltk_ids)").df()
+            src, meta = _numbered_sql(source, c, storage_options)
+            t = c.sql(f"SELECT * FROM {src} WHERE {where}").to_arrow_table()
         except duckdb.Error as e:  # not a table DuckDB reads (a bad quote, a deep line, not Parquet)
             raise UnreadableInput(f"not readable as an answer table ({str(e).splitlines()[0]})",
                                   file=source) from None
         c.unregister("evaltk_ids")
-        return df, files
+        return _with_sources(t, meta), meta["files"]
     finally:
         c.close()
 
 
 def _staged_sources(path: str | None) -> dict[str, Any] | None:
-    """``{"source": ..., "files": [...]}`` of a file :func:`_shuffle_shared` staged (its key-value
-    metadata), None for any other file."""
+    """``{"source": ..., "files": [...], "schemas": [...]}`` of a file :func:`_shuffle_shared` staged
+    (its key-value metadata, :func:`_sources_meta`), None for any other file."""
     if path is None or PurePosixPath(path).suffix.lower() != ".parquet" or _SHUFFLE_DIR not in Path(path).parts:
         return None
     meta = pq.read_schema(path).metadata or {}
     return json.loads(meta[_SOURCES_KEY]) if _SOURCES_KEY in meta else None
 
 
-def _located_answers(frame: pd.DataFrame, source: str, files: Sequence[str], kind: str, strict: bool) -> Any:
+def _located_answers(table: pa.Table, source: str, files: Sequence[str], kind: str, strict: bool) -> Any:
     """``read_answers`` of rows selected or staged from a shared source (numbered by
-    :func:`_numbered_sql`), in the order of their files and records, with the ledger, the
-    duplicate reasons and a strict error naming each row's own file and record number: those
-    ingest gives when it reads the file itself, never the staged copy's."""
-    from ..ingest import AnswerRecords, ledger_sources, read_answers
+    :func:`_numbered_sql`, its description as the table's metadata), in the order of their files
+    and records, with the ledger, the duplicate reasons and a strict error naming each row's own
+    file and record number: those ingest gives when it reads the file itself, never the staged copy's."""
+    from ..ingest import AnswerRecords, answers_from_rows, ledger_sources, read_answers
 
-    frame = frame.sort_values([_FILE_COL, _RECORD_COL], kind="stable", ignore_index=True)
-    fidx = frame.pop(_FILE_COL).to_numpy(np.int64)
-    rec = frame.pop(_RECORD_COL).to_numpy(np.int64)
+    meta = json.loads((table.schema.metadata or {}).get(_SOURCES_KEY, b"{}"))
+    table = table.sort_by([(_FILE_COL, "ascending"), (_RECORD_COL, "ascending")])
+    fidx = table.column(_FILE_COL).to_numpy().astype(np.int64)
+    rec = table.column(_RECORD_COL).to_numpy().astype(np.int64)
+    table = table.drop_columns([_FILE_COL, _RECORD_COL])
     names = np.asarray(list(files), dtype=object)
-    rows: Any = frame
-    if _ROW_COL in frame.columns:  # CSV or JSONL: the records as answer_rows read them
-        rows = [json.loads(r) for r in frame[_ROW_COL]]
-        del frame
     try:
-        recs = read_answers(rows, strict=strict, kind=kind)
+        if _ROW_COL in table.column_names:  # CSV or JSONL: the records as answer_rows read them
+            recs = answers_from_rows(_file_rows(table, fidx, meta["schemas"]), strict=strict, kind=kind)
+        else:
+            recs = read_answers(table.to_pandas(), strict=strict, kind=kind)
     except InputError as e:  # the first malformed row (strict), or the whole table (a column missing)
         at = e.record if isinstance(e.record, int | np.integer) and 1 <= e.record <= len(rec) else None
         where = ({"file": str(names[fidx[at - 1]]), "record": int(rec[at - 1])} if at is not None
                  else {"file": source, "record": None})
         extra = {"limit": e.limit} if isinstance(e, LimitExceeded) else {}
         raise type(e)(e.detail, field=e.field, **where, **extra) from None
+    del table
     led = recs.ledger
     pos = led["record"].to_numpy(np.int64) - 1
     ledger = led.assign(source=ledger_sources(fidx[pos], names).set_axis(led.index), record=rec[pos])
-    table = recs.table.assign(record=rec[recs.table["record"].to_numpy(np.int64) - 1])
-    return AnswerRecords(table=table, ledger=ledger, kind=kind)
+    out = recs.table.assign(record=rec[recs.table["record"].to_numpy(np.int64) - 1])
+    return AnswerRecords(table=out, ledger=ledger, kind=kind)
+
+
+#: A strict run checks a shared source this many rows at a time (:func:`_check_strict`).
+_STRICT_BATCH_ROWS = 1 << 18
+
+
+def _check_strict(con: Any, src: str, meta: Mapping[str, Any], kind: str) -> None:
+    """Raise at the first malformed row of a numbered source (:func:`_numbered_sql`), in the order of
+    its files and records, as :func:`_located_answers` names it (``strict``): its rows come sorted
+    from DuckDB in batches of :data:`_STRICT_BATCH_ROWS` (the checks are row by row), so only one
+    batch is held beside DuckDB's own buffers, not the whole source."""
+    reader = con.sql(f"SELECT * FROM {src} ORDER BY {_FILE_COL}, {_RECORD_COL}").to_arrow_reader(_STRICT_BATCH_ROWS)
+    for batch in reader:
+        _located_answers(_with_sources(pa.Table.from_batches([batch]), meta), meta["source"], meta["files"], kind,
+                         True)
 
 
 def _staged_answers(path: str, meta: Mapping[str, Any], kind: str, strict: bool) -> Any:
     """A partition's staged shuffle file read as :func:`_located_answers` reads selected rows."""
-    frame = _io.read_parquet(path).to_pandas()
-    return _located_answers(frame, meta["source"], meta["files"], kind, strict)
+    return _located_answers(_with_sources(_io.read_parquet(path), meta), meta["source"], meta["files"],
+                            kind, strict)
 
 
 _MARKER_ID = "\x00evaltk:tier-marker"
@@ -729,7 +828,8 @@ def _score_local(part: Partition, origin: Partition, *, out: str | None, by: Seq
     try:
         for name, kind in _KINDS.items():
             if shared.get(name):  # selected from the source here (a URL `out`: no shuffle)
-                frame, files = _select_rows(shared[name], part.traces, storage_options=so)  # type: ignore[arg-type]
+                frame, files = _select_rows(shared[name], part.traces, storage_options=so,  # type: ignore[arg-type]
+                                            orphans=_orphans_of(shared, origin.key))
                 sources[name] = _located_answers(frame, shared[name], files, kind, strict)  # type: ignore[arg-type]
             elif (meta := _staged_sources(getattr(part, name))) is not None:  # staged by the shuffle
                 sources[name] = _staged_answers(getattr(part, name), meta, kind, strict)
@@ -963,12 +1063,16 @@ def _shuffle_shared(parts: Sequence[Partition], shared: Mapping[str, str | None]
     the input whatever its layout (selecting each partition's rows from the whole source was a scan
     per partition: quadratic).  Rows of no partition's trace (a record without a text trace id, a
     line that is no record, an answer without a run) go to the first partition, which ledgers them.
-    Only for a local ``out`` (the workers see it); with a URL each partition selects its rows.
+    Only for a local ``out`` (the workers see it); with a URL each partition selects its rows, and
+    the first also those of no partition's trace (``shared[_ORPHANS_KEY]``: :func:`_orphans_of`).
     ``strict``: the whole source is checked here first, so the error names its first malformed row
     (file, record, field), whichever partition it would have gone to."""
     names = [n for n in ("answers", "labels") if shared.get(n)]
-    if not names or root.remote:
+    if not names or not parts:
         return list(parts), dict(shared)
+    if root.remote:
+        return list(parts), {**shared, _ORPHANS_KEY: json.dumps({"first": parts[0].key,
+                                                                  "traces": [p.traces for p in parts]})}
     duckdb = optional_module("duckdb")
     files = [p.traces for p in parts]
     found: dict[str, dict[int, str]] = {}
@@ -993,11 +1097,11 @@ def _shuffle_shared(parts: Sequence[Partition], shared: Mapping[str, str | None]
                 # each row keeps its file and record number (the ledger names them, not the copy)
                 with _bounded(con, memory_limit, f"the shuffle of the shared {name} ({shared[name]})",
                               temp_directory):
-                    src, sources = _numbered_sql(shared[name], con, storage_options)  # type: ignore[arg-type]
+                    src, described = _numbered_sql(shared[name], con, storage_options)  # type: ignore[arg-type]
+                    sources = described["files"]
                     if strict:  # raises at the source's first malformed row
-                        _located_answers(con.execute(f"SELECT * FROM {src}").df(), shared[name],  # type: ignore[arg-type]
-                                         sources, _KINDS[name], True)
-                    meta = json.dumps({"source": shared[name], "files": sources}).replace("'", "''")
+                        _check_strict(con, src, described, _KINDS[name])
+                    meta = json.dumps(described).replace("'", "''")
                     # a row of no partition's trace (none, not text, not in the store) goes to the first
                     # partition, whose ingest ledgers it as ingest of the file does: nothing lost
                     con.execute(f"COPY (SELECT a.*, coalesce(i.evaltk_part, 0) AS evaltk_part FROM {src} a "

@@ -139,18 +139,15 @@ def _sorted(led: pd.DataFrame) -> pd.DataFrame:
     return led.sort_values(["source", "record"], ignore_index=True)
 
 
-def _direct(demo, sources, kind: str = "answer", *, placed_only: bool = False) -> pd.DataFrame:
+def _direct(demo, sources, kind: str = "answer") -> pd.DataFrame:
     """The ledger ingest writes for the answer files read themselves beside every trace: every
     record, an answer without a run too (the shuffle sends the rows of no partition's trace to the
-    first partition); ``placed_only``: only the answers whose trace is in the store (rows selected
-    for a URL ``out``)."""
+    first partition)."""
     from evaltk.ingest import ingest_traces
 
     ing = (ingest_traces(list(demo.traces), sources) if kind == "answer"
            else ingest_traces(list(demo.traces), labels=sources))
-    led = ing.ledger[ing.ledger["kind"] == kind]
-    ids = {str(r["trace_id"]) for r in demo.traces}
-    return _sorted(led[led["trace_id"].astype(str).isin(ids)] if placed_only else led)
+    return _sorted(ing.ledger[ing.ledger["kind"] == kind])
 
 
 @pytest.mark.parametrize("fmt", ["csv", "jsonl", "parquet"])
@@ -230,22 +227,28 @@ def test_several_shared_files_in_hive_folders_each_name_their_own(demo, tmp_path
                                   _direct(demo, str(tmp_path / "labels.csv"), "label"))
 
 
-def test_rows_selected_for_a_url_out_name_the_shared_file_too(demo, tmp_path):
+@pytest.mark.parametrize("fmt", ["csv", "jsonl"])
+def test_rows_selected_for_a_url_out_name_the_shared_file_and_lose_none(demo, tmp_path, fmt):
     """With an object-storage ``out`` there is no shuffle: each partition selects its rows from the
-    source, and they are named the same way."""
+    source, and they are named the same way; the first partition also selects the rows of no
+    partition's trace (an answer without a run, a line that is no record, a trace id that is no
+    text), so the ledger is ingest's, row for row, as with a local ``out``."""
     import uuid
 
     import fsspec
 
-    store = write_parts(tmp_path / "store", demo, 2)
-    src = tmp_path / "export.jsonl"
-    _write_answers(_answers_with_faults(demo), src, "jsonl")
+    store = write_parts(tmp_path / "store", demo, 3)
+    src = tmp_path / f"export.{fmt}"
+    _write_answers(_answers_with_faults(demo), src, fmt)
+    _with_lines_that_are_no_record(src, fmt, str(demo.traces[0]["trace_id"]))
+    ref = _direct(demo, str(src))
+    assert (ref["reason"].astype(str) == "answer without run").any()
     out = f"memory://evaltk-{uuid.uuid4().hex}/scored"
     score_dataset(store / "traces", src, out=out)
     fs = fsspec.filesystem("memory")
     led = pd.concat([pd.read_parquet(fs.open(f)) for f in sorted(fs.glob(out.split("://")[1] + "/ledger/*.parquet"))],
                     ignore_index=True)
-    pd.testing.assert_frame_equal(_sorted(led[led["kind"] == "answer"]), _direct(demo, str(src), placed_only=True))
+    pd.testing.assert_frame_equal(_sorted(led[led["kind"] == "answer"]), ref)
 
 
 # --------------------------------------------------------------------------- nothing lost
@@ -324,3 +327,122 @@ def test_strict_cli_exits_65_at_the_sources_first_bad_row(demo, tmp_path, capsys
     assert str(src) in err and f"line {direct.value.record}:" in err and "`rater`" in err, err
     assert direct.value.field == "rater"
     assert not (tmp_path / "out" / "_shuffle").exists()
+
+
+# --------------------------------------------------------------------------- the typed route
+
+
+def _clean_export(demo, path, fmt: str) -> pd.DataFrame:
+    """The demo answers shuffled, with faults every row of a column can hold in one type (a JSONL
+    file stays one Arrow reads: the typed route), written without a blank line or a quoted newline:
+    an unknown word, a confidence out of range, an empty rater, a step on a trace-level measure, a
+    negative step, an unknown measure, an empty trace id and an identical duplicate."""
+    a = demo.answers.sample(frac=1.0, random_state=8).reset_index(drop=True)
+    a.loc[11, "answer"] = "banana"
+    a.loc[23, "confidence"] = 1.5
+    a.loc[31, "rater"] = ""
+    task = a.index[a["measure"] == "x_task"]
+    a.loc[task[0], "step"] = 2
+    ctx = a.index[a["measure"] == "x_ctx"]
+    a.loc[ctx[0], "step"] = -1
+    a.loc[47, "measure"] = "x_nope"
+    a.loc[53, "trace_id"] = ""
+    a = pd.concat([a, a.iloc[[5]]], ignore_index=True)
+    if fmt == "csv":
+        a.to_csv(path, index=False)
+    else:
+        a.to_json(path, orient="records", lines=True)
+    return a
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl"])
+def test_a_clean_file_travels_typed_and_is_ledgered_as_ingest_ledgers_it(demo, tmp_path, fmt):
+    """No row of a clean export goes through the per-row route, and the ledger is still ingest's,
+    row for row (each kind of fault named as ingest names it)."""
+    from evaltk.ingest import answer_rows
+
+    store = write_parts(tmp_path / "store", demo, 4)
+    src = tmp_path / f"export.{fmt}"
+    _clean_export(demo, src, fmt)
+    rows = answer_rows(src)
+    assert rows["row"].null_count == rows.num_rows  # typed: no JSON text
+    ref = _direct(demo, str(src))
+    fields = set(ref.loc[ref["status"] != "kept", "field"].dropna())
+    assert {"answer", "confidence", "rater", "step", "measure", "trace_id"} <= fields, fields
+    score_dataset(store / "traces", src, out=tmp_path / "out")
+    pd.testing.assert_frame_equal(_ledger_rows(tmp_path / "out"), ref)
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl"])
+def test_a_strict_run_over_a_typed_file_names_its_first_bad_row(demo, tmp_path, fmt):
+    from evaltk.errors import SchemaViolation
+    from evaltk.ingest import read_answers
+
+    store = write_parts(tmp_path / "store", demo, 3)
+    src = tmp_path / f"export.{fmt}"
+    _clean_export(demo, src, fmt)
+    with pytest.raises(SchemaViolation) as direct:
+        read_answers(src, strict=True)
+    with pytest.raises(SchemaViolation) as e:
+        score_dataset(store / "traces", src, out=tmp_path / "out", strict=True)
+    assert (e.value.file, e.value.record, e.value.field) == (str(src), direct.value.record, direct.value.field)
+    assert direct.value.field is not None and "_shuffle" not in str(e.value)
+
+
+def test_jsonl_files_whose_field_types_differ_each_read_as_ingest_reads_them(demo, tmp_path):
+    """A folder of JSONL exports whose fields Arrow types differently: a file whose ``step`` is
+    always null (a field of no type: left out on the way, given back), and a file whose
+    ``rater_version`` is a number and whose ``latency_ms`` a fraction (another type than the first
+    file gave them: that file travels as JSON).  Each row is ledgered as ingest of its file does."""
+    import duckdb
+
+    from evaltk.scale._scale import _numbered_sql
+
+    store = write_parts(tmp_path / "store", demo, 3)
+    a = demo.answers.sample(frac=1.0, random_state=9).reset_index(drop=True)
+    a.loc[3, "answer"] = "banana"
+    (tmp_path / "export").mkdir()
+    files = [str(tmp_path / "export" / f"answers-{k}.jsonl") for k in range(3)]
+    a.iloc[:3000].to_json(files[0], orient="records", lines=True)
+    task = a.iloc[3000:][a.iloc[3000:]["measure"] == "x_task"].copy()
+    task.loc[task.index[4], "answer"] = "kumquat"
+    task.to_json(files[1], orient="records", lines=True)
+    odd = a.iloc[3000:][a.iloc[3000:]["measure"] != "x_task"].copy()
+    odd["rater_version"] = 7
+    odd["latency_ms"] = odd["latency_ms"] + 0.5
+    odd.to_json(files[2], orient="records", lines=True)
+    con = duckdb.connect()
+    try:
+        meta = _numbered_sql(str(tmp_path / "export"), con)[1]
+    finally:
+        con.close()
+    assert meta["files"] == files and meta["schemas"][0] and meta["schemas"][1] and meta["schemas"][2] is None
+    ref = _direct(demo, files)
+    assert ref["reason"].astype(str).str.contains("banana|kumquat").sum() == 2
+    assert (ref["field"] == "rater_version").sum() == len(odd)  # a number is no text: each row says so
+    score_dataset(store / "traces", tmp_path / "export", out=tmp_path / "out")
+    pd.testing.assert_frame_equal(_ledger_rows(tmp_path / "out"), ref)
+
+
+def test_a_strict_run_checks_the_source_batch_by_batch_and_names_its_first_bad_row(demo, tmp_path, monkeypatch):
+    """The strict check reads the source in batches (here of 100 rows): the error still names the
+    first malformed row of the source, in the order of its files and records, however far in."""
+    from evaltk.errors import SchemaViolation
+    from evaltk.ingest import read_answers
+    from evaltk.scale import _scale
+
+    monkeypatch.setattr(_scale, "_STRICT_BATCH_ROWS", 100)
+    store = write_parts(tmp_path / "store", demo, 3)
+    a = demo.answers.sample(frac=1.0, random_state=6).reset_index(drop=True)
+    b = a.iloc[2000:4000].reset_index(drop=True)
+    b.loc[[250, 700], "answer"] = "banana"
+    (tmp_path / "export").mkdir()
+    first, second = tmp_path / "export" / "answers-1.csv", tmp_path / "export" / "answers-2.csv"
+    a.iloc[:2000].to_csv(first, index=False)
+    _write_answers(b, second, "csv")  # blank lines inside: this file comes row by row
+    with pytest.raises(SchemaViolation) as direct:
+        read_answers(second, strict=True)
+    assert direct.value.record > 250
+    with pytest.raises(SchemaViolation) as e:
+        score_dataset(store / "traces", tmp_path / "export", out=tmp_path / "out", strict=True)
+    assert (e.value.file, e.value.record, e.value.field) == (str(second), direct.value.record, "answer")
