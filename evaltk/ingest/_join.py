@@ -336,8 +336,15 @@ def _join(recs: AnswerRecords, trace_ledger: pd.DataFrame, runs: pd.DataFrame,
     out["step_pos"] = pd.arrays.IntegerArray(step_pos.astype(POSITION_DTYPE), no_step)
     # scoring reads these positions instead of looking the trace ids up again
     _columns.remember_positions(out["trace_id"], runs["trace_id"], run_pos)
-    _columns.remember_step_positions(out["trace_id"], steps["trace_id"], np.where(no_step, -1, step_pos),
-                                     out["step"].to_numpy(dtype=np.int64, na_value=-1))
+    # (-1 where an answer has no step: its step_pos is 0 there and its step missing; no
+    # temporary of the table's length but the remembered copies)
+    step_col = out["step"].array
+    if isinstance(step_col, pd.arrays.IntegerArray):
+        data, mask = step_col._data, step_col._mask  # type: ignore[attr-defined]  # pandas-stubs: the masked array's buffers
+        _columns.remember_step_positions(out["trace_id"], steps["trace_id"], step_pos, data, no_step | mask)
+    else:  # pragma: no cover - the joined step column is Int64
+        _columns.remember_step_positions(out["trace_id"], steps["trace_id"], np.where(no_step, -1, step_pos),
+                                         out["step"].to_numpy(dtype=np.int64, na_value=-1))
     return out, ledger
 
 
