@@ -277,6 +277,34 @@ def read_bytes(path: str | os.PathLike[str]) -> bytes:
     return data
 
 
+def read_line_blocks(path: str | os.PathLike[str], size: int, *, start: int = 0,
+                     stop: int | None = None) -> Iterator[tuple[int, bytes]]:
+    """``(offset, block)`` of a regular file's bytes from ``start`` (to ``stop``), in blocks of
+    about ``size`` bytes, each but the last ending with a newline (a line longer than ``size``
+    is one block): a line-oriented file read without holding it whole.  Errors as
+    :func:`read_bytes`: :class:`~evaltk.errors.UnreadableInput` when it cannot be read,
+    :class:`~evaltk.errors.LimitExceeded` past ``Limits.file_bytes``."""
+    p = Path(path)
+    cap = current_limits().file_bytes
+    with _open_checked(p) as f:
+        try:
+            f.seek(start)
+            offset = start
+            while stop is None or offset < stop:
+                want = size if stop is None else min(size, stop - offset)
+                block = f.read(want)
+                if not block:
+                    return
+                if block[-1:] != b"\n" and (stop is None or offset + len(block) < stop):
+                    block += f.readline() if stop is None else f.readline(stop - offset - len(block))
+                if offset + len(block) > cap:
+                    raise _over("file size", f"more than {cap} bytes", "file_bytes", file=str(p))
+                yield offset, block
+                offset += len(block)
+        except OSError as e:
+            raise UnreadableInput(f"cannot be read ({e.strerror or e})", file=str(p)) from None
+
+
 def decode_utf8(raw: bytes, *, file: str | None = None) -> str:
     """``raw`` decoded as UTF-8 with a leading byte-order mark dropped.
 

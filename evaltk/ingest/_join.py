@@ -148,14 +148,50 @@ def _distinct_questions(ok: np.ndarray, has_step: np.ndarray, step_pos: np.ndarr
     the ``ok`` rows, shown cheaply; False when there may be a repeat (the caller then
     finds them exactly).
 
-    The usual input comes in a few runs sorted by question (per rater and measure, in
-    trace order): the rows are cut where the key stops increasing, so each segment
-    holds distinct keys, and a bitmap over the key space finds a key seen in an
-    earlier segment.  Work is block by block; only the bitmap is full size.
+    Per-step and per-run questions are looked at apart (their keys never meet: a step's
+    lies below every run's).  In the usual input each family comes in question order (a
+    table grouped by trace, or by rater and measure in trace order), so a block of rows
+    spans a narrow window of the key space: a bitmap over the key space finds a key seen
+    in an earlier block, and the count of bits the block sets in its window, below the
+    block's size, a key repeated within it.  A block whose keys spread wider than a
+    small multiple of its size means a layout this does not recognise: False.  Work is
+    block by block; only the bitmap is full size.
     """
     n = len(ok)
     if not n:
         return True
+    m_lo, r_lo = int(measure.min()), int(rater.min())
+    n_m, n_r = int(measure.max()) - m_lo + 1, int(rater.max()) - r_lo + 1
+    space = (n_steps + n_runs) * n_m * n_r
+    if space > 16 * n + (1 << 16):
+        return False
+    seen = np.zeros(space, bool)
+    for i, j in _blocks(n):
+        key = run_pos[i:j] + n_steps
+        np.copyto(key, step_pos[i:j], where=has_step[i:j])
+        key *= n_m
+        key += measure[i:j]
+        key -= m_lo
+        key *= n_r
+        key += rater[i:j]
+        key -= r_lo
+        block_ok, block_step = ok[i:j], has_step[i:j]
+        for family in (block_ok & block_step, block_ok & ~block_step):
+            fkey = key[family]
+            if not fkey.size:
+                continue
+            lo, hi = int(fkey.min()), int(fkey.max()) + 1
+            if hi - lo > 64 * fkey.size + 4096:  # not in question order: the exact check decides
+                return False
+            window = seen[lo:hi]
+            before = np.count_nonzero(window)
+            fkey -= lo
+            if window[fkey].any():  # a key an earlier block holds
+                return False
+            window[fkey] = True
+            if np.count_nonzero(window) - before != fkey.size:  # a key twice in this block
+                return False
+    return True
     m_lo, r_lo = int(measure.min()), int(rater.min())
     n_m, n_r = int(measure.max()) - m_lo + 1, int(rater.max()) - r_lo + 1
     space = (n_steps + n_runs) * n_m * n_r
@@ -172,18 +208,20 @@ def _distinct_questions(ok: np.ndarray, has_step: np.ndarray, step_pos: np.ndarr
         key *= n_r
         key += rater[i:j]
         key -= r_lo
-        key = key[ok[i:j]]
-        if not key.size:
-            continue
-        cuts = np.flatnonzero(key[1:] <= key[:-1]) + 1
-        segments += cuts.size
-        if segments > 64:  # not a few sorted runs: leave it to the exact check
-            return False
-        for a, b in zip([0, *cuts.tolist()], [*cuts.tolist(), key.size], strict=True):
-            seg = key[a:b]
-            if seen[seg].any():
+        block_ok, block_step = ok[i:j], has_step[i:j]
+        for family in (block_ok & block_step, block_ok & ~block_step):
+            fkey = key[family]
+            if not fkey.size:
+                continue
+            cuts = np.flatnonzero(fkey[1:] <= fkey[:-1]) + 1
+            segments += cuts.size
+            if segments > 64:  # not a few sorted runs: leave it to the exact check
                 return False
-            seen[seg] = True
+            for a, b in zip([0, *cuts.tolist()], [*cuts.tolist(), fkey.size], strict=True):
+                seg = fkey[a:b]
+                if seen[seg].any():
+                    return False
+                seen[seg] = True
     return True
 
 
@@ -298,8 +336,15 @@ def _join(recs: AnswerRecords, trace_ledger: pd.DataFrame, runs: pd.DataFrame,
     out["step_pos"] = pd.arrays.IntegerArray(step_pos.astype(POSITION_DTYPE), no_step)
     # scoring reads these positions instead of looking the trace ids up again
     _columns.remember_positions(out["trace_id"], runs["trace_id"], run_pos)
-    _columns.remember_step_positions(out["trace_id"], steps["trace_id"], np.where(no_step, -1, step_pos),
-                                     out["step"].to_numpy(dtype=np.int64, na_value=-1))
+    # (-1 where an answer has no step: its step_pos is 0 there and its step missing; no
+    # temporary of the table's length but the remembered copies)
+    step_col = out["step"].array
+    if isinstance(step_col, pd.arrays.IntegerArray):
+        data, mask = step_col._data, step_col._mask  # type: ignore[attr-defined]  # pandas-stubs: the masked array's buffers
+        _columns.remember_step_positions(out["trace_id"], steps["trace_id"], step_pos, data, no_step | mask)
+    else:  # pragma: no cover - the joined step column is Int64
+        _columns.remember_step_positions(out["trace_id"], steps["trace_id"], np.where(no_step, -1, step_pos),
+                                         out["step"].to_numpy(dtype=np.int64, na_value=-1))
     return out, ledger
 
 

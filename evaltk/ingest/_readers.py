@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import stat
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +21,7 @@ from ..errors import LimitExceeded, SchemaViolation, UnreadableInput
 from ._checks import (
     _Bad,
     _error,
+    _kind_of_path,
     _read_file,
     _read_parquet,
     _strip_none,
@@ -344,13 +346,17 @@ def _holds_float(t: pa.DataType) -> bool:
 
 
 def _load_trace_source(source: Any) -> tuple[str, str, Any, Any]:
-    """(name, mode, payload, numbers).  mode: "arrow" (a Parquet table), "jsonl" (bytes) or
+    """(name, mode, payload, numbers).  mode: "arrow" (a Parquet table), "jsonl" (bytes),
+    "jsonl-file" (a :class:`_JsonlFile`, larger than one chunk: read chunk by chunk) or
     "records" (a list)."""
     source = as_frame(source)
     if isinstance(source, pd.DataFrame):
         recs = _records_from_frame(source)
         return "<dataframe>", "records", recs, list(range(1, len(recs) + 1))
     if isinstance(source, str | Path):
+        big = _jsonl_file(source)
+        if big is not None:  # read chunk by chunk, never held whole
+            return big.name, "jsonl-file", big, None
         path, name, data, kind = _read_file(source)
         if kind == "parquet":
             table = _read_parquet(data, name)
@@ -415,11 +421,19 @@ def read_traces(source: Any, *, strict: bool = False, domain_rule: Any = None) -
     """
     rule = _resolve_rule(domain_rule)
     name, mode, payload, numbers = _load_trace_source(source)
-    if mode == "jsonl":
-        pieces, lines = _jsonl_pieces(name, payload, rule, strict)
+    if mode in ("jsonl", "jsonl-file"):
+        if mode == "jsonl":
+            pieces = _jsonl_pieces(name, payload, rule, strict)
+            line_of: Callable[[int], bytes] = _LinesOf(payload)
+        else:
+            pieces = _jsonl_file_pieces(payload, rule, strict)
+            line_of = payload.line
+        merged = _merge(pieces)
 
-        def canon(ks: Sequence[int]) -> list[str]:
-            return [_canon(_parse_line(lines()[k])) for k in ks]
+        def canon(ks: Sequence[int]) -> list[str]:  # a record's line, by its number
+            return [_canon(_parse_line(line_of(int(merged.numbers[k])))) for k in ks]
+
+        return _dedupe(name, merged, canon)
 
     elif mode == "arrow":
         table = payload
@@ -536,59 +550,155 @@ def _chunk_bounds(data: bytes, size: int) -> list[tuple[int, int, int, np.ndarra
 
 
 def _jsonl_pieces(name: str, data: bytes, rule: Callable[[str], Any],
-                  strict: bool) -> tuple[list[_Piece], Callable[[], list[bytes]]]:
-    """Read JSONL with Arrow, chunk by chunk; where Arrow cannot (a truncated line, a type
-    that changes between lines), bisect, so only small pieces around bad lines go to the
-    per-record validator and the rest keeps the fast path."""
-    cache: dict[str, Any] = {}
-
-    def lines() -> list[bytes]:  # every non-blank line of the file (for duplicates)
-        if "lines" not in cache:
-            cache["lines"] = [ln for ln in data.split(b"\n") if ln.strip()]
-        return cache["lines"]
-
-    view = memoryview(data)
+                  strict: bool) -> list[_Piece]:
+    """Read JSONL held in memory with Arrow, chunk by chunk (:func:`_jsonl_chunk`)."""
     pieces: list[_Piece] = []
-    utf8_checked = False
+    state: dict[str, bool] = {}
+
+    def no_line_decodes() -> bool:
+        return not any(_decodes(ln) for ln in data.split(b"\n") if ln.strip())
+
     for start, end, line0, newlines in _chunk_bounds(data, _CHUNK_BYTES):
-        clean, n_lines = _no_blank_lines(data, start, end, newlines=newlines)
-        # nesting only: a bare NaN / Infinity is found in what Arrow read (_arrow_json)
-        held = _io.json_line_screen(data, start, end, newlines=newlines, constants=False)
-        clean = clean and not held.any()
-        chunk_lines: list[bytes] = []
+        _jsonl_chunk(name, data, start, end, line0, newlines, rule, strict, pieces, no_line_decodes, state)
+    return pieces
 
-        def get_chunk_lines(start: int = start, end: int = end, chunk_lines: list = chunk_lines
-                            ) -> list[bytes]:
-            if not chunk_lines:
-                chunk_lines.extend(ln for ln in data[start:end].split(b"\n") if ln.strip())
-            return chunk_lines
 
-        if clean:
-            t = _arrow_json(view[start:end], checked=True, held=held)
-            if t is not None and t.num_rows == n_lines:
-                piece = _arrow_piece(name, t, np.arange(line0, line0 + n_lines, dtype=np.int64),
-                                     rule, strict, lambda k, g=get_chunk_lines: _parse_line(g()[k]))
-                if piece is not None:
-                    pieces.append(piece)
-                    continue
-        # the slow path for this chunk: its lines, bisected (with the lines that hold a bare
-        # NaN / Infinity held back too)
-        held = _io.json_line_screen(data, start, end, newlines=newlines)
-        if not utf8_checked:
-            utf8_checked = True
-            try:
-                data.decode("utf-8")
-            except UnicodeDecodeError:
-                if not any(_decodes(ln) for ln in lines()):
-                    raise UnreadableInput("not UTF-8 (no line decodes as UTF-8)", file=name) from None
-        nums_l, ls, keep_out = [], [], []
-        for i, ln in enumerate(data[start:end].split(b"\n")):
-            if ln.strip():
-                nums_l.append(i + line0)
-                ls.append(ln)
-                keep_out.append(bool(held[i]))
-        _bisect(name, ls, np.asarray(nums_l, np.int64), rule, strict, pieces, np.asarray(keep_out, bool))
-    return pieces, lines
+def _jsonl_chunk(name: str, data: bytes, start: int, end: int, line0: int, newlines: np.ndarray,
+                 rule: Callable[[str], Any], strict: bool, pieces: list[_Piece],
+                 no_line_decodes: Callable[[], bool], state: dict[str, bool]) -> None:
+    """The pieces of the newline-aligned chunk ``data[start:end]``, whose first line is line
+    ``line0`` of the file: Arrow reads it; where it cannot (a truncated line, a type that
+    changes between lines), it is bisected, so only small pieces around bad lines go to the
+    per-record validator and the rest keeps the fast path.  ``no_line_decodes``: whether no
+    line of the whole file is UTF-8 (asked once per file, in ``state``, when a chunk is not)."""
+    clean, n_lines = _no_blank_lines(data, start, end, newlines=newlines)
+    # nesting only: a bare NaN / Infinity is found in what Arrow read (_arrow_json)
+    held = _io.json_line_screen(data, start, end, newlines=newlines, constants=False)
+    clean = clean and not held.any()
+    chunk_lines: list[bytes] = []
+
+    def get_chunk_lines() -> list[bytes]:
+        if not chunk_lines:
+            chunk_lines.extend(ln for ln in data[start:end].split(b"\n") if ln.strip())
+        return chunk_lines
+
+    if clean:
+        t = _arrow_json(memoryview(data)[start:end], checked=True, held=held)
+        if t is not None and t.num_rows == n_lines:
+            piece = _arrow_piece(name, t, np.arange(line0, line0 + n_lines, dtype=np.int64),
+                                 rule, strict, lambda k: _parse_line(get_chunk_lines()[k]))
+            if piece is not None:
+                pieces.append(piece)
+                return
+    # the slow path for this chunk: its lines, bisected (with the lines that hold a bare
+    # NaN / Infinity held back too)
+    held = _io.json_line_screen(data, start, end, newlines=newlines)
+    if not state.get("utf8_checked"):
+        try:
+            data[start:end].decode("utf-8")
+        except UnicodeDecodeError:
+            state["utf8_checked"] = True
+            if no_line_decodes():
+                raise UnreadableInput("not UTF-8 (no line decodes as UTF-8)", file=name) from None
+    nums_l, ls, keep_out = [], [], []
+    for i, ln in enumerate(data[start:end].split(b"\n")):
+        if ln.strip():
+            nums_l.append(i + line0)
+            ls.append(ln)
+            keep_out.append(bool(held[i]))
+    _bisect(name, ls, np.asarray(nums_l, np.int64), rule, strict, pieces, np.asarray(keep_out, bool))
+
+
+class _LinesOf:
+    """Line ``number`` (1-based) of JSONL bytes held in memory (split once, when first asked)."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.lines: list[bytes] | None = None
+
+    def __call__(self, number: int) -> bytes:
+        if self.lines is None:
+            self.lines = self.data.split(b"\n")
+        return self.lines[number - 1]
+
+
+@dataclass
+class _JsonlFile:
+    """A JSONL file read chunk by chunk, never held whole: where each chunk starts (file
+    offset, first line number), so a line can be read again (a duplicated trace id)."""
+
+    name: str
+    path: Path
+    skip: int  # bytes of a UTF-8 byte-order mark before the first line
+    offsets: list[int]
+    line0s: list[int]
+    sizes: list[int]
+
+    def line(self, number: int) -> bytes:
+        """Line ``number`` (1-based) of the file, read again from its chunk."""
+        k = int(np.searchsorted(self.line0s, number, side="right")) - 1
+        _, chunk = next(iter(_io.read_line_blocks(self.path, self.sizes[k], start=self.offsets[k],
+                                                  stop=self.offsets[k] + self.sizes[k])))
+        return chunk.split(b"\n")[number - self.line0s[k]]
+
+    def no_line_decodes(self) -> bool:
+        for _, chunk in _io.read_line_blocks(self.path, _CHUNK_BYTES, start=self.skip):
+            if any(_decodes(ln) for ln in chunk.split(b"\n") if ln.strip()):
+                return False
+        return True
+
+
+def _jsonl_file(source: str | Path) -> _JsonlFile | None:
+    """The JSONL file to read chunk by chunk, or None when ``source`` is to be read whole
+    (not a regular file, not JSONL, a JSON array, one chunk or less, or something the
+    whole-file reader refuses with its own message)."""
+    path = Path(source)
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    if (not stat.S_ISREG(st.st_mode) or st.st_size <= _CHUNK_BYTES
+            or st.st_size > _io.current_limits().file_bytes):
+        return None
+    head = b""
+    for _, block in _io.read_line_blocks(path, 4096, stop=4096):
+        head += block
+    if head[:2] in (b"\xff\xfe", b"\xfe\xff") or head[:4] == b"\x00\x00\xfe\xff":
+        return None
+    skip = 3 if head[:3] == b"\xef\xbb\xbf" else 0
+    body = head[skip:]
+    if _kind_of_path(path, body[:8]) != "jsonl" or (path.suffix.lower() == ".json"
+                                                     and body.lstrip()[:1] in (b"[", b"")):
+        return None
+    return _JsonlFile(str(source), path, skip, [], [], [])
+
+
+def _jsonl_file_pieces(f: _JsonlFile, rule: Callable[[str], Any], strict: bool) -> list[_Piece]:
+    """Read a JSONL file chunk by chunk (:func:`_jsonl_chunk`), each chunk freed before the
+    next is read: the same pieces, line numbers and ledger as the file held whole.  The
+    whole-file checks follow the chunks: an empty file (nothing but whitespace) is refused
+    at its end, and the record limit (``Limits.records``) as the count passes it."""
+    pieces: list[_Piece] = []
+    state: dict[str, bool] = {}
+    line0, newlines_seen, content = 1, 0, False
+    lim = _io.current_limits().records
+    for offset, chunk in _io.read_line_blocks(f.path, _CHUNK_BYTES, start=f.skip):
+        newlines = _newlines(chunk)
+        newlines_seen += len(newlines)
+        content = content or not chunk.isspace()
+        if newlines_seen + 1 > lim:  # the count may pass the limit: count the records exactly
+            records = sum(len(p.numbers) for p in pieces)  # every non-blank line so far is one
+            _io.check_records(records + sum(1 for ln in chunk.split(b"\n") if ln.strip()), file=f.name)
+        f.offsets.append(offset)
+        f.line0s.append(line0)
+        f.sizes.append(len(chunk))
+        _jsonl_chunk(f.name, chunk, 0, len(chunk), line0, newlines, rule, strict, pieces,
+                     f.no_line_decodes, state)
+        line0 += len(newlines)
+        del chunk
+    if not content:
+        raise UnreadableInput("the file is empty", file=f.name)
+    return pieces
 
 
 def _bisect(name: str, ls: list[bytes], nums: np.ndarray, rule: Callable[[str], Any],
