@@ -15,7 +15,8 @@ Every measurement runs in a fresh subprocess; a sampler thread records the peak 
 of that process *and all its children* (the DuckDB engine's worker processes, the Dask
 workers), every 0.1 s.  Printed per run: wall and CPU seconds of the process tree,
 CPU / (cores x wall) (1.00 = every core busy the whole time), traces per second, per
-core used and per CPU-second, peak tree RSS, the largest process's VmHWM, the RSS
+core used and per CPU-second (and per CPU-second of the child's whole process tree as the
+kernel reaped it, ``RUSAGE_CHILDREN``: a check on the sampled figure), peak tree RSS, the largest process's VmHWM, the RSS
 slope per partition (least squares over the tree's RSS sampled each time a partition is
 logged as scored: over the whole run after the first partition, and after warm-up, over the
 last three quarters of the partitions, with the driver process's own slope) and the load average before and after the run; then
@@ -39,6 +40,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -294,6 +296,18 @@ def child(args: argparse.Namespace) -> None:
                                   temp_directory=out.parent / "spill")
             wall = time.perf_counter() - t0
         result.update(wall=wall, peak=pk.peak, cpu=pk.cpu_seconds(), cores=1, runs=s.n_runs)
+    elif args.engine == "serial":  # score_dataset's own pandas engine: the partitions one after another here
+        from evaltk.scale import score_dataset
+
+        with Peak() as pk:
+            tl = Timeline(pk)
+            t0 = time.perf_counter()
+            r = score_dataset(store / "traces", answers, store / "labels", out=out, engine="pandas")
+            wall = time.perf_counter() - t0
+            pk._sample()
+            hwm = vm_hwm()
+        result.update(wall=wall, peak=pk.peak, cpu=pk.cpu_seconds(), cores=1, runs=r.summary.n_runs,
+                      hwm=hwm, **_slopes(tl))
     elif args.engine == "duckdb":
         from evaltk.scale import score_dataset
 
@@ -348,12 +362,17 @@ def run_child(engine: str, n: int, store: Path, out: Path, args: argparse.Namesp
            args.worker_memory, "--answers-dir", getattr(args, "answers_dir", "answers"),
            *(["--dask-profile"] if args.dask_profile else [])]
     load0 = os.getloadavg()[0]
+    ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     p = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     if p.returncode != 0:
         sys.stderr.write(p.stderr[-4000:])
         raise SystemExit(f"{engine} at {n} traces failed (exit {p.returncode})")
     r = json.loads(p.stdout.strip().splitlines()[-1])
-    r.update(load0=load0, load1=os.getloadavg()[0])
+    # the whole child process tree as the kernel reaped it (every process waited for by its parent):
+    # a check on the sampled CPU, which misses what a process spends after its last 0.1 s sample
+    r.update(load0=load0, load1=os.getloadavg()[0],
+             cpu_reaped=(ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime))
     return r
 
 
@@ -370,7 +389,9 @@ def main() -> None:
     ap.add_argument("--memory-limit", default="4GB", help="DuckDB memory limit")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--worker-memory", default="4GB", help="memory limit of each Dask worker")
-    ap.add_argument("--engines", default="pandas,duckdb,dask", help="engines to run (pandas only up to --pandas-max)")
+    ap.add_argument("--engines", default="pandas,duckdb,dask",
+                    help="engines to run (pandas only up to --pandas-max; also `serial`: score_dataset's pandas "
+                         "engine, one process, so its CPU is exactly this process's)")
     ap.add_argument("--workdir", default=None, help="where the stores go (default: a temporary folder)")
     ap.add_argument("--layouts", default="co,shared",
                     help="answer layouts: co (a file beside each trace file), shared (one folder of other files)")
@@ -406,7 +427,7 @@ def main() -> None:
             if args.generate_only:
                 continue
             wanted = args.engines.split(",")
-            engines = [e for e in ("duckdb", "dask") if e in wanted]
+            engines = [e for e in ("serial", "duckdb", "dask") if e in wanted]
             if n <= args.pandas_max and "pandas" in wanted:
                 concat_store(store, work / f"single-{n}")
                 engines.insert(0, "pandas")
@@ -437,7 +458,8 @@ def main() -> None:
                     print(f"  {e:<7} {layout:<6} {r['wall']:8.1f} s  CPU {r['cpu']:7.1f} s "
                           f"(CPU / (cores x wall) {r['cpu'] / (r['cores'] * r['wall']):.2f})  "
                           f"{r['rate']:9,.0f} traces/s  {r['rate_core']:9,.0f} traces/s/core ({r['cores']} cores)  "
-                          f"{r['rate_cpu']:9,.0f} traces/CPU-s  "
+                          f"{r['rate_cpu']:9,.0f} traces/CPU-s (reaped tree: CPU {r['cpu_reaped']:.1f} s, "
+                          f"{n / r['cpu_reaped']:,.0f} traces/CPU-s)  "
                           f"peak tree RSS {r['peak'] / 2**30:5.2f} GiB{hwm}{slope}{extra}  "
                           f"[load {r['load0']:.1f} -> {r['load1']:.1f}]", flush=True)
                     if r.get("timeline"):

@@ -45,13 +45,20 @@ def main() -> None:
 
     from evaltk.ingest import ingest_traces
     from evaltk.scale import discover_partitions, report_summary
-    from evaltk.scale._scale import _drop_marker, _summary_of, _with_hive_keys, _write_outputs
+    from evaltk.scale._scale import (
+        _label_measures,
+        _store_label_measures,
+        _summary_of,
+        _with_hive_keys,
+        _write_outputs,
+    )
     from evaltk.scoring import score_traces
 
     store = Path(args.store)
     labels = store / "labels" if (store / "labels").exists() else None
     parts, _ = discover_partitions(store / "traces", store / "answers", labels)
     part = parts[0]
+    label_ms = _label_measures(_store_label_measures(parts, {})) if labels is not None else ()
     print(f"partition {part.key} of {store} ({len(parts)} partitions), load average {_load()}")
     print(f"import evaltk.scale in a fresh interpreter: {_import_cpu():.2f} CPU-s")
     cpu: dict[str, list[float]] = defaultdict(list)
@@ -60,8 +67,8 @@ def main() -> None:
             t = [time.process_time()]
             ing = ingest_traces(part.traces, part.answers, part.labels)
             t.append(time.process_time())
-            m = score_traces(ing, population="partition")
-            scores, runs = _drop_marker(m.frame), _with_hive_keys(_drop_marker(m.runs), part.hive)
+            m = score_traces(ing, population="partition", label_measures=label_ms)
+            scores, runs = m.frame, _with_hive_keys(m.runs, part.hive)
             t.append(time.process_time())
             report = report_summary(scores, runs)
             t.append(time.process_time())

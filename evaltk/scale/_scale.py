@@ -66,7 +66,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from .. import _columns, _io
+from .. import _io
 from .._display import HtmlTable
 from .._io import (
     atomic_path,
@@ -125,7 +125,6 @@ _HIVE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
 #: evaltk, so a run without the key stays in the missing-key group
 #: (:data:`evaltk.stats.MISSING_KEY`) after a store round trip.
 _HIVE_MISSING = "__HIVE_DEFAULT_PARTITION__"
-_TIER_MARKER = "evaltk:tier-marker"
 #: The completion record of a scored dataset, written last by :func:`score_dataset`:
 #: ``{"format": COMPLETE_FORMAT, "manifest": "sha256:<hex>", "partitions": [{"key": ..., "files":
 #: {"scores/<key>.parquet": "sha256:<hex>", "runs/...": ..., "ledger/...": ...}}, ...]}``
@@ -656,84 +655,15 @@ def _staged_answers(path: str, meta: Mapping[str, Any], kind: str, strict: bool)
                             kind, strict)
 
 
-_MARKER_ID = "\x00evaltk:tier-marker"
-
-
-def _marker_measures(measures: Any) -> tuple[str, ...]:
-    """Trace-level label measures whose blocks a partition must carry (``x_task`` always: the tier)."""
+def _label_measures(measures: Any) -> tuple[str, ...]:
+    """Trace-level label measures whose blocks every partition carries (``x_task`` always: the
+    human tier), passed to scoring as ``label_measures``: a partition with few or no labels
+    then gets every block the whole store's labels give (:func:`evaltk.scoring.score_tables`)."""
     from ..values import ANSWER_VOCABULARIES, PER_STEP_MEASURES
 
     ms = {normalize_measure(m) for m in measures if m is not None and not pd.isna(m)}
     keep = {m for m in ms if m in ANSWER_VOCABULARIES and m not in PER_STEP_MEASURES}
     return tuple(sorted(keep | {"x_task"}))
-
-
-def _with_marker(ing: Any, measures: Sequence[str]) -> Any:
-    """Append a marker run (no steps) with one label per measure the whole store's labels hold.
-
-    ``score_tables`` adds the ``human`` tier, and a measure's block within it, only when
-    the label table holds rows (of that measure); a partition with few or no labels would
-    then lack blocks the whole store has.  The marker run carries those rows, so every
-    real run gets exactly the rows the whole store gives it; the marker's own rows are
-    dropped after scoring.
-    """
-    from ..ingest import POSITION_DTYPE
-    from ..values import ANSWER_VOCABULARIES
-
-    runs = ing.runs
-    n = len(runs)
-    dummy: dict[str, Any] = {c: None for c in runs.columns}
-    dummy.update(trace_id=_MARKER_ID, task=_MARKER_ID, status="complete", n_steps=0, steps_missing=False)
-    runs2 = _append_rows(runs, pd.DataFrame([dummy], columns=runs.columns))
-    t = ing.labels
-    rows = pd.DataFrame({c: [None] * len(measures) for c in t.columns})
-    rows["trace_id"] = _MARKER_ID
-    rows["measure"] = list(measures)
-    rows["rater"] = _TIER_MARKER
-    rows["answer"] = [ANSWER_VOCABULARIES[m][0] for m in measures]
-    rows["run_pos"] = n
-    labels2 = _append_rows(t, rows)
-    # the dtypes ingest writes: step Int64, the positions POSITION_DTYPE (step_pos nullable)
-    if "step" in labels2.columns:
-        labels2["step"] = pd.array(labels2["step"].tolist(), dtype="Int64")
-    if "step_pos" in labels2.columns:
-        pos = pd.array(labels2["step_pos"].tolist(), dtype="Int64")
-        labels2["step_pos"] = pos.astype(pd.array(np.zeros(0, POSITION_DTYPE)).dtype)  # Int32
-    labels2["run_pos"] = labels2["run_pos"].astype(POSITION_DTYPE)
-    # The marker run comes last, so every answer and label keeps its run position: tell scoring so
-    # (the positions ingest recorded are for the old trace_id array; without this each partition
-    # looks every answer's trace id up again, about a fifth of its scoring time).
-    for old, new, extra in ((ing.answers, ing.answers, 0), (t, labels2, len(measures))):
-        if old is None or "trace_id" not in old.columns:
-            continue
-        known = _columns.positions(old["trace_id"], runs["trace_id"])
-        if known is not None and known.size == len(old):
-            _columns.remember_positions(new["trace_id"], runs2["trace_id"],
-                                        np.concatenate([known, np.full(extra, n, np.int64)]))
-    return replace(ing, runs=runs2, labels=labels2)
-
-
-def _append_rows(frame: pd.DataFrame, rows: pd.DataFrame) -> pd.DataFrame:
-    """``frame`` with ``rows`` below it, each column keeping its type where the new values fit it
-    (an Arrow string column stays one), else as Python objects."""
-    cols = {}
-    for c in frame.columns:
-        s, r = frame[c], rows[c]
-        try:
-            if isinstance(s.dtype, pd.CategoricalDtype):  # ingest's categoricals: the new values as categories
-                new = [v for v in pd.unique(r.dropna()) if v not in set(s.cat.categories)]
-                s = s.cat.add_categories(new) if new else s
-            if isinstance(s.dtype, np.dtype) and s.dtype.kind in "biu" and bool(r.isna().any()):
-                raise TypeError  # a missing value in a NumPy bool or int column: objects
-            cols[c] = pd.concat([s, r.astype(s.dtype)], ignore_index=True)
-        except (TypeError, ValueError):
-            cols[c] = pd.concat([s.astype(object), r.astype(object)], ignore_index=True)
-    return pd.DataFrame(cols)
-
-
-def _drop_marker(frame: pd.DataFrame) -> pd.DataFrame:
-    keep = (frame["trace_id"] != _MARKER_ID).to_numpy(bool)
-    return frame if keep.all() else frame[keep].reset_index(drop=True)
 
 
 def _plain_table(frame: pd.DataFrame, *, dictionaries: bool = False) -> pa.Table:
@@ -795,14 +725,19 @@ def _as_meta(frame: pd.DataFrame) -> pd.DataFrame:
 def _write(frame: pd.DataFrame, out: Path, table: str, key: str) -> None:
     """One output file, atomically (``evaltk._io``).  Categorical columns (the score matrix's) go to
     Parquet as dictionary arrays, without the Arrow schema, so every reader reads them back as plain
-    strings (as SCORE_META declares) and no string is materialised here."""
+    strings (as SCORE_META declares) and no string is materialised here.
+
+    Column statistics (min/max) are written for the plain columns only: for a dictionary column
+    Arrow computes them over the decoded values, half the Parquet writer's CPU time on a score
+    partition (``benchmarks/scale_profile.py``), and no evaltk reader filters on these columns."""
     t = _plain_table(frame, dictionaries=True)
     path = out / table / f"{key}.parquet"
     if not any(pa.types.is_dictionary(f.type) for f in t.schema):
         write_parquet(t, path)
         return
+    plain = [f.name for f in t.schema if not pa.types.is_dictionary(f.type)]
     with _io.atomic_path(path) as tmp:
-        pq.write_table(t, tmp, store_schema=False)
+        pq.write_table(t, tmp, store_schema=False, write_statistics=plain)
 
 
 def _score_partition(part: Partition, *, out: str | None, by: Sequence[str], shared: Mapping[str, str | None],
@@ -848,15 +783,10 @@ def _score_local(part: Partition, origin: Partition, *, out: str | None, by: Seq
     if len(ing.runs) == 0:  # nothing kept: only the ledger says why (no empty score or run file)
         _write_outputs(origin, out, None, None, ledger, so)
         return _empty_summary(by)
-    dtypes = dict(ing.runs.dtypes)  # before the marker run makes every column object
-    if label_measures:
-        ing = _with_marker(ing, label_measures)
-    m = score_traces(ing, outcome_rules=options.get("outcome_rules"), population="partition")
-    scores = _drop_marker(m.frame)  # written with plain strings (SCORE_META's columns, in its order)
-    runs = _drop_marker(m.runs)
-    if label_measures:  # back to the ingested types (`steps_missing` stays boolean, not "True"/"False")
-        runs = runs.astype({c: dtypes[c] for c in runs.columns if c in dtypes}, errors="ignore")
-    runs = _with_hive_keys(runs, part.hive)
+    m = score_traces(ing, outcome_rules=options.get("outcome_rules"), population="partition",
+                     label_measures=label_measures)
+    scores = m.frame  # written with plain strings (SCORE_META's columns, in its order)
+    runs = _with_hive_keys(m.runs, part.hive)
     runs = runs[[c for c in dict.fromkeys((*_RUN_OUT, *(k for k, _ in part.hive))) if c in runs.columns]]
     if "guide" in runs.columns:
         runs = runs.assign(guide=_guide_json(runs["guide"]))
@@ -1404,9 +1334,9 @@ def score_dataset(traces: str | Path, answers: str | Path | None = None, labels:
         n_workers = 1  # the DuckDB engine's worker processes would not see it either
     parts, shared = discover_partitions(traces, answers, labels, storage_options=so)
     root = _output_root(out, [traces, answers, labels], so)
-    marker = _marker_measures(_store_label_measures(parts, shared, so)) if labels is not None else ()
+    label_ms = _label_measures(_store_label_measures(parts, shared, so)) if labels is not None else ()
     run_doc = {"traces": str(traces), "answers": None if answers is None else str(answers),
-               "labels": None if labels is None else str(labels), "label_measures": list(marker),
+               "labels": None if labels is None else str(labels), "label_measures": list(label_ms),
                "strict": bool(strict), "partitions": len(parts)}
     tmp_dir = None if temp_directory is None else str(temp_directory)
     if check_ids:  # first: a store it refuses spends no shuffle, and leaves `out` as it was (even with overwrite)
@@ -1419,7 +1349,7 @@ def score_dataset(traces: str | Path, answers: str | Path | None = None, labels:
         parts_s = list(parts)
     todo = [p for p in parts_s if p.key not in done]
     options = {"strict": strict, "domain_rule": domain_rule, "outcome_rules": outcome_rules, "storage_options": so}
-    kw: dict[str, Any] = {"out": str(root), "by": keys, "shared": shared, "label_measures": marker, "options": options}
+    kw: dict[str, Any] = {"out": str(root), "by": keys, "shared": shared, "label_measures": label_ms, "options": options}
     done_pairs = _pairs_of(root, done)
     if done:
         _LOG.info("resuming: %d of %d partitions already done in %s", len(done), len(parts), root)
@@ -2163,9 +2093,7 @@ def _score_frames(traces: pd.DataFrame, answers: pd.DataFrame | None = None, lab
                  labels if labels is not None and len(labels) else None)
     if len(ing.runs) == 0:
         return SCORE_META.iloc[0:0].copy()
-    if label_measures:
-        ing = _with_marker(ing, label_measures)
-    return _as_meta(_drop_marker(score_traces(ing, population="partition").frame))
+    return _as_meta(score_traces(ing, population="partition", label_measures=label_measures).frame)
 
 
 def score_partitions(traces: Any, answers: Any = None, labels: Any = None) -> Any:
@@ -2196,18 +2124,18 @@ def score_partitions(traces: Any, answers: Any = None, labels: Any = None) -> An
         if x is not None and x.npartitions != traces.npartitions:
             raise ValueError(f"`{name}` has {x.npartitions} partitions and `traces` {traces.npartitions}; "
                              "they must be co-partitioned (partition i holds the answers of partition i).")
-    marker: tuple[str, ...] = ()
+    label_ms: tuple[str, ...] = ()
     if labels is not None:  # the label measures of the whole table: one small distributed unique()
-        marker = _marker_measures(labels["measure"].dropna().astype(str).unique().compute().tolist())
+        label_ms = _label_measures(labels["measure"].dropna().astype(str).unique().compute().tolist())
     if answers is not None:
         args.append(answers)
     if labels is not None:
         if answers is None:
             return dd.map_partitions(_score_labels_only, traces, labels, meta=SCORE_META, align_dataframes=False,
-                                     enforce_metadata=False, label_measures=marker)
+                                     enforce_metadata=False, label_measures=label_ms)
         args.append(labels)
     return dd.map_partitions(_score_frames, *args, meta=SCORE_META, align_dataframes=False, enforce_metadata=False,
-                             label_measures=marker)
+                             label_measures=label_ms)
 
 
 def _score_labels_only(traces: pd.DataFrame, labels: pd.DataFrame, *, label_measures: Sequence[str] = ()

@@ -168,11 +168,17 @@ def _from_rows(rows: Sequence[Mapping[str, Any]], keys: Sequence[str]) -> ScoreS
 def _run_positions(score_ids: pd.Series, run_ids: pd.Series) -> np.ndarray:
     """Each score's row in the run table (-1 where its run is absent); through the categories
     when the ids are categorical (a score matrix in memory), so no id string is rebuilt.  One
-    Arrow hash lookup (``pyarrow.compute.index_in``), ids compared as text."""
+    Arrow hash lookup (``pyarrow.compute.index_in``), ids compared as text; none when the
+    categories are the run ids in order (a score matrix and its own runs: the codes are the
+    positions)."""
     runs = pc.cast(pa.array(run_ids.astype(str)), pa.large_string())
     if isinstance(score_ids.dtype, pd.CategoricalDtype):
         cats = pc.cast(pa.array(score_ids.cat.categories.astype(str)), pa.large_string())
-        at = np.append(pc.index_in(cats, value_set=runs).to_numpy(zero_copy_only=False), np.nan)
+        if cats.equals(runs):
+            at = np.arange(len(cats) + 1, dtype=float)
+            at[-1] = np.nan
+        else:
+            at = np.append(pc.index_in(cats, value_set=runs).to_numpy(zero_copy_only=False), np.nan)
         codes = score_ids.cat.codes.to_numpy()
         got = at[np.where(codes >= 0, codes, len(at) - 1)]
     else:

@@ -705,7 +705,7 @@ def score_tables(runs: pd.DataFrame, steps: pd.DataFrame, answers: pd.DataFrame 
                  labels: pd.DataFrame | None = None, *, ledger: pd.DataFrame | None = None,
                  outcome_rules: Mapping[str, Callable[..., bool | None]] | None = None,
                  proxies: pd.DataFrame | None = None, population: str | None = None,
-                 fold: Any = "majority") -> ScoreMatrix:
+                 fold: Any = "majority", label_measures: Sequence[str] = ()) -> ScoreMatrix:
     """Score already-ingested tables (the ``Ingested`` contract of :mod:`evaltk.ingest`).
 
     Judges' ``answers`` give the ``automatic`` tier, human ``labels`` the ``human``
@@ -714,6 +714,12 @@ def score_tables(runs: pd.DataFrame, steps: pd.DataFrame, answers: pd.DataFrame 
     ``fold`` is the declared rule that folds several raters' answers to one question
     (``"majority"``, ``"unanimity"``, or an :class:`evaltk.judges.FoldRule`, e.g.
     ``FoldRule("weighted", weights={...})``); it is recorded on the manifest.
+
+    The ``human`` tier, and its ``x_safe`` block, are scored only when ``labels`` holds
+    rows (of ``x_safe``).  A part of a larger table names the measures the whole
+    table's labels hold in ``label_measures``: the tier (when ``label_measures`` is not
+    empty) and the block of each measure it names are then scored whatever this part's labels hold, so
+    every run gets exactly the rows the whole table gives it (``evaltk.scale``).
     """
     fold_rule = fold if isinstance(fold, FoldRule) else FoldRule(fold)
     runs = runs.reset_index(drop=True)
@@ -729,8 +735,9 @@ def score_tables(runs: pd.DataFrame, steps: pd.DataFrame, answers: pd.DataFrame 
         sources.append(("proxy", proxies))
     unconfirmed_rows = np.zeros(0, np.int64)
     unscored: list[tuple[str, str, int, str]] = []
+    forced = {"human": set(label_measures)}
     for tier, table in sources:
-        if tier != "automatic" and (table is None or table.empty):
+        if tier != "automatic" and (table is None or table.empty) and not forced.get(tier):
             continue
         prep = None if table is None or table.empty else _Prepared.of(table, runs)
         # x_ctx (per step, the heaviest) runs beside the rest when the work is large enough to
@@ -743,7 +750,8 @@ def score_tables(runs: pd.DataFrame, steps: pd.DataFrame, answers: pd.DataFrame 
             cols[(tier, m)] = _score_trace_level(m, prep, n, tier, part, fold_rule)
         if tier == "automatic":  # x_safe is computed from the record, never from judges' answers
             cols[(tier, "x_safe")], unconfirmed_rows = _score_safe(st, runs, n)
-        elif prep is not None and not (isinstance(s := prep.select("x_safe"), np.ndarray) and s.size == 0):
+        elif "x_safe" in forced.get(tier, ()) or (
+                prep is not None and not (isinstance(s := prep.select("x_safe"), np.ndarray) and s.size == 0)):
             cols[(tier, "x_safe")] = _score_trace_level("x_safe", prep, n, tier, part, fold_rule)
         if tier == "automatic":
             guide_cols = _score_guides(runs, st.table, st.run, n, outcome_rules)
@@ -854,7 +862,8 @@ def _review_flags(runs: pd.DataFrame, st: _Steps, n: int) -> dict[str, np.ndarra
 def score_traces(traces: Any, answers: Any = None, labels: Any = None, *, strict: bool = False,
                  domain_rule: Callable[[str], str | None] | None = None,
                  outcome_rules: Mapping[str, Callable[..., bool | None]] | None = None,
-                 population: str | None = None, fold: Any = "majority") -> ScoreMatrix:
+                 population: str | None = None, fold: Any = "majority",
+                 label_measures: Sequence[str] = ()) -> ScoreMatrix:
     """Ingest traces (and judge answers, human labels) and score every measure.
 
     Parameters
@@ -876,6 +885,9 @@ def score_traces(traces: Any, answers: Any = None, labels: Any = None, *, strict
     fold : str or FoldRule
         How several raters' answers to one question fold (``"majority"``, ``"unanimity"``,
         ``FoldRule("weighted", weights=...)``); recorded on the manifest.
+    label_measures : sequence of str, optional
+        When these traces are a part of a larger set: the measures the whole set's
+        labels hold (see :func:`score_tables`).
 
     Returns
     -------
@@ -903,7 +915,8 @@ def score_traces(traces: Any, answers: Any = None, labels: Any = None, *, strict
         mx = d.groupby("trace_id")["count"].max()
         runs = runs.assign(max_step_count=runs["trace_id"].map(mx))
     return score_tables(runs, ing.steps, ing.answers, ing.labels, ledger=ing.ledger,
-                        outcome_rules=outcome_rules, population=population, fold=fold)
+                        outcome_rules=outcome_rules, population=population, fold=fold,
+                        label_measures=label_measures)
 
 
 def score_run(record: Mapping[str, Any], answers: Any = None, labels: Any = None, **kw: Any) -> ScoreMatrix:

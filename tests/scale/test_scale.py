@@ -535,3 +535,22 @@ def test_scoring_a_store_reports_progress_through_logging_not_print(store, tmp_p
     scored = [x for x in lines if " scored (" in x]  # one line per partition: "partition <key> scored (i of n)"
     assert len(scored) == res.n_partitions and scored[-1].endswith(f"({res.n_partitions} of {res.n_partitions})")
     assert capsys.readouterr().out == ""
+
+
+def test_label_measures_give_a_part_the_whole_tables_blocks():
+    """A part without labels, told the whole table's label measures, gets exactly the human-tier rows
+    (x_safe's block included) that scoring the whole table gives its runs; without them it gets none."""
+    d = make_demo(n_traces=200, rng=3)
+    assert "x_safe" in set(d.labels["measure"])
+    labelled = set(d.labels["trace_id"])
+    bare = [r for r in d.traces if r["trace_id"] not in labelled][:30]
+    ids = {r["trace_id"] for r in bare}
+    whole = score_traces(d.traces, d.answers, d.labels).frame
+    want = whole[whole["trace_id"].astype(str).isin(ids)].astype(str).reset_index(drop=True)
+    answers = d.answers[d.answers["trace_id"].isin(ids)]
+    part = score_traces(bare, answers, d.labels.iloc[0:0], label_measures=("x_eff", "x_safe", "x_task")).frame
+    got = part.astype(str).reset_index(drop=True)
+    assert {"human"} <= set(got["tier"]) and not got[(got["tier"] == "human") & (got["measure"] == "x_safe")].empty
+    pd.testing.assert_frame_equal(got, want)
+    alone = score_traces(bare, answers, d.labels.iloc[0:0]).frame
+    assert "human" not in set(alone["tier"].astype(str))
