@@ -1766,18 +1766,53 @@ def _progress(total: int, initial: int, show: bool) -> Iterator[Callable[[str], 
         if tqdm is not None:
             bar = tqdm(total=total, initial=initial, unit="partition", desc="scoring", leave=False)
     count = [initial]
+    interrupted = _InterruptSeen()
 
     def tick(key: str) -> None:
         count[0] += 1
         _LOG.info("partition %s scored (%d of %d)", key, count[0], total)
         if bar is not None:
             bar.update(1)
+        if interrupted.seen:  # a Ctrl-C that some callback swallowed still stops the run here
+            raise KeyboardInterrupt
 
     try:
-        yield tick
+        with interrupted:
+            yield tick
     finally:
         if bar is not None:
             bar.close()
+
+
+class _InterruptSeen:
+    """While active (in the main thread, where Ctrl-C has Python's default handler), SIGINT
+    is remembered as well as raised.  Python ignores an exception raised inside a weakref
+    callback or a finaliser (it prints "Exception ignored"), so a Ctrl-C landing there would
+    let the run go on and exit 0; the progress tick checks :attr:`seen` after every partition
+    and raises it again."""
+
+    def __init__(self) -> None:
+        self.seen = False
+        self._previous: Any = None
+
+    def _handler(self, signum: int, frame: Any) -> None:
+        self.seen = True
+        raise KeyboardInterrupt
+
+    def __enter__(self) -> _InterruptSeen:
+        import signal
+        import threading
+
+        if (threading.current_thread() is threading.main_thread()
+                and signal.getsignal(signal.SIGINT) is signal.default_int_handler):
+            self._previous = signal.signal(signal.SIGINT, self._handler)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._previous is not None:
+            import signal
+
+            signal.signal(signal.SIGINT, self._previous)
 
 
 def _dask_run(client: Any, todo: Sequence[Partition], done_pairs: Sequence[tuple[str, str]],

@@ -178,3 +178,35 @@ def test_write_store_keeps_orphan_answers_in_the_ledger(tmp_path, fmt):
     assert set(dropped["trace_id"].astype(str)) == orphans
     n = int(d.answers["trace_id"].astype(str).isin(orphans).sum())
     assert len(dropped) == n
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # the ignored interrupt
+def test_a_ctrl_c_that_a_weakref_callback_swallows_still_stops_the_run_at_the_next_partition():
+    """Python ignores a KeyboardInterrupt raised inside a weakref callback ("Exception
+    ignored"); a Ctrl-C landing there once let a run go on and exit 0 (seen in CI under
+    load). The progress tick raises it again after the partition in hand."""
+    import threading
+    import weakref
+
+    from evaltk.scale._scale import _progress
+
+    if threading.current_thread() is not threading.main_thread() or \
+            signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        pytest.skip("needs the main thread with Python's own Ctrl-C handler, as the CLI has")
+
+    class Thing:
+        pass
+
+    def callback(_ref):
+        os.kill(os.getpid(), signal.SIGINT)
+        for _ in range(1000):  # bytecode for the signal handler to run in
+            pass
+
+    with pytest.raises(KeyboardInterrupt), _progress(3, 0, False) as tick:
+        tick("part-0")
+        t = Thing()
+        ref = weakref.ref(t, callback)
+        del t  # the callback runs here, the handler inside it, and its KeyboardInterrupt is ignored
+        assert ref() is None
+        tick("part-1")  # raises
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # given back
