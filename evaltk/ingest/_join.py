@@ -192,37 +192,6 @@ def _distinct_questions(ok: np.ndarray, has_step: np.ndarray, step_pos: np.ndarr
             if np.count_nonzero(window) - before != fkey.size:  # a key twice in this block
                 return False
     return True
-    m_lo, r_lo = int(measure.min()), int(rater.min())
-    n_m, n_r = int(measure.max()) - m_lo + 1, int(rater.max()) - r_lo + 1
-    space = (n_steps + n_runs) * n_m * n_r
-    if space > 16 * n + (1 << 16):
-        return False
-    seen = np.zeros(space, bool)
-    segments = 0
-    for i, j in _blocks(n):
-        key = run_pos[i:j] + n_steps
-        np.copyto(key, step_pos[i:j], where=has_step[i:j])
-        key *= n_m
-        key += measure[i:j]
-        key -= m_lo
-        key *= n_r
-        key += rater[i:j]
-        key -= r_lo
-        block_ok, block_step = ok[i:j], has_step[i:j]
-        for family in (block_ok & block_step, block_ok & ~block_step):
-            fkey = key[family]
-            if not fkey.size:
-                continue
-            cuts = np.flatnonzero(fkey[1:] <= fkey[:-1]) + 1
-            segments += cuts.size
-            if segments > 64:  # not a few sorted runs: leave it to the exact check
-                return False
-            for a, b in zip([0, *cuts.tolist()], [*cuts.tolist(), fkey.size], strict=True):
-                seg = fkey[a:b]
-                if seen[seg].any():
-                    return False
-                seen[seg] = True
-    return True
 
 
 def _repeated(key: np.ndarray, space: int) -> np.ndarray:
