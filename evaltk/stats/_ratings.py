@@ -359,7 +359,7 @@ def _column_pair(y1: Any, y2: Any, categories: Any, abstain: Any, fn: str) -> _P
 
     n_missing = sum(0 if u.missing is None else int(u.missing.sum()) for u in cols)
     enc = _label_encoding(labels, counts, n_missing, categories=None if categories is None else list(categories),
-                          abstain=(abstain,) if isinstance(abstain, str | bytes) else abstain, fn=fn, n_raters=2,
+                          abstain=(abstain,) if isinstance(abstain, str | bytes) else abstain, fn=fn,
                           names=names, where_of=where, where="ratings")
     q = len(enc.ratings.categories)
     # category code of each column's label code, with the missing code (-1) first: row i is code i - 1
@@ -849,18 +849,18 @@ def _where(u: _Uniques, j: int, n_raters: int) -> tuple[int, int]:
     return divmod(int(np.flatnonzero(u.codes == j)[0]), n_raters)
 
 
-def _label_map(u: _Uniques, kind: np.ndarray, cats: tuple[Any, ...], *, fn: str, n_raters: int,
+def _label_map(labels: list[Any], counts: np.ndarray, kind: np.ndarray, cats: tuple[Any, ...], *, fn: str,
                names: _Names, where: str, where_of: Callable[[int], tuple[int, int]]) -> np.ndarray:
     """Category code of each distinct label (-2 abstained, -1 missing), and -1 last (missing maps there).
 
     ``kind`` per label: 0 a rating, 1 abstained, 2 missing (blank text, ``"nan"``).
     """
     index = {_hashable(c): i for i, c in enumerate(cats)}
-    umap = np.empty(len(u.labels) + 1, dtype=np.intp)
+    umap = np.empty(len(labels) + 1, dtype=np.intp)
     umap[-1] = -1
-    for j, (lab, kd) in enumerate(zip(u.labels, kind, strict=True)):
+    for j, (lab, kd) in enumerate(zip(labels, kind, strict=True)):
         k = -2 if kd == 1 else -1 if kd == 2 else index.get(_hashable(lab))
-        if k is None and u.counts[j] == 0:  # an unused category of a categorical column
+        if k is None and counts[j] == 0:  # an unused category of a categorical column
             k = -1
         if k is None:
             i, g = where_of(j)
@@ -871,11 +871,11 @@ def _label_map(u: _Uniques, kind: np.ndarray, cats: tuple[Any, ...], *, fn: str,
     return umap
 
 
-def _label_kinds(u: _Uniques, abstain_set: set[Any], *, fn: str, n_raters: int, names: _Names,
+def _label_kinds(labels: list[Any], abstain_set: set[Any], *, fn: str, names: _Names,
                  where: str, where_of: Callable[[int], tuple[int, int]]) -> np.ndarray:
     """0 rating, 1 abstained, 2 missing for each distinct label; an infinite number is refused."""
-    kind = np.zeros(len(u.labels), dtype=np.int8)
-    for j, x in enumerate(u.labels):
+    kind = np.zeros(len(labels), dtype=np.int8)
+    for j, x in enumerate(labels):
         if isinstance(x, numbers.Real) and not isinstance(x, numbers.Integral) and math.isinf(x):
             i, g = where_of(j)
             raise InputError(f"{fn}: rating {x!r} (rater {names.rater(g)!r}) is not a finite number; "
@@ -895,24 +895,23 @@ class _LabelEncoding(NamedTuple):
 
 
 def _label_encoding(labels: list[Any], counts: np.ndarray, n_missing_cells: int, *,
-                    categories: Sequence[Any] | None, abstain: Iterable[Any], fn: str, n_raters: int,
+                    categories: Sequence[Any] | None, abstain: Iterable[Any], fn: str,
                     names: _Names, where_of: Callable[[int], tuple[int, int]], where: str) -> _LabelEncoding:
     """The rules that map distinct labels onto the category domain, one label at a time: which
     labels are abstentions or missing, the categories, each label's code, what was observed
     and how many cells are missing or abstained.  ``where_of(j)`` gives the (unit, rater) of
     the first cell holding label ``j``, asked only to name the cell in an error."""
-    u = _Uniques(np.zeros(0, dtype=np.intp), labels, counts, None)
     abstain_set = set(abstain_labels(abstain, categories))  # a declared category never abstains
-    kind = _label_kinds(u, abstain_set, fn=fn, n_raters=n_raters, names=names, where=where, where_of=where_of)
+    kind = _label_kinds(labels, abstain_set, fn=fn, names=names, where=where, where_of=where_of)
     answered = [x for x, k, c in zip(labels, kind, counts, strict=True) if k == 0 and c > 0]
     cats, declared = _category_domain(answered, categories, fn)
     _io.check_categories(len(cats), field=where)  # a k x k table follows: bounded before it is built
-    umap = _label_map(u, kind, cats, fn=fn, n_raters=n_raters, names=names, where=where, where_of=where_of)
+    umap = _label_map(labels, counts, kind, cats, fn=fn, names=names, where=where, where_of=where_of)
     u_map = umap[:-1]
     observed = np.zeros(len(cats), dtype=bool)
     observed[u_map[(u_map >= 0) & (counts > 0)]] = True
     n_missing = n_missing_cells + int(counts[kind == 2].sum())
-    return _LabelEncoding(umap, _Ratings(u.codes, cats, n_missing, int(counts[kind == 1].sum()), observed, declared))
+    return _LabelEncoding(umap, _Ratings(np.zeros((0, 0), dtype=np.intp), cats, n_missing, int(counts[kind == 1].sum()), observed, declared))
 
 
 def _encode_uniques(u: _Uniques, shape: tuple[int, int], *, categories: Sequence[Any] | None,
@@ -922,7 +921,7 @@ def _encode_uniques(u: _Uniques, shape: tuple[int, int], *, categories: Sequence
     :class:`_Ratings` (no per-cell Python)."""
     n, r = shape
     enc = _label_encoding(u.labels, u.counts, 0 if u.missing is None else int(u.missing.sum()),
-                          categories=categories, abstain=abstain, fn=fn, n_raters=r, names=names or _Names(),
+                          categories=categories, abstain=abstain, fn=fn, names=names or _Names(),
                           where_of=lambda j: _where(u, j, r), where=where)
     if np.array_equal(enc.umap[:-1], np.arange(len(u.labels))):
         codes = u.codes.reshape(n, r)          # labels are already the category codes
