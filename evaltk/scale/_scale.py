@@ -1787,32 +1787,46 @@ def _progress(total: int, initial: int, show: bool) -> Iterator[Callable[[str], 
 class _InterruptSeen:
     """While active (in the main thread, where Ctrl-C has Python's default handler), SIGINT
     is remembered as well as raised.  Python ignores an exception raised inside a weakref
-    callback or a finaliser (it prints "Exception ignored"), so a Ctrl-C landing there would
-    let the run go on and exit 0; the progress tick checks :attr:`seen` after every partition
-    and raises it again."""
+    callback or a finaliser: it hands it to :func:`sys.unraisablehook`, which prints
+    "Exception ignored ... Traceback", and the run goes on.  So while active, an ignored
+    KeyboardInterrupt that this handler raised is kept quiet (every other unraisable
+    exception still reaches the hook there was before), and the progress tick checks
+    :attr:`seen` after every partition and raises it again: the user sees one clean "Rerun
+    with --resume" message and exit 130, never a traceback."""
 
     def __init__(self) -> None:
         self.seen = False
         self._previous: Any = None
+        self._hook: Any = None
 
     def _handler(self, signum: int, frame: Any) -> None:
         self.seen = True
         raise KeyboardInterrupt
 
+    def _unraisable(self, info: Any) -> None:
+        if self.seen and isinstance(info.exc_value, KeyboardInterrupt):
+            return  # remembered; the next tick raises it where it can stop the run
+        self._hook(info)
+
     def __enter__(self) -> _InterruptSeen:
         import signal
+        import sys
         import threading
 
         if (threading.current_thread() is threading.main_thread()
                 and signal.getsignal(signal.SIGINT) is signal.default_int_handler):
             self._previous = signal.signal(signal.SIGINT, self._handler)
+            self._hook, sys.unraisablehook = sys.unraisablehook, self._unraisable
         return self
 
     def __exit__(self, *exc: object) -> None:
         if self._previous is not None:
             import signal
+            import sys
 
             signal.signal(signal.SIGINT, self._previous)
+            if sys.unraisablehook == self._unraisable:  # nobody replaced it meanwhile
+                sys.unraisablehook = self._hook
 
 
 def _dask_run(client: Any, todo: Sequence[Partition], done_pairs: Sequence[tuple[str, str]],
