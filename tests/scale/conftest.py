@@ -98,10 +98,25 @@ class Cluster:
         return p
 
     def wait_for_workers(self, n: int) -> None:
+        """Until ``n`` workers are registered and, with ``nanny``, every nanny has finished
+        starting: a worker registers with the scheduler before its nanny's start returns,
+        and a worker killed in that gap is a failed start (the nanny exits, nothing
+        restarts it; seen in CI under load)."""
         import distributed
 
         with distributed.Client(self.address, timeout=60) as c:
             c.wait_for_workers(n, timeout=120)
+            deadline = time.monotonic() + 120
+            while self.nanny:
+                try:
+                    states = c.run(lambda dask_worker: dask_worker.status.name, nanny=True)
+                except (OSError, distributed.comm.CommClosedError) as e:  # a nanny not listening yet
+                    states = {"?": repr(e)}
+                if len(states) >= n and set(states.values()) == {"running"}:
+                    break
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"the nannies did not finish starting: {states}")
+                time.sleep(0.1)
 
     def stop(self) -> None:
         for p in reversed(self.procs):
