@@ -234,22 +234,34 @@ def _var(x: np.ndarray, ddof: int) -> float:
 def _interval(est: float, var: float, z: float, what: str, *, n_labels: int | None = None,
               unit: bool = False) -> tuple[ConfidenceInterval | Abstention, float | Abstention]:
     """``est +- z se``, intersected with [0, 1] when every value is on that scale (``unit``:
-    the level cannot leave it, so the intersection keeps the coverage); an abstention with
-    its cause where no variance can be estimated."""
+    the level cannot leave it, so the intersection keeps the coverage) and the estimate is on
+    it too (a prediction-powered estimate can fall just outside, where the intersection could
+    exclude it or be empty: that interval is left whole and the caller says why,
+    :func:`_off_scale`); an abstention with its cause where no variance can be estimated."""
     if n_labels is not None and n_labels < 2:
         a = undefined(f"{n_labels} label(s): no variance can be estimated from fewer than two",
                       what=f"the interval of {what}")
         return a, a
     if not var > 0:
-        a = undefined(f"its estimated variance is zero (at {est:g}, neither the labels nor the judge's "
-                      "answers vary); an interval of zero width would claim more than the labels show",
+        a = undefined(f"its estimated variance is zero (at {est:g}: the labels do not vary, and the judge's "
+                      "answers either do not vary or get no weight); an interval of zero width would "
+                      "claim more than the labels show",
                       what=f"the interval of {what}")
         return a, a
     se = math.sqrt(var)
     lo, hi = est - z * se, est + z * se
-    if unit:
+    if unit and 0.0 <= est <= 1.0:
         lo, hi = max(0.0, lo), min(1.0, hi)
     return ConfidenceInterval(lo, hi), se
+
+
+def _off_scale(est: float, unit: bool) -> tuple[str, ...]:
+    """The note for an estimate outside [0, 1] on data that lies in it (:func:`_interval`)."""
+    if not unit or 0.0 <= est <= 1.0:
+        return ()
+    return (f"the estimate {est:.6g} lies outside [0, 1], where every label and answer lies (the judge's "
+            "answers on the labelled runs differ from those on the unlabelled ones); its interval is "
+            "reported whole, not intersected with [0, 1]",)
 
 
 def _on_unit_scale(*xs: np.ndarray) -> bool:
@@ -281,6 +293,10 @@ def _tune(z: np.ndarray, g: np.ndarray, gu: np.ndarray) -> float:
     v = float(every.var(ddof=1)) if every.size > 1 else 0.0
     if not v > 0:
         return 0.0  # a judge that answers one value everywhere carries no information
+    if not np.ptp(z) > 0:
+        # constant labels share no variance with the judge; the centred product would be
+        # rounding noise (1e-33), and a lam of that size a near-zero-width interval
+        return 0.0
     cov = float(((z - z.mean()) * (g - g.mean())).mean())
     return float(np.clip(cov / ((1.0 + n / N) * v), 0.0, 1.0))
 
@@ -431,8 +447,9 @@ def ppi_mean(
         notes.append("cluster-robust variance over clusters; lam tuned as if unclustered")
         if math.isnan(var):
             raise InputError("a cluster-robust interval needs at least two clusters.", field="clusters")
-    ci, se = _interval(est, var, z, "the prediction-powered mean", n_labels=n,
-                       unit=distribution == "t" and _on_unit_scale(y, f, fu))
+    unit = distribution == "t" and _on_unit_scale(y, f, fu)
+    ci, se = _interval(est, var, z, "the prediction-powered mean", n_labels=n, unit=unit)
+    notes.extend(_off_scale(est, unit))
     split = (_var(t_u, dd) / N, _var(t_l, dd) / n) if cu is None else None
     return LevelEstimate(est, ci, se, "ppi++" if tuned else "ppi", lam, ho, ho_ci,
                          _effective(int(y2.sum()), var_h, var), n, N, n_clusters, cl, {}, tuple(notes), split,
@@ -570,10 +587,10 @@ def active_mean(
         var, n_clusters = _cluster_var(terms - terms.mean(), codes, N)
         if math.isnan(var):
             raise InputError("a cluster-robust interval needs at least two clusters.", field="clusters")
-    ci, se = _interval(est, var, z, "the active-inference mean", n_labels=n,
-                       unit=distribution == "t" and _on_unit_scale(y, f))
+    unit = distribution == "t" and _on_unit_scale(y, f)
+    ci, se = _interval(est, var, z, "the active-inference mean", n_labels=n, unit=unit)
     return LevelEstimate(est, ci, se, "active", lam, ho, ho_ci, _effective(int(d.sum()), var_h, var),
-                         n, N - n, n_clusters, cl, {}, (), distribution=distribution)
+                         n, N - n, n_clusters, cl, {}, _off_scale(est, unit), distribution=distribution)
 
 
 def rogan_gladen(
