@@ -139,7 +139,7 @@ def _read_parquet_table(path: str, rating: str) -> pd.DataFrame:
         if nan.any():  # NaN stored as a value, not a null: not a rating
             raise SchemaViolation("rating NaN is not a finite number (a missing rating is a null)",
                                   file=path, record=str(int(nan.argmax()) + 1), field=rating)
-    frame = table.to_pandas()
+    frame = _io.arrow_frame(table)
     frame.attrs["lines"] = [str(i + 1) for i in range(len(frame))]  # "record 3": the row
     return frame
 

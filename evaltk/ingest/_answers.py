@@ -102,12 +102,12 @@ def _load_answer_source(source: Any, kind: str) -> tuple[str, Iterable[tuple[pd.
 def _load_file(name: str, data: bytes, fmt: str) -> tuple[pd.DataFrame, np.ndarray]:
     """(raw frame, record numbers) of a Parquet or JSONL answers file's bytes."""
     if fmt == "parquet":
-        df = _read_parquet(data, name).to_pandas()
+        df = _io.arrow_frame(_read_parquet(data, name))
         return df, np.arange(1, len(df) + 1)
     _io.check_line_records(data, file=name)
     t = _jsonl_table(data)
     if t is not None:
-        return t.to_pandas(), np.arange(1, t.num_rows + 1)
+        return _io.arrow_frame(t), np.arange(1, t.num_rows + 1)
     nums, texts = _split_lines(data, name)
     recs = _parse_json_lines(texts)
     return _frame_from_records(recs), np.asarray(nums, np.int64)
@@ -200,7 +200,7 @@ def _read_csv(data: bytes, name: str) -> Iterable[tuple[pd.DataFrame, np.ndarray
     header = _csv_header(data, name)
     clean, n_lines = _no_blank_lines(data)
     if clean and n_lines >= 2:
-        return ((t.to_pandas(), numbers) for t, numbers in _csv_blocks(data, header, n_lines))
+        return ((_io.arrow_frame(t), numbers) for t, numbers in _csv_blocks(data, header, n_lines))
     return [_csv_rows(data, header)]
 
 
@@ -336,8 +336,10 @@ def _int_view(col: pd.Series) -> tuple[np.ndarray, np.ndarray, bool] | None:
     values are returned (read only; arbitrary where absent); any other column's are a
     copy, 0 where absent."""
     arr = col.array
-    data, mask = getattr(arr, "_data", None), getattr(arr, "_mask", None)
-    if (isinstance(arr, pd.arrays.IntegerArray) and isinstance(data, np.ndarray)
+    # only an IntegerArray's attributes are read: pandas 2.3's Arrow text arrays warn on ``_data``
+    masked = isinstance(arr, pd.arrays.IntegerArray)
+    data, mask = (getattr(arr, "_data", None), getattr(arr, "_mask", None)) if masked else (None, None)
+    if (isinstance(data, np.ndarray)
             and data.dtype == np.int64 and isinstance(mask, np.ndarray) and mask.shape == data.shape):
         present = ~mask
         if present.any() and (int(data.max(where=present, initial=0)) > 2**53
@@ -1013,7 +1015,7 @@ def answers_from_rows(tables: Iterable[pa.Table], *, strict: bool = False, kind:
         if row.null_count == 0:  # row by row: each record as JSON
             raw = _frame_from_records([json.loads(r) for r in row.to_pylist()])
         elif row.null_count == t.num_rows:  # typed: the fields as the file's reader typed them
-            raw = t.select([c for c in ANSWER_ROW_FIELDS if c in t.column_names]).to_pandas()
+            raw = _io.arrow_frame(t.select([c for c in ANSWER_ROW_FIELDS if c in t.column_names]))
         else:
             raise ValueError("`tables` must hold the rows of one file each: a table mixes typed rows "
                              "and rows read one by one.")

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from .._io import str_dtype
 from ..values import INSTRUMENT_COLUMNS
 
 #: Values of a trace record's ``status``.  ``in_progress`` runs are dropped by ingest.
@@ -42,10 +43,8 @@ CATEGORICAL_COLUMNS: dict[str, tuple[str, ...]] = {
 #: memory (at 10^6 traces about 100 MiB of answers and steps), room for 2^31 - 1 rows.
 POSITION_DTYPE = np.dtype(np.int32)
 _INT64_MAX = 2**63 - 1
-try:  # pandas' default ``str`` dtype (Arrow-backed, NaN where missing)
-    _STR = pd.StringDtype("pyarrow", na_value=np.nan)
-except TypeError:  # pragma: no cover - pandas < 2.3 spells it differently
-    _STR = pd.StringDtype("pyarrow_numpy")  # type: ignore[call-overload]  # the old spelling
+#: pandas' ``str`` dtype (Arrow-backed, NaN where missing): :func:`evaltk._io.str_dtype`
+_STR = str_dtype()
 
 # --------------------------------------------------------------------------- results
 

@@ -619,7 +619,7 @@ def _located_answers(table: pa.Table, source: str, files: Sequence[str], kind: s
         if _ROW_COL in table.column_names:  # CSV or JSONL: the records as answer_rows read them
             recs = answers_from_rows(_file_rows(table, fidx, meta["schemas"]), strict=strict, kind=kind)
         else:
-            recs = read_answers(table.to_pandas(), strict=strict, kind=kind)
+            recs = read_answers(_io.arrow_frame(table), strict=strict, kind=kind)
     except InputError as e:  # the first malformed row (strict), or the whole table (a column missing)
         at = e.record if isinstance(e.record, int | np.integer) and 1 <= e.record <= len(rec) else None
         where = ({"file": str(names[fidx[at - 1]]), "record": int(rec[at - 1])} if at is not None
