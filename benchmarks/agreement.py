@@ -29,7 +29,9 @@ Workloads (issue #17):
    coincidence-matrix alpha (the floor) and ``krippendorff.alpha``.
 5. Conger's kappa with its SE against Gwet's AC1 (with its SE) on the same 100,000 x 5
    ratings; and irrCAC's Conger, AC1, Fleiss and Krippendorff (timed when irrCAC is
-   installed: its 0.4.4 release pins pandas < 3, so it is not in the dev extra).
+   installed: its 0.4.4 release pins pandas < 3, scipy == 1.12 and coverage < 7, so it is
+   not in the dev extra; ``pip install --no-deps irrCAC`` keeps the venv's own versions,
+   where a plain install downgrades pandas, NumPy and SciPy under everything else timed).
 6. The 95% percentile and BCa bootstrap interval of kappa, n = 10^4, 2,000 resamples:
    ``scipy.stats.bootstrap`` with a vectorised NumPy kappa (paired rounds) and with
    scikit-learn's kappa (the way users call it; timed at fewer resamples and scaled, as
