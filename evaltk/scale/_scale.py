@@ -1779,6 +1779,8 @@ def _progress(total: int, initial: int, show: bool) -> Iterator[Callable[[str], 
     try:
         with interrupted:
             yield tick
+        if interrupted.seen:  # swallowed after the last tick: the run still stops (exit 130, resumable)
+            raise KeyboardInterrupt
     finally:
         if bar is not None:
             bar.close()

@@ -116,7 +116,11 @@ def test_a_torn_partition_is_scored_again_on_resume(demo, tmp_path):
 
 @pytest.mark.slow
 def test_ctrl_c_exits_130_saying_resume_and_resume_completes(tmp_path):
-    store = write_parts(tmp_path / "store", make_demo(n_traces=1600, rng=5), 16)
+    # 32 partitions: about 4 s of scoring after the first is done, when Ctrl-C is sent (16 left
+    # about 2 s, and once in CI the run exited 0 with nothing on stderr: the message below says
+    # whether it had finished before the signal)
+    n_parts = 32
+    store = write_parts(tmp_path / "store", make_demo(n_traces=1600, rng=5), n_parts)
     out = tmp_path / "out"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     cmd = [sys.executable, "-m", "evaltk", "scale", "score", str(store / "traces"), "--answers",
@@ -125,11 +129,14 @@ def test_ctrl_c_exits_130_saying_resume_and_resume_completes(tmp_path):
     deadline = time.monotonic() + 120
     while partitions_done(out) < 1 and time.monotonic() < deadline and p.poll() is None:
         time.sleep(0.02)
+    exited, at_signal = p.poll(), partitions_done(out)
     p.send_signal(signal.SIGINT)
-    _, err = p.communicate(timeout=60)
-    assert p.returncode == 130, err.decode()
+    o, err = p.communicate(timeout=60)
+    assert p.returncode == 130, (f"exit {p.returncode}; exit code before the signal: {exited}; partitions done "
+                                 f"then {at_signal}, now {partitions_done(out)}; stderr {err.decode()!r}; "
+                                 f"stdout {o.decode()[-300:]!r}")
     n = partitions_done(out)
-    assert 1 <= n < 16 and "--resume" in err.decode() and f"{n} partition(s) done" in err.decode()
+    assert 1 <= n < n_parts and "--resume" in err.decode() and f"{n} partition(s) done" in err.decode()
     assert b"Traceback" not in err
     again = subprocess.run(cmd, env=env, capture_output=True)
     assert again.returncode == 64 and b"--resume" in again.stderr and b"--overwrite" in again.stderr
@@ -227,3 +234,33 @@ def test_a_ctrl_c_that_a_weakref_callback_swallows_still_stops_the_run_at_the_ne
     finally:
         sys.unraisablehook = outer
     assert [type(e) for e in reached] == [ValueError]
+
+
+@pytest.mark.filterwarnings("error::pytest.PytestUnraisableExceptionWarning")  # must stay quiet
+def test_a_ctrl_c_swallowed_after_the_last_partition_still_stops_the_run():
+    """No tick follows the last partition, so a Ctrl-C a weakref callback swallowed there
+    would let the run finish and exit 0: the block raises it when it ends."""
+    import threading
+    import weakref
+
+    from evaltk.scale._scale import _progress
+
+    if threading.current_thread() is not threading.main_thread() or \
+            signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        pytest.skip("needs the main thread with Python's own Ctrl-C handler, as the CLI has")
+
+    class Thing:
+        pass
+
+    def interrupt(_ref):
+        os.kill(os.getpid(), signal.SIGINT)
+        for _ in range(1000):  # bytecode for the signal handler to run in
+            pass
+
+    with pytest.raises(KeyboardInterrupt), _progress(1, 0, False) as tick:
+        tick("part-0")  # the last one
+        t = Thing()
+        ref = weakref.ref(t, interrupt)
+        del t  # swallowed inside the callback
+        assert ref() is None
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
