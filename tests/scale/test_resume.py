@@ -187,6 +187,34 @@ def test_write_store_keeps_orphan_answers_in_the_ledger(tmp_path, fmt):
     assert len(dropped) == n
 
 
+class _Thing:
+    pass
+
+
+def _need_python_sigint() -> None:
+    import threading
+
+    if threading.current_thread() is not threading.main_thread() or \
+            signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        pytest.skip("needs the main thread with Python's own Ctrl-C handler, as the CLI has")
+
+
+def _ctrl_c_in_a_weakref_callback() -> None:
+    """Send this process SIGINT from inside a weakref callback, where Python ignores the
+    KeyboardInterrupt its handler raises."""
+    import weakref
+
+    def interrupt(_ref):
+        os.kill(os.getpid(), signal.SIGINT)
+        for _ in range(1000):  # bytecode for the signal handler to run in
+            pass
+
+    t = _Thing()
+    ref = weakref.ref(t, interrupt)
+    del t
+    assert ref() is None
+
+
 @pytest.mark.filterwarnings("error::pytest.PytestUnraisableExceptionWarning")  # must stay quiet
 def test_a_ctrl_c_that_a_weakref_callback_swallows_still_stops_the_run_at_the_next_partition():
     """Python ignores a KeyboardInterrupt raised inside a weakref callback ("Exception
@@ -194,22 +222,11 @@ def test_a_ctrl_c_that_a_weakref_callback_swallows_still_stops_the_run_at_the_ne
     load), and later, with the tick raising it again, still printed the ignored traceback
     (CI, stop 26). The progress tick raises it after the partition in hand, and the ignored
     one reaches no unraisable hook; any other unraisable exception still does."""
-    import threading
     import weakref
 
     from evaltk.scale._scale import _progress
 
-    if threading.current_thread() is not threading.main_thread() or \
-            signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
-        pytest.skip("needs the main thread with Python's own Ctrl-C handler, as the CLI has")
-
-    class Thing:
-        pass
-
-    def interrupt(_ref):
-        os.kill(os.getpid(), signal.SIGINT)
-        for _ in range(1000):  # bytecode for the signal handler to run in
-            pass
+    _need_python_sigint()
 
     def fail(_ref):
         raise ValueError("not an interrupt")
@@ -221,13 +238,11 @@ def test_a_ctrl_c_that_a_weakref_callback_swallows_still_stops_the_run_at_the_ne
     try:
         with pytest.raises(KeyboardInterrupt), _progress(3, 0, False) as tick:
             tick("part-0")
-            t = Thing()
-            ref = weakref.ref(t, fail)
+            t = _Thing()
+            ref = weakref.ref(t, fail)  # kept: a weakref that dies first calls nothing
             del t  # an unrelated ignored error: still reported
-            t = Thing()
-            ref = weakref.ref(t, interrupt)
-            del t  # the handler runs inside the callback; its KeyboardInterrupt is ignored
             assert ref() is None
+            _ctrl_c_in_a_weakref_callback()  # the handler's KeyboardInterrupt is ignored there
             tick("part-1")  # raises
         assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # given back
         assert sys.unraisablehook is mine  # given back
@@ -240,27 +255,10 @@ def test_a_ctrl_c_that_a_weakref_callback_swallows_still_stops_the_run_at_the_ne
 def test_a_ctrl_c_swallowed_after_the_last_partition_still_stops_the_run():
     """No tick follows the last partition, so a Ctrl-C a weakref callback swallowed there
     would let the run finish and exit 0: the block raises it when it ends."""
-    import threading
-    import weakref
-
     from evaltk.scale._scale import _progress
 
-    if threading.current_thread() is not threading.main_thread() or \
-            signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
-        pytest.skip("needs the main thread with Python's own Ctrl-C handler, as the CLI has")
-
-    class Thing:
-        pass
-
-    def interrupt(_ref):
-        os.kill(os.getpid(), signal.SIGINT)
-        for _ in range(1000):  # bytecode for the signal handler to run in
-            pass
-
+    _need_python_sigint()
     with pytest.raises(KeyboardInterrupt), _progress(1, 0, False) as tick:
         tick("part-0")  # the last one
-        t = Thing()
-        ref = weakref.ref(t, interrupt)
-        del t  # swallowed inside the callback
-        assert ref() is None
+        _ctrl_c_in_a_weakref_callback()
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
