@@ -331,9 +331,15 @@ def child(args: argparse.Namespace) -> None:
             t_start = time.perf_counter()
             # as evaltk's own LocalCluster (evaltk.scale.WORKER_CONFIG, through the nannies: a restarted
             # worker keeps it): the workers' profiler off
-            cluster = LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
-                                   memory_limit=args.worker_memory, dashboard_address=None,
-                                   config={"distributed.worker.profile.enabled": bool(args.dask_profile)})
+            # and, unless --dask-malloc-trim, without Dask's MALLOC_TRIM_THRESHOLD_ (evaltk.scale.nanny_config)
+            import dask
+
+            from evaltk.scale import nanny_config
+
+            with dask.config.set({} if args.dask_malloc_trim else nanny_config()):
+                cluster = LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True,
+                                       memory_limit=args.worker_memory, dashboard_address=None,
+                                       config={"distributed.worker.profile.enabled": bool(args.dask_profile)})
             client = Client(cluster)
             startup = time.perf_counter() - t_start
             tl = Timeline(pk)
@@ -360,7 +366,8 @@ def run_child(engine: str, n: int, store: Path, out: Path, args: argparse.Namesp
     cmd = [sys.executable, __file__, "--child", engine, "--n", str(n), "--store", str(store), "--out", str(out),
            "--memory-limit", args.memory_limit, "--workers", str(args.workers), "--worker-memory",
            args.worker_memory, "--answers-dir", getattr(args, "answers_dir", "answers"),
-           *(["--dask-profile"] if args.dask_profile else [])]
+           *(["--dask-profile"] if args.dask_profile else []),
+           *(["--dask-malloc-trim"] if args.dask_malloc_trim else [])]
     load0 = os.getloadavg()[0]
     ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     p = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONWARNINGS": "ignore"})
@@ -401,6 +408,9 @@ def main() -> None:
     ap.add_argument("--dask-profile", action="store_true",
                     help="keep the Dask workers' statistical profiler on (Dask's default; evaltk's own "
                          "LocalCluster and docs/scale.md's `dask worker` turn it off)")
+    ap.add_argument("--dask-malloc-trim", action="store_true",
+                    help="let the Dask nannies set MALLOC_TRIM_THRESHOLD_=65536 in the workers (Dask's default; "
+                         "evaltk's own LocalCluster does not: evaltk.scale.NANNY_ENVIRON)")
     ap.add_argument("--generate-only", action="store_true",
                     help="write the stores into --workdir and stop (a later run with that --workdir reuses them)")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)

@@ -937,6 +937,24 @@ def _check_size(s: str) -> str:
 #: a LocalCluster without dashboard shows none of it.
 WORKER_CONFIG: dict[str, Any] = {"distributed.worker.profile.enabled": False}
 
+#: Environment variables that the nannies of a ``LocalCluster`` evaltk starts do *not* set in
+#: their workers, where Dask's ``distributed.nanny.pre-spawn-environ`` would (None unsets one):
+#: ``MALLOC_TRIM_THRESHOLD_=65536``.  Setting any of glibc's malloc thresholds turns off its
+#: dynamic mmap threshold, so every array over 128 KiB is a fresh ``mmap`` whose pages fault in
+#: on first touch: a 100k-trace partition took 1.6-2.1 s of CPU in one process with it against
+#: 1.2-1.9 s without (and 1.5-2.4 s in a Dask worker); evaltk returns a partition's memory
+#: itself (:func:`evaltk._io.release_memory`, ``malloc_trim``), so the trimming buys nothing
+#: here (docs/scale.md, "What a Dask worker spends").  Read by each nanny when it is made (it
+#: keeps them for the workers it restarts), so set around the cluster's construction; the
+#: workers' own environment is what a ``dask worker`` shell gives them.
+NANNY_ENVIRON: dict[str, str | None] = {"MALLOC_TRIM_THRESHOLD_": None}
+
+
+def nanny_config() -> dict[str, Any]:
+    """The ``dask.config.set`` mapping that applies :data:`NANNY_ENVIRON` to the nannies made
+    inside it (``LocalCluster`` makes them in its constructor)."""
+    return {f"distributed.nanny.pre-spawn-environ.{k}": v for k, v in NANNY_ENVIRON.items()}
+
 
 @contextlib.contextmanager
 def _dask_client(engine: Any, memory_limit: str | None, n_workers: int | None) -> Iterator[Any]:
@@ -955,9 +973,12 @@ def _dask_client(engine: Any, memory_limit: str | None, n_workers: int | None) -
         # each nanny keeps `config` and sets it in every worker process it starts, a restarted one too (a
         # dask.config.set around LocalCluster reached only the first: the nannies hold the global config
         # shallowly, and leaving the block restored it under them)
-        cluster = distributed.LocalCluster(n_workers=n_workers or 2, threads_per_worker=1, processes=True,
-                                           memory_limit=memory_limit or "auto", dashboard_address=None,
-                                           config=dict(WORKER_CONFIG))
+        import dask
+
+        with dask.config.set(nanny_config()):
+            cluster = distributed.LocalCluster(n_workers=n_workers or 2, threads_per_worker=1, processes=True,
+                                               memory_limit=memory_limit or "auto", dashboard_address=None,
+                                               config=dict(WORKER_CONFIG))
     except RuntimeError as e:
         if "failed to start" not in str(e):
             raise

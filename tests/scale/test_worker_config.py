@@ -1,4 +1,5 @@
-"""The Dask workers' configuration (issue 19): Dask's statistical profiler off.
+"""The Dask workers' configuration (issue 19): Dask's statistical profiler off, and no
+``MALLOC_TRIM_THRESHOLD_`` from the nannies (:data:`evaltk.scale.NANNY_ENVIRON`).
 
 It samples every worker thread's stack every 10 ms and cost a quarter of a scoring
 worker's CPU (docs/scale.md).  The workers of the ``LocalCluster`` evaltk starts get
@@ -18,7 +19,7 @@ import pytest
 
 distributed = pytest.importorskip("distributed", reason="the Dask engine needs the `scale` extra")
 
-from evaltk.scale import WORKER_CONFIG  # noqa: E402
+from evaltk.scale import NANNY_ENVIRON, WORKER_CONFIG, nanny_config  # noqa: E402
 from evaltk.scale._scale import _dask_client  # noqa: E402
 
 from .conftest import cluster  # noqa: E402
@@ -73,3 +74,35 @@ def test_dask_worker_with_the_documented_variable_runs_without_the_profiler(tmp_
             c.add_worker()  # without the variable: Dask's default, profiler on (the check sees it)
             client.wait_for_workers(2, timeout=120)
             assert sorted(on for _, on in _profiling(client).values()) == [False, True]
+
+
+def _trim_threshold(client) -> dict[str, str | None]:
+    return client.run(lambda: __import__("os").environ.get("MALLOC_TRIM_THRESHOLD_"))
+
+
+def test_local_cluster_workers_get_no_malloc_trim_threshold_even_after_a_restart(monkeypatch):
+    """Dask's nannies set MALLOC_TRIM_THRESHOLD_=65536 in their workers (and in the process that
+    runs them: a LocalCluster's driver, whence later children inherit it, so it is removed here
+    first); set, it turns off glibc's dynamic mmap threshold, which cost a partition a third more
+    CPU. The nannies of evaltk's LocalCluster set nothing, for the first worker and a restarted one."""
+    import dask
+
+    assert NANNY_ENVIRON == {"MALLOC_TRIM_THRESHOLD_": None}
+    monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_", raising=False)
+    with dask.config.set(nanny_config()):  # what evaltk's cluster reads, and nothing else changed
+        assert dask.config.get("distributed.nanny.pre-spawn-environ")["MALLOC_TRIM_THRESHOLD_"] is None
+    assert dask.config.get("distributed.nanny.pre-spawn-environ")["MALLOC_TRIM_THRESHOLD_"] is not None
+    with _dask_client("dask", None, 1) as client:
+        assert list(_trim_threshold(client).values()) == [None]
+        (address, (pid, _)), = _profiling(client).items()
+        _restarted(client, address, pid)
+        assert list(_trim_threshold(client).values()) == [None]
+    assert "MALLOC_TRIM_THRESHOLD_" not in os.environ  # nor set in this process by the nannies
+    # Dask's own default, for contrast (the check above can see the variable); its nanny sets the
+    # variable in this process too, which is taken back afterwards
+    try:
+        with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                                      dashboard_address=None) as c, distributed.Client(c) as client:
+            assert list(_trim_threshold(client).values()) == ["65536"]
+    finally:
+        os.environ.pop("MALLOC_TRIM_THRESHOLD_", None)
