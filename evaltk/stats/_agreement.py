@@ -1387,8 +1387,10 @@ def _multi(kind: str, fn: str, ratings: Any, y2: Any, *, weights: Any, categorie
     _check_domain(rt, weighted or kind == "bp", fn,
                   ordered=f"weights={_weights_name(weights)!r}" if weighted else None)
     by_rater = kind == "conger"
-    if by_rater:
+    if by_rater and (rt.n_missing or rt.n_abstained):
         # a rater with no answered rating has undefined marginals and rates no pair: drop them
+        # (the reader counts every cell it did not code as a rating, so with none missing or
+        # abstained every rater rates every unit and this scan, ~2.5 ms on 100,000 x 5, is skipped)
         active = (rt.codes >= 0).any(axis=0)
         if not bool(active.all()):
             rt = dataclasses.replace(rt, codes=np.ascontiguousarray(rt.codes[:, active]))
