@@ -112,10 +112,18 @@ def _int_uniques(x: np.ndarray, lo: int | None = None, hi: int | None = None, *,
     if hi - lo > 1_000_000:
         return None
     shifted = x - lo if lo else x
-    cnt = np.bincount(shifted, minlength=hi - lo + 1)
+    return _present_codes(shifted, np.bincount(shifted, minlength=hi - lo + 1), lo, as_array=as_array)
+
+
+def _present_codes(shifted: np.ndarray, cnt: np.ndarray, lo: int, *, as_array: bool = False
+                   ) -> tuple[np.ndarray, Any, np.ndarray]:
+    """Codes, unique values and counts from non-negative ints ``shifted`` (the values minus ``lo``)
+    and the occurrences ``cnt`` of each of ``0 .. len(cnt) - 1``: the values that occur, in order."""
     present = cnt > 0
+    hi = lo + cnt.size - 1
     if bool(present.all()):             # every value in [lo, hi] occurs: the shift is the code
-        return shifted, np.arange(lo, hi + 1) if as_array else list(range(lo, hi + 1)), cnt
+        return (shifted.astype(np.intp, copy=False), np.arange(lo, hi + 1) if as_array else list(range(lo, hi + 1)),
+                cnt)
     lookup = np.cumsum(present, dtype=np.intp) - 1
     values = np.flatnonzero(present) + lo
     return np.take(lookup, shifted), values if as_array else values.tolist(), cnt[present]
@@ -193,9 +201,17 @@ def _int_label_uniques(flat: np.ndarray) -> _Uniques:
 
 
 def _float_label_uniques(flat: np.ndarray) -> _Uniques:
+    cast = _int8_cast(flat) if flat.size and -128.0 <= flat[0] <= 127.0 else None
+    if cast is not None and bool(cast[1].all()):
+        # every cell casts back equal from int8: no NaN (it never compares equal) and only whole
+        # numbers in [-128, 127], so neither an isnan nor a float min / max pass is needed
+        small = cast[0]
+        lo, hi = int(small.min()), int(small.max())
+        if hi - lo <= 127:
+            return _Uniques(*_small_codes(small, lo, hi), None)
     miss = np.isnan(flat)
     has_missing = bool(miss.any())
-    got = _integral_float_uniques(flat, miss, has_missing) if flat.size and not bool(miss.all()) else None
+    got = _integral_float_uniques(flat, miss, has_missing, cast) if flat.size and not bool(miss.all()) else None
     if got is None:
         vals = flat[~miss] if has_missing else flat
         u, inv, c = np.unique(vals, return_inverse=True, return_counts=True)
@@ -207,15 +223,18 @@ def _float_label_uniques(flat: np.ndarray) -> _Uniques:
     return _Uniques(*got, miss if has_missing else None)  # type: ignore[call-arg]  # got: codes, labels, counts
 
 
-def _integral_float_uniques(flat: np.ndarray, miss: np.ndarray, has_missing: bool
+def _integral_float_uniques(flat: np.ndarray, miss: np.ndarray, has_missing: bool,
+                            cast: tuple[np.ndarray, np.ndarray] | None = None
                             ) -> tuple[np.ndarray, list[Any], np.ndarray] | None:
-    """Integer-valued floats (the usual case) by bincount, NaN as a sentinel below the minimum."""
+    """Integer-valued floats (the usual case) by bincount, NaN as a sentinel below the minimum.
+
+    ``cast`` is the :func:`_int8_cast` of ``flat`` when it was already made."""
     mn, mx = float(np.fmin.reduce(flat)), float(np.fmax.reduce(flat))
     if not (abs(mn) < 2 ** 52 and abs(mx) < 2 ** 52 and mx - mn <= 1_000_000):
         return None
     lo = int(mn) - 1 if has_missing else int(mn)   # missing cells take the sentinel lo
     if -128 <= lo and mx <= 127 and mx - lo <= 127:
-        got = _small_float_uniques(flat, miss, has_missing, lo, int(mx))
+        got = _small_float_uniques(flat, miss, has_missing, lo, int(mx), cast)
     else:
         filled = flat
         if has_missing:
@@ -232,15 +251,22 @@ def _integral_float_uniques(flat: np.ndarray, miss: np.ndarray, has_missing: boo
     return codes0, labels0[1:], counts0[1:]
 
 
-def _small_float_uniques(flat: np.ndarray, miss: np.ndarray, has_missing: bool, lo: int, hi: int
+def _int8_cast(flat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``flat`` cast to int8 and where the cast gives the value back (never at a NaN, a fraction
+    or a number outside [-128, 127])."""
+    with np.errstate(invalid="ignore"):   # NaN casts to an arbitrary int8, which the check refuses
+        small = flat.astype(np.int8)
+    return small, small == flat
+
+
+def _small_float_uniques(flat: np.ndarray, miss: np.ndarray, has_missing: bool, lo: int, hi: int,
+                         cast: tuple[np.ndarray, np.ndarray] | None = None
                          ) -> tuple[np.ndarray, list[Any], np.ndarray] | None:
     """:func:`_integral_float_uniques` for values in a range of at most 128 integers (the usual
     ratings): one int8 cast checked against the floats, so no float copy and no int64 check
     array (each a full-size temporary, which dominated the time of the multi-rater
     coefficients on float ratings)."""
-    with np.errstate(invalid="ignore"):   # NaN (missing) casts to an arbitrary int8, replaced below
-        small = flat.astype(np.int8)
-    exact = small == flat
+    small, exact = _int8_cast(flat) if cast is None else cast
     if has_missing:
         exact |= miss
     if not bool(exact.all()):
@@ -248,12 +274,27 @@ def _small_float_uniques(flat: np.ndarray, miss: np.ndarray, has_missing: bool, 
     del exact
     if has_missing:
         small[miss] = lo
+    return _small_codes(small, lo, hi)
+
+
+#: At most this many distinct values of int8 cells are counted by one comparison each (a pass
+#: over 1-byte cells) rather than by a bincount, which needs the cells as intp first.
+_FEW_VALUES = 8
+
+
+def _small_codes(small: np.ndarray, lo: int, hi: int) -> tuple[np.ndarray, list[Any], np.ndarray]:
+    """Codes, values and counts of int8 cells ``small`` holding values in ``[lo, hi]``, a range of at
+    most 128 (``small`` is shifted in place)."""
     if lo:
         small -= np.int8(lo)               # now in [0, hi - lo], at most 127: no overflow
-    got = _int_uniques(small.astype(np.intp), 0, hi - lo)
-    if got is None:
-        return None
-    codes, labels, counts = got
+    k = hi - lo + 1
+    if k <= _FEW_VALUES:
+        cnt = np.array([np.count_nonzero(small == v) for v in range(k)], dtype=np.intp)
+        codes, labels, counts = _present_codes(small, cnt, 0)
+    else:
+        got = _int_uniques(small.astype(np.intp), 0, hi - lo)
+        assert got is not None  # a range of at most 128
+        codes, labels, counts = got
     return codes, [v + lo for v in labels], counts
 
 

@@ -375,6 +375,19 @@ def test_object_ids_keep_bytes_and_text_apart_as_factorize_does():
 def test_float_labels_encode_as_their_distinct_values(values):
     """Float ratings by every route (the int8 cast of small ranges, the int64 cast, the sort)
     give each cell the code of its value among the sorted distinct values, -1 where missing."""
+    _check_float_codes(values)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.integers(-4, 5).map(float), st.just(math.nan), st.sampled_from([-128.0, 127.0])),
+                min_size=1, max_size=40))
+def test_few_float_labels_encode_as_their_distinct_values(values):
+    """The usual ratings, a few whole numbers (counted by comparisons when the range holds at most
+    eight, with or without NaN, with gaps, near the int8 bounds), encode as every other route."""
+    _check_float_codes(values)
+
+
+def _check_float_codes(values):
     from evaltk.stats._ratings import _uniques
 
     flat = np.asarray(values, dtype=float)
