@@ -462,3 +462,23 @@ def test_two_label_columns_bootstrap_by_cluster_as_two_lists():
     want = cohen_kappa(list(a), list(b), **kw)
     assert got.confidence_interval == want.confidence_interval
     assert got.statistic == pytest.approx(want.statistic, abs=1e-13)
+
+
+@pytest.mark.parametrize(("n", "r", "q"), [(3000, 20, 10), (500, 5, 4), (60, 3, 3)])
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.float32])
+def test_narrow_rating_dtypes_give_the_numbers_of_int64(n, r, q, dtype):
+    """Ratings held in a narrow dtype code as the int64 ones do: every route that counts unit
+    types (many raters and categories, a few rater patterns) does its arithmetic on wide codes
+    (int8 codes once overflowed to negative bincount indices with 20 raters x 10 categories)."""
+    rng = np.random.default_rng(n)
+    truth = rng.integers(0, q, n)
+    x = np.where(rng.random((n, r)) < 0.6, truth[:, None], rng.integers(0, q, (n, r)))
+    xf = x.astype(float)
+    xf[rng.random(x.shape) < 0.1] = np.nan
+    for fn, kw in ((fleiss_kappa, {}), (gwet_ac1, {}), (conger_kappa, {}), (krippendorff_alpha, {"level": "nominal"})):
+        want = fn(x, **kw)
+        got = fn(x.astype(dtype), **kw)
+        assert (got.statistic, got.standard_error) == (want.statistic, want.standard_error), (fn.__name__, dtype)
+        if dtype is np.float32:   # and with missing ratings (NaN)
+            want, got = fn(xf, **kw), fn(xf.astype(dtype), **kw)
+            assert (got.statistic, got.standard_error) == (want.statistic, want.standard_error), fn.__name__
