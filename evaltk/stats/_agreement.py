@@ -474,7 +474,7 @@ class _Patterns:
     r: np.ndarray          # (T,) answered ratings per unit type
     type_index: np.ndarray  # (n_rated_units,) type of each unit with >= 1 answered rating
     counts: np.ndarray     # (T,) observed units per type
-    unit_codes: np.ndarray  # (n_rated_units, n_raters) codes of those units (Conger)
+    unit_codes: np.ndarray  # Conger: (T, n_raters) codes of each type; else (n_rated_units, n_raters) codes, maybe int8
     rated: np.ndarray | None = None  # mask of units with an answered rating (None: all)
 
 
@@ -539,9 +539,9 @@ def _rater_keys(rt: _Ratings) -> _RaterKeys | None:
     n_pat = base ** R
     if not q or n_pat > min(_MAX_PATTERNS, max(n, _SMALL_PATTERNS)):
         return None
-    small = codes.astype(np.int8 if q < 127 else np.int16)   # codes -2 .. q - 1
+    small = codes if codes.dtype == np.int8 else codes.astype(np.int8 if q < 127 else np.int16)  # -2 .. q - 1
     if rt.n_abstained:
-        np.maximum(small, -1, out=small)            # abstained reads as missing
+        small = np.maximum(small, -1)               # abstained reads as missing
     key = small[:, R - 1].astype(np.int16)
     for g in range(R - 2, -1, -1):
         key *= np.int16(base)
@@ -599,12 +599,16 @@ def _patterns(rt: _Ratings, *, by_rater: bool = False, dedupe: bool = True) -> _
     type (few types: the bootstrap draws one multinomial cell per type);
     ``dedupe=False`` may keep one type per unit when merging would cost more than
     it saves (only the point estimate and the analytic SE are needed then).
+    The codes may be int8 (:func:`_prepare` with ``narrow=True``): the rater-pattern route
+    reads them as they are, every other route widens them to intp first.
     """
     codes = rt.codes
     q = len(rt.categories)
     n, R = codes.shape
     base = R + 1
     keys = _rater_keys(rt) if by_rater or (q and base ** q <= 1_000_000) else None
+    if keys is None:
+        codes = codes.astype(np.intp, copy=False)
     if by_rater and q and (keys is not None or (q + 1) ** R < 2 ** 62):
         return _rater_patterns(codes, q, keys)
     if keys is not None:
@@ -1458,7 +1462,8 @@ def _multi(kind: str, fn: str, ratings: Any, y2: Any, *, weights: Any, categorie
     confidence_level = check_confidence_level(confidence_level)
     method = check_choice("method", method, INTERVAL_METHODS)
     distribution = check_choice("distribution", distribution, ANALYTIC_DISTRIBUTIONS)
-    rt = _prepare(ratings, y2, data, item, rater, rating, categories, abstain, fn, two=False)
+    # narrow: _patterns and the counts below only compare codes (int8 codes save an intp copy)
+    rt = _prepare(ratings, y2, data, item, rater, rating, categories, abstain, fn, two=False, narrow=True)
     q = len(rt.categories)
     w = weight_matrix(rt.categories, weights)
     weighted = _weights_name(weights) != "identity"

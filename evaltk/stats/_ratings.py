@@ -54,7 +54,7 @@ class CategoryDomainWarning(EvaltkWarning):
 class _Ratings:
     """Ratings encoded as category codes: -1 missing, -2 abstained, else index in ``categories``."""
 
-    codes: np.ndarray  # (n_units, n_raters) int
+    codes: np.ndarray  # (n_units, n_raters) intp; int8 only when the caller asked for narrow codes
     categories: tuple[Any, ...]
     n_missing: int
     n_abstained: int
@@ -115,16 +115,17 @@ def _int_uniques(x: np.ndarray, lo: int | None = None, hi: int | None = None, *,
     return _present_codes(shifted, np.bincount(shifted, minlength=hi - lo + 1), lo, as_array=as_array)
 
 
-def _present_codes(shifted: np.ndarray, cnt: np.ndarray, lo: int, *, as_array: bool = False
-                   ) -> tuple[np.ndarray, Any, np.ndarray]:
-    """Codes, unique values and counts from non-negative ints ``shifted`` (the values minus ``lo``)
-    and the occurrences ``cnt`` of each of ``0 .. len(cnt) - 1``: the values that occur, in order."""
+def _present_codes(shifted: np.ndarray, cnt: np.ndarray, lo: int, *, as_array: bool = False,
+                   dtype: Any = np.intp) -> tuple[np.ndarray, Any, np.ndarray]:
+    """Codes (of ``dtype``), unique values and counts from non-negative ints ``shifted`` (the
+    values minus ``lo``) and the occurrences ``cnt`` of each of ``0 .. len(cnt) - 1``: the values
+    that occur, in order."""
     present = cnt > 0
     hi = lo + cnt.size - 1
     if bool(present.all()):             # every value in [lo, hi] occurs: the shift is the code
-        return (shifted.astype(np.intp, copy=False), np.arange(lo, hi + 1) if as_array else list(range(lo, hi + 1)),
+        return (shifted.astype(dtype, copy=False), np.arange(lo, hi + 1) if as_array else list(range(lo, hi + 1)),
                 cnt)
-    lookup = np.cumsum(present, dtype=np.intp) - 1
+    lookup = (np.cumsum(present, dtype=np.intp) - 1).astype(dtype, copy=False)
     values = np.flatnonzero(present) + lo
     return np.take(lookup, shifted), values if as_array else values.tolist(), cnt[present]
 
@@ -132,7 +133,7 @@ def _present_codes(shifted: np.ndarray, cnt: np.ndarray, lo: int, *, as_array: b
 class _Uniques(NamedTuple):
     """A flat label array as codes into its distinct labels (-1 where missing)."""
 
-    codes: np.ndarray           # (n,) intp, -1 missing
+    codes: np.ndarray           # (n,) intp, -1 missing; int8 from a few small whole numbers (widen to compute)
     labels: list[Any]           # distinct non-missing labels
     counts: np.ndarray          # occurrences of each label
     missing: np.ndarray | None  # bool (n,), None when nothing is missing
@@ -284,13 +285,14 @@ _FEW_VALUES = 8
 
 def _small_codes(small: np.ndarray, lo: int, hi: int) -> tuple[np.ndarray, list[Any], np.ndarray]:
     """Codes, values and counts of int8 cells ``small`` holding values in ``[lo, hi]``, a range of at
-    most 128 (``small`` is shifted in place)."""
+    most 128 (``small`` is shifted in place).  A few values keep int8 codes (``small`` itself when
+    every value occurs): no intp copy of the cells, 8 times their size, unless a caller widens them."""
     if lo:
         small -= np.int8(lo)               # now in [0, hi - lo], at most 127: no overflow
     k = hi - lo + 1
     if k <= _FEW_VALUES:
         cnt = np.array([np.count_nonzero(small == v) for v in range(k)], dtype=np.intp)
-        codes, labels, counts = _present_codes(small, cnt, 0)
+        codes, labels, counts = _present_codes(small, cnt, 0, dtype=np.int8)
     else:
         got = _int_uniques(small.astype(np.intp), 0, hi - lo)
         assert got is not None  # a range of at most 128
@@ -406,7 +408,7 @@ def _column_pair(y1: Any, y2: Any, categories: Any, abstain: Any, fn: str) -> _P
     # category code of each column's label code, with the missing code (-1) first: row i is code i - 1
     cm = [np.concatenate([[-1], np.take(enc.umap, rm[:-1])]) for rm in remaps]
     k1, k2 = len(cm[0]), len(cm[1])
-    raw = cols[0].codes + 1
+    raw = np.add(cols[0].codes, 1, dtype=np.intp)   # (int8 codes would overflow below)
     raw *= k2
     raw += cols[1].codes
     raw += 1
@@ -957,15 +959,18 @@ def _label_encoding(labels: list[Any], counts: np.ndarray, n_missing_cells: int,
 
 def _encode_uniques(u: _Uniques, shape: tuple[int, int], *, categories: Sequence[Any] | None,
                     abstain: Iterable[Any], fn: str, names: _Names | None = None,
-                    where: str = "ratings") -> _Ratings:
+                    where: str = "ratings", narrow: bool = False) -> _Ratings:
     """Map distinct labels onto the category domain (:func:`_label_encoding`): the codes of
-    :class:`_Ratings` (no per-cell Python)."""
+    :class:`_Ratings` (no per-cell Python).  ``narrow=True`` lets int8 label codes stay int8
+    when they are the category codes (for a caller that only compares codes)."""
     n, r = shape
     enc = _label_encoding(u.labels, u.counts, 0 if u.missing is None else int(u.missing.sum()),
                           categories=categories, abstain=abstain, fn=fn, names=names or _Names(),
                           where_of=lambda j: _where(u, j, r), where=where)
     if np.array_equal(enc.umap[:-1], np.arange(len(u.labels))):
         codes = u.codes.reshape(n, r)          # labels are already the category codes
+        if not narrow:
+            codes = codes.astype(np.intp, copy=False)
     else:
         codes = np.take(enc.umap, u.codes).reshape(n, r)
     return dataclasses.replace(enc.ratings, codes=codes)
@@ -996,8 +1001,9 @@ def _in_set(x: Any, s: set[Any]) -> bool:
 
 
 def _prepare(ratings: Any, y2: Any, data: Any, item: str, rater: str, rating: str,
-             categories: Any, abstain: Any, fn: str, *, two: bool) -> _Ratings:
-    """The ratings of any input form as category codes, with the shape checks every coefficient needs."""
+             categories: Any, abstain: Any, fn: str, *, two: bool, narrow: bool = False) -> _Ratings:
+    """The ratings of any input form as category codes, with the shape checks every coefficient needs
+    (``narrow``: see :func:`_encode_uniques`)."""
     lab = _to_labels(ratings, y2, data, item, rater, rating, fn)
     n, r = lab.shape
     if n == 0:
@@ -1011,7 +1017,7 @@ def _prepare(ratings: Any, y2: Any, data: Any, item: str, rater: str, rating: st
     if categories is not None and (isinstance(categories, str | bytes) or not isinstance(categories, Iterable)):
         raise TypeError(f"{fn}: `categories` must be a sequence of labels; got {categories!r}.")
     return _encode_uniques(lab.uniques, lab.shape, categories=None if categories is None else list(categories),
-                           abstain=abstain, fn=fn, names=lab.names, where=lab.where)
+                           abstain=abstain, fn=fn, names=lab.names, where=lab.where, narrow=narrow)
 
 
 def _numeric_labels(categories: Sequence[Any]) -> bool:

@@ -403,7 +403,17 @@ def _check_float_codes(values):
     np.testing.assert_array_equal(got.codes, want)
     np.testing.assert_array_equal(got.counts, [int((flat == v).sum()) for v in distinct])
     assert (got.missing is None) == (not miss.any())
-    assert got.codes.dtype == np.intp
+    # int8 codes only from the few-values route: whole numbers whose range, with a NaN's sentinel
+    # just below the minimum, is at most 8 values within int8
+    low = min(distinct, default=0) - bool(miss.any())
+    few = (bool(distinct) and all(v.is_integer() for v in distinct) and max(distinct) - low < 8
+           and -128 <= low and max(distinct) <= 127)
+    assert got.codes.dtype == (np.int8 if few else np.intp)
+    from evaltk.stats._ratings import _encode_uniques
+    for narrow in (False, True):   # the category codes: intp unless a caller asks for narrow ones
+        rt = _encode_uniques(got, (flat.size, 1), categories=None, abstain=(), fn="f", narrow=narrow)
+        np.testing.assert_array_equal(rt.codes.reshape(-1), want)
+        assert rt.codes.dtype == (np.int8 if narrow and few else np.intp)
 
 
 _PAIR_LABELS = st.sampled_from(["pass", "fail", "partial", "Cannot tell", "", None, math.nan, "nan"])
