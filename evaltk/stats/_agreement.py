@@ -472,7 +472,9 @@ def _pair_se(kind: str, P: np.ndarray, w: np.ndarray, n: float, q: int, coef: fl
 class _Patterns:
     C: np.ndarray          # (T, q) category counts per unit type
     r: np.ndarray          # (T,) answered ratings per unit type
-    type_index: np.ndarray  # (n_rated_units,) type of each unit with >= 1 answered rating
+    # (n_rated_units,) type of each unit with >= 1 answered rating, or a function giving it (the
+    # bootstrap alone reads it: a point estimate and its analytic SE need only the types)
+    type_index: np.ndarray | Callable[[], np.ndarray]
     counts: np.ndarray     # (T,) observed units per type
     unit_codes: np.ndarray  # Conger: (T, n_raters) codes of each type; else (n_rated_units, n_raters) codes, maybe int8
     rated: np.ndarray | None = None  # mask of units with an answered rating (None: all)
@@ -553,6 +555,21 @@ def _rater_keys(rt: _Ratings) -> _RaterKeys | None:
     return _RaterKeys(key, hist, digits)
 
 
+def _unit_types(keys: _RaterKeys, tlookup: np.ndarray) -> tuple[Callable[[], np.ndarray], np.ndarray | None]:
+    """Each rated unit's type through its rater pattern's (``tlookup``: -1 for a pattern of no
+    answered rating), as a function (one gather when the bootstrap asks), and the mask of the
+    rated units (None: all)."""
+    unrated = tlookup < 0
+    rated = None
+    if bool((unrated & (keys.hist > 0)).any()):
+        rated = ~np.take(unrated, keys.key)
+
+    def type_index() -> np.ndarray:
+        t = np.take(tlookup, keys.key)
+        return t if rated is None else t[rated]
+    return type_index, rated
+
+
 def _rater_patterns(codes: np.ndarray, q: int, keys: _RaterKeys | None = None) -> _Patterns:
     """Conger's unit types: each unit's row of rater codes as one base-(q+1) integer (0 missing).
 
@@ -560,15 +577,10 @@ def _rater_patterns(codes: np.ndarray, q: int, keys: _RaterKeys | None = None) -
     (n, q) is built; the types are those (and in the order) of :func:`_row_types`.
     """
     n, R = codes.shape
+    type_index: np.ndarray | Callable[[], np.ndarray]
     if keys is not None:   # the types are the patterns that occur, in key order
-        seen = keys.hist > 0
-        unrated = keys.digits.max(axis=1) < 0             # the pattern of a unit with no rating
-        rated_mask = None
-        if bool((seen & unrated).any()):
-            rated_mask = ~np.take(unrated, keys.key)
-        seen &= ~unrated
-        tlookup = np.cumsum(seen, dtype=np.intp) - 1
-        tidx = np.take(tlookup, keys.key if rated_mask is None else keys.key[rated_mask])
+        seen = (keys.hist > 0) & (keys.digits.max(axis=1) >= 0)   # (not the pattern of no rating)
+        type_index, rated_mask = _unit_types(keys, np.where(seen, np.cumsum(seen, dtype=np.intp) - 1, -1))
         U = keys.digits[seen].astype(np.intp)
         tcounts = keys.hist[seen]
     else:
@@ -582,12 +594,13 @@ def _rater_patterns(codes: np.ndarray, q: int, keys: _RaterKeys | None = None) -
         if rated_mask is not None:
             key = key[rated_mask]
         tidx, ukeys, tcounts = _key_types(key)
+        type_index = np.asarray(tidx, dtype=np.intp)
         pw = base ** np.arange(R, dtype=np.int64)
         U = ((ukeys[:, None] // pw[None, :]) % base).astype(np.intp) - 1          # (T, R), -1 missing
     T = U.shape[0]
     tt, gg = np.nonzero(U >= 0)
     C = np.bincount(tt * q + U[tt, gg], minlength=T * q).reshape(T, q).astype(float)
-    return _Patterns(C=C, r=C.sum(axis=1), type_index=np.asarray(tidx, dtype=np.intp),
+    return _Patterns(C=C, r=C.sum(axis=1), type_index=type_index,
                      counts=np.asarray(tcounts, dtype=float), unit_codes=U, rated=rated_mask)
 
 
@@ -621,14 +634,10 @@ def _patterns(rt: _Ratings, *, by_rater: bool = False, dedupe: bool = True) -> _
         ukeys, inv = np.unique(pkeys[seen], return_inverse=True)
         tlookup = np.full(pkeys.size, -1, dtype=np.intp)
         tlookup[seen] = inv.reshape(-1)
-        tidx = np.take(tlookup, keys.key)
-        rated_mask = None
-        codes_r = codes
-        if bool(((keys.hist > 0) & (pkeys == 0)).any()):   # a unit with no answered rating
-            rated_mask = tidx >= 0
-            tidx, codes_r = tidx[rated_mask], codes[rated_mask]
+        types_of, rated_mask = _unit_types(keys, tlookup)
+        codes_r = codes if rated_mask is None else codes[rated_mask]
         C = ((ukeys[:, None] // pw[None, :q]) % base).astype(float)
-        return _Patterns(C=C, r=C.sum(axis=1), type_index=tidx, unit_codes=codes_r, rated=rated_mask,
+        return _Patterns(C=C, r=C.sum(axis=1), type_index=types_of, unit_codes=codes_r, rated=rated_mask,
                          counts=np.bincount(inv.reshape(-1), weights=keys.hist[seen], minlength=ukeys.size))
     if not by_rater and q and base ** q <= 1_000_000:
         # The count vector as one base-(R+1) integer, summed straight from the codes:
