@@ -54,7 +54,7 @@ class CategoryDomainWarning(EvaltkWarning):
 class _Ratings:
     """Ratings encoded as category codes: -1 missing, -2 abstained, else index in ``categories``."""
 
-    codes: np.ndarray  # (n_units, n_raters) int
+    codes: np.ndarray  # (n_units, n_raters) intp; int8 only when the caller asked for narrow codes
     categories: tuple[Any, ...]
     n_missing: int
     n_abstained: int
@@ -112,11 +112,20 @@ def _int_uniques(x: np.ndarray, lo: int | None = None, hi: int | None = None, *,
     if hi - lo > 1_000_000:
         return None
     shifted = x - lo if lo else x
-    cnt = np.bincount(shifted, minlength=hi - lo + 1)
+    return _present_codes(shifted, np.bincount(shifted, minlength=hi - lo + 1), lo, as_array=as_array)
+
+
+def _present_codes(shifted: np.ndarray, cnt: np.ndarray, lo: int, *, as_array: bool = False,
+                   dtype: Any = np.intp) -> tuple[np.ndarray, Any, np.ndarray]:
+    """Codes (of ``dtype``), unique values and counts from non-negative ints ``shifted`` (the
+    values minus ``lo``) and the occurrences ``cnt`` of each of ``0 .. len(cnt) - 1``: the values
+    that occur, in order."""
     present = cnt > 0
+    hi = lo + cnt.size - 1
     if bool(present.all()):             # every value in [lo, hi] occurs: the shift is the code
-        return shifted, np.arange(lo, hi + 1) if as_array else list(range(lo, hi + 1)), cnt
-    lookup = np.cumsum(present, dtype=np.intp) - 1
+        return (shifted.astype(dtype, copy=False), np.arange(lo, hi + 1) if as_array else list(range(lo, hi + 1)),
+                cnt)
+    lookup = (np.cumsum(present, dtype=np.intp) - 1).astype(dtype, copy=False)
     values = np.flatnonzero(present) + lo
     return np.take(lookup, shifted), values if as_array else values.tolist(), cnt[present]
 
@@ -124,7 +133,7 @@ def _int_uniques(x: np.ndarray, lo: int | None = None, hi: int | None = None, *,
 class _Uniques(NamedTuple):
     """A flat label array as codes into its distinct labels (-1 where missing)."""
 
-    codes: np.ndarray           # (n,) intp, -1 missing
+    codes: np.ndarray           # (n,) intp, -1 missing; int8 from a few small whole numbers (widen to compute)
     labels: list[Any]           # distinct non-missing labels
     counts: np.ndarray          # occurrences of each label
     missing: np.ndarray | None  # bool (n,), None when nothing is missing
@@ -193,9 +202,17 @@ def _int_label_uniques(flat: np.ndarray) -> _Uniques:
 
 
 def _float_label_uniques(flat: np.ndarray) -> _Uniques:
+    cast = _int8_cast(flat) if flat.size and -128.0 <= flat[0] <= 127.0 else None
+    if cast is not None and bool(cast[1].all()):
+        # every cell casts back equal from int8: no NaN (it never compares equal) and only whole
+        # numbers in [-128, 127], so neither an isnan nor a float min / max pass is needed
+        small = cast[0]
+        lo, hi = int(small.min()), int(small.max())
+        if hi - lo <= 127:
+            return _Uniques(*_small_codes(small, lo, hi), None)
     miss = np.isnan(flat)
     has_missing = bool(miss.any())
-    got = _integral_float_uniques(flat, miss, has_missing) if flat.size and not bool(miss.all()) else None
+    got = _integral_float_uniques(flat, miss, has_missing, cast) if flat.size and not bool(miss.all()) else None
     if got is None:
         vals = flat[~miss] if has_missing else flat
         u, inv, c = np.unique(vals, return_inverse=True, return_counts=True)
@@ -207,15 +224,18 @@ def _float_label_uniques(flat: np.ndarray) -> _Uniques:
     return _Uniques(*got, miss if has_missing else None)  # type: ignore[call-arg]  # got: codes, labels, counts
 
 
-def _integral_float_uniques(flat: np.ndarray, miss: np.ndarray, has_missing: bool
+def _integral_float_uniques(flat: np.ndarray, miss: np.ndarray, has_missing: bool,
+                            cast: tuple[np.ndarray, np.ndarray] | None = None
                             ) -> tuple[np.ndarray, list[Any], np.ndarray] | None:
-    """Integer-valued floats (the usual case) by bincount, NaN as a sentinel below the minimum."""
+    """Integer-valued floats (the usual case) by bincount, NaN as a sentinel below the minimum.
+
+    ``cast`` is the :func:`_int8_cast` of ``flat`` when it was already made."""
     mn, mx = float(np.fmin.reduce(flat)), float(np.fmax.reduce(flat))
     if not (abs(mn) < 2 ** 52 and abs(mx) < 2 ** 52 and mx - mn <= 1_000_000):
         return None
     lo = int(mn) - 1 if has_missing else int(mn)   # missing cells take the sentinel lo
     if -128 <= lo and mx <= 127 and mx - lo <= 127:
-        got = _small_float_uniques(flat, miss, has_missing, lo, int(mx))
+        got = _small_float_uniques(flat, miss, has_missing, lo, int(mx), cast)
     else:
         filled = flat
         if has_missing:
@@ -232,15 +252,22 @@ def _integral_float_uniques(flat: np.ndarray, miss: np.ndarray, has_missing: boo
     return codes0, labels0[1:], counts0[1:]
 
 
-def _small_float_uniques(flat: np.ndarray, miss: np.ndarray, has_missing: bool, lo: int, hi: int
+def _int8_cast(flat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``flat`` cast to int8 and where the cast gives the value back (never at a NaN, a fraction
+    or a number outside [-128, 127])."""
+    with np.errstate(invalid="ignore"):   # NaN casts to an arbitrary int8, which the check refuses
+        small = flat.astype(np.int8)
+    return small, small == flat
+
+
+def _small_float_uniques(flat: np.ndarray, miss: np.ndarray, has_missing: bool, lo: int, hi: int,
+                         cast: tuple[np.ndarray, np.ndarray] | None = None
                          ) -> tuple[np.ndarray, list[Any], np.ndarray] | None:
     """:func:`_integral_float_uniques` for values in a range of at most 128 integers (the usual
     ratings): one int8 cast checked against the floats, so no float copy and no int64 check
     array (each a full-size temporary, which dominated the time of the multi-rater
     coefficients on float ratings)."""
-    with np.errstate(invalid="ignore"):   # NaN (missing) casts to an arbitrary int8, replaced below
-        small = flat.astype(np.int8)
-    exact = small == flat
+    small, exact = _int8_cast(flat) if cast is None else cast
     if has_missing:
         exact |= miss
     if not bool(exact.all()):
@@ -248,12 +275,28 @@ def _small_float_uniques(flat: np.ndarray, miss: np.ndarray, has_missing: bool, 
     del exact
     if has_missing:
         small[miss] = lo
+    return _small_codes(small, lo, hi)
+
+
+#: At most this many distinct values of int8 cells are counted by one comparison each (a pass
+#: over 1-byte cells) rather than by a bincount, which needs the cells as intp first.
+_FEW_VALUES = 8
+
+
+def _small_codes(small: np.ndarray, lo: int, hi: int) -> tuple[np.ndarray, list[Any], np.ndarray]:
+    """Codes, values and counts of int8 cells ``small`` holding values in ``[lo, hi]``, a range of at
+    most 128 (``small`` is shifted in place).  A few values keep int8 codes (``small`` itself when
+    every value occurs): no intp copy of the cells, 8 times their size, unless a caller widens them."""
     if lo:
         small -= np.int8(lo)               # now in [0, hi - lo], at most 127: no overflow
-    got = _int_uniques(small.astype(np.intp), 0, hi - lo)
-    if got is None:
-        return None
-    codes, labels, counts = got
+    k = hi - lo + 1
+    if k <= _FEW_VALUES:
+        cnt = np.array([np.count_nonzero(small == v) for v in range(k)], dtype=np.intp)
+        codes, labels, counts = _present_codes(small, cnt, 0, dtype=np.int8)
+    else:
+        got = _int_uniques(small.astype(np.intp), 0, hi - lo)
+        assert got is not None  # a range of at most 128
+        codes, labels, counts = got
     return codes, [v + lo for v in labels], counts
 
 
@@ -365,7 +408,7 @@ def _column_pair(y1: Any, y2: Any, categories: Any, abstain: Any, fn: str) -> _P
     # category code of each column's label code, with the missing code (-1) first: row i is code i - 1
     cm = [np.concatenate([[-1], np.take(enc.umap, rm[:-1])]) for rm in remaps]
     k1, k2 = len(cm[0]), len(cm[1])
-    raw = cols[0].codes + 1
+    raw = np.add(cols[0].codes, 1, dtype=np.intp)   # (int8 codes would overflow below)
     raw *= k2
     raw += cols[1].codes
     raw += 1
@@ -916,15 +959,18 @@ def _label_encoding(labels: list[Any], counts: np.ndarray, n_missing_cells: int,
 
 def _encode_uniques(u: _Uniques, shape: tuple[int, int], *, categories: Sequence[Any] | None,
                     abstain: Iterable[Any], fn: str, names: _Names | None = None,
-                    where: str = "ratings") -> _Ratings:
+                    where: str = "ratings", narrow: bool = False) -> _Ratings:
     """Map distinct labels onto the category domain (:func:`_label_encoding`): the codes of
-    :class:`_Ratings` (no per-cell Python)."""
+    :class:`_Ratings` (no per-cell Python).  ``narrow=True`` lets int8 label codes stay int8
+    when they are the category codes (for a caller that only compares codes)."""
     n, r = shape
     enc = _label_encoding(u.labels, u.counts, 0 if u.missing is None else int(u.missing.sum()),
                           categories=categories, abstain=abstain, fn=fn, names=names or _Names(),
                           where_of=lambda j: _where(u, j, r), where=where)
     if np.array_equal(enc.umap[:-1], np.arange(len(u.labels))):
         codes = u.codes.reshape(n, r)          # labels are already the category codes
+        if not narrow:
+            codes = codes.astype(np.intp, copy=False)
     else:
         codes = np.take(enc.umap, u.codes).reshape(n, r)
     return dataclasses.replace(enc.ratings, codes=codes)
@@ -955,8 +1001,9 @@ def _in_set(x: Any, s: set[Any]) -> bool:
 
 
 def _prepare(ratings: Any, y2: Any, data: Any, item: str, rater: str, rating: str,
-             categories: Any, abstain: Any, fn: str, *, two: bool) -> _Ratings:
-    """The ratings of any input form as category codes, with the shape checks every coefficient needs."""
+             categories: Any, abstain: Any, fn: str, *, two: bool, narrow: bool = False) -> _Ratings:
+    """The ratings of any input form as category codes, with the shape checks every coefficient needs
+    (``narrow``: see :func:`_encode_uniques`)."""
     lab = _to_labels(ratings, y2, data, item, rater, rating, fn)
     n, r = lab.shape
     if n == 0:
@@ -970,7 +1017,7 @@ def _prepare(ratings: Any, y2: Any, data: Any, item: str, rater: str, rating: st
     if categories is not None and (isinstance(categories, str | bytes) or not isinstance(categories, Iterable)):
         raise TypeError(f"{fn}: `categories` must be a sequence of labels; got {categories!r}.")
     return _encode_uniques(lab.uniques, lab.shape, categories=None if categories is None else list(categories),
-                           abstain=abstain, fn=fn, names=lab.names, where=lab.where)
+                           abstain=abstain, fn=fn, names=lab.names, where=lab.where, narrow=narrow)
 
 
 def _numeric_labels(categories: Sequence[Any]) -> bool:

@@ -31,6 +31,7 @@ from evaltk.stats import (
     ProportionInterval,
     clopper_pearson_bounds,
     clopper_pearson_interval,
+    critical_value,
     paired_difference_interval,
     wilson_bounds,
     wilson_interval,
@@ -233,3 +234,20 @@ def test_paired_frame():
     f = paired_difference_interval([[36, 12], [2, 0]]).to_frame()
     assert f.loc[0, ["n11", "n10", "n01", "n00", "n"]].tolist() == [36, 12, 2, 0, 50]
     assert f.loc[0, "method"] == "newcombe_hybrid_score"
+
+
+@pytest.mark.parametrize(("cl", "df", "table"), [(0.95, 1, 12.706), (0.95, 11, 2.201), (0.99, 5, 4.032),
+                                                 (0.90, 30, 1.697), (0.95, 120, 1.980)])
+def test_t_critical_value_matches_the_t_table_and_scipy(cl, df, table):
+    """Student's t two-sided critical values (any t table, 3 decimals) and scipy's t.ppf exactly."""
+    from scipy import stats
+
+    c = critical_value(cl, "t", df)
+    assert round(c, 3) == table
+    assert c == float(stats.t.ppf(0.5 + cl / 2.0, df))
+
+
+def test_t_critical_value_on_infinite_df_is_normal():
+    assert critical_value(0.95, "t") == pytest.approx(critical_value(0.95), abs=1e-12)
+    with pytest.raises(ValueError, match="distribution"):
+        critical_value(0.95, "chi2")

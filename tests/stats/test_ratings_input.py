@@ -375,6 +375,19 @@ def test_object_ids_keep_bytes_and_text_apart_as_factorize_does():
 def test_float_labels_encode_as_their_distinct_values(values):
     """Float ratings by every route (the int8 cast of small ranges, the int64 cast, the sort)
     give each cell the code of its value among the sorted distinct values, -1 where missing."""
+    _check_float_codes(values)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.integers(-4, 5).map(float), st.just(math.nan), st.sampled_from([-128.0, 127.0])),
+                min_size=1, max_size=40))
+def test_few_float_labels_encode_as_their_distinct_values(values):
+    """The usual ratings, a few whole numbers (counted by comparisons when the range holds at most
+    eight, with or without NaN, with gaps, near the int8 bounds), encode as every other route."""
+    _check_float_codes(values)
+
+
+def _check_float_codes(values):
     from evaltk.stats._ratings import _uniques
 
     flat = np.asarray(values, dtype=float)
@@ -390,7 +403,17 @@ def test_float_labels_encode_as_their_distinct_values(values):
     np.testing.assert_array_equal(got.codes, want)
     np.testing.assert_array_equal(got.counts, [int((flat == v).sum()) for v in distinct])
     assert (got.missing is None) == (not miss.any())
-    assert got.codes.dtype == np.intp
+    # int8 codes only from the few-values route: whole numbers whose range, with a NaN's sentinel
+    # just below the minimum, is at most 8 values within int8
+    low = min(distinct, default=0) - bool(miss.any())
+    few = (bool(distinct) and all(v.is_integer() for v in distinct) and max(distinct) - low < 8
+           and -128 <= low and max(distinct) <= 127)
+    assert got.codes.dtype == (np.int8 if few else np.intp)
+    from evaltk.stats._ratings import _encode_uniques
+    for narrow in (False, True):   # the category codes: intp unless a caller asks for narrow ones
+        rt = _encode_uniques(got, (flat.size, 1), categories=None, abstain=(), fn="f", narrow=narrow)
+        np.testing.assert_array_equal(rt.codes.reshape(-1), want)
+        assert rt.codes.dtype == (np.int8 if narrow and few else np.intp)
 
 
 _PAIR_LABELS = st.sampled_from(["pass", "fail", "partial", "Cannot tell", "", None, math.nan, "nan"])
@@ -449,3 +472,23 @@ def test_two_label_columns_bootstrap_by_cluster_as_two_lists():
     want = cohen_kappa(list(a), list(b), **kw)
     assert got.confidence_interval == want.confidence_interval
     assert got.statistic == pytest.approx(want.statistic, abs=1e-13)
+
+
+@pytest.mark.parametrize(("n", "r", "q"), [(3000, 20, 10), (500, 5, 4), (60, 3, 3)])
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.float32])
+def test_narrow_rating_dtypes_give_the_numbers_of_int64(n, r, q, dtype):
+    """Ratings held in a narrow dtype code as the int64 ones do: every route that counts unit
+    types (many raters and categories, a few rater patterns) does its arithmetic on wide codes
+    (int8 codes once overflowed to negative bincount indices with 20 raters x 10 categories)."""
+    rng = np.random.default_rng(n)
+    truth = rng.integers(0, q, n)
+    x = np.where(rng.random((n, r)) < 0.6, truth[:, None], rng.integers(0, q, (n, r)))
+    xf = x.astype(float)
+    xf[rng.random(x.shape) < 0.1] = np.nan
+    for fn, kw in ((fleiss_kappa, {}), (gwet_ac1, {}), (conger_kappa, {}), (krippendorff_alpha, {"level": "nominal"})):
+        want = fn(x, **kw)
+        got = fn(x.astype(dtype), **kw)
+        assert (got.statistic, got.standard_error) == (want.statistic, want.standard_error), (fn.__name__, dtype)
+        if dtype is np.float32:   # and with missing ratings (NaN)
+            want, got = fn(xf, **kw), fn(xf.astype(dtype), **kw)
+            assert (got.statistic, got.standard_error) == (want.statistic, want.standard_error), fn.__name__
