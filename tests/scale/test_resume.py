@@ -125,7 +125,12 @@ def test_ctrl_c_exits_130_saying_resume_and_resume_completes(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     cmd = [sys.executable, "-m", "evaltk", "scale", "score", str(store / "traces"), "--answers",
            str(store / "answers"), "--out", str(out), "--engine", "pandas", "--json"]
-    p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    # the child starts with Ctrl-C's default action whatever this process was given: a run started
+    # in the background by a non-interactive shell (``cmd &``) has SIGINT ignored, children inherit
+    # that across exec and Python then installs no KeyboardInterrupt (CI once exited 0 so, with the
+    # signal sent at 1 of 32 partitions done)
+    p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 120
     while partitions_done(out) < 1 and time.monotonic() < deadline and p.poll() is None:
         time.sleep(0.02)
