@@ -29,7 +29,12 @@ The last lines time ingest with judge answers (CSV, about 16 rows per trace) at 
 smallest size, or at ``--answer-sizes`` (e.g. ``100000 1000000``), on one Arrow thread by
 default (``--threads``): wall and CPU traces/s, the CPU rate against the smallest size's
 (1.00 is flat) and the peak memory of the fresh child (VmHWM, reset after its imports), with what the returned
-tables hold and the resident size at the end beside it.
+tables hold and the resident size at the end beside it.  CPU is split into user time (the
+code's own work) and system time (mostly the kernel faulting in and zeroing the memory the
+child grows into): on a virtual machine whose host backs guest memory lazily, as here,
+system time per GiB of fresh memory varies several-fold with what the host has reclaimed,
+so each timing prints that cost measured just before it (``_memory.touch_fresh_memory``)
+and the flatness of user time alone.
 
 Usage::
 
@@ -45,13 +50,14 @@ import argparse
 import json
 import os
 import random
+import resource
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from _memory import peak_mib, reset_peak, rss_mib
+from _memory import peak_mib, reset_peak, rss_mib, touch_fresh_memory
 
 ACTIONS = ["tap", "type", "scroll", "open_app", "back", "confirm", "buy", "send"]
 TASKS = ["Buy a red mug", "Send an email to Bob about Friday", "Book a flight to Oslo",
@@ -212,12 +218,15 @@ def worker(reader: str, path: str, answers: str | None, threads: int | None = No
     if not reset_peak():
         raise SystemExit("cannot reset VmHWM (/proc/self/clear_refs): the peak would include the set-up")
     base = rss_mib()
+    r0 = resource.getrusage(resource.RUSAGE_SELF)
     t0, c0 = time.perf_counter(), time.process_time()
     n = READERS[reader](path, answers)
     dt, cpu = time.perf_counter() - t0, time.process_time() - c0
+    r1 = resource.getrusage(resource.RUSAGE_SELF)
     peak, end = _peak_mib(), rss_mib()
     print(json.dumps({"seconds": dt, "cpu": cpu, "peak_mib": peak, "base_mib": base, "rows": n,
-                      "end_mib": end, "tables_mib": _tables_mib()}))
+                      "end_mib": end, "tables_mib": _tables_mib(), "user": r1.ru_utime - r0.ru_utime,
+                      "sys": r1.ru_stime - r0.ru_stime, "faults": r1.ru_minflt - r0.ru_minflt}))
 
 
 def _peak_mib() -> float:
@@ -301,11 +310,14 @@ def main() -> None:
                 answers[n] = ans, make_answers([ln for ln in fh if ln.strip()], ans)
         rates: dict[int, list[float]] = {n: [] for n in answer_sizes}
         peaks: dict[int, list[float]] = {n: [] for n in answer_sizes}
+        user_rates: dict[int, list[float]] = {n: [] for n in answer_sizes}
         for r in range(args.repeat):
             first = None
             print(f"  round {r + 1} (load average {os.getloadavg()[0]:.2f} at its start)")
             for n in answer_sizes:
                 ans, n_ans = answers[n]
+                # the VM's cost of memory the child has not touched, just before it runs (_memory.py)
+                fresh = touch_fresh_memory(1024)
                 with_ans = measure("evaltk", files[n], ans, threads=args.threads)
                 rate, cpu_rate = n / with_ans["seconds"], n / with_ans["cpu"]
                 first = first or cpu_rate
@@ -315,6 +327,10 @@ def main() -> None:
                       f"({rate:8,.0f} traces/s), {with_ans['cpu']:7.2f} s cpu ({cpu_rate:8,.0f} traces/cpu-s, "
                       f"{cpu_rate / first:4.2f} of the smallest size's rate), peak {with_ans['peak_mib']:,.0f} MiB "
                       f"(VmHWM of a fresh child, reset after imports)")
+                print(f"  {'':>9}   user {with_ans['user']:.2f} s ({n / with_ans['user']:,.0f} traces/user-s), "
+                      f"system {with_ans['sys']:.2f} s ({with_ans['faults']:,} page faults); touching fresh memory "
+                      f"cost {fresh:.2f} s of system CPU per GiB just before")
+                user_rates[n].append(n / with_ans["user"])
                 print(f"  {'':>9}   the returned tables hold {with_ans['tables_mib']:,.0f} MiB "
                       f"(memory_usage(deep=True)); resident at the end {with_ans['end_mib']:,.0f} MiB, "
                       f"at the start {with_ans['base_mib']:,.0f} MiB")
@@ -325,6 +341,9 @@ def main() -> None:
                 print(f"  {n:>9,} traces over {args.repeat} rounds: {min(rates[n]):,.0f}-{max(rates[n]):,.0f} "
                       f"traces/cpu-s ({min(flat):.2f}-{max(flat):.2f} of the smallest size's, same round), "
                       f"peak {min(peaks[n]):,.0f}-{max(peaks[n]):,.0f} MiB")
+                uflat = [a / b for a, b in zip(user_rates[n], user_rates[lo], strict=True)]
+                print(f"  {'':>9}   user CPU alone: {min(user_rates[n]):,.0f}-{max(user_rates[n]):,.0f} "
+                      f"traces/user-s ({min(uflat):.2f}-{max(uflat):.2f} of the smallest size's)")
         print(f"  load average at the end: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
 
 
