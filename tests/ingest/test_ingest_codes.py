@@ -27,6 +27,7 @@ import pandas as pd
 import pytest
 
 from evaltk import _columns
+from evaltk._io import str_dtype
 from evaltk.ingest import ingest_traces
 
 CODED = ("measure", "rater", "answer")
@@ -95,7 +96,7 @@ def test_answers_and_labels_carry_codes_with_drops_and_missing_values(tmp_path: 
         "step": pd.array([None, 0, 0, 1, None, None, None, None, 7, None], dtype="Int64"),
         "rater": ["j1", "j1", "j1", "j2", "j1", "j2", "j1", "j1", "j1", None],
         "answer": ["yes", "yes", "no", "cannot_tell", "no", None, "yes", "lots", "yes", "no"],
-    })
+    }).astype({c: str_dtype() for c in ("trace_id", "measure", "rater", "answer")})  # pandas 2.3 defaults to object
     assert answers["rater"].dtype == "str"
     labels = tmp_path / "labels.csv"
     labels.write_text("trace_id,measure,step,rater,answer\n"
