@@ -16,7 +16,8 @@ of that process *and all its children* (the DuckDB engine's worker processes, th
 workers), every 0.1 s.  Printed per run: wall and CPU seconds of the process tree,
 CPU / (cores x wall) (1.00 = every core busy the whole time), traces per second, per
 core used and per CPU-second (and per CPU-second of the child's whole process tree as the
-kernel reaped it, ``RUSAGE_CHILDREN``: a check on the sampled figure), peak tree RSS, the largest process's VmHWM, the RSS
+kernel reaped it, ``RUSAGE_CHILDREN``: a check on the sampled figure, with its system time,
+which on a VM that backs memory lazily is mostly first touches of memory: docs/traces.md), peak tree RSS, the largest process's VmHWM, the RSS
 slope per partition (least squares over the tree's RSS sampled each time a partition is
 logged as scored: over the whole run after the first partition, and after warm-up, over the
 last three quarters of the partitions, with the driver process's own slope) and the load average before and after the run; then
@@ -379,7 +380,8 @@ def run_child(engine: str, n: int, store: Path, out: Path, args: argparse.Namesp
     # the whole child process tree as the kernel reaped it (every process waited for by its parent):
     # a check on the sampled CPU, which misses what a process spends after its last 0.1 s sample
     r.update(load0=load0, load1=os.getloadavg()[0],
-             cpu_reaped=(ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime))
+             cpu_reaped=(ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime),
+             sys_reaped=ru1.ru_stime - ru0.ru_stime)
     return r
 
 
@@ -469,6 +471,7 @@ def main() -> None:
                           f"(CPU / (cores x wall) {r['cpu'] / (r['cores'] * r['wall']):.2f})  "
                           f"{r['rate']:9,.0f} traces/s  {r['rate_core']:9,.0f} traces/s/core ({r['cores']} cores)  "
                           f"{r['rate_cpu']:9,.0f} traces/CPU-s (reaped tree: CPU {r['cpu_reaped']:.1f} s, "
+                          f"of it system {r['sys_reaped']:.1f} s, "
                           f"{n / r['cpu_reaped']:,.0f} traces/CPU-s)  "
                           f"peak tree RSS {r['peak'] / 2**30:5.2f} GiB{hwm}{slope}{extra}  "
                           f"[load {r['load0']:.1f} -> {r['load1']:.1f}]", flush=True)
