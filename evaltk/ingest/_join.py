@@ -205,6 +205,12 @@ def _repeated(key: np.ndarray, space: int) -> np.ndarray:
             return np.zeros(n, bool)
     if space <= 4 * n + 4096:
         return np.bincount(key, minlength=space)[key] > 1
+    # usually there is no repeat at all: a sort of the values alone shows it, at a fraction of the
+    # cost of the argsort that finds which rows repeat (500k keys: 3.5 ms against 48 ms)
+    sk = np.sort(key)
+    if not (sk[1:] == sk[:-1]).any():
+        return np.zeros(n, bool)
+    del sk
     order = np.argsort(key, kind="stable")
     sk = key[order]
     eq = sk[1:] == sk[:-1]

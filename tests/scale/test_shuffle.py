@@ -446,3 +446,39 @@ def test_a_strict_run_checks_the_source_batch_by_batch_and_names_its_first_bad_r
     with pytest.raises(SchemaViolation) as e:
         score_dataset(store / "traces", tmp_path / "export", out=tmp_path / "out", strict=True)
     assert (e.value.file, e.value.record, e.value.field) == (str(second), direct.value.record, "answer")
+
+
+def test_staged_rows_in_any_order_read_as_in_their_files_order():
+    """A partition's staged rows are put back in the order of their files and records (the shuffle
+    usually writes them so, and then nothing is sorted): the ledger and the table are the same
+    whichever order the rows come in, and each dropped row names its own file and record."""
+    import numpy as np
+    import pyarrow as pa
+
+    from evaltk.scale._scale import (
+        _FILE_COL,
+        _RECORD_COL,
+        _located_answers,
+        _sources_meta,
+        _with_sources,
+    )
+
+    rows = pa.table({
+        "trace_id": ["a", "a", "b", "b", "c", "a"],
+        "measure": ["x_task", "x_eff", "x_task", "x_task", "x_task", "x_task"],
+        "step": pa.array([None] * 6, pa.int64()),
+        "rater": ["j1", "j1", "j1", "j2", "j1", "j2"],
+        "answer": ["yes", "lots", "no", "nope", "yes", "no"],   # "nope": not a word, dropped
+        _FILE_COL: pa.array([0, 0, 0, 1, 1, 1], pa.int32()),
+        _RECORD_COL: pa.array([1, 2, 5, 1, 3, 4], pa.int64()),
+    })
+    meta = _sources_meta("answers/", ["answers/f0.parquet", "answers/f1.parquet"], [None, None])
+    ordered = _located_answers(_with_sources(rows, meta), "answers/", meta["files"], "answer", False)
+    for seed in range(3):
+        perm = np.random.default_rng(seed).permutation(rows.num_rows)
+        got = _located_answers(_with_sources(rows.take(perm), meta), "answers/", meta["files"], "answer", False)
+        pd.testing.assert_frame_equal(got.table, ordered.table)
+        pd.testing.assert_frame_equal(got.ledger, ordered.ledger)
+    bad = ordered.ledger[ordered.ledger["status"] == "dropped"]
+    assert bad[["source", "record"]].astype(str).values.tolist() == [["answers/f1.parquet", "1"]]
+    assert ordered.ledger["record"].tolist() == [1, 2, 5, 1, 3, 4]
