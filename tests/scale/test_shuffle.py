@@ -474,8 +474,8 @@ def test_staged_rows_in_any_order_read_as_in_their_files_order():
     })
     meta = _sources_meta("answers/", ["answers/f0.parquet", "answers/f1.parquet"], [None, None])
     ordered = _located_answers(_with_sources(rows, meta), "answers/", meta["files"], "answer", False)
-    for seed in range(3):
-        perm = np.random.default_rng(seed).permutation(rows.num_rows)
+    # shuffled, and the files in order with the records of each reversed
+    for perm in [*(np.random.default_rng(seed).permutation(rows.num_rows) for seed in range(3)), [2, 1, 0, 5, 4, 3]]:
         got = _located_answers(_with_sources(rows.take(perm), meta), "answers/", meta["files"], "answer", False)
         pd.testing.assert_frame_equal(got.table, ordered.table)
         pd.testing.assert_frame_equal(got.ledger, ordered.ledger)
