@@ -67,7 +67,7 @@ import resource, sys
 import numpy as np
 mib = int(sys.argv[1])
 r0 = resource.getrusage(resource.RUSAGE_SELF)
-held = [np.ones(2**25) for _ in range(max(1, mib // 256))]   # held at once: mib MiB of distinct pages
+held = [np.ones(2**25) for _ in range(mib // 256)]   # held at once: mib MiB of distinct pages
 r1 = resource.getrusage(resource.RUSAGE_SELF)
 print(r1.ru_stime - r0.ru_stime)
 """
@@ -79,12 +79,14 @@ def touch_fresh_memory(mib: int) -> float:
     A process's first touch of a page costs the kernel a page fault and a zeroed page; in a
     virtual machine whose memory the host backs lazily (Firecracker here), the first touch of
     guest memory the VM has never used also costs the host, several times more: on this
-    machine 0.8 s of system CPU per GiB at first, 0.1-0.2 s once the guest's pages were used
-    (2026-12-04).  A benchmark whose process grows by gigabytes pays that as system time, so
+    machine 2.3-2.4 s of system CPU per GiB where the host had taken the pages back, 0.1-0.3 s
+    right after they were used (2026-12-04).  A benchmark whose process grows by gigabytes pays that as system time, so
     a larger size looks slower per item than it is; this measures the state of the machine
-    (and, as a side effect, warms ``mib`` MiB of it)."""
+    (and, as a side effect, warms ``mib`` MiB of it).  ``mib``: a multiple of 256."""
+    if mib < 256 or mib % 256:
+        raise ValueError(f"mib must be a positive multiple of 256 (the probe's block); got {mib}")
     import subprocess
     import sys
 
     out = subprocess.run([sys.executable, "-c", _TOUCH, str(mib)], capture_output=True, text=True, check=True)
-    return float(out.stdout.strip()) / (max(1, mib // 256) / 4)
+    return float(out.stdout.strip()) / (mib / 1024)

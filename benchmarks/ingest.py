@@ -33,8 +33,8 @@ tables hold and the resident size at the end beside it.  CPU is split into user 
 code's own work) and system time (mostly the kernel faulting in and zeroing the memory the
 child grows into): on a virtual machine whose host backs guest memory lazily, as here,
 system time per GiB of fresh memory varies several-fold with what the host has reclaimed,
-so each timing prints that cost measured just before it (``_memory.touch_fresh_memory``)
-and the flatness of user time alone.
+so each timing prints that cost as a 1 GiB probe measured right after it
+(``_memory.touch_fresh_memory``) and the flatness of user time alone.
 
 Usage::
 
@@ -316,9 +316,10 @@ def main() -> None:
             print(f"  round {r + 1} (load average {os.getloadavg()[0]:.2f} at its start)")
             for n in answer_sizes:
                 ans, n_ans = answers[n]
-                # the VM's cost of memory the child has not touched, just before it runs (_memory.py)
-                fresh = touch_fresh_memory(1024)
                 with_ans = measure("evaltk", files[n], ans, threads=args.threads)
+                # the VM's cost of fresh memory, probed right after the child (a probe before it would
+                # warm memory a small child then reuses and a large one mostly does not: _memory.py)
+                fresh = touch_fresh_memory(1024)
                 rate, cpu_rate = n / with_ans["seconds"], n / with_ans["cpu"]
                 first = first or cpu_rate
                 rates[n].append(cpu_rate)
@@ -328,8 +329,8 @@ def main() -> None:
                       f"{cpu_rate / first:4.2f} of the smallest size's rate), peak {with_ans['peak_mib']:,.0f} MiB "
                       f"(VmHWM of a fresh child, reset after imports)")
                 print(f"  {'':>9}   user {with_ans['user']:.2f} s ({n / with_ans['user']:,.0f} traces/user-s), "
-                      f"system {with_ans['sys']:.2f} s ({with_ans['faults']:,} page faults); touching fresh memory "
-                      f"cost {fresh:.2f} s of system CPU per GiB just before")
+                      f"system {with_ans['sys']:.2f} s ({with_ans['faults']:,} page faults); a 1 GiB probe of fresh "
+                      f"memory right after: {fresh:.2f} s of system CPU per GiB")
                 user_rates[n].append(n / with_ans["user"])
                 print(f"  {'':>9}   the returned tables hold {with_ans['tables_mib']:,.0f} MiB "
                       f"(memory_usage(deep=True)); resident at the end {with_ans['end_mib']:,.0f} MiB, "
