@@ -76,7 +76,10 @@ def _numeric_ratings(frame: pd.DataFrame, rating: str, path: str) -> pd.DataFram
     is_non_finite = np.fromiter((bool(_NON_FINITE.fullmatch(t)) for t in texts), bool, len(texts))
     if not is_number.any() or not (is_number | is_non_finite).all():
         return frame  # words (or only nan spellings, which are words here): text
-    numbers = None if is_non_finite.any() else pd.to_numeric(pd.Series(texts, dtype=object)).to_numpy()
+    # every text is spelled as a number, so a NaN from "coerce" is one too large for a float
+    # ("1e999": pandas 3 reads inf, pandas 2.3 refuses the string without saying where)
+    numbers = (None if is_non_finite.any()
+               else pd.to_numeric(pd.Series(texts, dtype=object), errors="coerce").to_numpy())
     bad_value = is_non_finite if numbers is None else ~np.isfinite(numbers.astype(float))  # nan spelled, 1e999
     if bad_value.any():
         idx = col.index[np.flatnonzero(present)[np.flatnonzero(bad_value[codes])[0]]]  # the first such row

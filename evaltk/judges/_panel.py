@@ -108,7 +108,7 @@ def fold_panel(answers: pd.DataFrame, *, rule: str | FoldRule = "majority",
     df, members = _checked_answers(answers, ks, keys, rater, answer, panel, fr)
     # items and members come from every row, an empty answer included: an empty cell is a
     # recorded skip of that member, never a row that silently leaves the panel
-    item_codes_all = df.groupby(ks, dropna=False, sort=False).ngroup().to_numpy(np.int64)
+    item_codes_all = df.groupby(ks, dropna=False, sort=False, observed=True).ngroup().to_numpy(np.int64)
     _, first = np.unique(item_codes_all, return_index=True)
     items = pd.MultiIndex.from_frame(df[ks].iloc[first].reset_index(drop=True))
     n_items = len(items)
