@@ -106,3 +106,22 @@ def test_local_cluster_workers_get_no_malloc_trim_threshold_even_after_a_restart
             assert list(_trim_threshold(client).values()) == ["65536"]
     finally:
         os.environ.pop("MALLOC_TRIM_THRESHOLD_", None)
+
+
+def test_dask_worker_with_the_documented_yaml_gets_no_malloc_trim_threshold(tmp_path, monkeypatch):
+    """docs/scale.md: a ``dask worker`` started by hand gets Dask's ``MALLOC_TRIM_THRESHOLD_`` from
+    its nanny unless Dask's config on that machine says otherwise, with the YAML it quotes (here
+    in a folder named by ``DASK_CONFIG``, where Dask also looks); without it, the variable is set
+    (the check can see it)."""
+    monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_", raising=False)  # a LocalCluster's nanny may have left it
+    conf = tmp_path / "dask-config"
+    conf.mkdir()
+    (conf / "evaltk.yaml").write_text(
+        "distributed: {nanny: {pre-spawn-environ: {MALLOC_TRIM_THRESHOLD_: null}}}\n", encoding="utf-8")
+    with cluster(tmp_path, 1, config={"CONFIG": str(conf)}) as c:
+        with distributed.Client(c.address, timeout=60) as client:
+            assert list(_trim_threshold(client).values()) == [None]
+            c.env = {k: v for k, v in c.env.items() if k != "DASK_CONFIG"}
+            c.add_worker()  # Dask's default: its nanny sets the variable
+            client.wait_for_workers(2, timeout=120)
+            assert sorted(_trim_threshold(client).values(), key=str) == ["65536", None]
