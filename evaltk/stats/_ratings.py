@@ -312,7 +312,7 @@ def _column_uniques(col: Any) -> _Uniques:
             return _Uniques(codes, dtype.categories.tolist(), counts, miss if has_missing else None)
         if isinstance(dtype, np.dtype) and dtype.kind in "iufb":
             return _uniques(col.to_numpy())
-        values = col.array if isinstance(col, pd.Series) else col
+        values: Any = col.array if isinstance(col, pd.Series) else col
         if isinstance(values, pd.arrays.NumpyExtensionArray):  # its NumPy array (pandas 2.3's factorize
             values = values.to_numpy()                          # deprecates the wrapper)
         return _factorized(values)
