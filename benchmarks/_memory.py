@@ -80,9 +80,10 @@ def touch_fresh_memory(mib: int) -> float:
     virtual machine whose memory the host backs lazily (Firecracker here), the first touch of
     guest memory the VM has never used also costs the host, several times more: on this
     machine 2.3-2.4 s of system CPU per GiB where the host had taken the pages back, 0.1-0.3 s
-    right after they were used (2026-12-04).  A benchmark whose process grows by gigabytes pays that as system time, so
-    a larger size looks slower per item than it is; this measures the state of the machine
-    (and, as a side effect, warms ``mib`` MiB of it).  ``mib``: a multiple of 256."""
+    right after they were used (2026-12-04).  A benchmark whose process grows by gigabytes pays
+    that as system time, so a larger size looks slower per item than it is; this measures the
+    state of the machine (and, as a side effect, warms ``mib`` MiB of it).  ``mib``: a multiple
+    of 256."""
     if mib < 256 or mib % 256:
         raise ValueError(f"mib must be a positive multiple of 256 (the probe's block); got {mib}")
     import subprocess

@@ -153,6 +153,8 @@ def _uniques(flat: np.ndarray) -> _Uniques:
 
 def _factorized(values: Any) -> _Uniques:
     """:func:`pandas.factorize` of any 1-D array (object, pandas ``str``, Arrow, nullable) as :class:`_Uniques`."""
+    if isinstance(values, pd.arrays.NumpyExtensionArray):  # its NumPy array: pandas 2.3's factorize
+        values = values.to_numpy()                          # deprecates the wrapper
     ucodes, u = pd.factorize(values, use_na_sentinel=True)
     miss = ucodes < 0
     has_missing = bool(miss.any())
@@ -312,10 +314,7 @@ def _column_uniques(col: Any) -> _Uniques:
             return _Uniques(codes, dtype.categories.tolist(), counts, miss if has_missing else None)
         if isinstance(dtype, np.dtype) and dtype.kind in "iufb":
             return _uniques(col.to_numpy())
-        values: Any = col.array if isinstance(col, pd.Series) else col
-        if isinstance(values, pd.arrays.NumpyExtensionArray):  # its NumPy array (pandas 2.3's factorize
-            values = values.to_numpy()                          # deprecates the wrapper)
-        return _factorized(values)
+        return _factorized(col.array if isinstance(col, pd.Series) else col)
     arr = _as_array(col)
     if arr.dtype.kind in "iufbU":
         return _uniques(arr)
