@@ -134,6 +134,7 @@ from .judges import (  # noqa: E402
 )
 from .scale import (  # noqa: E402
     Admission,
+    Companion,
     DatasetSummary,
     Partition,
     ReportSummary,
@@ -597,6 +598,7 @@ __all__ = [
     "DatasetSummary",
     "ScoredDataset",
     "Admission",
+    "Companion",
     "WorkersLost",
     "discover_partitions",
     "score_dataset",

@@ -247,7 +247,9 @@ class ScoredDataset:
         partitions were scored in this process): ``worker``, the largest worker peak (VmHWM,
         bytes); ``total``, the largest resident total of this process and its workers seen by
         the ``memory_limit`` watchdog (0 without a limit); ``admissions``, one
-        :class:`Admission` per decision of how many partitions may run at once.
+        :class:`Admission` per decision of how many partitions may run at once; and, under a
+        limit, ``companion``: the :class:`Companion` that ran beside the first partition, or None
+        when the first ran alone (the limit was not far off).
     """
 
     out: Path
@@ -255,6 +257,17 @@ class ScoredDataset:
     n_partitions: int
     engine: str
     memory: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Companion:
+    """The partition admitted beside the first one under ``memory_limit`` (the limit was far off:
+    see :class:`Admission`): ``key``, and ``stopped_at``, the resident total (bytes) at which the
+    watchdog stopped it to give the first partition the room (its partition was then scored
+    later), or None when it was scored beside the first."""
+
+    key: str
+    stopped_at: int | None
 
 
 @dataclass(frozen=True)
@@ -1459,13 +1472,15 @@ class _MemoryBudget:
     """``memory_limit`` over a phase: this process plus its worker processes (the scoring, below), or
     this process running DuckDB (the id check and the shuffle: :func:`_bounded`).
 
-    Partitions are admitted largest first (input bytes): the first runs alone, and its worker's
-    measured peak (VmHWM) sets how many may run at once, ``(limit - the rest) // peak``, at most
+    Partitions are admitted largest first (input bytes): the first runs alone, or beside a
+    companion when the limit is far off (:data:`_COMPANION_ROOM`), and the worker peak measured
+    on them (VmHWM) sets how many may run at once, ``(limit - the rest) // peak``, at most
     ``n_workers``, where the rest is this process and its other descendants (the forkserver).  A
     watchdog thread sums the resident size (RSS) of this process and all its descendants (listed
-    every 0.5 s) every 50 ms (pages they share are counted in each: conservative); past the limit the workers are
-    killed and the run refused (:class:`~evaltk.errors.LimitExceeded`, exit 65) naming the
-    partitions that were running.
+    every 0.5 s) every 50 ms (pages they share are counted in each: conservative).  Past
+    ``shed_above`` (set while a companion runs) the companion is stopped and its partition
+    scored later; past the limit the workers are killed and the run refused
+    (:class:`~evaltk.errors.LimitExceeded`, exit 65) naming the partitions that were running.
     """
 
     def __init__(self, limit: str) -> None:
@@ -1478,6 +1493,7 @@ class _MemoryBudget:
         self.peak_total = 0
         self.admissions: list[Admission] = []
         self.over: tuple[int, list[str]] | None = None
+        self.shed_above: int | None = None  # while a companion runs: the total past which it is stopped
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -1487,29 +1503,42 @@ class _MemoryBudget:
                                 f"({_fmt_mib(self.base)}) before any partition is scored; raise memory_limit",
                                 limit="memory_limit")
 
+    def rest(self, workers: Sequence[int]) -> int:
+        """The resident size of this process and its descendants other than ``workers``."""
+        return _proc_status("self", "VmRSS") + sum(_proc_status(p, "VmRSS") for p in _descendants()
+                                                   if p not in workers)
+
     def admit(self, n_workers: int, workers: Sequence[int]) -> int:
         """How many partitions may run at once, from the largest worker peak measured so far."""
         if self.peak_worker == 0:
             return 1
-        rest = _proc_status("self", "VmRSS") + sum(_proc_status(p, "VmRSS") for p in _descendants()
-                                                   if p not in workers)
+        rest = self.rest(workers)
         width = max(1, min(n_workers, (self.limit - rest) // self.peak_worker))
         if not self.admissions or self.admissions[-1].width != width:
             self.admissions.append(Admission(width, rest, self.peak_worker))
         return width
 
-    def watch(self, running: Callable[[], list[str]], kill: Callable[[], None]) -> None:
+    def watch(self, running: Callable[[], list[str]], kill: Callable[[], None],
+              shed: Callable[[int], int] | None = None) -> None:
+        """Watch the total from a thread: past :attr:`shed_above`, ``shed(total)`` (stop the companion,
+        returning its resident size); past the limit, ``kill()`` and record :attr:`over`."""
         import threading
 
         def run() -> None:
             n = 0
             tree: list[int] = []
+            armed = None
             while not self._stop.wait(0.05):
-                if n % 10 == 0:  # the process tree every 0.5 s (a /proc scan is ~3 ms), their sizes every 50 ms
-                    tree = _descendants()
+                above = self.shed_above
+                if n % 10 == 0 or above != armed:  # the process tree every 0.5 s (a /proc scan is ~3 ms) and
+                    tree = _descendants()          # when a companion starts; their sizes every 50 ms
+                    armed = above
                 n += 1
                 total = _proc_status("self", "VmRSS") + sum(_proc_status(p, "VmRSS") for p in tree)
                 self.peak_total = max(self.peak_total, total)
+                if above is not None and total > above and shed is not None:
+                    self.shed_above = None
+                    total -= shed(total)  # the first partition keeps the room; past the limit even so: refused
                 if total > self.limit and self.over is None:
                     self.over = (total, running())
                     kill()
@@ -1656,24 +1685,36 @@ def _pool_run(todo: Sequence[Partition], kw: Mapping[str, Any], n_workers: int |
     if "forkserver" in methods:  # the server imports scoring once and every worker forks with it loaded
         ctx.set_forkserver_preload(["__main__", *_WORKER_MODULES])  # (else ~1.5 CPU-s of imports per worker)
     ex = cf.ProcessPoolExecutor(max_workers=n, mp_context=ctx)
+    spec: cf.ProcessPoolExecutor | None = None  # the companion's pool: stopping it breaks this pool only
+    companion: dict[str, Any] = {}  # "part", "future"; "stopped_at" (bytes: the watchdog's); "outcome" (this thread's)
     by_key = {p.key: p for p in todo}
     queue = list(reversed(todo))
     running: dict[cf.Future[tuple[int, DatasetSummary]], Partition] = {}
     peaks: list[int] = []
 
-    def pids() -> list[int]:
-        return [int(pid) for pid in list(getattr(ex, "_processes", None) or {})]
+    def pool_pids(pool: cf.ProcessPoolExecutor | None) -> list[int]:
+        return [int(pid) for pid in list(getattr(pool, "_processes", None) or {})]
 
-    def kill() -> None:
+    def pids() -> list[int]:
+        return pool_pids(ex) + pool_pids(spec)
+
+    def kill(which: list[int] | None = None) -> None:
         import signal
 
-        for pid in pids():
+        for pid in pids() if which is None else which:
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
 
+    def shed(total: int) -> int:  # from the watchdog: stop the companion, its partition is scored later
+        ps = pool_pids(spec)
+        size = sum(_proc_status(pid, "VmRSS") for pid in ps)
+        companion["stopped_at"] = total
+        kill(ps)
+        return size
+
     admitted: dict[str, None] = {}  # keys admitted and not finished, named before submit returns: the
     if budget is not None:          # first submit starts the forkserver, and the watchdog may fire meanwhile
-        budget.watch(lambda: list(dict(admitted)), kill)
+        budget.watch(lambda: list(dict(admitted)), kill, shed)
     try:
         while queue or running:
             width = n if budget is None else budget.admit(n, pids())
@@ -1681,21 +1722,45 @@ def _pool_run(todo: Sequence[Partition], kw: Mapping[str, Any], n_workers: int |
                 p = queue.pop()
                 admitted[p.key] = None
                 running[ex.submit(_pool_task, p, kw)] = p
+            if budget is not None and not budget.peak_worker and not companion and queue and n > 1:
+                shed_above = _companion_room(budget, pool_pids(ex))
+                if shed_above is not None:
+                    spec = cf.ProcessPoolExecutor(max_workers=1, mp_context=ctx)
+                    p = companion["part"] = queue.pop()
+                    admitted[p.key] = None
+                    companion["future"] = spec.submit(_pool_task, p, kw)
+                    running[companion["future"]] = p
+                    budget.shed_above = shed_above  # now that shed() finds its process
+                else:
+                    companion["part"] = None  # not tried again
             finished, _ = cf.wait(list(running), return_when=cf.FIRST_COMPLETED)
             for f in finished:
                 p = running.pop(f)
                 admitted.pop(p.key, None)
+                if f is companion.get("future"):
+                    assert budget is not None and spec is not None
+                    budget.shed_above = None
+                    spec.shutdown(wait=True)  # its one process, idle or killed
                 try:
                     hwm, summaries[p.key] = f.result()
                 except cf.process.BrokenProcessPool:
                     if budget is not None and budget.over is not None:
                         raise budget.refusal(by_key) from None
+                    if f is companion.get("future") and "stopped_at" in companion:  # recorded before the kill
+                        companion["outcome"] = companion["stopped_at"]
+                        _remove_temporaries(kw["out"], p.key)  # what its files' atomic writes left
+                        queue.append(p)  # next, admitted on the peak measured by then
+                        continue
                     raise
+                if f is companion.get("future"):
+                    companion["outcome"] = None  # scored (a stop after it had finished hit an idle process)
                 peaks.append(hwm)
                 if budget is not None:
                     budget.peak_worker = max(budget.peak_worker, hwm)
                 tick(p.key)
     except BaseException:
+        if spec is not None:
+            spec.shutdown(wait=True, cancel_futures=True)
         ex.shutdown(wait=True, cancel_futures=True)
         if budget is not None:
             budget.stop()
@@ -1706,7 +1771,45 @@ def _pool_run(todo: Sequence[Partition], kw: Mapping[str, Any], n_workers: int |
     budget.stop()
     if budget.over is not None:  # passed the limit after the last partition finished
         raise budget.refusal(by_key)
-    return {"worker": budget.peak_worker, "total": budget.peak_total, "admissions": tuple(budget.admissions)}, summaries
+    part = companion.get("part")
+    return {"worker": budget.peak_worker, "total": budget.peak_total, "admissions": tuple(budget.admissions),
+            "companion": None if part is None else Companion(part.key, companion.get("outcome"))}, summaries
+
+
+#: Under ``memory_limit`` the first partition runs beside a companion (a second partition, in a pool
+#: of its own) when what the limit leaves holds this many workers as they start: every worker is
+#: forked from the forkserver, so none is smaller than it.  On the benchmark's 100k-trace
+#: partitions a worker peaks at about 4x that start (docs/scale.md), so 8 leaves room for two.
+_COMPANION_ROOM = 8
+#: The share of that room past which the watchdog stops the companion (and its partition is
+#: scored later): the first partition then has the whole room, as if it had run alone.
+_COMPANION_SHED = 0.75
+
+
+def _companion_room(budget: _MemoryBudget, workers: list[int]) -> int | None:
+    """The total past which the first partition's companion is stopped, or None when the limit is
+    not far off (:data:`_COMPANION_ROOM`).  Called after the first partition's submit, so the
+    forkserver has started and holds its preloaded modules."""
+    rest = budget.rest(workers)
+    start = rest - _proc_status("self", "VmRSS")  # the forkserver (and the resource tracker)
+    room = budget.limit - rest
+    if start <= 0 or room < _COMPANION_ROOM * start:
+        return None
+    return rest + int(_COMPANION_SHED * room)
+
+
+def _remove_temporaries(out: str | None, key: str) -> None:
+    """Remove the temporaries a killed worker's atomic writes of partition ``key`` left in a local ``out``."""
+    import glob
+
+    if out is None or is_remote(out):
+        return  # on object storage each file is one PUT: nothing partial is visible
+    rels = [f"{t}/{key}.parquet" for t in _TABLES]
+    for rel in (*rels, f"{SUMMARIES_DIR}/{key}.json", _marker_rel(key)):
+        path = Path(out) / rel
+        for tmp in path.parent.glob(f".{glob.escape(path.name)}.*{_io.TEMP_SUFFIX}"):
+            with contextlib.suppress(OSError):
+                tmp.unlink()
 
 
 def _check_main_guard(what: str) -> None:

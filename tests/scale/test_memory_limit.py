@@ -140,6 +140,77 @@ def test_the_limit_sets_how_many_partitions_run_at_once(store, tmp_path):
     assert len(two.workers) >= 2 and len([p for p in two.workers if two.cpu[p] > 0.1]) >= 2, two.cpu
 
 
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory):
+    """Two partitions: scored one after the other unless the first has a companion."""
+    return write_parts(tmp_path_factory.mktemp("pair") / "store", make_demo(n_traces=600, rng=7), 2)
+
+
+def _same_scores(a, b, keys):
+    for k in keys:
+        pd.testing.assert_frame_equal(pd.read_parquet(a / "scores" / f"{k}.parquet"),
+                                      pd.read_parquet(b / "scores" / f"{k}.parquet"))
+
+
+def test_far_below_the_limit_the_first_partition_has_a_companion(pair, tmp_path):
+    """A limit far off: the first partition does not run alone (two partitions at once before any
+    worker peak is measured), and the scores are the same."""
+    ref = score_dataset(pair / "traces", pair / "answers", pair / "labels.csv", out=tmp_path / "ref")
+    res, w = _admitted(pair, tmp_path / "far", "1000GiB")
+    c = res.memory["companion"]
+    sizes = {k: sum(os.path.getsize(pair / d / f"{k}.{x}") for d, x in (("traces", "jsonl"), ("answers", "csv")))
+             for k in ("part-0", "part-1")}
+    assert c is not None and c.stopped_at is None, res.memory
+    assert c.key == min(sizes, key=lambda k: (sizes[k], k)), (c, sizes)  # the second largest: taken second
+    assert w.overlap, "the two partitions ran one after the other"
+    assert res.n_partitions == 2 and res.summary.to_frame().equals(ref.summary.to_frame())
+    _same_scores(tmp_path / "ref", tmp_path / "far", ("part-0", "part-1"))
+
+
+def test_near_the_limit_the_first_partition_runs_alone(pair, tmp_path):
+    cal, _ = _admitted(pair, tmp_path / "cal", "1000GiB")
+    first = cal.memory["admissions"][0] if cal.memory["admissions"] else None
+    peak = cal.memory["worker"]
+    rest = first.rest if first is not None else _tree_rss()
+    res, w = _admitted(pair, tmp_path / "near", _mib(rest + peak * 3))  # under 8 workers' start: no companion
+    assert res.memory["companion"] is None, res.memory
+    assert not w.overlap, "two partitions ran at once before a worker peak was measured"
+
+
+def test_a_companion_past_its_share_is_stopped_and_scored_later(pair, tmp_path, monkeypatch):
+    """The watchdog stops the companion once the total passes its share of the room (here: at
+    once, a share of 0): the first partition keeps running, the companion's partition is scored
+    after it, nothing it left behind stays, and the result is the same as without a limit."""
+    from evaltk.scale import _scale
+
+    ref = score_dataset(pair / "traces", pair / "answers", pair / "labels.csv", out=tmp_path / "ref")
+    monkeypatch.setattr(_scale, "_COMPANION_SHED", 0.0)
+    res, _ = _admitted(pair, tmp_path / "shed", "1000GiB")
+    c = res.memory["companion"]
+    assert c is not None and c.stopped_at is not None and c.stopped_at > 0, res.memory
+    assert res.n_partitions == 2 and res.summary.to_frame().equals(ref.summary.to_frame())
+    _same_scores(tmp_path / "ref", tmp_path / "shed", ("part-0", "part-1"))
+    assert (tmp_path / "shed" / "_complete.json").is_file()
+    assert not [f for f in (tmp_path / "shed").rglob("*") if f.name.endswith(".tmp")]
+
+
+def test_a_stopped_workers_temporaries_are_removed_and_nothing_else(tmp_path):
+    from evaltk._io import _temp_name
+    from evaltk.scale._scale import _remove_temporaries
+
+    kept = []
+    for key in ("week=1/part-0", "week=1/part-01"):
+        for rel in ("scores/{}.parquet", "runs/{}.parquet", "ledger/{}.parquet", "summaries/{}.json",
+                    "_partitions/{}.json"):
+            final = tmp_path / rel.format(key)
+            final.parent.mkdir(parents=True, exist_ok=True)
+            final.write_text("x")
+            tmp = _temp_name(final)
+            kept += [final] if key.endswith("-0") else [final, tmp]
+    _remove_temporaries(str(tmp_path), "week=1/part-0")
+    assert sorted(f for f in tmp_path.rglob("*") if f.is_file()) == sorted(kept)
+
+
 def _worker_size(env=None):
     """The resident size of a fresh process that imports what a worker imports (bytes)."""
     probe = subprocess.run([sys.executable, "-c", "import evaltk.cli, evaltk.scale, duckdb, pandas, pyarrow;"
