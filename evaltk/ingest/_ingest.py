@@ -98,8 +98,13 @@ def ingest_traces(traces: Any, answers: Any = None, labels: Any = None, *, stric
         if not _as_answer_sources(src):
             out[kind] = _empty_answers()
             continue
-        # the records go straight to the join, which frees their columns as it goes
-        table, led = _join(_gather(src, kind, strict), tr.ledger, tr.runs, tr.steps)  # type: ignore[arg-type]  # a source: not None
+        held = [_gather(src, kind, strict)]
+        # what the reader freed sits in Arrow's pool, which the join's NumPy arrays (glibc's heap)
+        # cannot reuse: given back first, the join's peak is lower by it (about 0.2 GiB at 10^6)
+        _io.release_memory()
+        # the records go straight to the join (the list lets go of them), which frees their
+        # columns as it goes
+        table, led = _join(held.pop(), tr.ledger, tr.runs, tr.steps)  # type: ignore[arg-type]  # a source: not None
         out[kind] = table
         ledgers.append(led)
         _io.release_memory()  # the answer records the join freed

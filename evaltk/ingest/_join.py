@@ -42,6 +42,27 @@ def _positions(keys: pd.Series, index: pd.Series) -> np.ndarray:
     return _int64(pc.index_in(k, value_set=v))
 
 
+def _no_run_reasons(trace_id: pd.Series, where: np.ndarray, trace_ledger: pd.DataFrame, kind: str) -> list[str]:
+    """Why the answers at rows ``where`` have no run: the reason of the last trace-ledger row
+    with their id ("run not kept: <reason>"), or "<kind> without run" (never seen, or seen
+    without a reason).  An Arrow hash lookup into the ledger's ids read backwards (the first
+    match is the last row), not a pandas index of the ledger (which turned both id columns into
+    Python strings: about 0.27 GiB at 10^6 traces, alive for the rest of the join)."""
+    ids = pa.array(trace_ledger["trace_id"].astype(_STR).array)
+    if isinstance(ids, pa.ChunkedArray):
+        ids = ids.combine_chunks()
+    back = np.arange(len(ids) - 1, -1, -1)
+    keys = pa.array(trace_id.astype(_STR).array).take(pa.array(where))
+    hit = _int64(pc.index_in(keys, value_set=ids.take(pa.array(back))))
+    reason = trace_ledger["reason"]  # a categorical (CATEGORICAL_COLUMNS), NaN where kept
+    codes = np.append(reason.cat.codes.to_numpy()[back], -1)  # hit -1 (no such id) reads the -1 after them
+    rcodes = codes[hit]
+    # one message per ledger reason (a dropped run has many answers); code -1 (last): none
+    msgs = np.array([f"run not kept: {str(x).split(':', 1)[0]}" for x in reason.cat.categories]
+                    + [f"{kind} without run"], dtype=object)
+    return msgs[rcodes].tolist()
+
+
 def _search_steps(s_run: np.ndarray, s_idx: np.ndarray, a_run: np.ndarray, a_idx: np.ndarray,
                   n_runs: int) -> tuple[np.ndarray, np.ndarray]:
     """Row in steps of each (run, index), by binary search: (rows, found)."""
@@ -232,16 +253,8 @@ def _join(recs: AnswerRecords, trace_ledger: pd.DataFrame, runs: pd.DataFrame,
     run_pos = _positions(t["trace_id"], runs["trace_id"])
     no_run = run_pos < 0
     if no_run.any():
-        # why is there no run: never seen, or seen and dropped?
-        tl = trace_ledger[trace_ledger["trace_id"].notna()]
-        why = tl.drop_duplicates("trace_id", keep="last").set_index("trace_id")["reason"]
         where = np.flatnonzero(no_run)
-        r = why.reindex(t["trace_id"].iloc[where]).to_numpy(dtype=object, na_value=None)  # type: ignore[call-overload]  # pandas-stubs: na_value=None is accepted
-        # one message per distinct ledger reason (a dropped run has many answers), -1: never seen
-        rcodes, reasons = pd.factorize(pd.Series(r, dtype=object), use_na_sentinel=True)
-        msgs = np.array([f"run not kept: {x.split(':', 1)[0]}" for x in reasons] + [f"{kind} without run"],
-                        dtype=object)
-        fl.add(where, msgs[rcodes].tolist(), ["trace_id"] * where.size)
+        fl.add(where, _no_run_reasons(t["trace_id"], where, trace_ledger, kind), ["trace_id"] * where.size)
     # per-step: the step must exist in the run
     step, has_step, shown = _int_or_float_steps(t["step"])
     sel = has_step & ~no_run
@@ -297,6 +310,11 @@ def _join(recs: AnswerRecords, trace_ledger: pd.DataFrame, runs: pd.DataFrame,
                                reason=_set_rows(ledger["reason"], lrow, d_why),
                                field=_set_rows(ledger["field"], lrow, where_))
     keep = ~drop
+    # the checks' arrays go first: the step values and the measure and rater codes are views
+    # of the table's columns, and held here they would outlive them (at 10^6 traces about
+    # 0.2 GiB); the positions shrink to their table dtype now, not after the table is built
+    del step, shown, has_step, sel, no_run, ok, mcodes, rcodes
+    run_pos, step_pos = run_pos.astype(POSITION_DTYPE), step_pos.astype(POSITION_DTYPE)
     # the input table's columns, handed to the new table one by one: each can be freed as
     # soon as its kept rows are taken (the caller passes the records without keeping them)
     cols = {c: t[c] for c in t.columns if c not in ("ledger_row", "record")}
@@ -306,8 +324,8 @@ def _join(recs: AnswerRecords, trace_ledger: pd.DataFrame, runs: pd.DataFrame,
         run_pos, step_pos = run_pos[keep], step_pos[keep]
     no_step = step_pos < 0
     np.maximum(step_pos, 0, out=step_pos)
-    out["run_pos"] = run_pos.astype(POSITION_DTYPE)
-    out["step_pos"] = pd.arrays.IntegerArray(step_pos.astype(POSITION_DTYPE), no_step)
+    out["run_pos"] = run_pos
+    out["step_pos"] = pd.arrays.IntegerArray(step_pos, no_step)
     # scoring reads these positions instead of looking the trace ids up again
     _columns.remember_positions(out["trace_id"], runs["trace_id"], run_pos)
     # (-1 where an answer has no step: its step_pos is 0 there and its step missing; no

@@ -189,8 +189,9 @@ def _set_rows(s: pd.Series, rows: np.ndarray, values: pd.Series | Sequence[Any])
     have = set(s.cat.categories)
     cats = list(s.cat.categories) + [c for c in new.cat.categories if c not in have]
     where = {c: i for i, c in enumerate(cats)}
-    codes = np.asarray(s.cat.codes.to_numpy(), np.int64).copy()
-    new_map = np.asarray([where[c] for c in new.cat.categories] + [-1], np.int64)
+    dtype = _columns._narrow(np.zeros(0, np.int64), len(cats)).dtype  # not int64: a ledger is long
+    codes = s.cat.codes.to_numpy().astype(dtype, copy=True)
+    new_map = np.asarray([where[c] for c in new.cat.categories] + [-1], dtype)
     codes[np.asarray(rows, np.int64)] = new_map[new.cat.codes.to_numpy()]
     return _cat_from_codes(codes, np.asarray(cats, dtype=object))
 
