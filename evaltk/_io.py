@@ -51,7 +51,7 @@ __all__ = ["Limits", "current_limits", "limits", "parse_limits", "LIMITS_ENV",
            "json_depth", "json_line_screen", "loads_yaml", "yaml_depth", "check_depth",
            "check_line_bytes", "NATIVE_DEPTH",
            "csv_records", "read_csv_text", "RowLines", "check_categories", "check_records", "check_line_records",
-           "read_document", "check_output", "check_own_folder", "atomic_path", "atomic_dir", "removed_on_failure",
+           "read_document", "check_output", "check_own_folder", "atomic_path", "atomic_dir", "temporaries_of", "removed_on_failure",
            "write_bytes_atomic", "write_text_atomic", "write_json", "write_jsonl", "write_parquet",
            "write_csv", "neutralize_formula", "file_digest", "check_digest", "TEMP_SUFFIX",
            "FORMULA_PREFIXES", "canonical_json", "sha256_digest", "parse_yaml"]
@@ -1172,6 +1172,19 @@ def _remove(p: Path) -> None:
     else:
         with contextlib.suppress(FileNotFoundError):
             p.unlink()
+
+
+def temporaries_of(path: str | os.PathLike[str]) -> list[Path]:
+    """The temporaries :func:`atomic_path` (and :func:`atomic_dir`) may have left beside ``path``
+    (a writer killed before its rename): ``.<name>.<8 characters of mkstemp's>.tmp``, exactly, so
+    a name that merely begins the same (another file's temporary) is not among them."""
+    p = Path(path)
+    pattern = re.compile(rf"\.{re.escape(p.name)}\.[a-z0-9_]{{8}}{re.escape(TEMP_SUFFIX)}")
+    try:
+        entries = os.listdir(p.parent)
+    except OSError:
+        return []
+    return [p.parent / e for e in sorted(entries) if pattern.fullmatch(e)]
 
 
 @contextlib.contextmanager

@@ -1691,6 +1691,8 @@ def _pool_run(todo: Sequence[Partition], kw: Mapping[str, Any], n_workers: int |
     queue = list(reversed(todo))
     running: dict[cf.Future[tuple[int, DatasetSummary]], Partition] = {}
     peaks: list[int] = []
+    first: list[Any] = []  # under a limit: the first (largest) partition's future, until it is measured
+    held: list[int] = []   # peaks of partitions done before it: smaller, so they do not set the width
 
     def pool_pids(pool: cf.ProcessPoolExecutor | None) -> list[int]:
         return [int(pid) for pid in list(getattr(pool, "_processes", None) or {})]
@@ -1721,9 +1723,12 @@ def _pool_run(todo: Sequence[Partition], kw: Mapping[str, Any], n_workers: int |
             while queue and len(running) < width:
                 p = queue.pop()
                 admitted[p.key] = None
-                running[ex.submit(_pool_task, p, kw)] = p
+                fut = ex.submit(_pool_task, p, kw)
+                running[fut] = p
+                if budget is not None and not budget.peak_worker and not first:
+                    first.append(fut)
             if budget is not None and not budget.peak_worker and not companion and queue and n > 1:
-                shed_above = _companion_room(budget, pool_pids(ex))
+                shed_above = _companion_room(budget, pool_pids(ex)) if _all_local(todo, kw) else None
                 if shed_above is not None:
                     spec = cf.ProcessPoolExecutor(max_workers=1, mp_context=ctx)
                     p = companion["part"] = queue.pop()
@@ -1755,15 +1760,25 @@ def _pool_run(todo: Sequence[Partition], kw: Mapping[str, Any], n_workers: int |
                 if f is companion.get("future"):
                     companion["outcome"] = None  # scored (a stop after it had finished hit an idle process)
                 peaks.append(hwm)
-                if budget is not None:
-                    budget.peak_worker = max(budget.peak_worker, hwm)
+                if budget is not None and first and f is not first[0]:
+                    held.append(hwm)  # the largest partition still runs: its peak, not this one's, sets the width
+                elif budget is not None:
+                    if first:  # measured: admission by peaks takes over from the companion's stop
+                        first.clear()
+                        budget.shed_above = None
+                    budget.peak_worker = max(budget.peak_worker, hwm, *held)
+                    held.clear()
                 tick(p.key)
     except BaseException:
+        if budget is not None:
+            budget.shed_above = None  # no stop during the shutdown below
         if spec is not None:
             spec.shutdown(wait=True, cancel_futures=True)
         ex.shutdown(wait=True, cancel_futures=True)
         if budget is not None:
             budget.stop()
+        if "stopped_at" in companion:  # stopped, and the error came before its partition was requeued
+            _remove_temporaries(kw["out"], companion["part"].key)
         raise
     ex.shutdown(wait=True)
     if budget is None:
@@ -1800,16 +1815,22 @@ def _companion_room(budget: _MemoryBudget, workers: list[int]) -> int | None:
 
 def _remove_temporaries(out: str | None, key: str) -> None:
     """Remove the temporaries a killed worker's atomic writes of partition ``key`` left in a local ``out``."""
-    import glob
-
     if out is None or is_remote(out):
         return  # on object storage each file is one PUT: nothing partial is visible
     rels = [f"{t}/{key}.parquet" for t in _TABLES]
     for rel in (*rels, f"{SUMMARIES_DIR}/{key}.json", _marker_rel(key)):
-        path = Path(out) / rel
-        for tmp in path.parent.glob(f".{glob.escape(path.name)}.*{_io.TEMP_SUFFIX}"):
+        for tmp in _io.temporaries_of(Path(out) / rel):
             with contextlib.suppress(OSError):
                 tmp.unlink()
+
+
+def _all_local(todo: Sequence[Partition], kw: Mapping[str, Any]) -> bool:
+    """Whether the output and every partition's inputs are local: only then has the first
+    partition a companion (a stopped companion's staged copies of remote inputs, in a folder
+    of the worker's own, would be left behind)."""
+    out = kw.get("out")
+    return not (out is not None and is_remote(out)) and not any(
+        f is not None and is_remote(f) for p in todo for f in (p.traces, p.answers, p.labels))
 
 
 def _check_main_guard(what: str) -> None:

@@ -194,12 +194,47 @@ def test_a_companion_past_its_share_is_stopped_and_scored_later(pair, tmp_path, 
     assert not [f for f in (tmp_path / "shed").rglob("*") if f.name.endswith(".tmp")]
 
 
+@pytest.fixture(scope="module")
+def uneven(tmp_path_factory):
+    """One large partition and two small ones: the companion (a small one) finishes first."""
+    demo = make_demo(n_traces=3200, rng=11)
+    root = tmp_path_factory.mktemp("uneven") / "store"
+    traces = list(demo.traces)
+    (root / "traces").mkdir(parents=True)
+    (root / "answers").mkdir()
+    for i, (a, b) in enumerate(((0, 3000), (3000, 3100), (3100, 3200))):
+        chunk = traces[a:b]
+        (root / "traces" / f"part-{i}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in chunk))
+        ids = {str(r["trace_id"]) for r in chunk}
+        demo.answers[demo.answers["trace_id"].astype(str).isin(ids)].to_csv(root / "answers" / f"part-{i}.csv",
+                                                                             index=False)
+    return root
+
+
+def test_the_largest_partitions_peak_sets_the_width_though_its_companion_finishes_first(uneven, tmp_path):
+    """The companion is smaller and usually done first; its peak must not widen the admission
+    while the largest partition, still unmeasured, runs: the first admission is made on the
+    largest peak, which is the run's largest."""
+    res, _ = _admitted_plain(uneven, tmp_path / "out", "1000GiB")
+    c = res.memory["companion"]
+    assert c is not None and c.key != "part-0" and c.stopped_at is None, res.memory
+    first = res.memory["admissions"][0]
+    # (a worker that scores another partition after the largest can raise its high-water mark a little)
+    assert first.worker_peak >= 0.9 * res.memory["worker"], res.memory
+
+
+def _admitted_plain(store, out, limit):
+    gc.collect()
+    return score_dataset(store / "traces", store / "answers", out=out, engine="duckdb", n_workers=2,
+                         memory_limit=limit), None
+
+
 def test_a_stopped_workers_temporaries_are_removed_and_nothing_else(tmp_path):
     from evaltk._io import _temp_name
     from evaltk.scale._scale import _remove_temporaries
 
     kept = []
-    for key in ("week=1/part-0", "week=1/part-01"):
+    for key in ("week=1/part-0", "week=1/part-01", "week=1/part-0.parquet.x", "week=1/part-0.json.y"):
         for rel in ("scores/{}.parquet", "runs/{}.parquet", "ledger/{}.parquet", "summaries/{}.json",
                     "_partitions/{}.json"):
             final = tmp_path / rel.format(key)
