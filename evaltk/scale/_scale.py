@@ -248,8 +248,9 @@ class ScoredDataset:
         bytes); ``total``, the largest resident total of this process and its workers seen by
         the ``memory_limit`` watchdog (0 without a limit); ``admissions``, one
         :class:`Admission` per decision of how many partitions may run at once; and, under a
-        limit, ``companion``: the :class:`Companion` that ran beside the first partition, or None
-        when the first ran alone (the limit was not far off).
+        limit, ``companions``: a :class:`Companion` per partition that ran beside the first one
+        before it was measured, one at a time (empty when the first ran alone: the limit was not
+        far off).
     """
 
     out: Path
@@ -261,10 +262,10 @@ class ScoredDataset:
 
 @dataclass(frozen=True)
 class Companion:
-    """The partition admitted beside the first one under ``memory_limit`` (the limit was far off:
-    see :class:`Admission`): ``key``, and ``stopped_at``, the resident total (bytes) at which the
-    watchdog stopped it to give the first partition the room (its partition was then scored
-    later), or None when it was scored beside the first."""
+    """A partition admitted beside the first one under ``memory_limit``, before the first was
+    measured (the limit was far off; see :class:`Admission`): ``key``, and ``stopped_at``, the
+    resident total (bytes) at which the watchdog stopped it to give the first partition the
+    room (its partition was then scored later), or None when it was scored beside the first."""
 
     key: str
     stopped_at: int | None
@@ -1685,14 +1686,21 @@ def _pool_run(todo: Sequence[Partition], kw: Mapping[str, Any], n_workers: int |
     if "forkserver" in methods:  # the server imports scoring once and every worker forks with it loaded
         ctx.set_forkserver_preload(["__main__", *_WORKER_MODULES])  # (else ~1.5 CPU-s of imports per worker)
     ex = cf.ProcessPoolExecutor(max_workers=n, mp_context=ctx)
-    spec: cf.ProcessPoolExecutor | None = None  # the companion's pool: stopping it breaks this pool only
-    companion: dict[str, Any] = {}  # "part", "future"; "stopped_at" (bytes: the watchdog's); "outcome" (this thread's)
     by_key = {p.key: p for p in todo}
     queue = list(reversed(todo))
     running: dict[cf.Future[tuple[int, DatasetSummary]], Partition] = {}
     peaks: list[int] = []
-    first: list[Any] = []  # under a limit: the first (largest) partition's future, until it is measured
-    held: list[int] = []   # peaks of partitions done before it: smaller, so they do not set the width
+    # Under a limit, until the first (largest) partition is measured: its future (`first`), the
+    # peaks of partitions done before it (`held`: smaller, so they do not set the width), and its
+    # companions, one at a time, in a one-process pool of their own (`spec`: stopping one breaks
+    # that pool only).  Each companion is a dict: "part", "stopped_at" (the watchdog's, set
+    # before the kill), "outcome" (this thread's: None scored, else the total it was stopped at).
+    first: list[Any] = []
+    held: list[int] = []
+    spec: cf.ProcessPoolExecutor | None = None
+    companions: list[dict[str, Any]] = []
+    live: list[tuple[Any, dict[str, Any]]] = []  # the running companion: (future, its dict)
+    shed_at: list[int | None] = []  # the total past which a companion is stopped; [None]: no companions
 
     def pool_pids(pool: cf.ProcessPoolExecutor | None) -> list[int]:
         return [int(pid) for pid in list(getattr(pool, "_processes", None) or {})]
@@ -1707,10 +1715,14 @@ def _pool_run(todo: Sequence[Partition], kw: Mapping[str, Any], n_workers: int |
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
 
-    def shed(total: int) -> int:  # from the watchdog: stop the companion, its partition is scored later
+    def shed(total: int) -> int:  # from the watchdog: stop the running companion, scored later
+        try:
+            comp = live[0][1]
+        except IndexError:  # it had finished (this thread read the threshold before it was lifted)
+            return 0
         ps = pool_pids(spec)
         size = sum(_proc_status(pid, "VmRSS") for pid in ps)
-        companion["stopped_at"] = total
+        comp["stopped_at"] = total
         kill(ps)
         return size
 
@@ -1727,47 +1739,55 @@ def _pool_run(todo: Sequence[Partition], kw: Mapping[str, Any], n_workers: int |
                 running[fut] = p
                 if budget is not None and not budget.peak_worker and not first:
                     first.append(fut)
-            if budget is not None and not budget.peak_worker and not companion and queue and n > 1:
-                shed_above = _companion_room(budget, pool_pids(ex)) if _all_local(todo, kw) else None
-                if shed_above is not None:
-                    spec = cf.ProcessPoolExecutor(max_workers=1, mp_context=ctx)
-                    p = companion["part"] = queue.pop()
+            if budget is not None and first and not live and queue and n > 1 and shed_at != [None]:
+                if not shed_at:  # once, now that the forkserver holds its preloaded modules
+                    shed_at.append(_companion_room(budget, pool_pids(ex)) if _all_local(todo, kw) else None)
+                if shed_at[0] is not None:
+                    spec = spec or cf.ProcessPoolExecutor(max_workers=1, mp_context=ctx)
+                    p = queue.pop()
+                    companions.append({"part": p})
                     admitted[p.key] = None
-                    companion["future"] = spec.submit(_pool_task, p, kw)
-                    running[companion["future"]] = p
-                    budget.shed_above = shed_above  # now that shed() finds its process
-                else:
-                    companion["part"] = None  # not tried again
+                    fut = spec.submit(_pool_task, p, kw)
+                    running[fut] = p
+                    live.append((fut, companions[-1]))
+                    budget.shed_above = shed_at[0]  # now that shed() finds its process
             finished, _ = cf.wait(list(running), return_when=cf.FIRST_COMPLETED)
             for f in finished:
                 p = running.pop(f)
                 admitted.pop(p.key, None)
-                if f is companion.get("future"):
-                    assert budget is not None and spec is not None
+                comp = live.pop()[1] if live and f is live[0][0] else None
+                if comp is not None:
+                    assert budget is not None
                     budget.shed_above = None
-                    spec.shutdown(wait=True)  # its one process, idle or killed
                 try:
                     hwm, summaries[p.key] = f.result()
                 except cf.process.BrokenProcessPool:
                     if budget is not None and budget.over is not None:
                         raise budget.refusal(by_key) from None
-                    if f is companion.get("future") and "stopped_at" in companion:  # recorded before the kill
-                        companion["outcome"] = companion["stopped_at"]
+                    if comp is not None and "stopped_at" in comp:  # recorded before the kill
+                        comp["outcome"] = comp["stopped_at"]
+                        assert spec is not None
+                        spec.shutdown(wait=True)  # broken: its one process was killed
+                        spec = None
+                        shed_at[:] = [None]  # the room is tight: no more companions
                         _remove_temporaries(kw["out"], p.key)  # what its files' atomic writes left
                         queue.append(p)  # next, admitted on the peak measured by then
                         continue
                     raise
-                if f is companion.get("future"):
-                    companion["outcome"] = None  # scored (a stop after it had finished hit an idle process)
+                if comp is not None:
+                    comp["outcome"] = None  # scored (a stop after it had finished hit an idle process)
                 peaks.append(hwm)
                 if budget is not None and first and f is not first[0]:
                     held.append(hwm)  # the largest partition still runs: its peak, not this one's, sets the width
                 elif budget is not None:
-                    if first:  # measured: admission by peaks takes over from the companion's stop
+                    if first:  # measured: admission by peaks takes over from the companions
                         first.clear()
                         budget.shed_above = None
                     budget.peak_worker = max(budget.peak_worker, hwm, *held)
                     held.clear()
+                if spec is not None and not live and not first:  # its last companion is done
+                    spec.shutdown(wait=True)
+                    spec = None
                 tick(p.key)
     except BaseException:
         if budget is not None:
@@ -1777,18 +1797,20 @@ def _pool_run(todo: Sequence[Partition], kw: Mapping[str, Any], n_workers: int |
         ex.shutdown(wait=True, cancel_futures=True)
         if budget is not None:
             budget.stop()
-        if "stopped_at" in companion:  # stopped, and the error came before its partition was requeued
-            _remove_temporaries(kw["out"], companion["part"].key)
+        for c in companions:  # stopped, and the error came before its partition was requeued
+            if "stopped_at" in c and "outcome" not in c:
+                _remove_temporaries(kw["out"], c["part"].key)
         raise
     ex.shutdown(wait=True)
+    if spec is not None:
+        spec.shutdown(wait=True)
     if budget is None:
         return {"worker": max(peaks, default=0), "total": 0, "admissions": ()}, summaries
     budget.stop()
     if budget.over is not None:  # passed the limit after the last partition finished
         raise budget.refusal(by_key)
-    part = companion.get("part")
     return {"worker": budget.peak_worker, "total": budget.peak_total, "admissions": tuple(budget.admissions),
-            "companion": None if part is None else Companion(part.key, companion.get("outcome"))}, summaries
+            "companions": tuple(Companion(c["part"].key, c.get("outcome")) for c in companions)}, summaries
 
 
 #: Under ``memory_limit`` the first partition runs beside a companion (a second partition, in a pool

@@ -157,10 +157,10 @@ def test_far_below_the_limit_the_first_partition_has_a_companion(pair, tmp_path)
     worker peak is measured), and the scores are the same."""
     ref = score_dataset(pair / "traces", pair / "answers", pair / "labels.csv", out=tmp_path / "ref")
     res, w = _admitted(pair, tmp_path / "far", "1000GiB")
-    c = res.memory["companion"]
     sizes = {k: sum(os.path.getsize(pair / d / f"{k}.{x}") for d, x in (("traces", "jsonl"), ("answers", "csv")))
              for k in ("part-0", "part-1")}
-    assert c is not None and c.stopped_at is None, res.memory
+    (c,) = res.memory["companions"]
+    assert c.stopped_at is None, res.memory
     assert c.key == min(sizes, key=lambda k: (sizes[k], k)), (c, sizes)  # the second largest: taken second
     assert w.overlap, "the two partitions ran one after the other"
     assert res.n_partitions == 2 and res.summary.to_frame().equals(ref.summary.to_frame())
@@ -173,7 +173,7 @@ def test_near_the_limit_the_first_partition_runs_alone(pair, tmp_path):
     peak = cal.memory["worker"]
     rest = first.rest if first is not None else _tree_rss()
     res, w = _admitted(pair, tmp_path / "near", _mib(rest + peak * 3))  # under 8 workers' start: no companion
-    assert res.memory["companion"] is None, res.memory
+    assert res.memory["companions"] == (), res.memory
     assert not w.overlap, "two partitions ran at once before a worker peak was measured"
 
 
@@ -186,8 +186,8 @@ def test_a_companion_past_its_share_is_stopped_and_scored_later(pair, tmp_path, 
     ref = score_dataset(pair / "traces", pair / "answers", pair / "labels.csv", out=tmp_path / "ref")
     monkeypatch.setattr(_scale, "_COMPANION_SHED", 0.0)
     res, _ = _admitted(pair, tmp_path / "shed", "1000GiB")
-    c = res.memory["companion"]
-    assert c is not None and c.stopped_at is not None and c.stopped_at > 0, res.memory
+    (c,) = res.memory["companions"]  # stopped: no other companion after it
+    assert c.stopped_at is not None and c.stopped_at > 0, res.memory
     assert res.n_partitions == 2 and res.summary.to_frame().equals(ref.summary.to_frame())
     _same_scores(tmp_path / "ref", tmp_path / "shed", ("part-0", "part-1"))
     assert (tmp_path / "shed" / "_complete.json").is_file()
@@ -196,13 +196,13 @@ def test_a_companion_past_its_share_is_stopped_and_scored_later(pair, tmp_path, 
 
 @pytest.fixture(scope="module")
 def uneven(tmp_path_factory):
-    """One large partition and two small ones: the companion (a small one) finishes first."""
-    demo = make_demo(n_traces=3200, rng=11)
+    """One large partition and three small ones (3,000 and 100 traces each)."""
+    demo = make_demo(n_traces=3300, rng=11)
     root = tmp_path_factory.mktemp("uneven") / "store"
     traces = list(demo.traces)
     (root / "traces").mkdir(parents=True)
     (root / "answers").mkdir()
-    for i, (a, b) in enumerate(((0, 3000), (3000, 3100), (3100, 3200))):
+    for i, (a, b) in enumerate(((0, 3000), (3000, 3100), (3100, 3200), (3200, 3300))):
         chunk = traces[a:b]
         (root / "traces" / f"part-{i}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in chunk))
         ids = {str(r["trace_id"]) for r in chunk}
@@ -211,22 +211,23 @@ def uneven(tmp_path_factory):
     return root
 
 
-def test_the_largest_partitions_peak_sets_the_width_though_its_companion_finishes_first(uneven, tmp_path):
-    """The companion is smaller and usually done first; its peak must not widen the admission
-    while the largest partition, still unmeasured, runs: the first admission is made on the
-    largest peak, which is the run's largest."""
-    res, _ = _admitted_plain(uneven, tmp_path / "out", "1000GiB")
-    c = res.memory["companion"]
-    assert c is not None and c.key != "part-0" and c.stopped_at is None, res.memory
-    first = res.memory["admissions"][0]
-    # (a worker that scores another partition after the largest can raise its high-water mark a little)
-    assert first.worker_peak >= 0.9 * res.memory["worker"], res.memory
-
-
-def _admitted_plain(store, out, limit):
+def test_until_the_largest_partition_is_measured_companions_run_beside_it_one_at_a_time(uneven, tmp_path):
+    """A small companion finishes long before the large first partition: the next small one
+    becomes the companion (stoppable like the first), not a partition admitted on the small
+    one's peak, which would say nothing of the large one's (the width is set only once the
+    largest is measured).  All three small partitions are scored beside the large one."""
+    ref = score_dataset(uneven / "traces", uneven / "answers", out=tmp_path / "ref")
     gc.collect()
-    return score_dataset(store / "traces", store / "answers", out=out, engine="duckdb", n_workers=2,
-                         memory_limit=limit), None
+    with Watch() as w:
+        res = score_dataset(uneven / "traces", uneven / "answers", out=tmp_path / "out", engine="duckdb",
+                            n_workers=2, memory_limit="1000GiB")
+    comps = res.memory["companions"]
+    assert [c.stopped_at for c in comps] == [None] * 3, res.memory
+    assert sorted(c.key for c in comps) == ["part-1", "part-2", "part-3"], res.memory
+    assert res.memory["admissions"] == (), res.memory  # nothing was left to admit once the first was measured
+    assert not any(len(b & w.workers) > 2 for b in w.busy), "more than two partitions ran at once"
+    assert res.summary.to_frame().equals(ref.summary.to_frame())
+    _same_scores(tmp_path / "ref", tmp_path / "out", ("part-0", "part-1", "part-2", "part-3"))
 
 
 def test_a_stopped_workers_temporaries_are_removed_and_nothing_else(tmp_path):
