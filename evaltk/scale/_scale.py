@@ -1660,6 +1660,7 @@ def _pool_run(todo: Sequence[Partition], kw: Mapping[str, Any], n_workers: int |
     import concurrent.futures as cf
     import multiprocessing as mp
     import pickle
+    import threading
 
     budget = None if memory_limit is None else _MemoryBudget(memory_limit)
     if budget is not None:
@@ -1701,6 +1702,10 @@ def _pool_run(todo: Sequence[Partition], kw: Mapping[str, Any], n_workers: int |
     companions: list[dict[str, Any]] = []
     live: list[tuple[Any, dict[str, Any]]] = []  # the running companion: (future, its dict)
     shed_at: list[int | None] = []  # the total past which a companion is stopped; [None]: no companions
+    # `live` and the companion's pool change under this lock, and the watchdog's stop holds it
+    # from reading `live` to the kill: a companion is never started, nor its finish taken, between
+    # the two (the kill would hit the next companion in the same process, or a finished one's pool)
+    companion_lock = threading.Lock()
 
     def pool_pids(pool: cf.ProcessPoolExecutor | None) -> list[int]:
         return [int(pid) for pid in list(getattr(pool, "_processes", None) or {})]
@@ -1716,15 +1721,17 @@ def _pool_run(todo: Sequence[Partition], kw: Mapping[str, Any], n_workers: int |
                 os.kill(pid, signal.SIGKILL)
 
     def shed(total: int) -> int:  # from the watchdog: stop the running companion, scored later
-        try:
-            comp = live[0][1]
-        except IndexError:  # it had finished (this thread read the threshold before it was lifted)
-            return 0
-        ps = pool_pids(spec)
-        size = sum(_proc_status(pid, "VmRSS") for pid in ps)
-        comp["stopped_at"] = total
-        kill(ps)
-        return size
+        with companion_lock:
+            if not live:  # it had finished (the watchdog read the threshold before it was lifted)
+                return 0
+            fut, comp = live[0]
+            ps = pool_pids(spec)
+            size = sum(_proc_status(pid, "VmRSS") for pid in ps)
+            if fut.done():  # finished meanwhile: its process is idle, and stopping it saves nothing
+                return 0
+            comp["stopped_at"] = total  # before the kill: the main thread reads it on the broken future
+            kill(ps)
+            return size
 
     admitted: dict[str, None] = {}  # keys admitted and not finished, named before submit returns: the
     if budget is not None:          # first submit starts the forkserver, and the watchdog may fire meanwhile
@@ -1743,19 +1750,21 @@ def _pool_run(todo: Sequence[Partition], kw: Mapping[str, Any], n_workers: int |
                 if not shed_at:  # once, now that the forkserver holds its preloaded modules
                     shed_at.append(_companion_room(budget, pool_pids(ex)) if _all_local(todo, kw) else None)
                 if shed_at[0] is not None:
-                    spec = spec or cf.ProcessPoolExecutor(max_workers=1, mp_context=ctx)
                     p = queue.pop()
                     companions.append({"part": p})
                     admitted[p.key] = None
-                    fut = spec.submit(_pool_task, p, kw)
+                    with companion_lock:
+                        spec = spec or cf.ProcessPoolExecutor(max_workers=1, mp_context=ctx)
+                        fut = spec.submit(_pool_task, p, kw)
+                        live.append((fut, companions[-1]))
                     running[fut] = p
-                    live.append((fut, companions[-1]))
                     budget.shed_above = shed_at[0]  # now that shed() finds its process
             finished, _ = cf.wait(list(running), return_when=cf.FIRST_COMPLETED)
             for f in finished:
                 p = running.pop(f)
                 admitted.pop(p.key, None)
-                comp = live.pop()[1] if live and f is live[0][0] else None
+                with companion_lock:
+                    comp = live.pop()[1] if live and f is live[0][0] else None
                 if comp is not None:
                     assert budget is not None
                     budget.shed_above = None
@@ -1775,7 +1784,12 @@ def _pool_run(todo: Sequence[Partition], kw: Mapping[str, Any], n_workers: int |
                         continue
                     raise
                 if comp is not None:
-                    comp["outcome"] = None  # scored (a stop after it had finished hit an idle process)
+                    comp["outcome"] = None  # scored
+                    if "stopped_at" in comp:  # stopped as it sent its result: scored, but its process
+                        assert spec is not None  # is dead, so its pool is broken (no submit to it) and,
+                        spec.shutdown(wait=True)  # the room being tight, no other companion follows
+                        spec = None
+                        shed_at[:] = [None]
                 peaks.append(hwm)
                 if budget is not None and first and f is not first[0]:
                     held.append(hwm)  # the largest partition still runs: its peak, not this one's, sets the width

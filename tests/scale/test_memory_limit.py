@@ -230,6 +230,90 @@ def test_until_the_largest_partition_is_measured_companions_run_beside_it_one_at
     _same_scores(tmp_path / "ref", tmp_path / "out", ("part-0", "part-1", "part-2", "part-3"))
 
 
+@pytest.fixture
+def late_stop(monkeypatch):
+    """Past the companion's threshold just as it has finished: once ``concurrent.futures.wait``
+    returns a finished partition while a companion is live and another partition still runs
+    (the companion, beside the large first one), the threshold drops to 1 and this thread waits
+    until the watchdog has taken it (it lifts the threshold before it stops a companion), so the
+    watchdog acts before the finished companion is taken.  The budget is the engine's own, seen
+    through a wrapper of its constructor that changes nothing."""
+    import concurrent.futures as cf
+
+    from evaltk.scale import _scale
+
+    budgets, fired = [], []
+    init = _scale._MemoryBudget.__init__
+
+    def seen(self, *a, **k):
+        init(self, *a, **k)
+        budgets.append(self)
+
+    wait = cf.wait
+
+    def late(fs, *a, **k):
+        done, pending = wait(fs, *a, **k)
+        if budgets and budgets[-1].shed_above is not None and pending and not fired:
+            fired.append(1)
+            budgets[-1].shed_above = 1
+            t = time.monotonic() + 5.0
+            while budgets[-1].shed_above is not None and time.monotonic() < t:
+                time.sleep(0.005)
+            time.sleep(0.05)  # the stop itself: a /proc read or two and the kill
+        return done, pending
+
+    monkeypatch.setattr(_scale._MemoryBudget, "__init__", seen)
+    monkeypatch.setattr(cf, "wait", late)
+    return fired
+
+
+def test_a_stop_that_comes_after_the_companion_finished_leaves_it_and_its_pool_alone(uneven, tmp_path, late_stop):
+    """The companion's process is idle once it has finished: stopping it would save nothing and
+    break the pool the next companion is sent to (which raised ``BrokenProcessPool`` and ended
+    the run).  The watchdog's stop sees the finished future and leaves it."""
+    ref = score_dataset(uneven / "traces", uneven / "answers", out=tmp_path / "ref")
+    res = score_dataset(uneven / "traces", uneven / "answers", out=tmp_path / "out", engine="duckdb",
+                        n_workers=2, memory_limit="1000GiB")
+    assert late_stop, "the stop was never provoked"
+    comps = res.memory["companions"]
+    # not stopped, and its pool kept: the next small partition went to it as a companion (a
+    # stopped one, even scored, ends the companions: the room is tight)
+    assert len(comps) >= 2 and [c.stopped_at for c in comps] == [None] * len(comps), res.memory
+    assert res.summary.to_frame().equals(ref.summary.to_frame())
+    _same_scores(tmp_path / "ref", tmp_path / "out", ("part-0", "part-1", "part-2", "part-3"))
+
+
+def test_a_companion_stopped_as_it_sent_its_result_is_kept_and_its_broken_pool_is_dropped(uneven, tmp_path,
+                                                                                          late_stop, monkeypatch):
+    """The one window the stop cannot see: the companion has sent its result and its future is
+    not done yet, so the kill lands on its idle process.  Its partition is scored (kept), its pool
+    is broken, so no partition is sent to it, and no other companion follows (the room is tight).
+    The window is opened here by a future that reads as not done to the watchdog's stop once, and
+    late: the main thread must not take the finish and start the next companion meanwhile (the
+    kill would then hit that one, in the same process, and end the run)."""
+    import concurrent.futures as cf
+
+    done, lied = cf.Future.done, []
+
+    def done_late(self):
+        if not lied and sys._getframe(1).f_code.co_name == "shed" and done(self):
+            lied.append(1)
+            time.sleep(0.3)  # long enough for the main thread to take the finish and start the next
+            return False     # companion in the same process, were the stop not holding them off
+        return done(self)
+
+    monkeypatch.setattr(cf.Future, "done", done_late)
+    ref = score_dataset(uneven / "traces", uneven / "answers", out=tmp_path / "ref")
+    res = score_dataset(uneven / "traces", uneven / "answers", out=tmp_path / "out", engine="duckdb",
+                        n_workers=2, memory_limit="1000GiB")
+    assert late_stop and lied, "the stop was never provoked"
+    (c,) = res.memory["companions"]  # scored; none after it
+    assert c.stopped_at is None, res.memory
+    assert res.n_partitions == 4 and res.summary.to_frame().equals(ref.summary.to_frame())
+    _same_scores(tmp_path / "ref", tmp_path / "out", ("part-0", "part-1", "part-2", "part-3"))
+    assert not [f for f in (tmp_path / "out").rglob("*") if f.name.endswith(".tmp")]
+
+
 def test_a_stopped_workers_temporaries_are_removed_and_nothing_else(tmp_path):
     from evaltk._io import _temp_name
     from evaltk.scale._scale import _remove_temporaries
