@@ -47,10 +47,21 @@ __all__ = [
     "import_optional",
     "as_frame",
     "check_nonempty",
+    "plain",
     "undefined",
     "user_stacklevel",
     "zero_width",
 ]
+
+
+def plain(x: Any) -> Any:
+    """A NumPy or Arrow scalar as the Python value it holds, anything else as given: what a
+    message shows (``trial 0``, ``got inf``, not ``trial np.int64(0)``, which NumPy 2's repr
+    gives) and what keys compare and hash as across engines."""
+    if isinstance(x, np.generic):
+        return x.item()
+    as_py = getattr(x, "as_py", None)  # a pyarrow Scalar (duck-typed: this module imports no pyarrow)
+    return as_py() if callable(as_py) and type(x).__module__.startswith("pyarrow") else x
 
 
 def check_confidence_level(confidence_level: Any) -> float:

@@ -52,6 +52,7 @@ from .._validation import (
     recorded_seed,
     seeded_rng,
 )
+from .._validation import plain as _plain
 from .._validation import undefined as _undefined
 from ..errors import InputError
 from ..scoring import CalibrationRecord, promotion_conditions
@@ -118,11 +119,6 @@ def _domain(labels: Iterable[Any], categories: Sequence[Any] | None, level: str)
         return sorted(uniq)
     except TypeError:
         return uniq
-
-
-def _plain(x: Any) -> Any:
-    """A NumPy scalar as the Python value (for readable messages)."""
-    return x.item() if isinstance(x, np.generic) else x
 
 
 def _check_level(level: str | None, measure: str | None = None,

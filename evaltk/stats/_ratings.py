@@ -41,6 +41,7 @@ import pyarrow.compute as pc
 
 from .. import _io
 from .._validation import as_frame, check_columns
+from .._validation import plain as _plain
 from ..errors import InputError
 from ..values import EvaltkWarning, abstain_labels, is_missing_label
 from ._result import user_stacklevel
@@ -80,12 +81,6 @@ class _Names:
 
     def rater(self, g: int) -> Any:
         return g if self.raters is None else _plain(self.raters[g])
-
-
-def _plain(x: Any) -> Any:
-    if isinstance(x, pa.Scalar):
-        return x.as_py()
-    return x.item() if isinstance(x, np.generic) else x
 
 
 # =========================================================================== distinct labels

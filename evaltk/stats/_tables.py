@@ -54,6 +54,7 @@ import pandas as pd
 from .._blas import serial_blas, sum_of_squares
 from .._display import HtmlTable
 from .._validation import check_choice
+from .._validation import plain as _plain
 from ..values import (
     ABSTAIN_WORDS,
     CAUSES,
@@ -101,13 +102,6 @@ def _sorted_union(a: Sequence[Any], b: Sequence[Any]) -> tuple[Any, ...]:
         return tuple(sorted(seen))
     except TypeError:
         return tuple(seen)
-
-
-def _plain(x: Any) -> Any:
-    """numpy scalars as Python scalars (so keys compare and hash alike across engines)."""
-    if isinstance(x, np.generic):
-        return x.item()
-    return x
 
 
 #: The group key of runs whose key column is missing (None, NaN, NA): they are a group of their

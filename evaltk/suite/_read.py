@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from .. import _io
-from .._validation import as_frame
+from .._validation import as_frame, plain
 from ..errors import SchemaViolation
 from ._model import (
     AGGREGATIONS,
@@ -596,15 +596,15 @@ class _TrialGrid:
         dup = frame.duplicated([task, trial]).to_numpy()
         if dup.any():
             r = int(np.flatnonzero(dup)[0])
-            raise ctx.fail(f"trial {frame[trial].iloc[r]!r} appears twice", record=self.ids[int(codes[r])],
+            raise ctx.fail(f"trial {plain(frame[trial].iloc[r])!r} appears twice", record=self.ids[int(codes[r])],
                            field=trial)
         self.shape = (len(self.ids), count)
 
     def _fail_at(self, mask: np.ndarray, message: str, *, field: str) -> SchemaViolation:
         """The error for the first row in ``mask``; ``message`` may name its ``{value}``."""
         r = int(np.flatnonzero(mask)[0])
-        value = self.frame[field].iloc[r]
-        return self.ctx.fail(f"trial {self.frame[self.trial].iloc[r]!r}: " + message.format(value=value),
+        value = plain(self.frame[field].iloc[r])
+        return self.ctx.fail(f"trial {plain(self.frame[self.trial].iloc[r])!r}: " + message.format(value=value),
                              record=self.ids[int(self.codes[r])], field=field)
 
     def scores(self, col: str) -> np.ndarray:

@@ -972,6 +972,10 @@ def test_from_frame_bad_tables():
         with pytest.raises(SchemaViolation) as e:
             suite_run_from_frame(table, suite="s", pass_score=0.5)
         assert (e.value.record, e.value.field) == (record, fld)
+        # the trial and the value as a user wrote them, not NumPy 2's repr (`trial np.int64(1)`)
+        assert "np." not in str(e.value), str(e.value)
+    with pytest.raises(SchemaViolation, match=r"trial 1: must be a finite number >= 0; got -1\.0$"):
+        suite_run_from_frame(good.assign(cost=[0.1, -1.0, 0.1, 0.1]), suite="s", pass_score=0.5)
 
 
 def test_cost_sums_are_exact_on_decimals():
