@@ -4,6 +4,7 @@
     python3 dev.py report   # make .venv, install evaltk with the report extra, render the weekly report
     python3 dev.py test     # make .venv, install evaltk with every extra (then `s3test`), run pytest (2 processes)
     python3 dev.py wheel    # CI: build the wheel, install it in a fresh venv, run the commands from an empty folder
+    python3 dev.py floor    # CI: the fast tests (-m "not slow") on the oldest NumPy, pandas, SciPy and pyarrow pyproject admits
 
 ``report`` and ``test`` create (or reuse) the virtual environment ``.venv`` beside this file.
 ``test`` exits non-zero when a test fails *and* when no test ran (pytest's exit 5).
@@ -27,6 +28,12 @@ PY = BIN / ("python.exe" if os.name == "nt" else "python")
 #: The extras ``test`` installs, one ``pip install`` per entry (tests/test_packaging.py checks
 #: that together they are every extra of pyproject.toml, so CI skips no test for a missing one).
 TEST_EXTRAS = ("dev,notebooks,scale,gate,judges,inspect,otel", "s3test")
+#: The array stack whose floors ``floor`` installs: each at the oldest release of the series its
+#: ``>=`` in pyproject.toml names (``pandas>=2.3`` -> ``pandas==2.3.*``), the one home of the floors.
+#: Run on them, the fast tests found two bugs CI on the newest releases could not (pyarrow 14 has
+#: no ``Table.from_struct_array``; NumPy 2's scalar repr in an error message).
+FLOOR_PACKAGES = ("numpy", "pandas", "scipy", "pyarrow")
+FLOOR_VENV = ROOT / ".venv-floor"
 
 
 def _run(cmd: list[str], cwd: Path = ROOT) -> int:
@@ -52,7 +59,7 @@ def _wheel_check() -> int:
         tmp_path = Path(tmp)
         src = tmp_path / "src"  # build from a copy: the build leaves nothing in the work tree
         shutil.copytree(ROOT, src, symlinks=True, ignore=shutil.ignore_patterns(
-            ".git", ".venv", "reports", "build", "*.egg-info", "__pycache__", "tests", "benchmarks"))
+            ".git", ".venv", ".venv-*", "reports", "build", "*.egg-info", "__pycache__", "tests", "benchmarks"))
         _check([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--disable-pip-version-check",
                 "-w", tmp_path / "dist", src])
         (wheel,) = (tmp_path / "dist").glob("evaltk-*.whl")
@@ -93,6 +100,47 @@ def _ensure_venv(*steps: str) -> None:
             sys.exit(rc)
 
 
+def floor_constraints() -> list[str]:
+    """``name==X.*`` for each of :data:`FLOOR_PACKAGES`, from its ``name>=X`` in pyproject.toml."""
+    import re
+    import tomllib
+
+    deps = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["project"]["dependencies"]
+    floors = {}
+    for dep in deps:
+        m = re.fullmatch(r"([A-Za-z0-9_.-]+)>=([0-9.]+)", dep.replace(" ", ""))
+        if m and m.group(1).lower() in FLOOR_PACKAGES:
+            floors[m.group(1).lower()] = f"{m.group(1).lower()}=={m.group(2)}.*"
+    missing = [p for p in FLOOR_PACKAGES if p not in floors]
+    if missing:
+        raise SystemExit(f"dev.py: pyproject.toml names no `>=` floor for {', '.join(missing)}")
+    return [floors[p] for p in FLOOR_PACKAGES]
+
+
+def _floor_check(rest: list[str]) -> int:
+    """The fast tests in ``.venv-floor``, with the array stack at its declared floors."""
+    bin_ = FLOOR_VENV / ("Scripts" if os.name == "nt" else "bin")
+    py = bin_ / ("python.exe" if os.name == "nt" else "python")
+    if not py.exists():
+        print(f"+ creating {FLOOR_VENV}", flush=True)
+        venv.EnvBuilder(with_pip=True).create(FLOOR_VENV)
+    with tempfile.TemporaryDirectory(prefix="evaltk-floor-") as tmp:
+        constraints = Path(tmp) / "constraints.txt"
+        constraints.write_text("\n".join(floor_constraints()) + "\n", "utf-8")
+        print("+ floors:", ", ".join(floor_constraints()), flush=True)
+        rc = _run([py, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-c", constraints,
+                   "-e", f".[{TEST_EXTRAS[0]}]"])
+    if rc:
+        return rc
+    _check([py, "-c", "import numpy, pandas, scipy, pyarrow; print('floor:', 'numpy', numpy.__version__, "
+                      "'pandas', pandas.__version__, 'scipy', scipy.__version__, 'pyarrow', pyarrow.__version__)"])
+    rc = _run([py, "-m", "pytest", *_workers(rest), "-m", "not slow", *rest])
+    if rc == 5:
+        print("dev.py: pytest collected no tests; that is a failure.", file=sys.stderr)
+        return 1
+    return rc
+
+
 def _workers(args: list[str]) -> list[str]:
     """Two pytest-xdist processes unless the arguments choose (``-n N``, ``--numprocesses``, ``-p no:xdist``):
     the whole suite took 13 min 17 s in one process and 8 min 36 s in two on the 2-core machine."""
@@ -101,12 +149,14 @@ def _workers(args: list[str]) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
-    if not argv or argv[0] not in {"report", "test", "wheel"}:
+    if not argv or argv[0] not in {"report", "test", "wheel", "floor"}:
         print(__doc__, file=sys.stderr)
         return 64
     cmd, rest = argv[0], argv[1:]
     if cmd == "wheel":
         return _wheel_check()
+    if cmd == "floor":
+        return _floor_check(rest)
     if cmd == "report":
         _ensure_venv("report")
         return _run([BIN / "evaltk", "report", *rest])

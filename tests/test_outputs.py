@@ -123,7 +123,7 @@ def trajectory_copy(tmp_path: Path) -> Path:
 
 def parquet_traces(demo: Path, path: Path) -> Path:
     recs = [json.loads(line) for line in (demo / "traces.jsonl").read_text().splitlines()]
-    pq.write_table(pa.Table.from_struct_array(pa.array(recs)), path)
+    pq.write_table(pa.Table.from_batches([pa.RecordBatch.from_struct_array(pa.array(recs))]), path)  # pyarrow 14
     return path
 
 

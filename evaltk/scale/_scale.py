@@ -987,6 +987,12 @@ def _dask_client(engine: Any, memory_limit: str | None, n_workers: int | None) -
     except ValueError:
         pass
     _check_main_guard("engine='dask' (a LocalCluster)")
+    if _unguarded_script_line() is not None:  # refused here: some Dask releases (2026.1) then hang for
+        raise RuntimeError(                   # ever instead of "Nanny failed to start"
+            "engine='dask' could not start its LocalCluster: it is called from the top level of the script "
+            f"{_unguarded_script_line()}, not under `if __name__ == \"__main__\":`, and each worker process "
+            "re-imports the script; put the call under that guard (docs/scale.md), or pass a running "
+            "distributed.Client")
     try:
         # each nanny keeps `config` and sets it in every worker process it starts, a restarted one too (a
         # dask.config.set around LocalCluster reached only the first: the nannies hold the global config
@@ -1869,6 +1875,45 @@ def _all_local(todo: Sequence[Partition], kw: Mapping[str, Any]) -> bool:
         f is not None and is_remote(f) for p in todo for f in (p.traces, p.answers, p.labels))
 
 
+def _unguarded_script_line() -> str | None:
+    """``file:line`` of the call when it runs at the top level of a script (``__main__`` with a file)
+    outside an ``if __name__ == "__main__":`` block, else None (a guarded call, a notebook, ``-c``,
+    a source that cannot be read: nothing is refused on a guess)."""
+    import ast
+    import sys
+
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    if main is None or not path:
+        return None
+    frame: Any = sys._getframe(1)
+    while frame is not None and not (frame.f_code.co_name == "<module>" and frame.f_globals is vars(main)):
+        frame = frame.f_back
+    if frame is None:
+        return None
+    line = frame.f_lineno
+    try:
+        tree = ast.parse(Path(path).read_text("utf-8"))
+    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+        return None
+
+    def is_guard(node: ast.stmt) -> bool:
+        return isinstance(node, ast.If) and any(
+            isinstance(c, ast.Compare) and len(c.ops) == 1 and isinstance(c.ops[0], ast.Eq)
+            and {ast.dump(c.left), ast.dump(c.comparators[0])} == {ast.dump(ast.Name("__name__", ast.Load())),
+                                                                    ast.dump(ast.Constant("__main__"))}
+            for c in ast.walk(node.test))
+
+    for node in tree.body:
+        end = getattr(node, "end_lineno", None) or node.lineno
+        if node.lineno <= line <= end:
+            if is_guard(node) and any(b.lineno <= line <= (b.end_lineno or b.lineno)
+                                      for b in node.body):  # type: ignore[attr-defined]
+                return None
+            return f"{path}:{line}"
+    return None
+
+
 def _check_main_guard(what: str) -> None:
     """Refuse to start worker processes from a process that is itself a worker re-running a script's
     top level: a script without ``if __name__ == "__main__":`` (Dask's "Nanny failed to start")."""
@@ -2437,7 +2482,7 @@ def write_store(traces: Sequence[Mapping[str, Any]], answers: pd.DataFrame | Non
         if fmt == "jsonl":
             write_jsonl(p, rs, default=_json_default)
         else:
-            write_parquet(pa.Table.from_struct_array(pa.array([dict(r) for r in rs])), p)  # every key
+            write_parquet(_records_table(rs), p)  # every key
     orphan = f"{partition_by}=__orphan__"
     for name, table in (("answers", answers), ("labels", labels)):
         if table is None:
@@ -2446,7 +2491,7 @@ def write_store(traces: Sequence[Mapping[str, Any]], answers: pd.DataFrame | Non
         if (part == "__orphan__").any() and not (root / "traces" / orphan).exists():
             # an empty trace partition for them (Parquet: an empty JSONL file is unreadable input), so
             # ingest records each orphan answer in the ledger ("answer without run")
-            write_parquet(pa.Table.from_struct_array(pa.array([dict(r) for r in recs[:1]])).slice(0, 0),
+            write_parquet(_records_table(recs[:1]).slice(0, 0),
                           root / "traces" / orphan / "part-0.parquet")
         for v, sub in table.groupby(part, sort=True):
             p = root / name / f"{partition_by}={v}" / f"part-0.{'parquet' if fmt == 'parquet' else 'jsonl'}"
@@ -2461,6 +2506,12 @@ def write_store(traces: Sequence[Mapping[str, Any]], answers: pd.DataFrame | Non
 def _hive_value(v: Any) -> str:
     """A record's partition value as a folder name: ``__HIVE_DEFAULT_PARTITION__`` when it is absent or null."""
     return _HIVE_MISSING if v is None or (isinstance(v, float) and math.isnan(v)) or v is pd.NA else str(v)
+
+
+def _records_table(records: Sequence[Mapping[str, Any]]) -> pa.Table:
+    """Records as an Arrow table, a column per key (``Table.from_struct_array`` is not in pyarrow
+    14, the floor pyproject declares)."""
+    return pa.Table.from_batches([pa.RecordBatch.from_struct_array(pa.array([dict(r) for r in records]))])
 
 
 def _json_default(x: Any) -> Any:

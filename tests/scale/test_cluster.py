@@ -61,6 +61,31 @@ def test_relative_paths_resolve_on_the_driver(dask_cluster, demo, tmp_path, monk
     assert s.to_frame()["n"].tolist() == ref.summary.to_frame()["n"].tolist()
 
 
+@pytest.mark.parametrize(("body", "unguarded_line"), [
+    ("f()\n", 3),
+    ('if __name__ == "__main__":\n    f()\n', None),
+    ('if "__main__" == __name__ and True:\n    f()\n', None),
+    ("def main():\n    f()\n\n\nmain()\n", 7),
+    ('if __name__ == "__main__":\n    pass\nf()\n', 5),
+    ("if True:\n    f()\n", 4),
+])
+def test_a_call_from_a_scripts_top_level_is_found_outside_the_main_guard(tmp_path, body, unguarded_line):
+    """The Dask engine refuses such a call before it starts a cluster (some Dask releases hang
+    instead of failing): the call's line, or None when it runs under the guard."""
+    import subprocess
+    import sys
+
+    from .conftest import ROOT
+
+    script = tmp_path / "s.py"
+    script.write_text("from evaltk.scale._scale import _unguarded_script_line\n"
+                      "def f(): print(_unguarded_script_line())\n" + body)
+    p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                       env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == ("None" if unguarded_line is None else f"{script}:{unguarded_line}")
+
+
 def test_a_script_without_a_main_guard_gets_a_clear_error(tmp_path):
     import os
     import subprocess
