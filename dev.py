@@ -28,12 +28,15 @@ PY = BIN / ("python.exe" if os.name == "nt" else "python")
 #: The extras ``test`` installs, one ``pip install`` per entry (tests/test_packaging.py checks
 #: that together they are every extra of pyproject.toml, so CI skips no test for a missing one).
 TEST_EXTRAS = ("dev,notebooks,scale,gate,judges,inspect,otel", "s3test")
-#: The array stack whose floors ``floor`` installs: each at the oldest release of the series its
-#: ``>=`` in pyproject.toml names (``pandas>=2.3`` -> ``pandas==2.3.*``), the one home of the floors.
+#: The array stack whose floors ``floor`` installs: each in the series its ``>=`` in pyproject.toml
+#: names (``pandas>=2.3`` -> ``pandas==2.3.*``, the newest patch of it), the one home of the floors.
+#: On Python 3.11 and 3.12 (numpy 1.26 and pyarrow 14 have no wheels for 3.13).
 #: Run on them, the fast tests found two bugs CI on the newest releases could not (pyarrow 14 has
 #: no ``Table.from_struct_array``; NumPy 2's scalar repr in an error message).
 FLOOR_PACKAGES = ("numpy", "pandas", "scipy", "pyarrow")
 FLOOR_VENV = ROOT / ".venv-floor"
+#: What the wheel's build copy of the work tree leaves out (tests/test_packaging.py uses it too).
+NOT_IN_WHEEL_COPY = (".git", ".venv", ".venv-*", "reports", "build", "*.egg-info", "__pycache__", "tests", "benchmarks")
 
 
 def _run(cmd: list[str], cwd: Path = ROOT) -> int:
@@ -58,8 +61,7 @@ def _wheel_check() -> int:
     with tempfile.TemporaryDirectory(prefix="evaltk-wheel-") as tmp:
         tmp_path = Path(tmp)
         src = tmp_path / "src"  # build from a copy: the build leaves nothing in the work tree
-        shutil.copytree(ROOT, src, symlinks=True, ignore=shutil.ignore_patterns(
-            ".git", ".venv", ".venv-*", "reports", "build", "*.egg-info", "__pycache__", "tests", "benchmarks"))
+        shutil.copytree(ROOT, src, symlinks=True, ignore=shutil.ignore_patterns(*NOT_IN_WHEEL_COPY))
         _check([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--disable-pip-version-check",
                 "-w", tmp_path / "dist", src])
         (wheel,) = (tmp_path / "dist").glob("evaltk-*.whl")
@@ -126,8 +128,9 @@ def _floor_check(rest: list[str]) -> int:
         venv.EnvBuilder(with_pip=True).create(FLOOR_VENV)
     with tempfile.TemporaryDirectory(prefix="evaltk-floor-") as tmp:
         constraints = Path(tmp) / "constraints.txt"
-        constraints.write_text("\n".join(floor_constraints()) + "\n", "utf-8")
-        print("+ floors:", ", ".join(floor_constraints()), flush=True)
+        floors = floor_constraints()
+        constraints.write_text("\n".join(floors) + "\n", "utf-8")
+        print("+ floors:", ", ".join(floors), flush=True)
         rc = _run([py, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-c", constraints,
                    "-e", f".[{TEST_EXTRAS[0]}]"])
     if rc:

@@ -60,8 +60,8 @@ def plain(x: Any) -> Any:
     gives) and what keys compare and hash as across engines."""
     if isinstance(x, np.generic):
         return x.item()
-    as_py = getattr(x, "as_py", None)  # a pyarrow Scalar (duck-typed: this module imports no pyarrow)
-    return as_py() if callable(as_py) and type(x).__module__.startswith("pyarrow") else x
+    pa = sys.modules.get("pyarrow")  # an Arrow scalar exists only once pyarrow is imported: no import here
+    return x.as_py() if pa is not None and isinstance(x, pa.Scalar) else x
 
 
 def check_confidence_level(confidence_level: Any) -> float:

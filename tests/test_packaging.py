@@ -71,12 +71,18 @@ def test_the_extras_in_pyproject_are_the_ones_the_commands_name():
     assert "evaltk[report]" in optional["notebooks"]  # the notebooks extra runs the report too
 
 
-def test_dev_py_test_installs_every_extra_and_s3test_in_a_step_of_its_own():
+def _dev():
+    """dev.py as a module (it is not in the package)."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("evaltk_dev_py", ROOT / "dev.py")
     dev = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(dev)
+    return dev
+
+
+def test_dev_py_test_installs_every_extra_and_s3test_in_a_step_of_its_own():
+    dev = _dev()
     optional = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     steps = [set(step.split(",")) for step in dev.TEST_EXTRAS]
     installed = set().union(*steps)
@@ -156,8 +162,7 @@ def _package_files(root: Path) -> set[str]:
 def test_the_wheel_carries_every_file_under_evaltk(tmp_path):
     """Built from a copy of the source (the build leaves nothing in the work tree)."""
     src = tmp_path / "src"
-    shutil.copytree(ROOT, src, symlinks=True, ignore=shutil.ignore_patterns(
-        ".git", ".venv", "reports", "build", "*.egg-info", "__pycache__", "tests", "benchmarks"))
+    shutil.copytree(ROOT, src, symlinks=True, ignore=shutil.ignore_patterns(*_dev().NOT_IN_WHEEL_COPY))
     r = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet",
                         "--disable-pip-version-check", "-w", str(tmp_path / "dist"), str(src)],
                        capture_output=True, text=True, timeout=600)

@@ -1735,6 +1735,8 @@ def _pool_run(todo: Sequence[Partition], kw: Mapping[str, Any], n_workers: int |
             size = sum(_proc_status(pid, "VmRSS") for pid in ps)
             if fut.done():  # finished meanwhile: its process is idle, and stopping it saves nothing
                 return 0
+            # The total that crossed may have been read while the companion before this one ran (same
+            # process, which keeps what it grew to): stopping this one frees that memory all the same.
             comp["stopped_at"] = total  # before the kill: the main thread reads it on the broken future
             kill(ps)
             return size
@@ -1876,9 +1878,11 @@ def _all_local(todo: Sequence[Partition], kw: Mapping[str, Any]) -> bool:
 
 
 def _unguarded_script_line() -> str | None:
-    """``file:line`` of the call when it runs at the top level of a script (``__main__`` with a file)
-    outside an ``if __name__ == "__main__":`` block, else None (a guarded call, a notebook, ``-c``,
-    a source that cannot be read: nothing is refused on a guess)."""
+    """``file:line`` of the call when it runs in a script's top-level code (``__main__`` with a
+    file, which spawned processes re-import) outside the body of an ``if __name__ == "__main__":``
+    (or the ``else`` of a ``!=`` test), else None: a guarded call, a notebook, ``-c``, a package's
+    ``__main__`` run by ``python -m`` (spawn does not re-import it), Dask set to fork its workers,
+    a source that cannot be read or parsed (nothing is refused on a guess)."""
     import ast
     import sys
 
@@ -1886,6 +1890,14 @@ def _unguarded_script_line() -> str | None:
     path = getattr(main, "__file__", None)
     if main is None or not path:
         return None
+    spec_name = getattr(getattr(main, "__spec__", None), "name", "") or ""
+    if spec_name == "__main__" or spec_name.endswith(".__main__"):  # as multiprocessing.spawn decides
+        return None
+    with contextlib.suppress(Exception):
+        import dask
+
+        if dask.config.get("distributed.worker.multiprocessing-method", "spawn") == "fork":
+            return None
     frame: Any = sys._getframe(1)
     while frame is not None and not (frame.f_code.co_name == "<module>" and frame.f_globals is vars(main)):
         frame = frame.f_back
@@ -1893,25 +1905,41 @@ def _unguarded_script_line() -> str | None:
         return None
     line = frame.f_lineno
     try:
-        tree = ast.parse(Path(path).read_text("utf-8"))
+        tree = ast.parse(Path(path).read_bytes())  # bytes: the source's own coding (PEP 263)
     except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
         return None
+    name = {ast.dump(ast.Name("__name__", ast.Load())), ast.dump(ast.Constant("__main__"))}
 
-    def is_guard(node: ast.stmt) -> bool:
-        return isinstance(node, ast.If) and any(
-            isinstance(c, ast.Compare) and len(c.ops) == 1 and isinstance(c.ops[0], ast.Eq)
-            and {ast.dump(c.left), ast.dump(c.comparators[0])} == {ast.dump(ast.Name("__name__", ast.Load())),
-                                                                    ast.dump(ast.Constant("__main__"))}
-            for c in ast.walk(node.test))
+    def guarded_body(node: ast.AST) -> list[ast.stmt]:
+        """The statements of ``node`` that run only in the main process, if it is a guard."""
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Compare) and len(node.test.ops) == 1 \
+                and {ast.dump(node.test.left), ast.dump(node.test.comparators[0])} == name:
+            op = node.test.ops[0]
+            return node.body if isinstance(op, ast.Eq) else node.orelse if isinstance(op, ast.NotEq) else []
+        if isinstance(node, ast.If) and isinstance(node.test, ast.BoolOp) and isinstance(node.test.op, ast.And) \
+                and any(guarded_body(ast.If(test=v, body=node.body, orelse=[])) for v in node.test.values):
+            return node.body
+        return []
 
-    for node in tree.body:
-        end = getattr(node, "end_lineno", None) or node.lineno
-        if node.lineno <= line <= end:
-            if is_guard(node) and any(b.lineno <= line <= (b.end_lineno or b.lineno)
-                                      for b in node.body):  # type: ignore[attr-defined]
-                return None
-            return f"{path}:{line}"
-    return None
+    def spans(node: ast.stmt) -> bool:
+        first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
+        return first <= line <= (node.end_lineno or node.lineno)
+
+    def under_guard(stmts: list[ast.stmt]) -> bool:
+        for node in stmts:
+            if not spans(node):
+                continue
+            if any(spans(b) for b in guarded_body(node)):
+                return True
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                return False  # top-level code running a decorator or a class body
+            inner = [getattr(node, f, []) for f in ("body", "orelse", "finalbody")]
+            inner += [h.body for h in getattr(node, "handlers", [])]
+            inner += [c.body for c in getattr(node, "cases", [])]
+            return any(under_guard(b) for b in inner)
+        return False
+
+    return None if under_guard(tree.body) else f"{path}:{line}"
 
 
 def _check_main_guard(what: str) -> None:
@@ -2510,8 +2538,10 @@ def _hive_value(v: Any) -> str:
 
 def _records_table(records: Sequence[Mapping[str, Any]]) -> pa.Table:
     """Records as an Arrow table, a column per key (``Table.from_struct_array`` is not in pyarrow
-    14, the floor pyproject declares)."""
-    return pa.Table.from_batches([pa.RecordBatch.from_struct_array(pa.array([dict(r) for r in records]))])
+    14, the floor pyproject declares); a batch per chunk (``pa.array`` chunks past 2 GiB of text)."""
+    arr = pa.array([dict(r) for r in records])
+    chunks = arr.chunks if isinstance(arr, pa.ChunkedArray) else [arr]
+    return pa.Table.from_batches([pa.RecordBatch.from_struct_array(c) for c in chunks])
 
 
 def _json_default(x: Any) -> Any:

@@ -62,12 +62,20 @@ def test_relative_paths_resolve_on_the_driver(dask_cluster, demo, tmp_path, monk
 
 
 @pytest.mark.parametrize(("body", "unguarded_line"), [
-    ("f()\n", 3),
+    ("f()\n", 4),
     ('if __name__ == "__main__":\n    f()\n', None),
     ('if "__main__" == __name__ and True:\n    f()\n', None),
-    ("def main():\n    f()\n\n\nmain()\n", 7),
-    ('if __name__ == "__main__":\n    pass\nf()\n', 5),
-    ("if True:\n    f()\n", 4),
+    ("def main():\n    f()\n\n\nmain()\n", 8),
+    ('if __name__ == "__main__":\n    pass\nf()\n', 6),
+    ("if True:\n    f()\n", 5),
+    ('try:\n    if __name__ == "__main__":\n        f()\nexcept KeyboardInterrupt:\n    pass\n', None),
+    ('if __name__ != "__main__":\n    pass\nelse:\n    f()\n', None),
+    ('with open(__file__):\n    f()\n', 5),
+    ('if __name__ == "__main__":\n    with open(__file__):\n        try:\n            f()\n'
+     '        finally:\n            pass\n', None),
+    ('import functools\nif __name__ == "__main__":\n    @functools.lru_cache\n    @(lambda g: (f(), g)[1])\n'
+     '    def h(): pass\n', None),
+    ('# caf\xe9 (the file is Latin-1)\nf()\n', 5),
 ])
 def test_a_call_from_a_scripts_top_level_is_found_outside_the_main_guard(tmp_path, body, unguarded_line):
     """The Dask engine refuses such a call before it starts a cluster (some Dask releases hang
@@ -78,12 +86,35 @@ def test_a_call_from_a_scripts_top_level_is_found_outside_the_main_guard(tmp_pat
     from .conftest import ROOT
 
     script = tmp_path / "s.py"
-    script.write_text("from evaltk.scale._scale import _unguarded_script_line\n"
-                      "def f(): print(_unguarded_script_line())\n" + body)
+    script.write_bytes(("# -*- coding: latin-1 -*-\nfrom evaltk.scale._scale import _unguarded_script_line\n"
+                        "def f(): print(_unguarded_script_line())\n" + body).encode("latin-1"))
     p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, cwd=tmp_path,
                        env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
     assert p.returncode == 0, p.stderr
     assert p.stdout.strip() == ("None" if unguarded_line is None else f"{script}:{unguarded_line}")
+
+
+def test_a_packages_main_run_with_dash_m_is_not_refused(tmp_path):
+    """``python -m pkg`` runs ``pkg/__main__.py``, which spawned processes do not re-import (as
+    multiprocessing decides: a main module named ``__main__`` or ``*.__main__``), so a top-level
+    call there needs no guard; ``python -m pkg.run`` is re-imported, and is refused."""
+    import os
+    import subprocess
+    import sys
+
+    from .conftest import ROOT
+
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    code = "from evaltk.scale._scale import _unguarded_script_line\nprint(_unguarded_script_line())\n"
+    (tmp_path / "pkg" / "__main__.py").write_text(code)
+    (tmp_path / "pkg" / "run.py").write_text(code)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(tmp_path)])}
+    out = [subprocess.run([sys.executable, "-m", m], capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                          env=env) for m in ("pkg", "pkg.run")]
+    assert [p.returncode for p in out] == [0, 0], [p.stderr for p in out]
+    assert out[0].stdout.strip() == "None"
+    assert out[1].stdout.strip() == f"{tmp_path / 'pkg' / 'run.py'}:2"
 
 
 def test_a_script_without_a_main_guard_gets_a_clear_error(tmp_path):
