@@ -897,10 +897,20 @@ def arrow_frame(table: Any) -> Any:
     :func:`str_dtype`, sharing Arrow's buffers.  pandas 3 does that by default; pandas 2.3
     makes Python ``str`` objects, which the readers then check one object at a time: the
     answers CSV at 10^5 traces read in 23 s of CPU there against 4 s on pandas 3
-    (cProfile, 2026-12-03), so every reader converts through here."""
+    (cProfile, 2026-12-03), so every reader converts through here.  Repeated column names, and
+    names with a NUL, are kept (pyarrow 14 refuses to convert them; later releases convert them
+    as they are)."""
     import pyarrow as pa
 
     text = str_dtype()
+    names = list(table.column_names)
+    if len(set(names)) < len(names) or any("\x00" in n for n in names):
+        # a header "a,," or one with a NUL: pyarrow 14's to_pandas refuses repeated names, and takes
+        # "" and "\x00" for the same one; converted under positional names, the names set back
+        frame = table.replace_schema_metadata(None).rename_columns([str(i) for i in range(len(names))]).to_pandas(
+            types_mapper={pa.string(): text, pa.large_string(): text}.get)
+        frame.columns = names
+        return frame
     return table.to_pandas(types_mapper={pa.string(): text, pa.large_string(): text}.get)
 
 
