@@ -904,14 +904,15 @@ def arrow_frame(table: Any) -> Any:
 
     text = str_dtype()
     names = list(table.column_names)
-    if len(set(names)) < len(names) or any("\x00" in n for n in names):
-        # a header "a,," or one with a NUL: pyarrow 14's to_pandas refuses repeated names, and takes
-        # "" and "\x00" for the same one; converted under positional names, the names set back
-        frame = table.replace_schema_metadata(None).rename_columns([str(i) for i in range(len(names))]).to_pandas(
-            types_mapper={pa.string(): text, pa.large_string(): text}.get)
+    # a header "a,," or one with a NUL: pyarrow 14's to_pandas refuses repeated names, and takes ""
+    # and "\x00" for the same one; such a table is converted under positional names, set back after
+    renamed = len(set(names)) < len(names) or any("\x00" in n for n in names)
+    if renamed:
+        table = table.replace_schema_metadata(None).rename_columns([str(i) for i in range(len(names))])
+    frame = table.to_pandas(types_mapper={pa.string(): text, pa.large_string(): text}.get)
+    if renamed:
         frame.columns = names
-        return frame
-    return table.to_pandas(types_mapper={pa.string(): text, pa.large_string(): text}.get)
+    return frame
 
 
 def read_csv_text(path: str | os.PathLike[str], *, required: Iterable[str] = (),

@@ -987,10 +987,11 @@ def _dask_client(engine: Any, memory_limit: str | None, n_workers: int | None) -
     except ValueError:
         pass
     _check_main_guard("engine='dask' (a LocalCluster)")
-    if _unguarded_script_line() is not None:  # refused here: some Dask releases (2026.1) then hang for
-        raise RuntimeError(                   # ever instead of "Nanny failed to start"
+    unguarded = _unguarded_script_line()
+    if unguarded is not None:  # refused here: some Dask releases (2026.1) then hang for ever instead of
+        raise RuntimeError(    # "Nanny failed to start"
             "engine='dask' could not start its LocalCluster: it is called from the top level of the script "
-            f"{_unguarded_script_line()}, not under `if __name__ == \"__main__\":`, and each worker process "
+            f"{unguarded}, not under `if __name__ == \"__main__\":`, and each worker process "
             "re-imports the script; put the call under that guard (docs/scale.md), or pass a running "
             "distributed.Client")
     try:
@@ -1910,16 +1911,19 @@ def _unguarded_script_line() -> str | None:
         return None
     name = {ast.dump(ast.Name("__name__", ast.Load())), ast.dump(ast.Constant("__main__"))}
 
+    def compares_name(test: ast.expr, op: type) -> bool:  # `__name__ == "__main__"` (either side) for ast.Eq
+        return isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], op) \
+            and {ast.dump(test.left), ast.dump(test.comparators[0])} == name
+
     def guarded_body(node: ast.AST) -> list[ast.stmt]:
         """The statements of ``node`` that run only in the main process, if it is a guard."""
-        if isinstance(node, ast.If) and isinstance(node.test, ast.Compare) and len(node.test.ops) == 1 \
-                and {ast.dump(node.test.left), ast.dump(node.test.comparators[0])} == name:
-            op = node.test.ops[0]
-            return node.body if isinstance(op, ast.Eq) else node.orelse if isinstance(op, ast.NotEq) else []
-        if isinstance(node, ast.If) and isinstance(node.test, ast.BoolOp) and isinstance(node.test.op, ast.And) \
-                and any(guarded_body(ast.If(test=v, body=node.body, orelse=[])) for v in node.test.values):
+        if not isinstance(node, ast.If):
+            return []
+        t = node.test
+        terms = t.values if isinstance(t, ast.BoolOp) and isinstance(t.op, ast.And) else [t]
+        if any(compares_name(v, ast.Eq) for v in terms):
             return node.body
-        return []
+        return node.orelse if compares_name(t, ast.NotEq) else []
 
     def spans(node: ast.stmt) -> bool:
         first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
