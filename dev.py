@@ -23,16 +23,23 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
-BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
-PY = BIN / ("python.exe" if os.name == "nt" else "python")
+
+
+def _bin(env: Path) -> Path:
+    """A virtual environment's folder of executables."""
+    return env / ("Scripts" if os.name == "nt" else "bin")
+
+
+BIN = _bin(VENV)
 #: The extras ``test`` installs, one ``pip install`` per entry (tests/test_packaging.py checks
 #: that together they are every extra of pyproject.toml, so CI skips no test for a missing one).
 TEST_EXTRAS = ("dev,notebooks,scale,gate,judges,inspect,otel", "s3test")
 #: The array stack whose floors ``floor`` installs: each in the series its ``>=`` in pyproject.toml
 #: names (``pandas>=2.3`` -> ``pandas==2.3.*``, the newest patch of it), the one home of the floors.
 #: On Python 3.11 and 3.12 (numpy 1.26 and pyarrow 14 have no wheels for 3.13).
-#: Run on them, the fast tests found two bugs CI on the newest releases could not (pyarrow 14 has
-#: no ``Table.from_struct_array``; NumPy 2's scalar repr in an error message).
+#: Run on them, the fast tests found four bugs CI on the newest releases could not (docs in the
+#: commits of 2026-12-04: pyarrow 14's missing ``Table.from_struct_array`` and its refusal of
+#: repeated column names, NumPy 2's scalar repr in messages, Dask 2026.1's hang without a guard).
 FLOOR_PACKAGES = ("numpy", "pandas", "scipy", "pyarrow")
 FLOOR_VENV = ROOT / ".venv-floor"
 #: What the wheel's build copy of the work tree leaves out (tests/test_packaging.py uses it too).
@@ -67,7 +74,7 @@ def _wheel_check() -> int:
         (wheel,) = (tmp_path / "dist").glob("evaltk-*.whl")
         env = tmp_path / "venv"
         venv.EnvBuilder(with_pip=True).create(env)
-        bin_ = env / ("Scripts" if os.name == "nt" else "bin")
+        bin_ = _bin(env)
         _check([bin_ / "python", "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
                 f"{wheel}[report]"])
         empty = tmp_path / "empty"
@@ -89,17 +96,30 @@ def _wheel_check() -> int:
     return 0
 
 
-def _ensure_venv(*steps: str) -> None:
-    """Make (or reuse) ``.venv`` and install evaltk editable with each set of extras in ``steps``,
-    one ``pip install`` per set, in order: a later set is resolved against what the earlier ones
-    installed (the `s3test` extra resolved together with every other one fails in pip's resolver)."""
-    if not PY.exists():
-        print(f"+ creating {VENV}", flush=True)
-        venv.EnvBuilder(with_pip=True).create(VENV)
+def _ensure_venv(*steps: str, at: Path = VENV, pip_args: tuple[str | Path, ...] = ()) -> Path:
+    """Make (or reuse) the virtual environment ``at`` (``.venv``) and install evaltk editable with
+    each set of extras in ``steps``, one ``pip install`` per set (with ``pip_args``), in order: a
+    later set is resolved against what the earlier ones installed (the `s3test` extra resolved
+    together with every other one fails in pip's resolver).  Its Python."""
+    py = _bin(at) / ("python.exe" if os.name == "nt" else "python")
+    if not py.exists():
+        print(f"+ creating {at}", flush=True)
+        venv.EnvBuilder(with_pip=True).create(at)
     for extras in steps:
-        rc = _run([PY, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-e", f".[{extras}]"])
+        rc = _run([py, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", *pip_args,
+                   "-e", f".[{extras}]"])
         if rc:
             sys.exit(rc)
+    return py
+
+
+def _pytest(py: Path, args: list[str]) -> int:
+    """pytest in ``py``'s environment (two processes unless ``args`` choose); no test run is a failure."""
+    rc = _run([py, "-m", "pytest", *_workers(args), *args])
+    if rc == 5:
+        print("dev.py: pytest collected no tests; that is a failure.", file=sys.stderr)
+        return 1
+    return rc
 
 
 def floor_constraints() -> list[str]:
@@ -121,27 +141,15 @@ def floor_constraints() -> list[str]:
 
 def _floor_check(rest: list[str]) -> int:
     """The fast tests in ``.venv-floor``, with the array stack at its declared floors."""
-    bin_ = FLOOR_VENV / ("Scripts" if os.name == "nt" else "bin")
-    py = bin_ / ("python.exe" if os.name == "nt" else "python")
-    if not py.exists():
-        print(f"+ creating {FLOOR_VENV}", flush=True)
-        venv.EnvBuilder(with_pip=True).create(FLOOR_VENV)
     with tempfile.TemporaryDirectory(prefix="evaltk-floor-") as tmp:
         constraints = Path(tmp) / "constraints.txt"
         floors = floor_constraints()
         constraints.write_text("\n".join(floors) + "\n", "utf-8")
         print("+ floors:", ", ".join(floors), flush=True)
-        rc = _run([py, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-c", constraints,
-                   "-e", f".[{TEST_EXTRAS[0]}]"])
-    if rc:
-        return rc
+        py = _ensure_venv(TEST_EXTRAS[0], at=FLOOR_VENV, pip_args=("-c", constraints))
     _check([py, "-c", "import numpy, pandas, scipy, pyarrow; print('floor:', 'numpy', numpy.__version__, "
                       "'pandas', pandas.__version__, 'scipy', scipy.__version__, 'pyarrow', pyarrow.__version__)"])
-    rc = _run([py, "-m", "pytest", *_workers(rest), "-m", "not slow", *rest])
-    if rc == 5:
-        print("dev.py: pytest collected no tests; that is a failure.", file=sys.stderr)
-        return 1
-    return rc
+    return _pytest(py, ["-m", "not slow", *rest])
 
 
 def _workers(args: list[str]) -> list[str]:
@@ -163,12 +171,7 @@ def main(argv: list[str]) -> int:
     if cmd == "report":
         _ensure_venv("report")
         return _run([BIN / "evaltk", "report", *rest])
-    _ensure_venv(*TEST_EXTRAS)
-    rc = _run([PY, "-m", "pytest", *_workers(rest), *rest])
-    if rc == 5:
-        print("dev.py: pytest collected no tests; that is a failure.", file=sys.stderr)
-        return 1
-    return rc
+    return _pytest(_ensure_venv(*TEST_EXTRAS), rest)
 
 
 if __name__ == "__main__":
