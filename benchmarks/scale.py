@@ -20,7 +20,11 @@ kernel reaped it, ``RUSAGE_CHILDREN``: a check on the sampled figure, with its s
 which on a VM that backs memory lazily is mostly first touches of memory: docs/traces.md), peak tree RSS, the largest process's VmHWM, the RSS
 slope per partition (least squares over the tree's RSS sampled each time a partition is
 logged as scored: over the whole run after the first partition, and after warm-up, over the
-last three quarters of the partitions, with the driver process's own slope) and the load average before and after the run; then
+last three quarters of the partitions, with the driver process's own slope), on the DuckDB
+engine each worker's own slopes (``ScoredDataset.memory["kept"]``: its resident size right
+after it last handed freed memory back, the memory it carries from one partition to the next,
+and its resident size once each partition is done) and the load average before
+and after the run; then
 the ratios measured in this run.  The out-of-core
 runs also write the score matrix (Parquet); the in-memory run does not.
 
@@ -322,7 +326,7 @@ def child(args: argparse.Namespace) -> None:
             pk._sample()
             hwm = max([vm_hwm(), *pk.hwm_children.values()])
         result.update(wall=wall, peak=pk.peak, cpu=pk.cpu_seconds(), cores=args.workers, runs=r.summary.n_runs,
-                      hwm=hwm, **_slopes(tl))
+                      hwm=hwm, **_slopes(tl), **_kept_slopes(r.memory.get("kept", ())))
     else:
         from distributed import Client, LocalCluster
 
@@ -357,6 +361,31 @@ def child(args: argparse.Namespace) -> None:
     print(json.dumps(result))
 
 
+def _kept_slopes(kept: object) -> dict[str, object]:
+    """Each worker's own slopes, MiB per partition it scored, least squares over the last three
+    quarters of its partitions (after warm-up, as :meth:`Timeline.slopes`), for the workers that
+    scored at least 8 (a companion process scores one or two), from ``ScoredDataset.memory
+    ["kept"]``: ``floor``, its resident size right after it last handed freed memory back (what it
+    carries from one partition to the next: this grows when scoring leaks), and ``rss``, its
+    resident size once each partition is done (a sawtooth above the floor: the release runs once
+    the process has grown by a quarter, at least 256 MiB).  The tree's sampled RSS also counts
+    each worker's working set wherever in its partition the sample falls."""
+    by_pid: dict[int, list[tuple[float, float]]] = {}
+    for k in kept:  # type: ignore[attr-defined]
+        by_pid.setdefault(k.pid, []).append((k.floor / 2**20, k.rss / 2**20))
+    out = {}
+    for pid, pts in by_pid.items():
+        if len(pts) >= 8:
+            q = len(pts) // 4
+            x = np.arange(q, len(pts), dtype=float)
+            floor, rss = (np.array([p[i] for p in pts]) for i in (0, 1))
+            out[pid] = {"n": len(pts), "floor_slope": float(np.polyfit(x, floor[q:], 1)[0]),
+                        "rss_slope": float(np.polyfit(x, rss[q:], 1)[0]), "floor_first": floor[q],
+                        "floor_last": floor[-1], "releases": int((np.diff(floor[q:]) != 0).sum()),
+                        "rss_max": float(rss.max())}
+    return {"kept": out} if out else {}
+
+
 def _slopes(tl: Timeline) -> dict[str, object]:
     sl = tl.slopes()
     return {"slope": sl["whole"], "slope_warm": sl["warm"], "warm_from": sl["warm_from"],
@@ -371,7 +400,12 @@ def run_child(engine: str, n: int, store: Path, out: Path, args: argparse.Namesp
            *(["--dask-malloc-trim"] if args.dask_malloc_trim else [])]
     load0 = os.getloadavg()[0]
     ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    p = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    if args.release_always:  # every worker hands freed memory back after every partition
+        from evaltk._io import RELEASE_ENV
+
+        env[RELEASE_ENV] = "always"
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env)
     ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     if p.returncode != 0:
         sys.stderr.write(p.stderr[-4000:])
@@ -413,6 +447,11 @@ def main() -> None:
     ap.add_argument("--dask-malloc-trim", action="store_true",
                     help="let the Dask nannies set MALLOC_TRIM_THRESHOLD_=65536 in the workers (Dask's default; "
                          "evaltk's own LocalCluster does not: evaltk.scale.NANNY_ENVIRON)")
+    ap.add_argument("--release-always", action="store_true",
+                    help="workers hand freed memory back after every partition (EVALTK_RELEASE_MEMORY=always): "
+                         "their resident size between partitions is then what they keep, so its slope is the "
+                         "leak, without the sawtooth of the release that runs once a process has grown by 256 MiB; "
+                         "costs CPU, so time such a run apart")
     ap.add_argument("--generate-only", action="store_true",
                     help="write the stores into --workdir and stop (a later run with that --workdir reuses them)")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
@@ -482,6 +521,14 @@ def main() -> None:
                             f"{i}: {m:.0f}" for i, m in tl[::step]), flush=True)
                         print("          of which the driver process: " + ", ".join(
                             f"{i}: {m:.0f}" for (i, _), m in zip(tl[::step], r["driver"][::step], strict=True)), flush=True)
+                    if r.get("kept"):
+                        # the floor moves only at a release: with few after warm-up its slope says nothing
+                        print("          each worker after warm-up, MiB per partition it scored: " + "; ".join(
+                            f"{k['n']} partitions, RSS once done slope {k['rss_slope']:+.2f} (max {k['rss_max']:.0f}), "
+                            f"floor after a release {k['floor_first']:.0f} -> {k['floor_last']:.0f} "
+                            + (f"slope {k['floor_slope']:+.2f} ({k['releases']} releases)" if k["releases"] >= 3 else
+                               f"({k['releases']} releases: its RSS stayed within the release threshold)")
+                            for k in r["kept"].values()), flush=True)
                     if q is not None:  # the SQL summary phase alone, in a fresh process, on the written dataset
                         print(f"          of which the SQL summary over the written dataset, run alone: "
                               f"{q['wall']:.1f} s, peak {q['peak'] / 2**30:.2f} GiB")

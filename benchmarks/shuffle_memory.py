@@ -20,17 +20,13 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import resource
-import shutil
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from _child import ROOT, fresh_child, parse_or_run_child, store_line
 
 
 def child(store: Path, limit: str, share: str, out: Path) -> dict[str, object]:
@@ -72,31 +68,21 @@ def child(store: Path, limit: str, share: str, out: Path) -> dict[str, object]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--store", required=True, type=Path, help="a store of benchmarks/scale.py (with answers_shared/)")
     ap.add_argument("--limits", default="1GB,2GB", help="comma-separated memory limits")
     ap.add_argument("--shares", default="none,1,0.5", help="DuckDB's share of what the limit leaves; none: the peer")
-    ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
-    args = ap.parse_args()
-    if args.child:
-        limit, share, out = args.child
-        print(json.dumps(child(args.store, limit, share, Path(out))))
+    args = parse_or_run_child(ap, child, 2)
+    if args is None:
         return
     from evaltk.scale._scale import _size_bytes
 
-    n_answers = sum(1 for _ in (args.store / "answers_shared").glob("*.parquet"))
-    print(f"store {args.store} ({n_answers} shared answer files), {os.cpu_count()} CPUs, "
-          f"load average {'/'.join(f'{x:.1f}' for x in os.getloadavg())}", flush=True)
+    print(store_line(args.store), flush=True)
     for limit in args.limits.split(","):
         for share in args.shares.split(","):
-            out = Path(tempfile.mkdtemp(prefix="evaltk-shuffle-bench-"))
             load0 = os.getloadavg()[0]
-            p = subprocess.run([sys.executable, __file__, "--store", str(args.store), "--child", limit, share,
-                                str(out)], capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
-            shutil.rmtree(out, ignore_errors=True)
-            if p.returncode != 0:
-                print(f"  limit {limit} share {share}: failed\n{p.stderr[-2000:]}", flush=True)
+            r, err = fresh_child(__file__, args.store, [limit, share], "evaltk-shuffle-bench-")
+            if r is None:
+                print(f"  limit {limit} share {share}: failed\n{err}", flush=True)
                 continue
-            r = json.loads(p.stdout.strip().splitlines()[-1])
             lim_mib = _size_bytes(limit) / 2**20
             what = f"REFUSED ({r['refused']})" if r["refused"] else "done"
             ids = f"{r['ids_peak']:.0f}" if r["ids_peak"] is not None else "-"

@@ -357,6 +357,24 @@ def read_parquet(source: str | os.PathLike[str] | bytes, *, columns: Iterable[st
     return table
 
 
+def read_ipc(source: str | os.PathLike[str], *, name: str | None = None) -> Any:
+    """An Arrow IPC file (the format of a run's staged shuffle, ``evaltk.scale``) as an Arrow
+    table, its schema metadata kept: read through :func:`read_bytes` as :func:`read_parquet`
+    reads, so the same limits hold, and a file that is not Arrow IPC is
+    :class:`~evaltk.errors.UnreadableInput` naming it."""
+    import pyarrow as pa
+    import pyarrow.ipc as ipc
+
+    label = name if name is not None else str(source)
+    data = read_bytes(source)
+    try:
+        table = ipc.open_file(pa.BufferReader(data)).read_all()
+    except (pa.ArrowException, OSError) as e:
+        raise UnreadableInput(f"not a readable Arrow IPC file ({e})", file=label) from None
+    check_records(table.num_rows, file=label)
+    return table
+
+
 # --------------------------------------------------------------------------- JSON
 
 #: JSON nested deeper than this never reaches a native parser, whatever the limits
@@ -1650,6 +1668,8 @@ def proc_status(pid: int | str, key: str) -> int:
     return 0
 
 
+#: ``always``: :func:`release_memory` on every call (a diagnostic of what a process keeps).
+RELEASE_ENV = "EVALTK_RELEASE_MEMORY"
 _RELEASED_AT = [0]  # this process's resident size right after the last release (one number, not a cache)
 
 
@@ -1665,14 +1685,18 @@ def release_memory() -> None:
     (0.27 s of 1.39 s per 100k traces, most of it faulting the returned pages in again), while
     the memory a partition needs is reused by the next one anyway.  Resident memory between
     partitions therefore stays under 1.25x (or +256 MiB) the size after a release, whatever the
-    number of partitions; the peak is that of the largest partition either way.
+    number of partitions; the peak is that of the largest partition either way.  With the
+    environment variable ``EVALTK_RELEASE_MEMORY=always`` (a diagnostic: ``benchmarks/scale.py
+    --release-always``) it releases on every call, so the resident size between partitions is
+    what a process keeps, not a sawtooth above it.
     """
     import gc
 
     import pyarrow as pa
 
     base = _RELEASED_AT[0]
-    if base and proc_status("self", "VmRSS") < base + max(base // 4, 256 * 2**20):
+    always = os.environ.get(RELEASE_ENV) == "always"
+    if base and not always and proc_status("self", "VmRSS") < base + max(base // 4, 256 * 2**20):
         return
     gc.collect()
     pa.default_memory_pool().release_unused()
@@ -1680,6 +1704,13 @@ def release_memory() -> None:
     if libc is not None:
         libc.malloc_trim(0)
     _RELEASED_AT[0] = proc_status("self", "VmRSS")
+
+
+def released_rss() -> int:
+    """This process's resident size (bytes) right after :func:`release_memory` last handed memory
+    back (0 before it first did): the floor its resident size returns to, which grows only if
+    something is kept from one partition to the next."""
+    return _RELEASED_AT[0]
 
 
 @functools.cache

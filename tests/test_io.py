@@ -51,6 +51,22 @@ def test_read_jsonl_names_the_line(tmp_path):
     assert _io.read_jsonl(p) == [{"a": 1}, {"a": 2}]
 
 
+def test_read_ipc_keeps_metadata_and_names_a_file_that_is_not_arrow(tmp_path):
+    import pyarrow as pa
+    import pyarrow.ipc as ipc
+
+    t = pa.table({"a": [1, 2, 3]}).replace_schema_metadata({b"k": b"v"})
+    with ipc.new_file(tmp_path / "t.arrow", t.schema, options=ipc.IpcWriteOptions(compression="zstd")) as w:
+        w.write_table(t)
+    got = _io.read_ipc(tmp_path / "t.arrow")
+    assert got.equals(t) and got.schema.metadata == {b"k": b"v"}
+    for bad in (b"", b"ARROW1 but no more", t.schema.serialize().to_pybytes()):
+        (tmp_path / "bad.arrow").write_bytes(bad)
+        with pytest.raises(UnreadableInput, match="not a readable Arrow IPC file") as e:
+            _io.read_ipc(tmp_path / "bad.arrow")
+        assert e.value.file == str(tmp_path / "bad.arrow")
+
+
 def test_write_json_is_atomic(tmp_path):
     p = tmp_path / "sub" / "out.json"
     _io.write_json(p, {"é": 1})
@@ -360,3 +376,16 @@ def test_arrow_frame_gives_every_text_column_the_str_dtype_whatever_the_pandas()
     assert f["a"].dtype == str_dtype() and f["b"].dtype == str_dtype()
     assert f["a"].isna().tolist() == [False, True] and f["b"].tolist() == ["y", ""]
     assert f["n"].dtype == "float64"
+
+
+def test_release_memory_waits_for_growth_unless_told_always(monkeypatch):
+    """Freed memory is handed back once the process has grown by a quarter (at least 256 MiB)
+    since the last release; ``EVALTK_RELEASE_MEMORY=always`` releases on every call (what
+    ``benchmarks/scale.py --release-always`` measures a worker's kept memory with)."""
+    monkeypatch.delenv(_io.RELEASE_ENV, raising=False)
+    monkeypatch.setattr(_io, "_RELEASED_AT", [2**40])  # as if last released at 1 TiB: no growth since
+    _io.release_memory()
+    assert _io.released_rss() == 2**40
+    monkeypatch.setenv(_io.RELEASE_ENV, "always")
+    _io.release_memory()
+    assert 0 < _io.released_rss() < 2**40  # released now: this process's resident size

@@ -55,7 +55,7 @@ import math
 import os
 import re
 import tempfile
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Any, cast
@@ -84,6 +84,7 @@ from ..stats import (
     ConfusionTable,
     PassCounts,
     ScoreSummary,
+    TreeCombiner,
     combine_all,
     pass_counts,
     score_partials,
@@ -250,7 +251,8 @@ class ScoredDataset:
         :class:`Admission` per decision of how many partitions may run at once; and, under a
         limit, ``companions``: a :class:`Companion` per partition that ran beside the first one
         before it was measured, one at a time (empty when the first ran alone: the limit was not
-        far off).
+        far off); ``kept``, a :class:`Kept` per partition in the order they finished: what its
+        worker held once it was done.
     """
 
     out: Path
@@ -269,6 +271,22 @@ class Companion:
 
     key: str
     stopped_at: int | None
+
+
+@dataclass(frozen=True)
+class Kept:
+    """What a worker process keeps between partitions, once partition ``key`` is scored, in the
+    worker of process id ``pid``: ``rss``, its resident size (bytes), and ``floor``, its resident
+    size right after it last handed freed memory back (:func:`evaltk._io.release_memory`, which
+    runs once the process has grown by a quarter, at least 256 MiB, since the last time: ``rss``
+    is a sawtooth above ``floor``).  A worker's ``floor`` over the partitions it scored is what it
+    carries from one to the next, and grows only with a leak (flat memory: issue 19); the resident
+    total of the run also counts each worker's working set wherever in its partition it is."""
+
+    key: str
+    pid: int
+    rss: int
+    floor: int
 
 
 @dataclass(frozen=True)
@@ -610,9 +628,12 @@ def _select_rows(source: str, trace_file: str, con: Any = None, *,
 def _staged_sources(path: str | None) -> dict[str, Any] | None:
     """``{"source": ..., "files": [...], "schemas": [...]}`` of a file :func:`_shuffle_shared` staged
     (its key-value metadata, :func:`_sources_meta`), None for any other file."""
-    if path is None or PurePosixPath(path).suffix.lower() != ".parquet" or _SHUFFLE_DIR not in Path(path).parts:
+    if path is None or PurePosixPath(path).suffix != _STAGED_SUFFIX or _SHUFFLE_DIR not in Path(path).parts:
         return None
-    meta = pq.read_schema(path).metadata or {}
+    import pyarrow.ipc as ipc
+
+    with pa.OSFile(path) as f:
+        meta = ipc.open_file(f).schema.metadata or {}
     return json.loads(meta[_SOURCES_KEY]) if _SOURCES_KEY in meta else None
 
 
@@ -669,7 +690,7 @@ def _check_strict(con: Any, src: str, meta: Mapping[str, Any], kind: str) -> Non
 
 def _staged_answers(path: str, meta: Mapping[str, Any], kind: str, strict: bool) -> Any:
     """A partition's staged shuffle file read as :func:`_located_answers` reads selected rows."""
-    return _located_answers(_with_sources(_io.read_parquet(path), meta), meta["source"], meta["files"],
+    return _located_answers(_with_sources(_io.read_ipc(path), meta), meta["source"], meta["files"],
                             kind, strict)
 
 
@@ -1029,20 +1050,36 @@ def _ids_sql(i: int, f: str, cols: str) -> str:
     return f"SELECT {cols.format(i=i)} FROM {src} WHERE trace_id IS NOT NULL"
 
 
+#: Rows DuckDB hands the shuffle at a time; each batch is split by partition and appended to the
+#: partitions' staged files (:func:`_split_staged`).
+_SHUFFLE_BATCH_ROWS = 1 << 20
+#: The shuffle writes at most this many staged files at once; with more partitions it splits in
+#: levels, each writing every row once (a group's file, then its partitions' files).
+_SHUFFLE_OPEN_FILES = 256
+#: A partition's staged rows are an Arrow IPC file, ``_shuffle/<name>/part-<i>.arrow``, its
+#: buffers compressed with this codec (when Arrow has it).
+_STAGED_SUFFIX = ".arrow"
+_STAGED_CODEC = "zstd"
+
+
 def _shuffle_shared(parts: Sequence[Partition], shared: Mapping[str, str | None], root: Root, *,
                     memory_limit: str | None, temp_directory: str | None,
                     storage_options: Mapping[str, Any] | None, strict: bool = False
                     ) -> tuple[list[Partition], dict[str, str | None]]:
     """Answers and labels not stored beside the traces, repartitioned once by the partition of their
-    trace (one DuckDB join of the source with the store's trace ids, ``COPY ... PARTITION_BY``) into
-    ``out/_shuffle/<name>/``: each partition then reads only its own rows, so the cost is linear in
-    the input whatever its layout (selecting each partition's rows from the whole source was a scan
-    per partition: quadratic).  Rows of no partition's trace (a record without a text trace id, a
-    line that is no record, an answer without a run) go to the first partition, which ledgers them.
-    Only for a local ``out`` (the workers see it); with a URL each partition selects its rows, and
-    the first also those of no partition's trace (``shared[_ORPHANS_KEY]``: :func:`_orphans_of`).
-    ``strict``: the whole source is checked here first, so the error names its first malformed row
-    (file, record, field), whichever partition it would have gone to."""
+    trace into ``out/_shuffle/<name>/part-<i>.arrow``: one DuckDB join of the source with the store's
+    trace ids, its rows streamed in batches that :func:`_split_staged` appends to each partition's
+    file.  Each partition then reads only its own rows, so the cost is linear in the input whatever
+    its layout (selecting each partition's rows from the whole source was a scan per partition:
+    quadratic).  DuckDB's ``COPY ... PARTITION_BY`` did the same in twice the time under the same
+    memory limit (5e7 rows, 100 partitions, ``memory_limit="4GB"``: 17.2-18.6 s against 8.9-9.5 s,
+    ``benchmarks/shuffle_stage.py``; docs/scale.md).
+    Rows of no partition's trace (a record without a text trace id, a line that is no record, an
+    answer without a run) go to the first partition, which ledgers them.  Only for a local ``out``
+    (the workers see it); with a URL each partition selects its rows, and the first also those of
+    no partition's trace (``shared[_ORPHANS_KEY]``: :func:`_orphans_of`).  ``strict``: the whole
+    source is checked here first, so the error names its first malformed row (file, record, field),
+    whichever partition it would have gone to."""
     names = [n for n in ("answers", "labels") if shared.get(n)]
     if not names or not parts:
         return list(parts), dict(shared)
@@ -1066,8 +1103,7 @@ def _shuffle_shared(parts: Sequence[Partition], shared: Mapping[str, str | None]
                 import shutil
 
                 shutil.rmtree(dest)
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            q = "'" + str(dest).replace("'", "''") + "'"
+            dest.mkdir(parents=True)
             sources: list[str] = []
             try:
                 # each row keeps its file and record number (the ledger names them, not the copy)
@@ -1077,26 +1113,15 @@ def _shuffle_shared(parts: Sequence[Partition], shared: Mapping[str, str | None]
                     sources = described["files"]
                     if strict:  # raises at the source's first malformed row
                         _check_strict(con, src, described, _KINDS[name])
-                    meta = json.dumps(described).replace("'", "''")
                     # a row of no partition's trace (none, not text, not in the store) goes to the first
                     # partition, whose ingest ledgers it as ingest of the file does: nothing lost
-                    con.execute(f"COPY (SELECT a.*, coalesce(i.evaltk_part, 0) AS evaltk_part FROM {src} a "
-                                f"LEFT JOIN ({ids}) i ON CAST(a.trace_id AS VARCHAR) = i.evaltk_tid) TO {q} "
-                                f"(FORMAT parquet, PARTITION_BY (evaltk_part), "
-                                f"KV_METADATA {{'{_SOURCES_KEY.decode()}': '{meta}'}})")
+                    rows = con.sql(f"SELECT a.*, CAST(coalesce(i.evaltk_part, 0) AS INTEGER) AS evaltk_part "
+                                   f"FROM {src} a LEFT JOIN ({ids}) i ON CAST(a.trace_id AS VARCHAR) = i.evaltk_tid")
+                    found[name] = _split_staged(rows.to_arrow_reader(_SHUFFLE_BATCH_ROWS), 0, len(parts), dest,
+                                                {_SOURCES_KEY: json.dumps(described).encode()})
             except duckdb.Error as e:  # DuckDB's message names the file it could not read
                 bad = next((f for f in [*files, *sources] if f in str(e)), shared[name])
                 raise UnreadableInput(f"cannot shuffle the {name} ({str(e).splitlines()[0]})", file=bad) from None
-            found[name] = {}
-            for i, fs in _group_files(dest).items():
-                if len(fs) > 1:  # one file per partition: DuckDB may split a large one
-                    whole = dest / f"evaltk_part={i}" / "all.parquet"
-                    tables = [pq.read_table(x) for x in fs]
-                    pq.write_table(pa.concat_tables(tables).replace_schema_metadata(tables[0].schema.metadata), whole)
-                    for x in fs:
-                        Path(x).unlink()
-                    fs = [str(whole)]
-                found[name][i] = fs[0]
         ok = True
     finally:
         con.close()
@@ -1104,6 +1129,56 @@ def _shuffle_shared(parts: Sequence[Partition], shared: Mapping[str, str | None]
             root.remove(_SHUFFLE_DIR)
     new = [replace(p, **{n: found[n].get(i) for n in names}) for i, p in enumerate(parts)]  # type: ignore[arg-type]  # answers/labels are optional on a Partition
     return new, {**shared, **dict.fromkeys(names)}
+
+
+_PART_COL = "evaltk_part"
+
+
+def _split_staged(batches: Iterable[pa.RecordBatch], lo: int, n: int, dest: Path,
+                  metadata: Mapping[bytes, bytes]) -> dict[int, str]:
+    """Append the rows of ``batches`` (partitions ``lo`` to ``lo + n - 1`` in ``evaltk_part``) to
+    each partition's staged file ``dest/part-<i>.arrow`` (that column dropped, ``metadata`` on its
+    schema); returns ``{i: path}`` for the partitions that got a row.  Each batch is sorted by
+    partition (a stable sort: rows keep their order) and cut into one slice per partition.  With
+    more than :data:`_SHUFFLE_OPEN_FILES` partitions the rows go first to that many group files,
+    each split in turn, so no more files are open at once whatever the number of partitions."""
+    import pyarrow.ipc as ipc
+
+    width = 1 if n <= _SHUFFLE_OPEN_FILES else -(-n // _SHUFFLE_OPEN_FILES)
+    options = ipc.IpcWriteOptions(compression=_STAGED_CODEC if pa.Codec.is_available(_STAGED_CODEC) else None)
+    writers: dict[int, Any] = {}
+    paths: dict[int, str] = {}
+    try:
+        for batch in batches:
+            if not batch.num_rows:
+                continue
+            key = (batch.column(_PART_COL).to_numpy(zero_copy_only=False) - lo) // width
+            order = np.argsort(key, kind="stable")
+            key = key[order]
+            table = pa.Table.from_batches([batch]).take(pa.array(order))
+            if width == 1:
+                table = table.drop_columns([_PART_COL]).replace_schema_metadata(metadata)
+            cuts = np.flatnonzero(np.diff(key)) + 1
+            for a, b in zip([0, *cuts.tolist()], [*cuts.tolist(), len(key)], strict=True):
+                k = int(key[a])
+                if k not in writers:
+                    paths[k] = str(dest / (f"part-{lo + k}{_STAGED_SUFFIX}" if width == 1
+                                           else f"group-{lo + k * width}-of-{width}{_STAGED_SUFFIX}"))
+                    writers[k] = ipc.new_file(paths[k], table.schema, options=options)
+                writers[k].write_table(table.slice(a, b - a))
+    finally:
+        for w in writers.values():
+            w.close()
+    if width == 1:
+        return {lo + k: p for k, p in paths.items()}
+    out: dict[int, str] = {}
+    for k, path in sorted(paths.items()):  # each group on its own: one batch of it held at a time
+        with pa.OSFile(path) as f:
+            reader = ipc.open_file(f)
+            out.update(_split_staged((reader.get_batch(i) for i in range(reader.num_record_batches)),
+                                     lo + k * width, min(width, n - k * width), dest, metadata))
+        Path(path).unlink()
+    return out
 
 
 @contextlib.contextmanager
@@ -1115,15 +1190,6 @@ def _removed_after(root: Root, rel: str) -> Iterator[None]:
     finally:
         if root.exists(rel):
             root.remove(rel)
-
-
-def _group_files(dest: Path) -> dict[int, list[str]]:
-    out: dict[int, list[str]] = {}
-    for f in sorted(dest.rglob("*.parquet")):
-        m = re.match(r"evaltk_part=(\d+)$", f.parent.name)
-        if m:
-            out.setdefault(int(m.group(1)), []).append(str(f))
-    return out
 
 
 def _check_unique_ids(parts: Sequence[Partition], *, memory_limit: str | None = None,
@@ -1403,23 +1469,29 @@ def score_dataset(traces: str | Path, answers: str | Path | None = None, labels:
     with _progress(len(parts), len(done), progress) as tick, _removed_after(root, _SHUFFLE_DIR):
         if kind == "duckdb":
             with _duckdb(engine, memory_limit, threads, tmp_dir) as con:
-                memory, fresh = _pool_run(todo, kw, n_workers, tick, memory_limit)
-                pieces = [fresh[p.key] for p in todo]  # added on the driver in a fixed tree (combine_all)
+                if memory_limit is not None:  # the largest first: the first measured sets the admission
+                    todo = sorted(todo, key=_input_bytes, reverse=True)
+                # added on the driver as they come, in a fixed tree (TreeCombiner: log2(n) partials held)
+                tree = TreeCombiner()
+                memory = _pool_run(todo, kw, n_workers, tick, _InOrder([p.key for p in todo], tree.push).put,
+                                   memory_limit)
                 if done_pairs:  # partitions of an earlier run: summarised from their files in SQL
                     _remote.register(con, [root.root], so)
                     with _bounded(con, memory_limit, _SUMMARY_PHASE, tmp_dir, outcome="every partition is scored "
                                   "and kept; rerun with resume=True / --resume to summarise them"):
-                        pieces.append(_summarize_duckdb(con, done_pairs, keys, root.path()))  # type: ignore[arg-type]  # a local or remote root
-                summary = combine_all(pieces) if pieces else _empty_summary(keys)
+                        tree.push(_summarize_duckdb(con, done_pairs, keys, root.path()))  # type: ignore[arg-type]  # a local or remote root
+                summary = tree.result() if len(tree) else _empty_summary(keys)
         elif kind == "dask":
             with _dask_client(engine, memory_limit, n_workers) as client:
                 summary = _dask_run(client, todo, done_pairs, kw, keys, tick)
         else:
-            pieces = [_summary_of_files(pr, keys, so) for pr in done_pairs]
+            tree = TreeCombiner()
+            for pr in done_pairs:
+                tree.push(_summary_of_files(pr, keys, so))
             for p in todo:
-                pieces.append(_score_partition(p, **kw))
+                tree.push(_score_partition(p, **kw))
                 tick(p.key)
-            summary = combine_all(pieces) if pieces else _empty_summary(keys)
+            summary = tree.result() if len(tree) else _empty_summary(keys)
     _write_manifest(root, summary)
     _write_complete(root, parts)  # last: the dataset is complete
     return ScoredDataset(root.path(), summary, len(parts), kind, memory)  # type: ignore[arg-type]  # a local or remote root
@@ -1460,11 +1532,13 @@ def _descendants() -> list[int]:
     return out
 
 
-def _pool_task(part: Partition, kw: Mapping[str, Any]) -> tuple[int, DatasetSummary]:
-    """Score one partition in a worker process; returns the worker's resident peak (VmHWM, bytes)
-    and the partition's summary (the driver adds them: no second pass over the written files)."""
-    summary = _score_partition(part, **kw)
-    return _proc_status("self", "VmHWM"), summary
+def _pool_task(part: Partition, kw: Mapping[str, Any]) -> tuple[int, Kept, DatasetSummary]:
+    """Score one partition in a worker process; returns the worker's resident peak (VmHWM, bytes),
+    what it keeps once the partition is done (:class:`Kept`) and the partition's summary (the
+    driver adds them: no second pass over the written files)."""
+    summary = _score_partition(part, **kw)  # (which ends by handing freed memory back: release_memory)
+    kept = Kept(part.key, os.getpid(), _proc_status("self", "VmRSS"), _io.released_rss())
+    return _proc_status("self", "VmHWM"), kept, summary
 
 
 def _fmt_mib(b: float) -> str:
@@ -1653,17 +1727,35 @@ def _over(budget: _MemoryBudget) -> str:
             f"{_fmt_mib(budget.base)} before it), so DuckDB was stopped")
 
 
+class _InOrder:
+    """Hand each partition's summary to ``push`` in the order of ``keys``, whatever order they are
+    scored in: one is held only until those before it are in (a few, as the pool runs them in
+    that order), so a sum in a fixed tree needs no list of every summary."""
+
+    def __init__(self, keys: Sequence[str], push: Callable[[DatasetSummary], None]) -> None:
+        self._keys, self._push, self._next = list(keys), push, 0
+        self._held: dict[str, DatasetSummary] = {}
+
+    def put(self, key: str, summary: DatasetSummary) -> None:
+        self._held[key] = summary
+        while self._next < len(self._keys) and self._keys[self._next] in self._held:
+            self._push(self._held.pop(self._keys[self._next]))
+            self._next += 1
+
+
 def _pool_run(todo: Sequence[Partition], kw: Mapping[str, Any], n_workers: int | None,
-              tick: Callable[[str], None], memory_limit: str | None = None
-              ) -> tuple[dict[str, Any], dict[str, DatasetSummary]]:
+              tick: Callable[[str], None], collect: Callable[[str, DatasetSummary], None],
+              memory_limit: str | None = None) -> dict[str, Any]:
     """Score ``todo`` in ``n_workers`` worker processes (default: every core; forkserver, else spawn),
     or here when there is one partition and no ``memory_limit``, one worker, or options that
     cannot be pickled (a lambda ``domain_rule``).  On a failure or Ctrl-C the partitions not
     started are cancelled and the running ones awaited, so nothing is written after this call
     has raised.  With ``memory_limit`` the scoring phase is held under it (:class:`_MemoryBudget`).
-    Returns the peak resident memory measured: ``worker`` (the largest worker's VmHWM), ``total``
-    and, under a limit, ``admissions`` (see :attr:`ScoredDataset.memory`); empty when scored here;
-    and each partition's summary by key."""
+    Each partition's summary goes to ``collect(key, summary)`` as it is scored, in the order of
+    ``todo`` (under a limit, pass the largest first: the first measured sets the admission).
+    Returns the memory measured: ``worker`` (the largest worker's VmHWM), ``total``, ``kept``
+    and, under a limit, ``admissions`` and ``companions`` (see :attr:`ScoredDataset.memory`);
+    empty when scored here."""
     import concurrent.futures as cf
     import multiprocessing as mp
     import pickle
@@ -1677,18 +1769,15 @@ def _pool_run(todo: Sequence[Partition], kw: Mapping[str, Any], n_workers: int |
         pickle.dumps(dict(kw))
     except (pickle.PicklingError, TypeError, AttributeError):
         n = 0  # in this process
-    summaries: dict[str, DatasetSummary] = {}
     if n == 0 or (n == 1 and budget is None):
         for p in todo:
-            summaries[p.key] = _score_partition(p, **kw)
+            collect(p.key, _score_partition(p, **kw))
             tick(p.key)
             if budget is not None and _proc_status("self", "VmHWM") > budget.limit:
                 budget.over = (_proc_status("self", "VmHWM"), [p.key])
                 raise budget.refusal({p.key: p})
-        return {}, summaries
+        return {}
     _check_main_guard("engine='duckdb' (its worker processes)")
-    if budget is not None:
-        todo = sorted(todo, key=_input_bytes, reverse=True)  # the first measured is the largest
     methods = mp.get_all_start_methods()
     ctx = mp.get_context("forkserver" if "forkserver" in methods else "spawn")
     if "forkserver" in methods:  # the server imports scoring once and every worker forks with it loaded
@@ -1696,8 +1785,9 @@ def _pool_run(todo: Sequence[Partition], kw: Mapping[str, Any], n_workers: int |
     ex = cf.ProcessPoolExecutor(max_workers=n, mp_context=ctx)
     by_key = {p.key: p for p in todo}
     queue = list(reversed(todo))
-    running: dict[cf.Future[tuple[int, DatasetSummary]], Partition] = {}
+    running: dict[cf.Future[tuple[int, Kept, DatasetSummary]], Partition] = {}
     peaks: list[int] = []
+    kept: list[Kept] = []
     # Under a limit, until the first (largest) partition is measured: its future (`first`), the
     # peaks of partitions done before it (`held`: smaller, so they do not set the width), and its
     # companions, one at a time, in a one-process pool of their own (`spec`: stopping one breaks
@@ -1778,7 +1868,7 @@ def _pool_run(todo: Sequence[Partition], kw: Mapping[str, Any], n_workers: int |
                     assert budget is not None
                     budget.shed_above = None
                 try:
-                    hwm, summaries[p.key] = f.result()
+                    hwm, after, summary = f.result()
                 except cf.process.BrokenProcessPool:
                     if budget is not None and budget.over is not None:
                         raise budget.refusal(by_key) from None
@@ -1799,7 +1889,9 @@ def _pool_run(todo: Sequence[Partition], kw: Mapping[str, Any], n_workers: int |
                         spec.shutdown(wait=True)  # the room being tight, no other companion follows
                         spec = None
                         shed_at[:] = [None]
+                collect(p.key, summary)
                 peaks.append(hwm)
+                kept.append(after)
                 if budget is not None and first and f is not first[0]:
                     held.append(hwm)  # the largest partition still runs: its peak, not this one's, sets the width
                 elif budget is not None:
@@ -1828,12 +1920,13 @@ def _pool_run(todo: Sequence[Partition], kw: Mapping[str, Any], n_workers: int |
     if spec is not None:
         spec.shutdown(wait=True)
     if budget is None:
-        return {"worker": max(peaks, default=0), "total": 0, "admissions": ()}, summaries
+        return {"worker": max(peaks, default=0), "total": 0, "admissions": (), "kept": tuple(kept)}
     budget.stop()
     if budget.over is not None:  # passed the limit after the last partition finished
         raise budget.refusal(by_key)
     return {"worker": budget.peak_worker, "total": budget.peak_total, "admissions": tuple(budget.admissions),
-            "companions": tuple(Companion(c["part"].key, c.get("outcome")) for c in companions)}, summaries
+            "companions": tuple(Companion(c["part"].key, c.get("outcome")) for c in companions),
+            "kept": tuple(kept)}
 
 
 #: Under ``memory_limit`` the first partition runs beside a companion (a second partition, in a pool

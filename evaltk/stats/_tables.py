@@ -78,8 +78,55 @@ _TWO_RATER_STATS = ("cohen_kappa", "scott_pi", "pabak", "percent_agreement")
 _MULTI_STATS = ("fleiss_kappa", "gwet_ac1", "brennan_prediger", "percent_agreement", "krippendorff_alpha")
 
 
+class TreeCombiner:
+    """Combine summaries of disjoint pieces as they come, in the tree :func:`combine_all` builds:
+    :meth:`push` them in their order, :meth:`result` when all are in.  It holds one partial per
+    bit of the count pushed so far (a binary counter: two partials of the same size are combined
+    at once), so combining n pieces holds about log2(n) partials, not n, and gives the same tree,
+    bit for bit, as combining the whole list: pairs at each level, an odd last piece carried up.
+
+    Examples
+    --------
+    >>> from evaltk.values import summarize
+    >>> t = TreeCombiner()
+    >>> for x in ([1.0], [0.0], [1.0]):
+    ...     t.push(summarize(x))
+    >>> t.result().mean, len(t)
+    (0.6666666666666666, 3)
+    """
+
+    def __init__(self) -> None:
+        self._stack: list[tuple[int, Any]] = []  # (pieces in the partial, partial), sizes halving
+        self._n = 0
+
+    def __len__(self) -> int:
+        return self._n
+
+    def push(self, summary: Any) -> None:
+        """Add the next piece (after every piece pushed before it)."""
+        size, acc = 1, summary
+        while self._stack and self._stack[-1][0] == size:
+            left = self._stack.pop()[1]
+            acc, size = left.combine(acc), 2 * size
+        self._stack.append((size, acc))
+        self._n += 1
+
+    def result(self) -> Any:
+        """The combined summary of every piece pushed (:class:`ValueError` when none was): the
+        partials left, largest first, each combined with what follows it, from the right, as
+        the level-by-level reduction carries an odd piece up and combines it last."""
+        if not self._stack:
+            raise ValueError("`summaries` is empty: there is nothing to combine.")
+        acc = self._stack[-1][1]
+        for _, left in reversed(self._stack[:-1]):
+            acc = left.combine(acc)
+        return acc
+
+
 def combine_all(summaries: Iterable[Any]) -> Any:
-    """Combine summaries of disjoint pieces pairwise, as a balanced tree (as Dask does).
+    """Combine summaries of disjoint pieces pairwise, as a balanced tree (as Dask does): each
+    level combines neighbours in pairs, an odd last piece carried up (:class:`TreeCombiner`
+    builds the same tree as the pieces come).
 
     Examples
     --------
@@ -87,13 +134,10 @@ def combine_all(summaries: Iterable[Any]) -> Any:
     >>> combine_all([summarize([1.0]), summarize([0.0]), summarize([1.0])]).mean
     0.6666666666666666
     """
-    items = list(summaries)
-    if not items:
-        raise ValueError("`summaries` is empty: there is nothing to combine.")
-    while len(items) > 1:
-        items = [items[i].combine(items[i + 1]) if i + 1 < len(items) else items[i]
-                 for i in range(0, len(items), 2)]
-    return items[0]
+    tree = TreeCombiner()
+    for s in summaries:
+        tree.push(s)
+    return tree.result()
 
 
 def _sorted_union(a: Sequence[Any], b: Sequence[Any]) -> tuple[Any, ...]:

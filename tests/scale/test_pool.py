@@ -9,6 +9,7 @@ the in-process engine, and a failure cancels what was not started and waits for 
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 import time
 
@@ -60,6 +61,11 @@ def test_duckdb_engine_scores_in_worker_processes_with_the_same_numbers(demo, tm
     # leaves only: the forkserver (the workers' parent) does the imports, the workers the scoring
     busy = [pid for pid, t in cpu.items() if t > 0.2 and pid not in set(parent.values())]
     assert len(busy) >= 2, (cpu, parent)  # two worker processes did the scoring
+    kept = res.memory["kept"]  # what each worker held once its partition was done: one per partition
+    assert sorted(k.key for k in kept) == [f"part-{k}" for k in range(4)]
+    assert {k.pid for k in kept} <= set(cpu) and os.getpid() not in {k.pid for k in kept}
+    assert all(0 < k.rss <= res.memory["worker"] and 0 < k.floor <= res.memory["worker"] for k in kept), (
+        kept, res.memory["worker"])  # (each worker released after its first partition: it had grown from 0)
     pd.testing.assert_frame_equal(res.summary.to_frame(), ref.summary.to_frame(), check_exact=False, rtol=1e-12)
     for k in range(4):
         a = pd.read_parquet(tmp_path / "ref" / "scores" / f"part-{k}.parquet")

@@ -1,8 +1,8 @@
 """Shared answers joined by a shuffle, not a scan (issue 19).
 
 Answers and labels not stored beside the traces are repartitioned once by their
-trace's partition (one DuckDB join, ``COPY ... PARTITION_BY``); each partition then
-reads only its own rows.  Before, every partition scanned the whole answer source
+trace's partition (one DuckDB join, its rows streamed into one Arrow IPC file per
+partition); each partition then reads only its own rows.  Before, every partition scanned the whole answer source
 (quadratic: 1.92 s per partition at 50M answer rows).
 """
 
@@ -17,6 +17,7 @@ import pytest
 
 pytest.importorskip("duckdb", reason="the shuffle runs in DuckDB (the `scale` extra)")
 
+from evaltk._io import read_ipc  # noqa: E402
 from evaltk.data._datasets import make_demo  # noqa: E402
 from evaltk.scale import discover_partitions, score_dataset, summarize_dataset  # noqa: E402
 from evaltk.scale._remote import Root  # noqa: E402
@@ -45,12 +46,54 @@ def test_each_partition_gets_exactly_its_traces_answers(demo, tmp_path):
     assert orphans  # the demo has answers without a run
     n = 0
     for i, (p, ids) in enumerate(zip(new, ids_of, strict=True)):
-        got = pq.read_table(p.answers).to_pandas()
+        got = read_ipc(p.answers).to_pandas()
         mine = ids | orphans if i == 0 else ids  # the first partition also gets the rows of no partition
         assert set(got["trace_id"].astype(str)) <= mine and "evaltk_part" not in got.columns
         assert len(got) == int(tid.isin(mine).sum())
         n += len(got)
     assert n == len(demo.answers)  # every row, to be kept or ledgered
+
+
+def test_more_partitions_than_open_files_split_in_levels(demo, tmp_path, monkeypatch):
+    """Past ``_SHUFFLE_OPEN_FILES`` partitions the rows go to group files first, each split in
+    turn: the same rows per partition, no group file left, never more files open at once."""
+    import pyarrow.ipc as ipc
+
+    import evaltk.scale._scale as S
+
+    store = write_parts(tmp_path / "store", demo, 7, shared_answers=True)
+    parts, shared = discover_partitions(store / "traces", store / "answers.parquet", None)
+    flat, _ = _shuffle_shared(parts, shared, Root(tmp_path / "flat"), memory_limit=None, temp_directory=None,
+                              storage_options=None)
+    opened: list[int] = []
+    real = ipc.new_file
+    live: set[int] = set()
+
+    class Counted:  # counts the staged files open at once
+        def __init__(self, path, *a, **k):
+            self.w, self.id = real(path, *a, **k), id(self)
+            live.add(self.id)
+            opened.append(len(live))
+
+        def write_table(self, t):
+            self.w.write_table(t)
+
+        def close(self):
+            self.w.close()
+            live.discard(self.id)
+
+    monkeypatch.setattr(ipc, "new_file", Counted)
+    monkeypatch.setattr(S, "_SHUFFLE_OPEN_FILES", 2)
+    lev, _ = _shuffle_shared(parts, shared, Root(tmp_path / "lev"), memory_limit=None, temp_directory=None,
+                             storage_options=None)
+    assert max(opened) <= 2 and len(opened) > len(parts)  # group files, then partition files
+    assert sorted(p.name for p in (tmp_path / "lev" / "_shuffle" / "answers").iterdir()) == sorted(
+        Path(p.answers).name for p in lev)
+    for a, b in zip(flat, lev, strict=True):
+        x, y = read_ipc(a.answers), read_ipc(b.answers)
+        assert x.schema.metadata == y.schema.metadata and "evaltk_part" not in y.column_names
+        assert x.sort_by([("evaltk_file", "ascending"), ("evaltk_record", "ascending")]).equals(
+            y.sort_by([("evaltk_file", "ascending"), ("evaltk_record", "ascending")]))
 
 
 @pytest.mark.parametrize("engine", ["pandas", "duckdb"])

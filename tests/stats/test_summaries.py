@@ -25,6 +25,7 @@ from evaltk.stats import (
     ConfusionTable,
     PassCounts,
     ScoreSummary,
+    TreeCombiner,
     UnitPatterns,
     calibration_table,
     combine_all,
@@ -369,4 +370,34 @@ def test_partial_columns_and_from_partials_validation():
         ScoreSummary(("measure",)).combine(ScoreSummary(("measure", "agent")))
     with pytest.raises(ValueError, match="empty"):
         combine_all([])
+    with pytest.raises(ValueError, match="empty"):
+        TreeCombiner().result()
     assert isinstance(UnitPatterns((), {}).statistic.__doc__, str)
+
+
+class _Shape:
+    """A "summary" whose combine records the tree: the shape of a reduction, not its sum."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def combine(self, other: _Shape) -> _Shape:
+        return _Shape(f"({self.text} {other.text})")
+
+
+@given(st.integers(1, 300))
+def test_the_streamed_tree_is_the_level_by_level_tree(n):
+    """TreeCombiner (what combine_all and the DuckDB engine's driver use, holding log2(n)
+    partials) builds the tree of the level-by-level reduction combine_all did before: pairs at
+    each level, an odd last piece carried up, so sums are bit for bit those of before."""
+    items = [_Shape(str(i)) for i in range(n)]
+    level = list(items)
+    while len(level) > 1:  # combine_all as it was written before TreeCombiner
+        level = [level[i].combine(level[i + 1]) if i + 1 < len(level) else level[i] for i in range(0, len(level), 2)]
+    tree = TreeCombiner()
+    held = 0
+    for x in items:
+        tree.push(x)
+        held = max(held, len(tree._stack))
+    assert tree.result().text == combine_all(items).text == level[0].text and len(tree) == n
+    assert held <= n.bit_length()
