@@ -368,7 +368,8 @@ def read_ipc(source: str | os.PathLike[str], *, name: str | None = None) -> Any:
     label = name if name is not None else str(source)
     data = read_bytes(source)
     try:
-        table = ipc.open_file(pa.BufferReader(data)).read_all()
+        # on one thread, as read_parquet (a table decoded with threads could abort the interpreter at exit)
+        table = ipc.open_file(pa.BufferReader(data), options=ipc.IpcReadOptions(use_threads=False)).read_all()
     except (pa.ArrowException, OSError) as e:
         raise UnreadableInput(f"not a readable Arrow IPC file ({e})", file=label) from None
     check_records(table.num_rows, file=label)

@@ -278,8 +278,7 @@ class Kept:
     """What a worker process keeps between partitions, once partition ``key`` is scored, in the
     worker of process id ``pid``: ``rss``, its resident size (bytes), and ``floor``, its resident
     size right after it last handed freed memory back (:func:`evaltk._io.release_memory`, which
-    runs once the process has grown by a quarter, at least 256 MiB, since the last time: ``rss``
-    is a sawtooth above ``floor``).  A worker's ``floor`` over the partitions it scored is what it
+    waits for the process to grow by its threshold first: ``rss`` is a sawtooth above ``floor``).  A worker's ``floor`` over the partitions it scored is what it
     carries from one to the next, and grows only with a leak (flat memory: issue 19); the resident
     total of the run also counts each worker's working set wherever in its partition it is."""
 
@@ -1071,9 +1070,8 @@ def _shuffle_shared(parts: Sequence[Partition], shared: Mapping[str, str | None]
     trace ids, its rows streamed in batches that :func:`_split_staged` appends to each partition's
     file.  Each partition then reads only its own rows, so the cost is linear in the input whatever
     its layout (selecting each partition's rows from the whole source was a scan per partition:
-    quadratic).  DuckDB's ``COPY ... PARTITION_BY`` did the same in twice the time under the same
-    memory limit (5e7 rows, 100 partitions, ``memory_limit="4GB"``: 17.2-18.6 s against 8.9-9.5 s,
-    ``benchmarks/shuffle_stage.py``; docs/scale.md).
+    quadratic).  DuckDB's ``COPY ... PARTITION_BY`` did the same in about twice the time under the
+    same memory limit (``benchmarks/shuffle_stage.py``; docs/scale.md has the numbers).
     Rows of no partition's trace (a record without a text trace id, a line that is no record, an
     answer without a run) go to the first partition, which ledgers them.  Only for a local ``out``
     (the workers see it); with a URL each partition selects its rows, and the first also those of
@@ -1095,7 +1093,7 @@ def _shuffle_shared(parts: Sequence[Partition], shared: Mapping[str, str | None]
         # rows in any order (each partition's reader sorts its own by file and record): less to hold
         con.execute("SET preserve_insertion_order = false")
         _remote.register(con, [*files, *(shared[n] for n in names)], storage_options)
-        ids = " UNION ALL ".join(_ids_sql(i, f, "CAST(trace_id AS VARCHAR) AS evaltk_tid, {i} AS evaltk_part")
+        ids = " UNION ALL ".join(_ids_sql(i, f, f"CAST(trace_id AS VARCHAR) AS evaltk_tid, {{i}} AS {_PART_COL}")
                                  for i, f in enumerate(files))
         for name in names:
             dest = Path(root.at(f"{_SHUFFLE_DIR}/{name}"))
@@ -1115,10 +1113,10 @@ def _shuffle_shared(parts: Sequence[Partition], shared: Mapping[str, str | None]
                         _check_strict(con, src, described, _KINDS[name])
                     # a row of no partition's trace (none, not text, not in the store) goes to the first
                     # partition, whose ingest ledgers it as ingest of the file does: nothing lost
-                    rows = con.sql(f"SELECT a.*, CAST(coalesce(i.evaltk_part, 0) AS INTEGER) AS evaltk_part "
+                    rows = con.sql(f"SELECT a.*, CAST(coalesce(i.{_PART_COL}, 0) AS INTEGER) AS {_PART_COL} "
                                    f"FROM {src} a LEFT JOIN ({ids}) i ON CAST(a.trace_id AS VARCHAR) = i.evaltk_tid")
-                    found[name] = _split_staged(rows.to_arrow_reader(_SHUFFLE_BATCH_ROWS), 0, len(parts), dest,
-                                                {_SOURCES_KEY: json.dumps(described).encode()})
+                    found[name] = _split_staged(_streamed(rows.to_arrow_reader(_SHUFFLE_BATCH_ROWS), duckdb), 0,
+                                                len(parts), dest, {_SOURCES_KEY: json.dumps(described).encode()})
             except duckdb.Error as e:  # DuckDB's message names the file it could not read
                 bad = next((f for f in [*files, *sources] if f in str(e)), shared[name])
                 raise UnreadableInput(f"cannot shuffle the {name} ({str(e).splitlines()[0]})", file=bad) from None
@@ -1131,7 +1129,30 @@ def _shuffle_shared(parts: Sequence[Partition], shared: Mapping[str, str | None]
     return new, {**shared, **dict.fromkeys(names)}
 
 
+#: The partition number of a shuffled row (the join's column, dropped from the staged files).
 _PART_COL = "evaltk_part"
+
+#: DuckDB's message prefixes of the errors its callers tell apart (:func:`_bounded`).
+_STREAM_ERRORS = (("INTERRUPT Error", "InterruptException"), ("Out of Memory Error", "OutOfMemoryException"))
+
+
+def _streamed(reader: Any, duckdb: Any) -> Iterator[pa.RecordBatch]:
+    """The batches of a DuckDB query's Arrow reader.  An error DuckDB meets while it streams (a
+    corrupt row group past the first batch, an interrupt by the ``memory_limit`` watchdog, running
+    out of memory) reaches Python through Arrow as an ``OSError`` carrying DuckDB's message; it is
+    raised as DuckDB's own exception type again, so what catches ``duckdb.Error`` (a named
+    unreadable input; under ``memory_limit`` a refusal, exit 65) holds mid-stream too."""
+    batches = iter(reader)
+    while True:
+        try:
+            batch = next(batches)
+        except StopIteration:
+            return
+        except OSError as e:
+            msg = str(e)
+            kind = next((getattr(duckdb, k) for prefix, k in _STREAM_ERRORS if msg.startswith(prefix)), duckdb.Error)
+            raise kind(msg) from None
+        yield batch
 
 
 def _split_staged(batches: Iterable[pa.RecordBatch], lo: int, n: int, dest: Path,
@@ -1469,12 +1490,13 @@ def score_dataset(traces: str | Path, answers: str | Path | None = None, labels:
     with _progress(len(parts), len(done), progress) as tick, _removed_after(root, _SHUFFLE_DIR):
         if kind == "duckdb":
             with _duckdb(engine, memory_limit, threads, tmp_dir) as con:
-                if memory_limit is not None:  # the largest first: the first measured sets the admission
-                    todo = sorted(todo, key=_input_bytes, reverse=True)
-                # added on the driver as they come, in a fixed tree (TreeCombiner: log2(n) partials held)
+                todo = _pool_order(todo, memory_limit)
+                # added on the driver as they come, in a fixed tree (TreeCombiner: log2(n) partials held) in
+                # the order sent (under memory_limit largest first: the last bits of a float sum may differ)
                 tree = TreeCombiner()
-                memory = _pool_run(todo, kw, n_workers, tick, _InOrder([p.key for p in todo], tree.push).put,
-                                   memory_limit)
+                ordered = _InOrder([p.key for p in todo], tree.push)
+                memory = _pool_run(todo, kw, n_workers, tick, ordered.put, memory_limit)
+                ordered.check()
                 if done_pairs:  # partitions of an earlier run: summarised from their files in SQL
                     _remote.register(con, [root.root], so)
                     with _bounded(con, memory_limit, _SUMMARY_PHASE, tmp_dir, outcome="every partition is scored "
@@ -1730,17 +1752,29 @@ def _over(budget: _MemoryBudget) -> str:
 class _InOrder:
     """Hand each partition's summary to ``push`` in the order of ``keys``, whatever order they are
     scored in: one is held only until those before it are in (a few, as the pool runs them in
-    that order), so a sum in a fixed tree needs no list of every summary."""
+    that order), so a sum in a fixed tree needs no list of every summary.  :meth:`check` after
+    the last: every key was put."""
 
     def __init__(self, keys: Sequence[str], push: Callable[[DatasetSummary], None]) -> None:
         self._keys, self._push, self._next = list(keys), push, 0
         self._held: dict[str, DatasetSummary] = {}
+
+    def check(self) -> None:
+        if self._next != len(self._keys):  # a partition scored and not added would be lost silently
+            raise RuntimeError(f"{len(self._keys) - self._next} of {len(self._keys)} partitions' summaries were "
+                               f"not added: {self._keys[self._next]}'s never came")
 
     def put(self, key: str, summary: DatasetSummary) -> None:
         self._held[key] = summary
         while self._next < len(self._keys) and self._keys[self._next] in self._held:
             self._push(self._held.pop(self._keys[self._next]))
             self._next += 1
+
+
+def _pool_order(todo: Sequence[Partition], memory_limit: str | None) -> list[Partition]:
+    """The order :func:`_pool_run` sends partitions in: under ``memory_limit`` the largest input
+    first (the first measured sets the admission, so it must be the largest), else as given."""
+    return list(todo) if memory_limit is None else sorted(todo, key=_input_bytes, reverse=True)
 
 
 def _pool_run(todo: Sequence[Partition], kw: Mapping[str, Any], n_workers: int | None,
@@ -1751,8 +1785,8 @@ def _pool_run(todo: Sequence[Partition], kw: Mapping[str, Any], n_workers: int |
     cannot be pickled (a lambda ``domain_rule``).  On a failure or Ctrl-C the partitions not
     started are cancelled and the running ones awaited, so nothing is written after this call
     has raised.  With ``memory_limit`` the scoring phase is held under it (:class:`_MemoryBudget`).
-    Each partition's summary goes to ``collect(key, summary)`` as it is scored, in the order of
-    ``todo`` (under a limit, pass the largest first: the first measured sets the admission).
+    Each partition's summary goes to ``collect(key, summary)`` as it is scored; ``todo`` is sent
+    in its order, which must be :func:`_pool_order`'s (under a limit, the largest first).
     Returns the memory measured: ``worker`` (the largest worker's VmHWM), ``total``, ``kept``
     and, under a limit, ``admissions`` and ``companions`` (see :attr:`ScoredDataset.memory`);
     empty when scored here."""

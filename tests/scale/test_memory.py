@@ -15,6 +15,7 @@ import weakref
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pytest
 
 from evaltk import _columns
 from evaltk.data._datasets import make_demo
@@ -100,3 +101,9 @@ def test_the_driver_adds_summaries_as_they_come_in_a_fixed_order():
         order.put(key, key)
         held.append(len(order._held))
     assert got == ["a", "b", "c", "d", "e"] and held == [1, 0, 1, 2, 0]
+    order.check()
+    short = _InOrder(["a", "b", "c"], got.append)
+    short.put("a", "a")
+    short.put("c", "c")
+    with pytest.raises(RuntimeError, match="2 of 3 partitions' summaries were not added: b's never came"):
+        short.check()

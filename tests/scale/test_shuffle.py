@@ -96,6 +96,51 @@ def test_more_partitions_than_open_files_split_in_levels(demo, tmp_path, monkeyp
             y.sort_by([("evaltk_file", "ascending"), ("evaltk_record", "ascending")]))
 
 
+def test_a_source_that_breaks_mid_stream_is_named(demo, tmp_path, monkeypatch):
+    """A row group DuckDB cannot decode after the join has started streaming: Arrow hands the
+    error over as an OSError; it is still the named unreadable input it was with COPY."""
+    import pyarrow as pa
+
+    import evaltk.scale._scale as S
+    from evaltk.errors import UnreadableInput
+
+    store = write_parts(tmp_path / "store", demo, 3, shared_answers=True)
+    a = pa.Table.from_pandas(demo.answers, preserve_index=False)
+    p = store / "answers.parquet"
+    pq.write_table(pa.concat_tables([a] * 8), p, row_group_size=len(a), compression="none")
+    md = pq.read_metadata(p)
+    off = md.row_group(md.num_row_groups - 1).column(0).data_page_offset
+    data = bytearray(p.read_bytes())
+    data[off + 20:off + 2000] = b"\xff" * 1980  # the last row group's first pages; the footer intact
+    p.write_bytes(bytes(data))
+    monkeypatch.setattr(S, "_SHUFFLE_BATCH_ROWS", 64)  # batches go out before DuckDB reaches it
+    parts, shared = discover_partitions(store / "traces", p, None)
+    with pytest.raises(UnreadableInput, match="cannot shuffle the answers") as e:
+        _shuffle_shared(parts, shared, Root(tmp_path / "out"), memory_limit=None, temp_directory=None,
+                        storage_options=None)
+    assert e.value.file == str(p)
+    assert not (tmp_path / "out" / "_shuffle").exists()
+
+
+def test_an_interrupt_mid_stream_is_duckdbs_own_error_again():
+    """The memory_limit watchdog stops the shuffle with ``con.interrupt()``; mid-stream Arrow
+    raises it as an OSError, which _streamed turns back into duckdb.InterruptException (what
+    _bounded reads as the watchdog's stop: exit 65, not a traceback)."""
+    import duckdb
+
+    from evaltk.scale._scale import _streamed
+
+    con = duckdb.connect()
+    reader = con.sql("SELECT range AS x FROM range(100000000)").to_arrow_reader(1024)
+    got = 0
+    with pytest.raises(duckdb.InterruptException):
+        for batch in _streamed(reader, duckdb):
+            got += batch.num_rows
+            con.interrupt()
+    assert 0 < got < 100_000_000
+    con.close()
+
+
 @pytest.mark.parametrize("engine", ["pandas", "duckdb"])
 def test_shared_answers_score_as_co_partitioned_ones(demo, tmp_path, engine):
     co = write_parts(tmp_path / "co", demo, 4)
