@@ -1049,9 +1049,13 @@ def _ids_sql(i: int, f: str, cols: str) -> str:
     return f"SELECT {cols.format(i=i)} FROM {src} WHERE trace_id IS NOT NULL"
 
 
-#: Rows DuckDB hands the shuffle at a time; each batch is split by partition and appended to the
-#: partitions' staged files (:func:`_split_staged`).
+#: At most this many rows, and about :data:`_SHUFFLE_BATCH_BYTES`, does DuckDB hand the shuffle at a
+#: time (:func:`_batch_rows`); each batch is split by partition and appended to the partitions'
+#: staged files (:func:`_split_staged`).  The batch and its sorted copy are held beside DuckDB's
+#: own memory, outside its limit, so wide rows (a long rationale per answer) get fewer per batch.
 _SHUFFLE_BATCH_ROWS = 1 << 20
+_SHUFFLE_BATCH_BYTES = 64 * 2**20
+_SHUFFLE_SAMPLE_ROWS = 10_000
 #: The shuffle writes at most this many staged files at once; with more partitions it splits in
 #: levels, each writing every row once (a group's file, then its partitions' files).
 _SHUFFLE_OPEN_FILES = 256
@@ -1115,7 +1119,7 @@ def _shuffle_shared(parts: Sequence[Partition], shared: Mapping[str, str | None]
                     # partition, whose ingest ledgers it as ingest of the file does: nothing lost
                     rows = con.sql(f"SELECT a.*, CAST(coalesce(i.{_PART_COL}, 0) AS INTEGER) AS {_PART_COL} "
                                    f"FROM {src} a LEFT JOIN ({ids}) i ON CAST(a.trace_id AS VARCHAR) = i.evaltk_tid")
-                    found[name] = _split_staged(_streamed(rows.to_arrow_reader(_SHUFFLE_BATCH_ROWS), duckdb), 0,
+                    found[name] = _split_staged(_streamed(rows.to_arrow_reader(_batch_rows(con, src)), duckdb), 0,
                                                 len(parts), dest, {_SOURCES_KEY: json.dumps(described).encode()})
             except duckdb.Error as e:  # DuckDB's message names the file it could not read
                 bad = next((f for f in [*files, *sources] if f in str(e)), shared[name])
@@ -1153,6 +1157,15 @@ def _streamed(reader: Any, duckdb: Any) -> Iterator[pa.RecordBatch]:
             kind = next((getattr(duckdb, k) for prefix, k in _STREAM_ERRORS if msg.startswith(prefix)), duckdb.Error)
             raise kind(msg) from None
         yield batch
+
+
+def _batch_rows(con: Any, src: str) -> int:
+    """Rows per batch of the shuffle's stream: :data:`_SHUFFLE_BATCH_BYTES` over the Arrow bytes per
+    row of the source's first :data:`_SHUFFLE_SAMPLE_ROWS` rows (its first file's first row
+    group: no scan), between 1,024 and :data:`_SHUFFLE_BATCH_ROWS`."""
+    sample = con.sql(f"SELECT * FROM {src} LIMIT {_SHUFFLE_SAMPLE_ROWS}").to_arrow_table()
+    per_row = max(1, sample.nbytes // max(1, sample.num_rows))
+    return int(min(_SHUFFLE_BATCH_ROWS, max(1024, _SHUFFLE_BATCH_BYTES // per_row)))
 
 
 def _split_staged(batches: Iterable[pa.RecordBatch], lo: int, n: int, dest: Path,

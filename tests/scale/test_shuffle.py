@@ -122,6 +122,25 @@ def test_a_source_that_breaks_mid_stream_is_named(demo, tmp_path, monkeypatch):
     assert not (tmp_path / "out" / "_shuffle").exists()
 
 
+def test_wide_rows_come_in_smaller_batches(tmp_path):
+    """The stream's batches are held beside DuckDB, outside its memory limit: about 64 MiB of
+    Arrow per batch whatever the width of a row (an answer with a long rationale), at most 2^20."""
+    import duckdb
+    import pyarrow as pa
+
+    from evaltk.scale._scale import _SHUFFLE_BATCH_ROWS, _batch_rows
+
+    con = duckdb.connect()
+    narrow = pa.table({"trace_id": [f"t{i}" for i in range(20_000)], "answer": ["yes"] * 20_000})
+    wide = narrow.append_column("rationale", pa.array(["why " * 1000] * 20_000))
+    for name, t in (("narrow", narrow), ("wide", wide)):
+        pq.write_table(t, tmp_path / f"{name}.parquet")
+    assert _batch_rows(con, f"read_parquet('{tmp_path / 'narrow.parquet'}')") == _SHUFFLE_BATCH_ROWS
+    rows = _batch_rows(con, f"read_parquet('{tmp_path / 'wide.parquet'}')")
+    assert 1024 <= rows <= 64 * 2**20 // 4000  # 4 kB per row: about 16,000 rows
+    con.close()
+
+
 def test_an_interrupt_mid_stream_is_duckdbs_own_error_again():
     """The memory_limit watchdog stops the shuffle with ``con.interrupt()``; mid-stream Arrow
     raises it as an OSError, which _streamed turns back into duckdb.InterruptException (what
