@@ -36,8 +36,9 @@ def _copy_partition_by(S, parts, shared, out: Path, limit: str) -> None:
     files = [p.traces for p in parts]
     con = duckdb.connect()
     con.execute("SET preserve_insertion_order = false")
-    ids = " UNION ALL ".join(S._ids_sql(i, f, "CAST(trace_id AS VARCHAR) AS evaltk_tid, {i} AS evaltk_part")
-                             for i, f in enumerate(files))
+    ids = " UNION ALL ".join(  # as ae02e16 read them: one read_parquet per trace file
+        f"SELECT CAST(trace_id AS VARCHAR) AS evaltk_tid, {i} AS evaltk_part FROM read_parquet('{f}', "
+        "hive_partitioning = false) WHERE trace_id IS NOT NULL" for i, f in enumerate(files))
     dest = out / "_shuffle" / "answers"
     dest.parent.mkdir(parents=True, exist_ok=True)
     with S._bounded(con, limit, "the shuffle (peer)", None):

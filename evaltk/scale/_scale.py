@@ -609,8 +609,7 @@ def _select_rows(source: str, trace_file: str, con: Any = None, *,
         _remote.register(c, [source, *orphans], storage_options)
         where = "CAST(trace_id AS VARCHAR) IN (SELECT trace_id FROM evaltk_ids)"
         if orphans:
-            every = " UNION ALL ".join(_ids_sql(i, f, "CAST(trace_id AS VARCHAR) AS evaltk_tid")
-                                       for i, f in enumerate(orphans))
+            every = _ids_sql(orphans, "CAST(trace_id AS VARCHAR) AS evaltk_tid")
             where += f" OR trace_id IS NULL OR CAST(trace_id AS VARCHAR) NOT IN (SELECT evaltk_tid FROM ({every}))"
         try:
             src, meta = _numbered_sql(source, c, storage_options)
@@ -1038,15 +1037,32 @@ def _dask_client(engine: Any, memory_limit: str | None, n_workers: int | None) -
         cluster.close()
 
 
-def _ids_sql(i: int, f: str, cols: str) -> str:
-    """SQL selecting ``cols`` (``{i}`` is the file's number) from the trace ids of trace file ``f``."""
-    q = "'" + f.replace("'", "''") + "'"
-    if PurePosixPath(f).suffix.lower() == ".parquet":
-        src = f"read_parquet({q}, hive_partitioning = false)"
-    else:
-        src = (f"read_json({q}, format = 'newline_delimited', columns = {{'trace_id': 'VARCHAR'}}, "
-               "hive_partitioning = false, ignore_errors = true)")
-    return f"SELECT {cols.format(i=i)} FROM {src} WHERE trace_id IS NOT NULL"
+def _ids_sql(files: Sequence[str], cols: str) -> str:
+    """SQL selecting ``cols`` (``{i}`` is a file's number in ``files``) from the trace ids of the
+    trace files ``files``: one read per format (``read_parquet`` or ``read_json`` of the list, each
+    row's file name, as ``evaltk_filename`` (a trace may have a ``filename`` field), joined with
+    the files' numbers).  A ``UNION ALL`` of one read per file held
+    buffers per file: with 400 files the shuffle's join ran out of 1.8 GiB where one read of the
+    list needs a fraction of it."""
+    def lit(f: str) -> str:
+        return "'" + f.replace("'", "''") + "'"
+
+    reads = []
+    for parquet in (True, False):
+        group = [(i, f) for i, f in enumerate(files) if (PurePosixPath(f).suffix.lower() == ".parquet") == parquet]
+        if not group:
+            continue
+        names = "[" + ", ".join(lit(f) for _, f in group) + "]"
+        nums = "[" + ", ".join(str(i) for i, _ in group) + "]"
+        if parquet:
+            src = f"read_parquet({names}, hive_partitioning = false, filename = 'evaltk_filename')"
+        else:
+            src = (f"read_json({names}, format = 'newline_delimited', columns = {{'trace_id': 'VARCHAR'}}, "
+                   "hive_partitioning = false, ignore_errors = true, filename = 'evaltk_filename')")
+        numbered = f"(SELECT unnest({names}) AS evaltk_name, unnest({nums}) AS evaltk_i)"
+        reads.append(f"SELECT {cols.format(i='evaltk_n.evaltk_i')} FROM {src} evaltk_t JOIN {numbered} evaltk_n "
+                     "ON evaltk_t.evaltk_filename = evaltk_n.evaltk_name WHERE evaltk_t.trace_id IS NOT NULL")
+    return " UNION ALL ".join(reads)
 
 
 #: At most this many rows, and about :data:`_SHUFFLE_BATCH_BYTES`, does DuckDB hand the shuffle at a
@@ -1097,8 +1113,7 @@ def _shuffle_shared(parts: Sequence[Partition], shared: Mapping[str, str | None]
         # rows in any order (each partition's reader sorts its own by file and record): less to hold
         con.execute("SET preserve_insertion_order = false")
         _remote.register(con, [*files, *(shared[n] for n in names)], storage_options)
-        ids = " UNION ALL ".join(_ids_sql(i, f, f"CAST(trace_id AS VARCHAR) AS evaltk_tid, {{i}} AS {_PART_COL}")
-                                 for i, f in enumerate(files))
+        ids = _ids_sql(files, f"CAST(trace_id AS VARCHAR) AS evaltk_tid, {{i}} AS {_PART_COL}")
         for name in names:
             dest = Path(root.at(f"{_SHUFFLE_DIR}/{name}"))
             if dest.exists():
@@ -1257,8 +1272,7 @@ def _repeated_id(con: Any, files: Sequence[str]) -> tuple[Any, ...] | None:
     """``(trace_id, first file number, last file number)`` of the smallest trace id in two of
     ``files``, or None (the queries of :func:`_check_unique_ids`)."""
     duckdb = optional_module("duckdb")
-    hashed = " UNION ALL ".join(_ids_sql(i, f, "hash(CAST(trace_id AS VARCHAR)) AS h, {i} AS f")
-                                for i, f in enumerate(files))
+    hashed = _ids_sql(files, "hash(CAST(trace_id AS VARCHAR)) AS h, {i} AS f")
     try:
         cand = [r[0] for r in con.execute(
             f"SELECT h FROM (SELECT DISTINCT h, f FROM ({hashed})) GROUP BY h HAVING count(*) > 1").fetchall()]
@@ -1273,8 +1287,7 @@ def _repeated_id(con: Any, files: Sequence[str]) -> tuple[Any, ...] | None:
     if not cand:
         return None
     con.register("evaltk_cand", pa.table({"h": pa.array(cand, pa.uint64())}))
-    ids = " UNION ALL ".join(_ids_sql(i, f, "CAST(trace_id AS VARCHAR) AS trace_id, {i} AS f")
-                             for i, f in enumerate(files))
+    ids = _ids_sql(files, "CAST(trace_id AS VARCHAR) AS trace_id, {i} AS f")
     return con.execute(f"SELECT trace_id, min(f), max(f) FROM ({ids}) WHERE hash(trace_id) IN "
                        "(SELECT h FROM evaltk_cand) GROUP BY trace_id HAVING count(DISTINCT f) > 1 "
                        "ORDER BY trace_id LIMIT 1").fetchone()
