@@ -263,15 +263,22 @@ class Timeline:
         warm-up of every run), ``warm`` over the last three quarters (partitions N/4+1..N: after the
         workers' first partitions, imports, allocator growth), ``driver`` this process's own over
         the last three quarters."""
-        def fit(pts: list[tuple[int, float]]) -> float:
-            if len(pts) < 2:
-                return float("nan")
-            x = np.array([p[0] for p in pts], float)
-            return float(np.polyfit(x, np.array([p[1] for p in pts], float), 1)[0])
+        k = _warm_start(len(self.points))
+        return {"whole": _fit(self.points[1:]), "warm": _fit(self.points[k:]), "warm_from": k + 1,
+                "driver": _fit([(i + 1, m) for i, m in enumerate(self.driver)][k:])}
 
-        k = len(self.points) // 4
-        return {"whole": fit(self.points[1:]), "warm": fit(self.points[k:]), "warm_from": k + 1,
-                "driver": fit([(i + 1, m) for i, m in enumerate(self.driver)][k:])}
+
+def _warm_start(n: int) -> int:
+    """Where warm-up ends among ``n`` partitions: the slopes after it are over the last three quarters."""
+    return n // 4
+
+
+def _fit(pts: list[tuple[float, float]]) -> float:
+    """Least-squares slope of ``(x, MiB)`` points; NaN for fewer than two."""
+    if len(pts) < 2:
+        return float("nan")
+    x = np.array([p[0] for p in pts], float)
+    return float(np.polyfit(x, np.array([p[1] for p in pts], float), 1)[0])
 
 
 def child(args: argparse.Namespace) -> None:
@@ -376,11 +383,10 @@ def _kept_slopes(kept: object) -> dict[str, object]:
     out = {}
     for pid, pts in by_pid.items():
         if len(pts) >= 8:
-            q = len(pts) // 4
-            x = np.arange(q, len(pts), dtype=float)
+            q = _warm_start(len(pts))
             floor, rss = (np.array([p[i] for p in pts]) for i in (0, 1))
-            out[pid] = {"n": len(pts), "floor_slope": float(np.polyfit(x, floor[q:], 1)[0]),
-                        "rss_slope": float(np.polyfit(x, rss[q:], 1)[0]), "floor_first": floor[q],
+            out[pid] = {"n": len(pts), "floor_slope": _fit(list(enumerate(floor.tolist()))[q:]),
+                        "rss_slope": _fit(list(enumerate(rss.tolist()))[q:]), "floor_first": floor[q],
                         "floor_last": floor[-1], "releases": int((np.diff(floor[q:]) != 0).sum()),
                         "rss_max": float(rss.max())}
     return {"kept": out} if out else {}

@@ -70,7 +70,7 @@ def child(code: Path, folder: Path, fmt: str, out: Path) -> dict[str, float]:
     sys.path.insert(0, str(code))
     from evaltk.scale import discover_partitions
     from evaltk.scale._remote import Root
-    from evaltk.scale._scale import _shuffle_shared, _staged_answers, _staged_sources
+    from evaltk.scale._scale import _shuffle_shared, _staged_answers
 
     assert Path(sys.modules["evaltk"].__file__).resolve().is_relative_to(code.resolve())
     parts, shared = discover_partitions(folder / "traces", folder / f"answers.{fmt}", None)
@@ -81,9 +81,15 @@ def child(code: Path, folder: Path, fmt: str, out: Path) -> dict[str, float]:
     hwm = _hwm_mib()
     c1 = time.process_time()
     n = 0
+    import inspect
+
+    import evaltk.scale._scale as S
+
+    before = len(inspect.signature(_staged_answers).parameters) == 4  # the baseline: (path, meta, kind, strict)
     for p in staged:  # each partition's share, read as its worker reads it
         if p.answers is not None:
-            n += len(_staged_answers(p.answers, _staged_sources(p.answers), "answer", False).ledger)
+            args = (p.answers, S._staged_sources(p.answers)) if before else (p.answers,)
+            n += len(_staged_answers(*args, "answer", False).ledger)
     return {"wall": wall, "cpu": cpu, "hwm_mib": hwm, "read_cpu": time.process_time() - c1, "hwm_all": _hwm_mib(),
             "ledgered": n}
 

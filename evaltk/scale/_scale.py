@@ -278,9 +278,10 @@ class Kept:
     """What a worker process keeps between partitions, once partition ``key`` is scored, in the
     worker of process id ``pid``: ``rss``, its resident size (bytes), and ``floor``, its resident
     size right after it last handed freed memory back (:func:`evaltk._io.release_memory`, which
-    waits for the process to grow by its threshold first: ``rss`` is a sawtooth above ``floor``).  A worker's ``floor`` over the partitions it scored is what it
-    carries from one to the next, and grows only with a leak (flat memory: issue 19); the resident
-    total of the run also counts each worker's working set wherever in its partition it is."""
+    waits for the process to grow by its threshold first: ``rss`` is a sawtooth above ``floor``).
+    A worker's ``floor`` over the partitions it scored is what it carries from one to the next,
+    and grows only with a leak (flat memory: issue 19); the resident total of the run also counts
+    each worker's working set wherever in its partition it is."""
 
     key: str
     pid: int
@@ -531,8 +532,13 @@ def _sources_meta(source: str, files: Sequence[str], schemas: Sequence[pa.Schema
                         for sc in schemas]}
 
 
+def _sources_metadata(meta: Mapping[str, Any]) -> dict[bytes, bytes]:
+    """The schema metadata carrying a numbered source's description (:func:`_sources_meta`)."""
+    return {_SOURCES_KEY: json.dumps(meta).encode()}
+
+
 def _with_sources(table: pa.Table, meta: Mapping[str, Any]) -> pa.Table:
-    return table.replace_schema_metadata({_SOURCES_KEY: json.dumps(meta)})
+    return table.replace_schema_metadata(_sources_metadata(meta))
 
 
 def _file_rows(table: pa.Table, fidx: np.ndarray, schemas: Sequence[str | None]) -> Iterator[pa.Table]:
@@ -623,16 +629,10 @@ def _select_rows(source: str, trace_file: str, con: Any = None, *,
         c.close()
 
 
-def _staged_sources(path: str | None) -> dict[str, Any] | None:
-    """``{"source": ..., "files": [...], "schemas": [...]}`` of a file :func:`_shuffle_shared` staged
-    (its key-value metadata, :func:`_sources_meta`), None for any other file."""
-    if path is None or PurePosixPath(path).suffix != _STAGED_SUFFIX or _SHUFFLE_DIR not in Path(path).parts:
-        return None
-    import pyarrow.ipc as ipc
-
-    with pa.OSFile(path) as f:
-        meta = ipc.open_file(f).schema.metadata or {}
-    return json.loads(meta[_SOURCES_KEY]) if _SOURCES_KEY in meta else None
+def _is_staged(path: str | None) -> bool:
+    """Whether ``path`` is a file :func:`_shuffle_shared` staged (its rows carry their source's
+    description as schema metadata, :func:`_sources_metadata`)."""
+    return path is not None and PurePosixPath(path).suffix == _STAGED_SUFFIX and _SHUFFLE_DIR in Path(path).parts
 
 
 def _located_answers(table: pa.Table, source: str, files: Sequence[str], kind: str, strict: bool) -> Any:
@@ -686,10 +686,12 @@ def _check_strict(con: Any, src: str, meta: Mapping[str, Any], kind: str) -> Non
                          True)
 
 
-def _staged_answers(path: str, meta: Mapping[str, Any], kind: str, strict: bool) -> Any:
-    """A partition's staged shuffle file read as :func:`_located_answers` reads selected rows."""
-    return _located_answers(_with_sources(_io.read_ipc(path), meta), meta["source"], meta["files"],
-                            kind, strict)
+def _staged_answers(path: str, kind: str, strict: bool) -> Any:
+    """A partition's staged shuffle file read as :func:`_located_answers` reads selected rows (the
+    file is read once: its schema metadata describes the source)."""
+    table = _io.read_ipc(path)
+    meta = json.loads(table.schema.metadata[_SOURCES_KEY])
+    return _located_answers(table, meta["source"], meta["files"], kind, strict)
 
 
 def _label_measures(measures: Any) -> tuple[str, ...]:
@@ -803,8 +805,8 @@ def _score_local(part: Partition, origin: Partition, *, out: str | None, by: Seq
                 frame, files = _select_rows(shared[name], part.traces, storage_options=so,  # type: ignore[arg-type]
                                             orphans=_orphans_of(shared, origin.key))
                 sources[name] = _located_answers(frame, shared[name], files, kind, strict)  # type: ignore[arg-type]
-            elif (meta := _staged_sources(getattr(part, name))) is not None:  # staged by the shuffle
-                sources[name] = _staged_answers(getattr(part, name), meta, kind, strict)
+            elif _is_staged(getattr(part, name)):  # staged by the shuffle
+                sources[name] = _staged_answers(getattr(part, name), kind, strict)
         answers, labels = sources["answers"], sources["labels"]
         ing = ingest_traces(part.traces, answers, labels, strict=options.get("strict", False),
                             domain_rule=options.get("domain_rule"))
@@ -1135,7 +1137,7 @@ def _shuffle_shared(parts: Sequence[Partition], shared: Mapping[str, str | None]
                     rows = con.sql(f"SELECT a.*, CAST(coalesce(i.{_PART_COL}, 0) AS INTEGER) AS {_PART_COL} "
                                    f"FROM {src} a LEFT JOIN ({ids}) i ON CAST(a.trace_id AS VARCHAR) = i.evaltk_tid")
                     found[name] = _split_staged(_streamed(rows.to_arrow_reader(_batch_rows(con, src)), duckdb), 0,
-                                                len(parts), dest, {_SOURCES_KEY: json.dumps(described).encode()})
+                                                len(parts), dest, _sources_metadata(described))
             except duckdb.Error as e:  # DuckDB's message names the file it could not read
                 bad = next((f for f in [*files, *sources] if f in str(e)), shared[name])
                 raise UnreadableInput(f"cannot shuffle the {name} ({str(e).splitlines()[0]})", file=bad) from None
